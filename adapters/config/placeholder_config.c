@@ -1,0 +1,1 @@
+/* placeholder until the first source lands */ typedef int rp__placeholder_config;

@@ -1,0 +1,86 @@
+/*
+ * rp_gate.h - a question put to a person (CONTRACT sections 5 and 6).
+ *
+ * A gate is opened when reaper parks work it must not decide on alone: a job
+ * that used all its attempts (kind delivery_exhausted, choices retry and
+ * dismiss) or a dead letter (kind bus_dead_lettered, choices replay and
+ * dismiss). It is answered once; a second answer changes nothing.
+ *
+ * Ownership: an rp_gate owns its strings (heap or NULL). rp_gate_init()
+ * zeroes one, rp_gate_cleanup() frees and zeroes it. The answer outcome and
+ * kind enums have static wire names.
+ */
+#ifndef RP_GATE_H
+#define RP_GATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rp_common.h"
+#include "rp_status.h"
+
+typedef enum rp_gate_kind {
+    RP_GATE_DELIVERY_EXHAUSTED = 0,
+    RP_GATE_BUS_DEAD_LETTERED,
+    RP_GATE_KIND_COUNT_
+} rp_gate_kind;
+
+typedef enum rp_choice {
+    RP_CHOICE_RETRY = 0,
+    RP_CHOICE_REPLAY,
+    RP_CHOICE_DISMISS,
+    RP_CHOICE_COUNT_
+} rp_choice;
+
+typedef enum rp_outcome {
+    RP_OUTCOME_RETRIED = 0,
+    RP_OUTCOME_REPLAYED,
+    RP_OUTCOME_DISMISSED,
+    RP_OUTCOME_ALREADY_ANSWERED,
+    RP_OUTCOME_COUNT_
+} rp_outcome;
+
+typedef enum rp_gate_state {
+    RP_GATE_STATE_OPEN = 0,
+    RP_GATE_STATE_ANSWERED,
+    RP_GATE_STATE_ALL,
+    RP_GATE_STATE_COUNT_
+} rp_gate_state;
+
+/* "delivery_exhausted", "retry", "replayed", "open", ...; "unknown" outside
+ * the enums. Never NULL, static. */
+const char *rp_gate_kind_string(rp_gate_kind k);
+const char *rp_choice_string(rp_choice c);
+const char *rp_outcome_string(rp_outcome o);
+const char *rp_gate_state_string(rp_gate_state s);
+bool rp_gate_kind_parse(const char *s, rp_gate_kind *out) RP_MUSTCHECK;
+bool rp_choice_parse(const char *s, rp_choice *out) RP_MUSTCHECK;
+bool rp_outcome_parse(const char *s, rp_outcome *out) RP_MUSTCHECK;
+bool rp_gate_state_parse(const char *s, rp_gate_state *out) RP_MUSTCHECK;
+
+/* Whether a gate of kind k takes choice c (retry|dismiss for
+ * delivery_exhausted, replay|dismiss for bus_dead_lettered). */
+bool rp_gate_accepts(rp_gate_kind k, rp_choice c);
+
+typedef struct rp_gate {
+    int64_t id;
+    int64_t job_id;
+    rp_gate_kind kind;
+    char *project;       /* the job's project */
+    char *question;      /* one human sentence */
+    bool answered;
+    rp_choice answer;    /* meaningful only when answered */
+    char *answered_by;   /* NULL when open or unknown */
+    rp_time_ms answered_at; /* 0 when open */
+    rp_time_ms created_at;
+    /* Dead-letter gates only (NULL otherwise). origin_queue and reason come
+     * from message headers and are untrusted: shown quoted, cut to 200. */
+    char *queue;         /* the dead-letter queue it was found on */
+    char *origin_queue;
+    char *reason;
+} rp_gate;
+
+void rp_gate_init(rp_gate *g);
+void rp_gate_cleanup(rp_gate *g);
+
+#endif

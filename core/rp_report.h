@@ -1,0 +1,50 @@
+/*
+ * rp_report.h - the pass report (CONTRACT section 5): every verdict of one
+ * pass, what could not be read, notes, and the policies checked.
+ *
+ * Ownership: an rp_report owns everything it holds. rp_report_init() makes an
+ * empty one, rp_report_cleanup() frees it all. rp_report_add_verdict() takes
+ * ownership of the verdict's strings (the caller's copy is zeroed), the
+ * string adders copy their argument.
+ */
+#ifndef RP_REPORT_H
+#define RP_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rp_common.h"
+#include "rp_status.h"
+#include "rp_verdict.h"
+
+typedef struct rp_policy_check {
+    char *name;
+    bool verified;
+    char *detail;
+} rp_policy_check;
+
+typedef struct rp_report {
+    bool ok;        /* false when anything was unreadable */
+    bool dry_run;
+    rp_verdict *verdicts;
+    size_t n_verdicts, cap_verdicts;
+    char **unreadable;
+    size_t n_unreadable, cap_unreadable;
+    char **notes;
+    size_t n_notes, cap_notes;
+    rp_policy_check *policies;
+    size_t n_policies, cap_policies;
+} rp_report;
+
+void rp_report_init(rp_report *r, bool dry_run);
+void rp_report_cleanup(rp_report *r);
+
+/* Moves *v into the report and re-initialises *v. */
+rp_status rp_report_add_verdict(rp_report *r, rp_verdict *v) RP_MUSTCHECK;
+/* Records an unreadable source and sets r->ok to false. */
+rp_status rp_report_add_unreadable(rp_report *r, const char *what) RP_MUSTCHECK;
+rp_status rp_report_add_note(rp_report *r, const char *note) RP_MUSTCHECK;
+rp_status rp_report_add_policy(rp_report *r, const char *name, bool verified,
+                               const char *detail) RP_MUSTCHECK;
+
+#endif
