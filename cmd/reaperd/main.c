@@ -1,1 +1,150 @@
-int main(void) { return 0; }
+/*
+ * reaperd - the reaper daemon: command line, configuration, then the loop.
+ *
+ * Exit codes (CONTRACT section 4): 0 ok; 1 the daemon could not run; 2 usage
+ * or configuration error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "migrate_cli.h"
+#include "rp_config.h"
+#include "rp_config_load.h"
+#include "rp_log.h"
+#include "secret.h"
+#include "version.h"
+
+extern char **environ;
+
+static void rp_usage(FILE *f) {
+    fprintf(f,
+            "usage: reaperd [--config FILE] [--check-config] [--migrate] [--version] [--help]\n"
+            "\n"
+            "Finds work that stopped moving in RabbitMQ and in the PostgreSQL job table,\n"
+            "and deals with it by measurement (see README.md).\n"
+            "\n"
+            "  -c, --config FILE   read FILE (YAML); without it, the environment and the\n"
+            "                      defaults make the whole configuration\n"
+            "      --check-config  print the effective configuration (secrets masked) and\n"
+            "                      exit 0, or print every problem and exit 2\n"
+            "      --migrate       apply the schema migrations to store.schema and exit\n"
+            "                      (0 applied or already current, 1 the store refused)\n"
+            "  -V, --version       print the version and exit\n"
+            "  -h, --help          print this help and exit\n"
+            "\n"
+            "Every key can be set as REAPER_<SECTION>_<KEY> (e.g. REAPER_REAP_INTERVAL_SECONDS);\n"
+            "the environment wins over the file. Exit codes: 0 ok, 1 could not run,\n"
+            "2 usage or configuration error.\n");
+}
+
+int main(int argc, char **argv) {
+    enum { OPT_CHECK = 256, OPT_MIGRATE };
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"check-config", no_argument, NULL, OPT_CHECK},
+        {"migrate", no_argument, NULL, OPT_MIGRATE},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *path = NULL;
+    bool check = false, migrate = false;
+    int ch;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":c:Vh", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            path = optarg;
+            break;
+        case OPT_CHECK:
+            check = true;
+            break;
+        case OPT_MIGRATE:
+            migrate = true;
+            break;
+        case 'V':
+            printf("reaperd %s\n", RP_VERSION_STRING);
+            return 0;
+        case 'h':
+            rp_usage(stdout);
+            return 0;
+        case ':':
+            fprintf(stderr, "reaperd: option %s needs a value\n", argv[optind - 1]);
+            rp_usage(stderr);
+            return 2;
+        default:
+            fprintf(stderr, "reaperd: unknown option %s\n", argv[optind - 1]);
+            rp_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "reaperd: unexpected argument '%s'\n", argv[optind]);
+        rp_usage(stderr);
+        return 2;
+    }
+
+    rp_config cfg;
+    rp_config_problems problems;
+    rp_config_problems_init(&problems);
+    rp_status st = rp_config_load(path, environ, &cfg, &problems);
+    if (st != RP_OK) {
+        for (size_t i = 0; i < problems.n; i++)
+            fprintf(stderr, "reaperd: %s\n", problems.items[i].message);
+        if (problems.omitted)
+            fprintf(stderr, "reaperd: ... and %zu more problems\n", problems.omitted);
+        if (problems.n == 0)
+            fprintf(stderr, "reaperd: cannot load the configuration: %s\n", rp_status_string(st));
+        fprintf(stderr, "reaperd: configuration refused (%zu problem%s)\n",
+                rp_config_problems_count(&problems),
+                rp_config_problems_count(&problems) == 1 ? "" : "s");
+        rp_config_problems_cleanup(&problems);
+        rp_config_cleanup(&cfg);
+        return 2;
+    }
+    rp_config_problems_cleanup(&problems);
+
+    /* The broker password: the environment, else the password file. */
+    char *password = NULL;
+    char err[512];
+    if (rp_secret_resolve(cfg.broker.password, cfg.broker.password_file, &password, err,
+                          sizeof err) != RP_OK) {
+        fprintf(stderr, "reaperd: broker.password_file: %s\n", err);
+        rp_config_cleanup(&cfg);
+        return 2;
+    }
+
+    if (check) {
+        char *text = NULL;
+        if (rp_config_format(&cfg, &text, NULL) != RP_OK) {
+            fprintf(stderr, "reaperd: out of memory\n");
+            rp_secret_free(password);
+            rp_config_cleanup(&cfg);
+            return 1;
+        }
+        fputs(text, stdout);
+        free(text);
+        rp_secret_free(password);
+        rp_config_cleanup(&cfg);
+        return 0;
+    }
+
+    rp_log_setup(cfg.log.level, cfg.log.format);
+    if (migrate) {
+        int rc = rp_cli_migrate(&cfg);
+        rp_secret_free(password);
+        rp_config_cleanup(&cfg);
+        return rc;
+    }
+    if (password == NULL || *password == '\0')
+        RP_WARN("no broker password configured; set broker.password_file or REAPER_BROKER_PASSWORD",
+                "key", "broker.password_file", NULL);
+    int rc = rp_daemon_run(&cfg, password);
+    rp_secret_free(password);
+    rp_config_cleanup(&cfg);
+    return rc;
+}

@@ -1,0 +1,45 @@
+/*
+ * rp_pg_conn.h - a libpq connection owned by the store thread.
+ *
+ * reaperd keeps all PostgreSQL work on one thread of its own (the store
+ * thread, see cmd/reaperd/worker.h): a pass is a sequence of short
+ * transactions, and the loop thread must never wait for one. So the calls
+ * here are blocking, bounded by connect_timeout and TCP keepalives, and must
+ * not be made on the loop thread.
+ *
+ * Errors are scrubbed: libpq's message is reduced to one line; a DSN never
+ * holds a password (the configuration refuses one), so none can leak.
+ *
+ * Ownership: rp_pg_conn_new copies the DSN. rp_pg_conn_free closes and
+ * frees. The PGconn from rp_pg_conn_handle is borrowed.
+ */
+#ifndef RP_PG_CONN_H
+#define RP_PG_CONN_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+
+#include "rp_common.h"
+#include "rp_status.h"
+
+typedef struct rp_pg_conn rp_pg_conn;
+
+rp_pg_conn *rp_pg_conn_new(const char *dsn, int connect_timeout_s);
+void rp_pg_conn_free(rp_pg_conn *c);
+
+/* Connects when not connected (or when the old connection went bad).
+ * RP_OK when usable, else RP_ERR_UNAVAILABLE with a one-line reason in err. */
+rp_status rp_pg_conn_ensure(rp_pg_conn *c, char *err, size_t errlen) RP_MUSTCHECK;
+/* Checks the connection with a round trip; drops it when dead. */
+rp_status rp_pg_conn_ping(rp_pg_conn *c, char *err, size_t errlen) RP_MUSTCHECK;
+bool rp_pg_conn_is_up(const rp_pg_conn *c);
+PGconn *rp_pg_conn_handle(rp_pg_conn *c);
+/* "host:port/dbname" for logs. Valid while connected, else "". */
+const char *rp_pg_conn_peer(const rp_pg_conn *c);
+/* Server version as an integer (150018), 0 when not connected. */
+int rp_pg_conn_server_version(const rp_pg_conn *c);
+
+/* Copies libpq's message for conn (or the result's) into err as one line. */
+void rp_pg_error_line(const char *msg, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,427 @@
+#include "rp_amqp_conn.h"
+
+#include <amqp_ssl_socket.h>
+#include <amqp_tcp_socket.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "rp_log.h"
+
+#define RP_AMQP_CHANNEL 1
+#define RP_AMQP_FRAME_MAX 131072
+#define RP_AMQP_BACKOFF_MIN_MS 500
+#define RP_AMQP_BACKOFF_MAX_MS 30000
+#define RP_AMQP_HANDSHAKE_TIMEOUT_S 10
+#define RP_AMQP_RPC_TIMEOUT_S 10
+
+struct rp_amqp_conn {
+    struct event_base *base;
+    rp_amqp_hooks hooks;
+    /* Copies of the parameters (read-only once made, so the connect thread
+     * may read them). */
+    char *url_copy; /* amqp_parse_url points into it */
+    struct amqp_connection_info info;
+    char *password;
+    char *connection_name;
+    char *ca_file, *cert_file, *key_file;
+    bool verify_peer;
+    bool tls;
+    int heartbeat;
+    int connect_timeout_ms;
+    char peer[300];
+
+    rp_amqp_state state;
+    amqp_connection_state_t conn; /* owned; non-NULL only while UP */
+    struct event *read_ev;
+    struct event *tick_ev;    /* heartbeat-period drain */
+    struct event *retry_ev;   /* reconnect after backoff */
+    struct event *done_ev;    /* the connect thread finished */
+    int backoff_ms;
+
+    /* Connect thread and its result (written by the thread, read after join). */
+    pthread_t thread;
+    bool thread_running;
+    amqp_connection_state_t result;
+    char result_err[256];
+
+    /* A failure seen while draining is finished after the drain returns. */
+    bool draining;
+    bool failed;
+    char fail_why[256];
+};
+
+static const char *const rp_amqp_state_names[RP_AMQP_STATE_COUNT_] = {"down", "connecting",
+                                                                      "up"};
+
+const char *rp_amqp_state_string(rp_amqp_state s) {
+    if ((int)s < 0 || s >= RP_AMQP_STATE_COUNT_) return "unknown";
+    return rp_amqp_state_names[s];
+}
+
+const char *rp_amqp_reply_string(amqp_rpc_reply_t r, char *buf, size_t n) {
+    switch (r.reply_type) {
+    case AMQP_RESPONSE_NORMAL:
+        snprintf(buf, n, "ok");
+        break;
+    case AMQP_RESPONSE_NONE:
+        snprintf(buf, n, "no reply");
+        break;
+    case AMQP_RESPONSE_LIBRARY_EXCEPTION:
+        snprintf(buf, n, "%s", amqp_error_string2(r.library_error));
+        break;
+    case AMQP_RESPONSE_SERVER_EXCEPTION:
+        if (r.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+            const amqp_connection_close_t *m = r.reply.decoded;
+            snprintf(buf, n, "server closed the connection: %u %.*s", m->reply_code,
+                     (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+        } else if (r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+            const amqp_channel_close_t *m = r.reply.decoded;
+            snprintf(buf, n, "server closed the channel: %u %.*s", m->reply_code,
+                     (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+        } else {
+            snprintf(buf, n, "server error (method 0x%08x)", r.reply.id);
+        }
+        break;
+    }
+    return buf;
+}
+
+static char *rp_dup_or_null(const char *s) {
+    return (s && *s) ? strdup(s) : NULL;
+}
+
+rp_amqp_conn *rp_amqp_conn_new(struct event_base *base, const rp_amqp_params *p,
+                               const rp_amqp_hooks *hooks, const char **err) {
+    rp_amqp_conn *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        *err = "out of memory";
+        return NULL;
+    }
+    c->base = base;
+    c->hooks = *hooks;
+    c->url_copy = strdup(p->url ? p->url : "");
+    c->password = strdup(p->password ? p->password : "");
+    c->connection_name = strdup(p->connection_name ? p->connection_name : "reaperd");
+    c->ca_file = rp_dup_or_null(p->ca_file);
+    c->cert_file = rp_dup_or_null(p->cert_file);
+    c->key_file = rp_dup_or_null(p->key_file);
+    c->verify_peer = p->verify_peer;
+    c->heartbeat = p->heartbeat_seconds > 0 ? p->heartbeat_seconds : 0;
+    c->connect_timeout_ms = p->connect_timeout_ms > 0 ? p->connect_timeout_ms : 5000;
+    c->backoff_ms = RP_AMQP_BACKOFF_MIN_MS;
+    if (c->url_copy == NULL || c->password == NULL || c->connection_name == NULL) {
+        *err = "out of memory";
+        rp_amqp_conn_free(c);
+        return NULL;
+    }
+    amqp_default_connection_info(&c->info);
+    if (amqp_parse_url(c->url_copy, &c->info) != AMQP_STATUS_OK) {
+        *err = "the broker URL does not parse (expected amqp://user@host:port/vhost)";
+        rp_amqp_conn_free(c);
+        return NULL;
+    }
+    c->tls = c->info.ssl;
+    snprintf(c->peer, sizeof c->peer, "%s:%d vhost %s", c->info.host, c->info.port, c->info.vhost);
+    return c;
+}
+
+const char *rp_amqp_conn_peer(const rp_amqp_conn *c) { return c->peer; }
+rp_amqp_state rp_amqp_conn_get_state(const rp_amqp_conn *c) { return c->state; }
+
+amqp_connection_state_t rp_amqp_conn_handle(rp_amqp_conn *c) {
+    return (c->state == RP_AMQP_UP && !c->failed) ? c->conn : NULL;
+}
+
+static void rp_amqp_set_state(rp_amqp_conn *c, rp_amqp_state s, const char *why) {
+    c->state = s;
+    if (c->hooks.on_state) c->hooks.on_state(c->hooks.arg, s, why);
+}
+
+/* ---- the connect thread -------------------------------------------------- */
+
+static bool rp_amqp_rpc_ok(amqp_rpc_reply_t r, const char *what, char *err, size_t n) {
+    if (r.reply_type == AMQP_RESPONSE_NORMAL) return true;
+    char buf[200];
+    snprintf(err, n, "%s: %s", what, rp_amqp_reply_string(r, buf, sizeof buf));
+    return false;
+}
+
+/* Everything blocking happens here, on a thread of its own, with time-outs
+ * on the TCP connect, the handshake and every RPC. */
+static amqp_connection_state_t rp_amqp_connect_blocking(rp_amqp_conn *c, char *err, size_t n) {
+    amqp_connection_state_t conn = amqp_new_connection();
+    if (conn == NULL) {
+        snprintf(err, n, "out of memory");
+        return NULL;
+    }
+    amqp_socket_t *sock = c->tls ? amqp_ssl_socket_new(conn) : amqp_tcp_socket_new(conn);
+    if (sock == NULL) {
+        snprintf(err, n, "cannot create a %s socket", c->tls ? "TLS" : "TCP");
+        goto fail;
+    }
+    if (c->tls) {
+        int st = AMQP_STATUS_OK;
+        if (c->ca_file) st = amqp_ssl_socket_set_cacert(sock, c->ca_file);
+        if (st == AMQP_STATUS_OK && c->cert_file && c->key_file)
+            st = amqp_ssl_socket_set_key(sock, c->cert_file, c->key_file);
+        if (st != AMQP_STATUS_OK) {
+            snprintf(err, n, "TLS set-up: %s", amqp_error_string2(st));
+            goto fail;
+        }
+        amqp_ssl_socket_set_verify_peer(sock, c->verify_peer);
+        amqp_ssl_socket_set_verify_hostname(sock, c->verify_peer);
+    }
+    struct timeval connect_tv = {c->connect_timeout_ms / 1000, (c->connect_timeout_ms % 1000) * 1000};
+    int st = amqp_socket_open_noblock(sock, c->info.host, c->info.port, &connect_tv);
+    if (st != AMQP_STATUS_OK) {
+        snprintf(err, n, "connect to %s:%d: %s", c->info.host, c->info.port,
+                 amqp_error_string2(st));
+        goto fail;
+    }
+    struct timeval hs = {RP_AMQP_HANDSHAKE_TIMEOUT_S, 0}, rpc = {RP_AMQP_RPC_TIMEOUT_S, 0};
+    (void)amqp_set_handshake_timeout(conn, &hs);
+    (void)amqp_set_rpc_timeout(conn, &rpc);
+
+    amqp_table_entry_t caps[] = {
+        {amqp_cstring_bytes("consumer_cancel_notify"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
+        {amqp_cstring_bytes("publisher_confirms"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
+        {amqp_cstring_bytes("basic.nack"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
+        {amqp_cstring_bytes("connection.blocked"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
+        {amqp_cstring_bytes("authentication_failure_close"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
+        {amqp_cstring_bytes("exchange_exchange_bindings"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
+    };
+    amqp_table_entry_t props[] = {
+        {amqp_cstring_bytes("capabilities"),
+         {AMQP_FIELD_KIND_TABLE, {.table = {(int)RP_ARRAY_LEN(caps), caps}}}},
+        {amqp_cstring_bytes("product"), {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes("reaper")}}},
+        {amqp_cstring_bytes("connection_name"),
+         {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes(c->connection_name)}}},
+    };
+    amqp_table_t props_table = {(int)RP_ARRAY_LEN(props), props};
+    amqp_rpc_reply_t r = amqp_login_with_properties(
+        conn, c->info.vhost, 0, RP_AMQP_FRAME_MAX, c->heartbeat, &props_table,
+        AMQP_SASL_METHOD_PLAIN, c->info.user, c->password);
+    if (!rp_amqp_rpc_ok(r, "login", err, n)) goto fail;
+    amqp_channel_open(conn, RP_AMQP_CHANNEL);
+    if (!rp_amqp_rpc_ok(amqp_get_rpc_reply(conn), "channel open", err, n)) goto fail;
+    if (c->hooks.on_setup && !c->hooks.on_setup(c->hooks.arg, conn, err, n)) goto fail;
+    return conn;
+fail:
+    amqp_destroy_connection(conn);
+    return NULL;
+}
+
+static void *rp_amqp_connect_main(void *arg) {
+    rp_amqp_conn *c = arg;
+    c->result_err[0] = '\0';
+    c->result = rp_amqp_connect_blocking(c, c->result_err, sizeof c->result_err);
+    event_active(c->done_ev, 0, 0);
+    return NULL;
+}
+
+/* ---- the loop side ------------------------------------------------------- */
+
+static void rp_amqp_schedule_retry(rp_amqp_conn *c) {
+    /* +-20% jitter so that many reapers do not reconnect in step. */
+    int jitter = c->backoff_ms / 5;
+    int ms = c->backoff_ms - jitter + (jitter > 0 ? rand() % (2 * jitter + 1) : 0);
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(c->retry_ev, &tv);
+    c->backoff_ms = c->backoff_ms * 2 > RP_AMQP_BACKOFF_MAX_MS ? RP_AMQP_BACKOFF_MAX_MS
+                                                                : c->backoff_ms * 2;
+}
+
+static void rp_amqp_teardown(rp_amqp_conn *c, bool polite) {
+    if (c->read_ev) event_del(c->read_ev);
+    if (c->tick_ev) event_del(c->tick_ev);
+    if (c->conn) {
+        if (polite) {
+            (void)amqp_channel_close(c->conn, RP_AMQP_CHANNEL, AMQP_REPLY_SUCCESS);
+            (void)amqp_connection_close(c->conn, AMQP_REPLY_SUCCESS);
+        }
+        amqp_destroy_connection(c->conn);
+        c->conn = NULL;
+    }
+    if (c->read_ev) {
+        event_free(c->read_ev);
+        c->read_ev = NULL;
+    }
+}
+
+static void rp_amqp_lost(rp_amqp_conn *c, const char *why) {
+    rp_amqp_teardown(c, false);
+    c->failed = false;
+    rp_amqp_set_state(c, RP_AMQP_DOWN, why);
+    rp_amqp_schedule_retry(c);
+}
+
+void rp_amqp_conn_fail(rp_amqp_conn *c, const char *why) {
+    if (c->state != RP_AMQP_UP) return;
+    if (c->draining) { /* finished by the drain loop once it unwinds */
+        if (!c->failed) snprintf(c->fail_why, sizeof c->fail_why, "%s", why);
+        c->failed = true;
+        return;
+    }
+    rp_amqp_lost(c, why);
+}
+
+/* Handles what the connection itself must answer; everything else goes to
+ * the on_frame hook. */
+static void rp_amqp_dispatch(rp_amqp_conn *c, const amqp_frame_t *f) {
+    if (f->frame_type == AMQP_FRAME_METHOD) {
+        char why[256];
+        switch (f->payload.method.id) {
+        case AMQP_CONNECTION_CLOSE_METHOD: {
+            const amqp_connection_close_t *m = f->payload.method.decoded;
+            amqp_connection_close_ok_t ok = {0};
+            (void)amqp_send_method(c->conn, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
+            snprintf(why, sizeof why, "broker closed the connection: %u %.*s", m->reply_code,
+                     (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+            rp_amqp_conn_fail(c, why);
+            return;
+        }
+        case AMQP_CHANNEL_CLOSE_METHOD: {
+            /* Rebuilding the whole connection restores every declaration
+             * and consumer through one path. */
+            const amqp_channel_close_t *m = f->payload.method.decoded;
+            amqp_channel_close_ok_t ok = {0};
+            (void)amqp_send_method(c->conn, f->channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
+            snprintf(why, sizeof why, "broker closed channel %u: %u %.*s", f->channel,
+                     m->reply_code, (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+            rp_amqp_conn_fail(c, why);
+            return;
+        }
+        case AMQP_CONNECTION_BLOCKED_METHOD:
+            RP_WARN("broker blocked publishing (resource alarm)", "broker", c->peer, NULL);
+            return;
+        case AMQP_CONNECTION_UNBLOCKED_METHOD:
+            RP_INFO("broker unblocked publishing", "broker", c->peer, NULL);
+            return;
+        default:
+            break;
+        }
+    }
+    if (c->hooks.on_frame) c->hooks.on_frame(c->hooks.arg, f);
+}
+
+void rp_amqp_conn_drain(rp_amqp_conn *c) {
+    if (c->state != RP_AMQP_UP || c->draining || c->conn == NULL) return;
+    c->draining = true;
+    for (;;) {
+        amqp_frame_t frame;
+        struct timeval zero = {0, 0};
+        int st = amqp_simple_wait_frame_noblock(c->conn, &frame, &zero);
+        if (st == AMQP_STATUS_TIMEOUT) break;
+        if (st != AMQP_STATUS_OK) {
+            if (!c->failed)
+                snprintf(c->fail_why, sizeof c->fail_why, "connection lost: %s",
+                         amqp_error_string2(st));
+            c->failed = true;
+            break;
+        }
+        rp_amqp_dispatch(c, &frame);
+        if (c->failed) break;
+    }
+    c->draining = false;
+    if (c->failed) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", c->fail_why);
+        rp_amqp_lost(c, why);
+        return;
+    }
+    amqp_maybe_release_buffers(c->conn);
+}
+
+static void rp_amqp_on_io(evutil_socket_t fd, short what, void *arg) {
+    RP_UNUSED(fd);
+    RP_UNUSED(what);
+    rp_amqp_conn_drain(arg);
+}
+
+static void rp_amqp_start_connect(rp_amqp_conn *c);
+
+static void rp_amqp_on_retry(evutil_socket_t fd, short what, void *arg) {
+    RP_UNUSED(fd);
+    RP_UNUSED(what);
+    rp_amqp_start_connect(arg);
+}
+
+static void rp_amqp_on_connected(evutil_socket_t fd, short what, void *arg) {
+    RP_UNUSED(fd);
+    RP_UNUSED(what);
+    rp_amqp_conn *c = arg;
+    pthread_join(c->thread, NULL);
+    c->thread_running = false;
+    if (c->result == NULL) {
+        rp_amqp_set_state(c, RP_AMQP_DOWN, c->result_err);
+        rp_amqp_schedule_retry(c);
+        return;
+    }
+    c->conn = c->result;
+    c->result = NULL;
+    c->read_ev = event_new(c->base, amqp_get_sockfd(c->conn), EV_READ | EV_PERSIST,
+                           rp_amqp_on_io, c);
+    /* Heartbeats are sent and checked only inside library calls: make one
+     * at least every heartbeat/2 even when nothing arrives. */
+    int period_ms = c->heartbeat > 0 ? c->heartbeat * 500 : 1000;
+    struct timeval tv = {period_ms / 1000, (period_ms % 1000) * 1000};
+    if (c->read_ev == NULL || event_add(c->read_ev, NULL) != 0 ||
+        event_add(c->tick_ev, &tv) != 0) {
+        rp_amqp_teardown(c, false);
+        rp_amqp_set_state(c, RP_AMQP_DOWN, "cannot watch the broker socket");
+        rp_amqp_schedule_retry(c);
+        return;
+    }
+    c->backoff_ms = RP_AMQP_BACKOFF_MIN_MS;
+    rp_amqp_set_state(c, RP_AMQP_UP, c->peer);
+    /* Frames may already sit in the library's buffers from the set-up. */
+    rp_amqp_conn_drain(c);
+}
+
+static void rp_amqp_start_connect(rp_amqp_conn *c) {
+    if (c->thread_running) return;
+    rp_amqp_set_state(c, RP_AMQP_CONNECTING, c->peer);
+    c->result = NULL;
+    int rc = pthread_create(&c->thread, NULL, rp_amqp_connect_main, c);
+    if (rc != 0) {
+        rp_amqp_set_state(c, RP_AMQP_DOWN, strerror(rc));
+        rp_amqp_schedule_retry(c);
+        return;
+    }
+    c->thread_running = true;
+}
+
+rp_status rp_amqp_conn_start(rp_amqp_conn *c) {
+    c->retry_ev = evtimer_new(c->base, rp_amqp_on_retry, c);
+    c->tick_ev = event_new(c->base, -1, EV_PERSIST, rp_amqp_on_io, c);
+    c->done_ev = event_new(c->base, -1, 0, rp_amqp_on_connected, c);
+    if (c->retry_ev == NULL || c->tick_ev == NULL || c->done_ev == NULL) return RP_ERR_NOMEM;
+    rp_amqp_start_connect(c);
+    return RP_OK;
+}
+
+void rp_amqp_conn_free(rp_amqp_conn *c) {
+    if (c == NULL) return;
+    if (c->thread_running) {
+        pthread_join(c->thread, NULL);
+        if (c->result) amqp_destroy_connection(c->result);
+    }
+    rp_amqp_teardown(c, c->state == RP_AMQP_UP);
+    if (c->retry_ev) event_free(c->retry_ev);
+    if (c->tick_ev) event_free(c->tick_ev);
+    if (c->done_ev) event_free(c->done_ev);
+    free(c->url_copy);
+    if (c->password) {
+        explicit_bzero(c->password, strlen(c->password));
+        free(c->password);
+    }
+    free(c->connection_name);
+    free(c->ca_file);
+    free(c->cert_file);
+    free(c->key_file);
+    free(c);
+}

@@ -1,0 +1,297 @@
+/*
+ * rp_proto.h - the control queue wire codec (CONTRACT section 5,
+ * proto/SCHEMA.md): requests and replies in msgpack or JSON, and the ledger
+ * event body published to the events exchange.
+ *
+ * Decoding goes one way for both encodings: the body is parsed, with every
+ * limit of an rp_proto_limits enforced while parsing, into a neutral jansson
+ * tree (json_t), and that tree is validated once. So a msgpack request and the
+ * same request in JSON decode to the same rp_request or the same error.
+ * msgpack is read by our own reader (rp_proto_msgpack.c), not by msgpack-c's
+ * unpacker, because the latter allocates for the declared size of an array or
+ * map before its entries arrive and offers no limits in its C API.
+ *
+ * Encoding goes the other way: a reply is built as a json_t and written as
+ * compact JSON (jansson) or msgpack (msgpack-c's packer, smallest forms).
+ *
+ * Ownership, in general: rp_request owns its strings (rp_request_cleanup
+ * frees them); rp_proto_buf owns its bytes (rp_proto_buf_cleanup frees them);
+ * a json_t returned by a function here is a new reference the caller must
+ * json_decref(); every pointer argument is borrowed for the call only.
+ *
+ * Errors: decoders fill an rp_proto_error whose message is a full ASCII/UTF-8
+ * sentence naming the field and what was expected; untrusted text inside it is
+ * quoted, escaped and cut to RP_PROTO_QUOTE_MAX bytes.
+ */
+#ifndef RP_PROTO_H
+#define RP_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "rp_common.h"
+#include "rp_gate.h"
+#include "rp_report.h"
+#include "rp_status.h"
+#include "rp_verdict.h"
+
+/* The protocol version: the "v" of every request and reply. */
+#define RP_PROTO_VERSION 1
+
+#define RP_PROTO_CT_MSGPACK "application/msgpack"
+#define RP_PROTO_CT_JSON "application/json"
+
+/* Request limits (the daemon decodes hostile input with these). */
+#define RP_PROTO_REQUEST_MAX_BODY (64u * 1024u)
+#define RP_PROTO_REQUEST_MAX_DEPTH 8u
+#define RP_PROTO_REQUEST_MAX_STRING 4096u
+#define RP_PROTO_REQUEST_MAX_ENTRIES 64u
+#define RP_PROTO_REQUEST_MAX_NODES 1024u
+
+/* Reply limits (reaperctl reads the daemon's replies with these; the
+ * encoders refuse to produce a reply beyond them). */
+#define RP_PROTO_REPLY_MAX_BODY (8u * 1024u * 1024u)
+#define RP_PROTO_REPLY_MAX_DEPTH 16u
+#define RP_PROTO_REPLY_MAX_STRING (64u * 1024u)
+#define RP_PROTO_REPLY_MAX_ENTRIES 100000u
+#define RP_PROTO_REPLY_MAX_NODES 1000000u
+
+/* Field limits of requests. */
+#define RP_PROTO_NAME_MAX 256u     /* bytes of "project" and "by" */
+#define RP_PROTO_LIMIT_MIN 1
+#define RP_PROTO_LIMIT_MAX 1000
+#define RP_PROTO_LIMIT_DEFAULT 100
+
+/* Sizes of the error fields below and of quoted untrusted text. */
+#define RP_PROTO_MESSAGE_MAX 256u
+#define RP_PROTO_OP_MAX 64u
+#define RP_PROTO_QUOTE_MAX 64u
+
+/* Length of a formatted time "2024-05-01T12:00:00.123Z" plus its NUL. */
+#define RP_PROTO_TIME_SIZE 25u
+
+/* What a parser accepts. Depth counts maps and arrays: a request map is
+ * depth 1. Nodes count every value and every map key of the document. */
+typedef struct rp_proto_limits {
+    size_t max_body;
+    size_t max_depth;
+    size_t max_string;
+    size_t max_entries;
+    size_t max_nodes;
+} rp_proto_limits;
+
+extern const rp_proto_limits rp_proto_request_limits;
+extern const rp_proto_limits rp_proto_reply_limits;
+
+typedef enum rp_encoding {
+    RP_ENC_MSGPACK = 0,
+    RP_ENC_JSON,
+    RP_ENC_COUNT_
+} rp_encoding;
+
+/* "application/msgpack" or "application/json"; "unknown" outside. Static. */
+const char *rp_encoding_content_type(rp_encoding e);
+
+/* Parses an AMQP content_type property. ct.len == 0 (absent or empty) gives
+ * RP_ENC_MSGPACK. The media type is compared without case and with
+ * parameters (";charset=utf-8") ignored; "application/x-msgpack" is taken as
+ * msgpack. Returns RP_OK, or RP_ERR_BAD_REQUEST (and *out is unchanged) for
+ * any other type. */
+rp_status rp_encoding_parse(rp_bytes ct, rp_encoding *out) RP_MUSTCHECK;
+
+/* The encoding a reply to a request with content type ct must use: the
+ * request's when supported, else msgpack (the protocol's default). */
+rp_encoding rp_proto_reply_encoding(rp_bytes ct);
+
+typedef enum rp_op {
+    RP_OP_NONE = 0,
+    RP_OP_REAP,
+    RP_OP_ANSWER,
+    RP_OP_GATES,
+    RP_OP_STATUS,
+    RP_OP_COUNT_
+} rp_op;
+
+/* "reap", "answer", "gates", "status"; "none" for RP_OP_NONE and "unknown"
+ * outside the enum. Static, never NULL. */
+const char *rp_op_string(rp_op op);
+/* Exact match of a wire name; RP_OP_NONE is never parsed. */
+bool rp_op_parse(const char *s, rp_op *out) RP_MUSTCHECK;
+
+/* The wire code for any status (CONTRACT section 5): the control codes map
+ * to their own names; RP_ERR_TOO_LARGE and RP_ERR_INVALID to "bad_request";
+ * RP_ERR_TIMEOUT, RP_ERR_CLOSED and RP_ERR_IO to "unavailable"; anything
+ * else (RP_OK included) to "internal". Static, never NULL. */
+const char *rp_proto_error_code(rp_status s);
+/* Parses a wire code back to its status (exact match, only the seven). */
+bool rp_proto_error_code_parse(const char *code, rp_status *out) RP_MUSTCHECK;
+
+/* Why a decode failed. code is RP_OK when nothing failed. has_op says the
+ * request's "op" was read as a string (possibly unknown); op is then that
+ * string cut to RP_PROTO_OP_MAX bytes on a UTF-8 boundary, for the error
+ * reply to echo. message is a NUL-terminated UTF-8 sentence. */
+typedef struct rp_proto_error {
+    rp_status code;
+    bool has_op;
+    char op[RP_PROTO_OP_MAX + 1];
+    char message[RP_PROTO_MESSAGE_MAX];
+} rp_proto_error;
+
+void rp_proto_error_init(rp_proto_error *err);
+
+/* A validated request. Only the sub-struct of op is meaningful; the others
+ * stay zeroed. Strings are owned (heap, NUL-terminated, valid UTF-8 without
+ * NUL, 1..RP_PROTO_NAME_MAX bytes) or NULL when absent. */
+typedef struct rp_request {
+    rp_op op;
+    struct {
+        char *project;   /* NULL: every project */
+        bool dry_run;    /* default false */
+    } reap;
+    struct {
+        int64_t gate;    /* >= 1 */
+        rp_choice choice;
+        char *by;        /* NULL: the daemon should use the AMQP user_id */
+    } answer;
+    struct {
+        rp_gate_state state; /* default RP_GATE_STATE_OPEN */
+        int limit;           /* RP_PROTO_LIMIT_MIN..MAX, default ..._DEFAULT */
+        char *project;       /* NULL: every project */
+    } gates;
+} rp_request;
+
+/* Zeroes *req (op RP_OP_NONE). */
+void rp_request_init(rp_request *req);
+/* Frees the strings and zeroes *req; safe on an initialised request. */
+void rp_request_cleanup(rp_request *req);
+
+/* Decodes and validates one request body with the request limits.
+ * content_type is the AMQP property (len 0 when absent). *out must be
+ * initialised; it is filled only on RP_OK (on failure it is left
+ * initialised, nothing to free). err may be NULL. Returns RP_OK,
+ * RP_ERR_BAD_REQUEST (unsupported content type, malformed body, broken
+ * limit, invalid field), RP_ERR_UNKNOWN_OP, or RP_ERR_NOMEM. */
+rp_status rp_request_decode(rp_bytes body, rp_bytes content_type, rp_request *out,
+                            rp_proto_error *err) RP_MUSTCHECK;
+
+/* Validates an already parsed tree (what rp_request_decode does after
+ * parsing). The tree is borrowed. Same returns as rp_request_decode. */
+rp_status rp_request_from_json(const json_t *root, rp_request *out,
+                               rp_proto_error *err) RP_MUSTCHECK;
+
+/* An owned output buffer: ptr is heap memory of len bytes followed by a NUL
+ * byte (not counted), or NULL when len is 0 and nothing was written.
+ * rp_proto_buf_cleanup() frees it and zeroes the struct. */
+typedef struct rp_proto_buf {
+    uint8_t *ptr;
+    size_t len;
+} rp_proto_buf;
+
+void rp_proto_buf_init(rp_proto_buf *b);
+void rp_proto_buf_cleanup(rp_proto_buf *b);
+
+/* Encoders. Each writes one complete message into *out, which must be
+ * initialised and empty (any content is freed first). Returns RP_OK,
+ * RP_ERR_NOMEM, RP_ERR_INVALID (an argument outside its enum), or
+ * RP_ERR_TOO_LARGE (the result breaks rp_proto_reply_limits; *out is then
+ * empty). Strings that are not valid UTF-8 are written with each bad byte
+ * replaced by U+FFFD; NULL strings are written as nil/null. */
+
+/* A request (for reaperctl): v, op and the fields of req->op that are set
+ * (dry_run, state and limit always). The request is first checked by the
+ * same validation as rp_request_decode: an invalid one gives
+ * RP_ERR_BAD_REQUEST with err (may be NULL) saying why, and nothing is
+ * written. */
+rp_status rp_request_encode(const rp_request *req, rp_encoding enc, rp_proto_buf *out,
+                            rp_proto_error *err) RP_MUSTCHECK;
+
+/* Success replies: {"v":1,"op":OP,"ok":true,"result":...}. */
+rp_status rp_proto_encode_reap_reply(const rp_report *report, rp_encoding enc,
+                                     rp_proto_buf *out) RP_MUSTCHECK;
+/* choice is the gate's recorded answer (the first one when outcome is
+ * RP_OUTCOME_ALREADY_ANSWERED). */
+rp_status rp_proto_encode_answer_reply(int64_t gate, rp_choice choice, rp_outcome outcome,
+                                       rp_encoding enc, rp_proto_buf *out) RP_MUSTCHECK;
+/* gates may be NULL when n is 0. */
+rp_status rp_proto_encode_gates_reply(const rp_gate *gates, size_t n, rp_encoding enc,
+                                      rp_proto_buf *out) RP_MUSTCHECK;
+
+/* What the status op reports. Borrowed pointers. */
+typedef struct rp_proto_status {
+    const char *version;      /* reaperd's version string */
+    bool broker_up;           /* connected to the broker now */
+    bool store_up;            /* connected to PostgreSQL now */
+    rp_time_ms last_pass_at;  /* end of the last whole pass; 0: none yet */
+    int64_t open_sightings;   /* rows in sighting */
+} rp_proto_status;
+
+rp_status rp_proto_encode_status_reply(const rp_proto_status *st, rp_encoding enc,
+                                       rp_proto_buf *out) RP_MUSTCHECK;
+
+/* Error reply: {"v":1,"op":OP,"ok":false,"error":{"code":C,"message":M}}.
+ * op NULL writes "op": nil/null (the request had no readable op). code is
+ * mapped with rp_proto_error_code(). message NULL writes the code's name. */
+rp_status rp_proto_encode_error_reply(const char *op, rp_status code, const char *message,
+                                      rp_encoding enc, rp_proto_buf *out) RP_MUSTCHECK;
+/* The error reply for a failed rp_request_decode (op echoed when has_op). */
+rp_status rp_proto_encode_decode_error(const rp_proto_error *err, rp_encoding enc,
+                                       rp_proto_buf *out) RP_MUSTCHECK;
+
+/* The ledger event body for the events exchange: the verdict map alone
+ * (the same map as a QueueReaped ledger payload). */
+rp_status rp_proto_encode_verdict(const rp_verdict *v, rp_encoding enc,
+                                  rp_proto_buf *out) RP_MUSTCHECK;
+
+/* The pass report as one JSON object in a NUL-terminated heap string (for
+ * `reaperd --once --json`; no size limit, no trailing newline). pretty
+ * indents by 2. *out is set only on RP_OK; free() it. */
+rp_status rp_proto_report_json_text(const rp_report *report, bool pretty,
+                                    char **out) RP_MUSTCHECK;
+
+/* Tree builders behind the encoders (new references, NULL only on
+ * allocation failure or an argument outside its enum). The verdict tree is
+ * also the QueueReaped ledger payload (jsonb). */
+json_t *rp_proto_verdict_json(const rp_verdict *v);
+json_t *rp_proto_report_json(const rp_report *report);
+json_t *rp_proto_gate_json(const rp_gate *g);
+json_t *rp_proto_status_json(const rp_proto_status *st);
+
+/* Parses any message (a reply, a request, an event) into a generic tree,
+ * with limits (NULL: rp_proto_reply_limits) enforced while parsing, and the
+ * same rules as requests (duplicate keys, invalid UTF-8, NUL, bin/ext,
+ * non-finite floats and integers beyond int64 are refused). Returns a new
+ * reference, or NULL with err filled (code RP_ERR_BAD_REQUEST or
+ * RP_ERR_NOMEM). err may be NULL. */
+json_t *rp_proto_to_json(rp_bytes body, rp_bytes content_type, const rp_proto_limits *limits,
+                         rp_proto_error *err);
+
+/* Writes a tree as msgpack or compact JSON into *out (no limit check). */
+rp_status rp_proto_encode_json(const json_t *tree, rp_encoding enc,
+                               rp_proto_buf *out) RP_MUSTCHECK;
+
+/* A reply read back: borrowed views into the tree it came from. */
+typedef struct rp_proto_reply_view {
+    const char *op;          /* NULL when the reply's op is null */
+    bool ok;
+    const json_t *result;    /* when ok: the result map */
+    const char *code;        /* when !ok: the error code */
+    const char *message;     /* when !ok: the error message */
+} rp_proto_reply_view;
+
+/* Checks a reply envelope (v is 1, op a string or null, ok a bool, result a
+ * map when ok, error {code, message} with a known code when not) and fills
+ * *view. Returns RP_OK or RP_ERR_BAD_REQUEST with err saying what is wrong. */
+rp_status rp_proto_reply_unwrap(const json_t *reply, rp_proto_reply_view *view,
+                                rp_proto_error *err) RP_MUSTCHECK;
+
+/* Times on the wire: RFC 3339 UTC with milliseconds, exactly
+ * "YYYY-MM-DDTHH:MM:SS.sssZ". Format returns false (and writes "") for a
+ * time outside years 0000..9999; size must be >= RP_PROTO_TIME_SIZE. Parse
+ * accepts only that exact form. */
+bool rp_proto_format_time(rp_time_ms t, char *buf, size_t size) RP_MUSTCHECK;
+bool rp_proto_parse_time(const char *s, rp_time_ms *out) RP_MUSTCHECK;
+
+#endif

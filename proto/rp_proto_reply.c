@@ -1,0 +1,304 @@
+/* Replies and events: trees for the result shapes, envelopes, encoders, and
+ * the reading of a reply envelope. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_proto.h"
+#include "rp_proto_internal.h"
+
+/* Longest error message written on the wire, in bytes. */
+#define RP_PROTO_ERROR_MESSAGE_MAX 1024u
+
+static json_t *rp_time_json(rp_time_ms t) {
+    char buf[RP_PROTO_TIME_SIZE];
+    if (t == 0 || !rp_proto_format_time(t, buf, sizeof buf)) return json_null();
+    return json_string(buf);
+}
+
+static bool rp_verdict_valid(const rp_verdict *v) {
+    return v != NULL && (int)v->condition >= 0 && v->condition < RP_COND_COUNT_ &&
+           (int)v->action >= 0 && v->action < RP_ACTION_COUNT_ && (int)v->source >= 0 &&
+           v->source < RP_SOURCE_COUNT_;
+}
+
+static bool rp_gate_valid(const rp_gate *g) {
+    return g != NULL && (int)g->kind >= 0 && g->kind < RP_GATE_KIND_COUNT_ &&
+           (!g->answered || ((int)g->answer >= 0 && g->answer < RP_CHOICE_COUNT_));
+}
+
+static bool rp_report_valid(const rp_report *r) {
+    if (r == NULL) return false;
+    for (size_t i = 0; i < r->n_verdicts; i++)
+        if (!rp_verdict_valid(&r->verdicts[i])) return false;
+    return true;
+}
+
+json_t *rp_proto_verdict_json(const rp_verdict *v) {
+    if (!rp_verdict_valid(v)) return NULL;
+    json_t *t = json_object();
+    bool ok = t != NULL && rp__set(t, "object", rp__json_string(v->object)) &&
+              rp__set(t, "queue", rp__json_string(v->queue)) &&
+              rp__set(t, "project", rp__json_string(v->project)) &&
+              rp__set(t, "condition", json_string(rp_condition_string(v->condition))) &&
+              rp__set(t, "measured", isfinite(v->measured) ? json_real(v->measured) : json_null()) &&
+              rp__set(t, "threshold", json_integer(v->threshold)) &&
+              rp__set(t, "unit", rp__json_string(v->unit)) &&
+              rp__set(t, "action", json_string(rp_action_string(v->action))) &&
+              rp__set(t, "source", json_string(rp_source_string(v->source))) &&
+              rp__set(t, "detail", rp__json_string(v->detail)) &&
+              rp__set(t, "trusted", json_boolean(v->trusted));
+    if (!ok) {
+        json_decref(t);
+        return NULL;
+    }
+    return t;
+}
+
+static json_t *rp_strings_json(char *const *s, size_t n) {
+    json_t *a = json_array();
+    if (a == NULL) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = rp__json_string(s[i]);
+        if (e == NULL || json_array_append_new(a, e) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+json_t *rp_proto_report_json(const rp_report *r) {
+    if (!rp_report_valid(r)) return NULL;
+    json_t *t = json_object(), *verdicts = json_array(), *policies = json_array();
+    bool ok = t != NULL && verdicts != NULL && policies != NULL;
+    for (size_t i = 0; ok && i < r->n_verdicts; i++) {
+        json_t *v = rp_proto_verdict_json(&r->verdicts[i]);
+        ok = v != NULL && json_array_append_new(verdicts, v) == 0;
+    }
+    for (size_t i = 0; ok && i < r->n_policies; i++) {
+        json_t *p = json_object();
+        ok = p != NULL && json_array_append_new(policies, p) == 0 &&
+             rp__set(p, "name", rp__json_string(r->policies[i].name)) &&
+             rp__set(p, "verified", json_boolean(r->policies[i].verified)) &&
+             rp__set(p, "detail", rp__json_string(r->policies[i].detail));
+    }
+    ok = ok && rp__set(t, "ok", json_boolean(r->ok)) &&
+         rp__set(t, "dry_run", json_boolean(r->dry_run)) &&
+         rp__set(t, "verdicts", json_incref(verdicts)) &&
+         rp__set(t, "unreadable", rp_strings_json(r->unreadable, r->n_unreadable)) &&
+         rp__set(t, "notes", rp_strings_json(r->notes, r->n_notes)) &&
+         rp__set(t, "policies", json_incref(policies));
+    json_decref(verdicts);
+    json_decref(policies);
+    if (!ok) {
+        json_decref(t);
+        return NULL;
+    }
+    return t;
+}
+
+json_t *rp_proto_gate_json(const rp_gate *g) {
+    if (!rp_gate_valid(g)) return NULL;
+    json_t *t = json_object(), *choices = json_array();
+    bool ok = t != NULL && choices != NULL;
+    /* The choices the kind takes, in the order a person would read them. */
+    static const rp_choice order[] = {RP_CHOICE_RETRY, RP_CHOICE_REPLAY, RP_CHOICE_DISMISS};
+    for (size_t i = 0; ok && i < RP_ARRAY_LEN(order); i++)
+        if (rp_gate_accepts(g->kind, order[i]))
+            ok = json_array_append_new(choices, json_string(rp_choice_string(order[i]))) == 0;
+    ok = ok && rp__set(t, "id", json_integer(g->id)) &&
+         rp__set(t, "job_id", g->job_id > 0 ? json_integer(g->job_id) : json_null()) &&
+         rp__set(t, "kind", json_string(rp_gate_kind_string(g->kind))) &&
+         rp__set(t, "project", rp__json_string(g->project)) &&
+         rp__set(t, "question", rp__json_string(g->question)) &&
+         rp__set(t, "choices", json_incref(choices)) &&
+         rp__set(t, "state", json_string(g->answered ? "answered" : "open")) &&
+         rp__set(t, "answer", g->answered ? json_string(rp_choice_string(g->answer)) : json_null()) &&
+         rp__set(t, "answered_by", rp__json_string(g->answered ? g->answered_by : NULL)) &&
+         rp__set(t, "answered_at", rp_time_json(g->answered ? g->answered_at : 0)) &&
+         rp__set(t, "created_at", rp_time_json(g->created_at)) &&
+         rp__set(t, "queue", rp__json_string(g->queue)) &&
+         rp__set(t, "origin_queue", rp__json_string(g->origin_queue)) &&
+         rp__set(t, "reason", rp__json_string(g->reason));
+    json_decref(choices);
+    if (!ok) {
+        json_decref(t);
+        return NULL;
+    }
+    return t;
+}
+
+json_t *rp_proto_status_json(const rp_proto_status *st) {
+    if (st == NULL) return NULL;
+    json_t *t = json_object();
+    bool ok = t != NULL && rp__set(t, "version", rp__json_string(st->version)) &&
+              rp__set(t, "broker", json_string(st->broker_up ? "up" : "down")) &&
+              rp__set(t, "store", json_string(st->store_up ? "up" : "down")) &&
+              rp__set(t, "last_pass_at", rp_time_json(st->last_pass_at)) &&
+              rp__set(t, "open_sightings", json_integer(st->open_sightings));
+    if (!ok) {
+        json_decref(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* {"v":1,"op":op,"ok":ok} plus "result" or "error" (stolen; NULL fails). */
+static json_t *rp_envelope(const char *op, bool ok, const char *key, json_t *body) {
+    json_t *t = json_object();
+    bool good = t != NULL && body != NULL && rp__set(t, "v", json_integer(RP_PROTO_VERSION)) &&
+                rp__set(t, "op", rp__json_string(op)) && rp__set(t, "ok", json_boolean(ok)) &&
+                rp__set(t, key, json_incref(body));
+    json_decref(body);
+    if (!good) {
+        json_decref(t);
+        return NULL;
+    }
+    return t;
+}
+
+static rp_status rp_reply(rp_op op, json_t *result, rp_encoding enc, rp_proto_buf *out) {
+    return rp__finish(rp_envelope(rp_op_string(op), true, "result", result), enc, out);
+}
+
+rp_status rp_proto_encode_reap_reply(const rp_report *report, rp_encoding enc,
+                                     rp_proto_buf *out) {
+    if (!rp_report_valid(report)) return RP_ERR_INVALID;
+    return rp_reply(RP_OP_REAP, rp_proto_report_json(report), enc, out);
+}
+
+rp_status rp_proto_encode_answer_reply(int64_t gate, rp_choice choice, rp_outcome outcome,
+                                       rp_encoding enc, rp_proto_buf *out) {
+    if ((int)choice < 0 || choice >= RP_CHOICE_COUNT_ || (int)outcome < 0 ||
+        outcome >= RP_OUTCOME_COUNT_)
+        return RP_ERR_INVALID;
+    json_t *t = json_object();
+    bool ok = t != NULL && rp__set(t, "gate", json_integer(gate)) &&
+              rp__set(t, "choice", json_string(rp_choice_string(choice))) &&
+              rp__set(t, "outcome", json_string(rp_outcome_string(outcome)));
+    if (!ok) {
+        json_decref(t);
+        t = NULL;
+    }
+    return rp_reply(RP_OP_ANSWER, t, enc, out);
+}
+
+rp_status rp_proto_encode_gates_reply(const rp_gate *gates, size_t n, rp_encoding enc,
+                                      rp_proto_buf *out) {
+    if (n > 0 && gates == NULL) return RP_ERR_INVALID;
+    for (size_t i = 0; i < n; i++)
+        if (!rp_gate_valid(&gates[i])) return RP_ERR_INVALID;
+    json_t *t = json_object(), *a = json_array();
+    bool ok = t != NULL && a != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        json_t *g = rp_proto_gate_json(&gates[i]);
+        ok = g != NULL && json_array_append_new(a, g) == 0;
+    }
+    ok = ok && rp__set(t, "gates", json_incref(a));
+    json_decref(a);
+    if (!ok) {
+        json_decref(t);
+        t = NULL;
+    }
+    return rp_reply(RP_OP_GATES, t, enc, out);
+}
+
+rp_status rp_proto_encode_status_reply(const rp_proto_status *st, rp_encoding enc,
+                                       rp_proto_buf *out) {
+    if (st == NULL) return RP_ERR_INVALID;
+    return rp_reply(RP_OP_STATUS, rp_proto_status_json(st), enc, out);
+}
+
+/* A heap copy of s cut to max bytes on a UTF-8 boundary. */
+static char *rp_cut_copy(const char *s, size_t max) {
+    size_t len = strlen(s);
+    return strndup(s, len > max ? rp__utf8_cut(s, len, max) : len);
+}
+
+rp_status rp_proto_encode_error_reply(const char *op, rp_status code, const char *message,
+                                      rp_encoding enc, rp_proto_buf *out) {
+    const char *wire = rp_proto_error_code(code);
+    char *m = rp_cut_copy(message != NULL ? message : wire, RP_PROTO_ERROR_MESSAGE_MAX);
+    char *o = op != NULL ? rp_cut_copy(op, RP_PROTO_OP_MAX) : NULL;
+    json_t *e = json_object();
+    bool ok = m != NULL && (op == NULL || o != NULL) && e != NULL &&
+              rp__set(e, "code", json_string(wire)) && rp__set(e, "message", rp__json_string(m));
+    if (!ok) {
+        json_decref(e);
+        e = NULL;
+    }
+    json_t *t = rp_envelope(o, false, "error", e);
+    free(m);
+    free(o);
+    return rp__finish(t, enc, out);
+}
+
+rp_status rp_proto_encode_decode_error(const rp_proto_error *err, rp_encoding enc,
+                                       rp_proto_buf *out) {
+    if (err == NULL) return RP_ERR_INVALID;
+    rp_status code = err->code == RP_OK ? RP_ERR_INTERNAL : err->code;
+    return rp_proto_encode_error_reply(err->has_op ? err->op : NULL, code,
+                                       err->message[0] != '\0' ? err->message : NULL, enc, out);
+}
+
+rp_status rp_proto_encode_verdict(const rp_verdict *v, rp_encoding enc, rp_proto_buf *out) {
+    if (!rp_verdict_valid(v)) return RP_ERR_INVALID;
+    return rp__finish(rp_proto_verdict_json(v), enc, out);
+}
+
+rp_status rp_proto_report_json_text(const rp_report *report, bool pretty, char **out) {
+    rp_proto_buf b;
+    if (out == NULL || !rp_report_valid(report)) return RP_ERR_INVALID;
+    json_t *t = rp_proto_report_json(report);
+    if (t == NULL) return RP_ERR_NOMEM;
+    rp_proto_buf_init(&b);
+    rp_status st = rp__json_write(t, pretty ? JSON_INDENT(2) : JSON_COMPACT, &b);
+    json_decref(t);
+    if (st != RP_OK) return st;
+    *out = (char *)b.ptr;
+    return RP_OK;
+}
+
+/* ---- reading a reply ---------------------------------------------------- */
+
+rp_status rp_proto_reply_unwrap(const json_t *reply, rp_proto_reply_view *view,
+                                rp_proto_error *err) {
+    if (err != NULL) rp_proto_error_init(err);
+    if (view == NULL) return rp__err_set(err, RP_ERR_INVALID, "no view");
+    memset(view, 0, sizeof *view);
+    if (reply == NULL || !json_is_object(reply))
+        return rp__err_set(err, RP_ERR_BAD_REQUEST, "the reply must be a map, got %s",
+                           reply == NULL ? "nothing" : rp__type_name(reply));
+    const json_t *v = json_object_get(reply, "v");
+    if (v == NULL || !json_is_integer(v) || json_integer_value(v) != RP_PROTO_VERSION)
+        return rp__err_set(err, RP_ERR_BAD_REQUEST, "the reply's field \"v\" must be the integer %d",
+                           RP_PROTO_VERSION);
+    const json_t *op = json_object_get(reply, "op");
+    if (op == NULL || !(json_is_string(op) || json_is_null(op)))
+        return rp__err_set(err, RP_ERR_BAD_REQUEST, "the reply's field \"op\" must be a string or null");
+    const json_t *ok = json_object_get(reply, "ok");
+    if (ok == NULL || !json_is_boolean(ok))
+        return rp__err_set(err, RP_ERR_BAD_REQUEST, "the reply's field \"ok\" must be a bool");
+    view->op = json_is_string(op) ? json_string_value(op) : NULL;
+    view->ok = json_is_true(ok);
+    if (view->ok) {
+        const json_t *result = json_object_get(reply, "result");
+        if (result == NULL || !json_is_object(result))
+            return rp__err_set(err, RP_ERR_BAD_REQUEST, "the reply's field \"result\" must be a map");
+        view->result = result;
+        return RP_OK;
+    }
+    const json_t *e = json_object_get(reply, "error");
+    const json_t *code = e != NULL ? json_object_get(e, "code") : NULL;
+    const json_t *msg = e != NULL ? json_object_get(e, "message") : NULL;
+    rp_status parsed;
+    if (e == NULL || !json_is_object(e) || code == NULL || !json_is_string(code) ||
+        !rp_proto_error_code_parse(json_string_value(code), &parsed) || msg == NULL ||
+        !json_is_string(msg))
+        return rp__err_set(err, RP_ERR_BAD_REQUEST,
+                           "the reply's field \"error\" must be a map with a known \"code\" and a string \"message\"");
+    view->code = json_string_value(code);
+    view->message = json_string_value(msg);
+    return RP_OK;
+}

@@ -1,0 +1,297 @@
+/* Requests: the one validation of a parsed tree, decode, and encode. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_proto.h"
+#include "rp_proto_internal.h"
+
+void rp_request_init(rp_request *req) { memset(req, 0, sizeof *req); }
+
+void rp_request_cleanup(rp_request *req) {
+    free(req->reap.project);
+    free(req->answer.by);
+    free(req->gates.project);
+    memset(req, 0, sizeof *req);
+}
+
+/* The fields each op takes, "v" and "op" included. */
+static const char *const rp_fields_reap[] = {"v", "op", "project", "dry_run", NULL};
+static const char *const rp_fields_answer[] = {"v", "op", "gate", "choice", "by", NULL};
+static const char *const rp_fields_gates[] = {"v", "op", "state", "limit", "project", NULL};
+static const char *const rp_fields_status[] = {"v", "op", NULL};
+
+static const char *const *rp_fields_of(rp_op op) {
+    switch (op) {
+    case RP_OP_REAP: return rp_fields_reap;
+    case RP_OP_ANSWER: return rp_fields_answer;
+    case RP_OP_GATES: return rp_fields_gates;
+    case RP_OP_STATUS: return rp_fields_status;
+    default: return NULL;
+    }
+}
+
+static bool rp_field_known(const char *const *fields, const char *key, size_t klen) {
+    for (; *fields != NULL; fields++)
+        if (strlen(*fields) == klen && memcmp(*fields, key, klen) == 0) return true;
+    return false;
+}
+
+/* A field's value, NULL when absent or null (null means absent). */
+static const json_t *rp_field(const json_t *root, const char *name) {
+    const json_t *v = json_object_get(root, name);
+    return (v == NULL || json_is_null(v)) ? NULL : v;
+}
+
+static rp_status rp_missing(rp_proto_error *err, const char *name, const char *what) {
+    return rp__err_set(err, RP_ERR_BAD_REQUEST, "missing field \"%s\" (%s)", name, what);
+}
+
+static rp_status rp_wrong_type(rp_proto_error *err, const char *name, const char *want,
+                               const json_t *v) {
+    return rp__err_set(err, RP_ERR_BAD_REQUEST, "field \"%s\" must be %s, got %s", name, want,
+                       rp__type_name(v));
+}
+
+/* An optional name-like string: NULL when absent, else 1..RP_PROTO_NAME_MAX
+ * bytes, copied into *out. */
+static rp_status rp_get_name(const json_t *root, const char *name, char **out,
+                             rp_proto_error *err) {
+    const json_t *v = rp_field(root, name);
+    *out = NULL;
+    if (v == NULL) return RP_OK;
+    if (!json_is_string(v)) return rp_wrong_type(err, name, "a string", v);
+    size_t len = json_string_length(v);
+    if (len == 0) return rp__err_set(err, RP_ERR_BAD_REQUEST, "field \"%s\" must not be empty", name);
+    if (len > RP_PROTO_NAME_MAX)
+        return rp__err_set(err, RP_ERR_BAD_REQUEST, "field \"%s\" must be at most %u bytes, got %zu",
+                           name, RP_PROTO_NAME_MAX, len);
+    *out = strndup(json_string_value(v), len);
+    if (*out == NULL) return rp__err_set(err, RP_ERR_NOMEM, "out of memory");
+    return RP_OK;
+}
+
+/* An integer in min..max; when absent: *out = dflt if !required. */
+static rp_status rp_get_int(const json_t *root, const char *name, bool required, int64_t min,
+                            int64_t max, int64_t dflt, const char *what, int64_t *out,
+                            rp_proto_error *err) {
+    const json_t *v = rp_field(root, name);
+    if (v == NULL) {
+        if (required) return rp_missing(err, name, what);
+        *out = dflt;
+        return RP_OK;
+    }
+    if (!json_is_integer(v)) return rp_wrong_type(err, name, "an integer", v);
+    int64_t i = (int64_t)json_integer_value(v);
+    if (i < min || i > max)
+        return rp__err_set(err, RP_ERR_BAD_REQUEST, "field \"%s\" must be in %lld..%lld, got %lld",
+                           name, (long long)min, (long long)max, (long long)i);
+    *out = i;
+    return RP_OK;
+}
+
+static rp_status rp_get_bool(const json_t *root, const char *name, bool dflt, bool *out,
+                             rp_proto_error *err) {
+    const json_t *v = rp_field(root, name);
+    if (v == NULL) {
+        *out = dflt;
+        return RP_OK;
+    }
+    if (!json_is_boolean(v)) return rp_wrong_type(err, name, "a bool (true or false)", v);
+    *out = json_is_true(v);
+    return RP_OK;
+}
+
+/* A string naming one value of a small enum, checked by parse. */
+static rp_status rp_get_word(const json_t *root, const char *name, bool required,
+                             const char *one_of, const json_t **out, rp_proto_error *err) {
+    const json_t *v = rp_field(root, name);
+    *out = NULL;
+    if (v == NULL) return required ? rp_missing(err, name, one_of) : RP_OK;
+    if (!json_is_string(v)) return rp_wrong_type(err, name, "a string", v);
+    *out = v;
+    return RP_OK;
+}
+
+static rp_status rp_bad_word(const json_t *v, const char *name, const char *one_of,
+                             rp_proto_error *err) {
+    char q[RP_PROTO_QUOTE_MAX * 4 + 8];
+    rp__quote(q, sizeof q, json_string_value(v), json_string_length(v));
+    return rp__err_set(err, RP_ERR_BAD_REQUEST, "field \"%s\" must be %s, got %s", name, one_of, q);
+}
+
+static rp_status rp_validate_answer(const json_t *root, rp_request *out, rp_proto_error *err) {
+    static const char one_of[] = "one of replay, dismiss, retry";
+    const json_t *w;
+    rp_status st = rp_get_int(root, "gate", true, 1, INT64_MAX, 0, "the gate id, a positive integer",
+                              &out->answer.gate, err);
+    if (st != RP_OK) return st;
+    if ((st = rp_get_word(root, "choice", true, one_of, &w, err)) != RP_OK) return st;
+    if (!rp_choice_parse(json_string_value(w), &out->answer.choice) ||
+        strlen(json_string_value(w)) != json_string_length(w))
+        return rp_bad_word(w, "choice", one_of, err);
+    return rp_get_name(root, "by", &out->answer.by, err);
+}
+
+static rp_status rp_validate_gates(const json_t *root, rp_request *out, rp_proto_error *err) {
+    static const char one_of[] = "one of open, answered, all";
+    const json_t *w;
+    int64_t limit;
+    rp_status st = rp_get_word(root, "state", false, one_of, &w, err);
+    if (st != RP_OK) return st;
+    out->gates.state = RP_GATE_STATE_OPEN;
+    if (w != NULL && !rp_gate_state_parse(json_string_value(w), &out->gates.state))
+        return rp_bad_word(w, "state", one_of, err);
+    if ((st = rp_get_int(root, "limit", false, RP_PROTO_LIMIT_MIN, RP_PROTO_LIMIT_MAX,
+                         RP_PROTO_LIMIT_DEFAULT, "", &limit, err)) != RP_OK)
+        return st;
+    out->gates.limit = (int)limit;
+    return rp_get_name(root, "project", &out->gates.project, err);
+}
+
+static rp_status rp_validate(const json_t *root, rp_request *out, rp_proto_error *err) {
+    static const char ops[] = "one of reap, answer, gates, status";
+    char q[RP_PROTO_QUOTE_MAX * 4 + 8];
+    rp_status st;
+    rp_op op;
+
+    if (!json_is_object(root))
+        return rp__err_set(err, RP_ERR_BAD_REQUEST, "the request must be a map, got %s",
+                           rp__type_name(root));
+
+    /* The op is noted first, whatever else is wrong, for the error reply
+     * to echo it. */
+    const json_t *opv = rp_field(root, "op");
+    if (opv != NULL && json_is_string(opv) && err != NULL) {
+        size_t n = rp__utf8_cut(json_string_value(opv), json_string_length(opv), RP_PROTO_OP_MAX);
+        memcpy(err->op, json_string_value(opv), n);
+        err->op[n] = '\0';
+        err->has_op = true;
+    }
+
+    int64_t v;
+    if ((st = rp_get_int(root, "v", true, INT64_MIN, INT64_MAX, 0, "the protocol version, 1", &v,
+                         err)) != RP_OK)
+        return st;
+    if (v != RP_PROTO_VERSION)
+        return rp__err_set(err, RP_ERR_BAD_REQUEST,
+                           "unsupported protocol version %lld in field \"v\" (this server speaks %d)",
+                           (long long)v, RP_PROTO_VERSION);
+
+    if (opv == NULL) return rp_missing(err, "op", ops);
+    if (!json_is_string(opv)) return rp_wrong_type(err, "op", "a string", opv);
+    if (!rp_op_parse(json_string_value(opv), &op)) {
+        rp__quote(q, sizeof q, json_string_value(opv), json_string_length(opv));
+        return rp__err_set(err, RP_ERR_UNKNOWN_OP, "unknown op %s (expected %s)", q, ops);
+    }
+
+    const char *const *fields = rp_fields_of(op);
+    const char *key;
+    size_t klen;
+    json_t *val;
+    json_object_keylen_foreach((json_t *)root, key, klen, val) {
+        if (!rp_field_known(fields, key, klen)) {
+            rp__quote(q, sizeof q, key, klen);
+            return rp__err_set(err, RP_ERR_BAD_REQUEST, "unknown field %s for op %s", q,
+                               rp_op_string(op));
+        }
+    }
+
+    out->op = op;
+    switch (op) {
+    case RP_OP_REAP:
+        if ((st = rp_get_name(root, "project", &out->reap.project, err)) != RP_OK) return st;
+        return rp_get_bool(root, "dry_run", false, &out->reap.dry_run, err);
+    case RP_OP_ANSWER: return rp_validate_answer(root, out, err);
+    case RP_OP_GATES: return rp_validate_gates(root, out, err);
+    case RP_OP_STATUS: return RP_OK;
+    default: return rp__err_set(err, RP_ERR_INTERNAL, "unhandled op");
+    }
+}
+
+rp_status rp_request_from_json(const json_t *root, rp_request *out, rp_proto_error *err) {
+    rp_request req;
+    if (err != NULL) rp_proto_error_init(err);
+    if (root == NULL || out == NULL) return rp__err_set(err, RP_ERR_INVALID, "no request");
+    /* A tree from rp__parse has passed this already; one built elsewhere
+     * has not. */
+    rp_status st = rp__tree_check(root, &rp_proto_request_limits, err);
+    if (st != RP_OK) return st;
+    rp_request_init(&req);
+    st = rp_validate(root, &req, err);
+    if (st != RP_OK) {
+        rp_request_cleanup(&req);
+        return st;
+    }
+    *out = req;
+    return RP_OK;
+}
+
+rp_status rp_request_decode(rp_bytes body, rp_bytes content_type, rp_request *out,
+                            rp_proto_error *err) {
+    rp_encoding enc;
+    rp_proto_error local;
+    /* The parser reports its status through err: keep one even when the
+     * caller does not want it. */
+    if (err == NULL) err = &local;
+    rp_proto_error_init(err);
+    if (out == NULL) return rp__err_set(err, RP_ERR_INVALID, "no request");
+    rp_status st = rp__encoding_for(content_type, &enc, err);
+    if (st != RP_OK) return st;
+    json_t *root = rp__parse(body, enc, &rp_proto_request_limits, err);
+    if (root == NULL) return err->code != RP_OK ? err->code : RP_ERR_INTERNAL;
+    st = rp_request_from_json(root, out, err);
+    json_decref(root);
+    return st;
+}
+
+static json_t *rp_request_tree(const rp_request *req) {
+    json_t *t = json_object();
+    bool ok = t != NULL && rp__set(t, "v", json_integer(RP_PROTO_VERSION)) &&
+              rp__set(t, "op", json_string(rp_op_string(req->op)));
+    switch (req->op) {
+    case RP_OP_REAP:
+        if (ok && req->reap.project != NULL)
+            ok = rp__set(t, "project", rp__json_string(req->reap.project));
+        ok = ok && rp__set(t, "dry_run", json_boolean(req->reap.dry_run));
+        break;
+    case RP_OP_ANSWER:
+        ok = ok && rp__set(t, "gate", json_integer(req->answer.gate)) &&
+             rp__set(t, "choice", json_string(rp_choice_string(req->answer.choice)));
+        if (ok && req->answer.by != NULL) ok = rp__set(t, "by", rp__json_string(req->answer.by));
+        break;
+    case RP_OP_GATES:
+        ok = ok && rp__set(t, "state", json_string(rp_gate_state_string(req->gates.state))) &&
+             rp__set(t, "limit", json_integer(req->gates.limit));
+        if (ok && req->gates.project != NULL)
+            ok = rp__set(t, "project", rp__json_string(req->gates.project));
+        break;
+    default:
+        break;
+    }
+    if (!ok) {
+        json_decref(t);
+        return NULL;
+    }
+    return t;
+}
+
+rp_status rp_request_encode(const rp_request *req, rp_encoding enc, rp_proto_buf *out,
+                            rp_proto_error *err) {
+    rp_request check;
+    if (err != NULL) rp_proto_error_init(err);
+    if (req == NULL || out == NULL) return rp__err_set(err, RP_ERR_INVALID, "no request");
+    if (req->op <= RP_OP_NONE || req->op >= RP_OP_COUNT_)
+        return rp__err_set(err, RP_ERR_INVALID, "the request has no op");
+    json_t *t = rp_request_tree(req);
+    if (t == NULL) return rp__err_set(err, RP_ERR_NOMEM, "out of memory");
+    /* The same checks the daemon makes, so a client learns of a bad field
+     * before sending it. */
+    rp_request_init(&check);
+    rp_status st = rp_request_from_json(t, &check, err);
+    rp_request_cleanup(&check);
+    if (st != RP_OK) {
+        json_decref(t);
+        return st;
+    }
+    return rp__finish(t, enc, out);
+}

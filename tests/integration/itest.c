@@ -1,0 +1,199 @@
+#include "itest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+const char *itest_env(const char *name) {
+    const char *v = getenv(name);
+    if (v == NULL || *v == '\0') {
+        fprintf(stderr, "integration test: %s is not set; run through scripts/test\n", name);
+        exit(1);
+    }
+    return v;
+}
+
+const char *itest_broker_password(void) {
+    static char buf[256];
+    FILE *f = fopen(itest_env("REAPER_BROKER_PASSWORD_FILE"), "r");
+    if (f == NULL || fgets(buf, sizeof buf, f) == NULL) {
+        fprintf(stderr, "integration test: cannot read the broker password file\n");
+        exit(1);
+    }
+    fclose(f);
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return buf;
+}
+
+static long rp_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static char **rp_merge_env(char *const extra[]) {
+    size_t n = 0, m = 0;
+    while (environ[n]) n++;
+    while (extra && extra[m]) m++;
+    char **env = calloc(n + m + 1, sizeof *env);
+    size_t k = 0;
+    /* Extra entries replace ours with the same name; "K=" alone unsets. */
+    for (size_t i = 0; i < n; i++) {
+        bool replaced = false;
+        for (size_t j = 0; j < m; j++) {
+            size_t klen = strcspn(extra[j], "=");
+            if (strncmp(environ[i], extra[j], klen + 1) == 0) replaced = true;
+        }
+        if (!replaced) env[k++] = environ[i];
+    }
+    for (size_t j = 0; j < m; j++) {
+        const char *eq = strchr(extra[j], '=');
+        if (eq && eq[1] != '\0') env[k++] = extra[j];
+    }
+    env[k] = NULL;
+    return env;
+}
+
+rp_child *rp_child_start(char *const argv[], char *const extra_env[]) {
+    int p[2];
+    if (pipe(p) != 0) return NULL;
+    rp_child *c = calloc(1, sizeof *c);
+    char **env = rp_merge_env(extra_env);
+    c->pid = fork();
+    if (c->pid == 0) {
+        int devnull = open("/dev/null", O_RDWR);
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        dup2(p[1], 2);
+        close(p[0]);
+        close(p[1]);
+        execve(argv[0], argv, env);
+        _exit(127);
+    }
+    free(env);
+    close(p[1]);
+    c->err_fd = p[0];
+    fcntl(c->err_fd, F_SETFL, O_NONBLOCK);
+    c->log_cap = 4096;
+    c->log = calloc(1, c->log_cap);
+    return c;
+}
+
+/* Reads whatever stderr has now (waiting up to wait_ms for the first byte). */
+static void rp_child_read(rp_child *c, int wait_ms) {
+    struct pollfd pfd = {c->err_fd, POLLIN, 0};
+    if (c->err_fd < 0 || poll(&pfd, 1, wait_ms) <= 0) return;
+    for (;;) {
+        if (c->log_len + 4096 + 1 > c->log_cap) {
+            c->log_cap *= 2;
+            c->log = realloc(c->log, c->log_cap);
+        }
+        ssize_t n = read(c->err_fd, c->log + c->log_len, 4096);
+        if (n > 0) {
+            c->log_len += (size_t)n;
+            c->log[c->log_len] = '\0';
+            continue;
+        }
+        if (n == 0) {
+            close(c->err_fd);
+            c->err_fd = -1;
+        }
+        return;
+    }
+}
+
+bool rp_child_wait_for(rp_child *c, const char *needle, int timeout_ms) {
+    long until = rp_now_ms() + timeout_ms;
+    for (;;) {
+        if (strstr(c->log, needle)) return true;
+        long left = until - rp_now_ms();
+        if (left <= 0 || (c->err_fd < 0)) return strstr(c->log, needle) != NULL;
+        rp_child_read(c, (int)(left < 100 ? left : 100));
+    }
+}
+
+int rp_child_wait_exit(rp_child *c, int timeout_ms) {
+    long until = rp_now_ms() + timeout_ms;
+    while (!c->exited) {
+        rp_child_read(c, 20);
+        pid_t r = waitpid(c->pid, &c->status, WNOHANG);
+        if (r == c->pid) {
+            c->exited = true;
+            break;
+        }
+        if (rp_now_ms() > until) {
+            kill(c->pid, SIGKILL);
+            waitpid(c->pid, &c->status, 0);
+            c->exited = true;
+            return -1;
+        }
+    }
+    rp_child_read(c, 0);
+    if (WIFEXITED(c->status)) return WEXITSTATUS(c->status);
+    return -2;
+}
+
+int rp_child_stop(rp_child *c, int sig, int timeout_ms) {
+    if (!c->exited) kill(c->pid, sig);
+    return rp_child_wait_exit(c, timeout_ms);
+}
+
+void rp_child_free(rp_child *c) {
+    if (c == NULL) return;
+    if (!c->exited) {
+        kill(c->pid, SIGKILL);
+        waitpid(c->pid, NULL, 0);
+    }
+    if (c->err_fd >= 0) close(c->err_fd);
+    free(c->log);
+    free(c);
+}
+
+static char *rp_slurp_fd(int fd) {
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (len + 4096 + 1 > cap) buf = realloc(buf, cap *= 2);
+        ssize_t n = read(fd, buf + len, 4096);
+        if (n <= 0) break;
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+int rp_run_capture(char *const argv[], char *const extra_env[], char **out, char **err) {
+    char tmpl_out[] = "/tmp/rp-out-XXXXXX", tmpl_err[] = "/tmp/rp-err-XXXXXX";
+    int fo = mkstemp(tmpl_out), fe = mkstemp(tmpl_err);
+    unlink(tmpl_out);
+    unlink(tmpl_err);
+    char **env = rp_merge_env(extra_env);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDONLY);
+        dup2(devnull, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execve(argv[0], argv, env);
+        _exit(127);
+    }
+    free(env);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    lseek(fo, 0, SEEK_SET);
+    lseek(fe, 0, SEEK_SET);
+    *out = rp_slurp_fd(fo);
+    *err = rp_slurp_fd(fe);
+    close(fo);
+    close(fe);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}

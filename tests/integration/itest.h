@@ -1,0 +1,47 @@
+/*
+ * itest.h - helpers for integration tests: the private services'
+ * coordinates (from the environment that scripts/test exports) and a child
+ * process whose standard error is read line by line.
+ *
+ * Ownership: rp_child_start returns a heap child freed by rp_child_free
+ * (which kills it if still running). Strings returned by the env helpers are
+ * static or from getenv.
+ */
+#ifndef RP_ITEST_H
+#define RP_ITEST_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* Fails the test (skip is not allowed: CI starts the services) when a
+ * variable is missing. */
+const char *itest_env(const char *name);
+/* The broker password from REAPER_BROKER_PASSWORD_FILE; static buffer. */
+const char *itest_broker_password(void);
+
+typedef struct rp_child {
+    pid_t pid;
+    int err_fd;      /* read end of the child's stderr */
+    char *log;       /* everything read so far, NUL-terminated */
+    size_t log_len, log_cap;
+    int status;      /* valid once exited */
+    bool exited;
+} rp_child;
+
+/* Starts argv[0] with argv, extra environment entries ("K=V", NULL-ended,
+ * may be NULL) added to ours, stdout to /dev/null unless keep_stdout. */
+rp_child *rp_child_start(char *const argv[], char *const extra_env[]);
+/* Reads stderr until the log contains needle or timeout_ms passes. */
+bool rp_child_wait_for(rp_child *c, const char *needle, int timeout_ms);
+/* Sends sig and waits up to timeout_ms for the exit; returns the exit code,
+ * or -1 on time-out (the child is then killed), -2 when killed by a signal. */
+int rp_child_stop(rp_child *c, int sig, int timeout_ms);
+/* Waits for the child to exit on its own. Same return values. */
+int rp_child_wait_exit(rp_child *c, int timeout_ms);
+void rp_child_free(rp_child *c);
+
+/* Runs argv to completion, capturing stdout and stderr (heap strings the
+ * caller frees). Returns the exit code, or -1 if it could not run. */
+int rp_run_capture(char *const argv[], char *const extra_env[], char **out, char **err);
+
+#endif

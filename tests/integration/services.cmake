@@ -1,0 +1,5 @@
+rp_integration_test(test_services SOURCES integration/test_services.c integration/itest.c
+  LIBS PkgConfig::RABBITMQ PkgConfig::PQ)
+add_test(NAME test_services_script COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_services_script.sh)
+set_tests_properties(test_services_script PROPERTIES LABELS integration TIMEOUT 120
+  ENVIRONMENT "REAPER_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
