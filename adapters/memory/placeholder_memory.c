@@ -1,1 +1,0 @@
-/* placeholder until the first source lands */ typedef int rp__placeholder_memory;

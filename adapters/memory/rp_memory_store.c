@@ -1,0 +1,223 @@
+/* The memory adapter's store port: jobs, leases, ledger, sightings. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_memory_internal.h"
+
+static void rp_lend_job(const rp_mem_job *j, rp_held_job *out) {
+    out->id = j->id;
+    out->project = j->project;
+    out->kind = j->kind;
+    out->state = j->state;
+    out->attempts = j->attempts;
+    out->max_attempts = j->max_attempts;
+    out->lease_expires_known = j->lease_known;
+    out->lease_expires_at = j->lease_expires_at;
+    out->lease_owner = j->lease_owner;
+}
+
+/* Loose on purpose (rp_memory.h): every lease past its deadline, grace or
+ * not, so that core's boundary is the one tested. */
+static rp_status rp_take(void *self, const rp_lease_query *q, rp_held_job *out) {
+    rp_memory *m = self;
+    rp_status st = rp__mem_enter(m, RP_MEM_TAKE_LEASE);
+    if (st != RP_OK) return st;
+    for (size_t i = 0; i < m->n_jobs; i++) {
+        rp_mem_job *j = &m->jobs[i];
+        if (j->id <= q->after_id || j->state != RP_JOB_LEASED || !j->lease_known) continue;
+        if (j->lease_expires_at >= q->now || j->foreign_lock) continue;
+        if (q->project && (j->project == NULL || strcmp(j->project, q->project) != 0)) continue;
+        if (q->lock) j->locked = true;
+        rp_lend_job(j, out);
+        return RP_OK;
+    }
+    return RP_ERR_NOT_FOUND;
+}
+
+static void rp_clear_lease(rp_mem_job *j) {
+    free(j->lease_owner);
+    j->lease_owner = NULL;
+    j->lease_known = false;
+    j->lease_expires_at = 0;
+}
+
+static rp_status rp_move(void *self, const rp_held_job *job, const rp_verdict *v,
+                         rp_event_ref *event) {
+    rp_memory *m = self;
+    m->write_calls++;
+    rp_mem_job *j = rp__mem_find_job(m, job->id);
+    rp_status st = rp__mem_enter(m, RP_MEM_MOVE_LEASE);
+    if (st != RP_OK) {
+        if (j) j->locked = false; /* the transaction rolled back */
+        return st;
+    }
+    if (j == NULL || !j->locked || j->state != RP_JOB_LEASED) return RP_ERR_CONFLICT;
+    if (v->action != RP_ACTION_REQUEUED && v->action != RP_ACTION_PARKED) return RP_ERR_INVALID;
+    int64_t gate_id = 0;
+    if (v->action == RP_ACTION_PARKED) {
+        st = rp__mem_open_gate(m, RP_GATE_DELIVERY_EXHAUSTED, j->id, j->project,
+                               "this job used all its attempts: retry it once more, or dismiss it?",
+                               NULL, NULL, NULL, &gate_id);
+        if (st != RP_OK) return st;
+    }
+    st = rp__mem_append(m, v, event);
+    if (st != RP_OK) {
+        if (gate_id) rp_gate_cleanup(&m->gates[--m->n_gates]);
+        return st;
+    }
+    if (v->action == RP_ACTION_PARKED) {
+        j->state = RP_JOB_AWAITING_HUMAN;
+        if (j->attempts > 0) j->attempts--;
+    } else {
+        j->state = RP_JOB_READY;
+    }
+    rp_clear_lease(j);
+    j->locked = false;
+    return RP_OK;
+}
+
+static rp_status rp_release(void *self, const rp_held_job *job) {
+    rp_memory *m = self;
+    rp_mem_job *j = rp__mem_find_job(m, job->id);
+    if (j && j->locked) m->write_calls++;
+    if (j) j->locked = false;
+    return rp__mem_enter(m, RP_MEM_RELEASE_LEASE);
+}
+
+static rp_status rp_list_claimable(void *self, const char *project, rp_time_ms now,
+                                   rp_claimable_list *out) {
+    rp_memory *m = self;
+    rp_status st = rp__mem_enter(m, RP_MEM_LIST_CLAIMABLE);
+    if (st != RP_OK) return st;
+    free(m->claim_view);
+    m->claim_view = NULL;
+    out->jobs = NULL;
+    out->n = 0;
+    if (m->n_jobs == 0) return RP_OK;
+    rp_claimable_job *view = calloc(m->n_jobs, sizeof *view);
+    if (view == NULL) return RP_ERR_NOMEM;
+    rp_time_ms *since = calloc(m->n_jobs, sizeof *since);
+    if (since == NULL) {
+        free(view);
+        return RP_ERR_NOMEM;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_jobs; i++) {
+        const rp_mem_job *j = &m->jobs[i];
+        if (j->state != RP_JOB_READY || j->run_after > now || j->project == NULL) continue;
+        if (project && strcmp(j->project, project) != 0) continue;
+        const rp_mem_job *dep = j->depends_on ? rp__mem_find_job(m, j->depends_on) : NULL;
+        if (j->depends_on && (dep == NULL || dep->state != RP_JOB_SUCCEEDED)) continue;
+        rp_claimable_job c = {
+            .project = j->project,
+            .job_id = j->id,
+            .kind = j->kind,
+            .run_after = j->run_after,
+            .dependency_finished_known = dep != NULL && dep->finished_known,
+            .dependency_finished_at = dep && dep->finished_known ? dep->finished_at : 0,
+        };
+        rp_time_ms s = c.run_after;
+        if (c.dependency_finished_known && c.dependency_finished_at > s)
+            s = c.dependency_finished_at;
+        size_t k = 0;
+        while (k < n && strcmp(view[k].project, j->project) != 0) k++;
+        if (k == n) {
+            view[n] = c;
+            since[n++] = s;
+        } else if (s < since[k]) { /* ids grow, so on a tie the lower id stays */
+            view[k] = c;
+            since[k] = s;
+        }
+    }
+    free(since);
+    m->claim_view = view;
+    out->jobs = view;
+    out->n = n;
+    return RP_OK;
+}
+
+static rp_status rp_append_event(void *self, const rp_verdict *v, rp_event_ref *event) {
+    rp_memory *m = self;
+    m->write_calls++;
+    rp_status st = rp__mem_enter(m, RP_MEM_APPEND_EVENT);
+    return st != RP_OK ? st : rp__mem_append(m, v, event);
+}
+
+static size_t rp_find_sighting(const rp_memory *m, const char *key) {
+    for (size_t i = 0; i < m->n_sightings; i++)
+        if (strcmp(m->sightings[i].key, key) == 0) return i;
+    return SIZE_MAX;
+}
+
+static rp_status rp_open_sighting(void *self, const char *key, const rp_verdict *v, bool *opened,
+                                  rp_event_ref *event) {
+    rp_memory *m = self;
+    m->write_calls++;
+    *opened = false;
+    rp_status st = rp__mem_enter(m, RP_MEM_OPEN_SIGHTING);
+    if (st != RP_OK) return st;
+    if (rp_find_sighting(m, key) != SIZE_MAX) return RP_OK;
+    st = rp__mem_grow((void **)&m->sightings, &m->cap_sightings, m->n_sightings,
+                      sizeof *m->sightings);
+    if (st != RP_OK) return st;
+    char *k = strdup(key);
+    if (k == NULL) return RP_ERR_NOMEM;
+    rp_event_ref ev;
+    st = rp__mem_append(m, v, &ev);
+    if (st != RP_OK) {
+        free(k);
+        return st;
+    }
+    m->sightings[m->n_sightings++] = (rp_sighting_row){k, v->condition, ev.seq, ev.at};
+    *opened = true;
+    *event = ev;
+    return RP_OK;
+}
+
+static rp_status rp_close_sighting(void *self, const char *key, const rp_verdict *v, bool *closed,
+                                   rp_event_ref *event) {
+    rp_memory *m = self;
+    m->write_calls++;
+    *closed = false;
+    rp_status st = rp__mem_enter(m, RP_MEM_CLOSE_SIGHTING);
+    if (st != RP_OK) return st;
+    size_t i = rp_find_sighting(m, key);
+    if (i == SIZE_MAX) return RP_OK;
+    st = rp__mem_append(m, v, event);
+    if (st != RP_OK) return st;
+    free((char *)m->sightings[i].key);
+    memmove(&m->sightings[i], &m->sightings[i + 1],
+            (m->n_sightings - i - 1) * sizeof *m->sightings);
+    m->n_sightings--;
+    *closed = true;
+    return RP_OK;
+}
+
+static rp_status rp_list_sightings(void *self, rp_sighting_list *out) {
+    rp_memory *m = self;
+    rp_status st = rp__mem_enter(m, RP_MEM_LIST_SIGHTINGS);
+    if (st != RP_OK) return st;
+    free(m->sighting_view);
+    m->sighting_view = NULL;
+    out->rows = NULL;
+    out->n = 0;
+    if (m->n_sightings == 0) return RP_OK;
+    m->sighting_view = malloc(m->n_sightings * sizeof *m->sighting_view);
+    if (m->sighting_view == NULL) return RP_ERR_NOMEM;
+    memcpy(m->sighting_view, m->sightings, m->n_sightings * sizeof *m->sightings);
+    out->rows = m->sighting_view;
+    out->n = m->n_sightings;
+    return RP_OK;
+}
+
+void rp__mem_store_port(rp_memory *m, rp_store_port *out) {
+    out->self = m;
+    out->take_expired_lease = rp_take;
+    out->move_lease = rp_move;
+    out->release_lease = rp_release;
+    out->list_oldest_claimable = rp_list_claimable;
+    out->append_event = rp_append_event;
+    out->open_sighting = rp_open_sighting;
+    out->close_sighting = rp_close_sighting;
+    out->list_open_sightings = rp_list_sightings;
+}

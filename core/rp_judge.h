@@ -1,0 +1,228 @@
+/*
+ * rp_judge.h - the one pure policy that judges the five conditions of
+ * CONTRACT section 2, for the job table and for the broker alike.
+ *
+ * Every judge takes measurements (borrowed), the thresholds and, where time
+ * matters, `now` (Unix ms, read once per pass by the caller), and fills an
+ * rp_verdict with EVERY field set: object, queue, project (NULL for broker
+ * objects, which have none), condition, measured, threshold, unit, action,
+ * source, detail and trusted. When no condition holds the verdict is left as
+ * rp_verdict_init() makes it: condition RP_COND_NONE, no strings.
+ *
+ * BOUNDARIES, exactly (times are compared in milliseconds; a threshold in
+ * seconds counts as seconds * 1000 ms; all arithmetic saturates, so a
+ * corrupt time gives a bounded measurement and never overflows):
+ *   - a lease is expired when now - lease_expires_at > grace: STRICTLY
+ *     greater; a lease exactly at the grace is left alone. A lease whose
+ *     deadline is unknown is not expired (an unmeasurable lease is not late).
+ *   - an expired lease is poison when attempts >= max_attempts (so a row
+ *     with max_attempts <= 0 is poison at its first expiry).
+ *   - ready work is stale when age >= stale_ready_seconds (at the threshold
+ *     it IS stale). A negative age (a run_after or head timestamp in the
+ *     future) is not stale; an unmeasurable age is not stale.
+ *   - holder gone: unacked > 0 and consumers KNOWN to be 0. An unknown
+ *     consumer count is not zero.
+ *   - a dead-letter queue counts when ready + unacked >= dead_letter_min_depth.
+ *   - the consumer timeout is verified when one is in force on the queue with
+ *     a known value <= consumer_timeout_seconds (equal is verified).
+ *
+ * MEASUREMENTS AND UNITS. measured is in unit: seconds (with millisecond
+ * fractions) for times, messages for depths, attempts for attempts. When a
+ * verdict carries no measurement (no timeout in force, a cleared sighting)
+ * measured is -1.
+ *
+ * Ownership: input structs borrow every pointer they hold, for the call.
+ * The verdict *out is initialised by each judge (any previous content is NOT
+ * freed: pass an initialised-and-empty or fresh verdict) and owns copies of
+ * every string afterwards; free it with rp_verdict_cleanup() whatever the
+ * judge returned. An rp_queue_judgement owns its verdict the same way.
+ */
+#ifndef RP_JUDGE_H
+#define RP_JUDGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rp_common.h"
+#include "rp_deadletter.h"
+#include "rp_job.h"
+#include "rp_sighting.h"
+#include "rp_status.h"
+#include "rp_verdict.h"
+
+/* The declared thresholds (CONTRACT section 3, section reap). */
+typedef struct rp_thresholds {
+    int64_t lease_grace_seconds;      /* default 0 */
+    int64_t stale_ready_seconds;      /* default 900 */
+    int64_t dead_letter_min_depth;    /* default 1 */
+    int64_t consumer_timeout_seconds; /* default 21600 */
+    int64_t delivery_limit;           /* default 20 */
+} rp_thresholds;
+
+/* Fills *t with the defaults of CONTRACT section 3. */
+void rp_thresholds_default(rp_thresholds *t);
+
+/* The raw boundaries, shared with adapters that pre-filter (e.g. in SQL) so
+ * that everyone draws the line in the same place. */
+bool rp_judge_lease_expired(rp_time_ms now, rp_time_ms lease_expires_at, int64_t grace_seconds);
+bool rp_judge_age_stale(int64_t age_ms, int64_t stale_ready_seconds);
+
+/* ---- The job table ---------------------------------------------------- */
+
+/* A leased row of the job table. */
+typedef struct rp_held_job {
+    int64_t id;
+    const char *project;
+    const char *kind;
+    rp_job_state state;          /* only RP_JOB_LEASED rows are held */
+    int32_t attempts;
+    int32_t max_attempts;
+    bool lease_expires_known;    /* false when lease_expires_at is NULL */
+    rp_time_ms lease_expires_at;
+    const char *lease_owner;     /* NULL when unknown */
+} rp_held_job;
+
+/* Judges a held job. A job that is not leased, has no known deadline or is
+ * not past its grace gives no condition. Otherwise:
+ *   attempts >= max_attempts: POISON / PARKED, measured attempts, threshold
+ *     max_attempts, unit "attempts";
+ *   else: LEASE_EXPIRED / REQUEUED, measured seconds past the deadline,
+ *     threshold lease_grace_seconds, unit "seconds".
+ * object "job:<id>", queue the job's kind, project the job's, source
+ * job_queue, trusted. RP_ERR_INVALID for NULL arguments; RP_ERR_NOMEM. */
+rp_status rp_judge_held_job(const rp_held_job *job, const rp_thresholds *t, rp_time_ms now,
+                            rp_verdict *out) RP_MUSTCHECK;
+
+/* The oldest claimable job of one project (a project with none is simply
+ * not listed, and yields nothing). */
+typedef struct rp_claimable_job {
+    const char *project;
+    int64_t job_id;
+    const char *kind;
+    rp_time_ms run_after;
+    bool dependency_finished_known;  /* false when it depends on nothing */
+    rp_time_ms dependency_finished_at;
+} rp_claimable_job;
+
+/* Judges the age of a project's oldest claimable job: age = now - the later
+ * of run_after and the dependency's finished_at (when known). age >=
+ * stale_ready_seconds: STALE_READY / SURFACED, measured age in seconds,
+ * threshold stale_ready_seconds, object "job:<id>", queue the kind, project,
+ * source job_queue. RP_ERR_INVALID for NULL arguments; RP_ERR_NOMEM. */
+rp_status rp_judge_claimable(const rp_claimable_job *job, const rp_thresholds *t,
+                             rp_time_ms now, rp_verdict *out) RP_MUSTCHECK;
+
+/* ---- The broker ------------------------------------------------------- */
+
+typedef enum rp_queue_type {
+    RP_QUEUE_TYPE_UNKNOWN = 0,
+    RP_QUEUE_TYPE_CLASSIC,
+    RP_QUEUE_TYPE_QUORUM,
+    RP_QUEUE_TYPE_STREAM,
+    RP_QUEUE_TYPE_COUNT_
+} rp_queue_type;
+
+/* "unknown", "classic", "quorum", "stream" (the management API's names).
+ * Never NULL, static. Parsing an unknown name gives RP_QUEUE_TYPE_UNKNOWN. */
+const char *rp_queue_type_string(rp_queue_type t);
+rp_queue_type rp_queue_type_parse(const char *s);
+
+/* One queue as the broker reports it. */
+typedef struct rp_queue_facts {
+    const char *vhost;
+    const char *name;
+    rp_queue_type type;
+    int64_t ready;               /* messages_ready (negative reads as 0) */
+    int64_t unacked;             /* messages_unacknowledged (likewise) */
+    bool consumers_known;        /* false when the statistic is absent */
+    int64_t consumers;
+    bool head_timestamp_known;   /* head_message_timestamp (classic only) */
+    int64_t head_timestamp;      /* Unix SECONDS */
+    /* Classification by the configured patterns; adapters leave both false
+     * and the pass sets them (rp_pass.h). */
+    bool is_dead_letter_queue;
+    bool owned;
+} rp_queue_facts;
+
+/* Why stale ready could not be judged on a queue where it could hold
+ * (owned, not a dead-letter queue, ready > 0, no unacked, and consumers
+ * known to be 0 - or unknown). The caller turns it into a pass note. */
+typedef enum rp_queue_note {
+    RP_QUEUE_NOTE_NONE = 0,
+    RP_QUEUE_NOTE_QUORUM_NO_AGE,     /* quorum queues report no head age */
+    RP_QUEUE_NOTE_NO_HEAD_TIMESTAMP, /* the head message carries no timestamp */
+    RP_QUEUE_NOTE_CONSUMERS_UNKNOWN, /* the consumer count is not reported (yet) */
+} rp_queue_note;
+
+typedef struct rp_queue_judgement {
+    rp_verdict verdict; /* condition RP_COND_NONE when there is nothing to report */
+    /* An OWNED dead-letter queue at or over dead_letter_min_depth: its
+     * messages are to be peeked and parked (each parked message gets its own
+     * DEAD_LETTER / PARKED verdict from rp_judge_dead_letter); no queue-level
+     * verdict is given for it. */
+    bool backfill;
+    rp_queue_note note;
+} rp_queue_judgement;
+
+void rp_queue_judgement_init(rp_queue_judgement *j);
+void rp_queue_judgement_cleanup(rp_queue_judgement *j);
+
+/* Judges one queue, in this order:
+ *   1. a dead-letter queue yields ONLY the dead-letter condition: when
+ *      ready + unacked >= dead_letter_min_depth, not owned gives DEAD_LETTER
+ *      / SURFACED (measured the depth, threshold the min depth, unit
+ *      messages) and owned gives backfill = true and no verdict;
+ *   2. a queue that is not owned, or is a stream (a stream keeps what it
+ *      holds by design: nothing in it is held or waiting), yields nothing;
+ *   3. HOLDER_GONE / SURFACED when unacked > 0 and consumers are known to be
+ *      0 (measured unacked, threshold 0, unit messages); judged before stale
+ *      ready, and when it holds stale ready is not reported;
+ *   4. STALE_READY / SURFACED when ready > 0, consumers are known to be 0,
+ *      the head timestamp is known and its age >= stale_ready_seconds
+ *      (measured age in seconds). When the age cannot be measured, or the
+ *      consumer count is unknown, *note says why.
+ * object "queue:<vhost>:<name>", queue the name, project NULL, source
+ * broker, trusted. *out is initialised here; clean it up whatever is
+ * returned. RP_ERR_INVALID for NULL arguments; RP_ERR_NOMEM. */
+rp_status rp_judge_queue(const rp_queue_facts *q, const rp_thresholds *t, rp_time_ms now,
+                         rp_queue_judgement *out) RP_MUSTCHECK;
+
+/* The consumer timeout in force on one queue, as the broker reports it
+ * (effective policy definition, queue arguments, or the broker-wide
+ * setting). */
+typedef struct rp_timeout_in_force {
+    bool in_force;          /* some consumer timeout applies to the queue */
+    bool value_known;       /* its value could be read */
+    int64_t value_ms;       /* the broker's unit */
+    const char *origin;     /* e.g. "policy vibey-reap", "broker-wide setting"; may be NULL */
+} rp_timeout_in_force;
+
+/* Verifies (a) on a broker queue: in force with a known value <=
+ * consumer_timeout_seconds gives HUNG_HANDLER / VERIFIED; not in force, an
+ * unknown value, or a longer value gives HUNG_HANDLER / SURFACED whose
+ * detail says which. measured is the value in seconds (-1 when there is
+ * none), threshold consumer_timeout_seconds, unit seconds, source broker.
+ * Always gives a verdict. RP_ERR_INVALID for NULL arguments. */
+rp_status rp_judge_consumer_timeout(const char *vhost, const char *queue,
+                                    const rp_timeout_in_force *f, const rp_thresholds *t,
+                                    rp_verdict *out) RP_MUSTCHECK;
+
+/* One dead letter found on dead-letter queue `dlq` of `vhost`, examined by
+ * rp_dead_letter_examine(): DEAD_LETTER / PARKED, object
+ * "dead_letter:<identity>", queue dlq, project NULL, measured 1, threshold 1,
+ * unit messages (each message counts on its own), source broker, trusted
+ * false; the detail quotes the untrusted origin and reason
+ * (rp_untrusted.h). RP_ERR_INVALID for NULL arguments; RP_ERR_NOMEM. */
+rp_status rp_judge_dead_letter(const rp_dead_letter *d, const char *vhost, const char *dlq,
+                               rp_verdict *out) RP_MUSTCHECK;
+
+/* The CLEARED verdict for an open sighting that a pass which read its
+ * source whole no longer sees. Condition and source from the sighting (its
+ * key), action CLEARED, object the key's subject (for a queue subject, queue
+ * is the queue name; for a project subject, project is the project),
+ * measured -1, threshold and unit those of the condition, trusted.
+ * RP_ERR_INVALID when the key does not split (rp_sighting_key_split). */
+rp_status rp_judge_cleared(const rp_sighting_row *s, const rp_thresholds *t,
+                           rp_verdict *out) RP_MUSTCHECK;
+
+#endif

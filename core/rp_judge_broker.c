@@ -1,0 +1,218 @@
+/* The broker half of the judge: queues, the consumer timeout, dead letters
+ * (declared in rp_judge.h). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_arith.h"
+#include "rp_judge.h"
+#include "rp_judge_internal.h"
+#include "rp_object.h"
+#include "rp_text.h"
+#include "rp_untrusted.h"
+
+static const char *const rp_queue_type_names[RP_QUEUE_TYPE_COUNT_] = {
+    "unknown", "classic", "quorum", "stream"};
+
+const char *rp_queue_type_string(rp_queue_type t) {
+    if ((int)t < 0 || t >= RP_QUEUE_TYPE_COUNT_) return "unknown";
+    return rp_queue_type_names[t];
+}
+
+rp_queue_type rp_queue_type_parse(const char *s) {
+    if (s == NULL) return RP_QUEUE_TYPE_UNKNOWN;
+    for (int i = 1; i < RP_QUEUE_TYPE_COUNT_; i++)
+        if (strcmp(rp_queue_type_names[i], s) == 0) return (rp_queue_type)i;
+    return RP_QUEUE_TYPE_UNKNOWN;
+}
+
+void rp_queue_judgement_init(rp_queue_judgement *j) {
+    rp_verdict_init(&j->verdict);
+    j->backfill = false;
+    j->note = RP_QUEUE_NOTE_NONE;
+}
+
+void rp_queue_judgement_cleanup(rp_queue_judgement *j) {
+    rp_verdict_cleanup(&j->verdict);
+    rp_queue_judgement_init(j);
+}
+
+static const char *rp_or(const char *s, const char *dflt) { return s ? s : dflt; }
+
+/* Fills a SURFACED broker verdict about queue q. Takes ownership of detail. */
+static rp_status rp_queue_verdict(rp_verdict *v, const rp_queue_facts *q, rp_condition c,
+                                  double measured, int64_t threshold, const char *unit,
+                                  char *detail) {
+    char *object = NULL;
+    rp_status st = rp_object_queue(q->vhost, q->name, &object);
+    if (st != RP_OK) {
+        free(detail);
+        return st;
+    }
+    rp__judged j = {
+        .condition = c,
+        .action = RP_ACTION_SURFACED,
+        .source = RP_SOURCE_BROKER,
+        .measured = measured,
+        .threshold = threshold,
+        .unit = unit,
+        .trusted = true,
+    };
+    return rp__judge_fill(v, &j, object, q->name, NULL, detail);
+}
+
+static rp_status rp_judge_dead_letter_queue(const rp_queue_facts *q, const rp_thresholds *t,
+                                            rp_queue_judgement *out) {
+    int64_t depth = rp__sat_add(rp__nonneg(q->ready), rp__nonneg(q->unacked));
+    if (depth < t->dead_letter_min_depth) return RP_OK;
+    if (q->owned) {
+        out->backfill = true;
+        return RP_OK;
+    }
+    char *detail = NULL;
+    rp_status st = rp_text_format(
+        &detail,
+        "dead-letter queue %s on vhost %s holds %" PRId64 " message(s), at or over the minimum "
+        "depth of %" PRId64 "; it is not owned, so it is surfaced and never touched",
+        rp_or(q->name, "?"), rp_or(q->vhost, "?"), depth, t->dead_letter_min_depth);
+    if (st != RP_OK) return st;
+    return rp_queue_verdict(&out->verdict, q, RP_COND_DEAD_LETTER, (double)depth,
+                            t->dead_letter_min_depth, "messages", detail);
+}
+
+rp_status rp_judge_queue(const rp_queue_facts *q, const rp_thresholds *t, rp_time_ms now,
+                         rp_queue_judgement *out) {
+    rp_queue_judgement_init(out);
+    if (q == NULL || t == NULL) return RP_ERR_INVALID;
+    if (q->is_dead_letter_queue) return rp_judge_dead_letter_queue(q, t, out);
+    if (!q->owned || q->type == RP_QUEUE_TYPE_STREAM) return RP_OK;
+
+    int64_t ready = rp__nonneg(q->ready), unacked = rp__nonneg(q->unacked);
+    if (!q->consumers_known) {
+        if (rp__sat_add(ready, unacked) > 0) out->note = RP_QUEUE_NOTE_CONSUMERS_UNKNOWN;
+        return RP_OK;
+    }
+    if (q->consumers != 0) return RP_OK;
+
+    char *detail = NULL;
+    rp_status st;
+    if (unacked > 0) {
+        st = rp_text_format(&detail,
+                            "queue %s on vhost %s holds %" PRId64
+                            " unacknowledged message(s) with no consumer: surfaced, nothing "
+                            "moved",
+                            rp_or(q->name, "?"), rp_or(q->vhost, "?"), unacked);
+        if (st != RP_OK) return st;
+        return rp_queue_verdict(&out->verdict, q, RP_COND_HOLDER_GONE, (double)unacked, 0,
+                                "messages", detail);
+    }
+    if (ready == 0) return RP_OK;
+    if (!q->head_timestamp_known) {
+        out->note = q->type == RP_QUEUE_TYPE_QUORUM ? RP_QUEUE_NOTE_QUORUM_NO_AGE
+                                                    : RP_QUEUE_NOTE_NO_HEAD_TIMESTAMP;
+        return RP_OK;
+    }
+    int64_t age_ms = rp__sat_sub(now, rp__s_to_ms(q->head_timestamp));
+    if (!rp_judge_age_stale(age_ms, t->stale_ready_seconds)) return RP_OK;
+    st = rp_text_format(&detail,
+                        "queue %s on vhost %s has %" PRId64
+                        " ready message(s) and no consumer, and its head message is %.3f s "
+                        "old, at or over the threshold of %" PRId64 " s: surfaced, nothing moved",
+                        rp_or(q->name, "?"), rp_or(q->vhost, "?"), ready,
+                        rp__judge_seconds(age_ms), t->stale_ready_seconds);
+    if (st != RP_OK) return st;
+    return rp_queue_verdict(&out->verdict, q, RP_COND_STALE_READY, rp__judge_seconds(age_ms),
+                            t->stale_ready_seconds, "seconds", detail);
+}
+
+rp_status rp_judge_consumer_timeout(const char *vhost, const char *queue,
+                                    const rp_timeout_in_force *f, const rp_thresholds *t,
+                                    rp_verdict *out) {
+    rp_verdict_init(out);
+    if (vhost == NULL || queue == NULL || f == NULL || t == NULL) return RP_ERR_INVALID;
+    const char *origin = rp_or(f->origin, "origin unknown");
+    rp__judged j = {
+        .condition = RP_COND_HUNG_HANDLER,
+        .action = RP_ACTION_SURFACED,
+        .source = RP_SOURCE_BROKER,
+        .measured = -1,
+        .threshold = t->consumer_timeout_seconds,
+        .unit = "seconds",
+        .trusted = true,
+    };
+    char *detail = NULL;
+    rp_status st;
+    if (!f->in_force) {
+        st = rp_text_format(&detail,
+                            "no consumer timeout is in force on queue %s on vhost %s: hung "
+                            "handlers there are not bounded (configured %" PRId64 " s)",
+                            queue, vhost, t->consumer_timeout_seconds);
+    } else if (!f->value_known) {
+        st = rp_text_format(&detail,
+                            "a consumer timeout is in force on queue %s on vhost %s (%s) but its "
+                            "value could not be read, so the bound of %" PRId64
+                            " s is not verified",
+                            queue, vhost, origin, t->consumer_timeout_seconds);
+    } else {
+        j.measured = rp__judge_seconds(f->value_ms);
+        if (f->value_ms <= rp__s_to_ms(t->consumer_timeout_seconds)) {
+            j.action = RP_ACTION_VERIFIED;
+            st = rp_text_format(&detail,
+                                "a consumer timeout of %.3f s (%s) is in force on queue %s on "
+                                "vhost %s, within the configured %" PRId64
+                                " s: the broker bounds hung handlers there",
+                                j.measured, origin, queue, vhost, t->consumer_timeout_seconds);
+        } else {
+            st = rp_text_format(&detail,
+                                "the consumer timeout in force on queue %s on vhost %s (%s) is "
+                                "%.3f s, longer than the configured %" PRId64 " s",
+                                queue, vhost, origin, j.measured, t->consumer_timeout_seconds);
+        }
+    }
+    if (st != RP_OK) return st;
+    char *object = NULL;
+    st = rp_object_queue(vhost, queue, &object);
+    if (st != RP_OK) {
+        free(detail);
+        return st;
+    }
+    return rp__judge_fill(out, &j, object, queue, NULL, detail);
+}
+
+rp_status rp_judge_dead_letter(const rp_dead_letter *d, const char *vhost, const char *dlq,
+                               rp_verdict *out) {
+    rp_verdict_init(out);
+    if (d == NULL || d->identity == NULL || vhost == NULL || dlq == NULL) return RP_ERR_INVALID;
+    char *origin = NULL, *reason = NULL, *object = NULL, *detail = NULL;
+    char when[RP_DL_TIME_BUF];
+    rp_dl_render_time(d->first_death_known, d->first_death_at, when);
+    rp_status st = rp_untrusted_render(
+        (rp_bytes){(const uint8_t *)d->origin_queue, d->origin_queue_len}, &origin);
+    if (st == RP_OK)
+        st = rp_untrusted_render((rp_bytes){(const uint8_t *)d->reason, d->reason_len}, &reason);
+    if (st == RP_OK) st = rp_object_dead_letter(d->identity, &object);
+    if (st == RP_OK)
+        st = rp_text_format(&detail,
+                            "a dead letter on queue %s on vhost %s, dead-lettered from %s "
+                            "(reason %s, first death %s%s), values from untrusted headers: "
+                            "parked for a person (gate bus_dead_lettered)",
+                            dlq, vhost, origin, reason,
+                            d->first_death_known ? "at Unix second " : "unknown",
+                            d->first_death_known ? when : "");
+    free(origin);
+    free(reason);
+    if (st != RP_OK) {
+        free(object);
+        return st;
+    }
+    rp__judged j = {
+        .condition = RP_COND_DEAD_LETTER,
+        .action = RP_ACTION_PARKED,
+        .source = RP_SOURCE_BROKER,
+        .measured = 1,
+        .threshold = 1,
+        .unit = "messages",
+        .trusted = false,
+    };
+    return rp__judge_fill(out, &j, object, dlq, NULL, detail);
+}

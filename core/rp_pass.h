@@ -1,0 +1,81 @@
+/*
+ * rp_pass.h - one whole pass over the ports (CONTRACT sections 2 and 4):
+ * the job table half, the broker half, the clearing of sightings, and the
+ * pass report.
+ *
+ * THE JOB TABLE HALF.
+ *   1. Lease reap: every expired lease is taken one by one (lowest id first,
+ *      each past the previous one, so the loop ends), judged
+ *      (rp_judge_held_job), and moved by the store as the verdict says
+ *      (REQUEUED or PARKED) with its ledger event in one transaction; a row
+ *      the judge leaves alone is released unchanged.
+ *   2. Stale ready: the oldest claimable job of every project (or of the
+ *      named project) is judged; stale ones are surfaced.
+ * THE BROKER HALF (skipped, with a note, when a project is named: a project
+ * narrows the pass to the job table). Every queue is listed page by page,
+ * classified by the configured patterns (a queue is a dead-letter queue when
+ * dead_letter_queue_pattern matches its name; it is owned when
+ * owned_queue_pattern matches its name or, for a dead-letter queue, its name
+ * less the dead-letter suffix), and judged (rp_judge_queue). Notes say where
+ * stale ready could not be judged (quorum queues report no head age). Each
+ * owned dead-letter queue at or over its minimum depth is then backfilled:
+ * up to dead_letter_peek_limit messages are peeked and parked
+ * (rp_park.h).
+ *
+ * SURFACED CONDITIONS AND SIGHTINGS. A surfaced verdict is recorded once per
+ * sighting (rp_sighting.h): when its key is not open it is opened through
+ * the store (row, ledger event, publish) and the verdict goes into the
+ * report; while it stays open, later passes neither record nor report it
+ * again. When a pass that read a source whole (every page, every list, no
+ * error) no longer sees an open sighting of a condition it judges (job
+ * table: STALE_READY of the named project or every project; broker:
+ * HOLDER_GONE, STALE_READY, DEAD_LETTER), the sighting is closed with a
+ * CLEARED verdict (ledger event, publish, report). A source that could not
+ * be read clears nothing and is named in the report's unreadable list
+ * ("job_queue" or "broker"; report.ok is then false), with the detail in a
+ * note. Sightings of conditions the pass does not judge (HUNG_HANDLER, from
+ * the policy verification) are left alone.
+ *
+ * DRY RUN writes nothing at all: leases are read without lock and never
+ * moved, no sighting is opened or closed, nothing is parked, appended or
+ * published. Its report holds what a real pass would have recorded now:
+ * moves, newly surfaced conditions, clearings, dead letters not yet parked.
+ *
+ * Ownership: ports and options (and the patterns they point to) are
+ * borrowed for the call. *out is initialised by rp_pass_run() whatever it
+ * returns and the caller frees it with rp_report_cleanup().
+ */
+#ifndef RP_PASS_H
+#define RP_PASS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <pcre2.h>
+
+#include "rp_judge.h"
+#include "rp_ports.h"
+#include "rp_report.h"
+
+typedef struct rp_pass_options {
+    rp_thresholds thresholds;
+    const pcre2_code *owned_queue_pattern;       /* required */
+    const pcre2_code *dead_letter_queue_pattern; /* required */
+    size_t dead_letter_peek_limit;               /* 1..1000 */
+    bool dry_run;
+    const char *project;                         /* NULL: every project */
+} rp_pass_options;
+
+/* Default thresholds, peek limit 100, no patterns, not a dry run, every
+ * project. The caller sets the two patterns. */
+void rp_pass_options_default(rp_pass_options *o);
+
+/* Runs one pass at the time the clock port gives (read once). Returns RP_OK
+ * when the pass ran to its end, whatever it found unreadable (see
+ * out->ok); RP_ERR_INVALID for missing patterns or a peek limit outside
+ * 1..1000 (nothing was read or written); RP_ERR_NOMEM when the pass had to
+ * stop (what was committed before stays committed and is in the report). */
+rp_status rp_pass_run(const rp_ports *ports, const rp_pass_options *opt, rp_report *out)
+    RP_MUSTCHECK;
+
+#endif

@@ -1,0 +1,160 @@
+/* The broker half of a pass: list, classify and judge every queue, then
+ * backfill owned dead-letter queues (rp_pass.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_arith.h"
+#include "rp_match.h"
+#include "rp_park.h"
+#include "rp_pass_internal.h"
+
+/* Sets q->is_dead_letter_queue and q->owned from the configured patterns.
+ * A name a pattern cannot be matched against (rp_match_find) counts as not
+ * matched, with a note: reaper leaves alone what it cannot classify. */
+static rp_status rp_classify(rp__pass *p, rp_queue_facts *q) {
+    bool dlq = false, owned = false;
+    rp_status mst = rp_match_name(p->opt->dead_letter_queue_pattern, q->name, &dlq);
+    if (mst == RP_OK) mst = rp_match_name(p->opt->owned_queue_pattern, q->name, &owned);
+    if (mst == RP_OK && dlq && !owned) {
+        char *base = NULL;
+        rp_status st = rp_match_cut(p->opt->dead_letter_queue_pattern, q->name, &base);
+        if (st != RP_OK) return st;
+        mst = rp_match_name(p->opt->owned_queue_pattern, base, &owned);
+        free(base);
+    }
+    if (mst == RP_ERR_NOMEM) return mst;
+    if (mst != RP_OK) {
+        dlq = owned = false;
+        rp_status st = rp__pass_note(p, "queue %s on vhost %s: its name could not be matched "
+                                        "against the patterns; left alone",
+                                     q->name ? q->name : "?", q->vhost ? q->vhost : "?");
+        if (st != RP_OK) return st;
+    }
+    q->is_dead_letter_queue = dlq;
+    q->owned = owned;
+    return RP_OK;
+}
+
+static rp_status rp_note_queue(rp__pass *p, const rp_queue_facts *q, rp_queue_note note) {
+    switch (note) {
+    case RP_QUEUE_NOTE_QUORUM_NO_AGE:
+        return rp__pass_note(p, "queue %s on vhost %s: stale ready not judged, a quorum queue "
+                                "reports no head message age",
+                             q->name, q->vhost);
+    case RP_QUEUE_NOTE_NO_HEAD_TIMESTAMP:
+        return rp__pass_note(p, "queue %s on vhost %s: stale ready not judged, its head "
+                                "message carries no timestamp",
+                             q->name, q->vhost);
+    case RP_QUEUE_NOTE_CONSUMERS_UNKNOWN:
+        return rp__pass_note(p, "queue %s on vhost %s: holder gone and stale ready not judged, "
+                                "the broker does not report its consumer count (yet)",
+                             q->name, q->vhost);
+    case RP_QUEUE_NOTE_NONE:
+    default:
+        return RP_OK;
+    }
+}
+
+static rp_status rp_add_target(rp__pass *p, const rp_queue_facts *q) {
+    if (p->n_targets == p->cap_targets) {
+        size_t cap = p->cap_targets ? p->cap_targets * 2 : 8;
+        rp__target *t = realloc(p->targets, cap * sizeof *t);
+        if (t == NULL) return RP_ERR_NOMEM;
+        p->targets = t;
+        p->cap_targets = cap;
+    }
+    rp__target *t = &p->targets[p->n_targets];
+    t->vhost = strdup(q->vhost);
+    t->queue = strdup(q->name);
+    t->depth = rp__sat_add(rp__nonneg(q->ready), rp__nonneg(q->unacked));
+    if (t->vhost == NULL || t->queue == NULL) {
+        free(t->vhost);
+        free(t->queue);
+        return RP_ERR_NOMEM;
+    }
+    p->n_targets++;
+    return RP_OK;
+}
+
+static rp_status rp_judge_one(rp__pass *p, const rp_queue_facts *listed) {
+    if (listed->vhost == NULL || listed->name == NULL)
+        return rp__pass_note(p, "a queue without a name or vhost was listed; left alone");
+    rp_queue_facts q = *listed;
+    rp_status st = rp_classify(p, &q);
+    if (st != RP_OK) return st;
+    rp_queue_judgement j;
+    st = rp_judge_queue(&q, &p->opt->thresholds, p->now, &j);
+    if (st == RP_OK) st = rp_note_queue(p, &q, j.note);
+    if (st == RP_OK && j.backfill) st = rp_add_target(p, &q);
+    if (st == RP_OK && j.verdict.condition != RP_COND_NONE) st = rp__pass_surface(p, &j.verdict);
+    rp_queue_judgement_cleanup(&j);
+    return st;
+}
+
+static rp_status rp_list_and_judge(rp__pass *p) {
+    const rp_broker_port *b = &p->ports->broker;
+    for (size_t page = 1;; page++) {
+        rp_queue_page pg = {0};
+        rp_status lst = b->list_queues(b->self, page, &pg);
+        if (lst != RP_OK) {
+            p->broker_whole = false;
+            return rp__pass_unreadable(p, RP_SOURCE_BROKER, "listing queues", lst);
+        }
+        for (size_t i = 0; i < pg.n; i++) {
+            rp_status st = rp_judge_one(p, &pg.queues[i]);
+            if (st != RP_OK) return st;
+        }
+        /* An empty page ends the listing even when the adapter forgot to say
+         * so, so that a broken adapter cannot keep the pass going forever. */
+        if (pg.last || pg.n == 0) return RP_OK;
+    }
+}
+
+static rp_status rp_backfill(rp__pass *p, const rp__target *t) {
+    const rp_dead_letter_port *d = &p->ports->dead_letters;
+    size_t limit = p->opt->dead_letter_peek_limit;
+    rp_dl_batch batch = {0};
+    rp_status pst = d->peek(d->self, t->vhost, t->queue, limit, &batch);
+    if (pst != RP_OK)
+        return rp__pass_unreadable(p, RP_SOURCE_BROKER, "peeking at a dead-letter queue", pst);
+    rp_park_site site = {t->vhost, t->queue, p->opt->dead_letter_queue_pattern};
+    for (size_t i = 0; i < batch.n && i < limit; i++) {
+        rp_park_outcome outcome;
+        rp_status st = rp_park_dead_letter(p->ports, &site, &batch.messages[i], p->opt->dry_run,
+                                           p->report, &outcome);
+        if (st == RP_ERR_NOMEM) return st;
+        if (st == RP_ERR_INVALID || st == RP_ERR_INTERNAL) {
+            st = rp__pass_note(p, "a dead letter on queue %s on vhost %s could not be examined: %s",
+                               t->queue, t->vhost, rp_status_string(st));
+            if (st != RP_OK) return st;
+            continue;
+        }
+        if (st != RP_OK) /* the park port failed: the store is not usable now */
+            return rp__pass_unreadable(p, RP_SOURCE_JOB_QUEUE, "parking a dead letter", st);
+    }
+    if (batch.n >= limit && t->depth > (int64_t)limit)
+        return rp__pass_note(p, "dead-letter queue %s on vhost %s: the first %zu messages were "
+                                "examined (dead_letter_peek_limit); the ones behind them were "
+                                "not examined by this pass",
+                             t->queue, t->vhost, limit);
+    return RP_OK;
+}
+
+rp_status rp__pass_broker(rp__pass *p) {
+    if (p->opt->project != NULL) {
+        p->broker_ran = false;
+        return rp__pass_note(p, "broker: not inspected, the pass was narrowed to project %s",
+                             p->opt->project);
+    }
+    /* A reaper without broker inspection (a store-only pass) judges no
+     * broker condition, so it must clear none either. */
+    if (p->ports->broker.list_queues == NULL) {
+        p->broker_ran = false;
+        return rp__pass_note(p, "broker: not inspected, no broker inspection is configured for "
+                                "this pass");
+    }
+    p->broker_ran = true;
+    rp_status st = rp_list_and_judge(p);
+    for (size_t i = 0; i < p->n_targets && st == RP_OK; i++) st = rp_backfill(p, &p->targets[i]);
+    return st;
+}

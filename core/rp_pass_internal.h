@@ -1,0 +1,64 @@
+/*
+ * rp_pass_internal.h - the state of one pass, shared by rp_pass.c,
+ * rp_pass_store.c and rp_pass_broker.c. Not for use outside them.
+ *
+ * Ownership: an rp__pass owns its copies of the open sightings, the keys
+ * seen this pass and the backfill targets (all heap, freed by
+ * rp__pass_cleanup); it borrows ports, options and the report.
+ */
+#ifndef RP_PASS_INTERNAL_H
+#define RP_PASS_INTERNAL_H
+
+#include "rp_pass.h"
+
+typedef struct rp__open_sighting {
+    char *key;
+    rp_condition condition;
+    int64_t opened_seq;
+    rp_time_ms opened_at;
+} rp__open_sighting;
+
+typedef struct rp__target {
+    char *vhost;
+    char *queue;
+    int64_t depth;  /* ready + unacked as listed */
+} rp__target;
+
+typedef struct rp__pass {
+    const rp_ports *ports;
+    const rp_pass_options *opt;
+    rp_report *report;
+    rp_time_ms now;
+    /* The sightings open when the pass began, sorted by key. */
+    rp__open_sighting *open;
+    size_t n_open;
+    bool open_known;  /* false when they could not be listed */
+    /* Keys of the surfaced conditions seen this pass. */
+    char **seen;
+    size_t n_seen, cap_seen;
+    /* Whether each source was read whole (every list and page, no error). */
+    bool store_whole;
+    bool broker_ran;
+    bool broker_whole;
+    /* Owned dead-letter queues to backfill after the listing. */
+    rp__target *targets;
+    size_t n_targets, cap_targets;
+} rp__pass;
+
+/* Names src in the report's unreadable list (once per source) and adds the
+ * note "<source>: <what>: <status>" (once: a store that is down for the
+ * whole pass fails every call the same way). */
+rp_status rp__pass_unreadable(rp__pass *p, rp_source src, const char *what,
+                              rp_status why) RP_MUSTCHECK;
+rp_status rp__pass_note(rp__pass *p, const char *fmt, ...) RP_PRINTF(2, 3) RP_MUSTCHECK;
+
+/* Records a SURFACED verdict once per sighting (see rp_pass.h). Consumes
+ * *v: it is moved into the report or cleaned up. */
+rp_status rp__pass_surface(rp__pass *p, rp_verdict *v) RP_MUSTCHECK;
+
+/* The two halves. They return only failures that stop the pass
+ * (RP_ERR_NOMEM); an unreadable source is recorded and the half goes on. */
+rp_status rp__pass_store(rp__pass *p) RP_MUSTCHECK;
+rp_status rp__pass_broker(rp__pass *p) RP_MUSTCHECK;
+
+#endif

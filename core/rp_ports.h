@@ -1,0 +1,266 @@
+/*
+ * rp_ports.h - what core needs from the outside world, as ports: structs of
+ * function pointers plus a `void *self` that adapters fill
+ * (adapters/postgres, adapters/rabbitmq, adapters/management,
+ * adapters/memory). Core calls a port as p->fn(p->self, ...).
+ *
+ * CALLING CONVENTION. Every call is synchronous and returns an rp_status:
+ * RP_OK, or a code whose detail stays inside the adapter (an SQLSTATE, an
+ * AMQP reply code, an HTTP status is logged there; core sees only the
+ * status). RP_ERR_UNAVAILABLE means the backend cannot be reached now,
+ * RP_ERR_NOT_FOUND is the documented "none" answer where a function names
+ * it. The pass runs on a worker thread, so ports may block; a port instance
+ * is used by one thread at a time.
+ *
+ * OWNERSHIP, for every port unless a function says otherwise:
+ *   - pointer arguments are borrowed for the duration of the call; an
+ *     adapter that needs one later copies it;
+ *   - what a port returns through an out-parameter that holds pointers
+ *     (pages, lists, rows) is LENT: it stays owned by the adapter and valid
+ *     until the next call of ANY function of the same port on the same self,
+ *     and the caller copies what it keeps longer;
+ *   - on an error return, out-parameters hold nothing the caller may use or
+ *     must free.
+ *
+ * LEDGER EVENTS. Every move, park and sighting change commits with its
+ * ledger event (kind RP_LEDGER_QUEUE_REAPED, payload the verdict's fields)
+ * in one transaction inside the adapter; the call reports the event's
+ * sequence number and time, and core then hands the committed event to the
+ * publisher port. A call that fails has committed nothing.
+ */
+#ifndef RP_PORTS_H
+#define RP_PORTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rp_common.h"
+#include "rp_deadletter.h"
+#include "rp_gate.h"
+#include "rp_judge.h"
+#include "rp_sighting.h"
+#include "rp_status.h"
+#include "rp_verdict.h"
+
+/* The ledger kind of every event core writes. */
+#define RP_LEDGER_QUEUE_REAPED "QueueReaped"
+
+/* A committed ledger event, as the store reports it. */
+typedef struct rp_event_ref {
+    int64_t seq;     /* ledger.seq */
+    rp_time_ms at;   /* ledger.at */
+} rp_event_ref;
+
+/* A committed ledger event, as handed to the publisher. */
+typedef struct rp_ledger_event {
+    int64_t seq;
+    rp_time_ms at;
+    const char *kind;           /* RP_LEDGER_QUEUE_REAPED */
+    const rp_verdict *verdict;  /* the payload */
+} rp_ledger_event;
+
+/* ---- Broker inspection (management API) --------------------------------- */
+
+/* One page of the queue listing. queues is lent (see OWNERSHIP). */
+typedef struct rp_queue_page {
+    const rp_queue_facts *queues;
+    size_t n;
+    bool last;  /* no page follows this one */
+} rp_queue_page;
+
+typedef struct rp_broker_port {
+    void *self;
+    /* A port whose list_queues is NULL means "no broker inspection": the
+     * pass skips the broker half with a note and clears no broker sighting. */
+    /* Lists page `page` (from 1) of every queue on every vhost, in a stable
+     * order. The facts' owned and is_dead_letter_queue are left false.
+     * Statistics the broker does not report are marked unknown, never 0. */
+    rp_status (*list_queues)(void *self, size_t page, rp_queue_page *out);
+    /* One queue's measurements. RP_ERR_NOT_FOUND when it does not exist. */
+    rp_status (*get_queue)(void *self, const char *vhost, const char *name,
+                           rp_queue_facts *out);
+    /* The consumer timeout in force on one queue (its effective policy
+     * definition, or the broker-wide setting where no policy key exists).
+     * out->origin is lent. RP_ERR_NOT_FOUND when the queue does not exist. */
+    rp_status (*get_timeout_in_force)(void *self, const char *vhost, const char *name,
+                                      rp_timeout_in_force *out);
+} rp_broker_port;
+
+/* ---- Job store, ledger and sightings (PostgreSQL) ----------------------- */
+
+/* Which expired lease to take next. */
+typedef struct rp_lease_query {
+    rp_time_ms now;
+    int64_t grace_seconds;
+    int64_t after_id;     /* take a row with id > after_id, lowest id first */
+    const char *project;  /* NULL: every project */
+    bool lock;            /* false in a dry run: read, do not lock */
+} rp_lease_query;
+
+typedef struct rp_claimable_list {
+    const rp_claimable_job *jobs;  /* lent; at most one per project */
+    size_t n;
+} rp_claimable_list;
+
+typedef struct rp_sighting_list {
+    const rp_sighting_row *rows;   /* lent */
+    size_t n;
+} rp_sighting_list;
+
+typedef struct rp_store_port {
+    void *self;
+    /* Takes the next leased row (id > q->after_id, in q->project when set)
+     * whose lease_expires_at is known and older than q->now, and fills *out
+     * (strings lent until release_lease or move_lease for it). With q->lock
+     * the row is taken FOR UPDATE SKIP LOCKED in a transaction of its own
+     * that stays open until move_lease or release_lease; without it nothing
+     * is locked. The adapter may filter exactly (lease_expires_at + grace <
+     * now) or more loosely: core judges every row it gets
+     * (rp_judge_held_job) and releases what it leaves alone, so the boundary
+     * is core's. RP_ERR_NOT_FOUND when there is no further row. */
+    rp_status (*take_expired_lease)(void *self, const rp_lease_query *q, rp_held_job *out);
+    /* Moves the taken row as v says and commits it with its ledger event:
+     * REQUEUED: state ready, lease_owner and lease_expires_at cleared;
+     * PARKED: state awaiting_human, lease cleared, attempts - 1 (one attempt
+     * refunded) and a delivery_exhausted gate opened.
+     * RP_ERR_CONFLICT when the row is no longer the one taken (not locked,
+     * or changed); nothing is committed then. Whatever it returns, the row's
+     * transaction is over (committed or rolled back): core does not call
+     * release_lease after it. */
+    rp_status (*move_lease)(void *self, const rp_held_job *job, const rp_verdict *v,
+                            rp_event_ref *event);
+    /* Ends the transaction of a taken row without changing it (a no-op for a
+     * row read without lock). */
+    rp_status (*release_lease)(void *self, const rp_held_job *job);
+    /* The oldest claimable job (state ready, run_after <= now, dependency
+     * absent or succeeded) of each project, or of `project` when set; oldest
+     * by the later of run_after and the dependency's finished_at. */
+    rp_status (*list_oldest_claimable)(void *self, const char *project, rp_time_ms now,
+                                       rp_claimable_list *out);
+    /* Appends one ledger event with v as payload (for events that go with no
+     * move of their own). */
+    rp_status (*append_event)(void *self, const rp_verdict *v, rp_event_ref *event);
+    /* Opens the sighting `key` for the SURFACED verdict v, fleet-wide and
+     * once: in one transaction, inserts the sighting row unless one exists
+     * and, only when it was inserted, appends v's ledger event. *opened says
+     * which; *event is set only when opened. */
+    rp_status (*open_sighting)(void *self, const char *key, const rp_verdict *v, bool *opened,
+                               rp_event_ref *event);
+    /* Closes the sighting `key` with the CLEARED verdict v: in one
+     * transaction, deletes the row and, only when one was deleted, appends
+     * v's ledger event. *closed says which; *event is set only when closed. */
+    rp_status (*close_sighting)(void *self, const char *key, const rp_verdict *v, bool *closed,
+                                rp_event_ref *event);
+    /* Every open sighting, fleet-wide. */
+    rp_status (*list_open_sightings)(void *self, rp_sighting_list *out);
+} rp_store_port;
+
+/* ---- Dead-letter park --------------------------------------------------- */
+
+/* One dead letter as read from a queue or the tap. headers and body are
+ * lent; handle is the adapter's own reference to the message (properties,
+ * raw headers for the jsonb columns...), passed back to park(). body is the
+ * WHOLE body as received, never a prefix: the digest identity covers all of
+ * it, so that the tap and a backfill give one message one identity. */
+typedef struct rp_dl_message {
+    rp_dl_headers headers;
+    rp_bytes body;
+    bool body_truncated;    /* park will store only a prefix (size limit): no replay */
+    const void *handle;
+} rp_dl_message;
+
+typedef struct rp_dl_batch {
+    const rp_dl_message *messages;  /* lent */
+    size_t n;
+} rp_dl_batch;
+
+typedef struct rp_park_result {
+    bool parked;          /* false: that identity was already parked */
+    rp_event_ref event;   /* set only when parked */
+    int64_t job_id;       /* set only when parked */
+    int64_t gate_id;      /* set only when parked */
+} rp_park_result;
+
+typedef struct rp_dead_letter_port {
+    void *self;
+    /* Reads up to `limit` messages from the head of dead-letter queue `queue`
+     * WITHOUT removing them and without spending a delivery that could make
+     * the broker drop one (RABBITMQ.md, quorum queues). EXCEPTION to the
+     * lending rule: the batch stays valid until the next peek on the same
+     * self (is_parked and park do not end it), so each message can be
+     * parked while the batch is walked. */
+    rp_status (*peek)(void *self, const char *vhost, const char *queue, size_t limit,
+                      rp_dl_batch *out);
+    /* Whether a dead letter with this identity is parked already (read only;
+     * used by dry runs). */
+    rp_status (*is_parked)(void *self, const char *identity, bool *parked);
+    /* Parks one message idempotently by facts->identity, in one transaction:
+     * the dead_letter row first (ON CONFLICT DO NOTHING) and, only when it
+     * was new, the job bus.dead_letter (state awaiting_human), the gate
+     * bus_dead_lettered and v's ledger event. `vhost`/`queue` name the
+     * dead-letter queue the message was found on. The broker's copy is never
+     * removed. */
+    rp_status (*park)(void *self, const char *vhost, const char *queue, const rp_dl_message *msg,
+                      const rp_dead_letter *facts, const rp_verdict *v, rp_park_result *out);
+} rp_dead_letter_port;
+
+/* ---- Gates -------------------------------------------------------------- */
+
+typedef struct rp_gate_query {
+    rp_gate_state state;   /* open, answered or all */
+    size_t limit;          /* 1..1000 */
+    const char *project;   /* NULL: every project */
+} rp_gate_query;
+
+typedef struct rp_answer_result {
+    rp_outcome outcome;    /* RP_OUTCOME_ALREADY_ANSWERED when it was */
+    rp_choice choice;      /* the answer in force: this one or the first one */
+} rp_answer_result;
+
+typedef struct rp_gate_port {
+    void *self;
+    /* Lists gates, newest first, at most q->limit. On RP_OK *gates is a heap
+     * array of *n gates that the CALLER owns: rp_gate_cleanup() each, then
+     * free() the array (NULL when *n is 0). */
+    rp_status (*list)(void *self, const rp_gate_query *q, rp_gate **gates, size_t *n);
+    /* Records the answer to a gate and applies it to its job, in one
+     * transaction with its ledger event: retry (job ready, run_after now),
+     * dismiss (job failed), replay (job succeeded; the replay itself is
+     * published and confirmed by the caller BEFORE this call). A gate that
+     * is answered already changes nothing and reports the first answer with
+     * RP_OUTCOME_ALREADY_ANSWERED. RP_ERR_NOT_FOUND for no such gate,
+     * RP_ERR_CONFLICT when the gate's kind does not take the choice. `by`
+     * may be NULL. */
+    rp_status (*answer)(void *self, int64_t gate_id, rp_choice choice, const char *by,
+                        rp_answer_result *out);
+} rp_gate_port;
+
+/* ---- Publisher (the events exchange) ------------------------------------ */
+
+typedef struct rp_publisher_port {
+    void *self;
+    /* Publishes one committed ledger event. A failure loses nothing from the
+     * ledger, which stays the record. */
+    rp_status (*publish)(void *self, const rp_ledger_event *ev);
+} rp_publisher_port;
+
+/* ---- Clock -------------------------------------------------------------- */
+
+typedef struct rp_clock_port {
+    void *self;
+    /* Unix time in milliseconds. Read once per pass. */
+    rp_time_ms (*now_ms)(void *self);
+} rp_clock_port;
+
+/* Every port of one reaper. The struct and its ports are borrowed by core. */
+typedef struct rp_ports {
+    rp_broker_port broker;
+    rp_store_port store;
+    rp_dead_letter_port dead_letters;
+    rp_gate_port gates;
+    rp_publisher_port publisher;
+    rp_clock_port clock;
+} rp_ports;
+
+#endif

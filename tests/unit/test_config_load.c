@@ -1,0 +1,645 @@
+/* Loading the configuration: the YAML file (fixtures in unit/config/), the
+ * environment over it, the file errors, and the whole path of
+ * rp_config_load() as reaperd --check-config uses it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "rp_config.h"
+#include "rp_config_load.h"
+
+#ifndef RP_CONFIG_FIXTURES
+#error "RP_CONFIG_FIXTURES must name tests/unit/config"
+#endif
+
+static const char *fixture(const char *name) {
+    static char path[1024];
+    snprintf(path, sizeof path, "%s/%s", RP_CONFIG_FIXTURES, name);
+    return path;
+}
+
+static const rp_config_problem *find_problem(const rp_config_problems *p, const char *key,
+                                             const char *needle) {
+    for (size_t i = 0; i < p->n; i++) {
+        const rp_config_problem *pr = &p->items[i];
+        if (key != NULL && (pr->key == NULL || strcmp(pr->key, key) != 0)) continue;
+        if (needle == NULL || strstr(pr->message, needle) != NULL) return pr;
+    }
+    return NULL;
+}
+
+static void print_problems(const rp_config_problems *p) {
+    for (size_t i = 0; i < p->n; i++) fprintf(stderr, "  problem: %s\n", p->items[i].message);
+}
+
+#define assert_problem(p, key, needle)                                                   \
+    do {                                                                                 \
+        if (find_problem((p), (key), (needle)) == NULL) {                                \
+            print_problems(p);                                                           \
+            fail_msg("no problem for %s containing \"%s\"", (key) ? (key) : "(file)",    \
+                     (needle) ? (needle) : "");                                          \
+        }                                                                                \
+    } while (0)
+
+#define assert_count(p, want)                                                            \
+    do {                                                                                 \
+        if (rp_config_problems_count(p) != (size_t)(want)) print_problems(p);            \
+        assert_int_equal(rp_config_problems_count(p), (want));                           \
+    } while (0)
+
+/* Loads a YAML text (and envp) through the whole path of rp_config_load,
+ * by writing it to a temporary file. */
+static rp_status load_text(const char *yaml, char *const *envp, rp_config *c,
+                           rp_config_problems *p) {
+    char path[] = "/tmp/test_config_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    size_t len = strlen(yaml);
+    assert_int_equal(write(fd, yaml, len), (ssize_t)len);
+    close(fd);
+    rp_status st = rp_config_load(path, envp, c, p);
+    unlink(path);
+    return st;
+}
+
+static void test_contract_example_is_the_defaults(void **state) {
+    (void)state;
+    rp_config c, d;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    rp_status st = rp_config_load(fixture("valid.yaml"), NULL, &c, &p);
+    if (st != RP_OK) print_problems(&p);
+    assert_int_equal(st, RP_OK);
+    assert_count(&p, 0);
+    assert_int_equal(rp_config_init(&d), RP_OK);
+    /* Same values as the defaults; only the origins differ. */
+    char *a = NULL, *b = NULL;
+    assert_int_equal(rp_config_format(&c, &a, NULL), RP_OK);
+    assert_int_equal(rp_config_format(&d, &b, NULL), RP_OK);
+    for (char *s = a; (s = strstr(s, "  # ")) != NULL;) { /* strip the comments */
+        char *e = strchr(s, '\n');
+        memmove(s, e, strlen(e) + 1);
+    }
+    for (char *s = b; (s = strstr(s, "  # ")) != NULL;) {
+        char *e = strchr(s, '\n');
+        memmove(s, e, strlen(e) + 1);
+    }
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    /* Origins: file, line and column of the value (1-based). */
+    assert_int_equal(c.origin[RP_CFG_REAP_INTERVAL_SECONDS].source, RP_CONFIG_FILE);
+    assert_int_equal(c.origin[RP_CFG_REAP_INTERVAL_SECONDS].line, 15);
+    assert_int_equal(c.origin[RP_CFG_REAP_INTERVAL_SECONDS].column, 21);
+    assert_int_equal(c.origin[RP_CFG_BROKER_TLS_VERIFY_PEER].line, 9);
+    assert_int_equal(c.origin[RP_CFG_BROKER_PASSWORD].source, RP_CONFIG_DEFAULT);
+    assert_string_equal(c.path, fixture("valid.yaml"));
+    assert_non_null(c.reap.owned_queue_pattern.code);
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+    rp_config_cleanup(&d);
+}
+
+static void test_custom_file(void **state) {
+    (void)state;
+    rp_config c;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    rp_status st = rp_config_load(fixture("custom.yaml"), NULL, &c, &p);
+    if (st != RP_OK) print_problems(&p);
+    assert_int_equal(st, RP_OK);
+    assert_string_equal(c.broker.url, "amqps://reaper@rabbit.internal:5671/prod");
+    assert_string_equal(c.broker.tls.ca_file, "/etc/reaper/ca.pem");
+    assert_string_equal(c.broker.tls.key_file, "/etc/reaper/client.key");
+    assert_false(c.broker.tls.verify_peer);
+    assert_string_equal(c.store.dsn,
+                        "postgresql://reaper@db.internal:5432/vibey?sslmode=verify-full");
+    assert_string_equal(c.store.schema, "reaper_prod");
+    assert_false(c.reap.enabled);
+    assert_int_equal(c.reap.interval_seconds, 30);
+    assert_string_equal(c.reap.owned_queue_pattern.text, "^orders\\.");
+    assert_int_equal(c.control.allowed_users.n, 3);
+    assert_string_equal(c.control.allowed_users.items[0], "alice");
+    assert_string_equal(c.control.allowed_users.items[1], "bob");
+    assert_string_equal(c.control.allowed_users.items[2], "42");
+    assert_int_equal(c.log.level, RP_LOG_DEBUG);
+    assert_int_equal(c.log.format, RP_LOG_FORMAT_TEXT);
+    assert_int_equal(c.reap.stale_ready_seconds, 900); /* untouched: default */
+    assert_int_equal(c.origin[RP_CFG_REAP_STALE_READY_SECONDS].source, RP_CONFIG_DEFAULT);
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+}
+
+static void test_malformed_yaml_has_line_and_column(void **state) {
+    (void)state;
+    rp_config c;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load(fixture("malformed.yaml"), NULL, &c, &p), RP_ERR_CONFIG);
+    assert_count(&p, 1);
+    assert_null(p.items[0].key);
+    char want[1100];
+    snprintf(want, sizeof want,
+             "%s:4:18: malformed YAML: mapping values are not allowed in this context",
+             fixture("malformed.yaml"));
+    if (strncmp(p.items[0].message, want, strlen(want)) != 0) print_problems(&p);
+    assert_int_equal(strncmp(p.items[0].message, want, strlen(want)), 0);
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    /* An unclosed quote: where the stream ended, and where the quote began. */
+    rp_config_problems_init(&p);
+    assert_int_equal(load_text("reap:\n  interval_seconds: 60\n  x: \"open\n", NULL, &c, &p),
+                     RP_ERR_CONFIG);
+    assert_problem(&p, NULL, ":4:1: malformed YAML: found unexpected end of stream (while "
+                             "scanning a quoted scalar at line 3 column 6)");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    /* Invalid UTF-8 is a reader error: still a line and a column. */
+    rp_config_problems_init(&p);
+    assert_int_equal(load_text("log:\n  level: \xff\xfe\n", NULL, &c, &p), RP_ERR_CONFIG);
+    assert_problem(&p, NULL, ":2:10: malformed YAML: invalid leading UTF-8 octet (byte 0xff)");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+}
+
+static void test_document_shape(void **state) {
+    (void)state;
+    rp_config c;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load(fixture("not_mapping.yaml"), NULL, &c, &p), RP_ERR_CONFIG);
+    assert_count(&p, 1);
+    assert_problem(&p, NULL, ":1:1: the document is not a mapping (got a list)");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    rp_config_problems_init(&p);
+    assert_int_equal(load_text("just a string\n", NULL, &c, &p), RP_ERR_CONFIG);
+    assert_problem(&p, NULL, "not a mapping (got a single value)");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    rp_config_problems_init(&p);
+    assert_int_equal(load_text("log: {level: info}\n---\nlog: {level: debug}\n", NULL, &c, &p),
+                     RP_ERR_CONFIG);
+    assert_problem(&p, NULL, ":2:1: a second YAML document");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    /* Empty, comments only, an explicit empty document: the defaults. */
+    const char *empties[] = {"", "# nothing\n", "---\n", "--- ~\n...\n"};
+    for (size_t i = 0; i < sizeof empties / sizeof *empties; i++) {
+        rp_config_problems_init(&p);
+        rp_status st = load_text(empties[i], NULL, &c, &p);
+        if (st != RP_OK) print_problems(&p);
+        assert_int_equal(st, RP_OK);
+        rp_config_problems_cleanup(&p);
+        rp_config_cleanup(&c);
+    }
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load(fixture("empty.yaml"), NULL, &c, &p), RP_OK);
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    /* A section that is not a mapping; an empty section is fine. */
+    rp_config_problems_init(&p);
+    assert_int_equal(load_text("reap: 5\ncontrol:\n", NULL, &c, &p), RP_ERR_CONFIG);
+    assert_count(&p, 1);
+    assert_problem(&p, "reap", ":1:7: reap: is a section: expects a mapping, got a single value");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    /* A non-scalar key, a tag. */
+    rp_config_problems_init(&p);
+    assert_int_equal(load_text("log:\n  ? [a]\n  : b\n  level: !!str info\n", NULL, &c, &p),
+                     RP_ERR_CONFIG);
+    assert_count(&p, 2);
+    assert_problem(&p, "log", "a key must be a plain string, got a list");
+    assert_problem(&p, "log.level", "tags are not supported");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+}
+
+static void test_wrong_types_from_yaml(void **state) {
+    (void)state;
+    rp_config c;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load(fixture("types.yaml"), NULL, &c, &p), RP_ERR_CONFIG);
+    assert_count(&p, 7);
+    assert_problem(&p, "reap.interval_seconds",
+                   "types.yaml:2:21: reap.interval_seconds: expects an integer, got a quoted "
+                   "string \"60\" (write the number without quotes)");
+    assert_problem(&p, "reap.stale_ready_seconds", "expects an integer, got a bool \"true\"");
+    assert_problem(&p, "reap.delivery_limit", "expects an integer, got a float \"1.5\"");
+    assert_problem(&p, "reap.dead_letter_min_depth", "expects an integer, got a string \"lots\"");
+    assert_problem(&p, "reap.enabled", "expects true or false, got \"yes\"");
+    assert_problem(&p, "reap.lease_grace_seconds", "expects an integer, got a mapping");
+    assert_problem(&p, "reap.policy_priority", "expects an integer, got a list");
+    /* Refused values are not stored. */
+    assert_int_equal(c.reap.interval_seconds, 60);
+    assert_int_equal(c.origin[RP_CFG_REAP_INTERVAL_SECONDS].source, RP_CONFIG_DEFAULT);
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    /* A list item that is a mapping. */
+    rp_config_problems_init(&p);
+    assert_int_equal(load_text("control:\n  allowed_users: [alice, {b: c}]\n", NULL, &c, &p),
+                     RP_ERR_CONFIG);
+    assert_problem(&p, "control.allowed_users", "a list holding a mapping or a list");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+}
+
+static void test_unknown_keys_did_you_mean(void **state) {
+    (void)state;
+    rp_config c;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load(fixture("unknown.yaml"), NULL, &c, &p), RP_ERR_CONFIG);
+    assert_count(&p, 3);
+    assert_problem(&p, "broker.tsl", "unknown.yaml:2:3: broker.tsl: unknown key; did you mean "
+                                     "broker.tls?");
+    assert_problem(&p, "reap.intervall_seconds", "did you mean reap.interval_seconds?");
+    assert_problem(&p, "colour", "colour: unknown key");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    /* A dotted key is refused with how to write it. */
+    rp_config_problems_init(&p);
+    assert_int_equal(load_text("reap.interval_seconds: 30\n", NULL, &c, &p), RP_ERR_CONFIG);
+    assert_problem(&p, "reap.interval_seconds", "write it nested");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+}
+
+static void test_duplicates_refused(void **state) {
+    (void)state;
+    rp_config c;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load(fixture("duplicate.yaml"), NULL, &c, &p), RP_ERR_CONFIG);
+    assert_count(&p, 2);
+    assert_problem(&p, "reap.interval_seconds", ":3:3: reap.interval_seconds: duplicate key "
+                                                "(first at line 2)");
+    assert_problem(&p, "log", ":6:1: log: duplicate section (first at line 4)");
+    assert_int_equal(c.reap.interval_seconds, 30); /* the first one */
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+}
+
+static void test_aliases_refused_billion_laughs(void **state) {
+    (void)state;
+    rp_config c;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    clock_t t0 = clock();
+    assert_int_equal(rp_config_load(fixture("billion_laughs.yaml"), NULL, &c, &p),
+                     RP_ERR_CONFIG);
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    assert_true(secs < 1.0);
+    assert_problem(&p, "control.allowed_users", "expects a list of strings, got an alias");
+    assert_problem(&p, "a", "unknown key");
+    assert_count(&p, 10); /* a..i unknown, and the alias */
+    assert_int_equal(c.control.allowed_users.n, 0);
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    /* An alias inside a list of users. */
+    rp_config_problems_init(&p);
+    assert_int_equal(load_text("control:\n  allowed_users: [&u alice, *u]\n", NULL, &c, &p),
+                     RP_ERR_CONFIG);
+    assert_problem(&p, "control.allowed_users", "an alias in the list");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+}
+
+static void test_file_missing_or_unreadable(void **state) {
+    (void)state;
+    rp_config c;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load(fixture("no-such-file.yaml"), NULL, &c, &p), RP_ERR_IO);
+    assert_count(&p, 1);
+    char want[1200];
+    snprintf(want, sizeof want, "%s: cannot open the configuration file: No such file or "
+                                "directory", fixture("no-such-file.yaml"));
+    assert_string_equal(p.items[0].message, want);
+    assert_null(p.items[0].key);
+    assert_string_equal(p.items[0].where, fixture("no-such-file.yaml"));
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    /* A directory opens but cannot be read (chmod 000 would not stop root). */
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load(RP_CONFIG_FIXTURES, NULL, &c, &p), RP_ERR_IO);
+    snprintf(want, sizeof want, "%s: cannot read the configuration file: Is a directory",
+             RP_CONFIG_FIXTURES);
+    assert_string_equal(p.items[0].message, want);
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    /* Not a regular file. */
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load("/dev/null", NULL, &c, &p), RP_ERR_IO);
+    assert_problem(&p, NULL, "/dev/null: cannot read the configuration file: not a regular file");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    /* Over the size limit, as a file and as a buffer. */
+    size_t big = RP_CONFIG_FILE_MAX + 1;
+    char *text = malloc(big + 1);
+    assert_non_null(text);
+    memset(text, '#', big);
+    text[big] = '\0';
+    rp_config_problems_init(&p);
+    assert_int_equal(load_text(text, NULL, &c, &p), RP_ERR_TOO_LARGE);
+    assert_problem(&p, NULL, "the limit is 1048576 bytes");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_init(&c), RP_OK);
+    assert_int_equal(rp_config_load_yaml_buffer(text, big, "big.yaml", &c, &p, NULL),
+                     RP_ERR_TOO_LARGE);
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+    /* Exactly at the limit is fine (all comment). */
+    text[big - 1] = '\0';
+    rp_config_problems_init(&p);
+    assert_int_equal(load_text(text, NULL, &c, &p), RP_OK);
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+    free(text);
+}
+
+static void test_environment_wins(void **state) {
+    (void)state;
+    char *envp[] = {
+        "PATH=/usr/bin",
+        "REAPER_REAP_INTERVAL_SECONDS=15",
+        "REAPER_REAP_INTERVAL_SECONDS=99", /* the first one counts */
+        "REAPER_LOG_FORMAT=text",
+        "REAPER_BROKER_TLS_CA_FILE=/env/ca.pem",
+        "REAPER_CONTROL_ALLOWED_USERS=carol, dave",
+        "REAPER_BROKER_PASSWORD=Env-Secret-9",
+        "REAPER_SOURCE_DIR=/work/main", /* the test tools', not a key */
+        "reaper_log_level=debug",       /* not upper case: not ours */
+        NULL,
+    };
+    rp_config c;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    rp_status st = rp_config_load(fixture("custom.yaml"), envp, &c, &p);
+    if (st != RP_OK) print_problems(&p);
+    assert_int_equal(st, RP_OK);
+    assert_int_equal(c.reap.interval_seconds, 15);
+    assert_int_equal(c.origin[RP_CFG_REAP_INTERVAL_SECONDS].source, RP_CONFIG_ENV);
+    assert_int_equal(c.log.format, RP_LOG_FORMAT_TEXT);
+    assert_int_equal(c.log.level, RP_LOG_DEBUG); /* from the file */
+    assert_string_equal(c.broker.tls.ca_file, "/env/ca.pem");
+    assert_int_equal(c.control.allowed_users.n, 2);
+    assert_string_equal(c.control.allowed_users.items[1], "dave");
+    assert_string_equal(c.broker.password, "Env-Secret-9");
+    char *text = NULL;
+    assert_int_equal(rp_config_format(&c, &text, NULL), RP_OK);
+    assert_null(strstr(text, "Env-Secret-9"));
+    assert_non_null(strstr(text, "password: '********'  # env REAPER_BROKER_PASSWORD"));
+    assert_non_null(strstr(text, "interval_seconds: 15  # env REAPER_REAP_INTERVAL_SECONDS"));
+    assert_non_null(strstr(text, "level: debug  # file "));
+    free(text);
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+}
+
+static void test_environment_alone(void **state) {
+    (void)state;
+    char *envp[] = {
+        "REAPER_BROKER_URL=amqp://reaper@rabbit:5672/%2f",
+        "REAPER_STORE_DSN=host=db dbname=vibey user=reaper",
+        "REAPER_REAP_ENABLED=false",
+        "REAPER_REAP_LONGEST_LEASE_SECONDS=600",
+        "REAPER_REAP_CONSUMER_TIMEOUT_SECONDS=900",
+        "REAPER_CONTROL_ALLOWED_USERS=",
+        NULL,
+    };
+    rp_config c;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    rp_status st = rp_config_load(NULL, envp, &c, &p);
+    if (st != RP_OK) print_problems(&p);
+    assert_int_equal(st, RP_OK);
+    assert_null(c.path);
+    assert_string_equal(c.broker.url, "amqp://reaper@rabbit:5672/%2f");
+    assert_string_equal(c.store.dsn, "host=db dbname=vibey user=reaper");
+    assert_false(c.reap.enabled);
+    assert_int_equal(c.reap.consumer_timeout_seconds, 900);
+    assert_int_equal(c.control.allowed_users.n, 0);
+    assert_int_equal(c.reap.interval_seconds, 60);
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    /* Nothing at all: the defaults, valid. */
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load(NULL, NULL, &c, &p), RP_OK);
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+}
+
+static void test_environment_problems(void **state) {
+    (void)state;
+    char *envp[] = {
+        "REAPER_REAP_INTERVAL_SECOND=30",
+        "REAPER_BROKER_PASWORD=Typo-Secret-1",
+        "REAPER_REAP_DELIVERY_LIMIT=1.5",
+        "REAPER_REAP_ENABLED=yes",
+        "REAPER_LOG_LEVEL=loud",
+        "REAPER_REAP_POLICY_PRIORITY=-1",
+        "REAPER_BROKER_TAP_QUEUE=tap\xff\xfe",
+        NULL,
+    };
+    rp_config c;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load(NULL, envp, &c, &p), RP_ERR_CONFIG);
+    assert_count(&p, 7);
+    assert_problem(&p, "broker.tap_queue", "the value is not valid UTF-8");
+    assert_problem(&p, "REAPER_REAP_INTERVAL_SECOND",
+                   "environment: REAPER_REAP_INTERVAL_SECOND: unknown variable; did you mean "
+                   "REAPER_REAP_INTERVAL_SECONDS?");
+    assert_problem(&p, "REAPER_BROKER_PASWORD", "did you mean REAPER_BROKER_PASSWORD?");
+    assert_problem(&p, "reap.delivery_limit",
+                   "environment REAPER_REAP_DELIVERY_LIMIT: reap.delivery_limit: expects an "
+                   "integer, got a float \"1.5\"");
+    assert_problem(&p, "reap.enabled", "expects true or false");
+    assert_problem(&p, "log.level", "expects one of debug|info|warn|error, got \"loud\"");
+    assert_problem(&p, "reap.policy_priority",
+                   "environment REAPER_REAP_POLICY_PRIORITY: reap.policy_priority: must be at "
+                   "least 0, got -1");
+    for (size_t i = 0; i < p.n; i++) assert_null(strstr(p.items[i].message, "Typo-Secret-1"));
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+}
+
+static void check_no_secret(const rp_config_problems *p, const rp_config *c, const char *pw) {
+    for (size_t i = 0; i < p->n; i++) {
+        assert_null(strstr(p->items[i].message, pw));
+        if (p->items[i].key) assert_null(strstr(p->items[i].key, pw));
+        if (p->items[i].where) assert_null(strstr(p->items[i].where, pw));
+    }
+    char *text = NULL;
+    assert_int_equal(rp_config_format(c, &text, NULL), RP_OK);
+    assert_null(strstr(text, pw));
+    free(text);
+}
+
+static void test_passwords_in_file_refused_never_shown(void **state) {
+    (void)state;
+    rp_config c;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load(fixture("secrets.yaml"), NULL, &c, &p), RP_ERR_CONFIG);
+    assert_count(&p, 4);
+    assert_problem(&p, "broker.url", "secrets.yaml:2:8: broker.url: the URL carries a password");
+    assert_problem(&p, "broker.password",
+                   "a secret may not be written in the file: put the password in the file "
+                   "named by broker.password_file, or in the environment variable "
+                   "REAPER_BROKER_PASSWORD");
+    assert_problem(&p, "broker.management_url", "the URL carries a password");
+    assert_problem(&p, "store.dsn", "the DSN carries a password (password=...)");
+    check_no_secret(&p, &c, "Hunter2-pw");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load(fixture("secrets_uri.yaml"), NULL, &c, &p), RP_ERR_CONFIG);
+    assert_count(&p, 1);
+    assert_problem(&p, "store.dsn", "the DSN URI carries a password (user:password@)");
+    check_no_secret(&p, &c, "Hunter2-pw");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    /* From the environment too, in a URL. */
+    char *envp[] = {"REAPER_BROKER_MANAGEMENT_URL=https://u:Env-pw-77@mgmt:15671", NULL};
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load(NULL, envp, &c, &p), RP_ERR_CONFIG);
+    assert_problem(&p, "broker.management_url",
+                   "environment REAPER_BROKER_MANAGEMENT_URL: broker.management_url: the URL "
+                   "carries a password");
+    check_no_secret(&p, &c, "Env-pw-77");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+}
+
+static void test_many_problems_collected(void **state) {
+    (void)state;
+    rp_config c;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load(fixture("many_wrong.yaml"), NULL, &c, &p), RP_ERR_CONFIG);
+    assert_count(&p, 6);
+    assert_problem(&p, "reap.interval_seconds", "many_wrong.yaml:3:21: ");
+    assert_problem(&p, "reap.lease_grace_seconds", "between 0 and 86400, got 90000");
+    assert_problem(&p, "reap.dead_letter_peek_limit", "between 1 and 1000, got 0");
+    assert_problem(&p, "reap.owned_queue_pattern", "matches the empty string");
+    assert_problem(&p, "reap.dead_letter_queue_pattern",
+                   "does not compile: missing closing parenthesis at offset 9");
+    assert_problem(&p, "reap.policy_priority", "at least 0, got -1");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    /* Past the bound, problems are counted but not kept. */
+    char *text = malloc(200 * 16 + 1);
+    assert_non_null(text);
+    text[0] = '\0';
+    for (int i = 0; i < 200; i++) sprintf(text + strlen(text), "unknown_%03d: 1\n", i);
+    rp_config_problems_init(&p);
+    assert_int_equal(load_text(text, NULL, &c, &p), RP_ERR_CONFIG);
+    assert_int_equal(p.n, RP_CONFIG_PROBLEMS_MAX);
+    assert_int_equal(rp_config_problems_count(&p), 200);
+    free(text);
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+}
+
+/* What --check-config prints loads back to the same configuration (once
+ * the password line, which a file may not hold, is dropped). */
+static void test_format_round_trips(void **state) {
+    (void)state;
+    /* Quotes, a tab, NEL and LINE SEPARATOR (line breaks to YAML), a C1
+     * control, a BOM: all must be escaped to survive. */
+    char *envp[] = {"REAPER_CONTROL_ALLOWED_USERS=o'brien,\"quoted\"",
+                    "REAPER_BROKER_TLS_CA_FILE=tab\there",
+                    "REAPER_BROKER_PASSWORD_FILE=/p\xc2\x85q\xe2\x80\xa8r\xc2\x80s\xef\xbb\xbft\xc3\xa9",
+                    "REAPER_BROKER_PASSWORD=x", NULL};
+    rp_config c, d;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load(fixture("custom.yaml"), envp, &c, &p), RP_OK);
+    char *a = NULL, *b = NULL;
+    assert_int_equal(rp_config_format(&c, &a, NULL), RP_OK);
+    char *pw = strstr(a, "  password: ");
+    assert_non_null(pw);
+    char *eol = strchr(pw, '\n');
+    memmove(pw, eol + 1, strlen(eol + 1) + 1);
+    assert_int_equal(rp_config_init(&d), RP_OK);
+    rp_status st = rp_config_load_yaml_buffer(a, strlen(a), "formatted.yaml", &d, &p, NULL);
+    if (st != RP_OK) print_problems(&p);
+    assert_int_equal(st, RP_OK);
+    assert_int_equal(rp_config_validate(&d, &p), RP_OK);
+    assert_string_equal(d.control.allowed_users.items[0], "o'brien");
+    assert_string_equal(d.control.allowed_users.items[1], "\"quoted\"");
+    assert_string_equal(d.broker.tls.ca_file, "tab\there");
+    assert_string_equal(d.broker.password_file,
+                        "/p\xc2\x85q\xe2\x80\xa8r\xc2\x80s\xef\xbb\xbft\xc3\xa9");
+    assert_string_equal(d.reap.owned_queue_pattern.text, c.reap.owned_queue_pattern.text);
+    /* Everything but the password and the origins is equal. */
+    free(c.broker.password);
+    c.broker.password = strdup("");
+    free(a);
+    assert_int_equal(rp_config_format(&c, &a, NULL), RP_OK);
+    assert_int_equal(rp_config_format(&d, &b, NULL), RP_OK);
+    for (char *s = a; (s = strstr(s, "  # ")) != NULL;) {
+        char *e = strchr(s, '\n');
+        memmove(s, e, strlen(e) + 1);
+    }
+    for (char *s = b; (s = strstr(s, "  # ")) != NULL;) {
+        char *e = strchr(s, '\n');
+        memmove(s, e, strlen(e) + 1);
+    }
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+    rp_config_cleanup(&d);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_contract_example_is_the_defaults),
+        cmocka_unit_test(test_custom_file),
+        cmocka_unit_test(test_malformed_yaml_has_line_and_column),
+        cmocka_unit_test(test_document_shape),
+        cmocka_unit_test(test_wrong_types_from_yaml),
+        cmocka_unit_test(test_unknown_keys_did_you_mean),
+        cmocka_unit_test(test_duplicates_refused),
+        cmocka_unit_test(test_aliases_refused_billion_laughs),
+        cmocka_unit_test(test_file_missing_or_unreadable),
+        cmocka_unit_test(test_environment_wins),
+        cmocka_unit_test(test_environment_alone),
+        cmocka_unit_test(test_environment_problems),
+        cmocka_unit_test(test_passwords_in_file_refused_never_shown),
+        cmocka_unit_test(test_many_problems_collected),
+        cmocka_unit_test(test_format_round_trips),
+    };
+    return cmocka_run_group_tests_name("config_load", tests, NULL, NULL);
+}

@@ -1,0 +1,695 @@
+/* The judge (core/rp_judge.h): every condition, every boundary at, 1 ms
+ * under and 1 ms over its threshold, and every field of every verdict. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rp_judge.h"
+
+#define NOW ((rp_time_ms)1700000000000LL) /* 2023-11-14, in ms */
+
+static rp_thresholds defaults(void) {
+    rp_thresholds t;
+    rp_thresholds_default(&t);
+    return t;
+}
+
+/* Every verdict names its object, unit and detail and has in-range enums. */
+static void assert_complete(const rp_verdict *v) {
+    assert_non_null(v->object);
+    assert_non_null(v->unit);
+    assert_non_null(v->detail);
+    assert_true(v->detail[0] != '\0');
+    assert_true(v->condition > RP_COND_NONE && v->condition < RP_COND_COUNT_);
+    assert_true(v->action > RP_ACTION_NONE && v->action < RP_ACTION_COUNT_);
+    assert_true(v->source >= 0 && v->source < RP_SOURCE_COUNT_);
+}
+
+/* ---- Held jobs ---------------------------------------------------------- */
+
+static rp_held_job leased(rp_time_ms lease_expires_at) {
+    rp_held_job j = {
+        .id = 42,
+        .project = "alpha",
+        .kind = "send_mail",
+        .state = RP_JOB_LEASED,
+        .attempts = 3,
+        .max_attempts = 7,
+        .lease_expires_known = true,
+        .lease_expires_at = lease_expires_at,
+        .lease_owner = "worker-1",
+    };
+    return j;
+}
+
+static rp_condition held_condition(const rp_held_job *j, const rp_thresholds *t, rp_time_ms now) {
+    rp_verdict v;
+    assert_int_equal(rp_judge_held_job(j, t, now, &v), RP_OK);
+    rp_condition c = v.condition;
+    if (c == RP_COND_NONE) assert_null(v.object);
+    rp_verdict_cleanup(&v);
+    return c;
+}
+
+static void test_lease_boundary_without_grace(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_held_job j = leased(NOW);
+    /* now - lease_expires_at > 0, strictly: exactly at the deadline is left alone. */
+    assert_int_equal(held_condition(&j, &t, NOW - 1), RP_COND_NONE);
+    assert_int_equal(held_condition(&j, &t, NOW), RP_COND_NONE);
+    assert_int_equal(held_condition(&j, &t, NOW + 1), RP_COND_LEASE_EXPIRED);
+}
+
+static void test_lease_boundary_with_grace(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    t.lease_grace_seconds = 30;
+    rp_held_job j = leased(NOW);
+    assert_int_equal(held_condition(&j, &t, NOW + 29999), RP_COND_NONE);
+    assert_int_equal(held_condition(&j, &t, NOW + 30000), RP_COND_NONE);
+    assert_int_equal(held_condition(&j, &t, NOW + 30001), RP_COND_LEASE_EXPIRED);
+    assert_true(rp_judge_lease_expired(NOW + 30001, NOW, 30));
+    assert_false(rp_judge_lease_expired(NOW + 30000, NOW, 30));
+}
+
+static void test_lease_expired_verdict_fields(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    t.lease_grace_seconds = 5;
+    rp_held_job j = leased(NOW);
+    rp_verdict v;
+    assert_int_equal(rp_judge_held_job(&j, &t, NOW + 7250, &v), RP_OK);
+    assert_complete(&v);
+    assert_int_equal(v.condition, RP_COND_LEASE_EXPIRED);
+    assert_int_equal(v.action, RP_ACTION_REQUEUED);
+    assert_int_equal(v.source, RP_SOURCE_JOB_QUEUE);
+    assert_string_equal(v.object, "job:42");
+    assert_string_equal(v.queue, "send_mail");
+    assert_string_equal(v.project, "alpha");
+    assert_string_equal(v.unit, "seconds");
+    assert_true(v.measured > 7.2499 && v.measured < 7.2501); /* seconds past the deadline */
+    assert_int_equal(v.threshold, 5);
+    assert_true(v.trusted);
+    assert_non_null(strstr(v.detail, "worker-1"));
+    assert_non_null(strstr(v.detail, "requeued"));
+    rp_verdict_cleanup(&v);
+}
+
+static void test_poison_boundary(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_held_job j = leased(NOW);
+    j.attempts = 6; /* one under max_attempts */
+    assert_int_equal(held_condition(&j, &t, NOW + 1), RP_COND_LEASE_EXPIRED);
+    j.attempts = 7; /* at: attempts >= max_attempts */
+    assert_int_equal(held_condition(&j, &t, NOW + 1), RP_COND_POISON);
+    j.attempts = 8; /* over */
+    assert_int_equal(held_condition(&j, &t, NOW + 1), RP_COND_POISON);
+    /* Poison is judged only at an expired lease. */
+    assert_int_equal(held_condition(&j, &t, NOW), RP_COND_NONE);
+    /* A row that allows no attempt is poison at its first expiry. */
+    j.attempts = 0;
+    j.max_attempts = 0;
+    assert_int_equal(held_condition(&j, &t, NOW + 1), RP_COND_POISON);
+}
+
+static void test_poison_verdict_fields(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_held_job j = leased(NOW);
+    j.attempts = 7;
+    j.lease_owner = NULL;
+    rp_verdict v;
+    assert_int_equal(rp_judge_held_job(&j, &t, NOW + 1000, &v), RP_OK);
+    assert_complete(&v);
+    assert_int_equal(v.condition, RP_COND_POISON);
+    assert_int_equal(v.action, RP_ACTION_PARKED);
+    assert_string_equal(v.unit, "attempts");
+    assert_true(v.measured == 7.0);
+    assert_int_equal(v.threshold, 7);
+    assert_string_equal(v.object, "job:42");
+    assert_string_equal(v.project, "alpha");
+    assert_non_null(strstr(v.detail, "unknown holder"));
+    assert_non_null(strstr(v.detail, "delivery_exhausted"));
+    rp_verdict_cleanup(&v);
+}
+
+static void test_lease_not_held_or_unknown(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_held_job j = leased(NOW);
+    j.state = RP_JOB_READY;
+    assert_int_equal(held_condition(&j, &t, NOW + 100000), RP_COND_NONE);
+    j = leased(NOW);
+    j.lease_expires_known = false; /* an unmeasurable lease is not late */
+    assert_int_equal(held_condition(&j, &t, NOW + 100000), RP_COND_NONE);
+}
+
+static void test_lease_arithmetic_saturates(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_held_job j = leased(INT64_MIN);
+    assert_int_equal(held_condition(&j, &t, INT64_MAX), RP_COND_LEASE_EXPIRED);
+    j = leased(INT64_MAX);
+    assert_int_equal(held_condition(&j, &t, INT64_MIN), RP_COND_NONE);
+    t.lease_grace_seconds = INT64_MAX; /* a grace no lease outlives */
+    j = leased(0);
+    assert_int_equal(held_condition(&j, &t, INT64_MAX), RP_COND_NONE);
+    rp_verdict v;
+    assert_int_equal(rp_judge_held_job(NULL, &t, NOW, &v), RP_ERR_INVALID);
+    assert_int_equal(rp_judge_held_job(&j, NULL, NOW, &v), RP_ERR_INVALID);
+}
+
+/* ---- Oldest claimable job ----------------------------------------------- */
+
+static rp_claimable_job claimable(rp_time_ms run_after) {
+    rp_claimable_job c = {
+        .project = "beta",
+        .job_id = 9,
+        .kind = "render",
+        .run_after = run_after,
+    };
+    return c;
+}
+
+static rp_condition claim_condition(const rp_claimable_job *c, const rp_thresholds *t) {
+    rp_verdict v;
+    assert_int_equal(rp_judge_claimable(c, t, NOW, &v), RP_OK);
+    rp_condition cond = v.condition;
+    rp_verdict_cleanup(&v);
+    return cond;
+}
+
+static void test_store_stale_boundary(void **state) {
+    (void)state;
+    rp_thresholds t = defaults(); /* 900 s */
+    rp_claimable_job c = claimable(NOW - 899999);
+    assert_int_equal(claim_condition(&c, &t), RP_COND_NONE);
+    c = claimable(NOW - 900000); /* age >= threshold: at it, it is stale */
+    assert_int_equal(claim_condition(&c, &t), RP_COND_STALE_READY);
+    c = claimable(NOW - 900001);
+    assert_int_equal(claim_condition(&c, &t), RP_COND_STALE_READY);
+    c = claimable(NOW + 5000); /* not due yet: a negative age is not old */
+    assert_int_equal(claim_condition(&c, &t), RP_COND_NONE);
+}
+
+static void test_store_stale_counts_from_dependency(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    /* Due long ago, but its dependency finished only 899.999 s ago. */
+    rp_claimable_job c = claimable(NOW - 5000000);
+    c.dependency_finished_known = true;
+    c.dependency_finished_at = NOW - 899999;
+    assert_int_equal(claim_condition(&c, &t), RP_COND_NONE);
+    c.dependency_finished_at = NOW - 900000;
+    assert_int_equal(claim_condition(&c, &t), RP_COND_STALE_READY);
+    /* A dependency that finished before run_after: run_after counts. */
+    c = claimable(NOW - 899999);
+    c.dependency_finished_known = true;
+    c.dependency_finished_at = NOW - 5000000;
+    assert_int_equal(claim_condition(&c, &t), RP_COND_NONE);
+}
+
+static void test_store_stale_verdict_fields(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_claimable_job c = claimable(NOW - 1000500);
+    rp_verdict v;
+    assert_int_equal(rp_judge_claimable(&c, &t, NOW, &v), RP_OK);
+    assert_complete(&v);
+    assert_int_equal(v.condition, RP_COND_STALE_READY);
+    assert_int_equal(v.action, RP_ACTION_SURFACED);
+    assert_int_equal(v.source, RP_SOURCE_JOB_QUEUE);
+    assert_string_equal(v.object, "job:9");
+    assert_string_equal(v.queue, "render");
+    assert_string_equal(v.project, "beta");
+    assert_string_equal(v.unit, "seconds");
+    assert_true(v.measured > 1000.4999 && v.measured < 1000.5001);
+    assert_int_equal(v.threshold, 900);
+    assert_true(v.trusted);
+    rp_verdict_cleanup(&v);
+}
+
+/* ---- Broker queues ------------------------------------------------------ */
+
+static rp_queue_facts owned_queue(void) {
+    rp_queue_facts q = {
+        .vhost = "/",
+        .name = "vibey.x",
+        .type = RP_QUEUE_TYPE_CLASSIC,
+        .consumers_known = true,
+        .consumers = 0,
+        .owned = true,
+    };
+    return q;
+}
+
+static rp_queue_facts dead_letter_queue(bool owned, int64_t ready, int64_t unacked) {
+    rp_queue_facts q = owned_queue();
+    q.name = owned ? "vibey.x.dlq" : "celery.dlq";
+    q.owned = owned;
+    q.is_dead_letter_queue = true;
+    q.ready = ready;
+    q.unacked = unacked;
+    return q;
+}
+
+/* Judges q and returns the judgement (the caller cleans it up). */
+static rp_queue_judgement judge(const rp_queue_facts *q, const rp_thresholds *t, rp_time_ms now) {
+    rp_queue_judgement j;
+    assert_int_equal(rp_judge_queue(q, t, now, &j), RP_OK);
+    return j;
+}
+
+static void test_dead_letter_queue_depth_boundary(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    t.dead_letter_min_depth = 5;
+    rp_queue_facts q = dead_letter_queue(false, 3, 1); /* 4: one under */
+    rp_queue_judgement j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    assert_false(j.backfill);
+    rp_queue_judgement_cleanup(&j);
+    q = dead_letter_queue(false, 3, 2); /* 5: at, ready + unacked both count */
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_DEAD_LETTER);
+    rp_queue_judgement_cleanup(&j);
+    q = dead_letter_queue(false, 6, 0); /* 6: over */
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_DEAD_LETTER);
+    rp_queue_judgement_cleanup(&j);
+    t.dead_letter_min_depth = 1;
+    q = dead_letter_queue(false, 0, 0); /* empty: never counts */
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    rp_queue_judgement_cleanup(&j);
+}
+
+static void test_dead_letter_queue_not_owned_is_surfaced(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_queue_facts q = dead_letter_queue(false, 2, 1);
+    rp_queue_judgement j = judge(&q, &t, NOW);
+    assert_false(j.backfill);
+    assert_complete(&j.verdict);
+    assert_int_equal(j.verdict.condition, RP_COND_DEAD_LETTER);
+    assert_int_equal(j.verdict.action, RP_ACTION_SURFACED);
+    assert_int_equal(j.verdict.source, RP_SOURCE_BROKER);
+    assert_string_equal(j.verdict.object, "queue:/:celery.dlq");
+    assert_string_equal(j.verdict.queue, "celery.dlq");
+    assert_null(j.verdict.project);
+    assert_string_equal(j.verdict.unit, "messages");
+    assert_true(j.verdict.measured == 3.0);
+    assert_int_equal(j.verdict.threshold, 1);
+    assert_non_null(strstr(j.verdict.detail, "never touched"));
+    rp_queue_judgement_cleanup(&j);
+}
+
+static void test_dead_letter_queue_owned_wants_backfill(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    t.dead_letter_min_depth = 2;
+    rp_queue_facts q = dead_letter_queue(true, 2, 0);
+    rp_queue_judgement j = judge(&q, &t, NOW);
+    assert_true(j.backfill);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE); /* parked messages speak for it */
+    assert_null(j.verdict.object);
+    rp_queue_judgement_cleanup(&j);
+    q = dead_letter_queue(true, 1, 0); /* under the depth: no backfill */
+    j = judge(&q, &t, NOW);
+    assert_false(j.backfill);
+    rp_queue_judgement_cleanup(&j);
+}
+
+static void test_dead_letter_queue_yields_only_dead_letter(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    /* Everything else holds too: unacked with no consumer, an old head. */
+    rp_queue_facts q = dead_letter_queue(false, 5, 3);
+    q.head_timestamp_known = true;
+    q.head_timestamp = NOW / 1000 - 100000;
+    rp_queue_judgement j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_DEAD_LETTER);
+    assert_int_equal(j.note, RP_QUEUE_NOTE_NONE);
+    rp_queue_judgement_cleanup(&j);
+    q.owned = true;
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    assert_true(j.backfill);
+    rp_queue_judgement_cleanup(&j);
+}
+
+static void test_holder_gone(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_queue_facts q = owned_queue();
+    q.unacked = 1; /* threshold 0 messages: one is over */
+    rp_queue_judgement j = judge(&q, &t, NOW);
+    assert_complete(&j.verdict);
+    assert_int_equal(j.verdict.condition, RP_COND_HOLDER_GONE);
+    assert_int_equal(j.verdict.action, RP_ACTION_SURFACED);
+    assert_int_equal(j.verdict.source, RP_SOURCE_BROKER);
+    assert_string_equal(j.verdict.object, "queue:/:vibey.x");
+    assert_string_equal(j.verdict.queue, "vibey.x");
+    assert_null(j.verdict.project);
+    assert_string_equal(j.verdict.unit, "messages");
+    assert_true(j.verdict.measured == 1.0);
+    assert_int_equal(j.verdict.threshold, 0);
+    rp_queue_judgement_cleanup(&j);
+    q.unacked = 0; /* at the threshold: nothing held */
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    rp_queue_judgement_cleanup(&j);
+    q.unacked = 4;
+    q.consumers = 1; /* somebody holds it */
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    rp_queue_judgement_cleanup(&j);
+}
+
+static void test_unknown_consumer_count_is_not_zero(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_queue_facts q = owned_queue();
+    q.consumers_known = false;
+    q.consumers = 0; /* whatever the field holds, it is not known */
+    q.unacked = 10;
+    q.ready = 10;
+    q.head_timestamp_known = true;
+    q.head_timestamp = NOW / 1000 - 100000;
+    rp_queue_judgement j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    assert_int_equal(j.note, RP_QUEUE_NOTE_CONSUMERS_UNKNOWN);
+    rp_queue_judgement_cleanup(&j);
+}
+
+static void test_holder_gone_before_stale(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_queue_facts q = owned_queue();
+    q.unacked = 2;
+    q.ready = 7;
+    q.head_timestamp_known = true;
+    q.head_timestamp = NOW / 1000 - 100000; /* stale too */
+    rp_queue_judgement j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_HOLDER_GONE);
+    rp_queue_judgement_cleanup(&j);
+    q.unacked = 0; /* holder gone no longer holds: stale shows */
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_STALE_READY);
+    rp_queue_judgement_cleanup(&j);
+}
+
+static void test_broker_stale_boundary(void **state) {
+    (void)state;
+    rp_thresholds t = defaults(); /* 900 s */
+    rp_queue_facts q = owned_queue();
+    q.ready = 3;
+    q.head_timestamp_known = true;
+    q.head_timestamp = 1700000000; /* seconds */
+    rp_time_ms at = 1700000000LL * 1000 + 900000;
+    rp_queue_judgement j = judge(&q, &t, at - 1);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    assert_int_equal(j.note, RP_QUEUE_NOTE_NONE);
+    rp_queue_judgement_cleanup(&j);
+    j = judge(&q, &t, at);
+    assert_int_equal(j.verdict.condition, RP_COND_STALE_READY);
+    assert_complete(&j.verdict);
+    assert_int_equal(j.verdict.action, RP_ACTION_SURFACED);
+    assert_string_equal(j.verdict.unit, "seconds");
+    assert_true(j.verdict.measured == 900.0);
+    assert_int_equal(j.verdict.threshold, 900);
+    assert_string_equal(j.verdict.object, "queue:/:vibey.x");
+    rp_queue_judgement_cleanup(&j);
+    j = judge(&q, &t, at + 1);
+    assert_int_equal(j.verdict.condition, RP_COND_STALE_READY);
+    rp_queue_judgement_cleanup(&j);
+    /* A head timestamp in the future is not old. */
+    q.head_timestamp = 1700000000 + 3600;
+    j = judge(&q, &t, at);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    rp_queue_judgement_cleanup(&j);
+}
+
+static void test_broker_stale_needs_ready_and_no_consumer(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_queue_facts q = owned_queue();
+    q.head_timestamp_known = true;
+    q.head_timestamp = NOW / 1000 - 100000;
+    q.ready = 0; /* nothing ready: nothing stale ready */
+    rp_queue_judgement j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    rp_queue_judgement_cleanup(&j);
+    q.ready = 1;
+    q.consumers = 2; /* taken care of */
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    rp_queue_judgement_cleanup(&j);
+}
+
+static void test_unmeasurable_age_is_not_old(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_queue_facts q = owned_queue();
+    q.ready = 50;
+    q.head_timestamp_known = false;
+    rp_queue_judgement j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    assert_int_equal(j.note, RP_QUEUE_NOTE_NO_HEAD_TIMESTAMP);
+    rp_queue_judgement_cleanup(&j);
+    q.type = RP_QUEUE_TYPE_QUORUM; /* quorum queues report no head age */
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    assert_int_equal(j.note, RP_QUEUE_NOTE_QUORUM_NO_AGE);
+    rp_queue_judgement_cleanup(&j);
+}
+
+static void test_not_owned_and_streams_yield_nothing(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_queue_facts q = owned_queue();
+    q.unacked = 5;
+    q.ready = 5;
+    q.head_timestamp_known = true;
+    q.head_timestamp = NOW / 1000 - 100000;
+    q.owned = false;
+    rp_queue_judgement j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    assert_false(j.backfill);
+    assert_int_equal(j.note, RP_QUEUE_NOTE_NONE);
+    rp_queue_judgement_cleanup(&j);
+    q.owned = true;
+    q.type = RP_QUEUE_TYPE_STREAM;
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    rp_queue_judgement_cleanup(&j);
+    /* The same queue, owned and classic, holds: the two above were excluded. */
+    q.type = RP_QUEUE_TYPE_CLASSIC;
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_HOLDER_GONE);
+    rp_queue_judgement_cleanup(&j);
+}
+
+static void test_queue_object_encodes_vhost(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_queue_facts q = owned_queue();
+    q.vhost = "a:b%";
+    q.unacked = 1;
+    rp_queue_judgement j = judge(&q, &t, NOW);
+    assert_string_equal(j.verdict.object, "queue:a%3Ab%25:vibey.x");
+    rp_queue_judgement_cleanup(&j);
+    assert_int_equal(rp_judge_queue(NULL, &t, NOW, &j), RP_ERR_INVALID);
+    rp_queue_judgement_cleanup(&j);
+}
+
+static void test_queue_type_names(void **state) {
+    (void)state;
+    assert_int_equal(rp_queue_type_parse("classic"), RP_QUEUE_TYPE_CLASSIC);
+    assert_int_equal(rp_queue_type_parse("quorum"), RP_QUEUE_TYPE_QUORUM);
+    assert_int_equal(rp_queue_type_parse("stream"), RP_QUEUE_TYPE_STREAM);
+    assert_int_equal(rp_queue_type_parse("unknown"), RP_QUEUE_TYPE_UNKNOWN);
+    assert_int_equal(rp_queue_type_parse("lazy"), RP_QUEUE_TYPE_UNKNOWN);
+    assert_int_equal(rp_queue_type_parse(NULL), RP_QUEUE_TYPE_UNKNOWN);
+    assert_string_equal(rp_queue_type_string(RP_QUEUE_TYPE_QUORUM), "quorum");
+    assert_string_equal(rp_queue_type_string(RP_QUEUE_TYPE_COUNT_), "unknown");
+}
+
+/* ---- Consumer timeout --------------------------------------------------- */
+
+static rp_verdict timeout_verdict(const rp_timeout_in_force *f, const rp_thresholds *t) {
+    rp_verdict v;
+    assert_int_equal(rp_judge_consumer_timeout("/", "vibey.x", f, t, &v), RP_OK);
+    assert_complete(&v);
+    assert_int_equal(v.condition, RP_COND_HUNG_HANDLER);
+    assert_int_equal(v.source, RP_SOURCE_BROKER);
+    assert_string_equal(v.object, "queue:/:vibey.x");
+    assert_string_equal(v.unit, "seconds");
+    assert_int_equal(v.threshold, t->consumer_timeout_seconds);
+    return v;
+}
+
+static void test_consumer_timeout_boundary(void **state) {
+    (void)state;
+    rp_thresholds t = defaults(); /* 21600 s */
+    rp_timeout_in_force f = {true, true, 21600000, "policy vibey-reap"};
+    rp_verdict v = timeout_verdict(&f, &t); /* equal is verified */
+    assert_int_equal(v.action, RP_ACTION_VERIFIED);
+    assert_true(v.measured == 21600.0);
+    assert_non_null(strstr(v.detail, "policy vibey-reap"));
+    rp_verdict_cleanup(&v);
+    f.value_ms = 21600000 - 1;
+    v = timeout_verdict(&f, &t);
+    assert_int_equal(v.action, RP_ACTION_VERIFIED);
+    rp_verdict_cleanup(&v);
+    f.value_ms = 21600000 + 1; /* longer than configured: not bounded enough */
+    v = timeout_verdict(&f, &t);
+    assert_int_equal(v.action, RP_ACTION_SURFACED);
+    assert_non_null(strstr(v.detail, "longer"));
+    rp_verdict_cleanup(&v);
+}
+
+static void test_consumer_timeout_not_in_force_or_unknown(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_timeout_in_force f = {false, false, 0, NULL};
+    rp_verdict v = timeout_verdict(&f, &t);
+    assert_int_equal(v.action, RP_ACTION_SURFACED);
+    assert_true(v.measured == -1.0);
+    assert_non_null(strstr(v.detail, "no consumer timeout"));
+    rp_verdict_cleanup(&v);
+    f.in_force = true; /* in force, value unreadable */
+    v = timeout_verdict(&f, &t);
+    assert_int_equal(v.action, RP_ACTION_SURFACED);
+    assert_true(v.measured == -1.0);
+    assert_non_null(strstr(v.detail, "could not be read"));
+    rp_verdict_cleanup(&v);
+}
+
+/* ---- Dead letters ------------------------------------------------------- */
+
+static void test_dead_letter_verdict_is_untrusted_and_quoted(void **state) {
+    (void)state;
+    static const char origin[] = "vibey.x\n\"evil\"";
+    rp_dead_letter d = {
+        .identity = "id:m-1",
+        .origin_queue = (char *)origin,
+        .origin_queue_len = sizeof origin - 1,
+        .reason = "rejected",
+        .reason_len = 8,
+        .first_death_known = true,
+        .first_death_at = 1700000000,
+    };
+    rp_verdict v;
+    assert_int_equal(rp_judge_dead_letter(&d, "/", "vibey.x.dlq", &v), RP_OK);
+    assert_complete(&v);
+    assert_int_equal(v.condition, RP_COND_DEAD_LETTER);
+    assert_int_equal(v.action, RP_ACTION_PARKED);
+    assert_int_equal(v.source, RP_SOURCE_BROKER);
+    assert_false(v.trusted);
+    assert_string_equal(v.object, "dead_letter:id:m-1");
+    assert_string_equal(v.queue, "vibey.x.dlq");
+    assert_null(v.project);
+    assert_string_equal(v.unit, "messages");
+    assert_true(v.measured == 1.0);
+    assert_int_equal(v.threshold, 1);
+    /* The untrusted values are quoted and escaped, never raw. */
+    assert_non_null(strstr(v.detail, "\"vibey.x\\n\\\"evil\\\"\""));
+    assert_null(strchr(v.detail, '\n'));
+    assert_non_null(strstr(v.detail, "\"rejected\""));
+    assert_non_null(strstr(v.detail, "1700000000"));
+    rp_verdict_cleanup(&v);
+    d.first_death_known = false;
+    assert_int_equal(rp_judge_dead_letter(&d, "/", "vibey.x.dlq", &v), RP_OK);
+    assert_non_null(strstr(v.detail, "first death unknown"));
+    rp_verdict_cleanup(&v);
+    assert_int_equal(rp_judge_dead_letter(&d, "/", NULL, &v), RP_ERR_INVALID);
+}
+
+/* ---- Cleared sightings -------------------------------------------------- */
+
+static void test_cleared_verdicts(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_sighting_row s = {"broker|HOLDER_GONE|queue:/:vibey.x", RP_COND_HOLDER_GONE, 17, NOW};
+    rp_verdict v;
+    assert_int_equal(rp_judge_cleared(&s, &t, &v), RP_OK);
+    assert_complete(&v);
+    assert_int_equal(v.condition, RP_COND_HOLDER_GONE);
+    assert_int_equal(v.action, RP_ACTION_CLEARED);
+    assert_int_equal(v.source, RP_SOURCE_BROKER);
+    assert_string_equal(v.object, "queue:/:vibey.x");
+    assert_string_equal(v.queue, "vibey.x");
+    assert_null(v.project);
+    assert_string_equal(v.unit, "messages");
+    assert_true(v.measured == -1.0);
+    assert_int_equal(v.threshold, 0);
+    assert_non_null(strstr(v.detail, "17"));
+    rp_verdict_cleanup(&v);
+
+    s.key = "job_queue|STALE_READY|project:alpha";
+    assert_int_equal(rp_judge_cleared(&s, &t, &v), RP_OK);
+    assert_int_equal(v.source, RP_SOURCE_JOB_QUEUE);
+    assert_int_equal(v.condition, RP_COND_STALE_READY);
+    assert_string_equal(v.object, "project:alpha");
+    assert_string_equal(v.project, "alpha");
+    assert_null(v.queue);
+    assert_string_equal(v.unit, "seconds");
+    assert_int_equal(v.threshold, 900);
+    rp_verdict_cleanup(&v);
+
+    s.key = "not a key";
+    assert_int_equal(rp_judge_cleared(&s, &t, &v), RP_ERR_INVALID);
+    assert_null(v.object);
+}
+
+static void test_default_thresholds(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    assert_int_equal(t.lease_grace_seconds, 0);
+    assert_int_equal(t.stale_ready_seconds, 900);
+    assert_int_equal(t.dead_letter_min_depth, 1);
+    assert_int_equal(t.consumer_timeout_seconds, 21600);
+    assert_int_equal(t.delivery_limit, 20);
+    assert_false(rp_judge_age_stale(-1, 0)); /* even a zero threshold ignores the future */
+    assert_true(rp_judge_age_stale(0, 0));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lease_boundary_without_grace),
+        cmocka_unit_test(test_lease_boundary_with_grace),
+        cmocka_unit_test(test_lease_expired_verdict_fields),
+        cmocka_unit_test(test_poison_boundary),
+        cmocka_unit_test(test_poison_verdict_fields),
+        cmocka_unit_test(test_lease_not_held_or_unknown),
+        cmocka_unit_test(test_lease_arithmetic_saturates),
+        cmocka_unit_test(test_store_stale_boundary),
+        cmocka_unit_test(test_store_stale_counts_from_dependency),
+        cmocka_unit_test(test_store_stale_verdict_fields),
+        cmocka_unit_test(test_dead_letter_queue_depth_boundary),
+        cmocka_unit_test(test_dead_letter_queue_not_owned_is_surfaced),
+        cmocka_unit_test(test_dead_letter_queue_owned_wants_backfill),
+        cmocka_unit_test(test_dead_letter_queue_yields_only_dead_letter),
+        cmocka_unit_test(test_holder_gone),
+        cmocka_unit_test(test_unknown_consumer_count_is_not_zero),
+        cmocka_unit_test(test_holder_gone_before_stale),
+        cmocka_unit_test(test_broker_stale_boundary),
+        cmocka_unit_test(test_broker_stale_needs_ready_and_no_consumer),
+        cmocka_unit_test(test_unmeasurable_age_is_not_old),
+        cmocka_unit_test(test_not_owned_and_streams_yield_nothing),
+        cmocka_unit_test(test_queue_object_encodes_vhost),
+        cmocka_unit_test(test_queue_type_names),
+        cmocka_unit_test(test_consumer_timeout_boundary),
+        cmocka_unit_test(test_consumer_timeout_not_in_force_or_unknown),
+        cmocka_unit_test(test_dead_letter_verdict_is_untrusted_and_quoted),
+        cmocka_unit_test(test_cleared_verdicts),
+        cmocka_unit_test(test_default_thresholds),
+    };
+    return cmocka_run_group_tests_name("judge", tests, NULL, NULL);
+}

@@ -1,0 +1,193 @@
+/* The in-memory ports (adapters/memory) keep the contracts of rp_ports.h
+ * that the pass does not exercise: row locks, gates, single-queue reads,
+ * plain ledger appends, failure injection. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rp_memory.h"
+
+#define NOW ((rp_time_ms)1700000000000LL)
+
+static rp_memory *new_memory(rp_ports *ports) {
+    rp_memory *m = rp_memory_new();
+    assert_non_null(m);
+    rp_memory_set_now(m, NOW);
+    rp_memory_ports(m, ports);
+    return m;
+}
+
+static int64_t add_expired(rp_memory *m) {
+    rp_mem_job j = {.project = "alpha", .kind = "k", .state = RP_JOB_LEASED, .attempts = 7,
+                    .max_attempts = 7, .lease_known = true, .lease_expires_at = NOW - 1000};
+    int64_t id;
+    assert_int_equal(rp_memory_add_job(m, &j, &id), RP_OK);
+    return id;
+}
+
+static void parked_verdict(rp_verdict *v) {
+    rp_verdict_init(v);
+    v->condition = RP_COND_POISON;
+    v->action = RP_ACTION_PARKED;
+    assert_int_equal(rp_verdict_set_object(v, "job:1"), RP_OK);
+}
+
+static void test_move_needs_the_lock(void **state) {
+    (void)state;
+    rp_ports p;
+    rp_memory *m = new_memory(&p);
+    int64_t id = add_expired(m);
+    rp_lease_query q = {.now = NOW, .lock = false};
+    rp_held_job job;
+    assert_int_equal(p.store.take_expired_lease(p.store.self, &q, &job), RP_OK);
+    assert_int_equal(job.id, id);
+    assert_false(rp_memory_job(m, id)->locked);
+    rp_verdict v;
+    parked_verdict(&v);
+    rp_event_ref ev;
+    /* Read without lock: a move is refused and changes nothing. */
+    assert_int_equal(p.store.move_lease(p.store.self, &job, &v, &ev), RP_ERR_CONFLICT);
+    assert_int_equal(rp_memory_job(m, id)->state, RP_JOB_LEASED);
+    assert_int_equal(rp_memory_n_ledger(m), 0);
+    q.lock = true;
+    assert_int_equal(p.store.take_expired_lease(p.store.self, &q, &job), RP_OK);
+    assert_true(rp_memory_job(m, id)->locked);
+    assert_int_equal(p.store.move_lease(p.store.self, &job, &v, &ev), RP_OK);
+    assert_int_equal(ev.seq, 1);
+    assert_int_equal(ev.at, NOW);
+    q.after_id = id; /* nothing past it */
+    assert_int_equal(p.store.take_expired_lease(p.store.self, &q, &job), RP_ERR_NOT_FOUND);
+    rp_verdict_cleanup(&v);
+    rp_memory_free(m);
+}
+
+static void test_gates_list_and_answer(void **state) {
+    (void)state;
+    rp_ports p;
+    rp_memory *m = new_memory(&p);
+    int64_t id = add_expired(m);
+    rp_lease_query q = {.now = NOW, .lock = true};
+    rp_held_job job;
+    assert_int_equal(p.store.take_expired_lease(p.store.self, &q, &job), RP_OK);
+    rp_verdict v;
+    parked_verdict(&v);
+    rp_event_ref ev;
+    assert_int_equal(p.store.move_lease(p.store.self, &job, &v, &ev), RP_OK);
+    rp_verdict_cleanup(&v);
+
+    rp_gate_query gq = {.state = RP_GATE_STATE_OPEN, .limit = 10};
+    rp_gate *gates;
+    size_t n;
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n), RP_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(gates[0].kind, RP_GATE_DELIVERY_EXHAUSTED);
+    assert_int_equal(gates[0].job_id, id);
+    assert_string_equal(gates[0].project, "alpha");
+    int64_t gate = gates[0].id;
+    rp_gate_cleanup(&gates[0]);
+    free(gates);
+    gq.project = "beta";
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n), RP_OK);
+    assert_int_equal(n, 0);
+    assert_null(gates);
+    gq.limit = 0;
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n), RP_ERR_INVALID);
+
+    rp_answer_result a;
+    assert_int_equal(p.gates.answer(p.gates.self, gate, RP_CHOICE_REPLAY, "ops", &a),
+                     RP_ERR_CONFLICT);
+    assert_int_equal(p.gates.answer(p.gates.self, 999, RP_CHOICE_RETRY, "ops", &a),
+                     RP_ERR_NOT_FOUND);
+    rp_memory_set_now(m, NOW + 5000);
+    assert_int_equal(p.gates.answer(p.gates.self, gate, RP_CHOICE_RETRY, "ops", &a), RP_OK);
+    assert_int_equal(a.outcome, RP_OUTCOME_RETRIED);
+    assert_int_equal(rp_memory_job(m, id)->state, RP_JOB_READY);
+    assert_int_equal(rp_memory_job(m, id)->run_after, NOW + 5000);
+    assert_int_equal(rp_memory_job(m, id)->attempts, 6); /* the refunded attempt */
+    /* A second answer changes nothing and reports the first. */
+    assert_int_equal(p.gates.answer(p.gates.self, gate, RP_CHOICE_DISMISS, "other", &a), RP_OK);
+    assert_int_equal(a.outcome, RP_OUTCOME_ALREADY_ANSWERED);
+    assert_int_equal(a.choice, RP_CHOICE_RETRY);
+    assert_int_equal(rp_memory_job(m, id)->state, RP_JOB_READY);
+
+    gq = (rp_gate_query){.state = RP_GATE_STATE_ANSWERED, .limit = 10};
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n), RP_OK);
+    assert_int_equal(n, 1);
+    assert_true(gates[0].answered);
+    assert_string_equal(gates[0].answered_by, "ops");
+    rp_gate_cleanup(&gates[0]);
+    free(gates);
+    rp_memory_free(m);
+}
+
+static void test_single_queue_reads_and_timeout(void **state) {
+    (void)state;
+    rp_ports p;
+    rp_memory *m = new_memory(&p);
+    rp_queue_facts q = {.vhost = "/", .name = "vibey.x", .type = RP_QUEUE_TYPE_QUORUM,
+                        .ready = 2, .owned = true};
+    assert_int_equal(rp_memory_put_queue(m, &q), RP_OK);
+    rp_queue_facts got;
+    assert_int_equal(p.broker.get_queue(p.broker.self, "/", "vibey.x", &got), RP_OK);
+    assert_string_equal(got.name, "vibey.x");
+    assert_int_equal(got.ready, 2);
+    assert_false(got.owned); /* classification is the pass's, never the adapter's */
+    assert_int_equal(p.broker.get_queue(p.broker.self, "/", "nope", &got), RP_ERR_NOT_FOUND);
+
+    rp_thresholds t;
+    rp_thresholds_default(&t);
+    rp_timeout_in_force f;
+    assert_int_equal(p.broker.get_timeout_in_force(p.broker.self, "/", "vibey.x", &f), RP_OK);
+    assert_false(f.in_force);
+    rp_timeout_in_force set = {true, true, 1800000, "policy vibey-reap"};
+    assert_int_equal(rp_memory_set_timeout(m, "/", "vibey.x", &set), RP_OK);
+    /* Replacing the measurements keeps the timeout. */
+    assert_int_equal(rp_memory_put_queue(m, &q), RP_OK);
+    assert_int_equal(p.broker.get_timeout_in_force(p.broker.self, "/", "vibey.x", &f), RP_OK);
+    assert_true(f.in_force);
+    assert_string_equal(f.origin, "policy vibey-reap");
+    rp_verdict v;
+    assert_int_equal(rp_judge_consumer_timeout("/", "vibey.x", &f, &t, &v), RP_OK);
+    assert_int_equal(v.action, RP_ACTION_VERIFIED);
+    rp_verdict_cleanup(&v);
+    rp_memory_free(m);
+}
+
+static void test_append_and_failure_injection(void **state) {
+    (void)state;
+    rp_ports p;
+    rp_memory *m = new_memory(&p);
+    rp_verdict v;
+    rp_verdict_init(&v);
+    v.condition = RP_COND_HUNG_HANDLER;
+    v.action = RP_ACTION_VERIFIED;
+    rp_event_ref ev;
+    rp_memory_fail(m, RP_MEM_APPEND_EVENT, RP_ERR_UNAVAILABLE, 2);
+    assert_int_equal(p.store.append_event(p.store.self, &v, &ev), RP_OK);
+    assert_int_equal(p.store.append_event(p.store.self, &v, &ev), RP_OK);
+    assert_int_equal(ev.seq, 2);
+    assert_int_equal(p.store.append_event(p.store.self, &v, &ev), RP_ERR_UNAVAILABLE);
+    assert_int_equal(p.store.append_event(p.store.self, &v, &ev), RP_ERR_UNAVAILABLE);
+    assert_int_equal(rp_memory_n_ledger(m), 2);
+    assert_int_equal(rp_memory_calls(m, RP_MEM_APPEND_EVENT), 4);
+    rp_memory_fail(m, RP_MEM_APPEND_EVENT, RP_OK, 0);
+    assert_int_equal(p.store.append_event(p.store.self, &v, &ev), RP_OK);
+    assert_int_equal(rp_memory_ledger(m, 2)->verdict.action, RP_ACTION_VERIFIED);
+    assert_int_equal(p.clock.now_ms(p.clock.self), NOW);
+    rp_verdict_cleanup(&v);
+    rp_memory_free(m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_move_needs_the_lock),
+        cmocka_unit_test(test_gates_list_and_answer),
+        cmocka_unit_test(test_single_queue_reads_and_timeout),
+        cmocka_unit_test(test_append_and_failure_injection),
+    };
+    return cmocka_run_group_tests_name("memory", tests, NULL, NULL);
+}

@@ -1,0 +1,884 @@
+/* One whole pass (core/rp_pass.h) against the in-memory ports
+ * (adapters/memory): moves, boundaries, dry runs, sightings, unreadable
+ * sources, dead-letter backfill. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rp_memory.h"
+#include "rp_pass.h"
+
+#define NOW ((rp_time_ms)1700000000000LL)
+#define MIN_MS 60000
+
+typedef struct fixture {
+    rp_memory *m;
+    rp_ports ports;
+    rp_pass_options opt;
+    pcre2_code *owned;
+    pcre2_code *dlq;
+} fixture;
+
+static pcre2_code *compile(const char *pattern) {
+    int err;
+    PCRE2_SIZE off;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, 0, &err, &off, NULL);
+    assert_non_null(re);
+    return re;
+}
+
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->m = rp_memory_new();
+    assert_non_null(f->m);
+    rp_memory_set_now(f->m, NOW);
+    rp_memory_ports(f->m, &f->ports);
+    f->owned = compile("^vibey\\.");
+    f->dlq = compile("(\\.dlq|\\.dead)$");
+    rp_pass_options_default(&f->opt);
+    f->opt.owned_queue_pattern = f->owned;
+    f->opt.dead_letter_queue_pattern = f->dlq;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    rp_memory_free(f->m);
+    pcre2_code_free(f->owned);
+    pcre2_code_free(f->dlq);
+    free(f);
+    return 0;
+}
+
+/* ---- Helpers ---- */
+
+static int64_t add_leased(fixture *f, const char *project, int32_t attempts, int32_t max,
+                          rp_time_ms lease_expires_at) {
+    rp_mem_job j = {
+        .project = (char *)project,
+        .kind = "send_mail",
+        .state = RP_JOB_LEASED,
+        .attempts = attempts,
+        .max_attempts = max,
+        .lease_owner = "worker-1",
+        .lease_known = true,
+        .lease_expires_at = lease_expires_at,
+        .run_after = NOW - 10 * MIN_MS,
+    };
+    int64_t id;
+    assert_int_equal(rp_memory_add_job(f->m, &j, &id), RP_OK);
+    return id;
+}
+
+static int64_t add_ready(fixture *f, const char *project, rp_time_ms run_after,
+                         int64_t depends_on) {
+    rp_mem_job j = {
+        .project = (char *)project,
+        .kind = "render",
+        .state = RP_JOB_READY,
+        .max_attempts = 7,
+        .run_after = run_after,
+        .depends_on = depends_on,
+    };
+    int64_t id;
+    assert_int_equal(rp_memory_add_job(f->m, &j, &id), RP_OK);
+    return id;
+}
+
+static void put_queue(fixture *f, const char *name, rp_queue_type type, int64_t ready,
+                      int64_t unacked, int64_t consumers) {
+    rp_queue_facts q = {
+        .vhost = "/",
+        .name = name,
+        .type = type,
+        .ready = ready,
+        .unacked = unacked,
+        .consumers_known = consumers >= 0,
+        .consumers = consumers < 0 ? 0 : consumers,
+    };
+    assert_int_equal(rp_memory_put_queue(f->m, &q), RP_OK);
+}
+
+static void put_stale_queue(fixture *f, const char *name, int64_t age_s) {
+    rp_queue_facts q = {
+        .vhost = "/",
+        .name = name,
+        .type = RP_QUEUE_TYPE_CLASSIC,
+        .ready = 4,
+        .consumers_known = true,
+        .head_timestamp_known = true,
+        .head_timestamp = NOW / 1000 - age_s,
+    };
+    assert_int_equal(rp_memory_put_queue(f->m, &q), RP_OK);
+}
+
+static void add_dead_letter(fixture *f, const char *queue, const char *message_id,
+                            const char *body) {
+    rp_xdeath e = {
+        .queue = {true, {(const uint8_t *)"vibey.x", 7}},
+        .reason = {true, {(const uint8_t *)"rejected", 8}},
+        .time = {true, 1699990000},
+        .count = {true, 1},
+    };
+    rp_dl_headers h = {.x_death = &e, .n_x_death = 1};
+    if (message_id)
+        h.message_id = (rp_opt_str){true, {(const uint8_t *)message_id, strlen(message_id)}};
+    assert_int_equal(rp_memory_add_dead_letter(f->m, "/", queue, &h,
+                                               (rp_bytes){(const uint8_t *)body, strlen(body)}),
+                     RP_OK);
+}
+
+static void run(fixture *f, bool dry_run, rp_report *r) {
+    f->opt.dry_run = dry_run;
+    assert_int_equal(rp_pass_run(&f->ports, &f->opt, r), RP_OK);
+    assert_int_equal(r->dry_run, dry_run);
+}
+
+static size_t count(const rp_report *r, rp_condition c, rp_action a) {
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_verdicts; i++)
+        if (r->verdicts[i].condition == c && r->verdicts[i].action == a) n++;
+    return n;
+}
+
+static const rp_verdict *find(const rp_report *r, const char *object) {
+    for (size_t i = 0; i < r->n_verdicts; i++)
+        if (r->verdicts[i].object && strcmp(r->verdicts[i].object, object) == 0)
+            return &r->verdicts[i];
+    return NULL;
+}
+
+static bool has_note(const rp_report *r, const char *part) {
+    for (size_t i = 0; i < r->n_notes; i++)
+        if (strstr(r->notes[i], part)) return true;
+    return false;
+}
+
+static bool unreadable(const rp_report *r, const char *what) {
+    for (size_t i = 0; i < r->n_unreadable; i++)
+        if (strcmp(r->unreadable[i], what) == 0) return true;
+    return false;
+}
+
+static char *dump(fixture *f) {
+    char *s;
+    assert_int_equal(rp_memory_dump(f->m, &s), RP_OK);
+    return s;
+}
+
+/* ---- Lease reap ---- */
+
+static void test_requeue_vs_park(void **state) {
+    fixture *f = *state;
+    int64_t a = add_leased(f, "alpha", 3, 7, NOW - MIN_MS);
+    int64_t b = add_leased(f, "alpha", 7, 7, NOW - MIN_MS);
+    rp_report r;
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(r.n_verdicts, 2);
+
+    const rp_mem_job *ja = rp_memory_job(f->m, a);
+    assert_int_equal(ja->state, RP_JOB_READY);
+    assert_null(ja->lease_owner);
+    assert_false(ja->lease_known);
+    assert_int_equal(ja->attempts, 3); /* a requeue refunds nothing */
+    assert_false(ja->locked);
+    const rp_verdict *va = find(&r, "job:1");
+    assert_non_null(va);
+    assert_int_equal(va->condition, RP_COND_LEASE_EXPIRED);
+    assert_int_equal(va->action, RP_ACTION_REQUEUED);
+
+    const rp_mem_job *jb = rp_memory_job(f->m, b);
+    assert_int_equal(jb->state, RP_JOB_AWAITING_HUMAN);
+    assert_int_equal(jb->attempts, 6); /* one attempt refunded */
+    assert_false(jb->locked);
+    const rp_verdict *vb = find(&r, "job:2");
+    assert_non_null(vb);
+    assert_int_equal(vb->condition, RP_COND_POISON);
+    assert_int_equal(vb->action, RP_ACTION_PARKED);
+    assert_int_equal(rp_memory_n_gates(f->m), 1);
+    assert_int_equal(rp_memory_gate(f->m, 0)->kind, RP_GATE_DELIVERY_EXHAUSTED);
+    assert_int_equal(rp_memory_gate(f->m, 0)->job_id, b);
+
+    /* Each move has its ledger event, and each event was published. */
+    assert_int_equal(rp_memory_n_ledger(f->m), 2);
+    assert_int_equal(rp_memory_n_published(f->m), 2);
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(rp_memory_published(f->m, i)->seq, rp_memory_ledger(f->m, i)->seq);
+        assert_string_equal(rp_memory_ledger(f->m, i)->kind, "QueueReaped");
+    }
+    assert_int_equal(rp_memory_ledger(f->m, 0)->verdict.action, RP_ACTION_REQUEUED);
+    assert_int_equal(rp_memory_ledger(f->m, 1)->verdict.action, RP_ACTION_PARKED);
+    rp_report_cleanup(&r);
+
+    /* Nothing is left to move. */
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 0);
+    assert_int_equal(rp_memory_n_ledger(f->m), 2);
+    rp_report_cleanup(&r);
+}
+
+static void test_attempts_boundaries(void **state) {
+    fixture *f = *state;
+    int64_t under = add_leased(f, "alpha", 6, 7, NOW - 1);
+    int64_t at = add_leased(f, "alpha", 7, 7, NOW - 1);
+    int64_t over = add_leased(f, "alpha", 8, 7, NOW - 1);
+    rp_report r;
+    run(f, false, &r);
+    assert_int_equal(rp_memory_job(f->m, under)->state, RP_JOB_READY);
+    assert_int_equal(rp_memory_job(f->m, at)->state, RP_JOB_AWAITING_HUMAN);
+    assert_int_equal(rp_memory_job(f->m, over)->state, RP_JOB_AWAITING_HUMAN);
+    assert_int_equal(count(&r, RP_COND_LEASE_EXPIRED, RP_ACTION_REQUEUED), 1);
+    assert_int_equal(count(&r, RP_COND_POISON, RP_ACTION_PARKED), 2);
+    assert_int_equal(rp_memory_n_gates(f->m), 2);
+    rp_report_cleanup(&r);
+}
+
+static void test_grace_boundary_in_a_pass(void **state) {
+    fixture *f = *state;
+    f->opt.thresholds.lease_grace_seconds = 10;
+    int64_t at = add_leased(f, "alpha", 1, 7, NOW - 10000);      /* exactly at the grace */
+    int64_t over = add_leased(f, "alpha", 1, 7, NOW - 10001);    /* 1 ms past it */
+    int64_t under = add_leased(f, "alpha", 1, 7, NOW - 9999);    /* 1 ms short of it */
+    int64_t future = add_leased(f, "alpha", 1, 7, NOW + 60000);  /* not due at all */
+    rp_report r;
+    run(f, false, &r);
+    assert_int_equal(rp_memory_job(f->m, at)->state, RP_JOB_LEASED);
+    assert_int_equal(rp_memory_job(f->m, under)->state, RP_JOB_LEASED);
+    assert_int_equal(rp_memory_job(f->m, future)->state, RP_JOB_LEASED);
+    assert_int_equal(rp_memory_job(f->m, over)->state, RP_JOB_READY);
+    /* What the judge left alone was released, not left locked. */
+    assert_false(rp_memory_job(f->m, at)->locked);
+    assert_false(rp_memory_job(f->m, under)->locked);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_RELEASE_LEASE), 2);
+    assert_int_equal(r.n_verdicts, 1);
+    assert_string_equal(r.verdicts[0].object, "job:2");
+    rp_report_cleanup(&r);
+}
+
+static void test_lease_locked_elsewhere_and_conflicts(void **state) {
+    fixture *f = *state;
+    int64_t theirs = add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    int64_t mine = add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    int64_t last = add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    assert_int_equal(rp_memory_lock_job(f->m, theirs, true), RP_OK);
+    /* The first move the pass tries conflicts (the row changed under it). */
+    rp_memory_fail(f->m, RP_MEM_MOVE_LEASE, RP_ERR_CONFLICT, 0);
+    rp_report r;
+    run(f, false, &r);
+    assert_true(r.ok); /* a conflict is not an unreadable source */
+    assert_true(has_note(&r, "changed while it was being moved"));
+    assert_int_equal(rp_memory_job(f->m, theirs)->state, RP_JOB_LEASED); /* skipped */
+    assert_int_equal(rp_memory_job(f->m, mine)->state, RP_JOB_LEASED);   /* conflicted */
+    assert_false(rp_memory_job(f->m, mine)->locked);
+    assert_int_equal(rp_memory_job(f->m, last)->state, RP_JOB_LEASED);   /* conflicted too */
+    rp_report_cleanup(&r);
+    rp_memory_fail(f->m, RP_MEM_MOVE_LEASE, RP_ERR_CONFLICT, 1); /* only the second */
+    run(f, false, &r);
+    assert_int_equal(rp_memory_job(f->m, mine)->state, RP_JOB_READY);
+    assert_int_equal(rp_memory_job(f->m, last)->state, RP_JOB_LEASED);
+    assert_int_equal(r.n_verdicts, 1);
+    rp_report_cleanup(&r);
+}
+
+/* ---- Dry run ---- */
+
+/* A state where a real pass would do one of everything. */
+static void seed_everything(fixture *f) {
+    add_leased(f, "alpha", 2, 7, NOW - MIN_MS);
+    add_leased(f, "alpha", 7, 7, NOW - MIN_MS);
+    add_ready(f, "alpha", NOW - 3600 * 1000, 0);
+    put_queue(f, "vibey.held", RP_QUEUE_TYPE_CLASSIC, 0, 3, 0);
+    put_stale_queue(f, "vibey.stale", 1000);
+    put_queue(f, "celery.dlq", RP_QUEUE_TYPE_CLASSIC, 2, 0, 0);
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_QUORUM, 2, 0, 0);
+    add_dead_letter(f, "vibey.x.dlq", "m-1", "one");
+    add_dead_letter(f, "vibey.x.dlq", NULL, "two");
+    /* An open sighting that the pass no longer sees: it would clear. */
+    assert_int_equal(rp_memory_add_sighting(f->m, "broker|HOLDER_GONE|queue:/:vibey.gone",
+                                            RP_COND_HOLDER_GONE),
+                     RP_OK);
+}
+
+/* "OBJECT CONDITION ACTION" lines of a report, sorted, for comparison. */
+static char *summary(const rp_report *r) {
+    char **lines = calloc(r->n_verdicts + 1, sizeof *lines);
+    size_t total = 1;
+    for (size_t i = 0; i < r->n_verdicts; i++) {
+        const rp_verdict *v = &r->verdicts[i];
+        size_t n = strlen(v->object) + 64;
+        lines[i] = malloc(n);
+        snprintf(lines[i], n, "%s %s %s\n", v->object, rp_condition_string(v->condition),
+                 rp_action_string(v->action));
+        total += strlen(lines[i]);
+    }
+    for (size_t i = 0; i + 1 < r->n_verdicts; i++)
+        for (size_t j = i + 1; j < r->n_verdicts; j++)
+            if (strcmp(lines[i], lines[j]) > 0) {
+                char *t = lines[i];
+                lines[i] = lines[j];
+                lines[j] = t;
+            }
+    char *s = calloc(total, 1);
+    for (size_t i = 0; i < r->n_verdicts; i++) {
+        strcat(s, lines[i]);
+        free(lines[i]);
+    }
+    free(lines);
+    return s;
+}
+
+static void test_dry_run_changes_nothing(void **state) {
+    fixture *f = *state;
+    seed_everything(f);
+    char *before = dump(f);
+    rp_report dry;
+    run(f, true, &dry);
+    char *after = dump(f);
+    assert_string_equal(before, after); /* the whole memory state */
+    assert_int_equal(rp_memory_write_calls(f->m), 0);
+    assert_true(dry.ok);
+    assert_int_equal(count(&dry, RP_COND_LEASE_EXPIRED, RP_ACTION_REQUEUED), 1);
+    assert_int_equal(count(&dry, RP_COND_POISON, RP_ACTION_PARKED), 1);
+    assert_int_equal(count(&dry, RP_COND_STALE_READY, RP_ACTION_SURFACED), 2);
+    assert_int_equal(count(&dry, RP_COND_HOLDER_GONE, RP_ACTION_SURFACED), 1);
+    assert_int_equal(count(&dry, RP_COND_DEAD_LETTER, RP_ACTION_SURFACED), 1);
+    assert_int_equal(count(&dry, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 2);
+    assert_int_equal(count(&dry, RP_COND_HOLDER_GONE, RP_ACTION_CLEARED), 1);
+
+    /* A dry run twice says the same, and the real pass then does exactly
+     * what the dry run said. */
+    rp_report dry2, real;
+    run(f, true, &dry2);
+    run(f, false, &real);
+    char *s_dry = summary(&dry), *s_dry2 = summary(&dry2), *s_real = summary(&real);
+    assert_string_equal(s_dry, s_dry2);
+    assert_string_equal(s_dry, s_real);
+    char *changed = dump(f);
+    assert_string_not_equal(before, changed);
+    free(s_dry);
+    free(s_dry2);
+    free(s_real);
+    free(changed);
+    free(before);
+    free(after);
+    rp_report_cleanup(&dry);
+    rp_report_cleanup(&dry2);
+    rp_report_cleanup(&real);
+}
+
+/* ---- Sightings ---- */
+
+static void test_sighting_opened_once_and_cleared(void **state) {
+    fixture *f = *state;
+    put_queue(f, "vibey.held", RP_QUEUE_TYPE_CLASSIC, 0, 3, 0);
+    const char *key = "broker|HOLDER_GONE|queue:/:vibey.held";
+    rp_report r;
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_HOLDER_GONE, RP_ACTION_SURFACED), 1);
+    assert_non_null(rp_memory_sighting(f->m, key));
+    assert_int_equal(rp_memory_n_ledger(f->m), 1);
+    assert_int_equal(rp_memory_n_published(f->m), 1);
+    assert_int_equal(rp_memory_sighting(f->m, key)->opened_seq, rp_memory_ledger(f->m, 0)->seq);
+    rp_report_cleanup(&r);
+
+    /* Still there: recorded once per sighting, not once per pass. */
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 0);
+    assert_int_equal(rp_memory_n_ledger(f->m), 1);
+    assert_int_equal(rp_memory_n_sightings(f->m), 1);
+    rp_report_cleanup(&r);
+
+    /* A consumer came back: cleared, once. */
+    put_queue(f, "vibey.held", RP_QUEUE_TYPE_CLASSIC, 0, 3, 1);
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 1);
+    assert_int_equal(r.verdicts[0].condition, RP_COND_HOLDER_GONE);
+    assert_int_equal(r.verdicts[0].action, RP_ACTION_CLEARED);
+    assert_string_equal(r.verdicts[0].object, "queue:/:vibey.held");
+    assert_null(rp_memory_sighting(f->m, key));
+    assert_int_equal(rp_memory_n_ledger(f->m), 2);
+    assert_int_equal(rp_memory_ledger(f->m, 1)->verdict.action, RP_ACTION_CLEARED);
+    assert_int_equal(rp_memory_n_published(f->m), 2);
+    rp_report_cleanup(&r);
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 0);
+    rp_report_cleanup(&r);
+
+    /* It comes back: a new sighting. */
+    put_queue(f, "vibey.held", RP_QUEUE_TYPE_CLASSIC, 0, 3, 0);
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_HOLDER_GONE, RP_ACTION_SURFACED), 1);
+    assert_int_equal(rp_memory_n_ledger(f->m), 3);
+    rp_report_cleanup(&r);
+
+    /* The queue is deleted: a whole listing without it clears it. */
+    assert_int_equal(rp_memory_remove_queue(f->m, "/", "vibey.held"), RP_OK);
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_HOLDER_GONE, RP_ACTION_CLEARED), 1);
+    rp_report_cleanup(&r);
+}
+
+static void test_condition_change_on_one_queue(void **state) {
+    fixture *f = *state;
+    rp_queue_facts q = {
+        .vhost = "/", .name = "vibey.q", .type = RP_QUEUE_TYPE_CLASSIC, .ready = 5, .unacked = 2,
+        .consumers_known = true, .head_timestamp_known = true, .head_timestamp = NOW / 1000 - 5000,
+    };
+    assert_int_equal(rp_memory_put_queue(f->m, &q), RP_OK);
+    rp_report r;
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 1); /* holder gone only, not stale too */
+    assert_int_equal(r.verdicts[0].condition, RP_COND_HOLDER_GONE);
+    rp_report_cleanup(&r);
+    q.unacked = 0; /* the unacked came back to ready: now it is stale */
+    assert_int_equal(rp_memory_put_queue(f->m, &q), RP_OK);
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_HOLDER_GONE, RP_ACTION_CLEARED), 1);
+    assert_int_equal(count(&r, RP_COND_STALE_READY, RP_ACTION_SURFACED), 1);
+    assert_non_null(rp_memory_sighting(f->m, "broker|STALE_READY|queue:/:vibey.q"));
+    rp_report_cleanup(&r);
+}
+
+static void test_queue_listed_twice_is_one_sighting(void **state) {
+    fixture *f = *state;
+    rp_memory_set_page_size(f->m, 1);
+    rp_queue_facts q = {.vhost = "/", .name = "vibey.held", .type = RP_QUEUE_TYPE_CLASSIC,
+                        .unacked = 3, .consumers_known = true};
+    assert_int_equal(rp_memory_append_queue(f->m, &q), RP_OK);
+    assert_int_equal(rp_memory_append_queue(f->m, &q), RP_OK);
+    rp_report r;
+    run(f, true, &r);
+    assert_int_equal(r.n_verdicts, 1);
+    rp_report_cleanup(&r);
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 1);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_OPEN_SIGHTING), 1);
+    rp_report_cleanup(&r);
+}
+
+static void test_sighting_opened_by_another_reaper(void **state) {
+    fixture *f = *state;
+    put_queue(f, "vibey.held", RP_QUEUE_TYPE_CLASSIC, 0, 3, 0);
+    assert_int_equal(rp_memory_add_sighting(f->m, "broker|HOLDER_GONE|queue:/:vibey.held",
+                                            RP_COND_HOLDER_GONE),
+                     RP_OK);
+    rp_report r;
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 0);
+    assert_int_equal(rp_memory_n_ledger(f->m), 0);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_OPEN_SIGHTING), 0);
+    rp_report_cleanup(&r);
+}
+
+static void test_sightings_the_pass_does_not_judge_are_left_alone(void **state) {
+    fixture *f = *state;
+    assert_int_equal(rp_memory_add_sighting(f->m, "broker|HUNG_HANDLER|queue:/:vibey.x",
+                                            RP_COND_HUNG_HANDLER),
+                     RP_OK);
+    assert_int_equal(rp_memory_add_sighting(f->m, "future|FORMAT|x", RP_COND_NONE), RP_OK);
+    rp_report r;
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(r.n_verdicts, 0);
+    assert_int_equal(rp_memory_n_sightings(f->m), 2);
+    rp_report_cleanup(&r);
+}
+
+/* ---- Unreadable sources ---- */
+
+static void test_unreadable_broker_clears_nothing(void **state) {
+    fixture *f = *state;
+    rp_memory_set_page_size(f->m, 1);
+    put_queue(f, "vibey.a", RP_QUEUE_TYPE_CLASSIC, 0, 3, 0);
+    put_queue(f, "vibey.b", RP_QUEUE_TYPE_CLASSIC, 0, 3, 0);
+    rp_report r;
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(rp_memory_n_sightings(f->m), 2);
+    rp_report_cleanup(&r);
+
+    /* Both conditions end, but the broker cannot be listed. */
+    put_queue(f, "vibey.a", RP_QUEUE_TYPE_CLASSIC, 0, 3, 1);
+    put_queue(f, "vibey.b", RP_QUEUE_TYPE_CLASSIC, 0, 3, 1);
+    rp_memory_fail(f->m, RP_MEM_LIST_QUEUES, RP_ERR_UNAVAILABLE, 0);
+    run(f, false, &r);
+    assert_false(r.ok);
+    assert_true(unreadable(&r, "broker"));
+    assert_true(has_note(&r, "broker: listing queues: unavailable"));
+    assert_int_equal(r.n_verdicts, 0);
+    assert_int_equal(rp_memory_n_sightings(f->m), 2);
+    rp_report_cleanup(&r);
+
+    /* Page 1 reads, page 2 does not: a partial listing clears nothing,
+     * not even what page 1 showed to have ended. */
+    rp_memory_fail(f->m, RP_MEM_LIST_QUEUES, RP_ERR_UNAVAILABLE, 1);
+    run(f, false, &r);
+    assert_false(r.ok);
+    assert_int_equal(r.n_verdicts, 0);
+    assert_int_equal(rp_memory_n_sightings(f->m), 2);
+    rp_report_cleanup(&r);
+
+    /* Readable again: both clear. */
+    rp_memory_fail(f->m, RP_MEM_LIST_QUEUES, RP_OK, 0);
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(count(&r, RP_COND_HOLDER_GONE, RP_ACTION_CLEARED), 2);
+    assert_int_equal(rp_memory_n_sightings(f->m), 0);
+    rp_report_cleanup(&r);
+}
+
+static void test_unreadable_store(void **state) {
+    fixture *f = *state;
+    int64_t old = add_ready(f, "alpha", NOW - 3600 * 1000, 0);
+    rp_report r;
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_STALE_READY, RP_ACTION_SURFACED), 1);
+    rp_report_cleanup(&r);
+
+    /* The stale job is taken; then the store cannot list claimable jobs. */
+    rp_mem_job *j = (rp_mem_job *)rp_memory_job(f->m, old);
+    j->state = RP_JOB_SUCCEEDED;
+    rp_memory_fail(f->m, RP_MEM_LIST_CLAIMABLE, RP_ERR_UNAVAILABLE, 0);
+    run(f, false, &r);
+    assert_false(r.ok);
+    assert_true(unreadable(&r, "job_queue"));
+    assert_int_equal(r.n_verdicts, 0);
+    assert_non_null(rp_memory_sighting(f->m, "job_queue|STALE_READY|project:alpha"));
+    rp_report_cleanup(&r);
+
+    /* Leases cannot be taken: unreadable too, and still nothing cleared. */
+    rp_memory_fail(f->m, RP_MEM_LIST_CLAIMABLE, RP_OK, 0);
+    rp_memory_fail(f->m, RP_MEM_TAKE_LEASE, RP_ERR_UNAVAILABLE, 0);
+    run(f, false, &r);
+    assert_false(r.ok);
+    assert_int_equal(r.n_unreadable, 1); /* named once */
+    assert_non_null(rp_memory_sighting(f->m, "job_queue|STALE_READY|project:alpha"));
+    rp_report_cleanup(&r);
+
+    /* The sightings cannot be listed: nothing can be cleared. */
+    rp_memory_fail(f->m, RP_MEM_TAKE_LEASE, RP_OK, 0);
+    rp_memory_fail(f->m, RP_MEM_LIST_SIGHTINGS, RP_ERR_UNAVAILABLE, 0);
+    run(f, false, &r);
+    assert_false(r.ok);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_CLOSE_SIGHTING), 0);
+    rp_report_cleanup(&r);
+
+    rp_memory_fail(f->m, RP_MEM_LIST_SIGHTINGS, RP_OK, 0);
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(count(&r, RP_COND_STALE_READY, RP_ACTION_CLEARED), 1);
+    rp_report_cleanup(&r);
+}
+
+static void test_failed_move_stops_the_lease_reap(void **state) {
+    fixture *f = *state;
+    int64_t a = add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    int64_t b = add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    rp_memory_fail(f->m, RP_MEM_MOVE_LEASE, RP_ERR_UNAVAILABLE, 0);
+    rp_report r;
+    run(f, false, &r);
+    assert_false(r.ok);
+    assert_true(unreadable(&r, "job_queue"));
+    assert_int_equal(rp_memory_job(f->m, a)->state, RP_JOB_LEASED);
+    assert_false(rp_memory_job(f->m, a)->locked);
+    assert_int_equal(rp_memory_job(f->m, b)->state, RP_JOB_LEASED);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_MOVE_LEASE), 1);
+    assert_int_equal(rp_memory_n_ledger(f->m), 0);
+    rp_report_cleanup(&r);
+}
+
+static void test_unrecorded_surface_is_still_reported(void **state) {
+    fixture *f = *state;
+    put_queue(f, "vibey.held", RP_QUEUE_TYPE_CLASSIC, 0, 3, 0);
+    rp_memory_fail(f->m, RP_MEM_OPEN_SIGHTING, RP_ERR_UNAVAILABLE, 0);
+    rp_report r;
+    run(f, false, &r);
+    assert_false(r.ok);
+    assert_true(unreadable(&r, "job_queue"));
+    assert_int_equal(count(&r, RP_COND_HOLDER_GONE, RP_ACTION_SURFACED), 1);
+    assert_int_equal(rp_memory_n_sightings(f->m), 0);
+    rp_report_cleanup(&r);
+    /* Two conditions, one store failure: named and noted once. */
+    put_queue(f, "vibey.held2", RP_QUEUE_TYPE_CLASSIC, 0, 1, 0);
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_HOLDER_GONE, RP_ACTION_SURFACED), 2);
+    assert_int_equal(r.n_unreadable, 1);
+    assert_int_equal(r.n_notes, 1);
+    assert_string_equal(r.notes[0], "job_queue: opening a sighting: unavailable");
+    rp_report_cleanup(&r);
+    /* Recorded by the next pass that can. */
+    rp_memory_fail(f->m, RP_MEM_OPEN_SIGHTING, RP_OK, 0);
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(count(&r, RP_COND_HOLDER_GONE, RP_ACTION_SURFACED), 2);
+    assert_int_equal(rp_memory_n_sightings(f->m), 2);
+    rp_report_cleanup(&r);
+}
+
+static void test_publish_failure_is_a_note(void **state) {
+    fixture *f = *state;
+    int64_t a = add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    rp_memory_fail(f->m, RP_MEM_PUBLISH, RP_ERR_UNAVAILABLE, 0);
+    rp_report r;
+    run(f, false, &r);
+    assert_true(r.ok); /* the ledger is the record */
+    assert_true(has_note(&r, "ledger event 1 is committed but was not published"));
+    assert_int_equal(rp_memory_job(f->m, a)->state, RP_JOB_READY);
+    assert_int_equal(rp_memory_n_ledger(f->m), 1);
+    assert_int_equal(rp_memory_n_published(f->m), 0);
+    assert_int_equal(r.n_verdicts, 1);
+    rp_report_cleanup(&r);
+}
+
+/* ---- Stale ready in the job table ---- */
+
+static void test_stale_ready_per_project(void **state) {
+    fixture *f = *state;
+    int64_t a1 = add_ready(f, "alpha", NOW - 1000 * 1000, 0); /* 1000 s: stale */
+    add_ready(f, "alpha", NOW - 950 * 1000, 0);               /* stale too, younger */
+    add_ready(f, "beta", NOW - 899999, 0);                    /* 1 ms short */
+    add_ready(f, "beta", NOW + 60000, 0);                     /* not due */
+    add_leased(f, "gamma", 1, 7, NOW + MIN_MS);               /* no claimable job */
+    int64_t blocker = add_leased(f, "delta", 1, 7, NOW + MIN_MS);
+    add_ready(f, "delta", NOW - 5000 * 1000, blocker);        /* its dependency runs */
+    rp_report r;
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 1);
+    const rp_verdict *v = &r.verdicts[0];
+    assert_int_equal(v->condition, RP_COND_STALE_READY);
+    assert_int_equal(v->source, RP_SOURCE_JOB_QUEUE);
+    assert_string_equal(v->project, "alpha");
+    assert_string_equal(v->object, "job:1"); /* the oldest */
+    assert_non_null(rp_memory_sighting(f->m, "job_queue|STALE_READY|project:alpha"));
+    rp_report_cleanup(&r);
+
+    /* The oldest is taken; the next one is stale too: the same sighting. */
+    ((rp_mem_job *)rp_memory_job(f->m, a1))->state = RP_JOB_SUCCEEDED;
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 0);
+    rp_report_cleanup(&r);
+
+    /* The dependency finished 1000 s ago: delta's job counts from then. */
+    rp_mem_job *b = (rp_mem_job *)rp_memory_job(f->m, blocker);
+    b->state = RP_JOB_SUCCEEDED;
+    b->lease_known = false;
+    b->finished_known = true;
+    b->finished_at = NOW - 1000 * 1000;
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 1);
+    assert_string_equal(r.verdicts[0].project, "delta");
+    v = &r.verdicts[0];
+    assert_true(v->measured > 999.999 && v->measured < 1000.001);
+    rp_report_cleanup(&r);
+}
+
+static void test_project_narrows_the_pass(void **state) {
+    fixture *f = *state;
+    int64_t a = add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    int64_t b = add_leased(f, "beta", 1, 7, NOW - MIN_MS);
+    put_queue(f, "vibey.held", RP_QUEUE_TYPE_CLASSIC, 0, 3, 0);
+    assert_int_equal(rp_memory_add_sighting(f->m, "job_queue|STALE_READY|project:beta",
+                                            RP_COND_STALE_READY), RP_OK);
+    assert_int_equal(rp_memory_add_sighting(f->m, "job_queue|STALE_READY|project:alpha",
+                                            RP_COND_STALE_READY), RP_OK);
+    assert_int_equal(rp_memory_add_sighting(f->m, "broker|HOLDER_GONE|queue:/:vibey.gone",
+                                            RP_COND_HOLDER_GONE), RP_OK);
+    f->opt.project = "alpha";
+    rp_report r;
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(rp_memory_job(f->m, a)->state, RP_JOB_READY);
+    assert_int_equal(rp_memory_job(f->m, b)->state, RP_JOB_LEASED);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_LIST_QUEUES), 0);
+    assert_true(has_note(&r, "narrowed to project alpha"));
+    /* Only alpha's stale sighting could be judged, so only it clears. */
+    assert_null(rp_memory_sighting(f->m, "job_queue|STALE_READY|project:alpha"));
+    assert_non_null(rp_memory_sighting(f->m, "job_queue|STALE_READY|project:beta"));
+    assert_non_null(rp_memory_sighting(f->m, "broker|HOLDER_GONE|queue:/:vibey.gone"));
+    assert_int_equal(r.n_verdicts, 2); /* the requeue and the clearing */
+    rp_report_cleanup(&r);
+}
+
+/* ---- Broker ---- */
+
+static void test_broker_notes(void **state) {
+    fixture *f = *state;
+    put_queue(f, "vibey.quorum", RP_QUEUE_TYPE_QUORUM, 5, 0, 0);
+    put_queue(f, "vibey.untimed", RP_QUEUE_TYPE_CLASSIC, 5, 0, 0);
+    put_queue(f, "vibey.fresh", RP_QUEUE_TYPE_CLASSIC, 5, 2, -1); /* consumers unknown */
+    put_queue(f, "other.quorum", RP_QUEUE_TYPE_QUORUM, 5, 0, 0);  /* not owned: no note */
+    rp_report r;
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(r.n_verdicts, 0);
+    assert_int_equal(r.n_notes, 3);
+    assert_true(has_note(&r, "queue vibey.quorum on vhost /: stale ready not judged, a quorum"));
+    assert_true(has_note(&r, "vibey.untimed on vhost /: stale ready not judged, its head message "
+                             "carries no timestamp"));
+    assert_true(has_note(&r, "vibey.fresh on vhost /: holder gone and stale ready not judged"));
+    rp_report_cleanup(&r);
+}
+
+static void test_dead_letter_queues(void **state) {
+    fixture *f = *state;
+    put_queue(f, "celery.dlq", RP_QUEUE_TYPE_CLASSIC, 2, 0, 0); /* not owned */
+    add_dead_letter(f, "celery.dlq", "c-1", "theirs");
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_QUORUM, 3, 0, 0); /* owned */
+    add_dead_letter(f, "vibey.x.dlq", "m-1", "one");
+    add_dead_letter(f, "vibey.x.dlq", NULL, "two");
+    add_dead_letter(f, "vibey.x.dlq", "m-1", "one again"); /* the same identity */
+    rp_report r;
+    run(f, false, &r);
+    assert_true(r.ok);
+    const rp_verdict *s = find(&r, "queue:/:celery.dlq");
+    assert_non_null(s);
+    assert_int_equal(s->condition, RP_COND_DEAD_LETTER);
+    assert_int_equal(s->action, RP_ACTION_SURFACED);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 2);
+    const rp_verdict *p = find(&r, "dead_letter:id:m-1");
+    assert_non_null(p);
+    assert_false(p->trusted);
+    assert_string_equal(p->queue, "vibey.x.dlq");
+    assert_non_null(strstr(p->detail, "\"vibey.x\""));
+    assert_non_null(strstr(p->detail, "\"rejected\""));
+    /* Only the owned queue was read; nothing parked from the foreign one. */
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_PEEK), 1);
+    assert_int_equal(rp_memory_n_parked(f->m), 2);
+    for (size_t i = 0; i < 2; i++) {
+        const rp_mem_parked *d = rp_memory_parked(f->m, i);
+        assert_string_equal(d->queue, "vibey.x.dlq");
+        assert_string_equal(d->origin_queue, "\"vibey.x\"");
+        const rp_gate *g = rp_memory_gate(f->m, i);
+        assert_int_equal(g->kind, RP_GATE_BUS_DEAD_LETTERED);
+        assert_int_equal(g->id, d->gate_id);
+        assert_int_equal(rp_memory_job(f->m, d->job_id)->state, RP_JOB_AWAITING_HUMAN);
+    }
+    /* Parks, plus the surfaced foreign queue, each with its event. */
+    assert_int_equal(rp_memory_n_ledger(f->m), 3);
+    rp_report_cleanup(&r);
+
+    /* The broker keeps its copies; parking again changes nothing. */
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 0);
+    assert_int_equal(rp_memory_n_parked(f->m), 2);
+    assert_int_equal(rp_memory_n_ledger(f->m), 3);
+    rp_report_cleanup(&r);
+}
+
+static void test_dead_letter_peek_limit(void **state) {
+    fixture *f = *state;
+    f->opt.dead_letter_peek_limit = 2;
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 3, 0, 0);
+    add_dead_letter(f, "vibey.x.dlq", "m-1", "1");
+    add_dead_letter(f, "vibey.x.dlq", "m-2", "2");
+    add_dead_letter(f, "vibey.x.dlq", "m-3", "3");
+    rp_report r;
+    run(f, false, &r);
+    assert_int_equal(rp_memory_n_parked(f->m), 2);
+    assert_true(has_note(&r, "the first 2 messages were examined"));
+    rp_report_cleanup(&r);
+    /* A queue that holds no more than the limit leaves nothing behind. */
+    f->opt.dead_letter_peek_limit = 3;
+    run(f, false, &r);
+    assert_int_equal(rp_memory_n_parked(f->m), 3);
+    assert_false(has_note(&r, "were examined"));
+    rp_report_cleanup(&r);
+}
+
+static void test_dead_letter_queue_owned_by_its_base_name(void **state) {
+    fixture *f = *state;
+    /* An owned pattern that matches the queue but not its dead-letter queue:
+     * the dead-letter queue of an owned queue is still owned. */
+    pcre2_code *strict = compile("^vibey\\.[a-z]+$");
+    f->opt.owned_queue_pattern = strict;
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 1, 0, 0);
+    add_dead_letter(f, "vibey.x.dlq", "m-1", "1");
+    put_queue(f, "vibey.x.y.dlq", RP_QUEUE_TYPE_CLASSIC, 1, 0, 0); /* base not owned */
+    rp_report r;
+    run(f, false, &r);
+    assert_int_equal(rp_memory_n_parked(f->m), 1);
+    const rp_verdict *v = find(&r, "queue:/:vibey.x.y.dlq");
+    assert_non_null(v);
+    assert_int_equal(v->action, RP_ACTION_SURFACED);
+    rp_report_cleanup(&r);
+    pcre2_code_free(strict);
+    f->opt.owned_queue_pattern = f->owned;
+}
+
+static void test_dead_letter_park_failure(void **state) {
+    fixture *f = *state;
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 2, 0, 0);
+    add_dead_letter(f, "vibey.x.dlq", "m-1", "1");
+    add_dead_letter(f, "vibey.x.dlq", "m-2", "2");
+    rp_memory_fail(f->m, RP_MEM_PARK, RP_ERR_UNAVAILABLE, 0);
+    rp_report r;
+    run(f, false, &r);
+    assert_false(r.ok);
+    assert_true(unreadable(&r, "job_queue"));
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_PARK), 1); /* stopped at the first */
+    assert_int_equal(rp_memory_n_parked(f->m), 0);
+    assert_int_equal(rp_memory_n_jobs(f->m), 0);
+    rp_report_cleanup(&r);
+    rp_memory_fail(f->m, RP_MEM_PEEK, RP_ERR_UNAVAILABLE, 0);
+    rp_memory_fail(f->m, RP_MEM_PARK, RP_OK, 0);
+    run(f, false, &r);
+    assert_false(r.ok);
+    assert_true(unreadable(&r, "broker"));
+    rp_report_cleanup(&r);
+}
+
+static void test_invalid_options(void **state) {
+    fixture *f = *state;
+    rp_report r;
+    f->opt.owned_queue_pattern = NULL;
+    assert_int_equal(rp_pass_run(&f->ports, &f->opt, &r), RP_ERR_INVALID);
+    rp_report_cleanup(&r);
+    f->opt.owned_queue_pattern = f->owned;
+    f->opt.dead_letter_peek_limit = 0;
+    assert_int_equal(rp_pass_run(&f->ports, &f->opt, &r), RP_ERR_INVALID);
+    rp_report_cleanup(&r);
+    f->opt.dead_letter_peek_limit = 1001;
+    assert_int_equal(rp_pass_run(&f->ports, &f->opt, &r), RP_ERR_INVALID);
+    rp_report_cleanup(&r);
+    for (int op = 0; op < RP_MEM_OP_COUNT_; op++)
+        assert_int_equal(rp_memory_calls(f->m, (rp_memory_op)op), 0);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        T(test_requeue_vs_park),
+        T(test_attempts_boundaries),
+        T(test_grace_boundary_in_a_pass),
+        T(test_lease_locked_elsewhere_and_conflicts),
+        T(test_dry_run_changes_nothing),
+        T(test_sighting_opened_once_and_cleared),
+        T(test_condition_change_on_one_queue),
+        T(test_queue_listed_twice_is_one_sighting),
+        T(test_sighting_opened_by_another_reaper),
+        T(test_sightings_the_pass_does_not_judge_are_left_alone),
+        T(test_unreadable_broker_clears_nothing),
+        T(test_unreadable_store),
+        T(test_failed_move_stops_the_lease_reap),
+        T(test_unrecorded_surface_is_still_reported),
+        T(test_publish_failure_is_a_note),
+        T(test_stale_ready_per_project),
+        T(test_project_narrows_the_pass),
+        T(test_broker_notes),
+        T(test_dead_letter_queues),
+        T(test_dead_letter_peek_limit),
+        T(test_dead_letter_queue_owned_by_its_base_name),
+        T(test_dead_letter_park_failure),
+        T(test_invalid_options),
+    };
+    return cmocka_run_group_tests_name("pass", tests, NULL, NULL);
+}
