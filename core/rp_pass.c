@@ -222,10 +222,15 @@ rp_status rp_pass_run(const rp_ports *ports, const rp_pass_options *opt, rp_repo
         .store_whole = true,
         .broker_whole = true,
     };
-    rp_status st = rp_load_open(&p);
-    if (st == RP_OK) st = rp__pass_store(&p);
-    if (st == RP_OK) st = rp__pass_broker(&p);
-    if (st == RP_OK) st = rp_clear(&p);
+    rp_status st;
+    if (opt->scope == RP_PASS_LEASES) {
+        st = rp__pass_leases(&p);
+    } else {
+        st = rp_load_open(&p);
+        if (st == RP_OK) st = rp__pass_store(&p);
+        if (st == RP_OK) st = rp__pass_broker(&p);
+        if (st == RP_OK) st = rp_clear(&p);
+    }
     rp_pass_cleanup(&p);
     return st;
 }

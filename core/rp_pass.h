@@ -57,7 +57,30 @@
 #include "rp_ports.h"
 #include "rp_report.h"
 
+/* What a pass covers. RP_PASS_LEASES is the crash-recovery reap that runs
+ * even when the automatic sweep is off (reap.enabled false) and on the
+ * deadline timer: the lease reap alone, no stale ready, no broker, no
+ * sighting opened or cleared. */
+typedef enum rp_pass_scope {
+    RP_PASS_FULL = 0,
+    RP_PASS_LEASES,
+} rp_pass_scope;
+
+/* Called every RP_PASS_PROGRESS_EVERY moved or judged rows of the lease reap
+ * so that the caller can say how a long reap goes. phase is a static string
+ * ("lease reap"), done the rows handled so far. Must not call the ports. */
+typedef void (*rp_pass_progress_fn)(void *arg, const char *phase, size_t done);
+#define RP_PASS_PROGRESS_EVERY 10000
+
 typedef struct rp_pass_options {
+    rp_pass_scope scope;
+    rp_pass_progress_fn progress; /* may be NULL */
+    void *progress_arg;
+    /* Polled between rows and between queues; when it answers true the
+     * pass ends there with a note (what was committed stays committed: every
+     * row commits on its own). May be NULL. */
+    bool (*should_stop)(void *arg);
+    void *stop_arg;
     rp_thresholds thresholds;
     const pcre2_code *owned_queue_pattern;       /* required */
     const pcre2_code *dead_letter_queue_pattern; /* required */
@@ -66,8 +89,9 @@ typedef struct rp_pass_options {
     const char *project;                         /* NULL: every project */
 } rp_pass_options;
 
-/* Default thresholds, peek limit 100, no patterns, not a dry run, every
- * project. The caller sets the two patterns. */
+/* Full scope, no progress hook, default thresholds, peek limit 100, no
+ * patterns, not a dry run, every project. The caller sets the two
+ * patterns. */
 void rp_pass_options_default(rp_pass_options *o);
 
 /* Runs one pass at the time the clock port gives (read once). Returns RP_OK

@@ -94,6 +94,10 @@ static rp_status rp_judge_one(rp__pass *p, const rp_queue_facts *listed) {
 static rp_status rp_list_and_judge(rp__pass *p) {
     const rp_broker_port *b = &p->ports->broker;
     for (size_t page = 1;; page++) {
+        if (p->opt->should_stop && p->opt->should_stop(p->opt->stop_arg)) {
+            p->broker_whole = false;
+            return rp__pass_note(p, "broker: the listing stopped early (shutting down)");
+        }
         rp_queue_page pg = {0};
         rp_status lst = b->list_queues(b->self, page, &pg);
         if (lst != RP_OK) {
@@ -155,6 +159,9 @@ rp_status rp__pass_broker(rp__pass *p) {
     }
     p->broker_ran = true;
     rp_status st = rp_list_and_judge(p);
-    for (size_t i = 0; i < p->n_targets && st == RP_OK; i++) st = rp_backfill(p, &p->targets[i]);
+    for (size_t i = 0; i < p->n_targets && st == RP_OK; i++) {
+        if (p->opt->should_stop && p->opt->should_stop(p->opt->stop_arg)) break;
+        st = rp_backfill(p, &p->targets[i]);
+    }
     return st;
 }

@@ -59,6 +59,7 @@ rp_status rp__pass_surface(rp__pass *p, rp_verdict *v) RP_MUSTCHECK;
 /* The two halves. They return only failures that stop the pass
  * (RP_ERR_NOMEM); an unreadable source is recorded and the half goes on. */
 rp_status rp__pass_store(rp__pass *p) RP_MUSTCHECK;
+rp_status rp__pass_leases(rp__pass *p) RP_MUSTCHECK; /* the lease reap alone */
 rp_status rp__pass_broker(rp__pass *p) RP_MUSTCHECK;
 
 #endif

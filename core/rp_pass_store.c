@@ -28,10 +28,16 @@ static rp_status rp_move(rp__pass *p, const rp_held_job *job, rp_verdict *v) {
         return rp__pass_note(p, "job %" PRId64 " changed while it was being moved; left for the "
                                 "next pass", job->id);
     }
-    if (mst != RP_OK) {
+    if (mst == RP_ERR_UNAVAILABLE) {
         p->store_whole = false;
         rp_status st = rp__pass_unreadable(p, RP_SOURCE_JOB_QUEUE, "moving an expired lease", mst);
         return st == RP_OK ? RP_ERR_UNAVAILABLE : st;
+    }
+    if (mst != RP_OK) {
+        /* This row failed (a constraint, a trigger) and was rolled back
+         * alone: the others go on, and the next pass tries it again. */
+        return rp__pass_note(p, "job %" PRId64 " could not be moved (%s); left for the next pass",
+                             job->id, rp_status_string(mst));
     }
     rp_status st = rp_publish_event(p->ports, &ev, v, p->report);
     if (st == RP_OK) st = rp_report_add_verdict(p->report, v);
@@ -41,7 +47,16 @@ static rp_status rp_move(rp__pass *p, const rp_held_job *job, rp_verdict *v) {
 static rp_status rp_reap_leases(rp__pass *p) {
     const rp_store_port *s = &p->ports->store;
     int64_t after = 0;
+    size_t handled = 0;
     for (;;) {
+        if (p->opt->should_stop && p->opt->should_stop(p->opt->stop_arg)) {
+            p->store_whole = false;
+            return rp__pass_note(p, "job_queue: the lease reap stopped early (shutting down) "
+                                    "after %zu rows; the rest is left for the next pass", handled);
+        }
+        if (p->opt->progress && handled > 0 && handled % RP_PASS_PROGRESS_EVERY == 0)
+            p->opt->progress(p->opt->progress_arg, "lease reap", handled);
+        handled++;
         rp_lease_query q = {
             .now = p->now,
             .grace_seconds = p->opt->thresholds.lease_grace_seconds,
@@ -113,6 +128,8 @@ static rp_status rp_stale_ready(rp__pass *p) {
     free(stale);
     return st;
 }
+
+rp_status rp__pass_leases(rp__pass *p) { return rp_reap_leases(p); }
 
 rp_status rp__pass_store(rp__pass *p) {
     rp_status st = rp_reap_leases(p);

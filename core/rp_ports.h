@@ -240,6 +240,7 @@ typedef struct rp_gate_port {
 
 typedef struct rp_publisher_port {
     void *self;
+    /* NULL publish: nothing is published (the ledger stays the record). */
     /* Publishes one committed ledger event. A failure loses nothing from the
      * ledger, which stays the record. */
     rp_status (*publish)(void *self, const rp_ledger_event *ev);

@@ -13,6 +13,8 @@ rp_status rp_publish_event(const rp_ports *ports, const rp_event_ref *ev, const 
         .kind = RP_LEDGER_QUEUE_REAPED,
         .verdict = v,
     };
+    /* No publisher (a store-only reaper, --once): the ledger is the record. */
+    if (ports->publisher.publish == NULL) return RP_OK;
     rp_status pst = ports->publisher.publish(ports->publisher.self, &le);
     if (pst == RP_OK) return RP_OK;
     char *note = NULL;

@@ -30,6 +30,7 @@ rp_status rp__mem_enter(rp_memory *m, rp_memory_op op) {
         f->after--;
         return RP_OK;
     }
+    if (f->once) f->armed = false;
     return f->st;
 }
 
@@ -131,8 +132,14 @@ void rp_memory_set_page_size(rp_memory *m, size_t n) { m->page_size = n ? n : 1;
 void rp_memory_fail(rp_memory *m, rp_memory_op op, rp_status st, size_t after) {
     rp__mem_fail *f = &m->fail[op];
     f->armed = st != RP_OK;
+    f->once = false;
     f->st = st;
     f->after = after;
+}
+
+void rp_memory_fail_once(rp_memory *m, rp_memory_op op, rp_status st, size_t after) {
+    rp_memory_fail(m, op, st, after);
+    m->fail[op].once = true;
 }
 
 size_t rp_memory_calls(const rp_memory *m, rp_memory_op op) { return m->fail[op].calls; }

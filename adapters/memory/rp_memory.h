@@ -119,6 +119,8 @@ void rp_memory_set_page_size(rp_memory *m, size_t n);
 /* Makes op fail with st once `after` further calls have succeeded, and on
  * every call from then on; st RP_OK disarms. */
 void rp_memory_fail(rp_memory *m, rp_memory_op op, rp_status st, size_t after);
+/* The same, but only that one call fails (one bad row among good ones). */
+void rp_memory_fail_once(rp_memory *m, rp_memory_op op, rp_status st, size_t after);
 size_t rp_memory_calls(const rp_memory *m, rp_memory_op op);
 /* Every call of a writing operation (move, release of a locked row, append,
  * open/close sighting, park, answer, publish), for dry-run checks. */

@@ -30,6 +30,7 @@ typedef struct rp__mem_dl {
 
 typedef struct rp__mem_fail {
     bool armed;
+    bool once; /* disarm after the first failure */
     rp_status st;
     size_t after;
     size_t calls;

@@ -595,6 +595,95 @@ static void test_failed_move_stops_the_lease_reap(void **state) {
     rp_report_cleanup(&r);
 }
 
+/* One row failing on its own (a trigger, a constraint) is rolled back alone:
+ * the others still move, and the report says which row was left. */
+static void test_failed_row_does_not_block_the_others(void **state) {
+    fixture *f = *state;
+    int64_t a = add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    int64_t b = add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    int64_t c = add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    rp_memory_fail_once(f->m, RP_MEM_MOVE_LEASE, RP_ERR_INTERNAL, 1); /* the second move */
+    rp_report r;
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(rp_memory_job(f->m, a)->state, RP_JOB_READY);
+    assert_int_equal(rp_memory_job(f->m, b)->state, RP_JOB_LEASED);
+    assert_false(rp_memory_job(f->m, b)->locked);
+    assert_int_equal(rp_memory_job(f->m, c)->state, RP_JOB_READY);
+    assert_int_equal(rp_memory_n_ledger(f->m), 2);
+    assert_int_equal(count(&r, RP_COND_LEASE_EXPIRED, RP_ACTION_REQUEUED), 2);
+    bool noted = false;
+    char want[64];
+    snprintf(want, sizeof want, "job %lld could not be moved", (long long)b);
+    for (size_t i = 0; i < r.n_notes; i++)
+        if (strstr(r.notes[i], want)) noted = true;
+    assert_true(noted);
+    rp_report_cleanup(&r);
+}
+
+static size_t progress_calls, progress_last;
+static void on_progress(void *arg, const char *phase, size_t done) {
+    (void)arg;
+    assert_string_equal(phase, "lease reap");
+    progress_calls++;
+    progress_last = done;
+}
+
+/* The leases-only scope (the crash-recovery reap that runs even with the
+ * sweep off) moves leases and nothing else: no stale ready, no broker, no
+ * sighting opened or cleared. Progress is reported on long reaps. */
+static void test_leases_scope_moves_leases_only(void **state) {
+    fixture *f = *state;
+    for (int i = 0; i < 25000; i++) add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    add_ready(f, "beta", NOW - 1000 * 1000, 0); /* stale, but not this scope's */
+    put_queue(f, "vibey.held", RP_QUEUE_TYPE_CLASSIC, 0, 3, 0);
+    f->opt.scope = RP_PASS_LEASES;
+    f->opt.progress = on_progress;
+    progress_calls = progress_last = 0;
+    rp_report r;
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(count(&r, RP_COND_LEASE_EXPIRED, RP_ACTION_REQUEUED), 25000);
+    assert_int_equal(r.n_verdicts, 25000);
+    assert_null(rp_memory_sighting(f->m, "job_queue|STALE_READY|project:beta"));
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_LIST_QUEUES), 0);
+    assert_int_equal(progress_calls, 2);
+    assert_int_equal(progress_last, 20000);
+    rp_report_cleanup(&r);
+}
+
+static int stop_after_calls;
+static bool stop_soon(void *arg) {
+    (void)arg;
+    return --stop_after_calls < 0;
+}
+
+/* A stop request (SIGTERM) ends the lease reap between rows: what moved is
+ * committed, the rest stays leased for the next pass, nothing is half done,
+ * and no sighting is cleared from a half-read source. */
+static void test_stop_request_ends_the_pass_between_rows(void **state) {
+    fixture *f = *state;
+    for (int i = 0; i < 10; i++) add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    f->opt.should_stop = stop_soon;
+    stop_after_calls = 4;
+    rp_report r;
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_LEASE_EXPIRED, RP_ACTION_REQUEUED), 4);
+    assert_int_equal(rp_memory_n_ledger(f->m), 4);
+    size_t leased = 0;
+    for (int64_t id = 1; id <= 10; id++)
+        if (rp_memory_job(f->m, id)->state == RP_JOB_LEASED) {
+            leased++;
+            assert_false(rp_memory_job(f->m, id)->locked);
+        }
+    assert_int_equal(leased, 6);
+    bool noted = false;
+    for (size_t i = 0; i < r.n_notes; i++)
+        if (strstr(r.notes[i], "stopped early")) noted = true;
+    assert_true(noted);
+    rp_report_cleanup(&r);
+}
+
 static void test_unrecorded_surface_is_still_reported(void **state) {
     fixture *f = *state;
     put_queue(f, "vibey.held", RP_QUEUE_TYPE_CLASSIC, 0, 3, 0);
@@ -869,6 +958,9 @@ int main(void) {
         T(test_unreadable_broker_clears_nothing),
         T(test_unreadable_store),
         T(test_failed_move_stops_the_lease_reap),
+        T(test_failed_row_does_not_block_the_others),
+        T(test_leases_scope_moves_leases_only),
+        T(test_stop_request_ends_the_pass_between_rows),
         T(test_unrecorded_surface_is_still_reported),
         T(test_publish_failure_is_a_note),
         T(test_stale_ready_per_project),
