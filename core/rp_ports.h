@@ -154,6 +154,12 @@ typedef struct rp_store_port {
                                 rp_event_ref *event);
     /* Every open sighting, fleet-wide. */
     rp_status (*list_open_sightings)(void *self, rp_sighting_list *out);
+    /* The earliest lease_expires_at + grace_seconds of a leased row still in
+     * the table (rows already past it included), for the daemon's deadline
+     * timer: such a row is reaped strictly AFTER *at (rp_judge.h). *any is
+     * false, and *at 0, when no leased row has a known deadline. Read only. */
+    rp_status (*next_lease_deadline)(void *self, int64_t grace_seconds, rp_time_ms *at,
+                                     bool *any);
 } rp_store_port;
 
 /* ---- Dead-letter park --------------------------------------------------- */

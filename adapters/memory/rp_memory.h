@@ -60,6 +60,7 @@ typedef enum rp_memory_op {
     RP_MEM_LIST_GATES,
     RP_MEM_ANSWER,
     RP_MEM_PUBLISH,
+    RP_MEM_NEXT_DEADLINE,
     RP_MEM_OP_COUNT_
 } rp_memory_op;
 

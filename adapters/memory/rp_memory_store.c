@@ -210,6 +210,28 @@ static rp_status rp_list_sightings(void *self, rp_sighting_list *out) {
     return RP_OK;
 }
 
+static rp_status rp_next_deadline(void *self, int64_t grace_seconds, rp_time_ms *at, bool *any) {
+    rp_memory *m = self;
+    *at = 0;
+    *any = false;
+    rp_status st = rp__mem_enter(m, RP_MEM_NEXT_DEADLINE);
+    if (st != RP_OK) return st;
+    /* Saturating, as core's arithmetic is: a corrupt deadline stays bounded. */
+    int64_t grace_ms;
+    if (__builtin_mul_overflow(grace_seconds, (int64_t)1000, &grace_ms))
+        grace_ms = grace_seconds < 0 ? INT64_MIN : INT64_MAX;
+    for (size_t i = 0; i < m->n_jobs; i++) {
+        const rp_mem_job *j = &m->jobs[i];
+        if (j->state != RP_JOB_LEASED || !j->lease_known) continue;
+        rp_time_ms d;
+        if (__builtin_add_overflow(j->lease_expires_at, grace_ms, &d))
+            d = grace_ms > 0 ? INT64_MAX : INT64_MIN;
+        if (!*any || d < *at) *at = d;
+        *any = true;
+    }
+    return RP_OK;
+}
+
 void rp__mem_store_port(rp_memory *m, rp_store_port *out) {
     out->self = m;
     out->take_expired_lease = rp_take;
@@ -220,4 +242,5 @@ void rp__mem_store_port(rp_memory *m, rp_store_port *out) {
     out->open_sighting = rp_open_sighting;
     out->close_sighting = rp_close_sighting;
     out->list_open_sightings = rp_list_sightings;
+    out->next_lease_deadline = rp_next_deadline;
 }

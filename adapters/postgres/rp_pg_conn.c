@@ -10,6 +10,7 @@ struct rp_pg_conn {
     char *dsn;
     int connect_timeout_s;
     PGconn *conn;
+    unsigned long generation; /* successful connects so far */
     char peer[300];
 };
 
@@ -81,6 +82,7 @@ rp_status rp_pg_conn_ensure(rp_pg_conn *c, char *err, size_t errlen) {
         return RP_ERR_UNAVAILABLE;
     }
     PQsetNoticeProcessor(c->conn, rp_pg_on_notice, NULL);
+    c->generation++;
     snprintf(c->peer, sizeof c->peer, "%s:%s/%s", PQhost(c->conn), PQport(c->conn),
              PQdb(c->conn));
     return RP_OK;
@@ -101,6 +103,10 @@ rp_status rp_pg_conn_ping(rp_pg_conn *c, char *err, size_t errlen) {
     }
     return RP_OK;
 }
+
+void rp_pg_conn_close(rp_pg_conn *c) { rp_pg_drop(c); }
+
+unsigned long rp_pg_conn_generation(const rp_pg_conn *c) { return c->generation; }
 
 bool rp_pg_conn_is_up(const rp_pg_conn *c) {
     return c->conn && PQstatus(c->conn) == CONNECTION_OK;

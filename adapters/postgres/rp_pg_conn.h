@@ -34,6 +34,13 @@ rp_status rp_pg_conn_ensure(rp_pg_conn *c, char *err, size_t errlen) RP_MUSTCHEC
 rp_status rp_pg_conn_ping(rp_pg_conn *c, char *err, size_t errlen) RP_MUSTCHECK;
 bool rp_pg_conn_is_up(const rp_pg_conn *c);
 PGconn *rp_pg_conn_handle(rp_pg_conn *c);
+/* Closes the connection now (a caller that gave up waiting on it, or saw
+ * it broken mid-protocol); the next rp_pg_conn_ensure connects afresh. */
+void rp_pg_conn_close(rp_pg_conn *c);
+/* Counts successful connects: a value that changed since a caller last
+ * looked means a NEW session, so whatever that caller kept of the old one
+ * (prepared statements, an open transaction, row locks) is gone. */
+unsigned long rp_pg_conn_generation(const rp_pg_conn *c);
 /* "host:port/dbname" for logs. Valid while connected, else "". */
 const char *rp_pg_conn_peer(const rp_pg_conn *c);
 /* Server version as an integer (150018), 0 when not connected. */

@@ -85,6 +85,8 @@ rp_status rp_amqp_conn_start(rp_amqp_conn *c) RP_MUSTCHECK;
 rp_amqp_state rp_amqp_conn_get_state(const rp_amqp_conn *c);
 /* The live connection, or NULL when not UP. */
 amqp_connection_state_t rp_amqp_conn_handle(rp_amqp_conn *c);
+/* The loop the connection runs on. */
+struct event_base *rp_amqp_conn_base(const rp_amqp_conn *c);
 /* "host:port vhost V" for logs (no user, no password). */
 const char *rp_amqp_conn_peer(const rp_amqp_conn *c);
 /* Serves frames already buffered; call after every RPC and publish. */

@@ -1,40 +1,43 @@
 /*
  * The loop, read top to bottom: signals, the broker connection (its socket
- * and heartbeat timer), and the store thread's posts are all events on one
- * event_base. Nothing on this thread waits for the network: the AMQP login
- * and declarations run on a connect thread, PostgreSQL on the store thread.
+ * and heartbeat timer), the sweep and deadline timers, and the store
+ * thread's posts are all events on one event_base. Nothing on this thread
+ * waits for the network: the AMQP login and declarations run on a connect
+ * thread, PostgreSQL and every pass on the store thread.
+ *
+ * Passes. One pass runs at a time, on the store thread:
+ *  - the sweep (a full pass) every reap.interval_seconds while reap.enabled;
+ *  - the lease reap (RP_PASS_LEASES) on the deadline timer, which after
+ *    every pass is armed for the earliest lease_expires_at + grace still in
+ *    the table (at most interval_seconds away), so a dead worker's job is
+ *    back about when its lease runs out. It runs even with reap.enabled
+ *    false: it is crash recovery.
+ * A timer that fires while a pass runs leaves a wish that the end of the
+ * pass fulfils; a sweep wish covers a lease wish.
  */
 #include "daemon.h"
 
 #include <event2/event.h>
 #include <event2/thread.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "rp_amqp_conn.h"
+#include "daemon_internal.h"
+#include "report_text.h"
 #include "rp_log.h"
-#include "rp_pg_conn.h"
 #include "version.h"
-#include "worker.h"
 
 #define RP_STORE_CHECK_MS 2000
-#define RP_HEARTBEAT_SECONDS 10
 
-typedef struct rp_daemon {
-    struct event_base *base;
-    const rp_config *cfg;
-    struct event *sig_term, *sig_int;
-    rp_amqp_conn *amqp;
-    rp_worker *store;
-    rp_pg_conn *pg; /* touched only on the store thread */
-    bool store_up_seen; /* store thread side: last reported state */
-    unsigned store_checks, store_failures; /* store thread side */
-    bool store_up;      /* loop side */
-    bool broker_up;
-    int exit_code;
-} rp_daemon;
+static rp_time_ms rp_wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (rp_time_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* ---- the store thread ---------------------------------------------------- */
 
@@ -56,15 +59,9 @@ static void rp_store_news_on_loop(void *job, bool cancelled) {
     free(n);
 }
 
-/* Runs on the store thread every RP_STORE_CHECK_MS while idle: connects,
- * or checks the connection, and tells the loop when the state changes (and
- * every 30th failed attempt, so a long outage stays visible in the log). */
-static void rp_store_idle(rp_worker *w, void *ctx) {
-    rp_daemon *d = ctx;
-    char err[256] = "";
-    rp_status st = rp_pg_conn_is_up(d->pg) ? rp_pg_conn_ping(d->pg, err, sizeof err)
-                                           : rp_pg_conn_ensure(d->pg, err, sizeof err);
-    bool up = st == RP_OK;
+/* Tells the loop when the store's state changed (and every 30th failed
+ * check, so a long outage stays visible in the log). Store thread. */
+static void rp_store_tell(rp_worker *w, rp_daemon *d, bool up, const char *err) {
     bool changed = up != d->store_up_seen || d->store_checks == 0;
     d->store_failures = up ? 0 : d->store_failures + 1;
     d->store_checks++;
@@ -75,58 +72,183 @@ static void rp_store_idle(rp_worker *w, void *ctx) {
     n->d = d;
     n->up = up;
     if (up)
-        snprintf(n->detail, sizeof n->detail, "%s (server %d)", rp_pg_conn_peer(d->pg),
-                 rp_pg_conn_server_version(d->pg));
+        snprintf(n->detail, sizeof n->detail, "%s (server %d)", rp_pg_conn_peer(d->runner.conn),
+                 rp_pg_conn_server_version(d->runner.conn));
     else
         snprintf(n->detail, sizeof n->detail, "%s", err);
     if (rp_worker_post(w, rp_store_news_on_loop, n) != RP_OK) free(n);
 }
 
-/* The first check runs as a job, at once, rather than after an idle period. */
-static void rp_store_check_now(void *ctx, void *job) {
-    RP_UNUSED(job);
+/* Runs on the store thread every RP_STORE_CHECK_MS while idle: connects, or
+ * checks the connection. */
+static void rp_store_idle(rp_worker *w, void *ctx) {
     rp_daemon *d = ctx;
-    rp_store_idle(d->store, d);
+    char err[256] = "";
+    rp_pg_conn *c = d->runner.conn;
+    rp_status st = rp_pg_conn_is_up(c) ? rp_pg_conn_ping(c, err, sizeof err)
+                                       : rp_pg_conn_ensure(c, err, sizeof err);
+    rp_store_tell(w, d, st == RP_OK, err);
 }
 
-/* ---- the broker ---------------------------------------------------------- */
+/* ---- passes ---------------------------------------------------------------- */
 
-static void rp_broker_on_state(void *arg, rp_amqp_state state, const char *why) {
-    rp_daemon *d = arg;
-    switch (state) {
-    case RP_AMQP_UP:
-        d->broker_up = true;
-        RP_INFO("broker connected", "broker", why, NULL);
-        break;
-    case RP_AMQP_DOWN:
-        d->broker_up = false;
-        RP_WARN("broker unreachable; retrying", "broker", rp_amqp_conn_peer(d->amqp),
-                "reason", why, NULL);
-        break;
-    case RP_AMQP_CONNECTING:
-        RP_DEBUG("broker connecting", "broker", why, NULL);
-        break;
-    default:
-        break;
+typedef struct rp_pass_job {
+    rp_daemon *d;
+    rp_pass_request req;
+    const char *scope_name;
+} rp_pass_job;
+
+static void rp_pass_progress(void *arg, const char *phase, size_t done) {
+    char n[24];
+    snprintf(n, sizeof n, "%zu", done);
+    RP_INFO("pass progress", "phase", phase, "rows", n, "scope", (const char *)arg, NULL);
+}
+
+/* Store thread: asked between rows; set by the loop on SIGTERM/SIGINT. */
+static bool rp_pass_should_stop(void *arg) {
+    return __atomic_load_n(&((rp_daemon *)arg)->stopping, __ATOMIC_ACQUIRE);
+}
+
+/* Store thread: the pass itself. */
+static void rp_pass_work(void *ctx, void *arg) {
+    rp_daemon *d = ctx;
+    rp_pass_job *job = arg;
+    rp_pass_runner_run(&d->runner, &job->req);
+    rp_store_tell(d->store, d, rp_pg_conn_is_up(d->runner.conn), "lost during a pass");
+}
+
+static void rp_submit_pass(rp_daemon *d, rp_pass_scope scope);
+
+static void rp_arm_deadline(rp_daemon *d, const rp_pass_request *req) {
+    int64_t interval_ms = d->cfg->reap.interval_seconds * 1000;
+    int64_t wait_ms = interval_ms;
+    if (req->deadline_known) {
+        /* The deadline is on the database's clock, as the judgement is:
+         * move it to ours with the offset measured at the pass's start.
+         * Strictly past the grace: one millisecond after it is the first
+         * moment the row counts as expired. */
+        int64_t until = req->deadline_at + req->clock_offset_ms + 1 - rp_wall_ms();
+        if (until < wait_ms) wait_ms = until < 0 ? 0 : until;
     }
+    struct timeval tv = {wait_ms / 1000, (wait_ms % 1000) * 1000};
+    evtimer_add(d->deadline_ev, &tv);
 }
 
-static void rp_broker_on_frame(void *arg, const amqp_frame_t *f) {
-    RP_UNUSED(arg);
-    if (f->frame_type == AMQP_FRAME_METHOD) {
-        char id[16];
-        snprintf(id, sizeof id, "0x%08x", f->payload.method.id);
-        RP_DEBUG("broker frame not handled yet", "method", id, NULL);
+/* Loop thread: log the outcome, arm the deadline, run what was wished. */
+static void rp_pass_done(void *arg, bool cancelled) {
+    rp_pass_job *job = arg;
+    rp_daemon *d = job->d;
+    d->pass_running = false;
+    if (!cancelled) {
+        if (job->req.status != RP_OK)
+            RP_ERROR("pass stopped early", "scope", job->scope_name, "status",
+                     rp_status_string(job->req.status), NULL);
+        rp_report_log(&job->req.report, job->scope_name, job->req.duration_ms);
+        d->last_pass_at = rp_wall_ms();
+        if (job->req.open_sightings >= 0) d->open_sightings = job->req.open_sightings;
+        rp_arm_deadline(d, &job->req);
+        if (d->want_sweep) rp_submit_pass(d, RP_PASS_FULL);
+        else if (d->want_leases) rp_submit_pass(d, RP_PASS_LEASES);
     }
+    rp_pass_request_cleanup(&job->req);
+    free(job);
 }
 
-/* ---- signals ------------------------------------------------------------- */
+static void rp_submit_pass(rp_daemon *d, rp_pass_scope scope) {
+    if (d->pass_running) {
+        if (scope == RP_PASS_FULL) d->want_sweep = true;
+        else d->want_leases = true;
+        return;
+    }
+    rp_pass_job *job = calloc(1, sizeof *job);
+    if (job == NULL) {
+        RP_ERROR("out of memory: pass skipped", NULL);
+        return;
+    }
+    job->d = d;
+    job->scope_name = scope == RP_PASS_FULL ? "sweep" : "lease reap";
+    rp_pass_request_init(&job->req, scope, false);
+    job->req.progress = rp_pass_progress;
+    job->req.progress_arg = (void *)job->scope_name;
+    job->req.should_stop = rp_pass_should_stop;
+    job->req.stop_arg = d;
+    if (rp_worker_submit(d->store, rp_pass_work, rp_pass_done, job) != RP_OK) {
+        rp_pass_request_cleanup(&job->req);
+        free(job);
+        RP_ERROR("the store thread refused a pass", NULL);
+        return;
+    }
+    d->pass_running = true;
+    if (scope == RP_PASS_FULL) d->want_sweep = false;
+    d->want_leases = false; /* every pass reaps leases */
+}
+
+rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done, void *job) {
+    if (d->store == NULL || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) return RP_ERR_CLOSED;
+    return rp_worker_submit(d->store, fn, done, job);
+}
+
+static void rp_on_sweep(evutil_socket_t fd, short what, void *arg) {
+    RP_UNUSED(fd);
+    RP_UNUSED(what);
+    rp_submit_pass(arg, RP_PASS_FULL);
+}
+
+static void rp_on_deadline(evutil_socket_t fd, short what, void *arg) {
+    RP_UNUSED(fd);
+    RP_UNUSED(what);
+    rp_submit_pass(arg, RP_PASS_LEASES);
+}
+
+/* ---- signals and the run ------------------------------------------------- */
 
 static void rp_on_stop_signal(evutil_socket_t sig, short what, void *arg) {
     RP_UNUSED(what);
     rp_daemon *d = arg;
-    RP_INFO("stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
+    RP_INFO("stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", "pass_running",
+            d->pass_running ? "true" : "false", NULL);
+    /* A pass in flight stops after the row it is on (each row commits on
+     * its own, so nothing is lost or half done). */
+    __atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
     event_base_loopexit(d->base, NULL);
+}
+
+static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
+    const rp_config *cfg = d->cfg;
+    d->sig_term = evsignal_new(d->base, SIGTERM, rp_on_stop_signal, d);
+    d->sig_int = evsignal_new(d->base, SIGINT, rp_on_stop_signal, d);
+    d->sweep_ev = event_new(d->base, -1, EV_PERSIST, rp_on_sweep, d);
+    d->deadline_ev = evtimer_new(d->base, rp_on_deadline, d);
+    if (!d->sig_term || !d->sig_int || !d->sweep_ev || !d->deadline_ev ||
+        evsignal_add(d->sig_term, NULL) || evsignal_add(d->sig_int, NULL)) {
+        RP_ERROR("cannot set up the loop's events", NULL);
+        return RP_ERR_INTERNAL;
+    }
+    if (rp_pass_runner_init(&d->runner, cfg) != RP_OK) {
+        RP_ERROR("out of memory", NULL);
+        return RP_ERR_NOMEM;
+    }
+    d->store = rp_worker_new(d->base, "store", rp_store_idle, d, RP_STORE_CHECK_MS);
+    if (d->store == NULL) {
+        RP_ERROR("cannot start the store thread", NULL);
+        return RP_ERR_INTERNAL;
+    }
+
+    if (rp_broker_start(d, broker_password) != RP_OK) return RP_ERR_INTERNAL;
+
+    /* The first pass now: it connects the store and reaps what expired
+     * while no reaper ran. Then the sweep on its interval. */
+    rp_submit_pass(d, cfg->reap.enabled ? RP_PASS_FULL : RP_PASS_LEASES);
+    if (cfg->reap.enabled) {
+        struct timeval tv = {(time_t)cfg->reap.interval_seconds, 0};
+        event_add(d->sweep_ev, &tv);
+    }
+    char interval[24];
+    snprintf(interval, sizeof interval, "%" PRId64, cfg->reap.interval_seconds);
+    RP_INFO("reaperd started", "version", RP_VERSION_STRING, "broker", rp_amqp_conn_peer(d->amqp),
+            "store_schema", cfg->store.schema, "sweep", cfg->reap.enabled ? "on" : "off (lease reap only)",
+            "interval_seconds", interval, NULL);
+    return RP_OK;
 }
 
 int rp_daemon_run(const rp_config *cfg, const char *broker_password) {
@@ -134,73 +256,24 @@ int rp_daemon_run(const rp_config *cfg, const char *broker_password) {
     memset(&d, 0, sizeof d);
     d.cfg = cfg;
     d.exit_code = 1;
-
-    if (evthread_use_pthreads() != 0) {
-        RP_ERROR("cannot enable libevent threading", NULL);
-        return 1;
-    }
-    d.base = event_base_new();
-    if (d.base == NULL) {
+    if (evthread_use_pthreads() != 0 || (d.base = event_base_new()) == NULL) {
         RP_ERROR("cannot create the event loop", NULL);
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);
-    d.sig_term = evsignal_new(d.base, SIGTERM, rp_on_stop_signal, &d);
-    d.sig_int = evsignal_new(d.base, SIGINT, rp_on_stop_signal, &d);
-    if (!d.sig_term || !d.sig_int || evsignal_add(d.sig_term, NULL) || evsignal_add(d.sig_int, NULL)) {
-        RP_ERROR("cannot watch signals", NULL);
-        goto out;
+    if (rp_daemon_start(&d, broker_password) == RP_OK) {
+        event_base_dispatch(d.base);
+        d.exit_code = 0;
     }
-
-    d.pg = rp_pg_conn_new(cfg->store.dsn, 5);
-    if (d.pg == NULL) {
-        RP_ERROR("out of memory", NULL);
-        goto out;
-    }
-    d.store = rp_worker_new(d.base, "store", rp_store_idle, &d, RP_STORE_CHECK_MS);
-    if (d.store == NULL) {
-        RP_ERROR("cannot start the store thread", NULL);
-        goto out;
-    }
-
-    rp_amqp_params ap = {
-        .url = cfg->broker.url,
-        .password = broker_password,
-        .heartbeat_seconds = RP_HEARTBEAT_SECONDS,
-        .connect_timeout_ms = 5000,
-        .connection_name = "reaperd",
-        .ca_file = cfg->broker.tls.ca_file,
-        .cert_file = cfg->broker.tls.cert_file,
-        .key_file = cfg->broker.tls.key_file,
-        .verify_peer = cfg->broker.tls.verify_peer,
-    };
-    rp_amqp_hooks hooks = {.on_state = rp_broker_on_state, .on_frame = rp_broker_on_frame, .arg = &d};
-    const char *err = NULL;
-    d.amqp = rp_amqp_conn_new(d.base, &ap, &hooks, &err);
-    if (d.amqp == NULL) {
-        RP_ERROR("cannot use the broker URL", "key", "broker.url", "reason", err, NULL);
-        goto out;
-    }
-    if (rp_amqp_conn_start(d.amqp) != RP_OK) {
-        RP_ERROR("cannot start the broker connection", NULL);
-        goto out;
-    }
-    /* The first store check now rather than after one idle period. */
-    if (rp_worker_submit(d.store, rp_store_check_now, NULL, NULL) != RP_OK) {
-        RP_ERROR("cannot start the store check", NULL);
-        goto out;
-    }
-
-    RP_INFO("reaperd started", "version", RP_VERSION_STRING, "broker", rp_amqp_conn_peer(d.amqp),
-            "store_schema", cfg->store.schema, NULL);
-    event_base_dispatch(d.base);
-    d.exit_code = 0;
-out:
+    /* The store thread ends the pass in flight at the next row and is
+     * joined. */
     if (d.store) rp_worker_free(d.store);
-    if (d.amqp) rp_amqp_conn_free(d.amqp);
-    rp_pg_conn_free(d.pg);
+    rp_broker_stop(&d);
+    rp_pass_runner_cleanup(&d.runner);
     if (d.sig_term) event_free(d.sig_term);
     if (d.sig_int) event_free(d.sig_int);
+    if (d.sweep_ev) event_free(d.sweep_ev);
+    if (d.deadline_ev) event_free(d.deadline_ev);
     event_base_free(d.base);
     if (d.exit_code == 0) RP_INFO("reaperd stopped", NULL);
     return d.exit_code;

@@ -12,6 +12,7 @@
 
 #include "daemon.h"
 #include "migrate_cli.h"
+#include "once.h"
 #include "rp_config.h"
 #include "rp_config_load.h"
 #include "rp_log.h"
@@ -23,6 +24,7 @@ extern char **environ;
 static void rp_usage(FILE *f) {
     fprintf(f,
             "usage: reaperd [--config FILE] [--check-config] [--migrate] [--version] [--help]\n"
+            "       reaperd [--config FILE] --once [--project P] [--dry-run] [--json]\n"
             "\n"
             "Finds work that stopped moving in RabbitMQ and in the PostgreSQL job table,\n"
             "and deals with it by measurement (see README.md).\n"
@@ -31,6 +33,12 @@ static void rp_usage(FILE *f) {
             "                      defaults make the whole configuration\n"
             "      --check-config  print the effective configuration (secrets masked) and\n"
             "                      exit 0, or print every problem and exit 2\n"
+            "      --once          run one whole pass in-process, print its report, exit\n"
+            "                      (0 ok, 1 something was unreadable)\n"
+            "      --project P     with --once: only project P's jobs (the broker is skipped)\n"
+            "      --dry-run       with --once: judge everything, write nothing at all\n"
+            "      --json          with --once: standard output is exactly one JSON object,\n"
+            "                      the pass report (logs stay on standard error)\n"
             "      --migrate       apply the schema migrations to store.schema and exit\n"
             "                      (0 applied or already current, 1 the store refused)\n"
             "  -V, --version       print the version and exit\n"
@@ -42,17 +50,22 @@ static void rp_usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    enum { OPT_CHECK = 256, OPT_MIGRATE };
+    enum { OPT_CHECK = 256, OPT_MIGRATE, OPT_ONCE, OPT_PROJECT, OPT_DRY_RUN, OPT_JSON };
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"check-config", no_argument, NULL, OPT_CHECK},
         {"migrate", no_argument, NULL, OPT_MIGRATE},
+        {"once", no_argument, NULL, OPT_ONCE},
+        {"project", required_argument, NULL, OPT_PROJECT},
+        {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+        {"json", no_argument, NULL, OPT_JSON},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *path = NULL;
-    bool check = false, migrate = false;
+    bool check = false, migrate = false, once = false, dry_run = false, json = false;
+    const char *project = NULL;
     int ch;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":c:Vh", opts, NULL)) != -1) {
@@ -65,6 +78,18 @@ int main(int argc, char **argv) {
             break;
         case OPT_MIGRATE:
             migrate = true;
+            break;
+        case OPT_ONCE:
+            once = true;
+            break;
+        case OPT_PROJECT:
+            project = optarg;
+            break;
+        case OPT_DRY_RUN:
+            dry_run = true;
+            break;
+        case OPT_JSON:
+            json = true;
             break;
         case 'V':
             printf("reaperd %s\n", RP_VERSION_STRING);
@@ -81,6 +106,20 @@ int main(int argc, char **argv) {
             rp_usage(stderr);
             return 2;
         }
+    }
+    if (!once && (project || dry_run || json)) {
+        fprintf(stderr, "reaperd: --project, --dry-run and --json go with --once\n");
+        rp_usage(stderr);
+        return 2;
+    }
+    if ((int)check + (int)migrate + (int)once > 1) {
+        fprintf(stderr, "reaperd: choose one of --check-config, --migrate and --once\n");
+        rp_usage(stderr);
+        return 2;
+    }
+    if (project != NULL && (*project == '\0' || strlen(project) > 256)) {
+        fprintf(stderr, "reaperd: --project takes a project id of 1 to 256 bytes\n");
+        return 2;
     }
     if (optind < argc) {
         fprintf(stderr, "reaperd: unexpected argument '%s'\n", argv[optind]);
@@ -108,12 +147,16 @@ int main(int argc, char **argv) {
     }
     rp_config_problems_cleanup(&problems);
 
-    /* The broker password: the environment, else the password file. */
+    /* The broker password: the environment, else the password file. Only
+     * --migrate and --once (which talk to the store alone) go without. */
     char *password = NULL;
     char err[512];
-    if (rp_secret_resolve(cfg.broker.password, cfg.broker.password_file, &password, err,
+    if (!migrate && !once &&
+        rp_secret_resolve(cfg.broker.password, cfg.broker.password_file, &password, err,
                           sizeof err) != RP_OK) {
-        fprintf(stderr, "reaperd: broker.password_file: %s\n", err);
+        fprintf(stderr, "reaperd: broker.password_file: %s (or set REAPER_BROKER_PASSWORD)\n",
+                err);
+        fprintf(stderr, "reaperd: configuration refused (1 problem)\n");
         rp_config_cleanup(&cfg);
         return 2;
     }
@@ -134,8 +177,8 @@ int main(int argc, char **argv) {
     }
 
     rp_log_setup(cfg.log.level, cfg.log.format);
-    if (migrate) {
-        int rc = rp_cli_migrate(&cfg);
+    if (migrate || once) {
+        int rc = migrate ? rp_cli_migrate(&cfg) : rp_once_run(&cfg, project, dry_run, json);
         rp_secret_free(password);
         rp_config_cleanup(&cfg);
         return rc;

@@ -111,6 +111,13 @@ static void rp_child_read(rp_child *c, int wait_ms) {
     }
 }
 
+void rp_child_drain(rp_child *c, int ms) {
+    long until = rp_now_ms() + ms;
+    do {
+        rp_child_read(c, 10);
+    } while (rp_now_ms() < until && c->err_fd >= 0);
+}
+
 bool rp_child_wait_for(rp_child *c, const char *needle, int timeout_ms) {
     long until = rp_now_ms() + timeout_ms;
     for (;;) {
@@ -196,4 +203,105 @@ int rp_run_capture(char *const argv[], char *const extra_env[], char **out, char
     close(fo);
     close(fe);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* ---- AMQP client for tests ---- */
+#include <amqp_tcp_socket.h>
+
+amqp_connection_state_t itest_amqp_connect(void) {
+    char url[512];
+    snprintf(url, sizeof url, "%s", itest_env("REAPER_BROKER_URL"));
+    struct amqp_connection_info info;
+    if (amqp_parse_url(url, &info) != AMQP_STATUS_OK) {
+        fprintf(stderr, "bad REAPER_BROKER_URL\n");
+        exit(1);
+    }
+    amqp_connection_state_t c = amqp_new_connection();
+    amqp_socket_t *s = amqp_tcp_socket_new(c);
+    if (amqp_socket_open(s, info.host, info.port) != AMQP_STATUS_OK) {
+        fprintf(stderr, "cannot connect to the broker\n");
+        exit(1);
+    }
+    amqp_rpc_reply_t r = amqp_login(c, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN,
+                                    info.user, itest_broker_password());
+    if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+        fprintf(stderr, "broker login failed\n");
+        exit(1);
+    }
+    amqp_channel_open(c, 1);
+    amqp_get_rpc_reply(c);
+    amqp_basic_consume(c, 1, amqp_cstring_bytes("amq.rabbitmq.reply-to"), amqp_empty_bytes, 0, 1,
+                       0, amqp_empty_table);
+    if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL) {
+        fprintf(stderr, "cannot consume direct reply-to\n");
+        exit(1);
+    }
+    return c;
+}
+
+void itest_amqp_close(amqp_connection_state_t c) {
+    amqp_connection_close(c, AMQP_REPLY_SUCCESS);
+    amqp_destroy_connection(c);
+}
+
+int itest_request(amqp_connection_state_t c, const char *queue, const char *content_type,
+                  const void *body, size_t len, const char *user_id, bool want_reply,
+                  const char *correlation_id, itest_reply *out, int timeout_ms) {
+    memset(out, 0, sizeof *out);
+    amqp_basic_properties_t p;
+    memset(&p, 0, sizeof p);
+    if (content_type) {
+        p._flags |= AMQP_BASIC_CONTENT_TYPE_FLAG;
+        p.content_type = amqp_cstring_bytes(content_type);
+    }
+    if (user_id) {
+        p._flags |= AMQP_BASIC_USER_ID_FLAG;
+        p.user_id = amqp_cstring_bytes(user_id);
+    }
+    if (correlation_id) {
+        p._flags |= AMQP_BASIC_CORRELATION_ID_FLAG;
+        p.correlation_id = amqp_cstring_bytes(correlation_id);
+    }
+    if (want_reply) {
+        p._flags |= AMQP_BASIC_REPLY_TO_FLAG;
+        p.reply_to = amqp_cstring_bytes("amq.rabbitmq.reply-to");
+    }
+    amqp_bytes_t b = {len, (void *)body};
+    if (amqp_basic_publish(c, 1, amqp_cstring_bytes(""), amqp_cstring_bytes(queue), 0, 0, &p, b) !=
+        AMQP_STATUS_OK)
+        return -1;
+    long until = rp_now_ms() + timeout_ms;
+    for (;;) {
+        long left = until - rp_now_ms();
+        if (left <= 0) return -1;
+        struct timeval tv = {left / 1000, (left % 1000) * 1000};
+        amqp_envelope_t env;
+        amqp_maybe_release_buffers(c);
+        amqp_rpc_reply_t r = amqp_consume_message(c, &env, &tv, 0);
+        if (r.reply_type != AMQP_RESPONSE_NORMAL) return -1;
+        amqp_basic_properties_t *rp = &env.message.properties;
+        char corr[128] = "";
+        if (rp->_flags & AMQP_BASIC_CORRELATION_ID_FLAG)
+            snprintf(corr, sizeof corr, "%.*s", (int)rp->correlation_id.len,
+                     (char *)rp->correlation_id.bytes);
+        if (correlation_id && strcmp(corr, correlation_id) != 0) {
+            amqp_destroy_envelope(&env); /* a late reply to an earlier request */
+            continue;
+        }
+        snprintf(out->correlation_id, sizeof out->correlation_id, "%s", corr);
+        if (rp->_flags & AMQP_BASIC_CONTENT_TYPE_FLAG)
+            snprintf(out->content_type, sizeof out->content_type, "%.*s",
+                     (int)rp->content_type.len, (char *)rp->content_type.bytes);
+        out->len = env.message.body.len;
+        out->body = malloc(out->len + 1);
+        memcpy(out->body, env.message.body.bytes, out->len);
+        out->body[out->len] = '\0';
+        amqp_destroy_envelope(&env);
+        return 0;
+    }
+}
+
+void itest_reply_free(itest_reply *r) {
+    free(r->body);
+    memset(r, 0, sizeof *r);
 }

@@ -33,6 +33,9 @@ typedef struct rp_child {
 rp_child *rp_child_start(char *const argv[], char *const extra_env[]);
 /* Reads stderr until the log contains needle or timeout_ms passes. */
 bool rp_child_wait_for(rp_child *c, const char *needle, int timeout_ms);
+/* Reads what the child wrote for up to ms (so its stderr pipe never fills
+ * while a test waits on something else). */
+void rp_child_drain(rp_child *c, int ms);
 /* Sends sig and waits up to timeout_ms for the exit; returns the exit code,
  * or -1 on time-out (the child is then killed), -2 when killed by a signal. */
 int rp_child_stop(rp_child *c, int sig, int timeout_ms);
@@ -45,3 +48,28 @@ void rp_child_free(rp_child *c);
 int rp_run_capture(char *const argv[], char *const extra_env[], char **out, char **err);
 
 #endif
+
+/* ---- AMQP client for tests (rabbitmq-c, blocking, test side only) ---- */
+#include <amqp.h>
+
+/* Connects to REAPER_BROKER_URL with the password file, opens channel 1 and
+ * consumes direct reply-to (amq.rabbitmq.reply-to, no-ack). Fails the test
+ * on error. */
+amqp_connection_state_t itest_amqp_connect(void);
+void itest_amqp_close(amqp_connection_state_t c);
+
+typedef struct itest_reply {
+    char *body;          /* heap, NUL-terminated (msgpack may hold NULs: use len) */
+    size_t len;
+    char content_type[64];
+    char correlation_id[128];
+} itest_reply;
+
+/* Publishes body to queue with content_type (NULL: property absent),
+ * user_id (NULL: absent), correlation_id, reply_to direct reply-to when
+ * want_reply; waits up to timeout_ms for the reply. Returns 0 with *out
+ * filled, -1 on time-out (or no reply wanted and none came). */
+int itest_request(amqp_connection_state_t c, const char *queue, const char *content_type,
+                  const void *body, size_t len, const char *user_id, bool want_reply,
+                  const char *correlation_id, itest_reply *out, int timeout_ms);
+void itest_reply_free(itest_reply *r);

@@ -182,12 +182,57 @@ static void test_append_and_failure_injection(void **state) {
     rp_memory_free(m);
 }
 
+/* The earliest deadline of a leased row, grace included, whether or not it
+ * has passed; rows that are not leased or have no deadline do not count. */
+static void test_next_lease_deadline(void **state) {
+    (void)state;
+    rp_ports p;
+    rp_memory *m = new_memory(&p);
+    rp_time_ms at = -1;
+    bool any = true;
+    assert_int_equal(p.store.next_lease_deadline(p.store.self, 30, &at, &any), RP_OK);
+    assert_false(any);
+    assert_int_equal(at, 0);
+
+    rp_mem_job later = {.project = "alpha", .kind = "k", .state = RP_JOB_LEASED,
+                        .max_attempts = 7, .lease_known = true, .lease_expires_at = NOW + 9000};
+    rp_mem_job earlier = later;
+    earlier.lease_expires_at = NOW - 4000; /* already past: still the next one due */
+    rp_mem_job ready = later;
+    ready.state = RP_JOB_READY;
+    ready.lease_expires_at = NOW - 99000;
+    rp_mem_job unknown = later;
+    unknown.lease_known = false;
+    unknown.lease_expires_at = NOW - 99000;
+    int64_t id;
+    assert_int_equal(rp_memory_add_job(m, &later, &id), RP_OK);
+    assert_int_equal(rp_memory_add_job(m, &ready, &id), RP_OK);
+    assert_int_equal(rp_memory_add_job(m, &unknown, &id), RP_OK);
+    assert_int_equal(p.store.next_lease_deadline(p.store.self, 30, &at, &any), RP_OK);
+    assert_true(any);
+    assert_int_equal(at, NOW + 9000 + 30000);
+    assert_int_equal(rp_memory_add_job(m, &earlier, &id), RP_OK);
+    assert_int_equal(p.store.next_lease_deadline(p.store.self, 0, &at, &any), RP_OK);
+    assert_int_equal(at, NOW - 4000);
+    /* Saturating: a huge grace gives a bounded time, never overflow. */
+    assert_int_equal(p.store.next_lease_deadline(p.store.self, INT64_MAX, &at, &any), RP_OK);
+    assert_int_equal(at, INT64_MAX);
+    /* Failure injection reaches it like every other operation. */
+    rp_memory_fail(m, RP_MEM_NEXT_DEADLINE, RP_ERR_UNAVAILABLE, 0);
+    assert_int_equal(p.store.next_lease_deadline(p.store.self, 0, &at, &any),
+                     RP_ERR_UNAVAILABLE);
+    assert_false(any);
+    assert_int_equal(rp_memory_calls(m, RP_MEM_NEXT_DEADLINE), 5);
+    rp_memory_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_move_needs_the_lock),
         cmocka_unit_test(test_gates_list_and_answer),
         cmocka_unit_test(test_single_queue_reads_and_timeout),
         cmocka_unit_test(test_append_and_failure_injection),
+        cmocka_unit_test(test_next_lease_deadline),
     };
     return cmocka_run_group_tests_name("memory", tests, NULL, NULL);
 }

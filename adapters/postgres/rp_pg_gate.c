@@ -1,0 +1,161 @@
+/* The gate port: list gates newest first; answer one, settled once under
+ * its row lock, with its job change and ledger event in one transaction
+ * (rp_pg_store.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_log.h"
+#include "rp_pg_store_internal.h"
+
+static char *rp_dup(const char *s, bool *ok) {
+    if (s == NULL) return NULL;
+    char *c = strdup(s);
+    if (c == NULL) *ok = false;
+    return c;
+}
+
+static rp_status rp_gate_from_row(const PGresult *r, int i, rp_gate *g) {
+    rp_gate_init(g);
+    g->id = rp__pg_i64(r, i, 0);
+    g->job_id = rp__pg_i64(r, i, 1);
+    if (!rp_gate_kind_parse(PQgetvalue(r, i, 2), &g->kind)) return RP_ERR_INTERNAL;
+    bool ok = true;
+    g->project = rp_dup(rp__pg_str(r, i, 3), &ok);
+    g->question = rp_dup(rp__pg_str(r, i, 4), &ok);
+    g->answered = !rp__pg_null(r, i, 5);
+    if (g->answered && !rp_choice_parse(PQgetvalue(r, i, 5), &g->answer)) {
+        rp_gate_cleanup(g);
+        return RP_ERR_INTERNAL;
+    }
+    g->answered_by = rp_dup(rp__pg_str(r, i, 6), &ok);
+    g->answered_at = rp__pg_i64(r, i, 7);
+    g->created_at = rp__pg_i64(r, i, 8);
+    g->queue = rp_dup(rp__pg_str(r, i, 9), &ok);
+    g->origin_queue = rp_dup(rp__pg_str(r, i, 10), &ok);
+    g->reason = rp_dup(rp__pg_str(r, i, 11), &ok);
+    if (!ok) {
+        rp_gate_cleanup(g);
+        return RP_ERR_NOMEM;
+    }
+    return RP_OK;
+}
+
+static rp_status rp_list(void *self, const rp_gate_query *q, rp_gate **gates, size_t *n) {
+    rp_pg_store *s = self;
+    *gates = NULL;
+    *n = 0;
+    if (q == NULL || q->limit < 1 || q->limit > 1000 || (int)q->state < 0 ||
+        q->state >= RP_GATE_STATE_COUNT_)
+        return RP_ERR_INVALID;
+    rp_status st = rp__pg_enter(s, RP__PG_READ, "list_gates");
+    if (st != RP_OK) return st;
+    char limit[24];
+    const char *vals[] = {rp_gate_state_string(q->state), q->project,
+                          rp__pg_itoa((int64_t)q->limit, limit)};
+    rp__pg_cmd k = {.stmt = RP__PG_GATES, .n = 3, .values = vals};
+    PGresult *r = NULL;
+    st = rp__pg_run(s, &k, 1, &r, "list_gates", NULL);
+    if (st != RP_OK) return st;
+    int rows = PQntuples(r);
+    if (rows == 0) {
+        PQclear(r);
+        return RP_OK;
+    }
+    rp_gate *out = calloc((size_t)rows, sizeof *out);
+    if (out == NULL) {
+        PQclear(r);
+        return RP_ERR_NOMEM;
+    }
+    for (int i = 0; i < rows; i++) {
+        st = rp_gate_from_row(r, i, &out[i]);
+        if (st != RP_OK) {
+            for (int j = 0; j < i; j++) rp_gate_cleanup(&out[j]);
+            free(out);
+            PQclear(r);
+            return st;
+        }
+    }
+    PQclear(r);
+    *gates = out;
+    *n = (size_t)rows;
+    return RP_OK;
+}
+
+static rp_outcome rp_outcome_of(rp_choice c) {
+    switch (c) {
+    case RP_CHOICE_RETRY: return RP_OUTCOME_RETRIED;
+    case RP_CHOICE_REPLAY: return RP_OUTCOME_REPLAYED;
+    case RP_CHOICE_DISMISS:
+    default: return RP_OUTCOME_DISMISSED;
+    }
+}
+
+/* Ends the gate's transaction without a change and returns st. */
+static rp_status rp_settle_nothing(rp_pg_store *s, rp_status st) {
+    rp_status rst = rp__pg_rollback(s, "answer_gate");
+    return rst == RP_OK ? st : rst;
+}
+
+static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const char *by,
+                           rp_answer_result *out) {
+    rp_pg_store *s = self;
+    if ((int)choice < 0 || choice >= RP_CHOICE_COUNT_) return RP_ERR_INVALID;
+    rp_status st = rp__pg_enter(s, RP__PG_WRITE, "answer_gate");
+    if (st != RP_OK) return st;
+
+    /* 1. Lock the gate: two answers at once are settled one after the
+     * other, and the second sees the first. */
+    char id[24];
+    const char *lock_vals[] = {rp__pg_itoa(gate_id, id)};
+    rp__pg_cmd lock[2] = {
+        {.stmt = -1, .sql = "BEGIN"},
+        {.stmt = RP__PG_GATE_LOCK, .n = 1, .values = lock_vals},
+    };
+    PGresult *res[2] = {NULL, NULL};
+    st = rp__pg_run(s, lock, 2, res, "answer_gate", NULL);
+    if (st != RP_OK) return st;
+    PGresult *r = res[1];
+    if (PQntuples(r) != 1) {
+        rp__pg_clear(res, 2);
+        return rp_settle_nothing(s, RP_ERR_NOT_FOUND);
+    }
+    rp_gate_kind kind;
+    bool kind_ok = rp_gate_kind_parse(PQgetvalue(r, 0, 0), &kind);
+    bool answered = !rp__pg_null(r, 0, 1);
+    rp_choice first = RP_CHOICE_DISMISS;
+    bool first_ok = !answered || rp_choice_parse(PQgetvalue(r, 0, 1), &first);
+    rp__pg_clear(res, 2);
+    if (!kind_ok || !first_ok) return rp_settle_nothing(s, RP_ERR_INTERNAL);
+    if (answered) {
+        out->outcome = RP_OUTCOME_ALREADY_ANSWERED;
+        out->choice = first;
+        return rp_settle_nothing(s, RP_OK);
+    }
+    if (!rp_gate_accepts(kind, choice)) return rp_settle_nothing(s, RP_ERR_CONFLICT);
+
+    /* 2. Answer, change the job, append the event, commit: one round trip. */
+    rp_outcome outcome = rp_outcome_of(choice);
+    const char *vals[] = {id, rp_choice_string(choice), by, rp_outcome_string(outcome)};
+    rp__pg_cmd apply[2] = {
+        {.stmt = RP__PG_GATE_ANSWER, .n = 4, .values = vals},
+        {.stmt = -1, .sql = "COMMIT"},
+    };
+    st = rp__pg_run(s, apply, 2, res, "answer_gate", NULL);
+    if (st != RP_OK) return st;
+    bool done = PQntuples(res[0]) == 1 && !rp__pg_null(res[0], 0, 1);
+    rp__pg_clear(res, 2);
+    if (!done) {
+        /* Locked and open a moment ago, so this cannot be; committed
+         * nothing of note if it were (no row matched). */
+        RP_WARN("gate answer changed nothing", "gate", id, NULL);
+        return RP_ERR_INTERNAL;
+    }
+    out->outcome = outcome;
+    out->choice = choice;
+    return RP_OK;
+}
+
+void rp__pg_fill_gates(rp_gate_port *out) {
+    out->list = rp_list;
+    out->answer = rp_answer;
+}

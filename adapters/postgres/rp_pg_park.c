@@ -1,0 +1,145 @@
+/* The dead-letter park: is_parked, and park in one statement, idempotent by
+ * identity (rp_pg_store.h). */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_pg_store_internal.h"
+#include "rp_text.h"
+#include "rp_untrusted.h"
+
+/* Years 0001..9999, what a timestamptz surely holds: a first death outside
+ * (the x-death time is the publisher's to write) is stored as unknown
+ * rather than failing the park of that message for ever. */
+#define RP_PG_MIN_UNIX_S (-62135596800LL)
+#define RP_PG_MAX_UNIX_S (253402300799LL)
+
+static rp_status rp_is_parked(void *self, const char *identity, bool *parked) {
+    rp_pg_store *s = self;
+    *parked = false;
+    if (identity == NULL) return RP_ERR_INVALID;
+    rp_status st = rp__pg_enter(s, RP__PG_READ, "is_parked");
+    if (st != RP_OK) return st;
+    const char *vals[] = {identity};
+    rp__pg_cmd k = {.stmt = RP__PG_IS_PARKED, .n = 1, .values = vals};
+    PGresult *r = NULL;
+    st = rp__pg_run(s, &k, 1, &r, "is_parked", NULL);
+    if (st != RP_OK) return st;
+    *parked = PQntuples(r) > 0;
+    PQclear(r);
+    return RP_OK;
+}
+
+/* The bus.dead_letter job's payload: where the message was found and what
+ * it is, for the person and for a replay. */
+static char *rp_job_payload(const char *vhost, const char *queue, const char *identity,
+                            const char *origin, const char *reason) {
+    json_t *o = json_object();
+    if (o == NULL) return NULL;
+    bool ok = json_object_set_new(o, "identity", json_string(identity)) == 0 &&
+              json_object_set_new(o, "vhost", vhost ? json_string(vhost) : json_null()) == 0 &&
+              json_object_set_new(o, "queue", json_string(queue)) == 0 &&
+              json_object_set_new(o, "origin_queue", json_string(origin)) == 0 &&
+              json_object_set_new(o, "reason", json_string(reason)) == 0;
+    char *text = ok ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return text;
+}
+
+typedef struct rp_park_text {
+    char *origin, *reason, *shown_queue, *question, *job_payload, *ledger_payload;
+} rp_park_text;
+
+static void rp_park_text_cleanup(rp_park_text *t) {
+    free(t->origin);
+    free(t->reason);
+    free(t->shown_queue);
+    free(t->question);
+    free(t->job_payload);
+    free(t->ledger_payload);
+}
+
+static rp_status rp_park_text_build(rp_park_text *t, const char *vhost, const char *queue,
+                                    const rp_dead_letter *facts, const rp_verdict *v) {
+    rp_status st = rp_untrusted_render(
+        (rp_bytes){(const uint8_t *)facts->origin_queue, facts->origin_queue_len}, &t->origin);
+    if (st == RP_OK)
+        st = rp_untrusted_render((rp_bytes){(const uint8_t *)facts->reason, facts->reason_len},
+                                 &t->reason);
+    if (st == RP_OK)
+        st = rp_untrusted_render((rp_bytes){(const uint8_t *)queue, strlen(queue)},
+                                 &t->shown_queue);
+    if (st == RP_OK)
+        st = rp_text_format(&t->question,
+                            "A message that died on %s (reason %s) was found on dead-letter queue "
+                            "%s and parked: replay it to the queue it died on, or dismiss it?",
+                            t->origin, t->reason, t->shown_queue);
+    if (st == RP_OK) {
+        t->job_payload = rp_job_payload(vhost, queue, facts->identity, t->origin, t->reason);
+        if (t->job_payload == NULL) st = RP_ERR_INVALID; /* or no memory; both refuse */
+    }
+    if (st == RP_OK) st = rp__pg_payload(v, &t->ledger_payload);
+    return st;
+}
+
+static rp_status rp_park(void *self, const char *vhost, const char *queue, const rp_dl_message *msg,
+                         const rp_dead_letter *facts, const rp_verdict *v, rp_park_result *out) {
+    rp_pg_store *s = self;
+    memset(out, 0, sizeof *out);
+    if (queue == NULL || msg == NULL || facts == NULL || facts->identity == NULL || v == NULL ||
+        (msg->body.len > 0 && msg->body.ptr == NULL))
+        return RP_ERR_INVALID;
+    rp_park_text t = {0};
+    rp_status st = rp_park_text_build(&t, vhost, queue, facts, v);
+    if (st == RP_OK) st = rp__pg_enter(s, RP__PG_WRITE, "park");
+    if (st != RP_OK) {
+        rp_park_text_cleanup(&t);
+        return st;
+    }
+
+    const rp_pg_dl_handle *h = msg->handle;
+    const char *headers = h && h->headers_json ? h->headers_json : "{}";
+    const char *props = h && h->properties_json ? h->properties_json : "{}";
+    size_t body_len = msg->body.len;
+    bool truncated = msg->body_truncated;
+    if (truncated || body_len > RP_PG_DL_BODY_MAX) {
+        if (body_len > RP_PG_DL_BODY_MAX) body_len = RP_PG_DL_BODY_MAX;
+        truncated = true;
+    }
+    char death[24];
+    bool death_known = facts->first_death_known && facts->first_death_at >= RP_PG_MIN_UNIX_S &&
+                       facts->first_death_at <= RP_PG_MAX_UNIX_S;
+    /* An empty body still needs a non-NULL pointer: NULL would be SQL NULL. */
+    const char *body = msg->body.len > 0 ? (const char *)msg->body.ptr : "";
+    const char *vals[13] = {
+        facts->identity, queue, t.origin, t.reason,
+        death_known ? rp__pg_itoa(facts->first_death_at, death) : NULL,
+        headers, props, body, truncated ? "t" : "f", RP_PG_BUS_PROJECT, t.job_payload,
+        t.question, t.ledger_payload,
+    };
+    int lengths[13] = {0};
+    int formats[13] = {0};
+    lengths[7] = (int)body_len;
+    formats[7] = 1; /* the body travels as bytes, not text */
+    rp__pg_cmd k = {.stmt = RP__PG_PARK, .n = 13, .values = vals, .lengths = lengths,
+                    .formats = formats};
+    PGresult *r = NULL;
+    st = rp__pg_run(s, &k, 1, &r, "park", NULL);
+    rp_park_text_cleanup(&t);
+    if (st != RP_OK) return st;
+    if (PQntuples(r) == 1) {
+        out->parked = true;
+        out->event.seq = rp__pg_i64(r, 0, 0);
+        out->event.at = rp__pg_i64(r, 0, 1);
+        out->job_id = rp__pg_i64(r, 0, 2);
+        out->gate_id = rp__pg_i64(r, 0, 3);
+    }
+    PQclear(r);
+    return RP_OK;
+}
+
+void rp__pg_fill_park(rp_dead_letter_port *out) {
+    out->peek = NULL;
+    out->is_parked = rp_is_parked;
+    out->park = rp_park;
+}

@@ -1,0 +1,267 @@
+/* Every statement the PostgreSQL store prepares, in one place to review
+ * (rp_pg_store_internal.h). Times travel as Unix milliseconds (int8) and,
+ * for the lease fence, microseconds; parameters are cast in the text, so no
+ * parameter types are declared. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_pg_store_internal.h"
+
+/* A timestamptz as Unix ms, rounded down (exact: extract gives numeric). */
+#define MS(x) "floor(extract(epoch FROM " x ") * 1000)::int8"
+/* ... and as Unix microseconds, exactly: the fence compares these. */
+#define US(x) "(extract(epoch FROM " x ") * 1000000)::int8"
+/* Unix ms (a parameter) as a timestamptz. */
+#define TS(p) "to_timestamp(" p "::int8 / 1000.0)"
+
+/* The row as it was when taken: a move changes nothing unless every one of
+ * these still holds ($1 id, $2 lease_owner, $3 attempts, $4 expiry in us). */
+#define FENCE                                                              \
+    "id = $1::int8 AND state = 'leased' AND lease_owner IS NOT DISTINCT FROM " \
+    "$2::text AND attempts = $3::int4 AND " US("lease_expires_at") " = $4::int8"
+
+#define TAKE                                                                        \
+    "SELECT id, project_id, kind, attempts, max_attempts, lease_owner, "            \
+    MS("lease_expires_at") ", " US("lease_expires_at") " FROM {s}.job "             \
+    "WHERE state = 'leased' AND id > $1::int8 "                                     \
+    "AND lease_expires_at < now() - $2::int8 * interval '1 second' "                \
+    "AND ($3::text IS NULL OR project_id = $3::text) ORDER BY id LIMIT 1"
+
+const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
+    /* clock_timestamp(), not now(): now() would be the start of a
+     * transaction if one were open. */
+    [RP__PG_NOW] = {"now", "SELECT " MS("clock_timestamp()")},
+
+    /* The plans of a row transaction (take, then move or release). The
+     * session plans every statement afresh (force_custom_plan, see
+     * rp_pg_store.c), which is safe but costs a planning per statement; the
+     * reap's own statements run once per row, so inside their transaction
+     * cached plans are allowed again, with every plan but the right one
+     * ruled out: the take walks job_leased_by_id in id order from after_id
+     * (no sequential scan, no bitmap scan, no sort: each of those reads
+     * every expired lease for every row taken, which is what a planner
+     * without statistics chose here, 500 rows/s instead of 2,900), and the
+     * move is a primary key lookup. Whatever the table held when a plan was
+     * cached, and whatever statistics it has, the plan stays an index walk.
+     * The settings end with the transaction. */
+    [RP__PG_LEASE_PLANS] = {"lease_plans",
+                            "SELECT set_config('enable_seqscan', 'off', true), "
+                            "set_config('enable_bitmapscan', 'off', true), "
+                            "set_config('enable_sort', 'off', true), "
+                            "set_config('plan_cache_mode', 'auto', true)"},
+
+    /* $1 after_id, $2 grace seconds, $3 project or NULL. Lowest id first,
+     * over job_leased_by_id (0002). */
+    [RP__PG_TAKE_LOCK] = {"take_lock", TAKE " FOR UPDATE SKIP LOCKED"},
+    [RP__PG_TAKE_READ] = {"take_read", TAKE},
+
+    /* FENCE, $5 the ledger payload. Requeue: ready, lease cleared, run_after
+     * not in the past, attempts unchanged. */
+    [RP__PG_MOVE_REQUEUE] =
+        {"move_requeue",
+         "WITH moved AS (UPDATE {s}.job SET state = 'ready', lease_owner = NULL, "
+         "lease_expires_at = NULL, run_after = greatest(run_after, now()), updated_at = now() "
+         "WHERE " FENCE " RETURNING project_id) "
+         "INSERT INTO {s}.ledger (kind, project_id, payload) "
+         "SELECT 'QueueReaped', project_id, $5::jsonb FROM moved "
+         "RETURNING seq, " MS("at")},
+    /* Park: awaiting_human, lease cleared, one attempt refunded, and a
+     * delivery_exhausted gate whose question names the job and attempts. */
+    [RP__PG_MOVE_PARK] =
+        {"move_park",
+         "WITH moved AS (UPDATE {s}.job SET state = 'awaiting_human', lease_owner = NULL, "
+         "lease_expires_at = NULL, attempts = greatest(attempts - 1, 0), updated_at = now() "
+         "WHERE " FENCE " RETURNING id, project_id, kind, max_attempts), "
+         "gate AS (INSERT INTO {s}.gate (job_id, kind, question, choices) "
+         "SELECT id, 'delivery_exhausted', format('Job %s (kind %L, project %L) was handed "
+         "out %s times (max_attempts %s) and never settled; one attempt is refunded. Retry it "
+         "once more, or dismiss it?', id, kind, project_id, $3::int4, max_attempts), "
+         "ARRAY['retry', 'dismiss'] FROM moved RETURNING id), "
+         "ev AS (INSERT INTO {s}.ledger (kind, project_id, payload) "
+         "SELECT 'QueueReaped', project_id, $5::jsonb FROM moved RETURNING seq, at) "
+         "SELECT ev.seq, " MS("ev.at") ", gate.id FROM ev, gate"},
+
+    /* $1 grace seconds. min() over job_leased_by_expiry. */
+    [RP__PG_NEXT_DEADLINE] = {"next_deadline",
+                              "SELECT " MS("min(lease_expires_at) + $1::int8 * interval '1 second'")
+                              " FROM {s}.job WHERE state = 'leased' "
+                              "AND lease_expires_at IS NOT NULL"},
+
+    /* $1 project or NULL, $2 now (ms). Per project, the claimable job whose
+     * wait began first: the later of run_after and the dependency's
+     * finished_at (greatest() ignores a NULL), lowest id on a tie.
+     * One query, index walks only, whatever the ready backlog holds (a
+     * DISTINCT ON over every claimable row sorted them all: 370 ms for
+     * 500,000 ready rows, against 1-3 ms here):
+     *   p:     the projects that have ready rows, one index probe each
+     *          (a skip scan of job_ready_by_project);
+     *   first: the project's first claimable job by run_after; its wait
+     *          began at `since`;
+     *   best:  since a job's wait never begins before its run_after, no job
+     *          with a later run_after than first.since can have waited
+     *          longer, so the answer is among the jobs with run_after <=
+     *          first.since: ordered by when their wait began, then id. */
+    [RP__PG_CLAIMABLE] =
+        {"claimable",
+         "WITH RECURSIVE p (project_id) AS ("
+         "(SELECT project_id FROM {s}.job WHERE state = 'ready' "
+         "AND ($1::text IS NULL OR project_id = $1::text) ORDER BY project_id LIMIT 1) "
+         "UNION ALL "
+         "SELECT (SELECT project_id FROM {s}.job WHERE state = 'ready' "
+         "AND project_id > p.project_id AND ($1::text IS NULL OR project_id = $1::text) "
+         "ORDER BY project_id LIMIT 1) FROM p WHERE p.project_id IS NOT NULL) "
+         "SELECT p.project_id, best.id, best.kind, " MS("best.run_after") ", "
+         "best.finished_at IS NOT NULL, " MS("best.finished_at") " "
+         "FROM p CROSS JOIN LATERAL ("
+         "SELECT greatest(j.run_after, d.finished_at) AS since "
+         "FROM {s}.job j LEFT JOIN {s}.job d ON d.id = j.depends_on "
+         "WHERE j.project_id = p.project_id AND j.state = 'ready' "
+         "AND j.run_after <= " TS("$2") " AND (j.depends_on IS NULL OR d.state = 'succeeded') "
+         "ORDER BY j.run_after, j.id LIMIT 1) first "
+         "CROSS JOIN LATERAL ("
+         "SELECT j.id, j.kind, j.run_after, d.finished_at "
+         "FROM {s}.job j LEFT JOIN {s}.job d ON d.id = j.depends_on "
+         "WHERE j.project_id = p.project_id AND j.state = 'ready' "
+         "AND j.run_after <= least(first.since, " TS("$2") ") "
+         "AND (j.depends_on IS NULL OR d.state = 'succeeded') "
+         "ORDER BY greatest(j.run_after, d.finished_at), j.id LIMIT 1) best "
+         "WHERE p.project_id IS NOT NULL ORDER BY p.project_id"},
+
+    /* $1 project or NULL, $2 payload. */
+    [RP__PG_APPEND] = {"append",
+                       "INSERT INTO {s}.ledger (kind, project_id, payload) "
+                       "VALUES ('QueueReaped', $1::text, $2::jsonb) RETURNING seq, " MS("at")},
+    /* $1 key, $2 condition, $3 project, $4 payload. The sighting row comes
+     * first and the ledger row only when it was inserted; the sighting
+     * names its ledger row, so the sequence number is drawn up front (a
+     * conflict wastes one number, as a rolled-back insert would). Under a
+     * concurrent insert of the same key, ON CONFLICT waits for the other
+     * transaction and then does nothing. */
+    [RP__PG_OPEN_SIGHTING] =
+        {"open_sighting",
+         "WITH s AS (INSERT INTO {s}.sighting (key, condition, opened_seq, opened_at) "
+         "VALUES ($1::text, $2::text, nextval({ledger_seq}), now()) "
+         "ON CONFLICT (key) DO NOTHING RETURNING opened_seq, opened_at) "
+         "INSERT INTO {s}.ledger (seq, at, kind, project_id, payload) OVERRIDING SYSTEM VALUE "
+         "SELECT opened_seq, opened_at, 'QueueReaped', $3::text, $4::jsonb FROM s "
+         "RETURNING seq, " MS("at")},
+    /* $1 key, $2 project, $3 payload: the event only when a row was
+     * deleted (a concurrent delete of the same row leaves none here). */
+    [RP__PG_CLOSE_SIGHTING] = {"close_sighting",
+                               "WITH d AS (DELETE FROM {s}.sighting WHERE key = $1::text "
+                               "RETURNING key) "
+                               "INSERT INTO {s}.ledger (kind, project_id, payload) "
+                               "SELECT 'QueueReaped', $2::text, $3::jsonb FROM d "
+                               "RETURNING seq, " MS("at")},
+    [RP__PG_SIGHTINGS] = {"sightings", "SELECT key, condition, opened_seq, " MS("opened_at")
+                                       " FROM {s}.sighting ORDER BY key"},
+
+    /* $1 'open' | 'answered' | 'all', $2 project or NULL, $3 limit. */
+    [RP__PG_GATES] =
+        {"gates",
+         "SELECT g.id, g.job_id, g.kind, j.project_id, g.question, g.answer, g.answered_by, "
+         MS("g.answered_at") ", " MS("g.created_at") ", dl.queue, dl.origin_queue, dl.reason "
+         "FROM {s}.gate g JOIN {s}.job j ON j.id = g.job_id "
+         "LEFT JOIN {s}.dead_letter dl ON dl.gate_id = g.id "
+         "WHERE ($1::text = 'all' OR ($1::text = 'open') = (g.answer IS NULL)) "
+         "AND ($2::text IS NULL OR j.project_id = $2::text) "
+         "ORDER BY g.id DESC LIMIT $3::int8"},
+    /* $1 gate id: locks the gate so that it is settled once. */
+    [RP__PG_GATE_LOCK] = {"gate_lock",
+                          "SELECT kind, answer FROM {s}.gate WHERE id = $1::int8 FOR UPDATE"},
+    /* $1 gate id, $2 choice, $3 by, $4 outcome. Runs after GATE_LOCK in
+     * the same transaction. */
+    [RP__PG_GATE_ANSWER] =
+        {"gate_answer",
+         "WITH g AS (UPDATE {s}.gate SET answer = $2::text, answered_by = $3::text, "
+         "answered_at = now() WHERE id = $1::int8 AND answer IS NULL RETURNING id, job_id, kind), "
+         "j AS (UPDATE {s}.job SET "
+         "state = CASE $2::text WHEN 'retry' THEN 'ready' WHEN 'dismiss' THEN 'failed' "
+         "ELSE 'succeeded' END, "
+         "run_after = CASE WHEN $2::text = 'retry' THEN now() ELSE run_after END, "
+         "finished_at = CASE WHEN $2::text = 'retry' THEN NULL ELSE now() END, "
+         "lease_owner = NULL, lease_expires_at = NULL, updated_at = now() "
+         "FROM g WHERE job.id = g.job_id RETURNING job.id, job.project_id), "
+         "ev AS (INSERT INTO {s}.ledger (kind, project_id, payload) "
+         "SELECT 'GateAnswered', j.project_id, jsonb_build_object('gate', g.id, 'job', j.id, "
+         "'kind', g.kind, 'choice', $2::text, 'outcome', $4::text, 'by', $3::text) "
+         "FROM g JOIN j ON j.id = g.job_id RETURNING seq) "
+         "SELECT g.id, (SELECT seq FROM ev) FROM g"},
+
+    [RP__PG_IS_PARKED] = {"is_parked",
+                          "SELECT 1 FROM {s}.dead_letter WHERE identity = $1::text"},
+    /* $1 identity, $2 queue, $3 origin (rendered), $4 reason (rendered),
+     * $5 first death (Unix s) or NULL, $6 headers, $7 properties, $8 body
+     * (binary), $9 body_truncated, $10 project, $11 job payload, $12 gate
+     * question, $13 ledger payload. The dead_letter row first; the job,
+     * gate and event only when it was new. Ids are drawn up front because
+     * the dead_letter row names its job and gate (foreign keys are checked
+     * at the end of the statement). */
+    [RP__PG_PARK] =
+        {"park",
+         "WITH ids AS (SELECT nextval({job_seq}) AS job_id, nextval({gate_seq}) AS gate_id), "
+         "dl AS (INSERT INTO {s}.dead_letter (identity, job_id, gate_id, queue, origin_queue, "
+         "reason, first_death_at, headers, properties, body, body_truncated) "
+         "SELECT $1::text, job_id, gate_id, $2::text, $3::text, $4::text, "
+         "to_timestamp($5::int8), $6::jsonb, $7::jsonb, $8::bytea, $9::bool FROM ids "
+         "ON CONFLICT (identity) DO NOTHING RETURNING job_id, gate_id), "
+         "j AS (INSERT INTO {s}.job (id, project_id, kind, state, payload) "
+         "SELECT job_id, $10::text, '" RP_PG_BUS_JOB_KIND "', 'awaiting_human', $11::jsonb "
+         "FROM dl RETURNING id, project_id), "
+         "g AS (INSERT INTO {s}.gate (id, job_id, kind, question, choices) "
+         "SELECT dl.gate_id, j.id, 'bus_dead_lettered', $12::text, ARRAY['replay', 'dismiss'] "
+         "FROM dl JOIN j ON j.id = dl.job_id RETURNING id), "
+         "ev AS (INSERT INTO {s}.ledger (kind, project_id, payload) "
+         "SELECT 'QueueReaped', project_id, $13::jsonb FROM j RETURNING seq, at) "
+         "SELECT ev.seq, " MS("ev.at") ", j.id, g.id FROM ev, j, g"},
+};
+
+rp_status rp__pg_sql_expand(const char *text, const rp__pg_subst *sub, char **out) {
+    *out = NULL;
+    const struct {
+        const char *key;
+        const char *val;
+    } keys[] = {{"{s}", sub->schema},
+                {"{ledger_seq}", sub->ledger_seq},
+                {"{job_seq}", sub->job_seq},
+                {"{gate_seq}", sub->gate_seq}};
+    /* Two passes: measure, then write. */
+    char *buf = NULL;
+    size_t need = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t n = 0;
+        for (const char *p = text; *p;) {
+            bool hit = false;
+            if (*p == '{') {
+                for (size_t k = 0; k < RP_ARRAY_LEN(keys) && !hit; k++) {
+                    size_t kl = strlen(keys[k].key);
+                    if (strncmp(p, keys[k].key, kl) != 0) continue;
+                    if (keys[k].val == NULL) {
+                        free(buf);
+                        return RP_ERR_INTERNAL;
+                    }
+                    size_t vl = strlen(keys[k].val);
+                    if (buf) memcpy(buf + n, keys[k].val, vl);
+                    n += vl;
+                    p += kl;
+                    hit = true;
+                }
+            }
+            if (!hit) {
+                if (buf) buf[n] = *p;
+                n++;
+                p++;
+            }
+        }
+        if (pass == 0) {
+            need = n;
+            buf = malloc(need + 1);
+            if (buf == NULL) return RP_ERR_NOMEM;
+        } else {
+            buf[n] = '\0';
+        }
+    }
+    (void)need;
+    *out = buf;
+    return RP_OK;
+}

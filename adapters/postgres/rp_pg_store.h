@@ -1,0 +1,143 @@
+/*
+ * rp_pg_store.h - the PostgreSQL side of reaper: the store, gate, clock and
+ * dead-letter park ports of rp_ports.h, filled from one connection
+ * (rp_pg_conn) and the configured schema (CONTRACT section 6).
+ *
+ * TRANSACTIONS. An expired lease is taken FOR UPDATE SKIP LOCKED in a
+ * transaction of its own (begun by take_expired_lease, ended by move_lease
+ * or release_lease), so two reapers split the work and never move a row
+ * twice. The move is fenced on the row as it was when locked (id,
+ * lease_owner, lease_expires_at to the microsecond, attempts) and commits
+ * the row change and its QueueReaped ledger row (plus, for a park, its
+ * delivery_exhausted gate) as one statement and one commit. Every other
+ * write (ledger append, sighting open/close, dead-letter park, gate answer)
+ * is one transaction too. A call that has to run a write while a taken
+ * row's transaction is still open (a caller that broke the take/move
+ * protocol) first rolls that transaction back, so that no write is ever
+ * swallowed by it; the later move of that row then returns RP_ERR_CONFLICT.
+ *
+ * ROUND TRIPS. Statements are prepared once per session (and again after a
+ * reconnect: one round trip for all of them) and sent in libpq pipeline
+ * mode: take is one round trip (BEGIN, the row transaction's plan settings
+ * and the locking SELECT), a move is one round trip (the CTE and COMMIT),
+ * release one (ROLLBACK). So a reaped row costs two round trips and one
+ * commit (about 3,000 rows/s on one connection here, where pgbench doing
+ * it by hand in five round trips reaches about 1,600).
+ *
+ * PLANS. The session plans every statement afresh (plan_cache_mode
+ * force_custom_plan, JIT off), so that no plan made while a table was small
+ * is kept once it has grown (POSTGRES.md); the lease reap's row transaction
+ * caches its plans but rules out every plan except the index walks it
+ * needs (rp_pg_sql.c). The oldest-claimable query walks indexes only, so
+ * its cost follows the number of projects, not the ready backlog.
+ *
+ * CLOCK. Expiry is judged with the database's clock: the take query filters
+ * lease_expires_at < now() - grace (the transaction's start, hence a little
+ * loosely: a row that expired after the pass read its clock is taken and
+ * core releases it), and the clock port reads the database's time, so
+ * core's own judgement (rp_judge_held_job) uses it too.
+ *
+ * FAILURES. Library detail (SQLSTATE, message) is logged here (RP_WARN) and
+ * core sees a status:
+ *   - RP_ERR_UNAVAILABLE: the connection is down, was lost, or a call did
+ *     not finish within the timeout (rp_pg_store_set_timeout; the connection
+ *     is then closed, never reused half-way); also SQLSTATE classes 08, 53,
+ *     57P01-57P03 (shutdown, crash, starting up). The next call reconnects
+ *     (rp_pg_conn_ensure); whatever was open on the old session (a taken
+ *     row's transaction, its lock) is gone with it and is never reused.
+ *   - RP_ERR_CONFLICT from move_lease: the row is not the one taken (fence)
+ *     or was not taken with a lock: nothing is committed, core goes on.
+ *   - RP_ERR_INTERNAL from move_lease: the row failed on its own (a trigger
+ *     raising on it, a constraint, a serialization failure...): its
+ *     transaction is rolled back alone, the SQLSTATE is logged here, and
+ *     core notes "could not be moved" and goes on with the next row.
+ *   - RP_ERR_INTERNAL: anything else (e.g. a schema that was never
+ *     migrated).
+ *
+ * DEAD LETTERS. park() stores the dead_letter row first (ON CONFLICT
+ * (identity) DO NOTHING) and, only when it was new, the job (kind
+ * bus.dead_letter, project RP_PG_BUS_PROJECT, state awaiting_human, payload
+ * {identity, vhost, queue, origin_queue, reason}), its bus_dead_lettered
+ * gate (choices replay, dismiss) and the ledger event: one statement, one
+ * commit. origin_queue and reason are stored as rp_untrusted_render()
+ * shows them (quoted, escaped, cut to 200 characters). The message's
+ * headers and properties come, as JSON text, from an rp_pg_dl_handle that
+ * rp_dl_message.handle points to (NULL: both "{}"). The peek function of the
+ * dead-letter port is the broker's and is left NULL here.
+ *
+ * GATES. list() reads newest first (by id); answer() locks the gate row
+ * (FOR UPDATE), settles it once, applies the choice to its job and appends
+ * a ledger event of kind RP_PG_LEDGER_GATE_ANSWERED, all in one
+ * transaction. retry: job ready, run_after now(), lease and finished_at
+ * cleared; dismiss: job failed, finished_at now(); replay: job succeeded,
+ * finished_at now().
+ *
+ * Threading: one thread at a time per store (the store thread). Blocking.
+ *
+ * Ownership: rp_pg_store_new borrows conn (the caller keeps it open while
+ * the store lives and frees it after rp_pg_store_free) and copies schema.
+ * The port-filling functions fill caller-owned structs whose self pointers
+ * borrow the store. What the ports lend stays owned by the store (see
+ * rp_ports.h OWNERSHIP).
+ */
+#ifndef RP_PG_STORE_H
+#define RP_PG_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rp_common.h"
+#include "rp_pg_conn.h"
+#include "rp_ports.h"
+
+/* The project of the jobs that park dead letters. A dead letter belongs to
+ * no job-table project, and its origin queue comes from untrusted headers,
+ * so one fixed, trusted name groups them: `gates --project bus` lists them
+ * all. */
+#define RP_PG_BUS_PROJECT "bus"
+/* The kind of those jobs. */
+#define RP_PG_BUS_JOB_KIND "bus.dead_letter"
+/* The ledger kind of a gate answer (a gate answer has no verdict). */
+#define RP_PG_LEDGER_GATE_ANSWERED "GateAnswered"
+/* The most body bytes park stores. A longer body, or one the caller marked
+ * body_truncated, is stored as its first RP_PG_DL_BODY_MAX bytes (at most)
+ * with body_truncated true, and can then not be replayed. */
+#define RP_PG_DL_BODY_MAX (4u * 1024u * 1024u)
+/* The default time one call may take before the connection is given up. */
+#define RP_PG_STORE_TIMEOUT_MS 30000
+
+/* What the AMQP side hands park() through rp_dl_message.handle: the
+ * message's headers table and basic properties, each as one JSON object in
+ * text (valid UTF-8, no \u0000, which jsonb refuses). NULL members mean
+ * "{}". Borrowed for the call. */
+typedef struct rp_pg_dl_handle {
+    const char *headers_json;
+    const char *properties_json;
+} rp_pg_dl_handle;
+
+typedef struct rp_pg_store rp_pg_store;
+
+/* A store over conn in schema (a name, quoted here). Nothing is sent until
+ * the first port call. NULL when out of memory or an argument is NULL. */
+rp_pg_store *rp_pg_store_new(rp_pg_conn *conn, const char *schema);
+/* Rolls back a taken row's transaction if one is open, frees what the
+ * ports lent, and the store. The connection stays open (it is the
+ * caller's). NULL is a no-op. */
+void rp_pg_store_free(rp_pg_store *s);
+
+/* How long one port call may wait on the server (ms, >= 1; default
+ * RP_PG_STORE_TIMEOUT_MS). Past it the connection is closed and the call
+ * returns RP_ERR_UNAVAILABLE. */
+void rp_pg_store_set_timeout(rp_pg_store *s, int timeout_ms);
+
+/* Fill one port each. */
+void rp_pg_store_port(rp_pg_store *s, rp_store_port *out);
+void rp_pg_gate_port(rp_pg_store *s, rp_gate_port *out);
+void rp_pg_clock_port(rp_pg_store *s, rp_clock_port *out);
+/* is_parked and park; peek is left NULL (the broker side fills it). */
+void rp_pg_dead_letter_port(rp_pg_store *s, rp_dead_letter_port *out);
+/* All four at once, into ports->store, ->gates, ->clock and ->dead_letters;
+ * the broker and publisher ports are left as they are. */
+void rp_pg_store_ports(rp_pg_store *s, rp_ports *ports);
+
+#endif

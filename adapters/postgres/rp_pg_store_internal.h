@@ -1,0 +1,162 @@
+/*
+ * rp_pg_store_internal.h - the PostgreSQL store's state and the helpers its
+ * files share (rp_pg_store.c: session, pipeline, errors, clock;
+ * rp_pg_sql.c: the statements; rp_pg_lease.c, rp_pg_ready.c,
+ * rp_pg_sighting.c, rp_pg_gate.c, rp_pg_park.c: one port area each). Not
+ * for use outside adapters/postgres.
+ *
+ * Ownership: struct rp_pg_store owns its schema copies, the statement names
+ * and every PGresult and view array it lends (freed when the same function
+ * is called again, or by rp_pg_store_free). It borrows the connection.
+ */
+#ifndef RP_PG_STORE_INTERNAL_H
+#define RP_PG_STORE_INTERNAL_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rp_pg_store.h"
+
+/* The prepared statements, one per query the ports run. */
+typedef enum rp__pg_stmt {
+    RP__PG_NOW = 0,
+    RP__PG_LEASE_PLANS,
+    RP__PG_TAKE_LOCK,
+    RP__PG_TAKE_READ,
+    RP__PG_MOVE_REQUEUE,
+    RP__PG_MOVE_PARK,
+    RP__PG_NEXT_DEADLINE,
+    RP__PG_CLAIMABLE,
+    RP__PG_APPEND,
+    RP__PG_OPEN_SIGHTING,
+    RP__PG_CLOSE_SIGHTING,
+    RP__PG_SIGHTINGS,
+    RP__PG_GATES,
+    RP__PG_GATE_LOCK,
+    RP__PG_GATE_ANSWER,
+    RP__PG_IS_PARKED,
+    RP__PG_PARK,
+    RP__PG_STMT_COUNT_
+} rp__pg_stmt;
+
+/* A statement's text, with placeholders that rp__pg_sql_expand fills:
+ * {s} the quoted schema; {ledger_seq}, {job_seq}, {gate_seq} the identity
+ * sequences of ledger.seq, job.id and gate.id as quoted literals. */
+typedef struct rp__pg_sql_def {
+    const char *name;
+    const char *text;
+} rp__pg_sql_def;
+
+extern const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_];
+
+/* What to substitute into a template. */
+typedef struct rp__pg_subst {
+    const char *schema;      /* quoted identifier */
+    const char *ledger_seq;  /* quoted literals */
+    const char *job_seq;
+    const char *gate_seq;
+} rp__pg_subst;
+
+/* Expands a template into a new heap string (*out, free()). RP_ERR_NOMEM;
+ * RP_ERR_INTERNAL for an unknown placeholder. */
+rp_status rp__pg_sql_expand(const char *text, const rp__pg_subst *sub, char **out) RP_MUSTCHECK;
+
+/* The row taken by take_expired_lease, as it was when taken. */
+typedef struct rp__pg_taken {
+    bool active;          /* a row is taken (locked or read) */
+    bool locked;          /* taken FOR UPDATE: its transaction is open */
+    int64_t id;
+    int32_t attempts;
+    bool expires_known;
+    rp_time_ms expires_ms;
+    int64_t expires_us;   /* to the microsecond, for the fence */
+    const char *owner;    /* into held_res; NULL when NULL */
+} rp__pg_taken;
+
+struct rp_pg_store {
+    rp_pg_conn *conn;     /* borrowed */
+    char *schema;         /* as configured */
+    int timeout_ms;
+    /* The session the statements are prepared on (rp_pg_conn_generation). */
+    unsigned long gen;
+    bool ready;
+    char names[RP__PG_STMT_COUNT_][48];
+    /* The taken row and its open transaction. */
+    rp__pg_taken taken;
+    PGresult *held_res;
+    /* What list_oldest_claimable and list_open_sightings lend. */
+    PGresult *claim_res;
+    rp_claimable_job *claim_view;
+    PGresult *sight_res;
+    rp_sighting_row *sight_view;
+    bool clock_fell_back; /* logged once per outage */
+};
+
+/* How a call relates to a taken row's open transaction. */
+typedef enum rp__pg_mode {
+    RP__PG_READ = 0, /* read only: may run inside it */
+    RP__PG_WRITE,    /* a write of its own: rolls it back first */
+    RP__PG_ROW,      /* move or release: works on it */
+} rp__pg_mode;
+
+/* Starts a port call: connects when needed, prepares the statements on a
+ * new session (forgetting whatever the old one held), and settles a taken
+ * row's transaction as mode says. RP_OK; RP_ERR_UNAVAILABLE; RP_ERR_INTERNAL
+ * (statements that cannot be prepared: a schema not migrated). */
+rp_status rp__pg_enter(rp_pg_store *s, rp__pg_mode mode, const char *op) RP_MUSTCHECK;
+
+/* One command of a pipeline: a prepared statement (stmt >= 0) or plain SQL
+ * (stmt < 0: BEGIN, COMMIT, ROLLBACK...). values/lengths/formats as
+ * PQexecParams takes them (lengths and formats only for binary values). */
+typedef struct rp__pg_cmd {
+    int stmt;
+    const char *sql;
+    int n;
+    const char *const *values;
+    const int *lengths;
+    const int *formats;
+} rp__pg_cmd;
+
+/* Sends the n commands in one pipeline with one sync (one round trip) and
+ * reads every result within the store's timeout. On RP_OK every command
+ * succeeded and res[i] holds each one's result (the caller PQclear()s them:
+ * rp__pg_clear). Otherwise res holds nothing; the first failure has been
+ * logged (op, SQLSTATE, message); a transaction left open or failed on the
+ * session has been rolled back (a taken row is forgotten with it); a lost or
+ * timed-out connection has been closed. Returns RP_ERR_UNAVAILABLE for the
+ * connection or the server going away (SQLSTATE 08, 53, 57P01-57P03,
+ * 57014), RP_ERR_CONFLICT for class 40 (serialization, deadlock),
+ * RP_ERR_INTERNAL otherwise; *sqlstate (may be NULL) gets the code or "". */
+rp_status rp__pg_run(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,
+                     const char *op, char sqlstate[6]) RP_MUSTCHECK;
+void rp__pg_clear(PGresult **res, size_t n);
+
+/* Ends the session's open transaction, if any, with ROLLBACK and forgets
+ * the taken row. RP_OK, or the failure of the ROLLBACK (the connection is
+ * then closed). */
+rp_status rp__pg_rollback(rp_pg_store *s, const char *op) RP_MUSTCHECK;
+/* Forgets the taken row without touching the session. */
+void rp__pg_forget_row(rp_pg_store *s);
+
+/* Result readers (text format). A NULL field gives 0 / NULL / false. */
+int64_t rp__pg_i64(const PGresult *r, int row, int col);
+const char *rp__pg_str(const PGresult *r, int row, int col);
+bool rp__pg_null(const PGresult *r, int row, int col);
+
+/* The verdict as its ledger payload (rp_proto_verdict_json), compact JSON
+ * text in *out (free()). RP_ERR_INVALID for a verdict outside its enums;
+ * RP_ERR_NOMEM. */
+rp_status rp__pg_payload(const rp_verdict *v, char **out) RP_MUSTCHECK;
+
+/* Formats a signed integer into buf (at least 24 bytes); returns buf. */
+const char *rp__pg_itoa(int64_t v, char buf[24]);
+
+/* The port functions, one file per area. */
+void rp__pg_fill_lease(rp_store_port *out);
+void rp__pg_fill_ready(rp_store_port *out);
+void rp__pg_fill_sighting(rp_store_port *out);
+void rp__pg_fill_gates(rp_gate_port *out);
+void rp__pg_fill_park(rp_dead_letter_port *out);
+
+#endif

@@ -1,0 +1,92 @@
+/*
+ * rp_amqp_msg.h - assembling deliveries from frames, without blocking.
+ *
+ * rabbitmq-c's amqp_consume_message() reads a delivery's header and body
+ * frames with no bound on the wait, so reaper assembles them itself: the
+ * loop hands every frame the connection does not handle to
+ * rp_amqp_assembler_frame(); a basic.deliver starts a message on its
+ * channel, the content header gives its properties and size, body frames
+ * fill it, and the finished message goes to the handler.
+ *
+ * A body larger than the assembler's body_limit is not kept whole: the first
+ * body_limit bytes are kept and the message is marked truncated (its
+ * declared size stays in body_size), so a hostile or huge message can cost
+ * at most body_limit bytes.
+ *
+ * Ownership: a finished rp_amqp_message is LENT to the handler for the call
+ * only (its memory is the assembler's and is reused); a handler that keeps
+ * anything copies it (rp_amqp_message_clone). Strings inside are amqp_bytes_t
+ * (not NUL-terminated). Frames are borrowed for the call.
+ */
+#ifndef RP_AMQP_MSG_H
+#define RP_AMQP_MSG_H
+
+#include <amqp.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rp_common.h"
+#include "rp_status.h"
+
+#define RP_AMQP_MAX_CHANNELS 4
+
+typedef struct rp_amqp_message {
+    uint16_t channel;
+    uint64_t delivery_tag;
+    bool redelivered;
+    amqp_bytes_t consumer_tag;
+    amqp_bytes_t exchange;
+    amqp_bytes_t routing_key;
+    amqp_basic_properties_t props; /* deep copy; headers included */
+    uint8_t *body;                 /* body_len bytes kept */
+    size_t body_len;
+    uint64_t body_size;            /* as declared by the content header */
+    bool truncated;                /* body_len < body_size */
+    amqp_pool_t pool;              /* owns every pointer above but body */
+} rp_amqp_message;
+
+typedef void (*rp_amqp_message_fn)(void *arg, const rp_amqp_message *msg);
+
+typedef struct rp_amqp_assembler {
+    size_t body_limit;
+    rp_amqp_message_fn on_message;
+    void *arg;
+    struct {
+        bool active;    /* a delivery is being assembled on this channel */
+        bool have_header;
+        rp_amqp_message msg;
+        size_t body_cap;
+        uint64_t received; /* body bytes seen, kept or not */
+    } ch[RP_AMQP_MAX_CHANNELS];
+} rp_amqp_assembler;
+
+void rp_amqp_assembler_init(rp_amqp_assembler *a, size_t body_limit, rp_amqp_message_fn fn,
+                            void *arg);
+void rp_amqp_assembler_cleanup(rp_amqp_assembler *a);
+/* Drops any half-assembled delivery (the connection was lost: the broker
+ * redelivers it). */
+void rp_amqp_assembler_reset(rp_amqp_assembler *a);
+
+/* Feeds one frame. Returns true when the frame belonged to a delivery
+ * (basic.deliver, its header or body), false when the caller must handle it
+ * (confirms, returns, cancels, ...). RP_ERR_* through *st on a protocol
+ * error or no memory (the connection should then be rebuilt). */
+bool rp_amqp_assembler_frame(rp_amqp_assembler *a, const amqp_frame_t *f, rp_status *st);
+
+/* Deep-copies the flagged fields of src into dst, allocating from pool
+ * (fields whose flag is clear are zeroed: the library leaves them
+ * uninitialised). False when out of memory. */
+bool rp_amqp_props_copy(amqp_pool_t *pool, const amqp_basic_properties_t *src,
+                        amqp_basic_properties_t *dst);
+
+/* A heap copy that outlives the call: free with rp_amqp_message_free. */
+rp_amqp_message *rp_amqp_message_clone(const rp_amqp_message *m);
+void rp_amqp_message_free(rp_amqp_message *m);
+
+/* Copies a short string property into buf as a NUL-terminated string ("" when
+ * absent); false when absent. A NUL inside is kept as is (the caller
+ * decides). */
+bool rp_amqp_prop_string(const amqp_basic_properties_t *p, amqp_flags_t flag, char *buf,
+                         size_t n);
+
+#endif

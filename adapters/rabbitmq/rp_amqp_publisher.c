@@ -1,0 +1,302 @@
+#include "rp_amqp_publisher.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_amqp_msg.h"
+#include "rp_log.h"
+
+typedef struct rp_pub_entry {
+    struct rp_pub_entry *next;
+    char *exchange;
+    char *routing_key;
+    amqp_pool_t pool; /* the properties' copies */
+    amqp_basic_properties_t props;
+    bool has_props;
+    uint8_t *body;
+    size_t len;
+    bool mandatory, retry, returned;
+    uint64_t seq;
+    rp_publish_outcome outcome;
+    rp_publish_done_fn done;
+    void *arg;
+} rp_pub_entry;
+
+typedef struct rp_pub_list {
+    rp_pub_entry *head, *tail;
+    size_t n;
+} rp_pub_list;
+
+struct rp_amqp_publisher {
+    rp_amqp_conn *conn;
+    rp_pub_list todo;     /* waiting to be sent, in order */
+    rp_pub_list inflight; /* sent, by ascending seq */
+    rp_pub_list settled;  /* callbacks due on the next loop turn */
+    uint64_t next_seq;
+    bool mandatory_in_flight;
+    /* The content frames that follow a basic.return are skipped. */
+    bool skipping_return;
+    bool return_have_header;
+    uint64_t return_left;
+    struct event *settle_ev;
+};
+
+static const char *const rp_publish_outcome_names[RP_PUBLISH_OUTCOME_COUNT_] = {
+    "confirmed", "nacked", "returned", "lost", "dropped"};
+
+const char *rp_publish_outcome_string(rp_publish_outcome o) {
+    if ((int)o < 0 || o >= RP_PUBLISH_OUTCOME_COUNT_) return "unknown";
+    return rp_publish_outcome_names[o];
+}
+
+static void rp_push(rp_pub_list *l, rp_pub_entry *e) {
+    e->next = NULL;
+    if (l->tail) l->tail->next = e;
+    else l->head = e;
+    l->tail = e;
+    l->n++;
+}
+
+static rp_pub_entry *rp_pop(rp_pub_list *l) {
+    rp_pub_entry *e = l->head;
+    if (e) {
+        l->head = e->next;
+        if (l->head == NULL) l->tail = NULL;
+        l->n--;
+        e->next = NULL;
+    }
+    return e;
+}
+
+static void rp_entry_free(rp_pub_entry *e) {
+    empty_amqp_pool(&e->pool);
+    free(e->exchange);
+    free(e->routing_key);
+    free(e->body);
+    free(e);
+}
+
+static void rp_settle(rp_amqp_publisher *p, rp_pub_entry *e, rp_publish_outcome o) {
+    e->outcome = o;
+    rp_push(&p->settled, e);
+    event_active(p->settle_ev, 0, 0);
+}
+
+/* Next loop turn: the callbacks, never from inside a publish call. */
+static void rp_on_settle(evutil_socket_t fd, short what, void *arg) {
+    RP_UNUSED(fd);
+    RP_UNUSED(what);
+    rp_amqp_publisher *p = arg;
+    rp_pub_entry *e;
+    while ((e = rp_pop(&p->settled)) != NULL) {
+        if (e->done) e->done(e->arg, e->outcome);
+        rp_entry_free(e);
+    }
+}
+
+rp_amqp_publisher *rp_amqp_publisher_new(rp_amqp_conn *conn) {
+    rp_amqp_publisher *p = calloc(1, sizeof *p);
+    if (p == NULL) return NULL;
+    p->conn = conn;
+    p->next_seq = 1;
+    p->settle_ev = event_new(rp_amqp_conn_base(conn), -1, 0, rp_on_settle, p);
+    if (p->settle_ev == NULL) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void rp_amqp_publisher_free(rp_amqp_publisher *p) {
+    if (p == NULL) return;
+    rp_pub_entry *e;
+    while ((e = rp_pop(&p->inflight)) != NULL) rp_settle(p, e, RP_PUBLISH_DROPPED);
+    while ((e = rp_pop(&p->todo)) != NULL) rp_settle(p, e, RP_PUBLISH_DROPPED);
+    rp_on_settle(-1, 0, p);
+    event_free(p->settle_ev);
+    free(p);
+}
+
+bool rp_amqp_publisher_setup(amqp_connection_state_t c, char *err, size_t errlen) {
+    amqp_channel_open(c, RP_AMQP_PUBLISH_CHANNEL);
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(c);
+    char buf[200];
+    if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+        snprintf(err, errlen, "publish channel open: %s", rp_amqp_reply_string(r, buf, sizeof buf));
+        return false;
+    }
+    amqp_confirm_select(c, RP_AMQP_PUBLISH_CHANNEL);
+    r = amqp_get_rpc_reply(c);
+    if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+        snprintf(err, errlen, "confirm select: %s", rp_amqp_reply_string(r, buf, sizeof buf));
+        return false;
+    }
+    return true;
+}
+
+/* Sends what is queued, in order, while the connection is up. */
+static void rp_flush(rp_amqp_publisher *p) {
+    amqp_connection_state_t c = rp_amqp_conn_handle(p->conn);
+    bool sent = false;
+    while (c != NULL && p->todo.head != NULL) {
+        rp_pub_entry *e = p->todo.head;
+        if (e->mandatory && p->mandatory_in_flight) break;
+        int st = amqp_basic_publish(c, RP_AMQP_PUBLISH_CHANNEL,
+                                    amqp_cstring_bytes(e->exchange),
+                                    amqp_cstring_bytes(e->routing_key), e->mandatory, 0,
+                                    e->has_props ? &e->props : NULL,
+                                    (amqp_bytes_t){e->len, e->body});
+        if (st != AMQP_STATUS_OK) {
+            char why[160];
+            snprintf(why, sizeof why, "publish: %s", amqp_error_string2(st));
+            rp_amqp_conn_fail(p->conn, why);
+            return; /* on_down requeues the rest */
+        }
+        rp_pop(&p->todo);
+        e->seq = p->next_seq++;
+        if (e->mandatory) p->mandatory_in_flight = true;
+        rp_push(&p->inflight, e);
+        sent = true;
+        c = rp_amqp_conn_handle(p->conn);
+    }
+    if (sent) rp_amqp_conn_drain(p->conn);
+}
+
+rp_status rp_amqp_publisher_publish(rp_amqp_publisher *p, const rp_publish *pub) {
+    rp_pub_entry *e = calloc(1, sizeof *e);
+    if (e == NULL) return RP_ERR_NOMEM;
+    init_amqp_pool(&e->pool, 512);
+    e->exchange = strdup(pub->exchange ? pub->exchange : "");
+    e->routing_key = strdup(pub->routing_key ? pub->routing_key : "");
+    e->len = pub->body.len;
+    e->body = e->len ? malloc(e->len) : NULL;
+    e->mandatory = pub->mandatory;
+    e->retry = pub->retry;
+    e->done = pub->done;
+    e->arg = pub->arg;
+    bool ok = e->exchange && e->routing_key && (e->len == 0 || e->body);
+    if (ok && e->len) memcpy(e->body, pub->body.ptr, e->len);
+    if (ok && pub->props) {
+        /* A deep copy: the caller's properties may die after this call. */
+        e->has_props = true;
+        ok = rp_amqp_props_copy(&e->pool, pub->props, &e->props);
+    }
+    if (!ok) {
+        rp_entry_free(e);
+        return RP_ERR_NOMEM;
+    }
+    if (p->todo.n + p->inflight.n >= RP_AMQP_PUBLISH_QUEUE_MAX) {
+        rp_settle(p, e, RP_PUBLISH_DROPPED);
+        return RP_OK;
+    }
+    rp_push(&p->todo, e);
+    rp_flush(p);
+    return RP_OK;
+}
+
+void rp_amqp_publisher_on_up(rp_amqp_publisher *p) {
+    p->next_seq = 1;
+    p->mandatory_in_flight = false;
+    p->skipping_return = false;
+    rp_flush(p);
+}
+
+void rp_amqp_publisher_on_down(rp_amqp_publisher *p) {
+    /* In-flight publishes go back to the front of the queue, in order, or
+     * are lost when they are not to be retried. */
+    rp_pub_list again = {0};
+    rp_pub_entry *e;
+    while ((e = rp_pop(&p->inflight)) != NULL) {
+        if (e->retry) {
+            e->returned = false;
+            rp_push(&again, e);
+        } else {
+            rp_settle(p, e, RP_PUBLISH_LOST);
+        }
+    }
+    rp_pub_list rest = p->todo;
+    p->todo = again;
+    while ((e = rp_pop(&rest)) != NULL) {
+        if (e->retry) rp_push(&p->todo, e);
+        else rp_settle(p, e, RP_PUBLISH_LOST);
+    }
+    p->mandatory_in_flight = false;
+    p->skipping_return = false;
+}
+
+/* Settles in-flight publishes up to tag (or exactly tag). */
+static void rp_confirm(rp_amqp_publisher *p, uint64_t tag, bool multiple, bool ack) {
+    while (p->inflight.head && p->inflight.head->seq <= tag) {
+        rp_pub_entry *e = p->inflight.head;
+        if (!multiple && e->seq != tag) break; /* confirms come in order */
+        rp_pop(&p->inflight);
+        if (e->mandatory) p->mandatory_in_flight = false;
+        rp_settle(p, e, !ack ? RP_PUBLISH_NACKED
+                             : e->returned ? RP_PUBLISH_RETURNED : RP_PUBLISH_CONFIRMED);
+    }
+    /* A single confirm out of order (allowed by the protocol): find it. */
+    if (!multiple) {
+        rp_pub_entry *prev = NULL;
+        for (rp_pub_entry *e = p->inflight.head; e; prev = e, e = e->next) {
+            if (e->seq != tag) continue;
+            if (prev) prev->next = e->next;
+            else p->inflight.head = e->next;
+            if (p->inflight.tail == e) p->inflight.tail = prev;
+            p->inflight.n--;
+            if (e->mandatory) p->mandatory_in_flight = false;
+            rp_settle(p, e, !ack ? RP_PUBLISH_NACKED
+                                 : e->returned ? RP_PUBLISH_RETURNED : RP_PUBLISH_CONFIRMED);
+            break;
+        }
+    }
+    rp_flush(p);
+}
+
+bool rp_amqp_publisher_frame(rp_amqp_publisher *p, const amqp_frame_t *f) {
+    if (f->channel != RP_AMQP_PUBLISH_CHANNEL) return false;
+    if (f->frame_type == AMQP_FRAME_METHOD) {
+        switch (f->payload.method.id) {
+        case AMQP_BASIC_ACK_METHOD: {
+            const amqp_basic_ack_t *a = f->payload.method.decoded;
+            rp_confirm(p, a->delivery_tag, a->multiple, true);
+            return true;
+        }
+        case AMQP_BASIC_NACK_METHOD: {
+            const amqp_basic_nack_t *n = f->payload.method.decoded;
+            rp_confirm(p, n->delivery_tag, n->multiple, false);
+            return true;
+        }
+        case AMQP_BASIC_RETURN_METHOD:
+            /* Only mandatory publishes come back, one in flight at a time. */
+            for (rp_pub_entry *e = p->inflight.head; e; e = e->next)
+                if (e->mandatory) {
+                    e->returned = true;
+                    break;
+                }
+            p->skipping_return = true;
+            p->return_have_header = false;
+            return true;
+        default:
+            return false;
+        }
+    }
+    if (!p->skipping_return) return false;
+    if (f->frame_type == AMQP_FRAME_HEADER) {
+        p->return_have_header = true;
+        p->return_left = f->payload.properties.body_size;
+        if (p->return_left == 0) p->skipping_return = false;
+        return true;
+    }
+    if (f->frame_type == AMQP_FRAME_BODY && p->return_have_header) {
+        uint64_t n = f->payload.body_fragment.len;
+        p->return_left = n >= p->return_left ? 0 : p->return_left - n;
+        if (p->return_left == 0) p->skipping_return = false;
+        return true;
+    }
+    return false;
+}
+
+size_t rp_amqp_publisher_in_flight(const rp_amqp_publisher *p) { return p->inflight.n; }
+size_t rp_amqp_publisher_queued(const rp_amqp_publisher *p) { return p->todo.n; }

@@ -1,0 +1,88 @@
+/*
+ * rp_amqp_publisher.h - publishing with publisher confirms on the loop.
+ *
+ * One channel in confirm mode (RP_AMQP_PUBLISH_CHANNEL, put in confirm mode
+ * by rp_amqp_publisher_setup on the connect thread). Every publish gets the
+ * channel's next sequence number; basic.ack / basic.nack (with `multiple`)
+ * settle them in order. A mandatory publish that the broker cannot route
+ * comes back as basic.return before its ack: to know which publish a return
+ * belongs to, mandatory publishes go out one at a time (they are rare:
+ * replays a person asked for).
+ *
+ * When the connection is lost, publishes not yet confirmed are either
+ * queued again (retry: the events feed) or settled as LOST (replies: the
+ * request is redelivered and answered again). Queued publishes go out when
+ * the connection is back. The queue is bounded (RP_AMQP_PUBLISH_QUEUE_MAX):
+ * past it a retry publish is settled DROPPED at once (the ledger, not the
+ * feed, is the record).
+ *
+ * Threads: loop thread only. Ownership: rp_amqp_publisher_publish copies
+ * everything it is given; the callback's arg is the caller's.
+ */
+#ifndef RP_AMQP_PUBLISHER_H
+#define RP_AMQP_PUBLISHER_H
+
+#include <amqp.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rp_amqp_conn.h"
+#include "rp_common.h"
+#include "rp_status.h"
+
+#define RP_AMQP_PUBLISH_CHANNEL 2
+#define RP_AMQP_PUBLISH_QUEUE_MAX 100000
+
+typedef enum rp_publish_outcome {
+    RP_PUBLISH_CONFIRMED = 0, /* the broker took responsibility */
+    RP_PUBLISH_NACKED,        /* the broker refused it */
+    RP_PUBLISH_RETURNED,      /* mandatory and unroutable */
+    RP_PUBLISH_LOST,          /* the connection went before a confirm */
+    RP_PUBLISH_DROPPED,       /* not sent: the queue was full or closing */
+    RP_PUBLISH_OUTCOME_COUNT_
+} rp_publish_outcome;
+
+const char *rp_publish_outcome_string(rp_publish_outcome o);
+
+typedef void (*rp_publish_done_fn)(void *arg, rp_publish_outcome outcome);
+
+typedef struct rp_publish {
+    const char *exchange;     /* "" for the default exchange */
+    const char *routing_key;
+    const amqp_basic_properties_t *props; /* may be NULL */
+    rp_bytes body;
+    bool mandatory;
+    bool retry;               /* queue again when the connection is lost */
+    rp_publish_done_fn done;  /* may be NULL */
+    void *arg;
+} rp_publish;
+
+typedef struct rp_amqp_publisher rp_amqp_publisher;
+
+rp_amqp_publisher *rp_amqp_publisher_new(rp_amqp_conn *conn);
+/* Settles everything still pending as DROPPED and frees. */
+void rp_amqp_publisher_free(rp_amqp_publisher *p);
+
+/* Connect thread (from the conn's on_setup hook): opens the publish channel
+ * and puts it in confirm mode. False with a reason in err on failure. */
+bool rp_amqp_publisher_setup(amqp_connection_state_t c, char *err, size_t errlen);
+
+/* Loop thread, from the conn's on_state hook: the connection is UP (sends
+ * what is queued) or DOWN (requeues or loses what was in flight). */
+void rp_amqp_publisher_on_up(rp_amqp_publisher *p);
+void rp_amqp_publisher_on_down(rp_amqp_publisher *p);
+
+/* Loop thread, from the conn's on_frame hook: true when the frame was a
+ * confirm or a return on the publish channel (consumed). */
+bool rp_amqp_publisher_frame(rp_amqp_publisher *p, const amqp_frame_t *f);
+
+/* Queues (and, when possible, sends now) one publish. The done callback is
+ * called later, never from inside this call. Returns RP_ERR_NOMEM (done is
+ * then never called). */
+rp_status rp_amqp_publisher_publish(rp_amqp_publisher *p, const rp_publish *pub) RP_MUSTCHECK;
+
+/* Publishes sent and not yet confirmed, and waiting to be sent. */
+size_t rp_amqp_publisher_in_flight(const rp_amqp_publisher *p);
+size_t rp_amqp_publisher_queued(const rp_amqp_publisher *p);
+
+#endif

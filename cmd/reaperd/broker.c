@@ -1,0 +1,194 @@
+/*
+ * The broker side of the daemon: the AMQP connection, what reaper declares
+ * (CONTRACT section 8), and routing deliveries and confirms.
+ *
+ * Declarations run on the connect thread (rp_amqp_conn's on_setup hook), so
+ * the loop never waits for an RPC: the events exchange, the control queue
+ * with its consumer, the event queue bound to amq.rabbitmq.event with its
+ * consumer, and the publish channel in confirm mode. On every reconnect they
+ * are all made again.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon_internal.h"
+#include "rp_log.h"
+
+#define RP_HEARTBEAT_SECONDS 10
+/* The largest delivery body reaper keeps: a control request is at most
+ * 64 KiB (proto/SCHEMA.md); more is kept only to say it is too large. */
+#define RP_DELIVERY_BODY_LIMIT (1024 * 1024)
+
+static const char *const rp_event_keys[] = {"queue.*", "consumer.*", "channel.closed",
+                                            "connection.closed", "policy.*"};
+
+static bool rp_rpc_ok(amqp_connection_state_t c, const char *what, char *err, size_t n) {
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(c);
+    if (r.reply_type == AMQP_RESPONSE_NORMAL) return true;
+    char buf[200];
+    snprintf(err, n, "%s: %s", what, rp_amqp_reply_string(r, buf, sizeof buf));
+    return false;
+}
+
+/* Connect thread: reads only the configuration (never changed while the
+ * daemon runs). */
+static bool rp_broker_setup(void *arg, amqp_connection_state_t c, char *err, size_t n) {
+    rp_daemon *d = arg;
+    const rp_config *cfg = d->cfg;
+    amqp_exchange_declare(c, 1, amqp_cstring_bytes(cfg->broker.events_exchange),
+                          amqp_cstring_bytes("topic"), 0, 1, 0, 0, amqp_empty_table);
+    if (!rp_rpc_ok(c, "declaring the events exchange", err, n)) return false;
+    amqp_queue_declare(c, 1, amqp_cstring_bytes(cfg->broker.control_queue), 0, 1, 0, 0,
+                       amqp_empty_table);
+    if (!rp_rpc_ok(c, "declaring the control queue", err, n)) return false;
+    amqp_basic_qos(c, 1, 0, RP_CONTROL_PREFETCH, 0);
+    if (!rp_rpc_ok(c, "setting the prefetch", err, n)) return false;
+    amqp_basic_consume(c, 1, amqp_cstring_bytes(cfg->broker.control_queue),
+                       amqp_cstring_bytes(RP_CONTROL_CONSUMER_TAG), 0, 0, 0, amqp_empty_table);
+    if (!rp_rpc_ok(c, "consuming the control queue", err, n)) return false;
+
+    /* Broker events: a server-named exclusive queue that dies with us.
+     * Events are not replayed; a reconnect reconciles from a listing. */
+    amqp_queue_declare_ok_t *q =
+        amqp_queue_declare(c, 1, amqp_empty_bytes, 0, 0, 1, 1, amqp_empty_table);
+    if (!rp_rpc_ok(c, "declaring the event queue", err, n) || q == NULL) return false;
+    amqp_bytes_t name = amqp_bytes_malloc_dup(q->queue);
+    bool ok = name.bytes != NULL;
+    for (size_t i = 0; ok && i < RP_ARRAY_LEN(rp_event_keys); i++) {
+        amqp_queue_bind(c, 1, name, amqp_cstring_bytes("amq.rabbitmq.event"),
+                        amqp_cstring_bytes(rp_event_keys[i]), amqp_empty_table);
+        ok = rp_rpc_ok(c, "binding the event queue to amq.rabbitmq.event", err, n);
+    }
+    if (ok) {
+        amqp_basic_consume(c, 1, name, amqp_cstring_bytes(RP_EVENTS_CONSUMER_TAG), 0, 1, 1,
+                           amqp_empty_table);
+        ok = rp_rpc_ok(c, "consuming broker events", err, n);
+    }
+    amqp_bytes_free(name);
+    return ok && rp_amqp_publisher_setup(c, err, n);
+}
+
+static bool rp_tag_is(amqp_bytes_t tag, const char *want) {
+    return tag.len == strlen(want) && memcmp(tag.bytes, want, tag.len) == 0;
+}
+
+static void rp_broker_on_message(void *arg, const rp_amqp_message *msg) {
+    rp_daemon *d = arg;
+    if (rp_tag_is(msg->consumer_tag, RP_CONTROL_CONSUMER_TAG)) {
+        rp_control_on_message(d, msg);
+    } else if (rp_tag_is(msg->consumer_tag, RP_EVENTS_CONSUMER_TAG)) {
+        char key[128];
+        snprintf(key, sizeof key, "%.*s", (int)msg->routing_key.len,
+                 (const char *)msg->routing_key.bytes);
+        RP_DEBUG("broker event", "routing_key", key, NULL);
+    } else {
+        RP_WARN("delivery for an unknown consumer; rejected", NULL);
+        amqp_connection_state_t c = rp_amqp_conn_handle(d->amqp);
+        if (c) (void)amqp_basic_reject(c, msg->channel, msg->delivery_tag, 1);
+    }
+}
+
+static void rp_broker_on_frame(void *arg, const amqp_frame_t *f) {
+    rp_daemon *d = arg;
+    if (rp_amqp_publisher_frame(d->publisher, f)) return;
+    rp_status st = RP_OK;
+    if (rp_amqp_assembler_frame(&d->assembler, f, &st)) {
+        if (st != RP_OK) rp_amqp_conn_fail(d->amqp, "a delivery arrived out of order");
+        return;
+    }
+    if (f->frame_type == AMQP_FRAME_METHOD && f->payload.method.id == AMQP_BASIC_CANCEL_METHOD) {
+        /* The broker cancelled a consumer (its queue was deleted): rebuild
+         * the connection, which declares and consumes everything again. */
+        rp_amqp_conn_fail(d->amqp, "the broker cancelled a consumer (queue deleted?)");
+        return;
+    }
+    if (f->frame_type == AMQP_FRAME_METHOD) {
+        char id[16];
+        snprintf(id, sizeof id, "0x%08x", f->payload.method.id);
+        RP_DEBUG("broker frame not handled", "method", id, NULL);
+    }
+}
+
+static void rp_broker_on_state(void *arg, rp_amqp_state state, const char *why) {
+    rp_daemon *d = arg;
+    switch (state) {
+    case RP_AMQP_UP:
+        d->broker_up = true;
+        d->broker_generation++;
+        RP_INFO("broker connected", "broker", why, "control_queue", d->cfg->broker.control_queue,
+                NULL);
+        rp_amqp_publisher_on_up(d->publisher);
+        break;
+    case RP_AMQP_DOWN:
+        if (d->broker_up) {
+            rp_amqp_assembler_reset(&d->assembler);
+            rp_amqp_publisher_on_down(d->publisher);
+        }
+        d->broker_up = false;
+        RP_WARN("broker unreachable; retrying", "broker", rp_amqp_conn_peer(d->amqp), "reason",
+                why, NULL);
+        break;
+    case RP_AMQP_CONNECTING:
+        RP_DEBUG("broker connecting", "broker", why, NULL);
+        break;
+    default:
+        break;
+    }
+}
+
+rp_status rp_broker_start(rp_daemon *d, const char *password) {
+    const rp_config *cfg = d->cfg;
+    rp_amqp_params ap = {
+        .url = cfg->broker.url,
+        .password = password,
+        .heartbeat_seconds = RP_HEARTBEAT_SECONDS,
+        .connect_timeout_ms = 5000,
+        .connection_name = "reaperd",
+        .ca_file = cfg->broker.tls.ca_file,
+        .cert_file = cfg->broker.tls.cert_file,
+        .key_file = cfg->broker.tls.key_file,
+        .verify_peer = cfg->broker.tls.verify_peer,
+    };
+    rp_amqp_hooks hooks = {
+        .on_state = rp_broker_on_state,
+        .on_frame = rp_broker_on_frame,
+        .on_setup = rp_broker_setup,
+        .arg = d,
+    };
+    rp_amqp_assembler_init(&d->assembler, RP_DELIVERY_BODY_LIMIT, rp_broker_on_message, d);
+    const char *err = NULL;
+    d->amqp = rp_amqp_conn_new(d->base, &ap, &hooks, &err);
+    if (d->amqp == NULL) {
+        RP_ERROR("cannot use the broker URL", "key", "broker.url", "reason", err, NULL);
+        return RP_ERR_CONFIG;
+    }
+    d->publisher = rp_amqp_publisher_new(d->amqp);
+    if (d->publisher == NULL) return RP_ERR_NOMEM;
+    if (rp_amqp_conn_start(d->amqp) != RP_OK) {
+        RP_ERROR("cannot start the broker connection", NULL);
+        return RP_ERR_INTERNAL;
+    }
+    return RP_OK;
+}
+
+void rp_broker_stop(rp_daemon *d) {
+    /* The publisher first: its pending callbacks may still use the daemon. */
+    rp_amqp_publisher_free(d->publisher);
+    d->publisher = NULL;
+    rp_amqp_conn_free(d->amqp);
+    d->amqp = NULL;
+    rp_amqp_assembler_cleanup(&d->assembler);
+}
+
+void rp_broker_ack(rp_daemon *d, unsigned generation, uint64_t tag) {
+    if (generation != d->broker_generation) return; /* redelivered anyway */
+    amqp_connection_state_t c = rp_amqp_conn_handle(d->amqp);
+    if (c == NULL) return;
+    int st = amqp_basic_ack(c, 1, tag, 0);
+    if (st != AMQP_STATUS_OK) {
+        char why[160];
+        snprintf(why, sizeof why, "ack: %s", amqp_error_string2(st));
+        rp_amqp_conn_fail(d->amqp, why);
+    }
+}

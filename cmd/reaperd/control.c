@@ -1,0 +1,348 @@
+/*
+ * The control protocol (CONTRACT section 5, proto/SCHEMA.md): one request
+ * per message on the control queue, one reply to its reply_to.
+ *
+ * Order for each request: the sender is checked against
+ * control.allowed_users (before the body is parsed: an unlisted sender's
+ * bytes are never read), the body is decoded and validated, the op runs
+ * (status at once on the loop; reap, gates and answer on the store thread),
+ * the reply is published with the request's correlation_id and content
+ * type, and the request is acked once the reply is confirmed by the broker
+ * (or at once when there is no reply_to). A request that cannot be decoded
+ * gets an error reply and is acked: never requeued. A reply that is lost
+ * with the connection leaves the request unacked, so the broker delivers it
+ * again and it is answered again (answer is idempotent: a second answer
+ * reports already_answered).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon_internal.h"
+#include "report_text.h"
+#include "rp_log.h"
+#include "rp_proto.h"
+#include "version.h"
+
+typedef struct rp_ctl {
+    rp_daemon *d;
+    unsigned generation;
+    uint64_t delivery_tag;
+    char reply_to[256];
+    char correlation_id[256];
+    bool has_correlation_id;
+    char user[256];
+    bool has_user;
+    rp_encoding enc;
+    rp_request req;
+    /* Results from the store thread. */
+    rp_pass_request pass;
+    rp_status st;
+    rp_gate *gates;
+    size_t n_gates;
+    rp_answer_result answer;
+} rp_ctl;
+
+static void rp_ctl_free(rp_ctl *c) {
+    rp_request_cleanup(&c->req);
+    rp_pass_request_cleanup(&c->pass);
+    for (size_t i = 0; i < c->n_gates; i++) rp_gate_cleanup(&c->gates[i]);
+    free(c->gates);
+    free(c);
+}
+
+static void rp_ctl_replied(void *arg, rp_publish_outcome outcome) {
+    rp_ctl *c = arg;
+    RP_DEBUG("control reply settled", "outcome", rp_publish_outcome_string(outcome), NULL);
+    if (outcome == RP_PUBLISH_CONFIRMED || outcome == RP_PUBLISH_RETURNED) {
+        /* Returned: the reply_to queue is gone (the client left); the
+         * request is answered all the same. */
+        rp_broker_ack(c->d, c->generation, c->delivery_tag);
+    } else {
+        RP_WARN("control reply not confirmed; the request will be delivered again", "outcome",
+                rp_publish_outcome_string(outcome), NULL);
+    }
+    rp_ctl_free(c);
+}
+
+/* Publishes buf as the reply (or acks at once without reply_to); takes c. */
+static void rp_ctl_reply(rp_ctl *c, rp_proto_buf *buf) {
+    rp_daemon *d = c->d;
+    if (c->reply_to[0] == '\0' || d->publisher == NULL) {
+        rp_broker_ack(d, c->generation, c->delivery_tag);
+        rp_proto_buf_cleanup(buf);
+        rp_ctl_free(c);
+        return;
+    }
+    amqp_basic_properties_t props;
+    memset(&props, 0, sizeof props);
+    props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG;
+    props.content_type = amqp_cstring_bytes(rp_encoding_content_type(c->enc));
+    props.delivery_mode = 1;
+    if (c->has_correlation_id) {
+        props._flags |= AMQP_BASIC_CORRELATION_ID_FLAG;
+        props.correlation_id = amqp_cstring_bytes(c->correlation_id);
+    }
+    rp_publish pub = {
+        .exchange = "",
+        .routing_key = c->reply_to,
+        .props = &props,
+        .body = {buf->ptr, buf->len},
+        .mandatory = false,
+        .retry = false,
+        .done = rp_ctl_replied,
+        .arg = c,
+    };
+    rp_status st = rp_amqp_publisher_publish(d->publisher, &pub);
+    RP_DEBUG("control reply queued", "reply_to", c->reply_to, NULL);
+    rp_proto_buf_cleanup(buf);
+    if (st != RP_OK) {
+        RP_ERROR("cannot publish a control reply", "status", rp_status_string(st), NULL);
+        rp_ctl_free(c);
+    }
+}
+
+static void rp_ctl_error(rp_ctl *c, const char *op, rp_status code, const char *message) {
+    rp_proto_buf buf = {0};
+    if (rp_proto_encode_error_reply(op, code, message, c->enc, &buf) != RP_OK) {
+        rp_broker_ack(c->d, c->generation, c->delivery_tag);
+        rp_ctl_free(c);
+        return;
+    }
+    rp_ctl_reply(c, &buf);
+}
+
+static void rp_ctl_encoded(rp_ctl *c, rp_status est, rp_proto_buf *buf) {
+    if (est == RP_OK) {
+        rp_ctl_reply(c, buf);
+        return;
+    }
+    rp_proto_buf_cleanup(buf);
+    rp_ctl_error(c, rp_op_string(c->req.op),
+                 est == RP_ERR_TOO_LARGE ? RP_ERR_INTERNAL : est,
+                 est == RP_ERR_TOO_LARGE ? "the reply is too large to send; use reaperd --once"
+                                         : "the reply could not be encoded");
+}
+
+/* ---- reap ---------------------------------------------------------------- */
+
+static void rp_ctl_reap_work(void *ctx, void *arg) {
+    rp_daemon *d = ctx;
+    rp_ctl *c = arg;
+    rp_pass_runner_run(&d->runner, &c->pass);
+}
+
+static void rp_ctl_reap_done(void *arg, bool cancelled) {
+    rp_ctl *c = arg;
+    if (cancelled) { /* shutting down: unacked, so delivered again later */
+        rp_ctl_free(c);
+        return;
+    }
+    if (c->pass.status != RP_OK) {
+        rp_ctl_error(c, "reap", RP_ERR_INTERNAL, "the pass stopped early");
+        return;
+    }
+    if (!c->pass.dry_run) c->d->last_pass_at = c->pass.started_at + c->pass.clock_offset_ms;
+    char who[300];
+    snprintf(who, sizeof who, "%s", c->has_user ? c->user : "(unknown)");
+    rp_report_log(&c->pass.report, "on demand", c->pass.duration_ms);
+    RP_INFO("reap request answered", "user", who, "dry_run", c->pass.dry_run ? "true" : "false",
+            "ok", c->pass.report.ok ? "true" : "false", NULL);
+    rp_proto_buf buf = {0};
+    rp_status est = rp_proto_encode_reap_reply(&c->pass.report, c->enc, &buf);
+    rp_ctl_encoded(c, est, &buf);
+}
+
+/* ---- gates and answer ---------------------------------------------------- */
+
+static void rp_ctl_gates_work(void *ctx, void *arg) {
+    rp_daemon *d = ctx;
+    rp_ctl *c = arg;
+    char err[256];
+    if (rp_pg_conn_ensure(d->runner.conn, err, sizeof err) != RP_OK) {
+        c->st = RP_ERR_UNAVAILABLE;
+        return;
+    }
+    rp_gate_query q = {
+        .state = c->req.gates.state,
+        .limit = (size_t)c->req.gates.limit,
+        .project = c->req.gates.project,
+    };
+    const rp_gate_port *g = &d->runner.ports.gates;
+    c->st = g->list(g->self, &q, &c->gates, &c->n_gates);
+}
+
+static void rp_ctl_gates_done(void *arg, bool cancelled) {
+    rp_ctl *c = arg;
+    if (cancelled) {
+        rp_ctl_free(c);
+        return;
+    }
+    if (c->st != RP_OK) {
+        rp_ctl_error(c, "gates", c->st,
+                     c->st == RP_ERR_UNAVAILABLE ? "the store is unreachable" : "listing gates failed");
+        return;
+    }
+    rp_proto_buf buf = {0};
+    rp_status est = rp_proto_encode_gates_reply(c->gates, c->n_gates, c->enc, &buf);
+    rp_ctl_encoded(c, est, &buf);
+}
+
+static void rp_ctl_answer_work(void *ctx, void *arg) {
+    rp_daemon *d = ctx;
+    rp_ctl *c = arg;
+    char err[256];
+    if (rp_pg_conn_ensure(d->runner.conn, err, sizeof err) != RP_OK) {
+        c->st = RP_ERR_UNAVAILABLE;
+        return;
+    }
+    const char *by = c->req.answer.by ? c->req.answer.by : (c->has_user ? c->user : NULL);
+    const rp_gate_port *g = &d->runner.ports.gates;
+    c->st = g->answer(g->self, c->req.answer.gate, c->req.answer.choice, by, &c->answer);
+}
+
+static void rp_ctl_answer_done(void *arg, bool cancelled) {
+    rp_ctl *c = arg;
+    if (cancelled) {
+        rp_ctl_free(c);
+        return;
+    }
+    char gate[32];
+    snprintf(gate, sizeof gate, "%" PRId64, c->req.answer.gate);
+    if (c->st != RP_OK) {
+        const char *msg = c->st == RP_ERR_NOT_FOUND      ? "no such gate"
+                          : c->st == RP_ERR_CONFLICT     ? "this gate does not take that choice"
+                          : c->st == RP_ERR_UNAVAILABLE  ? "the store is unreachable"
+                                                         : "answering the gate failed";
+        RP_WARN("gate answer refused", "gate", gate, "choice", rp_choice_string(c->req.answer.choice),
+                "reason", msg, NULL);
+        rp_ctl_error(c, "answer", c->st, msg);
+        return;
+    }
+    RP_INFO("gate answered", "gate", gate, "choice", rp_choice_string(c->answer.choice),
+            "outcome", rp_outcome_string(c->answer.outcome), "user", c->has_user ? c->user : NULL,
+            NULL);
+    rp_proto_buf buf = {0};
+    rp_status est = rp_proto_encode_answer_reply(c->req.answer.gate, c->answer.choice,
+                                                 c->answer.outcome, c->enc, &buf);
+    rp_ctl_encoded(c, est, &buf);
+}
+
+/* ---- status -------------------------------------------------------------- */
+
+static void rp_ctl_status(rp_ctl *c) {
+    rp_daemon *d = c->d;
+    rp_proto_status s = {
+        .version = RP_VERSION_STRING,
+        .broker_up = d->broker_up,
+        .store_up = d->store_up,
+        .last_pass_at = d->last_pass_at,
+        .open_sightings = d->open_sightings,
+    };
+    rp_proto_buf buf = {0};
+    rp_status est = rp_proto_encode_status_reply(&s, c->enc, &buf);
+    rp_ctl_encoded(c, est, &buf);
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+static bool rp_user_allowed(const rp_config *cfg, const rp_ctl *c) {
+    const rp_config_strlist *users = &cfg->control.allowed_users;
+    if (users->n == 0) return true;
+    if (!c->has_user) return false;
+    for (size_t i = 0; i < users->n; i++)
+        if (strcmp(users->items[i], c->user) == 0) return true;
+    return false;
+}
+
+void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
+    rp_ctl *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        RP_ERROR("out of memory: control request left for redelivery", NULL);
+        return;
+    }
+    c->d = d;
+    c->generation = d->broker_generation;
+    c->delivery_tag = msg->delivery_tag;
+    rp_request_init(&c->req);
+    rp_pass_request_init(&c->pass, RP_PASS_FULL, false);
+    const amqp_basic_properties_t *p = &msg->props;
+    rp_amqp_prop_string(p, AMQP_BASIC_REPLY_TO_FLAG, c->reply_to, sizeof c->reply_to);
+    c->has_correlation_id =
+        rp_amqp_prop_string(p, AMQP_BASIC_CORRELATION_ID_FLAG, c->correlation_id,
+                            sizeof c->correlation_id);
+    /* The broker checks user_id against the connection's user, so it is
+     * the sender's real name (a message without it is from nobody). */
+    c->has_user = rp_amqp_prop_string(p, AMQP_BASIC_USER_ID_FLAG, c->user, sizeof c->user);
+    rp_bytes ct = {NULL, 0};
+    if (p->_flags & AMQP_BASIC_CONTENT_TYPE_FLAG) ct = (rp_bytes){p->content_type.bytes, p->content_type.len};
+    c->enc = rp_proto_reply_encoding(ct);
+
+    if (!rp_user_allowed(d->cfg, c)) {
+        RP_WARN("control request refused: sender not in control.allowed_users", "user",
+                c->has_user ? c->user : "(none)", NULL);
+        rp_ctl_error(c, NULL, RP_ERR_FORBIDDEN,
+                     c->has_user ? "this user may not send control requests"
+                                 : "control requests must carry the user_id property");
+        return;
+    }
+    if (msg->truncated) {
+        char why[128];
+        snprintf(why, sizeof why, "the request body is %" PRIu64 " bytes; the limit is 65536",
+                 msg->body_size);
+        RP_WARN("control request refused: too large", "size", why, NULL);
+        rp_ctl_error(c, NULL, RP_ERR_BAD_REQUEST, why);
+        return;
+    }
+    rp_proto_error perr;
+    rp_proto_error_init(&perr);
+    rp_status st = rp_request_decode((rp_bytes){msg->body, msg->body_len}, ct, &c->req, &perr);
+    if (st != RP_OK) {
+        /* The message says what is wrong; the request's bytes are not logged. */
+        RP_WARN("control request refused", "code", rp_proto_error_code(perr.code), "reason",
+                perr.message, "user", c->has_user ? c->user : NULL, NULL);
+        rp_proto_buf buf = {0};
+        if (rp_proto_encode_decode_error(&perr, c->enc, &buf) != RP_OK) {
+            rp_broker_ack(d, c->generation, c->delivery_tag);
+            rp_ctl_free(c);
+            return;
+        }
+        rp_ctl_reply(c, &buf);
+        return;
+    }
+    RP_DEBUG("control request", "op", rp_op_string(c->req.op), "user", c->has_user ? c->user : NULL,
+             NULL);
+    switch (c->req.op) {
+    case RP_OP_STATUS:
+        rp_ctl_status(c);
+        return;
+    case RP_OP_REAP:
+        c->pass.dry_run = c->req.reap.dry_run;
+        c->pass.report.dry_run = c->req.reap.dry_run;
+        if (c->req.reap.project && (c->pass.project = strdup(c->req.reap.project)) == NULL) {
+            st = RP_ERR_NOMEM;
+            break;
+        }
+        st = rp_daemon_store_job(d, rp_ctl_reap_work, rp_ctl_reap_done, c);
+        break;
+    case RP_OP_GATES:
+        st = rp_daemon_store_job(d, rp_ctl_gates_work, rp_ctl_gates_done, c);
+        break;
+    case RP_OP_ANSWER:
+        if (c->req.answer.choice == RP_CHOICE_REPLAY) {
+            /* Replaying publishes a stored dead letter back to its queue;
+             * that arrives with the dead-letter tap. */
+            rp_ctl_error(c, "answer", RP_ERR_CONFLICT,
+                         "replay is not available in this version of reaperd");
+            return;
+        }
+        st = rp_daemon_store_job(d, rp_ctl_answer_work, rp_ctl_answer_done, c);
+        break;
+    default:
+        rp_ctl_error(c, NULL, RP_ERR_UNKNOWN_OP, "unknown op");
+        return;
+    }
+    if (st != RP_OK) rp_ctl_error(c, rp_op_string(c->req.op), RP_ERR_UNAVAILABLE,
+                                  "reaperd is shutting down");
+}

@@ -1,0 +1,20 @@
+/*
+ * once.h - `reaperd --once [--project P] [--dry-run] [--json]`: one whole
+ * pass in-process, a report on standard output, and an exit code.
+ *
+ * With json, standard output is exactly one JSON object (the pass report of
+ * CONTRACT section 5) and nothing else; logs go to standard error. Borrows
+ * cfg.
+ */
+#ifndef RP_ONCE_H
+#define RP_ONCE_H
+
+#include <stdbool.h>
+
+#include "rp_config.h"
+
+/* Returns 0 when the pass was ok, 1 when anything was unreadable or the pass
+ * could not run. */
+int rp_once_run(const rp_config *cfg, const char *project, bool dry_run, bool json);
+
+#endif

@@ -1,0 +1,105 @@
+#include "pass_runner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rp_log.h"
+
+static int64_t rp_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static rp_time_ms rp_wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (rp_time_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+rp_status rp_pass_runner_init(rp_pass_runner *r, const rp_config *cfg) {
+    memset(r, 0, sizeof *r);
+    r->cfg = cfg;
+    r->conn = rp_pg_conn_new(cfg->store.dsn, 5);
+    if (r->conn == NULL) return RP_ERR_NOMEM;
+    r->store = rp_pg_store_new(r->conn, cfg->store.schema);
+    if (r->store == NULL) {
+        rp_pg_conn_free(r->conn);
+        r->conn = NULL;
+        return RP_ERR_NOMEM;
+    }
+    rp_pg_store_ports(r->store, &r->ports);
+    return RP_OK;
+}
+
+void rp_pass_runner_cleanup(rp_pass_runner *r) {
+    rp_pg_store_free(r->store);
+    rp_pg_conn_free(r->conn);
+    memset(r, 0, sizeof *r);
+}
+
+void rp_pass_request_init(rp_pass_request *req, rp_pass_scope scope, bool dry_run) {
+    memset(req, 0, sizeof *req);
+    req->scope = scope;
+    req->dry_run = dry_run;
+    rp_report_init(&req->report, dry_run);
+}
+
+void rp_pass_request_cleanup(rp_pass_request *req) {
+    free(req->project);
+    rp_report_cleanup(&req->report);
+    memset(req, 0, sizeof *req);
+}
+
+void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
+    const rp_config *cfg = r->cfg;
+    int64_t t0 = rp_mono_ms();
+    rp_report_cleanup(&req->report);
+    req->deadline_known = false;
+    req->open_sightings = -1;
+    char err[256] = "";
+    if (rp_pg_conn_ensure(r->conn, err, sizeof err) != RP_OK) {
+        /* The pass cannot read the job table at all: say so in the report
+         * the way a pass would, so every caller handles one shape. */
+        rp_report_init(&req->report, req->dry_run);
+        req->started_at = rp_wall_ms();
+        req->status = RP_OK;
+        char note[400];
+        snprintf(note, sizeof note, "job_queue: store unreachable: %s", err);
+        if (rp_report_add_unreadable(&req->report, "job_queue") != RP_OK ||
+            rp_report_add_note(&req->report, note) != RP_OK)
+            req->status = RP_ERR_NOMEM;
+        req->duration_ms = rp_mono_ms() - t0;
+        return;
+    }
+    rp_pass_options opt;
+    rp_pass_options_default(&opt);
+    opt.scope = req->scope;
+    opt.dry_run = req->dry_run;
+    opt.project = req->project;
+    opt.progress = req->progress;
+    opt.progress_arg = req->progress_arg;
+    opt.thresholds.lease_grace_seconds = cfg->reap.lease_grace_seconds;
+    opt.thresholds.stale_ready_seconds = cfg->reap.stale_ready_seconds;
+    opt.thresholds.dead_letter_min_depth = cfg->reap.dead_letter_min_depth;
+    opt.thresholds.consumer_timeout_seconds = cfg->reap.consumer_timeout_seconds;
+    opt.thresholds.delivery_limit = cfg->reap.delivery_limit;
+    opt.owned_queue_pattern = cfg->reap.owned_queue_pattern.code;
+    opt.dead_letter_queue_pattern = cfg->reap.dead_letter_queue_pattern.code;
+    opt.dead_letter_peek_limit = (size_t)cfg->reap.dead_letter_peek_limit;
+    opt.should_stop = req->should_stop;
+    opt.stop_arg = req->stop_arg;
+    req->started_at = r->ports.clock.now_ms(r->ports.clock.self);
+    req->clock_offset_ms = rp_wall_ms() - req->started_at;
+    req->status = rp_pass_run(&r->ports, &opt, &req->report);
+    req->duration_ms = rp_mono_ms() - t0;
+    rp_sighting_list open = {0};
+    if (r->ports.store.list_open_sightings(r->ports.store.self, &open) == RP_OK)
+        req->open_sightings = (int64_t)open.n;
+    if (r->ports.store.next_lease_deadline &&
+        r->ports.store.next_lease_deadline(r->ports.store.self, cfg->reap.lease_grace_seconds,
+                                           &req->deadline_at, &req->deadline_known) != RP_OK)
+        req->deadline_known = false;
+}

@@ -1,0 +1,62 @@
+/*
+ * pass_runner.h - one reaper's view of the store, and running a pass on it.
+ *
+ * A runner owns the PostgreSQL connection, the store adapter over it and
+ * the ports built from them, with the pass options the configuration
+ * gives. It is used by one thread only: the store thread of the daemon, or
+ * the main thread of `reaperd --once`. Every call blocks.
+ *
+ * Ownership: the runner borrows cfg for its whole life. A pass request's
+ * project is owned by the request (rp_pass_request_cleanup frees it and the
+ * report).
+ */
+#ifndef RP_PASS_RUNNER_H
+#define RP_PASS_RUNNER_H
+
+#include <stdbool.h>
+
+#include "rp_config.h"
+#include "rp_pass.h"
+#include "rp_pg_conn.h"
+#include "rp_pg_store.h"
+
+typedef struct rp_pass_runner {
+    const rp_config *cfg;
+    rp_pg_conn *conn;
+    rp_pg_store *store;
+    rp_ports ports;
+} rp_pass_runner;
+
+typedef struct rp_pass_request {
+    /* What to run. */
+    rp_pass_scope scope;
+    bool dry_run;
+    char *project;             /* NULL: every project */
+    rp_pass_progress_fn progress;
+    void *progress_arg;
+    bool (*should_stop)(void *arg); /* polled between rows; may be NULL */
+    void *stop_arg;
+    /* What came of it. */
+    rp_status status;          /* rp_pass_run's */
+    rp_report report;
+    rp_time_ms started_at;     /* the store's clock (the database's now()) */
+    int64_t clock_offset_ms;   /* this host's clock minus the store's, then */
+    int64_t duration_ms;
+    int64_t open_sightings;    /* after the pass; -1 when unknown */
+    bool deadline_known;       /* a leased row is still in the table */
+    rp_time_ms deadline_at;    /* its lease_expires_at + grace */
+} rp_pass_request;
+
+rp_status rp_pass_runner_init(rp_pass_runner *r, const rp_config *cfg) RP_MUSTCHECK;
+void rp_pass_runner_cleanup(rp_pass_runner *r);
+
+/* Connects when needed, then runs the pass. A store that cannot be reached
+ * is reported in req->report (unreadable "job_queue", with the reason in a
+ * note), never fatal. Afterwards reads the next lease deadline (unless the
+ * store is down). */
+void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req);
+
+void rp_pass_request_init(rp_pass_request *req, rp_pass_scope scope, bool dry_run);
+void rp_pass_request_cleanup(rp_pass_request *req);
+
+#endif

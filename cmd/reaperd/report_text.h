@@ -1,0 +1,23 @@
+/*
+ * report_text.h - the pass report for people (reaperd --once without
+ * --json) and its lines in the daemon's log.
+ *
+ * Ownership: nothing is kept; the report is borrowed.
+ */
+#ifndef RP_REPORT_TEXT_H
+#define RP_REPORT_TEXT_H
+
+#include <stdio.h>
+
+#include "rp_report.h"
+
+/* Writes the report as aligned text: a headline, one line per verdict,
+ * then what was unreadable, the notes and the policies. */
+void rp_report_print(FILE *f, const rp_report *r, rp_time_ms at, int64_t duration_ms);
+
+/* Logs one line per verdict (SURFACED at warn, the rest at info), one per
+ * note, and a summary line "pass finished" with the counts. scope names
+ * the pass ("sweep", "lease reap", "on demand"). */
+void rp_report_log(const rp_report *r, const char *scope, int64_t duration_ms);
+
+#endif

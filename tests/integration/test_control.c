@@ -1,0 +1,361 @@
+/*
+ * The control protocol end to end: a running reaperd, requests over AMQP
+ * with direct reply-to, in msgpack and JSON; every op, every error code,
+ * garbage and hostile requests (answered, acked, never requeued, the daemon
+ * unharmed), control.allowed_users, and a broker restart under reaperd.
+ * One reaperd per group, on a control queue and schema of its own.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "itest.h"
+#include "rp_proto.h"
+
+typedef struct world {
+    rp_child *reaperd;
+    amqp_connection_state_t amqp;
+    PGconn *pg;
+    char schema[64];
+    char queue[96];
+    char env_schema[128], env_queue[160], env_users[160];
+} world;
+
+static world W;
+
+static void sql(const char *fmt, ...) {
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char set[128];
+    snprintf(set, sizeof set, "SET search_path TO %s", W.schema);
+    PQclear(PQexec(W.pg, set));
+    PGresult *r = PQexec(W.pg, buf);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
+        fprintf(stderr, "sql: %s: %s", buf, PQresultErrorMessage(r));
+        fail();
+    }
+    PQclear(r);
+}
+
+static long sqln(const char *query) {
+    char set[128];
+    snprintf(set, sizeof set, "SET search_path TO %s", W.schema);
+    PQclear(PQexec(W.pg, set));
+    PGresult *r = PQexec(W.pg, query);
+    long n = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) ? atol(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    return n;
+}
+
+static rp_child *start_reaperd(const char *users_env) {
+    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    char *migrate_argv[] = {(char *)itest_env("REAPERD"), "--migrate", NULL};
+    char *env[] = {W.env_schema, W.env_queue, (char *)users_env, "REAPER_LOG_FORMAT=json",
+                   "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
+    char *out, *err;
+    assert_int_equal(rp_run_capture(migrate_argv, env, &out, &err), 0);
+    free(out);
+    free(err);
+    rp_child *c = rp_child_start(argv, env);
+    assert_true(rp_child_wait_for(c, "\"msg\":\"broker connected\"", 30000));
+    assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
+    return c;
+}
+
+static int group_setup(void **state) {
+    (void)state;
+    snprintf(W.schema, sizeof W.schema, "itest_ctl_%d", (int)getpid());
+    snprintf(W.queue, sizeof W.queue, "vibey.reap.control.itest.%d", (int)getpid());
+    snprintf(W.env_schema, sizeof W.env_schema, "REAPER_STORE_SCHEMA=%s", W.schema);
+    snprintf(W.env_queue, sizeof W.env_queue, "REAPER_BROKER_CONTROL_QUEUE=%s", W.queue);
+    W.pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
+    if (PQstatus(W.pg) != CONNECTION_OK) return -1;
+    PQclear(PQexec(W.pg, "SET client_min_messages = warning"));
+    W.reaperd = start_reaperd("REAPER_CONTROL_ALLOWED_USERS=");
+    W.amqp = itest_amqp_connect();
+    return 0;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    if (W.reaperd) {
+        rp_child_stop(W.reaperd, SIGTERM, 20000);
+        rp_child_free(W.reaperd);
+    }
+    itest_amqp_close(W.amqp);
+    char q[256];
+    snprintf(q, sizeof q, "DROP SCHEMA IF EXISTS %s CASCADE", W.schema);
+    PQclear(PQexec(W.pg, q));
+    PQfinish(W.pg);
+    /* The control queue is durable: remove it. */
+    amqp_connection_state_t c = itest_amqp_connect();
+    amqp_queue_delete(c, 1, amqp_cstring_bytes(W.queue), 0, 0);
+    itest_amqp_close(c);
+    return 0;
+}
+
+/* Sends a JSON request and returns the reply as JSON (whatever its
+ * encoding), checking the correlation id and content type came back. */
+static json_t *call(const char *ct, const void *body, size_t len, const char *user) {
+    static int n;
+    char corr[32];
+    snprintf(corr, sizeof corr, "corr-%d", ++n);
+    itest_reply r;
+    int rc = itest_request(W.amqp, W.queue, ct, body, len, user, true, corr, &r, 20000);
+    if (rc != 0) {
+        fprintf(stderr, "no reply; reaperd said:\n%s\n", W.reaperd->log);
+        fail();
+    }
+    assert_string_equal(r.correlation_id, corr);
+    const char *want_ct = ct && strcmp(ct, "application/json") == 0 ? "application/json"
+                                                                   : "application/msgpack";
+    assert_string_equal(r.content_type, want_ct);
+    rp_proto_error err;
+    rp_proto_error_init(&err);
+    rp_bytes ctb = {(const uint8_t *)r.content_type, strlen(r.content_type)};
+    json_t *j = rp_proto_to_json((rp_bytes){(const uint8_t *)r.body, r.len}, ctb, NULL, &err);
+    if (j == NULL) fprintf(stderr, "undecodable reply: %s\n", err.message);
+    assert_non_null(j);
+    itest_reply_free(&r);
+    return j;
+}
+
+static json_t *call_json(const char *text) { return call("application/json", text, strlen(text), NULL); }
+
+/* The same request as msgpack, through the codec reaperctl uses. */
+static json_t *call_msgpack(const char *text) {
+    json_t *t = json_loads(text, 0, NULL);
+    assert_non_null(t);
+    rp_request req;
+    rp_request_init(&req);
+    rp_proto_error err;
+    assert_int_equal(rp_request_from_json(t, &req, &err), RP_OK);
+    rp_proto_buf buf = {0};
+    assert_int_equal(rp_request_encode(&req, RP_ENC_MSGPACK, &buf, &err), RP_OK);
+    json_t *reply = call("application/msgpack", buf.ptr, buf.len, NULL);
+    rp_proto_buf_cleanup(&buf);
+    rp_request_cleanup(&req);
+    json_decref(t);
+    return reply;
+}
+
+static const char *err_code(json_t *reply) {
+    assert_true(json_is_false(json_object_get(reply, "ok")));
+    return json_string_value(json_object_get(json_object_get(reply, "error"), "code"));
+}
+
+static void test_status_in_both_encodings(void **state) {
+    (void)state;
+    json_t *r = call_json("{\"v\":1,\"op\":\"status\"}");
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_t *res = json_object_get(r, "result");
+    assert_string_equal(json_string_value(json_object_get(res, "broker")), "up");
+    assert_string_equal(json_string_value(json_object_get(res, "store")), "up");
+    assert_non_null(json_string_value(json_object_get(res, "version")));
+    json_decref(r);
+    r = call_msgpack("{\"v\":1,\"op\":\"status\"}");
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    assert_string_equal(json_string_value(json_object_get(r, "op")), "status");
+    json_decref(r);
+    /* No content type at all means msgpack. */
+    r = call(NULL, "\x82\xa1v\x01\xa2op\xa6status", 14, NULL);
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+}
+
+static void test_reap_on_demand(void **state) {
+    (void)state;
+    sql("INSERT INTO job (project_id, kind, state, attempts, lease_owner, lease_expires_at)"
+        " VALUES ('alpha', 'k', 'leased', 1, 'w', now() - interval '1 minute')");
+    json_t *r = call_json("{\"v\":1,\"op\":\"reap\",\"dry_run\":true}");
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_t *rep = json_object_get(r, "result");
+    assert_true(json_is_true(json_object_get(rep, "dry_run")));
+    assert_int_equal(json_array_size(json_object_get(rep, "verdicts")), 1);
+    json_decref(r);
+    assert_int_equal(sqln("SELECT count(*) FROM job WHERE state = 'leased'"), 1);
+    r = call_msgpack("{\"v\":1,\"op\":\"reap\",\"project\":\"alpha\"}");
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_t *v = json_array_get(json_object_get(json_object_get(r, "result"), "verdicts"), 0);
+    assert_string_equal(json_string_value(json_object_get(v, "action")), "REQUEUED");
+    json_decref(r);
+    assert_int_equal(sqln("SELECT count(*) FROM job WHERE state = 'ready'"), 1);
+}
+
+static void test_gates_and_answers(void **state) {
+    (void)state;
+    sql("INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
+        " lease_expires_at) VALUES ('poison', 'k', 'leased', 3, 3, 'w', now() - interval '1 minute')");
+    json_t *r = call_json("{\"v\":1,\"op\":\"reap\",\"project\":\"poison\"}");
+    json_decref(r);
+    r = call_json("{\"v\":1,\"op\":\"gates\",\"state\":\"open\",\"project\":\"poison\"}");
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_t *gates = json_object_get(json_object_get(r, "result"), "gates");
+    assert_int_equal(json_array_size(gates), 1);
+    json_int_t gate = json_integer_value(json_object_get(json_array_get(gates, 0), "id"));
+    assert_true(gate > 0);
+    json_decref(r);
+
+    char req[256];
+    /* A delivery_exhausted gate does not take replay: conflict, still open. */
+    snprintf(req, sizeof req, "{\"v\":1,\"op\":\"answer\",\"gate\":%lld,\"choice\":\"replay\"}",
+             (long long)gate);
+    r = call_json(req);
+    assert_string_equal(err_code(r), "conflict");
+    json_decref(r);
+    snprintf(req, sizeof req, "{\"v\":1,\"op\":\"answer\",\"gate\":%lld,\"choice\":\"retry\",\"by\":\"ops\"}",
+             (long long)gate);
+    r = call_json(req);
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "result"), "outcome")),
+                        "retried");
+    json_decref(r);
+    assert_int_equal(sqln("SELECT count(*) FROM job WHERE project_id = 'poison' AND state = 'ready'"), 1);
+    /* A second answer changes nothing and reports the first. */
+    snprintf(req, sizeof req, "{\"v\":1,\"op\":\"answer\",\"gate\":%lld,\"choice\":\"dismiss\"}",
+             (long long)gate);
+    r = call_msgpack(req);
+    json_t *res = json_object_get(r, "result");
+    assert_string_equal(json_string_value(json_object_get(res, "outcome")), "already_answered");
+    assert_string_equal(json_string_value(json_object_get(res, "choice")), "retry");
+    json_decref(r);
+    assert_int_equal(sqln("SELECT count(*) FROM job WHERE project_id = 'poison' AND state = 'ready'"), 1);
+    r = call_json("{\"v\":1,\"op\":\"answer\",\"gate\":999999,\"choice\":\"dismiss\"}");
+    assert_string_equal(err_code(r), "not_found");
+    json_decref(r);
+    r = call_json("{\"v\":1,\"op\":\"gates\",\"state\":\"answered\",\"limit\":5}");
+    assert_int_equal(json_array_size(json_object_get(json_object_get(r, "result"), "gates")), 1);
+    json_decref(r);
+}
+
+/* Garbage, truncated and hostile requests: an error reply each, acked (the
+ * queue is empty afterwards), and the daemon still answers. */
+static void test_hostile_requests(void **state) {
+    (void)state;
+    struct {
+        const char *ct;
+        const char *body;
+        size_t len;
+        const char *code;
+    } cases[] = {
+        {"application/json", "{not json", 9, "bad_request"},
+        {"application/msgpack", "\x82\xa1v", 3, "bad_request"},           /* truncated */
+        {"application/json", "{\"v\":1,\"op\":\"explode\"}", 22, "unknown_op"},
+        {"application/json", "{\"v\":1,\"op\":\"gates\",\"limit\":\"ten\"}", 33, "bad_request"},
+        {"application/json", "{\"v\":1,\"op\":\"gates\",\"limit\":5.0}", 31, "bad_request"},
+        {"application/json", "{\"v\":2,\"op\":\"status\"}", 21, "bad_request"},
+        {"text/plain", "status please", 13, "bad_request"},
+        {"application/msgpack", "\xdd\xff\xff\xff\xff", 5, "bad_request"}, /* 4G-entry array */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *r = call(cases[i].ct, cases[i].body, cases[i].len, NULL);
+        assert_string_equal(err_code(r), cases[i].code);
+        json_decref(r);
+    }
+    /* Nested 200 deep, and a 2 MB body. */
+    char deep[1024] = "{\"v\":1,\"op\":\"status\",\"x\":";
+    for (int i = 0; i < 200; i++) strcat(deep, "[");
+    for (int i = 0; i < 200; i++) strcat(deep, "]");
+    strcat(deep, "}");
+    json_t *r = call_json(deep);
+    assert_string_equal(err_code(r), "bad_request");
+    json_decref(r);
+    size_t big = 2 * 1024 * 1024;
+    char *huge = malloc(big);
+    memset(huge, 'a', big);
+    memcpy(huge, "{\"v\":1,\"op\":\"status\",\"x\":\"", 27);
+    huge[big - 2] = '"';
+    huge[big - 1] = '}';
+    r = call("application/json", huge, big, NULL);
+    assert_string_equal(err_code(r), "bad_request");
+    json_decref(r);
+    free(huge);
+    /* A request without reply_to is consumed and acked, answering nobody. */
+    itest_reply none;
+    assert_int_equal(itest_request(W.amqp, W.queue, "application/json", "{\"v\":1,\"op\":\"status\"}",
+                                   21, NULL, false, NULL, &none, 500), -1);
+    /* Still alive, and nothing left on the control queue. */
+    r = call_json("{\"v\":1,\"op\":\"status\"}");
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    amqp_queue_declare_ok_t *q = amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(W.queue), 1, 0,
+                                                    0, 0, amqp_empty_table);
+    assert_non_null(q);
+    assert_int_equal(q->message_count, 0);
+    /* The log says why, without the request's bytes. */
+    assert_true(rp_child_wait_for(W.reaperd, "control request refused", 1000));
+    assert_null(strstr(W.reaperd->log, "status please"));
+    assert_false(W.reaperd->exited);
+}
+
+static void test_forbidden_users(void **state) {
+    (void)state;
+    rp_child_stop(W.reaperd, SIGTERM, 20000);
+    rp_child_free(W.reaperd);
+    W.reaperd = start_reaperd("REAPER_CONTROL_ALLOWED_USERS=someone-else,ops");
+    /* The broker checks user_id against the connection's user: "reaper". */
+    json_t *r = call("application/json", "{\"v\":1,\"op\":\"status\"}", 21, "reaper");
+    assert_string_equal(err_code(r), "forbidden");
+    json_decref(r);
+    r = call("application/json", "{\"v\":1,\"op\":\"status\"}", 21, NULL);
+    assert_string_equal(err_code(r), "forbidden");
+    json_decref(r);
+    rp_child_stop(W.reaperd, SIGTERM, 20000);
+    rp_child_free(W.reaperd);
+    W.reaperd = start_reaperd("REAPER_CONTROL_ALLOWED_USERS=reaper");
+    r = call("application/json", "{\"v\":1,\"op\":\"status\"}", 21, "reaper");
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+}
+
+/* The broker restarts under a running reaperd: it reconnects, declares
+ * everything again and answers. */
+static void test_broker_restart(void **state) {
+    (void)state;
+    itest_amqp_close(W.amqp);
+    char cmd[512];
+    const char *version = getenv("RP_BROKER_VERSION");
+    snprintf(cmd, sizeof cmd, "%s/scripts/services restart %s >/dev/null 2>&1",
+             itest_env("REAPER_SOURCE_DIR"),
+             version && version[0] == '4' ? "rabbitmq4" : "rabbitmq");
+    assert_int_equal(system(cmd), 0);
+    assert_true(rp_child_wait_for(W.reaperd, "broker unreachable", 30000));
+    /* The log's last "broker connected" comes after the restart. */
+    size_t before = strlen(W.reaperd->log);
+    bool back = false;
+    for (int i = 0; i < 120 && !back; i++) {
+        rp_child_wait_for(W.reaperd, "\"msg\":\"broker connected\"", 500);
+        back = strstr(W.reaperd->log + before, "\"msg\":\"broker connected\"") != NULL;
+    }
+    assert_true(back);
+    W.amqp = itest_amqp_connect();
+    json_t *r = call_json("{\"v\":1,\"op\":\"status\"}");
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    assert_false(W.reaperd->exited);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_status_in_both_encodings),
+        cmocka_unit_test(test_reap_on_demand),
+        cmocka_unit_test(test_gates_and_answers),
+        cmocka_unit_test(test_hostile_requests),
+        cmocka_unit_test(test_forbidden_users),
+        cmocka_unit_test(test_broker_restart),
+    };
+    return cmocka_run_group_tests_name("control", tests, group_setup, group_teardown);
+}

@@ -1,0 +1,400 @@
+/*
+ * The PostgreSQL store's dead-letter park and gates against the real
+ * database: park idempotent by identity (through core's rp_park_dead_letter,
+ * as the pass and the tap park), what a parked dead letter stores, the gate
+ * listing, and answers settled once (retry, dismiss, replay, already
+ * answered, not found, conflict, two at once). Each test works in a schema
+ * of its own, dropped after.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pg_fixture.h"
+#include "rp_park.h"
+
+static int setup(void **state) {
+    *state = pgfx_new("gates");
+    return 0;
+}
+
+static int teardown(void **state) {
+    pgfx_free(*state);
+    return 0;
+}
+
+#define STR(s) ((rp_opt_str){true, {(const uint8_t *)(s), sizeof(s) - 1}})
+
+/* A dead letter found on vibey.orders.dlq: message_id (or none), first
+ * death queue and reason, one x-death entry. */
+typedef struct letter {
+    rp_xdeath death;
+    rp_pg_dl_handle handle;
+    rp_dl_message msg;
+} letter;
+
+static void make_letter(letter *l, const char *message_id, const uint8_t *body, size_t len) {
+    memset(l, 0, sizeof *l);
+    l->death.queue = STR("vibey.orders");
+    l->death.reason = STR("rejected");
+    l->death.time = (rp_opt_i64){true, 1700000000};
+    l->death.count = (rp_opt_i64){true, 1};
+    if (message_id)
+        l->msg.headers.message_id =
+            (rp_opt_str){true, {(const uint8_t *)message_id, strlen(message_id)}};
+    l->msg.headers.first_death_queue = STR("vibey.orders");
+    l->msg.headers.first_death_reason = STR("rejected");
+    l->msg.headers.x_death = &l->death;
+    l->msg.headers.n_x_death = 1;
+    l->msg.body = (rp_bytes){body, len};
+    l->handle.headers_json = "{\"x-first-death-queue\":\"vibey.orders\",\"x-death\":[{\"count\":1}]}";
+    l->handle.properties_json = "{\"content_type\":\"application/json\",\"delivery_mode\":2}";
+    l->msg.handle = &l->handle;
+}
+
+static rp_park_outcome park(pgfx *f, const letter *l, bool dry_run, rp_status want) {
+    rp_park_site site = {"/", "vibey.orders.dlq", f->dlq};
+    rp_report r;
+    rp_report_init(&r, dry_run);
+    rp_park_outcome out = RP_PARKED_ALREADY;
+    assert_int_equal(rp_park_dead_letter(&f->ports, &site, &l->msg, dry_run, &r, &out), want);
+    rp_report_cleanup(&r);
+    return out;
+}
+
+/* One park stores the dead letter, its job, its gate and its event; a
+ * second park of the same identity adds nothing; a dry run writes nothing. */
+static void test_park_is_idempotent_by_identity(void **state) {
+    pgfx *f = *state;
+    static const uint8_t body[] = {'{', 0x00, 0xff, 'x', '}'};
+    letter l;
+    make_letter(&l, "m-1", body, sizeof body);
+    bool parked = true;
+    assert_int_equal(f->ports.dead_letters.is_parked(f->ports.dead_letters.self, "id:m-1",
+                                                     &parked), RP_OK);
+    assert_false(parked);
+    /* A dry run only asks. */
+    char *before = pgfx_dump(f);
+    assert_int_equal(park(f, &l, true, RP_OK), RP_PARKED_WOULD);
+    char *after = pgfx_dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+
+    assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_NEW);
+    assert_int_equal(f->published, 1);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter WHERE identity = 'id:m-1'"
+                                 " AND queue = 'vibey.orders.dlq'"
+                                 " AND origin_queue = '\"vibey.orders\"'"
+                                 " AND reason = '\"rejected\"'"
+                                 " AND first_death_at = to_timestamp(1700000000)"
+                                 " AND headers = '{\"x-death\": [{\"count\": 1}],"
+                                 " \"x-first-death-queue\": \"vibey.orders\"}'::jsonb"
+                                 " AND properties->>'content_type' = 'application/json'"
+                                 " AND encode(body, 'hex') = '7b00ff787d'"
+                                 " AND NOT body_truncated AND parked_at > now() - interval '1 minute'"),
+                     1);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter d JOIN job j ON j.id = d.job_id"
+                                 " JOIN gate g ON g.id = d.gate_id AND g.job_id = j.id"
+                                 " WHERE j.kind = 'bus.dead_letter' AND j.project_id = 'bus'"
+                                 " AND j.state = 'awaiting_human' AND j.payload->>'vhost' = '/'"
+                                 " AND j.payload->>'identity' = 'id:m-1'"
+                                 " AND g.kind = 'bus_dead_lettered'"
+                                 " AND g.choices = ARRAY['replay', 'dismiss'] AND g.answer IS NULL"
+                                 " AND g.question LIKE '%%\"vibey.orders\"%%'"),
+                     1);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger WHERE project_id = 'bus'"
+                                 " AND payload->>'condition' = 'DEAD_LETTER'"
+                                 " AND payload->>'action' = 'PARKED'"
+                                 " AND payload->>'object' = 'dead_letter:id:m-1'"
+                                 " AND NOT (payload->>'trusted')::bool"),
+                     1);
+    assert_int_equal(f->ports.dead_letters.is_parked(f->ports.dead_letters.self, "id:m-1",
+                                                     &parked), RP_OK);
+    assert_true(parked);
+
+    /* Again: nothing new, not even an orphan job or gate. */
+    assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_ALREADY);
+    assert_int_equal(pgfx_i64(f, "SELECT (SELECT count(*) FROM dead_letter) * 1000"
+                                 " + (SELECT count(*) FROM job) * 100"
+                                 " + (SELECT count(*) FROM gate) * 10"
+                                 " + (SELECT count(*) FROM ledger)"),
+                     1111);
+    assert_int_equal(f->published, 1);
+    /* The port directly: parked = false and nothing set. */
+    rp_dead_letter d;
+    assert_int_equal(rp_dead_letter_examine(&l.msg.headers, "vibey.orders.dlq", f->dlq,
+                                            l.msg.body, &d), RP_OK);
+    rp_verdict v;
+    assert_int_equal(rp_judge_dead_letter(&d, "/", "vibey.orders.dlq", &v), RP_OK);
+    rp_park_result res;
+    assert_int_equal(f->ports.dead_letters.park(f->ports.dead_letters.self, "/",
+                                                "vibey.orders.dlq", &l.msg, &d, &v, &res),
+                     RP_OK);
+    assert_false(res.parked);
+    assert_int_equal(res.job_id, 0);
+    rp_verdict_cleanup(&v);
+    rp_dead_letter_cleanup(&d);
+}
+
+/* Digest identities, truncated and oversized bodies, a first death no
+ * timestamp holds, headers that are not JSON. */
+static void test_park_edge_cases(void **state) {
+    pgfx *f = *state;
+    static const uint8_t body[] = "hello";
+    letter l;
+    make_letter(&l, NULL, body, 5);
+    l.msg.body_truncated = true;
+    l.msg.handle = NULL; /* headers and properties "{}" */
+    assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_NEW);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter WHERE identity LIKE 'sha256:%%'"
+                                 " AND body_truncated AND headers = '{}' AND properties = '{}'"
+                                 " AND body = 'hello'::bytea"),
+                     1);
+
+    /* Longer than the adapter stores: cut and marked. */
+    size_t big = RP_PG_DL_BODY_MAX + 10;
+    uint8_t *huge = malloc(big);
+    memset(huge, 'z', big);
+    make_letter(&l, "m-big", huge, big);
+    assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_NEW);
+    free(huge);
+    assert_int_equal(pgfx_i64(f, "SELECT length(body) FROM dead_letter WHERE identity = 'id:m-big'"
+                                 " AND body_truncated"),
+                     RP_PG_DL_BODY_MAX);
+
+    /* A publisher's absurd x-death time: stored as unknown, parked anyway. */
+    make_letter(&l, "m-time", body, 5);
+    l.death.time.value = INT64_MAX / 2;
+    assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_NEW);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter WHERE identity = 'id:m-time'"
+                                 " AND first_death_at IS NULL"),
+                     1);
+
+    /* Headers that jsonb refuses: the park fails whole, leaving nothing. */
+    make_letter(&l, "m-bad", body, 5);
+    l.handle.headers_json = "{not json";
+    int64_t jobs = pgfx_i64(f, "SELECT count(*) FROM job");
+    assert_int_equal(park(f, &l, false, RP_ERR_INTERNAL), RP_PARKED_ALREADY);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job"), jobs);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter WHERE identity = 'id:m-bad'"),
+                     0);
+}
+
+/* Gates: a delivery_exhausted gate for each of two poison jobs (alpha,
+ * beta) and a bus_dead_lettered one. Returns their ids. */
+static void make_gates(pgfx *f, int64_t *alpha, int64_t *beta, int64_t *bus) {
+    pgfx_expired(f, 1, "alpha", 7, 7, "1 minute");
+    pgfx_expired(f, 1, "beta", 7, 7, "1 minute");
+    rp_report r;
+    assert_int_equal(pgfx_pass(f, false, &r), RP_OK);
+    rp_report_cleanup(&r);
+    static const uint8_t body[] = "x";
+    letter l;
+    make_letter(&l, "m-gate", body, 1);
+    assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_NEW);
+    *alpha = pgfx_i64(f, "SELECT g.id FROM gate g JOIN job j ON j.id = g.job_id"
+                         " WHERE j.project_id = 'alpha'");
+    *beta = pgfx_i64(f, "SELECT g.id FROM gate g JOIN job j ON j.id = g.job_id"
+                        " WHERE j.project_id = 'beta'");
+    *bus = pgfx_i64(f, "SELECT gate_id FROM dead_letter");
+}
+
+static void free_gates(rp_gate *g, size_t n) {
+    for (size_t i = 0; i < n; i++) rp_gate_cleanup(&g[i]);
+    free(g);
+}
+
+static void test_gate_list(void **state) {
+    pgfx *f = *state;
+    int64_t alpha, beta, bus;
+    make_gates(f, &alpha, &beta, &bus);
+    const rp_gate_port *gp = &f->ports.gates;
+    rp_gate *g;
+    size_t n;
+    rp_gate_query q = {.state = RP_GATE_STATE_OPEN, .limit = 10};
+    assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_OK);
+    assert_int_equal(n, 3);
+    /* Newest first. */
+    assert_int_equal(g[0].id, bus);
+    assert_int_equal(g[1].id, beta);
+    assert_int_equal(g[2].id, alpha);
+    assert_int_equal(g[0].kind, RP_GATE_BUS_DEAD_LETTERED);
+    assert_string_equal(g[0].project, "bus");
+    assert_string_equal(g[0].queue, "vibey.orders.dlq");
+    assert_string_equal(g[0].origin_queue, "\"vibey.orders\"");
+    assert_string_equal(g[0].reason, "\"rejected\"");
+    assert_false(g[0].answered);
+    assert_int_equal(g[0].answered_at, 0);
+    assert_null(g[0].answered_by);
+    assert_int_equal(g[2].kind, RP_GATE_DELIVERY_EXHAUSTED);
+    assert_string_equal(g[2].project, "alpha");
+    assert_null(g[2].queue);
+    assert_null(g[2].origin_queue);
+    assert_non_null(strstr(g[2].question, "times"));
+    rp_time_ms now = f->ports.clock.now_ms(f->ports.clock.self);
+    assert_true(g[2].created_at <= now && g[2].created_at > now - 60000);
+    assert_int_equal(g[2].job_id, pgfx_i64(f, "SELECT job_id FROM gate WHERE id = %" PRId64, alpha));
+    free_gates(g, n);
+    /* Limit, project, state. */
+    q.limit = 2;
+    assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_OK);
+    assert_int_equal(n, 2);
+    free_gates(g, n);
+    q.limit = 10;
+    q.project = "beta";
+    assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(g[0].id, beta);
+    free_gates(g, n);
+    q.project = "nobody";
+    assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_OK);
+    assert_int_equal(n, 0);
+    assert_null(g);
+    q.project = NULL;
+    q.state = RP_GATE_STATE_ANSWERED;
+    assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_OK);
+    assert_int_equal(n, 0);
+    rp_answer_result a;
+    assert_int_equal(gp->answer(gp->self, beta, RP_CHOICE_DISMISS, "ops", &a), RP_OK);
+    assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_OK);
+    assert_int_equal(n, 1);
+    assert_true(g[0].answered);
+    assert_int_equal(g[0].answer, RP_CHOICE_DISMISS);
+    assert_string_equal(g[0].answered_by, "ops");
+    assert_true(g[0].answered_at >= g[0].created_at);
+    free_gates(g, n);
+    q.state = RP_GATE_STATE_ALL;
+    assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_OK);
+    assert_int_equal(n, 3);
+    free_gates(g, n);
+    q.limit = 0;
+    assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_ERR_INVALID);
+}
+
+static void test_gate_answers(void **state) {
+    pgfx *f = *state;
+    int64_t alpha, beta, bus;
+    make_gates(f, &alpha, &beta, &bus);
+    const rp_gate_port *gp = &f->ports.gates;
+    rp_answer_result a;
+    int64_t events = pgfx_i64(f, "SELECT count(*) FROM ledger");
+
+    /* Not found; a choice the kind does not take (the gate stays open). */
+    assert_int_equal(gp->answer(gp->self, 999999, RP_CHOICE_RETRY, "ops", &a), RP_ERR_NOT_FOUND);
+    assert_int_equal(gp->answer(gp->self, alpha, RP_CHOICE_REPLAY, "ops", &a), RP_ERR_CONFLICT);
+    assert_int_equal(gp->answer(gp->self, bus, RP_CHOICE_RETRY, "ops", &a), RP_ERR_CONFLICT);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM gate WHERE answer IS NULL"), 3);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger"), events);
+
+    /* retry: back to ready now, lease cleared, the refunded attempt kept. */
+    assert_int_equal(gp->answer(gp->self, alpha, RP_CHOICE_RETRY, "ops", &a), RP_OK);
+    assert_int_equal(a.outcome, RP_OUTCOME_RETRIED);
+    assert_int_equal(a.choice, RP_CHOICE_RETRY);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job j JOIN gate g ON g.job_id = j.id"
+                                 " WHERE g.id = %" PRId64 " AND j.state = 'ready' AND j.attempts = 6"
+                                 " AND j.run_after BETWEEN now() - interval '1 minute' AND now()"
+                                 " AND j.lease_owner IS NULL AND j.lease_expires_at IS NULL"
+                                 " AND j.finished_at IS NULL AND g.answer = 'retry'"
+                                 " AND g.answered_by = 'ops' AND g.answered_at IS NOT NULL",
+                                 alpha),
+                     1);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger WHERE kind = 'GateAnswered'"
+                                 " AND project_id = 'alpha' AND (payload->>'gate')::int8 = %" PRId64
+                                 " AND payload->>'choice' = 'retry'"
+                                 " AND payload->>'outcome' = 'retried' AND payload->>'by' = 'ops'",
+                                 alpha),
+                     1);
+    /* Answered once: a second answer changes nothing and reports the first. */
+    char *before = pgfx_dump(f);
+    assert_int_equal(gp->answer(gp->self, alpha, RP_CHOICE_DISMISS, "other", &a), RP_OK);
+    assert_int_equal(a.outcome, RP_OUTCOME_ALREADY_ANSWERED);
+    assert_int_equal(a.choice, RP_CHOICE_RETRY);
+    char *after = pgfx_dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+
+    /* dismiss: the job fails. by may be NULL. */
+    assert_int_equal(gp->answer(gp->self, beta, RP_CHOICE_DISMISS, NULL, &a), RP_OK);
+    assert_int_equal(a.outcome, RP_OUTCOME_DISMISSED);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job j JOIN gate g ON g.job_id = j.id"
+                                 " WHERE g.id = %" PRId64 " AND j.state = 'failed'"
+                                 " AND j.finished_at > now() - interval '1 minute'"
+                                 " AND g.answered_by IS NULL",
+                                 beta),
+                     1);
+    /* replay: the dead letter's job succeeds. */
+    assert_int_equal(gp->answer(gp->self, bus, RP_CHOICE_REPLAY, "ops", &a), RP_OK);
+    assert_int_equal(a.outcome, RP_OUTCOME_REPLAYED);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job j JOIN gate g ON g.job_id = j.id"
+                                 " WHERE g.id = %" PRId64 " AND j.state = 'succeeded'"
+                                 " AND j.finished_at IS NOT NULL AND g.answer = 'replay'",
+                                 bus),
+                     1);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger"), events + 3);
+}
+
+/* Two answers at once on one gate: one settles it, the other reports it. */
+static void test_gate_answered_once_under_a_race(void **state) {
+    pgfx *f = *state;
+    int64_t alpha, beta, bus;
+    make_gates(f, &alpha, &beta, &bus);
+    /* Hold the gate's row so that both children queue behind the lock. */
+    pgfx_exec(f, "BEGIN");
+    pgfx_exec(f, "SELECT 1 FROM gate WHERE id = %" PRId64 " FOR UPDATE", alpha);
+    pid_t kids[2];
+    for (int i = 0; i < 2; i++) {
+        kids[i] = fork();
+        if (kids[i] == 0) {
+            pgfx *c = pgfx_attach(f->schema);
+            rp_answer_result a;
+            rp_status st = c->ports.gates.answer(c->ports.gates.self, alpha,
+                                                 i ? RP_CHOICE_DISMISS : RP_CHOICE_RETRY,
+                                                 i ? "b" : "a", &a);
+            pgfx_free(c);
+            if (st != RP_OK) _exit(250);
+            _exit(a.outcome == RP_OUTCOME_ALREADY_ANSWERED ? 10 + (int)a.choice : (int)a.outcome);
+        }
+    }
+    usleep(300 * 1000);
+    pgfx_exec(f, "COMMIT");
+    int codes[2];
+    for (int i = 0; i < 2; i++) {
+        int status = 0;
+        waitpid(kids[i], &status, 0);
+        assert_true(WIFEXITED(status));
+        codes[i] = WEXITSTATUS(status);
+    }
+    char *answer = pgfx_text(f, "SELECT answer FROM gate WHERE id = %" PRId64, alpha);
+    rp_choice won;
+    assert_true(rp_choice_parse(answer, &won));
+    free(answer);
+    int winner = won == RP_CHOICE_RETRY ? 0 : 1;
+    assert_int_equal(codes[winner], won == RP_CHOICE_RETRY ? RP_OUTCOME_RETRIED
+                                                           : RP_OUTCOME_DISMISSED);
+    assert_int_equal(codes[1 - winner], 10 + (int)won);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger WHERE kind = 'GateAnswered'"), 1);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        T(test_park_is_idempotent_by_identity),
+        T(test_park_edge_cases),
+        T(test_gate_list),
+        T(test_gate_answers),
+        T(test_gate_answered_once_under_a_race),
+    };
+    return cmocka_run_group_tests_name("pg_store_gates", tests, NULL, NULL);
+}

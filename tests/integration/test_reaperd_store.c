@@ -1,0 +1,417 @@
+/*
+ * reaperd against the real PostgreSQL, from the outside: --migrate, --once
+ * (human, --json, --dry-run, --project), the exit codes, the daemon's lease
+ * reap on the deadline, the lease reap with the sweep off, two reapers
+ * splitting the work, and a database restart under a running daemon.
+ * Each test works in a schema of its own (REAPER_STORE_SCHEMA), dropped
+ * after.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "itest.h"
+
+typedef struct fixture {
+    PGconn *pg;
+    char schema[64];
+    char schema_env[96];
+} fixture;
+
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    f->pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
+    if (PQstatus(f->pg) != CONNECTION_OK) return -1;
+    PQclear(PQexec(f->pg, "SET client_min_messages = warning"));
+    static int n;
+    snprintf(f->schema, sizeof f->schema, "itest_rd_%d_%d", (int)getpid(), n++);
+    snprintf(f->schema_env, sizeof f->schema_env, "REAPER_STORE_SCHEMA=%s", f->schema);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    char sql[160];
+    snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", f->schema);
+    PQclear(PQexec(f->pg, sql));
+    PQfinish(f->pg);
+    free(f);
+    return 0;
+}
+
+/* Runs sql in the fixture's schema and returns the first value of the first
+ * row ("" for none); fails the test on an error. */
+static char *q(fixture *f, const char *fmt, ...) {
+    static char value[4096];
+    char sql[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    char set[160];
+    snprintf(set, sizeof set, "SET search_path TO %s", f->schema);
+    PQclear(PQexec(f->pg, set));
+    PGresult *r = PQexec(f->pg, sql);
+    ExecStatusType s = PQresultStatus(r);
+    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
+        fprintf(stderr, "sql failed: %s\n%s", sql, PQresultErrorMessage(r));
+        fail();
+    }
+    snprintf(value, sizeof value, "%s",
+             (s == PGRES_TUPLES_OK && PQntuples(r) > 0) ? PQgetvalue(r, 0, 0) : "");
+    PQclear(r);
+    return value;
+}
+
+static long qn(fixture *f, const char *sql) { return atol(q(f, "%s", sql)); }
+
+/* Runs reaperd with args and the fixture's schema; returns the exit code. */
+static int reaperd(fixture *f, char **out, char **err, const char *a1, const char *a2,
+                   const char *a3, const char *a4) {
+    char *argv[] = {(char *)itest_env("REAPERD"), (char *)a1, (char *)a2, (char *)a3, (char *)a4,
+                    NULL};
+    char *env[] = {f->schema_env, "REAPER_LOG_FORMAT=json", NULL};
+    return rp_run_capture(argv, env, out, err);
+}
+
+static void migrate(fixture *f) {
+    char *out, *err;
+    int rc = reaperd(f, &out, &err, "--migrate", NULL, NULL, NULL);
+    if (rc != 0) fprintf(stderr, "%s", err);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(err, "schema migrated"));
+    free(out);
+    free(err);
+    /* Again: nothing to do, said so. */
+    rc = reaperd(f, &out, &err, "--migrate", NULL, NULL, NULL);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(err, "schema already current"));
+    free(out);
+    free(err);
+}
+
+/* n expired leases in project p, attempts/max given, expired `ago` seconds. */
+static void add_expired(fixture *f, int n, const char *p, int attempts, int max, int ago) {
+    q(f,
+      "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
+      " lease_expires_at) SELECT '%s', 'send_mail', 'leased', %d, %d, 'worker-' || g,"
+      " now() - interval '%d seconds' FROM generate_series(1, %d) g",
+      p, attempts, max, ago, n);
+}
+
+static void test_once_json_reaps_and_reports(void **state) {
+    fixture *f = *state;
+    migrate(f);
+    add_expired(f, 3, "alpha", 1, 7, 30);
+    add_expired(f, 1, "alpha", 7, 7, 30); /* poison */
+    q(f, "INSERT INTO job (project_id, kind, state, run_after) VALUES"
+         " ('beta', 'k', 'ready', now() - interval '2 hours')"); /* stale ready */
+    char *out, *err;
+    int rc = reaperd(f, &out, &err, "--once", "--json", NULL, NULL);
+    if (rc != 0) fprintf(stderr, "%s\n%s", out, err);
+    assert_int_equal(rc, 0);
+    /* Standard output is exactly one JSON object. */
+    json_error_t je;
+    json_t *rep = json_loads(out, 0, &je);
+    assert_non_null(rep);
+    assert_true(json_is_object(rep));
+    assert_true(json_is_true(json_object_get(rep, "ok")));
+    assert_true(json_is_false(json_object_get(rep, "dry_run")));
+    json_t *verdicts = json_object_get(rep, "verdicts");
+    assert_int_equal(json_array_size(verdicts), 5);
+    int requeued = 0, parked = 0, stale = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(verdicts, i, v) {
+        const char *action = json_string_value(json_object_get(v, "action"));
+        const char *cond = json_string_value(json_object_get(v, "condition"));
+        if (strcmp(action, "REQUEUED") == 0 && strcmp(cond, "LEASE_EXPIRED") == 0) requeued++;
+        if (strcmp(action, "PARKED") == 0 && strcmp(cond, "POISON") == 0) parked++;
+        if (strcmp(action, "SURFACED") == 0 && strcmp(cond, "STALE_READY") == 0) stale++;
+        assert_string_equal(json_string_value(json_object_get(v, "source")), "job_queue");
+    }
+    assert_int_equal(requeued, 3);
+    assert_int_equal(parked, 1);
+    assert_int_equal(stale, 1);
+    json_decref(rep);
+    /* The database agrees: moves, the gate, one event each, one sighting. */
+    assert_int_equal(qn(f, "SELECT count(*) FROM job WHERE state = 'ready' AND lease_owner IS NULL"
+                           " AND project_id = 'alpha'"), 3);
+    assert_int_equal(qn(f, "SELECT count(*) FROM job WHERE state = 'awaiting_human' AND attempts = 6"), 1);
+    assert_int_equal(qn(f, "SELECT count(*) FROM gate WHERE kind = 'delivery_exhausted' AND answer IS NULL"), 1);
+    assert_int_equal(qn(f, "SELECT count(*) FROM ledger WHERE kind = 'QueueReaped'"), 5);
+    assert_int_equal(qn(f, "SELECT count(*) FROM sighting"), 1);
+    /* Logs went to standard error, not standard output. */
+    assert_non_null(strstr(err, "\"msg\":\"pass finished\""));
+    free(out);
+    free(err);
+
+    /* The human report says the same for people. */
+    add_expired(f, 1, "alpha", 1, 7, 30);
+    rc = reaperd(f, &out, &err, "--once", NULL, NULL, NULL);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "reaper pass at"));
+    assert_non_null(strstr(out, "REQUEUED"));
+    assert_non_null(strstr(out, "LEASE_EXPIRED"));
+    free(out);
+    free(err);
+}
+
+/* Dumps every row of every table of the schema, ordered, as text. */
+static char *dump(fixture *f) {
+    char set[160];
+    snprintf(set, sizeof set, "SET search_path TO %s", f->schema);
+    PQclear(PQexec(f->pg, set));
+    const char *sql =
+        "SELECT string_agg(t, E'\\n' ORDER BY t) FROM ("
+        " SELECT 'job ' || row_to_json(j)::text AS t FROM job j"
+        " UNION ALL SELECT 'gate ' || row_to_json(g)::text FROM gate g"
+        " UNION ALL SELECT 'dead_letter ' || row_to_json(d)::text FROM dead_letter d"
+        " UNION ALL SELECT 'ledger ' || row_to_json(l)::text FROM ledger l"
+        " UNION ALL SELECT 'sighting ' || row_to_json(s)::text FROM sighting s"
+        " UNION ALL SELECT 'schema_version ' || row_to_json(v)::text FROM schema_version v) x";
+    PGresult *r = PQexec(f->pg, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    char *s = strdup(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return s;
+}
+
+static void test_once_dry_run_writes_nothing(void **state) {
+    fixture *f = *state;
+    migrate(f);
+    add_expired(f, 20, "alpha", 1, 7, 30);
+    add_expired(f, 2, "alpha", 7, 7, 30);
+    q(f, "INSERT INTO job (project_id, kind, state, run_after) VALUES"
+         " ('beta', 'k', 'ready', now() - interval '2 hours')");
+    /* An open sighting that a real pass would clear. */
+    q(f, "INSERT INTO ledger (kind, project_id, payload) VALUES ('QueueReaped', 'gone', '{}')");
+    q(f, "INSERT INTO sighting SELECT 'job_queue|STALE_READY|project:gone', 'STALE_READY',"
+         " max(seq), now() FROM ledger");
+    char *before = dump(f);
+    char *out, *err;
+    int rc = reaperd(f, &out, &err, "--once", "--dry-run", "--json", NULL);
+    assert_int_equal(rc, 0);
+    json_t *rep = json_loads(out, 0, NULL);
+    assert_non_null(rep);
+    assert_true(json_is_true(json_object_get(rep, "dry_run")));
+    /* It judged everything a real pass would do: 22 moves, 1 surfaced, 1 cleared. */
+    assert_int_equal(json_array_size(json_object_get(rep, "verdicts")), 24);
+    json_decref(rep);
+    char *after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    free(out);
+    free(err);
+}
+
+static void test_once_project_narrows(void **state) {
+    fixture *f = *state;
+    migrate(f);
+    add_expired(f, 2, "alpha", 1, 7, 30);
+    add_expired(f, 3, "beta", 1, 7, 30);
+    char *out, *err;
+    int rc = reaperd(f, &out, &err, "--once", "--project", "beta", "--json");
+    assert_int_equal(rc, 0);
+    assert_int_equal(qn(f, "SELECT count(*) FROM job WHERE state = 'ready' AND project_id = 'beta'"), 3);
+    assert_int_equal(qn(f, "SELECT count(*) FROM job WHERE state = 'leased' AND project_id = 'alpha'"), 2);
+    free(out);
+    free(err);
+}
+
+static void test_once_store_unreachable_exits_1(void **state) {
+    fixture *f = *state;
+    char *argv[] = {(char *)itest_env("REAPERD"), "--once", "--json", NULL};
+    char *env[] = {"REAPER_STORE_DSN=host=127.0.0.1 port=1 dbname=vibey user=reaper",
+                   "REAPER_LOG_FORMAT=json", NULL};
+    char *out, *err;
+    int rc = rp_run_capture(argv, env, &out, &err);
+    assert_int_equal(rc, 1);
+    json_t *rep = json_loads(out, 0, NULL);
+    assert_non_null(rep);
+    assert_true(json_is_false(json_object_get(rep, "ok")));
+    json_t *un = json_object_get(rep, "unreadable");
+    assert_int_equal(json_array_size(un), 1);
+    assert_string_equal(json_string_value(json_array_get(un, 0)), "job_queue");
+    json_decref(rep);
+    (void)f;
+    free(out);
+    free(err);
+}
+
+static void test_usage_errors_exit_2(void **state) {
+    (void)state;
+    char *out, *err;
+    char *a1[] = {(char *)itest_env("REAPERD"), "--dry-run", NULL};
+    assert_int_equal(rp_run_capture(a1, NULL, &out, &err), 2);
+    assert_non_null(strstr(err, "go with --once"));
+    free(out);
+    free(err);
+    char *a2[] = {(char *)itest_env("REAPERD"), "--bogus", NULL};
+    assert_int_equal(rp_run_capture(a2, NULL, &out, &err), 2);
+    assert_non_null(strstr(err, "unknown option --bogus"));
+    free(out);
+    free(err);
+    char *a3[] = {(char *)itest_env("REAPERD"), "--help", NULL};
+    assert_int_equal(rp_run_capture(a3, NULL, &out, &err), 0);
+    assert_non_null(strstr(out, "--once"));
+    assert_non_null(strstr(out, "--check-config"));
+    free(out);
+    free(err);
+    char *a4[] = {(char *)itest_env("REAPERD"), "--version", NULL};
+    assert_int_equal(rp_run_capture(a4, NULL, &out, &err), 0);
+    assert_true(strncmp(out, "reaperd ", 8) == 0);
+    free(out);
+    free(err);
+    char *env[] = {"REAPER_REAP_INTERVAL_SECONDS=0", "REAPER_REAP_INTERVAL_SECOND=3", NULL};
+    char *a5[] = {(char *)itest_env("REAPERD"), "--check-config", NULL};
+    assert_int_equal(rp_run_capture(a5, env, &out, &err), 2);
+    assert_non_null(strstr(err, "reap.interval_seconds"));
+    assert_non_null(strstr(err, "did you mean"));
+    free(out);
+    free(err);
+}
+
+/* Two reapers over the same table split the work: 5,000 expired rows, each
+ * moved exactly once with exactly one event. */
+static void test_two_reapers_split_the_work(void **state) {
+    fixture *f = *state;
+    migrate(f);
+    add_expired(f, 5000, "alpha", 1, 7, 30);
+    add_expired(f, 500, "beta", 7, 7, 30);
+    char *argv[] = {(char *)itest_env("REAPERD"), "--once", "--json", NULL};
+    char *env[] = {f->schema_env, "REAPER_LOG_LEVEL=warn", NULL};
+    rp_child *a = rp_child_start(argv, env);
+    rp_child *b = rp_child_start(argv, env);
+    assert_int_equal(rp_child_wait_exit(a, 300000), 0);
+    assert_int_equal(rp_child_wait_exit(b, 300000), 0);
+    rp_child_free(a);
+    rp_child_free(b);
+    assert_int_equal(qn(f, "SELECT count(*) FROM job WHERE state = 'leased'"), 0);
+    assert_int_equal(qn(f, "SELECT count(*) FROM job WHERE state = 'ready'"), 5000);
+    assert_int_equal(qn(f, "SELECT count(*) FROM job WHERE state = 'awaiting_human' AND attempts = 6"), 500);
+    assert_int_equal(qn(f, "SELECT count(*) FROM gate"), 500);
+    /* Exactly one event per row, none twice. */
+    assert_int_equal(qn(f, "SELECT count(*) FROM ledger"), 5500);
+    assert_int_equal(qn(f, "SELECT count(DISTINCT payload->>'object') FROM ledger"), 5500);
+}
+
+static long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* The daemon reaps a lease about when it runs out, not a whole interval
+ * (here 600 s) later. */
+static void test_daemon_reaps_on_the_deadline(void **state) {
+    fixture *f = *state;
+    migrate(f);
+    /* Leases that run out 2 s from now, in the table before the daemon's
+     * first pass: that pass arms the timer for them. */
+    q(f, "INSERT INTO job (project_id, kind, state, attempts, lease_owner, lease_expires_at)"
+         " SELECT 'alpha', 'k', 'leased', 1, 'w', now() + interval '2 seconds'"
+         " FROM generate_series(1, 50)");
+    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    char *env[] = {f->schema_env, "REAPER_REAP_INTERVAL_SECONDS=600", "REAPER_LOG_FORMAT=json",
+                   NULL};
+    rp_child *c = rp_child_start(argv, env);
+    assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
+    long t0 = now_ms();
+    while (now_ms() - t0 < 15000 &&
+           qn(f, "SELECT count(*) FROM job WHERE state = 'ready'") < 50)
+        rp_child_drain(c, 50);
+    assert_int_equal(qn(f, "SELECT count(*) FROM job WHERE state = 'ready'"), 50);
+    /* Each was requeued within a second of its lease running out: the
+     * verdict's measurement is the seconds past the deadline at the move,
+     * on the database's clock. */
+    double past = atof(q(f, "SELECT max((payload->>'measured')::float) FROM ledger"));
+    assert_true(past >= 0.0);
+    assert_true(past < 1.0);
+    assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
+    rp_child_free(c);
+}
+
+static void test_sweep_off_still_reaps_leases(void **state) {
+    fixture *f = *state;
+    migrate(f);
+    add_expired(f, 10, "alpha", 1, 7, 30);
+    q(f, "INSERT INTO job (project_id, kind, state, run_after) VALUES"
+         " ('beta', 'k', 'ready', now() - interval '2 hours')");
+    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    char *env[] = {f->schema_env, "REAPER_REAP_ENABLED=false", "REAPER_LOG_FORMAT=json", NULL};
+    rp_child *c = rp_child_start(argv, env);
+    assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
+    assert_non_null(strstr(c->log, "\"scope\":\"lease reap\""));
+    assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
+    assert_int_equal(qn(f, "SELECT count(*) FROM job WHERE state = 'ready' AND project_id = 'alpha'"), 10);
+    /* The sweep is off: the stale ready job is not surfaced. */
+    assert_int_equal(qn(f, "SELECT count(*) FROM sighting"), 0);
+    assert_null(strstr(c->log, "condition surfaced"));
+    rp_child_free(c);
+}
+
+/* The database restarts under a running daemon in the middle of a long
+ * reap: the daemon says so, keeps running, reconnects, and finishes; no
+ * row is moved twice or half. */
+static void test_database_restart_under_the_daemon(void **state) {
+    fixture *f = *state;
+    migrate(f);
+    add_expired(f, 40000, "alpha", 1, 7, 30);
+    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    char *env[] = {f->schema_env, "REAPER_REAP_INTERVAL_SECONDS=2", "REAPER_LOG_FORMAT=json",
+                   NULL};
+    rp_child *c = rp_child_start(argv, env);
+    /* Restart once the reap is under way. */
+    long t0 = now_ms();
+    while (now_ms() - t0 < 30000 && qn(f, "SELECT count(*) FROM job WHERE state = 'ready'") < 1000)
+        rp_child_drain(c, 20);
+    PQfinish(f->pg);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s/scripts/services restart postgres >/dev/null 2>&1",
+             itest_env("REAPER_SOURCE_DIR"));
+    assert_int_equal(system(cmd), 0);
+    f->pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
+    assert_int_equal(PQstatus(f->pg), CONNECTION_OK);
+    PQclear(PQexec(f->pg, "SET client_min_messages = warning"));
+    /* It finishes the rest after the restart. */
+    t0 = now_ms();
+    while (now_ms() - t0 < 120000 && qn(f, "SELECT count(*) FROM job WHERE state = 'leased'") > 0)
+        rp_child_drain(c, 200);
+    assert_false(c->exited);
+    assert_true(rp_child_wait_for(c, "unreachable", 1000));
+    assert_int_equal(rp_child_stop(c, SIGTERM, 30000), 0);
+    rp_child_free(c);
+    assert_int_equal(qn(f, "SELECT count(*) FROM job WHERE state = 'leased'"), 0);
+    assert_int_equal(qn(f, "SELECT count(*) FROM ledger"), 40000);
+    assert_int_equal(qn(f, "SELECT count(DISTINCT payload->>'object') FROM ledger"), 40000);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_usage_errors_exit_2),
+        cmocka_unit_test_setup_teardown(test_once_json_reaps_and_reports, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_once_dry_run_writes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_once_project_narrows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_once_store_unreachable_exits_1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_reapers_split_the_work, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_reaps_on_the_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sweep_off_still_reaps_leases, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_database_restart_under_the_daemon, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("reaperd_store", tests, NULL, NULL);
+}

@@ -1,0 +1,192 @@
+/* Assembling deliveries from frames: properties copied deep (and only the
+ * flagged ones: the library leaves the rest uninitialised), bodies over
+ * several frames, the body limit (truncated, not grown), several channels
+ * interleaved, and frames that are not deliveries left to the caller. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_amqp_msg.h"
+
+typedef struct seen {
+    int n;
+    char body[256];
+    size_t body_len;
+    uint64_t body_size;
+    bool truncated;
+    char ct[64], corr[64], rk[64];
+    uint64_t tag;
+    uint16_t channel;
+    int n_headers;
+} seen;
+
+static void on_msg(void *arg, const rp_amqp_message *m) {
+    seen *s = arg;
+    s->n++;
+    if (m->body_len) memcpy(s->body, m->body, m->body_len < sizeof s->body ? m->body_len : sizeof s->body);
+    s->body_len = m->body_len;
+    s->body_size = m->body_size;
+    s->truncated = m->truncated;
+    s->tag = m->delivery_tag;
+    s->channel = m->channel;
+    rp_amqp_prop_string(&m->props, AMQP_BASIC_CONTENT_TYPE_FLAG, s->ct, sizeof s->ct);
+    rp_amqp_prop_string(&m->props, AMQP_BASIC_CORRELATION_ID_FLAG, s->corr, sizeof s->corr);
+    snprintf(s->rk, sizeof s->rk, "%.*s", (int)m->routing_key.len, (const char *)m->routing_key.bytes);
+    s->n_headers = m->props.headers.num_entries;
+}
+
+static void feed_deliver(rp_amqp_assembler *a, uint16_t ch, uint64_t tag) {
+    amqp_basic_deliver_t d = {0};
+    d.consumer_tag = amqp_cstring_bytes("ctag");
+    d.delivery_tag = tag;
+    d.exchange = amqp_cstring_bytes("");
+    d.routing_key = amqp_cstring_bytes("vibey.reap.control");
+    amqp_frame_t f = {0};
+    f.frame_type = AMQP_FRAME_METHOD;
+    f.channel = ch;
+    f.payload.method.id = AMQP_BASIC_DELIVER_METHOD;
+    f.payload.method.decoded = &d;
+    rp_status st;
+    assert_true(rp_amqp_assembler_frame(a, &f, &st));
+    assert_int_equal(st, RP_OK);
+}
+
+static void feed_header(rp_amqp_assembler *a, uint16_t ch, uint64_t size) {
+    amqp_basic_properties_t p;
+    /* Garbage everywhere, as the library leaves unflagged fields. */
+    memset(&p, 0xA5, sizeof p);
+    p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_CORRELATION_ID_FLAG |
+               AMQP_BASIC_HEADERS_FLAG;
+    p.content_type = amqp_cstring_bytes("application/json");
+    p.correlation_id = amqp_cstring_bytes("c-1");
+    amqp_table_entry_t e[1] = {{amqp_cstring_bytes("x-death"),
+                                {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes("q")}}}};
+    p.headers.num_entries = 1;
+    p.headers.entries = e;
+    amqp_frame_t f = {0};
+    f.frame_type = AMQP_FRAME_HEADER;
+    f.channel = ch;
+    f.payload.properties.body_size = size;
+    f.payload.properties.decoded = &p;
+    rp_status st;
+    assert_true(rp_amqp_assembler_frame(a, &f, &st));
+    assert_int_equal(st, RP_OK);
+    /* The copy must not point into the frame: scribble over it. */
+    memset(&p, 0, sizeof p);
+    e[0].key = amqp_cstring_bytes("zzzzzzz");
+}
+
+static void feed_body(rp_amqp_assembler *a, uint16_t ch, const char *s) {
+    char *copy = strdup(s);
+    amqp_frame_t f = {0};
+    f.frame_type = AMQP_FRAME_BODY;
+    f.channel = ch;
+    f.payload.body_fragment = (amqp_bytes_t){strlen(s), copy};
+    rp_status st;
+    assert_true(rp_amqp_assembler_frame(a, &f, &st));
+    assert_int_equal(st, RP_OK);
+    memset(copy, 'X', strlen(s));
+    free(copy);
+}
+
+static void test_delivery_over_several_frames(void **state) {
+    (void)state;
+    seen s = {0};
+    rp_amqp_assembler a;
+    rp_amqp_assembler_init(&a, 1024, on_msg, &s);
+    for (int round = 0; round < 3; round++) { /* buffers are reused */
+        feed_deliver(&a, 1, 7 + round);
+        feed_header(&a, 1, 11);
+        feed_body(&a, 1, "hello");
+        assert_int_equal(s.n, round);
+        feed_body(&a, 1, " world");
+        assert_int_equal(s.n, round + 1);
+        assert_int_equal(s.body_len, 11);
+        assert_memory_equal(s.body, "hello world", 11);
+        assert_false(s.truncated);
+        assert_string_equal(s.ct, "application/json");
+        assert_string_equal(s.corr, "c-1");
+        assert_string_equal(s.rk, "vibey.reap.control");
+        assert_int_equal(s.tag, 7 + round);
+        assert_int_equal(s.n_headers, 1);
+    }
+    rp_amqp_assembler_cleanup(&a);
+}
+
+static void test_empty_body_and_limit(void **state) {
+    (void)state;
+    seen s = {0};
+    rp_amqp_assembler a;
+    rp_amqp_assembler_init(&a, 4, on_msg, &s);
+    feed_deliver(&a, 1, 1);
+    feed_header(&a, 1, 0);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.body_len, 0);
+    /* Over the limit: the first 4 bytes are kept, the rest only counted. */
+    feed_deliver(&a, 1, 2);
+    feed_header(&a, 1, 10);
+    feed_body(&a, 1, "abcdef");
+    feed_body(&a, 1, "ghij");
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.body_len, 4);
+    assert_int_equal(s.body_size, 10);
+    assert_true(s.truncated);
+    assert_memory_equal(s.body, "abcd", 4);
+    rp_amqp_assembler_cleanup(&a);
+}
+
+static void test_channels_interleave_and_others_pass(void **state) {
+    (void)state;
+    seen s = {0};
+    rp_amqp_assembler a;
+    rp_amqp_assembler_init(&a, 1024, on_msg, &s);
+    feed_deliver(&a, 1, 1);
+    feed_deliver(&a, 3, 2);
+    feed_header(&a, 3, 2);
+    feed_header(&a, 1, 2);
+    feed_body(&a, 3, "c3");
+    assert_int_equal(s.channel, 3);
+    feed_body(&a, 1, "c1");
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.channel, 1);
+    /* A confirm is not a delivery: the caller's. */
+    amqp_basic_ack_t ack = {5, 0};
+    amqp_frame_t f = {0};
+    f.frame_type = AMQP_FRAME_METHOD;
+    f.channel = 2;
+    f.payload.method.id = AMQP_BASIC_ACK_METHOD;
+    f.payload.method.decoded = &ack;
+    rp_status st;
+    assert_false(rp_amqp_assembler_frame(&a, &f, &st));
+    /* A body with no delivery under way is not ours either. */
+    f.frame_type = AMQP_FRAME_BODY;
+    f.payload.body_fragment = amqp_cstring_bytes("stray");
+    assert_false(rp_amqp_assembler_frame(&a, &f, &st));
+    /* A second deliver before the first ended is a protocol error. */
+    feed_deliver(&a, 1, 9);
+    amqp_basic_deliver_t d = {0};
+    f.frame_type = AMQP_FRAME_METHOD;
+    f.channel = 1;
+    f.payload.method.id = AMQP_BASIC_DELIVER_METHOD;
+    f.payload.method.decoded = &d;
+    assert_true(rp_amqp_assembler_frame(&a, &f, &st));
+    assert_int_equal(st, RP_ERR_INTERNAL);
+    rp_amqp_assembler_reset(&a);
+    feed_deliver(&a, 1, 10);
+    rp_amqp_assembler_cleanup(&a);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_delivery_over_several_frames),
+        cmocka_unit_test(test_empty_body_and_limit),
+        cmocka_unit_test(test_channels_interleave_and_others_pass),
+    };
+    return cmocka_run_group_tests_name("amqp_msg", tests, NULL, NULL);
+}
