@@ -319,7 +319,7 @@ static void test_failing_row_blocks_nothing(void **state) {
     rp_report r;
     assert_int_equal(pgfx_pass(f, false, &r), RP_OK);
     assert_int_equal(r.n_verdicts, 9);
-    char needle[40];
+    char needle[64];
     snprintf(needle, sizeof needle, "job %" PRId64 " could not be moved", bad);
     assert_true(pgfx_has_note(&r, needle));
     for (size_t i = 0; i < r.n_notes; i++) print_message("note: %s\n", r.notes[i]);
