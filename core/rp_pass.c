@@ -12,6 +12,7 @@ void rp_pass_options_default(rp_pass_options *o) {
     memset(o, 0, sizeof *o);
     rp_thresholds_default(&o->thresholds);
     o->dead_letter_peek_limit = 100;
+    o->max_report_verdicts = RP_PASS_REPORT_VERDICTS;
 }
 
 rp_status rp__pass_note(rp__pass *p, const char *fmt, ...) {
@@ -210,6 +211,11 @@ static void rp_pass_cleanup(rp__pass *p) {
 
 rp_status rp_pass_run(const rp_ports *ports, const rp_pass_options *opt, rp_report *out) {
     rp_report_init(out, opt ? opt->dry_run : false);
+    if (opt != NULL) {
+        out->max_verdicts = opt->max_report_verdicts;
+        out->on_verdict = opt->on_verdict;
+        out->on_verdict_arg = opt->on_verdict_arg;
+    }
     if (ports == NULL || opt == NULL || opt->owned_queue_pattern == NULL ||
         opt->dead_letter_queue_pattern == NULL || opt->dead_letter_peek_limit < 1 ||
         opt->dead_letter_peek_limit > 1000)
@@ -231,6 +237,10 @@ rp_status rp_pass_run(const rp_ports *ports, const rp_pass_options *opt, rp_repo
         if (st == RP_OK) st = rp__pass_broker(&p);
         if (st == RP_OK) st = rp_clear(&p);
     }
+    if (st == RP_OK && out->n_omitted > 0)
+        st = rp__pass_note(&p, "%zu more verdicts are not listed in this report (it lists the "
+                               "first %zu); the ledger has every one",
+                           out->n_omitted, out->n_verdicts);
     rp_pass_cleanup(&p);
     return st;
 }

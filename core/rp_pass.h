@@ -71,6 +71,7 @@ typedef enum rp_pass_scope {
  * ("lease reap"), done the rows handled so far. Must not call the ports. */
 typedef void (*rp_pass_progress_fn)(void *arg, const char *phase, size_t done);
 #define RP_PASS_PROGRESS_EVERY 10000
+#define RP_PASS_REPORT_VERDICTS 1000
 
 typedef struct rp_pass_options {
     rp_pass_scope scope;
@@ -81,6 +82,12 @@ typedef struct rp_pass_options {
      * row commits on its own). May be NULL. */
     bool (*should_stop)(void *arg);
     void *stop_arg;
+    /* The report lists at most this many verdicts (0: all); the rest are
+     * counted, said in a note, and on the ledger. on_verdict sees every one
+     * (rp_report.h). Default RP_PASS_REPORT_VERDICTS. */
+    size_t max_report_verdicts;
+    rp_report_verdict_fn on_verdict;
+    void *on_verdict_arg;
     rp_thresholds thresholds;
     const pcre2_code *owned_queue_pattern;       /* required */
     const pcre2_code *dead_letter_queue_pattern; /* required */
@@ -89,7 +96,8 @@ typedef struct rp_pass_options {
     const char *project;                         /* NULL: every project */
 } rp_pass_options;
 
-/* Full scope, no progress hook, default thresholds, peek limit 100, no
+/* Full scope, no hooks, a report of at most RP_PASS_REPORT_VERDICTS
+ * verdicts, default thresholds, peek limit 100, no
  * patterns, not a dry run, every project. The caller sets the two
  * patterns. */
 void rp_pass_options_default(rp_pass_options *o);

@@ -39,6 +39,14 @@ void rp_report_cleanup(rp_report *r) {
 }
 
 rp_status rp_report_add_verdict(rp_report *r, rp_verdict *v) {
+    if (r->on_verdict) r->on_verdict(r->on_verdict_arg, v, r->dry_run);
+    if ((int)v->action >= 0 && v->action < RP_ACTION_COUNT_) r->counts[v->action]++;
+    if (r->max_verdicts > 0 && r->n_verdicts >= r->max_verdicts) {
+        r->n_omitted++;
+        rp_verdict_cleanup(v);
+        rp_verdict_init(v);
+        return RP_OK;
+    }
     rp_status st = rp_grow((void **)&r->verdicts, &r->cap_verdicts, r->n_verdicts,
                            sizeof *r->verdicts);
     if (st != RP_OK) return st;

@@ -23,9 +23,21 @@ typedef struct rp_policy_check {
     char *detail;
 } rp_policy_check;
 
+/* Called for every verdict added, listed or not (the daemon logs each one
+ * as it happens). Must not keep v. */
+typedef void (*rp_report_verdict_fn)(void *arg, const rp_verdict *v, bool dry_run);
+
 typedef struct rp_report {
     bool ok;        /* false when anything was unreadable */
     bool dry_run;
+    /* Bounds: a pass over 100,000 rows must not hold 100,000 verdicts. With
+     * max_verdicts set, verdicts past it are counted (n_omitted, counts)
+     * and dropped; the ledger has them all. 0: no bound. */
+    size_t max_verdicts;
+    size_t n_omitted;
+    size_t counts[RP_ACTION_COUNT_]; /* every verdict added, by action */
+    rp_report_verdict_fn on_verdict; /* may be NULL */
+    void *on_verdict_arg;
     rp_verdict *verdicts;
     size_t n_verdicts, cap_verdicts;
     char **unreadable;
@@ -39,7 +51,8 @@ typedef struct rp_report {
 void rp_report_init(rp_report *r, bool dry_run);
 void rp_report_cleanup(rp_report *r);
 
-/* Moves *v into the report and re-initialises *v. */
+/* Moves *v into the report (or, past max_verdicts, counts and drops it)
+ * and re-initialises *v. Calls on_verdict first. */
 rp_status rp_report_add_verdict(rp_report *r, rp_verdict *v) RP_MUSTCHECK;
 /* Records an unreadable source and sets r->ok to false. */
 rp_status rp_report_add_unreadable(rp_report *r, const char *what) RP_MUSTCHECK;

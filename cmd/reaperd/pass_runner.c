@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "report_text.h"
 #include "rp_log.h"
 
 static int64_t rp_mono_ms(void) {
@@ -89,6 +90,7 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
     opt.owned_queue_pattern = cfg->reap.owned_queue_pattern.code;
     opt.dead_letter_queue_pattern = cfg->reap.dead_letter_queue_pattern.code;
     opt.dead_letter_peek_limit = (size_t)cfg->reap.dead_letter_peek_limit;
+    opt.on_verdict = rp_verdict_log;
     opt.should_stop = req->should_stop;
     opt.stop_arg = req->stop_arg;
     req->started_at = r->ports.clock.now_ms(r->ports.clock.self);

@@ -27,9 +27,13 @@ static void rp_time_text(rp_time_ms at, char *buf, size_t n) {
 void rp_report_print(FILE *f, const rp_report *r, rp_time_ms at, int64_t duration_ms) {
     char when[32];
     rp_time_text(at, when, sizeof when);
+    size_t total = r->n_verdicts + r->n_omitted;
     fprintf(f, "reaper pass at %s: %s%s, %zu verdict%s, %" PRId64 " ms\n", when,
-            r->ok ? "ok" : "NOT OK", r->dry_run ? " (dry run: nothing was written)" : "",
-            r->n_verdicts, r->n_verdicts == 1 ? "" : "s", duration_ms);
+            r->ok ? "ok" : "NOT OK", r->dry_run ? " (dry run: nothing was written)" : "", total,
+            total == 1 ? "" : "s", duration_ms);
+    fprintf(f, "  requeued %zu, parked %zu, surfaced %zu, cleared %zu\n",
+            r->counts[RP_ACTION_REQUEUED], r->counts[RP_ACTION_PARKED],
+            r->counts[RP_ACTION_SURFACED], r->counts[RP_ACTION_CLEARED]);
     if (r->n_verdicts > 0) {
         fprintf(f, "\n  %-9s %-13s %-9s %-28s %-12s %s\n", "ACTION", "CONDITION", "SOURCE",
                 "OBJECT", "PROJECT", "MEASURED");
@@ -59,23 +63,24 @@ void rp_report_print(FILE *f, const rp_report *r, rp_time_ms at, int64_t duratio
     }
 }
 
+void rp_verdict_log(void *arg, const rp_verdict *v, bool dry_run) {
+    RP_UNUSED(arg);
+    rp_log_level level = v->action == RP_ACTION_SURFACED ? RP_LOG_WARN : RP_LOG_INFO;
+    if (level < rp_log_min_level) return;
+    char m[96];
+    rp_measure(v, m, sizeof m);
+    const char *msg = v->action == RP_ACTION_SURFACED  ? "condition surfaced"
+                      : v->action == RP_ACTION_CLEARED ? "condition cleared"
+                      : dry_run                        ? "would reap (dry run)"
+                                                       : "work reaped";
+    rp_log_write(level, msg, "action", rp_action_string(v->action), "condition",
+                 rp_condition_string(v->condition), "source", rp_source_string(v->source),
+                 "object", v->object, "queue", v->queue, "project", v->project, "measured", m,
+                 "dry_run", dry_run ? "true" : "false", "detail", v->detail, NULL);
+}
+
 void rp_report_log(const rp_report *r, const char *scope, int64_t duration_ms) {
-    size_t counts[RP_ACTION_COUNT_] = {0};
-    for (size_t i = 0; i < r->n_verdicts; i++) {
-        const rp_verdict *v = &r->verdicts[i];
-        if ((int)v->action >= 0 && v->action < RP_ACTION_COUNT_) counts[v->action]++;
-        rp_log_level level = v->action == RP_ACTION_SURFACED ? RP_LOG_WARN : RP_LOG_INFO;
-        if (level < rp_log_min_level) continue;
-        char m[96];
-        rp_measure(v, m, sizeof m);
-        const char *msg = v->action == RP_ACTION_SURFACED  ? "condition surfaced"
-                          : v->action == RP_ACTION_CLEARED ? "condition cleared"
-                                                           : "work reaped";
-        rp_log_write(level, msg, "action", rp_action_string(v->action), "condition",
-                     rp_condition_string(v->condition), "source", rp_source_string(v->source),
-                     "object", v->object, "queue", v->queue, "project", v->project, "measured", m,
-                     "dry_run", r->dry_run ? "true" : "false", "detail", v->detail, NULL);
-    }
+    const size_t *counts = r->counts;
     for (size_t i = 0; i < r->n_notes; i++)
         RP_INFO("pass note", "scope", scope, "note", r->notes[i], NULL);
     char n_req[24], n_park[24], n_surf[24], n_clear[24], ms[24];

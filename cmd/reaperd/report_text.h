@@ -15,9 +15,13 @@
  * then what was unreadable, the notes and the policies. */
 void rp_report_print(FILE *f, const rp_report *r, rp_time_ms at, int64_t duration_ms);
 
-/* Logs one line per verdict (SURFACED at warn, the rest at info), one per
- * note, and a summary line "pass finished" with the counts. scope names
- * the pass ("sweep", "lease reap", "on demand"). */
+/* Logs one verdict as it happens (SURFACED at warn, the rest at info): an
+ * rp_report_verdict_fn, safe on any thread. */
+void rp_verdict_log(void *arg, const rp_verdict *v, bool dry_run);
+
+/* Logs one line per note and a summary line "pass finished" with the
+ * counts of every verdict (listed in the report or not). scope names the
+ * pass ("sweep", "lease reap", "on demand"). */
 void rp_report_log(const rp_report *r, const char *scope, int64_t duration_ms);
 
 #endif

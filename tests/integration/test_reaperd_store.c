@@ -44,6 +44,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     fixture *f = *state;
+    if (f->pg == NULL) f->pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
     char sql[160];
     snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", f->schema);
     PQclear(PQexec(f->pg, sql));
@@ -381,6 +382,7 @@ static void test_database_restart_under_the_daemon(void **state) {
     while (now_ms() - t0 < 30000 && qn(f, "SELECT count(*) FROM job WHERE state = 'ready'") < 1000)
         rp_child_drain(c, 20);
     PQfinish(f->pg);
+    f->pg = NULL; /* teardown reconnects if an assertion stops the test here */
     char cmd[512];
     snprintf(cmd, sizeof cmd, "%s/scripts/services restart postgres >/dev/null 2>&1",
              itest_env("REAPER_SOURCE_DIR"));
