@@ -13,7 +13,7 @@
  *    a zero time-out until AMQP_STATUS_TIMEOUT), which also sends and checks
  *    heartbeats;
  *  - on any failure the connection is destroyed and rebuilt after a backoff
- *    (0.5 s doubling to 30 s, with +-20% jitter). No automatic recovery
+ *    (0.5 s doubling to 10 s, with +-20% jitter). No automatic recovery
  *    exists in the library: the on_state(UP) hook redeclares everything.
  *
  * Login advertises consumer_cancel_notify (so a deleted queue cancels its

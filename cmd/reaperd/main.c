@@ -16,7 +16,7 @@
 #include "rp_config.h"
 #include "rp_config_load.h"
 #include "rp_log.h"
-#include "secret.h"
+#include "rp_secret.h"
 #include "version.h"
 
 extern char **environ;

@@ -321,6 +321,72 @@ static void test_forbidden_users(void **state) {
     json_decref(r);
 }
 
+/* Runs reaperctl against this group's reaperd; returns its exit code. */
+static int ctl(char **out, char **err, const char *a1, const char *a2, const char *a3,
+               const char *a4, const char *a5) {
+    char *argv[] = {(char *)itest_env("REAPERCTL"), (char *)a1, (char *)a2, (char *)a3,
+                    (char *)a4, (char *)a5, NULL};
+    char *env[] = {W.env_queue, NULL};
+    return rp_run_capture(argv, env, out, err);
+}
+
+/* reaperctl: tables for people, --json for scripts, exit codes 0/1/2. */
+static void test_reaperctl(void **state) {
+    (void)state;
+    sql("INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
+        " lease_expires_at) VALUES ('ctl', 'k', 'leased', 2, 2, 'w', now() - interval '1 minute')");
+    char *out, *err;
+    assert_int_equal(ctl(&out, &err, "reap", "--project", "ctl", NULL, NULL), 0);
+    assert_non_null(strstr(out, "PARKED"));
+    assert_non_null(strstr(out, "POISON"));
+    free(out);
+    free(err);
+    assert_int_equal(ctl(&out, &err, "gates", "--project", "ctl", NULL, NULL), 0);
+    assert_non_null(strstr(out, "GATE"));
+    assert_non_null(strstr(out, "delivery_exhausted"));
+    assert_non_null(strstr(out, "retry|dismiss"));
+    free(out);
+    free(err);
+    assert_int_equal(ctl(&out, &err, "gates", "--project", "ctl", "--json", NULL), 0);
+    json_t *g = json_loads(out, 0, NULL);
+    assert_non_null(g);
+    json_int_t id = json_integer_value(json_object_get(json_array_get(json_object_get(g, "gates"), 0), "id"));
+    json_decref(g);
+    free(out);
+    free(err);
+    char gate[32];
+    snprintf(gate, sizeof gate, "%lld", (long long)id);
+    assert_int_equal(ctl(&out, &err, "answer", gate, "--choice", "dismiss", NULL), 0);
+    assert_non_null(strstr(out, "dismissed"));
+    free(out);
+    free(err);
+    assert_int_equal(sqln("SELECT count(*) FROM job WHERE project_id = 'ctl' AND state = 'failed'"), 1);
+    /* A refused answer: exit 1, the reason on standard error. */
+    assert_int_equal(ctl(&out, &err, "answer", "987654", "--choice", "retry", NULL), 1);
+    assert_non_null(strstr(err, "not_found"));
+    free(out);
+    free(err);
+    /* Usage errors: exit 2 before anything is sent. */
+    assert_int_equal(ctl(&out, &err, "gates", "--limit", "0", NULL, NULL), 2);
+    assert_non_null(strstr(err, "limit"));
+    free(out);
+    free(err);
+    assert_int_equal(ctl(&out, &err, "answer", "12", NULL, NULL, NULL), 2);
+    assert_non_null(strstr(err, "--choice"));
+    free(out);
+    free(err);
+    assert_int_equal(ctl(&out, &err, "explode", NULL, NULL, NULL, NULL), 2);
+    free(out);
+    free(err);
+    /* Nobody consuming: a time-out, said clearly, exit 1. */
+    char *argv[] = {(char *)itest_env("REAPERCTL"), "--timeout", "1", "status", NULL};
+    char *env[] = {"REAPER_BROKER_CONTROL_QUEUE=vibey.reap.control.nobody.here", NULL};
+    assert_int_equal(rp_run_capture(argv, env, &out, &err), 1);
+    assert_non_null(strstr(err, "no reply from reaperd within 1 s"));
+    free(out);
+    free(err);
+}
+
 /* The broker restarts under a running reaperd: it reconnects, declares
  * everything again and answers. */
 static void test_broker_restart(void **state) {
@@ -337,13 +403,14 @@ static void test_broker_restart(void **state) {
     /* The log's last "broker connected" comes after the restart. */
     size_t before = strlen(W.reaperd->log);
     bool back = false;
-    for (int i = 0; i < 120 && !back; i++) {
-        rp_child_wait_for(W.reaperd, "\"msg\":\"broker connected\"", 500);
+    for (int i = 0; i < 180 && !back; i++) {
+        rp_child_drain(W.reaperd, 500);
         back = strstr(W.reaperd->log + before, "\"msg\":\"broker connected\"") != NULL;
     }
     assert_true(back);
     W.amqp = itest_amqp_connect();
-    json_t *r = call_json("{\"v\":1,\"op\":\"status\"}");
+    /* (allowed_users is "reaper" since test_forbidden_users.) */
+    json_t *r = call("application/json", "{\"v\":1,\"op\":\"status\"}", 21, "reaper");
     assert_true(json_is_true(json_object_get(r, "ok")));
     json_decref(r);
     assert_false(W.reaperd->exited);
@@ -355,6 +422,7 @@ int main(void) {
         cmocka_unit_test(test_reap_on_demand),
         cmocka_unit_test(test_gates_and_answers),
         cmocka_unit_test(test_hostile_requests),
+        cmocka_unit_test(test_reaperctl),
         cmocka_unit_test(test_forbidden_users),
         cmocka_unit_test(test_broker_restart),
     };

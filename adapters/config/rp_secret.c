@@ -1,4 +1,4 @@
-#include "secret.h"
+#include "rp_secret.h"
 
 #include <errno.h>
 #include <stdio.h>

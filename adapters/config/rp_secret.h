@@ -1,5 +1,5 @@
 /*
- * secret.h - reading the broker password from the environment or a file.
+ * rp_secret.h - reading the broker password from the environment or a file.
  *
  * Ownership: *out is a heap copy the caller frees with rp_secret_free, which
  * wipes it first. err never holds the secret (only the path and strerror).

@@ -1,0 +1,165 @@
+#include "client.h"
+
+#include <amqp.h>
+#include <amqp_ssl_socket.h>
+#include <amqp_tcp_socket.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static long rp_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static bool rp_rpc_ok(amqp_rpc_reply_t r, const char *what, char *err, size_t n) {
+    if (r.reply_type == AMQP_RESPONSE_NORMAL) return true;
+    if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION)
+        snprintf(err, n, "%s: %s", what, amqp_error_string2(r.library_error));
+    else if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+             r.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+        const amqp_connection_close_t *m = r.reply.decoded;
+        snprintf(err, n, "%s: the broker said %u %.*s", what, m->reply_code,
+                 (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+    } else if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+               r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+        const amqp_channel_close_t *m = r.reply.decoded;
+        snprintf(err, n, "%s: the broker said %u %.*s", what, m->reply_code,
+                 (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+    } else {
+        snprintf(err, n, "%s: failed", what);
+    }
+    return false;
+}
+
+rp_status rp_ctl_request(const rp_config *cfg, const char *password, const char *ct,
+                         const void *body, size_t len, int timeout_ms, rp_ctl_reply *out,
+                         char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    char *url = strdup(cfg->broker.url);
+    if (url == NULL) return RP_ERR_NOMEM;
+    struct amqp_connection_info info;
+    amqp_default_connection_info(&info);
+    if (amqp_parse_url(url, &info) != AMQP_STATUS_OK) {
+        snprintf(err, errlen, "broker.url does not parse");
+        free(url);
+        return RP_ERR_UNAVAILABLE;
+    }
+    amqp_connection_state_t c = amqp_new_connection();
+    amqp_socket_t *s = info.ssl ? amqp_ssl_socket_new(c) : amqp_tcp_socket_new(c);
+    rp_status st = RP_ERR_UNAVAILABLE;
+    if (s == NULL) {
+        snprintf(err, errlen, "cannot create a socket");
+        goto out;
+    }
+    if (info.ssl) {
+        const rp_config_tls *t = &cfg->broker.tls;
+        if (t->ca_file[0]) (void)amqp_ssl_socket_set_cacert(s, t->ca_file);
+        if (t->cert_file[0] && t->key_file[0])
+            (void)amqp_ssl_socket_set_key(s, t->cert_file, t->key_file);
+        amqp_ssl_socket_set_verify_peer(s, t->verify_peer);
+        amqp_ssl_socket_set_verify_hostname(s, t->verify_peer);
+    }
+    struct timeval connect_tv = {5, 0}, rpc_tv = {10, 0};
+    int rc = amqp_socket_open_noblock(s, info.host, info.port, &connect_tv);
+    if (rc != AMQP_STATUS_OK) {
+        snprintf(err, errlen, "cannot connect to the broker at %s:%d: %s", info.host, info.port,
+                 amqp_error_string2(rc));
+        goto out;
+    }
+    (void)amqp_set_handshake_timeout(c, &rpc_tv);
+    (void)amqp_set_rpc_timeout(c, &rpc_tv);
+    if (!rp_rpc_ok(amqp_login(c, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user,
+                              password ? password : ""),
+                   "broker login", err, errlen))
+        goto out_close;
+    amqp_channel_open(c, 1);
+    if (!rp_rpc_ok(amqp_get_rpc_reply(c), "channel open", err, errlen)) goto out_close;
+    /* Direct reply-to: consume the pseudo-queue (no-ack) before publishing. */
+    amqp_basic_consume(c, 1, amqp_cstring_bytes("amq.rabbitmq.reply-to"), amqp_empty_bytes, 0, 1,
+                       0, amqp_empty_table);
+    if (!rp_rpc_ok(amqp_get_rpc_reply(c), "consuming direct reply-to", err, errlen))
+        goto out_close;
+
+    char corr[64];
+    snprintf(corr, sizeof corr, "reaperctl-%d-%ld", (int)getpid(), rp_now_ms());
+    amqp_basic_properties_t p;
+    memset(&p, 0, sizeof p);
+    p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_REPLY_TO_FLAG |
+               AMQP_BASIC_CORRELATION_ID_FLAG | AMQP_BASIC_USER_ID_FLAG |
+               AMQP_BASIC_DELIVERY_MODE_FLAG;
+    p.content_type = amqp_cstring_bytes(ct);
+    p.reply_to = amqp_cstring_bytes("amq.rabbitmq.reply-to");
+    p.correlation_id = amqp_cstring_bytes(corr);
+    /* The broker checks user_id against our login, so reaperd can trust it
+     * for control.allowed_users. */
+    p.user_id = amqp_cstring_bytes(info.user);
+    p.delivery_mode = 1;
+    rc = amqp_basic_publish(c, 1, amqp_cstring_bytes(""),
+                            amqp_cstring_bytes(cfg->broker.control_queue), 0, 0, &p,
+                            (amqp_bytes_t){len, (void *)body});
+    if (rc != AMQP_STATUS_OK) {
+        snprintf(err, errlen, "publishing the request: %s", amqp_error_string2(rc));
+        goto out_close;
+    }
+    long until = rp_now_ms() + timeout_ms;
+    for (;;) {
+        long left = until - rp_now_ms();
+        if (left <= 0) {
+            snprintf(err, errlen,
+                     "no reply from reaperd within %d s (is reaperd running and consuming %s?)",
+                     timeout_ms / 1000, cfg->broker.control_queue);
+            st = RP_ERR_TIMEOUT;
+            goto out_close;
+        }
+        struct timeval tv = {left / 1000, (left % 1000) * 1000};
+        amqp_envelope_t env;
+        amqp_maybe_release_buffers(c);
+        amqp_rpc_reply_t r = amqp_consume_message(c, &env, &tv, 0);
+        if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
+            r.library_error == AMQP_STATUS_TIMEOUT)
+            continue;
+        if (!rp_rpc_ok(r, "waiting for the reply", err, errlen)) {
+            st = RP_ERR_IO;
+            goto out_close;
+        }
+        amqp_basic_properties_t *rp = &env.message.properties;
+        bool mine = (rp->_flags & AMQP_BASIC_CORRELATION_ID_FLAG) &&
+                    rp->correlation_id.len == strlen(corr) &&
+                    memcmp(rp->correlation_id.bytes, corr, strlen(corr)) == 0;
+        if (!mine) {
+            amqp_destroy_envelope(&env);
+            continue;
+        }
+        if (rp->_flags & AMQP_BASIC_CONTENT_TYPE_FLAG)
+            snprintf(out->content_type, sizeof out->content_type, "%.*s",
+                     (int)rp->content_type.len, (const char *)rp->content_type.bytes);
+        out->len = env.message.body.len;
+        out->body = malloc(out->len + 1);
+        if (out->body == NULL) {
+            amqp_destroy_envelope(&env);
+            st = RP_ERR_NOMEM;
+            goto out_close;
+        }
+        memcpy(out->body, env.message.body.bytes, out->len);
+        out->body[out->len] = '\0';
+        amqp_destroy_envelope(&env);
+        st = RP_OK;
+        break;
+    }
+out_close:
+    (void)amqp_connection_close(c, AMQP_REPLY_SUCCESS);
+out:
+    amqp_destroy_connection(c);
+    free(url);
+    return st;
+}
+
+void rp_ctl_reply_cleanup(rp_ctl_reply *r) {
+    free(r->body);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,231 @@
+/*
+ * reaperctl - talk to a running reaperd over AMQP (CONTRACT section 4).
+ *
+ * It publishes one request to the control queue with reply_to set to direct
+ * reply-to and waits for the answer. Exit codes: 0 ok; 1 the request was
+ * not ok (an unreadable source, a refused answer, a time-out, the broker
+ * unreachable); 2 usage or configuration error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client.h"
+#include "print.h"
+#include "rp_config.h"
+#include "rp_config_load.h"
+#include "rp_proto.h"
+#include "rp_secret.h"
+#include "version.h"
+
+extern char **environ;
+
+static void rp_usage(FILE *f) {
+    fprintf(f,
+            "usage: reaperctl [--config FILE] [--timeout SECONDS] COMMAND [OPTIONS]\n"
+            "\n"
+            "  reap   [--project P] [--dry-run] [--json]   run one whole pass now\n"
+            "  gates  [--state open|answered|all] [--limit N] [--project P] [--json]\n"
+            "                                              list gates (default: open, 100)\n"
+            "  answer GATE --choice replay|dismiss|retry [--by NAME] [--json]\n"
+            "                                              answer a gate (once)\n"
+            "  status [--json]                             reaperd's state\n"
+            "\n"
+            "reaperctl speaks only AMQP: it sends the request to broker.control_queue\n"
+            "and waits for the reply (default 30 s; a reap may need more: --timeout).\n"
+            "The configuration is reaperd's (file and REAPER_* environment).\n"
+            "Exit codes: 0 ok, 1 not ok (unreadable source, refused, time-out),\n"
+            "2 usage or configuration error.\n");
+}
+
+static int rp_fail_usage(const char *msg) {
+    fprintf(stderr, "reaperctl: %s\n", msg);
+    rp_usage(stderr);
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    enum { O_PROJECT = 256, O_DRY, O_JSON, O_STATE, O_LIMIT, O_CHOICE, O_BY, O_TIMEOUT };
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},  {"timeout", required_argument, NULL, O_TIMEOUT},
+        {"project", required_argument, NULL, O_PROJECT}, {"dry-run", no_argument, NULL, O_DRY},
+        {"json", no_argument, NULL, O_JSON},       {"state", required_argument, NULL, O_STATE},
+        {"limit", required_argument, NULL, O_LIMIT}, {"choice", required_argument, NULL, O_CHOICE},
+        {"by", required_argument, NULL, O_BY},     {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    };
+    const char *path = NULL, *project = NULL, *state = NULL, *limit = NULL, *choice = NULL,
+               *by = NULL;
+    bool dry = false, json = false;
+    long timeout_s = 30;
+    int ch;
+    opterr = 0;
+    /* Options may come before or after the command (GNU getopt permutes). */
+    while ((ch = getopt_long(argc, argv, ":c:Vh", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c': path = optarg; break;
+        case O_TIMEOUT: {
+            char *end;
+            errno = 0;
+            timeout_s = strtol(optarg, &end, 10);
+            if (errno || *end || timeout_s < 1 || timeout_s > 86400)
+                return rp_fail_usage("--timeout takes whole seconds, 1 to 86400");
+            break;
+        }
+        case O_PROJECT: project = optarg; break;
+        case O_DRY: dry = true; break;
+        case O_JSON: json = true; break;
+        case O_STATE: state = optarg; break;
+        case O_LIMIT: limit = optarg; break;
+        case O_CHOICE: choice = optarg; break;
+        case O_BY: by = optarg; break;
+        case 'V': printf("reaperctl %s\n", RP_VERSION_STRING); return 0;
+        case 'h': rp_usage(stdout); return 0;
+        case ':': {
+            char m[128];
+            snprintf(m, sizeof m, "option %s needs a value", argv[optind - 1]);
+            return rp_fail_usage(m);
+        }
+        default: {
+            char m[128];
+            snprintf(m, sizeof m, "unknown option %s", argv[optind - 1]);
+            return rp_fail_usage(m);
+        }
+        }
+    }
+    if (optind >= argc) return rp_fail_usage("which command? reap, gates, answer or status");
+    const char *cmd = argv[optind++];
+
+    /* The request, as a JSON tree validated by the daemon's own codec. */
+    json_t *req = json_pack("{s:i}", "v", 1);
+    if (strcmp(cmd, "reap") == 0) {
+        json_object_set_new(req, "op", json_string("reap"));
+        json_object_set_new(req, "dry_run", json_boolean(dry));
+        if (project) json_object_set_new(req, "project", json_string(project));
+    } else if (strcmp(cmd, "gates") == 0) {
+        json_object_set_new(req, "op", json_string("gates"));
+        json_object_set_new(req, "state", json_string(state ? state : "open"));
+        if (limit) {
+            char *end;
+            long long n = strtoll(limit, &end, 10);
+            if (*end || end == limit) return rp_fail_usage("--limit takes a whole number, 1 to 1000");
+            json_object_set_new(req, "limit", json_integer(n));
+        }
+        if (project) json_object_set_new(req, "project", json_string(project));
+    } else if (strcmp(cmd, "answer") == 0) {
+        if (optind >= argc) return rp_fail_usage("answer needs a GATE id");
+        char *end;
+        long long gate = strtoll(argv[optind], &end, 10);
+        if (*end || end == argv[optind]) return rp_fail_usage("GATE is a gate id (a whole number)");
+        optind++;
+        if (choice == NULL) return rp_fail_usage("answer needs --choice replay|dismiss|retry");
+        json_object_set_new(req, "op", json_string("answer"));
+        json_object_set_new(req, "gate", json_integer(gate));
+        json_object_set_new(req, "choice", json_string(choice));
+        if (by) json_object_set_new(req, "by", json_string(by));
+    } else if (strcmp(cmd, "status") == 0) {
+        json_object_set_new(req, "op", json_string("status"));
+    } else {
+        char m[160];
+        snprintf(m, sizeof m, "unknown command '%.64s'", cmd);
+        return rp_fail_usage(m);
+    }
+    if (optind < argc) {
+        char m[160];
+        snprintf(m, sizeof m, "unexpected argument '%.64s'", argv[optind]);
+        return rp_fail_usage(m);
+    }
+    if ((strcmp(cmd, "reap") != 0 && dry) || (strcmp(cmd, "answer") != 0 && (choice || by)) ||
+        (strcmp(cmd, "gates") != 0 && (state || limit)) ||
+        (strcmp(cmd, "reap") != 0 && strcmp(cmd, "gates") != 0 && project))
+        return rp_fail_usage("that option does not go with this command");
+
+    rp_request r;
+    rp_request_init(&r);
+    rp_proto_error perr;
+    rp_proto_error_init(&perr);
+    rp_proto_buf body = {0};
+    if (rp_request_from_json(req, &r, &perr) != RP_OK ||
+        rp_request_encode(&r, RP_ENC_MSGPACK, &body, &perr) != RP_OK) {
+        json_decref(req);
+        return rp_fail_usage(perr.message);
+    }
+    json_decref(req);
+    rp_request_cleanup(&r);
+
+    rp_config cfg;
+    rp_config_problems problems;
+    rp_config_problems_init(&problems);
+    if (rp_config_load(path, environ, &cfg, &problems) != RP_OK) {
+        for (size_t i = 0; i < problems.n; i++) fprintf(stderr, "reaperctl: %s\n", problems.items[i].message);
+        fprintf(stderr, "reaperctl: configuration refused\n");
+        rp_config_problems_cleanup(&problems);
+        rp_config_cleanup(&cfg);
+        rp_proto_buf_cleanup(&body);
+        return 2;
+    }
+    rp_config_problems_cleanup(&problems);
+    char err[512] = "";
+    char *password = NULL;
+    if (rp_secret_resolve(cfg.broker.password, cfg.broker.password_file, &password, err,
+                          sizeof err) != RP_OK) {
+        fprintf(stderr, "reaperctl: broker.password_file: %s (or set REAPER_BROKER_PASSWORD)\n", err);
+        rp_config_cleanup(&cfg);
+        rp_proto_buf_cleanup(&body);
+        return 2;
+    }
+
+    rp_ctl_reply reply;
+    rp_status st = rp_ctl_request(&cfg, password, "application/msgpack", body.ptr, body.len,
+                                  (int)timeout_s * 1000, &reply, err, sizeof err);
+    rp_secret_free(password);
+    rp_config_cleanup(&cfg);
+    rp_proto_buf_cleanup(&body);
+    if (st != RP_OK) {
+        fprintf(stderr, "reaperctl: %s\n", err);
+        return 1;
+    }
+    rp_bytes ct = {(const uint8_t *)reply.content_type, strlen(reply.content_type)};
+    json_t *tree = rp_proto_to_json((rp_bytes){reply.body, reply.len}, ct, NULL, &perr);
+    rp_ctl_reply_cleanup(&reply);
+    rp_proto_reply_view view;
+    if (tree == NULL || rp_proto_reply_unwrap(tree, &view, &perr) != RP_OK) {
+        fprintf(stderr, "reaperctl: the reply could not be read: %s\n", perr.message);
+        json_decref(tree);
+        return 1;
+    }
+    int rc = 0;
+    if (!view.ok) {
+        rc = 1;
+        if (json) {
+            char *s = json_dumps(tree, JSON_COMPACT);
+            puts(s);
+            free(s);
+        }
+        fprintf(stderr, "reaperctl: %s: %s\n", view.code ? view.code : "error",
+                view.message ? view.message : "(no message)");
+    } else {
+        if (strcmp(cmd, "reap") == 0 && !json_is_true(json_object_get(view.result, "ok"))) rc = 1;
+        if (json) {
+            char *s = json_dumps(view.result, JSON_COMPACT);
+            puts(s);
+            free(s);
+        } else if (strcmp(cmd, "status") == 0) {
+            rp_ctl_print_status(stdout, view.result);
+        } else if (strcmp(cmd, "reap") == 0) {
+            rp_ctl_print_report(stdout, view.result);
+        } else if (strcmp(cmd, "gates") == 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            rp_ctl_print_gates(stdout, view.result, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+        } else {
+            rp_ctl_print_answer(stdout, view.result);
+        }
+    }
+    json_decref(tree);
+    return rc;
+}

@@ -1,0 +1,115 @@
+#include "print.h"
+
+#include <string.h>
+
+#include "rp_proto.h"
+
+static const char *rp_str(const json_t *o, const char *k) {
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "-";
+}
+
+void rp_ctl_print_status(FILE *f, const json_t *r) {
+    fprintf(f, "version         %s\n", rp_str(r, "version"));
+    fprintf(f, "broker          %s\n", rp_str(r, "broker"));
+    fprintf(f, "store           %s\n", rp_str(r, "store"));
+    fprintf(f, "last pass at    %s\n", rp_str(r, "last_pass_at"));
+    fprintf(f, "open sightings  %lld\n", (long long)json_integer_value(json_object_get(r, "open_sightings")));
+}
+
+void rp_ctl_print_report(FILE *f, const json_t *rep) {
+    bool ok = json_is_true(json_object_get(rep, "ok"));
+    bool dry = json_is_true(json_object_get(rep, "dry_run"));
+    const json_t *verdicts = json_object_get(rep, "verdicts");
+    fprintf(f, "pass: %s%s, %zu verdict%s listed\n", ok ? "ok" : "NOT OK",
+            dry ? " (dry run: nothing was written)" : "", json_array_size(verdicts),
+            json_array_size(verdicts) == 1 ? "" : "s");
+    if (json_array_size(verdicts) > 0) {
+        fprintf(f, "\n  %-9s %-13s %-9s %-30s %-12s %s\n", "ACTION", "CONDITION", "SOURCE",
+                "OBJECT", "PROJECT", "MEASURED");
+        size_t i;
+        json_t *v;
+        json_array_foreach(verdicts, i, v) {
+            const json_t *m = json_object_get(v, "measured");
+            char measured[64] = "-";
+            if (json_is_number(m))
+                snprintf(measured, sizeof measured, "%.1f %s (threshold %lld)", json_number_value(m),
+                         rp_str(v, "unit"), (long long)json_integer_value(json_object_get(v, "threshold")));
+            fprintf(f, "  %-9s %-13s %-9s %-30s %-12s %s\n", rp_str(v, "action"),
+                    rp_str(v, "condition"), rp_str(v, "source"), rp_str(v, "object"),
+                    rp_str(v, "project"), measured);
+        }
+    }
+    const char *lists[] = {"unreadable", "notes"};
+    for (size_t l = 0; l < 2; l++) {
+        const json_t *a = json_object_get(rep, lists[l]);
+        if (json_array_size(a) == 0) continue;
+        fprintf(f, "\n%s:\n", lists[l]);
+        size_t i;
+        json_t *s;
+        json_array_foreach(a, i, s) fprintf(f, "  %s\n", json_string_value(s) ? json_string_value(s) : "?");
+    }
+    const json_t *pol = json_object_get(rep, "policies");
+    if (json_array_size(pol) > 0) {
+        fprintf(f, "\npolicies:\n");
+        size_t i;
+        json_t *p;
+        json_array_foreach(pol, i, p)
+            fprintf(f, "  %-24s %-12s %s\n", rp_str(p, "name"),
+                    json_is_true(json_object_get(p, "verified")) ? "verified" : "NOT VERIFIED",
+                    rp_str(p, "detail"));
+    }
+}
+
+/* "3d4h", "12m", "40s" from milliseconds. */
+static void rp_age(long long ms, char *buf, size_t n) {
+    long long s = ms / 1000;
+    if (s < 0) s = 0;
+    if (s >= 86400) snprintf(buf, n, "%lldd%lldh", s / 86400, (s % 86400) / 3600);
+    else if (s >= 3600) snprintf(buf, n, "%lldh%lldm", s / 3600, (s % 3600) / 60);
+    else if (s >= 60) snprintf(buf, n, "%lldm", s / 60);
+    else snprintf(buf, n, "%llds", s);
+}
+
+void rp_ctl_print_gates(FILE *f, const json_t *r, long long now_ms) {
+    const json_t *gates = json_object_get(r, "gates");
+    if (json_array_size(gates) == 0) {
+        fprintf(f, "no gates\n");
+        return;
+    }
+    fprintf(f, "%-8s %-19s %-10s %-24s %-24s %-16s %-6s %-14s %s\n", "GATE", "KIND", "PROJECT",
+            "QUEUE", "ORIGIN", "REASON", "AGE", "CHOICES", "STATE");
+    size_t i;
+    json_t *g;
+    json_array_foreach(gates, i, g) {
+        char age[32] = "-";
+        rp_time_ms created = 0;
+        if (json_is_string(json_object_get(g, "created_at")) &&
+            rp_proto_parse_time(rp_str(g, "created_at"), &created))
+            rp_age(now_ms - created, age, sizeof age);
+        char choices[64] = "";
+        size_t k;
+        json_t *c;
+        json_array_foreach(json_object_get(g, "choices"), k, c) {
+            size_t len = strlen(choices);
+            snprintf(choices + len, sizeof choices - len, "%s%s", len ? "|" : "",
+                     json_string_value(c) ? json_string_value(c) : "?");
+        }
+        char state[64];
+        if (json_is_string(json_object_get(g, "answer")))
+            snprintf(state, sizeof state, "%s by %s", rp_str(g, "answer"), rp_str(g, "answered_by"));
+        else
+            snprintf(state, sizeof state, "open");
+        /* origin and reason come from message headers: already quoted and
+         * cut by reaperd, printed as they are. */
+        fprintf(f, "%-8lld %-19s %-10s %-24.24s %-24.24s %-16.16s %-6s %-14s %s\n",
+                (long long)json_integer_value(json_object_get(g, "id")), rp_str(g, "kind"),
+                rp_str(g, "project"), rp_str(g, "queue"), rp_str(g, "origin_queue"),
+                rp_str(g, "reason"), age, choices, state);
+    }
+}
+
+void rp_ctl_print_answer(FILE *f, const json_t *r) {
+    fprintf(f, "gate %lld: %s (choice %s)\n", (long long)json_integer_value(json_object_get(r, "gate")),
+            rp_str(r, "outcome"), rp_str(r, "choice"));
+}

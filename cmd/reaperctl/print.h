@@ -1,0 +1,16 @@
+/*
+ * print.h - reaperctl's output for people: aligned tables and short lines
+ * from a reply's result (a jansson tree, borrowed).
+ */
+#ifndef RP_CTL_PRINT_H
+#define RP_CTL_PRINT_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+void rp_ctl_print_status(FILE *f, const json_t *result);
+void rp_ctl_print_report(FILE *f, const json_t *report);
+void rp_ctl_print_gates(FILE *f, const json_t *result, long long now_ms);
+void rp_ctl_print_answer(FILE *f, const json_t *result);
+
+#endif
