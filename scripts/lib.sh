@@ -15,6 +15,18 @@ RP_DIST_PORT=${RP_DIST_PORT:-25679}
 RP_EPMD_PORT=${RP_EPMD_PORT:-43699}
 RP_RABBIT_NODE=${RP_RABBIT_NODE:-reaper-dev@localhost}
 
+# The second broker, RabbitMQ 4.0 (Debian 13 "trixie"), runs chrooted in a
+# debootstrap root under .run/ (service "rabbitmq4"), so that the tests run
+# against both versions on one Debian 12 machine. Its own ports, node and
+# Erlang port mapper, so the two never meet.
+RP_AMQP4_PORT=${RP_AMQP4_PORT:-56740}
+RP_MGMT4_PORT=${RP_MGMT4_PORT:-15680}
+RP_DIST4_PORT=${RP_DIST4_PORT:-25680}
+RP_EPMD4_PORT=${RP_EPMD4_PORT:-43700}
+RP_RABBIT4_NODE=${RP_RABBIT4_NODE:-reaper-dev4@localhost}
+RP_TRIXIE=$(realpath -m "${RP_TRIXIE:-$RP_RUN/trixie}")
+RP_DEBIAN_MIRROR=${RP_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
 RP_PG_BIN=${RP_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 
 rp_log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -28,8 +40,19 @@ rp_port_owner() {
     ss -ltnpH "sport = :$1" 2>/dev/null | sed -n 's/.*users:((\("[^"]*",pid=[0-9]*\).*/\1/p' | head -n 1
 }
 
+# rp_port_pids PORT: the processes listening on PORT (any address).
+rp_port_pids() {
+    ss -ltnpH "sport = :$1" 2>/dev/null | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u
+}
+
+# rp_proc_alive PID: true while PID runs. A zombie counts as gone: the
+# machine's init may take a minute to reap an orphan.
+rp_proc_alive() {
+    kill -0 "$1" 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+}
+
 # rp_pid_alive FILE: true when FILE names a running process.
-rp_pid_alive() { [ -s "$1" ] && kill -0 "$(head -n 1 "$1")" 2>/dev/null; }
+rp_pid_alive() { [ -s "$1" ] && rp_proc_alive "$(head -n 1 "$1")"; }
 
 # rp_wait SECONDS WHAT CMD...: retry CMD every 0.5 s until it succeeds.
 rp_wait() {
@@ -42,14 +65,35 @@ rp_wait() {
     done
 }
 
+# rp_mgmt_get PORT SECRET_FILE PATH: GET from a broker's management API as
+# reaper (the password goes to curl on stdin, not on its command line).
+rp_mgmt_get() {
+    printf 'user = "reaper:%s"\n' "$(cat "$2")" |
+        curl -sf -K - "http://127.0.0.1:$1$3"
+}
+
 # The environment reaperd and the tests use to reach the private services.
 # No secret is written into a config file: the broker password comes from a
 # file and the database password from a libpq passfile.
+#   rp_service_env [rabbitmq|rabbitmq4]   the broker: 3.10 (default) or 4.0
+# RP_BROKER_VERSION (3.10 or 4.0) lets a test say what each broker does;
+# RP_BROKER_SERVICE is the name scripts/services knows that broker by
+# (e.g. `scripts/services restart "$RP_BROKER_SERVICE"` in a failure test).
+RP_SERVICE_ENV_VARS=(REAPER_BROKER_URL REAPER_BROKER_MANAGEMENT_URL REAPER_BROKER_PASSWORD_FILE
+    REAPER_STORE_DSN PGPASSFILE RP_PG_ADMIN_DSN RP_BROKER_VERSION RP_BROKER_SERVICE)
 rp_service_env() {
-    export REAPER_BROKER_URL="amqp://reaper@127.0.0.1:$RP_AMQP_PORT/%2f"
-    export REAPER_BROKER_MANAGEMENT_URL="http://127.0.0.1:$RP_MGMT_PORT"
-    export REAPER_BROKER_PASSWORD_FILE="$RP_RUN/secrets/broker"
+    local amqp=$RP_AMQP_PORT mgmt=$RP_MGMT_PORT secret=broker version=3.10 service=rabbitmq
+    case "${1:-rabbitmq}" in
+        rabbitmq) ;;
+        rabbitmq4) amqp=$RP_AMQP4_PORT mgmt=$RP_MGMT4_PORT secret=broker4 version=4.0 service=rabbitmq4 ;;
+        *) rp_die "rp_service_env: unknown broker '$1' (rabbitmq or rabbitmq4)" ;;
+    esac
+    export REAPER_BROKER_URL="amqp://reaper@127.0.0.1:$amqp/%2f"
+    export REAPER_BROKER_MANAGEMENT_URL="http://127.0.0.1:$mgmt"
+    export REAPER_BROKER_PASSWORD_FILE="$RP_RUN/secrets/$secret"
     export REAPER_STORE_DSN="host=127.0.0.1 port=$RP_PG_PORT dbname=vibey user=reaper"
     export PGPASSFILE="$RP_RUN/secrets/pgpass"
     export RP_PG_ADMIN_DSN="host=$RP_RUN/pg/sock port=$RP_PG_PORT dbname=postgres user=postgres"
+    export RP_BROKER_VERSION=$version
+    export RP_BROKER_SERVICE=$service
 }
