@@ -33,6 +33,7 @@ typedef struct world {
 
 static world W;
 
+static void sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void sql(const char *fmt, ...) {
     char buf[2048];
     va_list ap;
@@ -394,10 +395,9 @@ static void test_broker_restart(void **state) {
     itest_amqp_close(W.amqp);
     W.amqp = NULL; /* teardown reconnects if an assertion stops the test here */
     char cmd[512];
-    const char *version = getenv("RP_BROKER_VERSION");
+    const char *service = getenv("RP_BROKER_SERVICE");
     snprintf(cmd, sizeof cmd, "%s/scripts/services restart %s >/dev/null 2>&1",
-             itest_env("REAPER_SOURCE_DIR"),
-             version && version[0] == '4' ? "rabbitmq4" : "rabbitmq");
+             itest_env("REAPER_SOURCE_DIR"), service && *service ? service : "rabbitmq");
     assert_int_equal(system(cmd), 0);
     assert_true(rp_child_wait_for(W.reaperd, "broker unreachable", 30000));
     /* The log's last "broker connected" comes after the restart. */

@@ -55,6 +55,7 @@ static int teardown(void **state) {
 
 /* Runs sql in the fixture's schema and returns the first value of the first
  * row ("" for none); fails the test on an error. */
+static char *q(fixture *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static char *q(fixture *f, const char *fmt, ...) {
     static char value[4096];
     char sql[4096];
@@ -77,7 +78,7 @@ static char *q(fixture *f, const char *fmt, ...) {
     return value;
 }
 
-static long qn(fixture *f, const char *sql) { return atol(q(f, "%s", sql)); }
+static long qn(fixture *f, const char *query) { return atol(q(f, "%s", query)); }
 
 /* Runs reaperd with args and the fixture's schema; returns the exit code. */
 static int reaperd(fixture *f, char **out, char **err, const char *a1, const char *a2,
