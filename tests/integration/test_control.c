@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "itest.h"
@@ -322,6 +323,43 @@ static void test_forbidden_users(void **state) {
     json_decref(r);
 }
 
+static long mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* The loop keeps turning during a 100,000-row reap on the store thread:
+ * status requests are answered at once while the reap runs. */
+static void test_status_answers_during_a_long_reap(void **state) {
+    (void)state;
+    sql("INSERT INTO job (project_id, kind, state, attempts, lease_owner, lease_expires_at)"
+        " SELECT 'long', 'k', 'leased', 1, 'w', now() - interval '1 minute'"
+        " FROM generate_series(1, 100000)");
+    /* Start the reap (its reply comes when it ends), then ask for status. */
+    itest_reply none;
+    const char *reap = "{\"v\":1,\"op\":\"reap\",\"project\":\"long\"}";
+    assert_int_equal(itest_request(W.amqp, W.queue, "application/json", reap, strlen(reap), NULL,
+                                   false, NULL, &none, 300), -1);
+    int answered = 0;
+    long worst = 0, start = mono_ms();
+    while (sqln("SELECT count(*) FROM job WHERE project_id = 'long' AND state = 'leased'") > 0) {
+        assert_true(mono_ms() - start < 180000);
+        long t0 = mono_ms();
+        json_t *r = call_json("{\"v\":1,\"op\":\"status\"}");
+        long dt = mono_ms() - t0;
+        assert_true(json_is_true(json_object_get(r, "ok")));
+        json_decref(r);
+        if (dt > worst) worst = dt;
+        answered++;
+        rp_child_drain(W.reaperd, 200);
+    }
+    print_message("status answered %d times during the reap; slowest %ld ms\n", answered, worst);
+    assert_true(answered >= 3);
+    assert_true(worst < 1000);
+    assert_int_equal(sqln("SELECT count(*) FROM job WHERE project_id = 'long' AND state = 'ready'"), 100000);
+}
+
 /* Runs reaperctl against this group's reaperd; returns its exit code. */
 static int ctl(char **out, char **err, const char *a1, const char *a2, const char *a3,
                const char *a4, const char *a5) {
@@ -423,6 +461,7 @@ int main(void) {
         cmocka_unit_test(test_gates_and_answers),
         cmocka_unit_test(test_hostile_requests),
         cmocka_unit_test(test_reaperctl),
+        cmocka_unit_test(test_status_answers_during_a_long_reap),
         cmocka_unit_test(test_forbidden_users),
         cmocka_unit_test(test_broker_restart),
     };
