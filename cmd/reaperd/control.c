@@ -156,14 +156,19 @@ static void rp_ctl_reap_done(void *arg, bool cancelled) {
 
 /* ---- gates and answer ---------------------------------------------------- */
 
+/* Store thread: connects when needed; false (c->st set) when the store
+ * cannot be reached. */
+static bool rp_ctl_store_ready(rp_daemon *d, rp_ctl *c) {
+    char err[256];
+    if (rp_pg_conn_ensure(d->runner.conn, err, sizeof err) == RP_OK) return true;
+    c->st = RP_ERR_UNAVAILABLE;
+    return false;
+}
+
 static void rp_ctl_gates_work(void *ctx, void *arg) {
     rp_daemon *d = ctx;
     rp_ctl *c = arg;
-    char err[256];
-    if (rp_pg_conn_ensure(d->runner.conn, err, sizeof err) != RP_OK) {
-        c->st = RP_ERR_UNAVAILABLE;
-        return;
-    }
+    if (!rp_ctl_store_ready(d, c)) return;
     rp_gate_query q = {
         .state = c->req.gates.state,
         .limit = (size_t)c->req.gates.limit,
@@ -192,11 +197,7 @@ static void rp_ctl_gates_done(void *arg, bool cancelled) {
 static void rp_ctl_answer_work(void *ctx, void *arg) {
     rp_daemon *d = ctx;
     rp_ctl *c = arg;
-    char err[256];
-    if (rp_pg_conn_ensure(d->runner.conn, err, sizeof err) != RP_OK) {
-        c->st = RP_ERR_UNAVAILABLE;
-        return;
-    }
+    if (!rp_ctl_store_ready(d, c)) return;
     const char *by = c->req.answer.by ? c->req.answer.by : (c->has_user ? c->user : NULL);
     const rp_gate_port *g = &d->runner.ports.gates;
     c->st = g->answer(g->self, c->req.answer.gate, c->req.answer.choice, by, &c->answer);
