@@ -228,6 +228,8 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
     }
+    /* Every committed ledger event also goes to the events exchange. */
+    rp_feed_port(d, &d->runner.ports.publisher);
     d->store = rp_worker_new(d->base, "store", rp_store_idle, d, RP_STORE_CHECK_MS);
     if (d->store == NULL) {
         RP_ERROR("cannot start the store thread", NULL);

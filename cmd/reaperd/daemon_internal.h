@@ -64,6 +64,9 @@ void rp_broker_ack(rp_daemon *d, unsigned generation, uint64_t tag);
 /* control.c */
 void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg);
 
+/* feed.c: the publisher port (store thread) feeding the events exchange. */
+void rp_feed_port(rp_daemon *d, rp_publisher_port *out);
+
 /* daemon.c: runs fn(job) on the store thread, then done(job) on the loop. */
 rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done,
                               void *job) RP_MUSTCHECK;

@@ -360,6 +360,53 @@ static void test_status_answers_during_a_long_reap(void **state) {
     assert_int_equal(sqln("SELECT count(*) FROM job WHERE project_id = 'long' AND state = 'ready'"), 100000);
 }
 
+/* Every committed ledger event is also published to the events exchange
+ * (topic), routing key <source>.<condition>.<action>, the verdict as the
+ * msgpack body: a subscriber bound to # sees the reap live. */
+static void test_events_feed(void **state) {
+    (void)state;
+    amqp_connection_state_t c = itest_amqp_connect();
+    amqp_queue_declare_ok_t *q = amqp_queue_declare(c, 1, amqp_empty_bytes, 0, 0, 1, 1, amqp_empty_table);
+    assert_non_null(q);
+    amqp_bytes_t name = amqp_bytes_malloc_dup(q->queue);
+    amqp_queue_bind(c, 1, name, amqp_cstring_bytes("vibey.reap.events"), amqp_cstring_bytes("#"),
+                    amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_basic_consume(c, 1, name, amqp_empty_bytes, 0, 1, 0, amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    sql("INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, lease_expires_at)"
+        " VALUES ('feed', 'k', 'leased', 1, 7, 'w', now() - interval '1 minute'),"
+        "        ('feed', 'k', 'leased', 7, 7, 'w', now() - interval '1 minute')");
+    json_t *r = call_json("{\"v\":1,\"op\":\"reap\",\"project\":\"feed\"}");
+    json_decref(r);
+    int requeued = 0, parked = 0;
+    for (int i = 0; i < 20 && requeued + parked < 2; i++) {
+        amqp_envelope_t env;
+        struct timeval tv = {5, 0};
+        amqp_maybe_release_buffers(c);
+        amqp_rpc_reply_t rr = amqp_consume_message(c, &env, &tv, 0);
+        assert_int_equal(rr.reply_type, AMQP_RESPONSE_NORMAL);
+        char rk[128];
+        snprintf(rk, sizeof rk, "%.*s", (int)env.routing_key.len, (char *)env.routing_key.bytes);
+        rp_proto_error err;
+        rp_bytes ct = {env.message.properties.content_type.bytes, env.message.properties.content_type.len};
+        json_t *v = rp_proto_to_json((rp_bytes){env.message.body.bytes, env.message.body.len}, ct, NULL, &err);
+        assert_non_null(v);
+        const char *project = json_string_value(json_object_get(v, "project"));
+        if (project != NULL && strcmp(project, "feed") == 0) {
+            if (strcmp(rk, "job_queue.lease_expired.requeued") == 0) requeued++;
+            if (strcmp(rk, "job_queue.poison.parked") == 0) parked++;
+            assert_true(env.message.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG);
+        }
+        json_decref(v);
+        amqp_destroy_envelope(&env);
+    }
+    assert_int_equal(requeued, 1);
+    assert_int_equal(parked, 1);
+    amqp_bytes_free(name);
+    itest_amqp_close(c);
+}
+
 /* Runs reaperctl against this group's reaperd; returns its exit code. */
 static int ctl(char **out, char **err, const char *a1, const char *a2, const char *a3,
                const char *a4, const char *a5) {
@@ -461,6 +508,7 @@ int main(void) {
         cmocka_unit_test(test_gates_and_answers),
         cmocka_unit_test(test_hostile_requests),
         cmocka_unit_test(test_reaperctl),
+        cmocka_unit_test(test_events_feed),
         cmocka_unit_test(test_status_answers_during_a_long_reap),
         cmocka_unit_test(test_forbidden_users),
         cmocka_unit_test(test_broker_restart),
