@@ -1,0 +1,541 @@
+/*
+ * The policy reconcile (rp_mgmt_policy.h) against the broker the
+ * environment names, each test in a private vhost: it writes what this
+ * broker version accepts, then leaves it alone while it is in force
+ * (counted PUTs), verifies it on a real owned queue and never on an owned
+ * dead-letter queue, selects exactly what reaper's PCRE2 matching selects,
+ * reports (never raises) a write refused for want of the policymaker tag,
+ * reports operator-policy and policy conflicts, writes nothing in a dry run,
+ * and fails promptly and cleanly when the API is unreachable.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rp_mgmt_broker.h"
+#include "rp_mgmt_loop.h"
+#include "rp_mgmt_policy.h"
+#include "rp_report.h"
+#include "test_mgmt_common.h"
+
+#define DLQ "(\\.dlq|\\.dead)$"
+
+/* Each test has its own vhost and its own owned prefix ("rpp<pid>t<n>."),
+ * so that the reconcile, which manages every vhost holding an owned queue,
+ * never reaches another test's (or another run's) queues. */
+typedef struct env {
+    char vhost[80];
+    char prefix[48];  /* rpp<pid>t<n> */
+    char owned[64];   /* ^rpp<pid>t<n>\. */
+    char names[32][128];
+    size_t n_names;
+    rp_mgmt_loop *loop;
+    rp_mgmt_broker *broker;
+    rp_mgmt_policy_options opt;
+} env;
+
+/* "<prefix>.<suffix>", kept in the env. */
+static const char *Q(env *e, const char *suffix) {
+    assert_true(e->n_names < 32);
+    char *n = e->names[e->n_names++];
+    snprintf(n, sizeof e->names[0], "%s.%s", e->prefix, suffix);
+    return n;
+}
+
+static int env_setup(void **state) {
+    static int n;
+    env *e = calloc(1, sizeof *e);
+    n++;
+    snprintf(e->prefix, sizeof e->prefix, "rpp%dt%d", (int)getpid(), n);
+    snprintf(e->owned, sizeof e->owned, "^%s\\.", e->prefix);
+    snprintf(e->vhost, sizeof e->vhost, "rp-mgmt-policy-%d-%d", (int)getpid(), n);
+    mt_vhost_create(e->vhost);
+    e->loop = mt_loop();
+    e->broker = rp_mgmt_broker_new(rp_mgmt_loop_bridge(e->loop), NULL);
+    rp_mgmt_policy_options_default(&e->opt);
+    e->opt.owned_pattern = e->owned;
+    e->opt.dead_letter_pattern = DLQ;
+    e->opt.vhost = e->vhost;
+    e->opt.verify_wait_ms = 15000;
+    e->opt.poll_ms = 500;
+    *state = e;
+    return 0;
+}
+
+/* Runs whether the test passed or not. */
+static int env_teardown(void **state) {
+    env *e = *state;
+    rp_mgmt_broker_free(e->broker);
+    rp_mgmt_loop_free(e->loop);
+    mt_vhost_delete(e->vhost);
+    free(e);
+    return 0;
+}
+
+/* A policy JSON pattern (backslashes doubled for JSON) for the env's
+ * prefix plus a tail. */
+static const char *json_pattern(env *e, const char *tail) {
+    static char buf[128];
+    snprintf(buf, sizeof buf, "^%s\\\\.%s", e->prefix, tail);
+    return buf;
+}
+
+static bool per_type(void) { return rp_mgmt_version_at_least(mt_version(), 3, 12); }
+static size_t n_wanted(void) { return per_type() ? 2 : 1; }
+
+static void declare(env *e, const char *const *names, const char *type) {
+    amqp_connection_state_t c = mt_amqp(e->vhost);
+    for (size_t i = 0; names[i]; i++) mt_declare(c, names[i], type);
+    mt_amqp_close(c);
+}
+
+static const rp_policy_check *find_policy(const rp_report *r, const char *name) {
+    for (size_t i = 0; i < r->n_policies; i++)
+        if (strcmp(r->policies[i].name, name) == 0) return &r->policies[i];
+    fail_msg("no policy entry %s", name);
+    return NULL;
+}
+
+static const char *find_note(const rp_report *r, const char *needle) {
+    for (size_t i = 0; i < r->n_notes; i++)
+        if (strstr(r->notes[i], needle)) return r->notes[i];
+    return NULL;
+}
+
+static void dump(const char *what, const rp_report *r, const rp_mgmt_policy_stats *s) {
+    fprintf(stderr, "-- %s (RabbitMQ %s): %u write(s), %u refused, %u conflict(s)\n", what,
+            s->version.text, s->writes, s->refused, s->conflicts);
+    for (size_t i = 0; i < r->n_policies; i++)
+        fprintf(stderr, "   policy %s verified=%d: %s\n", r->policies[i].name, r->policies[i].verified,
+                r->policies[i].detail);
+    for (size_t i = 0; i < r->n_notes; i++) fprintf(stderr, "   note: %s\n", r->notes[i]);
+}
+
+static rp_status reconcile(env *e, rp_report *r, rp_mgmt_policy_stats *s, const char *what) {
+    rp_report_init(r, e->opt.dry_run);
+    rp_status st = rp_mgmt_policy_reconcile(e->broker, &e->opt, r, s);
+    dump(what, r, s);
+    return st;
+}
+
+static json_t *get_policy(const env *e, const char *name) {
+    char *ev = mt_enc(e->vhost);
+    char path[256];
+    snprintf(path, sizeof path, "/api/policies/%s/%s", ev, name);
+    free(ev);
+    return mt_get_json(path);
+}
+
+static int64_t def_int(const json_t *policy, const char *key) {
+    json_t *v = json_object_get(json_object_get(policy, "definition"), key);
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
+}
+
+static unsigned long puts_made(env *e) {
+    return rp_mgmt_bridge_count(rp_mgmt_loop_bridge(e->loop), RP_HTTP_PUT);
+}
+
+/* PUT a JSON body to /api/KIND/{vhost}/NAME as the broker user. */
+static void put_json(env *e, const char *kind, const char *name, const char *json) {
+    char *ev = mt_enc(e->vhost);
+    char path[256];
+    snprintf(path, sizeof path, "/api/%s/%s/%s", kind, ev, name);
+    free(ev);
+    long code = mt_http("PUT", path, json, NULL);
+    if (code != 201 && code != 204) fail_msg("PUT %s: HTTP %ld", path, code);
+}
+
+/* Written once as this version accepts it, then left alone; a dry run
+ * writes nothing; a changed limit is written and verified. */
+static void test_writes_then_leaves_alone(void **state) {
+    env *e = *state;
+    const char *orders = Q(e, "orders"), *orders_dlq = Q(e, "orders.dlq"), *mail = Q(e, "mail");
+    const char *quorum[] = {orders, orders_dlq, "rpx.other", NULL};
+    const char *classic[] = {mail, NULL};
+    declare(e, quorum, "quorum");
+    declare(e, classic, "classic");
+
+    rp_report r;
+    rp_mgmt_policy_stats s;
+    assert_int_equal(reconcile(e, &r, &s, "first run"), RP_OK);
+    assert_int_equal(s.vhosts, 1);
+    assert_int_equal(s.writes, n_wanted());
+    assert_int_equal(puts_made(e), n_wanted());
+    assert_int_equal(s.refused, 0);
+    assert_int_equal(r.n_policies, n_wanted());
+    const rp_policy_check *p = find_policy(&r, RP_MGMT_POLICY_NAME);
+    assert_true(p->verified);
+    assert_non_null(strstr(p->detail, "written on vhost"));
+    assert_non_null(strstr(p->detail, "carried as wanted by 1 of 1 owned quorum queues"));
+    char *pattern = NULL;
+    assert_int_equal(rp_mgmt_policy_pattern(e->owned, DLQ, &pattern, NULL, 0), RP_OK);
+
+    json_t *pol = get_policy(e, RP_MGMT_POLICY_NAME);
+    assert_non_null(pol);
+    assert_string_equal(json_string_value(json_object_get(pol, "pattern")), pattern);
+    assert_int_equal(json_integer_value(json_object_get(pol, "priority")), 0);
+    assert_int_equal(def_int(pol, "delivery-limit"), 20);
+    if (per_type()) {
+        assert_string_equal(json_string_value(json_object_get(pol, "apply-to")), "quorum_queues");
+        assert_int_equal(def_int(pol, "consumer-timeout"), 21600000);
+        assert_int_equal(json_object_size(json_object_get(pol, "definition")), 2);
+        json_t *cl = get_policy(e, RP_MGMT_POLICY_CLASSIC_NAME);
+        assert_non_null(cl);
+        assert_string_equal(json_string_value(json_object_get(cl, "apply-to")), "classic_queues");
+        assert_int_equal(def_int(cl, "consumer-timeout"), 21600000);
+        assert_int_equal(json_object_size(json_object_get(cl, "definition")), 1);
+        json_decref(cl);
+        assert_true(find_policy(&r, RP_MGMT_POLICY_CLASSIC_NAME)->verified);
+    } else {
+        /* 3.10: apply-to queues, delivery-limit only; the note says what
+         * bounds (a). */
+        assert_string_equal(json_string_value(json_object_get(pol, "apply-to")), "queues");
+        assert_int_equal(json_object_size(json_object_get(pol, "definition")), 1);
+        assert_non_null(find_note(&r, "broker-wide consumer_timeout is what bounds hung handlers"));
+        assert_null(get_policy(e, RP_MGMT_POLICY_CLASSIC_NAME));
+    }
+    json_decref(pol);
+    /* On the queues themselves. */
+    assert_true(mt_wait_queue_field(e->vhost, orders, "policy", RP_MGMT_POLICY_NAME, 0, 10000));
+    assert_true(mt_wait_queue_field(e->vhost, orders_dlq, "policy", NULL, 0, 10000));
+    assert_true(mt_wait_queue_field(e->vhost, "rpx.other", "policy", NULL, 0, 10000));
+    assert_true(mt_wait_queue_field(e->vhost, mail, "policy",
+                                    per_type() ? RP_MGMT_POLICY_CLASSIC_NAME : NULL, 0, 10000));
+    rp_report_cleanup(&r);
+
+    /* Second run: in force, nothing written. */
+    unsigned long before = puts_made(e);
+    assert_int_equal(reconcile(e, &r, &s, "second run"), RP_OK);
+    assert_int_equal(s.writes, 0);
+    assert_int_equal(puts_made(e), before);
+    p = find_policy(&r, RP_MGMT_POLICY_NAME);
+    assert_true(p->verified);
+    assert_non_null(strstr(p->detail, "unchanged"));
+    assert_null(strstr(p->detail, "written"));
+    pol = get_policy(e, RP_MGMT_POLICY_NAME);
+    assert_int_equal(def_int(pol, "delivery-limit"), 20);
+    json_decref(pol);
+    rp_report_cleanup(&r);
+
+    /* A dry run with another limit: reads only. */
+    e->opt.delivery_limit = 25;
+    e->opt.dry_run = true;
+    assert_int_equal(reconcile(e, &r, &s, "dry run"), RP_OK);
+    assert_int_equal(s.writes, 0);
+    assert_int_equal(puts_made(e), before);
+    p = find_policy(&r, RP_MGMT_POLICY_NAME);
+    assert_false(p->verified);
+    assert_non_null(strstr(p->detail, "dry run: would write"));
+    assert_non_null(strstr(p->detail, "delivery-limit"));
+    pol = get_policy(e, RP_MGMT_POLICY_NAME);
+    assert_int_equal(def_int(pol, "delivery-limit"), 20);
+    json_decref(pol);
+    rp_report_cleanup(&r);
+
+    /* For real: only the policy that carries the limit is written. */
+    e->opt.dry_run = false;
+    assert_int_equal(reconcile(e, &r, &s, "new limit"), RP_OK);
+    assert_int_equal(s.writes, 1);
+    assert_true(find_policy(&r, RP_MGMT_POLICY_NAME)->verified);
+    pol = get_policy(e, RP_MGMT_POLICY_NAME);
+    assert_int_equal(def_int(pol, "delivery-limit"), 25);
+    json_decref(pol);
+    json_t *q = mt_queue(e->vhost, orders);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(q, "effective_policy_definition"),
+                                                        "delivery-limit")),
+                     25);
+    json_decref(q);
+    rp_report_cleanup(&r);
+    free(pattern);
+}
+
+/* A policy with the plain owned pattern put a delivery limit on the owned
+ * dead-letter queues: the reconcile rewrites it and they lose it. */
+static void test_dead_letter_queue_left_out(void **state) {
+    env *e = *state;
+    const char *jobs = Q(e, "jobs"), *dlq = Q(e, "jobs.dlq"), *dead = Q(e, "jobs.dead");
+    const char *quorum[] = {jobs, dlq, dead, NULL};
+    declare(e, quorum, "quorum");
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"pattern\":\"%s\",\"apply-to\":\"queues\",\"priority\":0,"
+             "\"definition\":{\"delivery-limit\":20}}",
+             json_pattern(e, ""));
+    put_json(e, "policies", RP_MGMT_POLICY_NAME, json);
+    assert_true(mt_wait_queue_field(e->vhost, dlq, "policy", RP_MGMT_POLICY_NAME, 0, 15000));
+
+    rp_report r;
+    rp_mgmt_policy_stats s;
+    assert_int_equal(reconcile(e, &r, &s, "naive policy"), RP_OK);
+    assert_true(s.writes >= 1);
+    const rp_policy_check *p = find_policy(&r, RP_MGMT_POLICY_NAME);
+    assert_true(p->verified);
+    assert_null(strstr(p->detail, "dead-letter queue(s)"));
+    assert_true(mt_wait_queue_field(e->vhost, dlq, "policy", NULL, 0, 10000));
+    assert_true(mt_wait_queue_field(e->vhost, dead, "policy", NULL, 0, 10000));
+    assert_true(mt_wait_queue_field(e->vhost, jobs, "policy", RP_MGMT_POLICY_NAME, 0, 10000));
+    json_t *q = mt_queue(e->vhost, dlq);
+    assert_null(json_object_get(json_object_get(q, "effective_policy_definition"), "delivery-limit"));
+    json_decref(q);
+    rp_report_cleanup(&r);
+}
+
+/* The broker selects with the joined pattern exactly what reaper's PCRE2
+ * matching of the two patterns selects. */
+static void test_broker_selects_what_reaper_selects(void **state) {
+    env *e = *state;
+    char owned[160];
+    /* Top-level alternation and an inline option, as an operator may write. */
+    snprintf(owned, sizeof owned, "%s|(?i)^%sjobs\\.", e->owned, e->prefix);
+    e->opt.owned_pattern = owned;
+    char upper[64], jobs[64], jobs_upper[64], jobs_dlq[64], rpp_only[64], inner[64];
+    snprintf(upper, sizeof upper, "RPP%s", e->prefix + 3);
+    snprintf(upper + strlen(upper), sizeof upper - strlen(upper), ".a");
+    snprintf(jobs, sizeof jobs, "%sjobs.mail", e->prefix);
+    snprintf(jobs_upper, sizeof jobs_upper, "%sJOBS.mail", e->prefix);
+    snprintf(jobs_dlq, sizeof jobs_dlq, "%sJobs.mail.dlq", e->prefix);
+    snprintf(rpp_only, sizeof rpp_only, "%s.", e->prefix);
+    snprintf(inner, sizeof inner, "x.%s.a", e->prefix);
+    const char *names[] = {Q(e, "a"),      Q(e, "a.dlq"), Q(e, "a.dead"), Q(e, "b.dlq.x"),
+                           Q(e, "dlq"),    Q(e, "a.deadline"), upper,     jobs,
+                           jobs_upper,     jobs_dlq,      rpp_only,       inner,
+                           "other",        NULL};
+    declare(e, names, "quorum");
+    rp_report r;
+    rp_mgmt_policy_stats s;
+    assert_int_equal(reconcile(e, &r, &s, "selection"), RP_OK);
+    assert_true(find_policy(&r, RP_MGMT_POLICY_NAME)->verified);
+    int ec;
+    PCRE2_SIZE eo;
+    pcre2_code *o = pcre2_compile((PCRE2_SPTR)owned, PCRE2_ZERO_TERMINATED, 0, &ec, &eo, NULL);
+    pcre2_code *d = pcre2_compile((PCRE2_SPTR)DLQ, PCRE2_ZERO_TERMINATED, 0, &ec, &eo, NULL);
+    assert_non_null(o);
+    assert_non_null(d);
+    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+    size_t selected = 0;
+    for (size_t i = 0; names[i]; i++) {
+        bool is_owned = pcre2_match(o, (PCRE2_SPTR)names[i], PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0;
+        bool is_dlq = pcre2_match(d, (PCRE2_SPTR)names[i], PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0;
+        bool want = is_owned && !is_dlq;
+        selected += want;
+        if (!mt_wait_queue_field(e->vhost, names[i], "policy", want ? RP_MGMT_POLICY_NAME : NULL, 0,
+                                 10000))
+            fail_msg("queue %s: policy expected %s", names[i], want ? RP_MGMT_POLICY_NAME : "none");
+    }
+    /* a, b.dlq.x, a.deadline, jobs.mail, JOBS.mail and "<prefix>." */
+    assert_int_equal(selected, 6);
+    assert_int_equal(s.selected, selected);
+    assert_int_equal(s.verified_queues, selected);
+    pcre2_match_data_free(md);
+    pcre2_code_free(o);
+    pcre2_code_free(d);
+    rp_report_cleanup(&r);
+}
+
+/* A management user without the policymaker tag: the write is refused,
+ * and that is reported with the reason, not raised. */
+static void test_refused_write_is_reported(void **state) {
+    env *e = *state;
+    const char *quorum[] = {Q(e, "orders"), NULL};
+    declare(e, quorum, "quorum");
+    char user[64], path[256], *eu, *ev = mt_enc(e->vhost);
+    snprintf(user, sizeof user, "rp-nopolicy-%s", e->prefix);
+    eu = mt_enc(user);
+    snprintf(path, sizeof path, "/api/users/%s", eu);
+    assert_int_equal(mt_http("PUT", path, "{\"password\":\"np-XYZZY-pass\",\"tags\":\"management\"}", NULL),
+                     201);
+    snprintf(path, sizeof path, "/api/permissions/%s/%s", ev, eu);
+    long code = mt_http("PUT", path, "{\"configure\":\".*\",\"write\":\".*\",\"read\":\".*\"}", NULL);
+
+    rp_mgmt_loop *l = mt_loop_as(NULL, user, "np-XYZZY-pass");
+    rp_mgmt_broker *b = rp_mgmt_broker_new(rp_mgmt_loop_bridge(l), NULL);
+    rp_report r;
+    rp_report_init(&r, false);
+    rp_mgmt_policy_stats s;
+    rp_status st = rp_mgmt_policy_reconcile(b, &e->opt, &r, &s);
+    dump("no policymaker tag", &r, &s);
+    rp_mgmt_broker_free(b);
+    rp_mgmt_loop_free(l);
+    snprintf(path, sizeof path, "/api/users/%s", eu);
+    assert_int_equal(mt_http("DELETE", path, NULL, NULL), 204);
+    free(eu);
+    free(ev);
+
+    assert_int_equal(code, 201);
+    assert_int_equal(st, RP_OK);
+    assert_int_equal(s.writes, n_wanted());
+    assert_int_equal(s.refused, n_wanted());
+    assert_int_equal(r.n_policies, n_wanted());
+    for (size_t i = 0; i < r.n_policies; i++) {
+        assert_false(r.policies[i].verified);
+        assert_non_null(strstr(r.policies[i].detail, "was refused"));
+        assert_non_null(strstr(r.policies[i].detail, "policymaker"));
+        assert_non_null(strstr(r.policies[i].detail, "HTTP 401"));
+        assert_null(strstr(r.policies[i].detail, "XYZZY"));
+    }
+    assert_null(get_policy(e, RP_MGMT_POLICY_NAME));
+    rp_report_cleanup(&r);
+}
+
+/* An operator policy on owned queues is reported; one that lowers the
+ * delivery limit fails the check, naming it. */
+static void test_operator_policy_conflict(void **state) {
+    env *e = *state;
+    const char *orders = Q(e, "orders");
+    const char *quorum[] = {orders, NULL};
+    declare(e, quorum, "quorum");
+    char *ev = mt_enc(e->vhost);
+    char path[256], json[256];
+    snprintf(path, sizeof path, "/api/operator-policies/%s/rp-ops-cap", ev);
+    free(ev);
+    snprintf(json, sizeof json,
+             "{\"pattern\":\"%s\",\"apply-to\":\"queues\",\"priority\":0,"
+             "\"definition\":{\"delivery-limit\":5}}",
+             json_pattern(e, "orders$"));
+    long code = mt_http("PUT", path, json, NULL);
+    bool limits = code == 201;
+    if (!limits) {
+        fprintf(stderr, "this broker refuses delivery-limit in an operator policy (%ld)\n", code);
+        snprintf(json, sizeof json,
+                 "{\"pattern\":\"%s\",\"apply-to\":\"queues\",\"priority\":0,"
+                 "\"definition\":{\"max-length\":100000}}",
+                 json_pattern(e, "orders$"));
+        assert_int_equal(mt_http("PUT", path, json, NULL), 201);
+    }
+    rp_report r;
+    rp_mgmt_policy_stats s;
+    assert_int_equal(reconcile(e, &r, &s, "operator policy"), RP_OK);
+    const char *note = find_note(&r, "operator policy rp-ops-cap");
+    assert_non_null(note);
+    char want[128];
+    snprintf(want, sizeof want, "applies to 1 owned queue(s), e.g. %s", orders);
+    assert_non_null(strstr(note, want));
+    assert_true(s.conflicts >= 1);
+    const rp_policy_check *p = find_policy(&r, RP_MGMT_POLICY_NAME);
+    if (limits) {
+        assert_non_null(strstr(note, "delivery-limit=5"));
+        assert_false(p->verified);
+        assert_non_null(strstr(p->detail, "delivery-limit 5"));
+        assert_non_null(strstr(p->detail, "operator policy rp-ops-cap"));
+    } else {
+        assert_true(p->verified);
+    }
+    rp_report_cleanup(&r);
+}
+
+static void put_policy(env *e, const char *name, const char *tail, int priority) {
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"pattern\":\"%s\",\"apply-to\":\"queues\",\"priority\":%d,\"definition\":"
+             "{\"max-length\":1000}}",
+             json_pattern(e, tail), priority);
+    put_json(e, "policies", name, body);
+}
+
+static void delete_policy(env *e, const char *name) {
+    char *ev = mt_enc(e->vhost);
+    char path[256];
+    snprintf(path, sizeof path, "/api/policies/%s/%s", ev, name);
+    free(ev);
+    assert_int_equal(mt_http("DELETE", path, NULL, NULL), 204);
+}
+
+/* Another policy on owned queues: a higher or equal priority contends (and
+ * fails the check), a lower one is displaced (said, not silent). */
+static void test_policy_conflicts(void **state) {
+    env *e = *state;
+    const char *q = Q(e, "q");
+    const char *quorum[] = {q, Q(e, "r"), NULL};
+    declare(e, quorum, "quorum");
+    e->opt.priority = 3;
+
+    put_policy(e, "rp-high", "q$", 5);
+    rp_report r;
+    rp_mgmt_policy_stats s;
+    assert_int_equal(reconcile(e, &r, &s, "higher priority"), RP_OK);
+    const char *note = find_note(&r, "policy rp-high");
+    assert_non_null(note);
+    assert_non_null(strstr(note, "takes precedence"));
+    const rp_policy_check *p = find_policy(&r, RP_MGMT_POLICY_NAME);
+    assert_false(p->verified);
+    char want[160];
+    snprintf(want, sizeof want, "carry another policy (e.g. %s on vhost", q);
+    assert_non_null(strstr(p->detail, want));
+    assert_non_null(strstr(p->detail, "rp-high"));
+    rp_report_cleanup(&r);
+    delete_policy(e, "rp-high");
+
+    put_policy(e, "rp-same", "", 3);
+    assert_int_equal(reconcile(e, &r, &s, "same priority"), RP_OK);
+    note = find_note(&r, "policy rp-same");
+    assert_non_null(note);
+    assert_non_null(strstr(note, "broker's choice"));
+    assert_false(find_policy(&r, RP_MGMT_POLICY_NAME)->verified);
+    rp_report_cleanup(&r);
+    delete_policy(e, "rp-same");
+
+    put_policy(e, "rp-low", "", 1);
+    assert_int_equal(reconcile(e, &r, &s, "lower priority"), RP_OK);
+    note = find_note(&r, "displaces policy rp-low");
+    assert_non_null(note);
+    assert_non_null(strstr(note, "max-length=1000"));
+    assert_non_null(strstr(note, "on 2 owned queue(s)"));
+    assert_true(find_policy(&r, RP_MGMT_POLICY_NAME)->verified);
+    assert_true(s.conflicts >= 1);
+    rp_report_cleanup(&r);
+}
+
+/* Unreachable: a prompt failure, entries unverified, no credential; and
+ * patterns that cannot be joined: said, nothing written. */
+static void test_unreachable_and_unjoinable(void **state) {
+    env *e = *state;
+    rp_mgmt_loop *l = mt_loop_as("http://127.0.0.1:1", "reaper", "pw-XYZZY");
+    rp_mgmt_broker *b = rp_mgmt_broker_new(rp_mgmt_loop_bridge(l), NULL);
+    rp_report r;
+    rp_report_init(&r, false);
+    rp_mgmt_policy_stats s;
+    long t0 = mt_now_ms();
+    assert_int_equal(rp_mgmt_policy_reconcile(b, &e->opt, &r, &s), RP_ERR_UNAVAILABLE);
+    assert_true(mt_now_ms() - t0 < 3000);
+    assert_int_equal(r.n_policies, 1);
+    assert_false(r.policies[0].verified);
+    assert_non_null(strstr(r.policies[0].detail, "not checked: management API unreachable"));
+    assert_null(strstr(r.policies[0].detail, "XYZZY"));
+    assert_int_equal(s.writes, 0);
+    rp_report_cleanup(&r);
+    rp_mgmt_broker_free(b);
+    rp_mgmt_loop_free(l);
+
+    e->opt.owned_pattern = "^(r)pp\\.\\1";
+    e->opt.dead_letter_pattern = "(\\.dlq)$";
+    rp_report_init(&r, false);
+    assert_int_equal(rp_mgmt_policy_reconcile(e->broker, &e->opt, &r, &s), RP_ERR_INVALID);
+    assert_true(r.n_policies >= 1);
+    assert_non_null(strstr(r.policies[0].detail, "back-reference"));
+    assert_int_equal(s.writes, 0);
+    assert_int_equal(puts_made(e), 0);
+    rp_report_cleanup(&r);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, env_setup, env_teardown)
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        T(test_writes_then_leaves_alone),
+        T(test_dead_letter_queue_left_out),
+        T(test_broker_selects_what_reaper_selects),
+        T(test_refused_write_is_reported),
+        T(test_operator_policy_conflict),
+        T(test_policy_conflicts),
+        T(test_unreachable_and_unjoinable),
+    };
+    return cmocka_run_group_tests_name("mgmt_policy", tests, NULL, NULL);
+}
