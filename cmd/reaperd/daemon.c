@@ -210,6 +210,8 @@ static void rp_on_stop_signal(evutil_socket_t sig, short what, void *arg) {
     /* A pass in flight stops after the row it is on (each row commits on
      * its own, so nothing is lost or half done). */
     __atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
+    /* A pass waiting on the management API is released at once. */
+    if (d->mgmt) rp_mgmt_bridge_close(d->mgmt);
     event_base_loopexit(d->base, NULL);
 }
 
@@ -230,6 +232,26 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     }
     /* Every committed ledger event also goes to the events exchange. */
     rp_feed_port(d, &d->runner.ports.publisher);
+    /* The broker half: the management API on this loop, for the store
+     * thread through the bridge. */
+    rp_mgmt_http_params hp;
+    if (rp_broker_http_params(cfg, broker_password, &d->mgmt_keep, &hp) != RP_OK) {
+        RP_ERROR("cannot use the broker URL", "key", "broker.url", NULL);
+        return RP_ERR_CONFIG;
+    }
+    const char *herr = NULL;
+    rp_mgmt_http *http = rp_mgmt_http_new(d->base, &hp, &herr);
+    if (http == NULL) {
+        RP_ERROR("cannot use the management API", "key", "broker.management_url", "reason", herr,
+                 NULL);
+        return RP_ERR_CONFIG;
+    }
+    d->mgmt = rp_mgmt_bridge_new(d->base, http);
+    if (d->mgmt == NULL || rp_pass_runner_attach_broker(&d->runner, d->mgmt, &d->mgmt_keep) != RP_OK) {
+        if (d->mgmt == NULL) rp_mgmt_http_free(http);
+        RP_ERROR("out of memory", NULL);
+        return RP_ERR_NOMEM;
+    }
     d->store = rp_worker_new(d->base, "store", rp_store_idle, d, RP_STORE_CHECK_MS);
     if (d->store == NULL) {
         RP_ERROR("cannot start the store thread", NULL);
@@ -268,10 +290,13 @@ int rp_daemon_run(const rp_config *cfg, const char *broker_password) {
         d.exit_code = 0;
     }
     /* The store thread ends the pass in flight at the next row and is
-     * joined. */
+     * joined; the bridge is closed first so that no call waits on a loop
+     * that no longer turns. */
+    if (d.mgmt) rp_mgmt_bridge_close(d.mgmt);
     if (d.store) rp_worker_free(d.store);
     rp_broker_stop(&d);
     rp_pass_runner_cleanup(&d.runner);
+    rp_mgmt_bridge_free(d.mgmt);
     if (d.sig_term) event_free(d.sig_term);
     if (d.sig_int) event_free(d.sig_int);
     if (d.sweep_ev) event_free(d.sweep_ev);

@@ -12,7 +12,9 @@
 #include <event2/event.h>
 #include <stdbool.h>
 
+#include "broker_http.h"
 #include "pass_runner.h"
+#include "rp_mgmt_bridge.h"
 #include "rp_amqp_conn.h"
 #include "rp_amqp_msg.h"
 #include "rp_amqp_publisher.h"
@@ -37,6 +39,10 @@ typedef struct rp_daemon {
     rp_amqp_publisher *publisher;
     unsigned broker_generation; /* grows at every (re)connect: stale tags */
     bool broker_up;
+    /* The management API: HTTP on the loop, called from the store thread
+     * through the bridge. */
+    rp_mgmt_bridge *mgmt;
+    rp_broker_http_keep mgmt_keep;
 
     /* Store thread side only. */
     rp_pass_runner runner;

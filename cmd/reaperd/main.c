@@ -148,10 +148,10 @@ int main(int argc, char **argv) {
     rp_config_problems_cleanup(&problems);
 
     /* The broker password: the environment, else the password file. Only
-     * --migrate and --once (which talk to the store alone) go without. */
+     * --migrate (which talks to the store alone) goes without. */
     char *password = NULL;
     char err[512];
-    if (!migrate && !once &&
+    if (!migrate &&
         rp_secret_resolve(cfg.broker.password, cfg.broker.password_file, &password, err,
                           sizeof err) != RP_OK) {
         fprintf(stderr, "reaperd: broker.password_file: %s (or set REAPER_BROKER_PASSWORD)\n",
@@ -178,7 +178,7 @@ int main(int argc, char **argv) {
 
     rp_log_setup(cfg.log.level, cfg.log.format);
     if (migrate || once) {
-        int rc = migrate ? rp_cli_migrate(&cfg) : rp_once_run(&cfg, project, dry_run, json);
+        int rc = migrate ? rp_cli_migrate(&cfg) : rp_once_run(&cfg, password, project, dry_run, json);
         rp_secret_free(password);
         rp_config_cleanup(&cfg);
         return rc;

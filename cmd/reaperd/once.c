@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pass_runner.h"
+#include "rp_mgmt_loop.h"
 #include "report_text.h"
 #include "rp_log.h"
 #include "rp_proto.h"
@@ -29,7 +30,8 @@ static void rp_once_progress(void *arg, const char *phase, size_t done) {
     RP_INFO("pass progress", "phase", phase, "rows", n, NULL);
 }
 
-int rp_once_run(const rp_config *cfg, const char *project, bool dry_run, bool json) {
+int rp_once_run(const rp_config *cfg, const char *password, const char *project, bool dry_run,
+                bool json) {
     /* SIGINT/SIGTERM end the pass between rows, with what was done reported. */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -43,6 +45,21 @@ int rp_once_run(const rp_config *cfg, const char *project, bool dry_run, bool js
         RP_ERROR("out of memory", NULL);
         return 1;
     }
+    /* The broker half over the management API, on a loop thread of its
+     * own (this command has no loop). */
+    rp_broker_http_keep keep;
+    rp_mgmt_http_params hp;
+    rp_mgmt_loop *mloop = NULL;
+    const char *herr = NULL;
+    if (rp_broker_http_params(cfg, password, &keep, &hp) != RP_OK ||
+        (mloop = rp_mgmt_loop_new(&hp, &herr)) == NULL ||
+        rp_pass_runner_attach_broker(&runner, rp_mgmt_loop_bridge(mloop), &keep) != RP_OK) {
+        RP_ERROR("cannot use the management API", "key", "broker.management_url", "reason",
+                 herr ? herr : "out of memory", NULL);
+        rp_mgmt_loop_free(mloop);
+        rp_pass_runner_cleanup(&runner);
+        return 1;
+    }
     rp_pass_request req;
     rp_pass_request_init(&req, RP_PASS_FULL, dry_run);
     req.progress = rp_once_progress;
@@ -51,6 +68,7 @@ int rp_once_run(const rp_config *cfg, const char *project, bool dry_run, bool js
         RP_ERROR("out of memory", NULL);
         rp_pass_request_cleanup(&req);
         rp_pass_runner_cleanup(&runner);
+        rp_mgmt_loop_free(mloop);
         return 1;
     }
     rp_pass_runner_run(&runner, &req);
@@ -74,5 +92,6 @@ int rp_once_run(const rp_config *cfg, const char *project, bool dry_run, bool js
     if (fflush(stdout) != 0) rc = 1;
     rp_pass_request_cleanup(&req);
     rp_pass_runner_cleanup(&runner);
+    rp_mgmt_loop_free(mloop);
     return rc;
 }

@@ -4,7 +4,7 @@
  *
  * With json, standard output is exactly one JSON object (the pass report of
  * CONTRACT section 5) and nothing else; logs go to standard error. Borrows
- * cfg.
+ * cfg and password.
  */
 #ifndef RP_ONCE_H
 #define RP_ONCE_H
@@ -15,6 +15,7 @@
 
 /* Returns 0 when the pass was ok, 1 when anything was unreadable or the pass
  * could not run. */
-int rp_once_run(const rp_config *cfg, const char *project, bool dry_run, bool json);
+int rp_once_run(const rp_config *cfg, const char *password, const char *project, bool dry_run,
+                bool json);
 
 #endif

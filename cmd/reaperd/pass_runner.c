@@ -35,7 +35,17 @@ rp_status rp_pass_runner_init(rp_pass_runner *r, const rp_config *cfg) {
     return RP_OK;
 }
 
+rp_status rp_pass_runner_attach_broker(rp_pass_runner *r, rp_mgmt_bridge *bridge,
+                                       const rp_broker_http_keep *keep) {
+    r->broker = rp_mgmt_broker_new(bridge, NULL);
+    if (r->broker == NULL) return RP_ERR_NOMEM;
+    r->broker_keep = keep;
+    rp_mgmt_broker_port(r->broker, &r->ports.broker);
+    return RP_OK;
+}
+
 void rp_pass_runner_cleanup(rp_pass_runner *r) {
+    rp_mgmt_broker_free(r->broker);
     rp_pg_store_free(r->store);
     rp_pg_conn_free(r->conn);
     memset(r, 0, sizeof *r);
@@ -96,6 +106,16 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
     req->started_at = r->ports.clock.now_ms(r->ports.clock.self);
     req->clock_offset_ms = rp_wall_ms() - req->started_at;
     req->status = rp_pass_run(&r->ports, &opt, &req->report);
+    /* Policies (CONTRACT section 8): with every full pass over the broker.
+     * A dry run reads them and writes nothing. */
+    if (req->status == RP_OK && r->broker != NULL && req->scope == RP_PASS_FULL &&
+        req->project == NULL) {
+        rp_mgmt_policy_options popt;
+        rp_broker_policy_options(cfg, r->broker_keep, req->dry_run, &popt);
+        rp_mgmt_policy_stats stats;
+        if (rp_mgmt_policy_reconcile(r->broker, &popt, &req->report, &stats) == RP_ERR_NOMEM)
+            req->status = RP_ERR_NOMEM;
+    }
     req->duration_ms = rp_mono_ms() - t0;
     rp_sighting_list open = {0};
     if (r->ports.store.list_open_sightings(r->ports.store.self, &open) == RP_OK)

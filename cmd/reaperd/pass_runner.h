@@ -19,12 +19,17 @@
 #include "rp_pass.h"
 #include "rp_pg_conn.h"
 #include "rp_pg_store.h"
+#include "rp_mgmt_broker.h"
+#include "broker_http.h"
 
 typedef struct rp_pass_runner {
     const rp_config *cfg;
     rp_pg_conn *conn;
     rp_pg_store *store;
     rp_ports ports;
+    /* The broker half, when attached (rp_pass_runner_attach_broker). */
+    rp_mgmt_broker *broker;
+    const rp_broker_http_keep *broker_keep; /* borrowed */
 } rp_pass_runner;
 
 typedef struct rp_pass_request {
@@ -49,6 +54,11 @@ typedef struct rp_pass_request {
 
 rp_status rp_pass_runner_init(rp_pass_runner *r, const rp_config *cfg) RP_MUSTCHECK;
 void rp_pass_runner_cleanup(rp_pass_runner *r);
+/* Gives the runner a broker half over bridge (borrowed; it must outlive the
+ * runner): queue measurements through the management API, and the policy
+ * reconcile after every full pass that is not narrowed to a project. */
+rp_status rp_pass_runner_attach_broker(rp_pass_runner *r, rp_mgmt_bridge *bridge,
+                                       const rp_broker_http_keep *keep) RP_MUSTCHECK;
 
 /* Connects when needed, then runs the pass. A store that cannot be reached
  * is reported in req->report (unreadable "job_queue", with the reason in a

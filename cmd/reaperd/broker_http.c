@@ -1,0 +1,37 @@
+#include "broker_http.h"
+
+#include <amqp.h>
+#include <stdio.h>
+#include <string.h>
+
+rp_status rp_broker_http_params(const rp_config *cfg, const char *password,
+                                rp_broker_http_keep *keep, rp_mgmt_http_params *out) {
+    memset(out, 0, sizeof *out);
+    snprintf(keep->url, sizeof keep->url, "%s", cfg->broker.url);
+    struct amqp_connection_info info;
+    amqp_default_connection_info(&info);
+    if (amqp_parse_url(keep->url, &info) != AMQP_STATUS_OK) return RP_ERR_CONFIG;
+    /* The management API takes the same user and password as AMQP. */
+    keep->user = info.user;
+    keep->vhost = info.vhost;
+    out->base_url = cfg->broker.management_url;
+    out->user = keep->user;
+    out->password = password;
+    out->ca_file = cfg->broker.tls.ca_file;
+    out->cert_file = cfg->broker.tls.cert_file;
+    out->key_file = cfg->broker.tls.key_file;
+    out->verify_peer = cfg->broker.tls.verify_peer;
+    return RP_OK;
+}
+
+void rp_broker_policy_options(const rp_config *cfg, const rp_broker_http_keep *keep, bool dry_run,
+                              rp_mgmt_policy_options *out) {
+    rp_mgmt_policy_options_default(out);
+    out->owned_pattern = cfg->reap.owned_queue_pattern.text;
+    out->dead_letter_pattern = cfg->reap.dead_letter_queue_pattern.text;
+    out->consumer_timeout_seconds = cfg->reap.consumer_timeout_seconds;
+    out->delivery_limit = cfg->reap.delivery_limit;
+    out->priority = cfg->reap.policy_priority;
+    out->dry_run = dry_run;
+    out->vhost = keep->vhost;
+}

@@ -1,0 +1,30 @@
+/*
+ * broker_http.h - the management API side of a reaper, built from the
+ * configuration: who to talk to (broker.management_url, the user and vhost
+ * of broker.url, the broker password, broker.tls) and what to reconcile.
+ *
+ * Ownership: rp_broker_http_params fills *out with pointers into *keep
+ * (which must outlive the params) and into cfg.
+ */
+#ifndef RP_BROKER_HTTP_H
+#define RP_BROKER_HTTP_H
+
+#include "rp_config.h"
+#include "rp_mgmt_http.h"
+#include "rp_mgmt_policy.h"
+
+typedef struct rp_broker_http_keep {
+    char url[1024];   /* a copy of broker.url, parsed in place */
+    const char *user;
+    const char *vhost;
+} rp_broker_http_keep;
+
+/* RP_OK, or RP_ERR_CONFIG when broker.url does not parse. */
+rp_status rp_broker_http_params(const rp_config *cfg, const char *password,
+                                rp_broker_http_keep *keep, rp_mgmt_http_params *out) RP_MUSTCHECK;
+
+/* The policy reconcile's options from the configuration. */
+void rp_broker_policy_options(const rp_config *cfg, const rp_broker_http_keep *keep, bool dry_run,
+                              rp_mgmt_policy_options *out);
+
+#endif
