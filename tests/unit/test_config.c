@@ -10,34 +10,14 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "config_problems_assert.h"
+
 #include "rp_config.h"
 
 static const rp_config_origin ENV = {RP_CONFIG_ENV, 0, 0};
 static const rp_config_origin AT_FILE = {RP_CONFIG_FILE, 7, 3};
 
 /* The problem about key (NULL: any) whose message contains needle. */
-static const rp_config_problem *find_problem(const rp_config_problems *p, const char *key,
-                                             const char *needle) {
-    for (size_t i = 0; i < p->n; i++) {
-        const rp_config_problem *pr = &p->items[i];
-        if (key != NULL && (pr->key == NULL || strcmp(pr->key, key) != 0)) continue;
-        if (needle == NULL || strstr(pr->message, needle) != NULL) return pr;
-    }
-    return NULL;
-}
-
-static void print_problems(const rp_config_problems *p) {
-    for (size_t i = 0; i < p->n; i++) fprintf(stderr, "  problem: %s\n", p->items[i].message);
-}
-
-#define assert_problem(p, key, needle)                                                   \
-    do {                                                                                 \
-        if (find_problem((p), (key), (needle)) == NULL) {                                \
-            print_problems(p);                                                           \
-            fail_msg("no problem for %s containing \"%s\"", (key) ? (key) : "(any)",     \
-                     (needle) ? (needle) : "");                                          \
-        }                                                                                \
-    } while (0)
 
 static void set(rp_config *c, rp_config_key_id id, const char *v) {
     rp_config_problems p;

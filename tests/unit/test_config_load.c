@@ -12,6 +12,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "config_problems_assert.h"
+
 #include "rp_config.h"
 #include "rp_config_load.h"
 
@@ -25,28 +27,6 @@ static const char *fixture(const char *name) {
     return path;
 }
 
-static const rp_config_problem *find_problem(const rp_config_problems *p, const char *key,
-                                             const char *needle) {
-    for (size_t i = 0; i < p->n; i++) {
-        const rp_config_problem *pr = &p->items[i];
-        if (key != NULL && (pr->key == NULL || strcmp(pr->key, key) != 0)) continue;
-        if (needle == NULL || strstr(pr->message, needle) != NULL) return pr;
-    }
-    return NULL;
-}
-
-static void print_problems(const rp_config_problems *p) {
-    for (size_t i = 0; i < p->n; i++) fprintf(stderr, "  problem: %s\n", p->items[i].message);
-}
-
-#define assert_problem(p, key, needle)                                                   \
-    do {                                                                                 \
-        if (find_problem((p), (key), (needle)) == NULL) {                                \
-            print_problems(p);                                                           \
-            fail_msg("no problem for %s containing \"%s\"", (key) ? (key) : "(file)",    \
-                     (needle) ? (needle) : "");                                          \
-        }                                                                                \
-    } while (0)
 
 #define assert_count(p, want)                                                            \
     do {                                                                                 \
