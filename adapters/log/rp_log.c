@@ -20,15 +20,6 @@ const char *rp_log_level_string(rp_log_level l) {
     return rp_log_level_names[l];
 }
 
-bool rp_log_level_parse(const char *s, rp_log_level *out) {
-    for (int i = 0; i < RP_LOG_LEVEL_COUNT_; i++)
-        if (s && strcmp(s, rp_log_level_names[i]) == 0) {
-            *out = (rp_log_level)i;
-            return true;
-        }
-    return false;
-}
-
 void rp_log_setup(rp_log_level min, rp_log_format format) {
     rp_log_min_level = min;
     rp_log_fmt = format;

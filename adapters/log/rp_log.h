@@ -30,7 +30,6 @@ extern rp_log_level rp_log_min_level;
 
 /* "debug", "info", "warn", "error"; "unknown" outside the enum. */
 const char *rp_log_level_string(rp_log_level l);
-bool rp_log_level_parse(const char *s, rp_log_level *out) RP_MUSTCHECK;
 
 void rp_log_setup(rp_log_level min, rp_log_format format);
 

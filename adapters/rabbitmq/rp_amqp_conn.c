@@ -131,7 +131,6 @@ rp_amqp_conn *rp_amqp_conn_new(struct event_base *base, const rp_amqp_params *p,
 
 const char *rp_amqp_conn_peer(const rp_amqp_conn *c) { return c->peer; }
 struct event_base *rp_amqp_conn_base(const rp_amqp_conn *c) { return c->base; }
-rp_amqp_state rp_amqp_conn_get_state(const rp_amqp_conn *c) { return c->state; }
 
 amqp_connection_state_t rp_amqp_conn_handle(rp_amqp_conn *c) {
     return (c->state == RP_AMQP_UP && !c->failed) ? c->conn : NULL;

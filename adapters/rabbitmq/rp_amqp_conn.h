@@ -82,7 +82,6 @@ rp_amqp_conn *rp_amqp_conn_new(struct event_base *base, const rp_amqp_params *pa
                                const rp_amqp_hooks *hooks, const char **err);
 /* Begins connecting now (then keeps reconnecting until freed). */
 rp_status rp_amqp_conn_start(rp_amqp_conn *c) RP_MUSTCHECK;
-rp_amqp_state rp_amqp_conn_get_state(const rp_amqp_conn *c);
 /* The live connection, or NULL when not UP. */
 amqp_connection_state_t rp_amqp_conn_handle(rp_amqp_conn *c);
 /* The loop the connection runs on. */

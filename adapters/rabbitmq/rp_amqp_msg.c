@@ -156,40 +156,6 @@ bool rp_amqp_assembler_frame(rp_amqp_assembler *a, const amqp_frame_t *f, rp_sta
     return false;
 }
 
-rp_amqp_message *rp_amqp_message_clone(const rp_amqp_message *m) {
-    rp_amqp_message *c = calloc(1, sizeof *c);
-    if (c == NULL) return NULL;
-    init_amqp_pool(&c->pool, 1024);
-    bool ok = true;
-    c->channel = m->channel;
-    c->delivery_tag = m->delivery_tag;
-    c->redelivered = m->redelivered;
-    c->consumer_tag = rp_pool_dup(&c->pool, m->consumer_tag, &ok);
-    c->exchange = rp_pool_dup(&c->pool, m->exchange, &ok);
-    c->routing_key = rp_pool_dup(&c->pool, m->routing_key, &ok);
-    if (ok) ok = rp_amqp_props_copy(&c->pool, &m->props, &c->props);
-    c->body_len = m->body_len;
-    c->body_size = m->body_size;
-    c->truncated = m->truncated;
-    if (ok && m->body_len) {
-        c->body = malloc(m->body_len);
-        if (c->body) memcpy(c->body, m->body, m->body_len);
-        else ok = false;
-    }
-    if (!ok) {
-        rp_amqp_message_free(c);
-        return NULL;
-    }
-    return c;
-}
-
-void rp_amqp_message_free(rp_amqp_message *m) {
-    if (m == NULL) return;
-    empty_amqp_pool(&m->pool);
-    free(m->body);
-    free(m);
-}
-
 bool rp_amqp_prop_string(const amqp_basic_properties_t *p, amqp_flags_t flag, char *buf,
                          size_t n) {
     const amqp_bytes_t *b = NULL;

@@ -15,7 +15,7 @@
  *
  * Ownership: a finished rp_amqp_message is LENT to the handler for the call
  * only (its memory is the assembler's and is reused); a handler that keeps
- * anything copies it (rp_amqp_message_clone). Strings inside are amqp_bytes_t
+ * anything copies it. Strings inside are amqp_bytes_t
  * (not NUL-terminated). Frames are borrowed for the call.
  */
 #ifndef RP_AMQP_MSG_H
@@ -79,9 +79,6 @@ bool rp_amqp_assembler_frame(rp_amqp_assembler *a, const amqp_frame_t *f, rp_sta
 bool rp_amqp_props_copy(amqp_pool_t *pool, const amqp_basic_properties_t *src,
                         amqp_basic_properties_t *dst);
 
-/* A heap copy that outlives the call: free with rp_amqp_message_free. */
-rp_amqp_message *rp_amqp_message_clone(const rp_amqp_message *m);
-void rp_amqp_message_free(rp_amqp_message *m);
 
 /* Copies a short string property into buf as a NUL-terminated string ("" when
  * absent); false when absent. A NUL inside is kept as is (the caller

@@ -297,6 +297,3 @@ bool rp_amqp_publisher_frame(rp_amqp_publisher *p, const amqp_frame_t *f) {
     }
     return false;
 }
-
-size_t rp_amqp_publisher_in_flight(const rp_amqp_publisher *p) { return p->inflight.n; }
-size_t rp_amqp_publisher_queued(const rp_amqp_publisher *p) { return p->todo.n; }

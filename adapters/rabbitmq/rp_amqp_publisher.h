@@ -81,8 +81,5 @@ bool rp_amqp_publisher_frame(rp_amqp_publisher *p, const amqp_frame_t *f);
  * then never called). */
 rp_status rp_amqp_publisher_publish(rp_amqp_publisher *p, const rp_publish *pub) RP_MUSTCHECK;
 
-/* Publishes sent and not yet confirmed, and waiting to be sent. */
-size_t rp_amqp_publisher_in_flight(const rp_amqp_publisher *p);
-size_t rp_amqp_publisher_queued(const rp_amqp_publisher *p);
 
 #endif

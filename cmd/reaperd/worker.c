@@ -24,7 +24,6 @@ struct rp_worker {
     pthread_cond_t cv;
     bool stopping;
     rp_job *todo_head, *todo_tail; /* loop -> worker */
-    size_t backlog;
     rp_job *done_head, *done_tail; /* worker -> loop */
     struct event *done_ev;
 };
@@ -97,7 +96,6 @@ static void *rp_worker_main(void *arg) {
             }
             continue;
         }
-        w->backlog--;
         pthread_mutex_unlock(&w->mu);
         if (j->work) j->work(w->ctx, j->job);
         pthread_mutex_lock(&w->mu);
@@ -143,17 +141,9 @@ rp_status rp_worker_submit(rp_worker *w, rp_work_fn work, rp_done_fn done, void 
         return RP_ERR_CLOSED;
     }
     rp_push(&w->todo_head, &w->todo_tail, j);
-    w->backlog++;
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return RP_OK;
-}
-
-size_t rp_worker_backlog(rp_worker *w) {
-    pthread_mutex_lock(&w->mu);
-    size_t n = w->backlog;
-    pthread_mutex_unlock(&w->mu);
-    return n;
 }
 
 void rp_worker_free(rp_worker *w) {

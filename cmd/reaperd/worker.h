@@ -41,8 +41,6 @@ rp_status rp_worker_submit(rp_worker *w, rp_work_fn work, rp_done_fn done,
                            void *job) RP_MUSTCHECK;
 /* From the worker thread: run done(job, false) on the loop thread. */
 rp_status rp_worker_post(rp_worker *w, rp_done_fn done, void *job) RP_MUSTCHECK;
-/* Jobs waiting (not counting the running one). */
-size_t rp_worker_backlog(rp_worker *w);
 void rp_worker_free(rp_worker *w);
 
 #endif
