@@ -279,7 +279,20 @@ def main():
 
     # --- README documents every value ---------------------------------------
     readme = open(os.path.join(chart, "README.md"), encoding="utf-8").read()
-    documented = set(re.findall(r"^\|\s*`([A-Za-z0-9_.\-/]+)`\s*\|", readme, re.M))
+    m = re.search(r"^## Values\n(.*?)(?=^## |\Z)", readme, re.M | re.S)
+    table = m.group(1) if m else ""
+    rows = re.findall(r"^\|\s*`([A-Za-z0-9_.\-/]+)`\s*\|\s*`(.*?)`\s*\|", table, re.M)
+    documented = {k for k, _ in rows}
+    for key, shown in rows:
+        if key not in flat:
+            continue
+        shown = shown.replace("\\|", "|")
+        try:
+            value = shown[1:-1] if shown.startswith("'") else json.loads(shown)
+        except ValueError:
+            value = "<unreadable: %s>" % shown
+        check(value == flat[key], "README.md shows the default of %s" % key,
+              "README %r, values.yaml %r" % (value, flat[key]))
     undocumented = sorted(set(flat) - documented)
     unknown = sorted(documented - set(flat))
     check(not undocumented, "README.md documents every value", ", ".join(undocumented))

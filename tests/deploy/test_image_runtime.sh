@@ -19,7 +19,8 @@
 # cached in $RP_RUN/debootstrap-cache). debootstrap and the chroot run in a
 # private mount namespace (unshare), so nothing stays mounted.
 #
-# Needs root (debootstrap, chroot), debootstrap, python3 with PyYAML, and the
+# Needs root (debootstrap, chroot), debootstrap, python3 with PyYAML ($PYTHON3
+# names it; ctest gives Debian's), and the
 # Debian mirror (RP_DEBIAN_MIRROR) the first time. REAPERD and REAPERCTL name
 # the built binaries (ctest sets them).
 set -euo pipefail
@@ -29,8 +30,9 @@ source "$src/scripts/lib.sh"
 [ "$(id -u)" -eq 0 ] || rp_die "needs root (debootstrap and chroot)"
 command -v debootstrap >/dev/null || rp_die "debootstrap is not installed: run scripts/install-deps"
 
+py=${PYTHON3:-python3}
 df=$src/Dockerfile
-parse() { python3 "$src/tests/deploy/dockerfile.py" "$df" "$@"; }
+parse() { "$py" "$src/tests/deploy/dockerfile.py" "$df" "$@"; }
 parse check
 mapfile -t pkgs < <(parse packages)
 mapfile -t image_env < <(parse env)
@@ -116,11 +118,11 @@ done
 # --- --check-config with the chart's reaper.yaml --------------------------------
 etc=$root/etc/reaper
 rm -rf "$etc"; mkdir -p "$etc"
-python3 - "$src/helm/reaper/values.yaml" > "$etc/reaper.yaml" <<'PY'
+"$py" - "$src/helm/reaper/values.yaml" > "$etc/reaper.yaml" <<'PY'
 import sys, yaml
 print(yaml.safe_dump(yaml.safe_load(open(sys.argv[1]))["config"], sort_keys=False), end="")
 PY
-pwfile=$(python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["config"]["broker"]["password_file"])' \
+pwfile=$("$py" -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["config"]["broker"]["password_file"])' \
     "$src/helm/reaper/values.yaml")
 rm -rf "$root$(dirname "$pwfile")"
 install -D -m 0440 -o root -g "${user#*:}" /dev/null "$root$pwfile"
@@ -149,7 +151,7 @@ cleanup() { [ -z "$stub_pid" ] || kill "$stub_pid" 2>/dev/null || true; rm -rf "
 trap cleanup EXIT
 # A stub /healthz on a free loopback port; its status code is read from a
 # file at every request. (The chroot shares the machine's network.)
-python3 - "$stub_dir" <<'PY' &
+"$py" - "$stub_dir" <<'PY' &
 import http.server, os, sys
 d = sys.argv[1]
 class H(http.server.BaseHTTPRequestHandler):
