@@ -4,6 +4,7 @@ tests check the file as written (a library missing from its runtime list
 fails them), never a copy of it.
 
     dockerfile.py DOCKERFILE packages     the runtime stage's packages, one a line
+    dockerfile.py DOCKERFILE build-packages  the build stage's apt packages, one a line
     dockerfile.py DOCKERFILE env          the runtime stage's ENV, NAME=VALUE a line
     dockerfile.py DOCKERFILE user         the runtime stage's USER
     dockerfile.py DOCKERFILE entrypoint   the ENTRYPOINT's program
@@ -85,6 +86,18 @@ def packages(path):
     return pk
 
 
+def build_packages(path):
+    _, body = runtime(path)[0]
+    pk = []
+    for ins, text in body:
+        if ins == "RUN" and "apt-get install" in text:
+            after = text.split("apt-get install", 1)[1].split("&&", 1)[0].split()
+            pk += [w for w in after if not w.startswith("-")]
+    if not pk:
+        fail("the build stage installs no packages")
+    return pk
+
+
 def env(path):
     res = []
     for ins, text in runtime(path)[-1][1]:
@@ -146,6 +159,8 @@ def main():
     path, what = sys.argv[1], sys.argv[2]
     if what == "packages":
         print("\n".join(packages(path)))
+    elif what == "build-packages":
+        print("\n".join(build_packages(path)))
     elif what == "env":
         print("\n".join(env(path)))
     elif what == "user":

@@ -5,6 +5,8 @@
 # installs (RUNTIME_PACKAGES, read from the Dockerfile), the built reaperd
 # and reaperctl copied to where the image puts them, and run inside it with
 # chroot as the image's user:
+#   - (first) every pkg-config module CMakeLists.txt needs is given by a
+#     package the build stage installs, as this Debian 12 machine maps them;
 #   - ldd finds every library of both binaries in the root;
 #   - reaperd --version and reaperctl --version exit 0;
 #   - reaperd --check-config accepts the Helm chart's default reaper.yaml
@@ -43,6 +45,34 @@ bindir=$(dirname "$entry")
 failures=0
 pass() { printf 'ok   %s\n' "$*"; }
 fail() { printf 'FAIL %s\n' "$*"; failures=$((failures + 1)); }
+
+# --- the build stage's packages -------------------------------------------------
+# Every pkg-config module CMakeLists.txt requires outside its if() blocks (the
+# test-only ones are inside) comes, on this Debian 12 machine, from a package
+# the build stage installs; and the tools are there.
+mapfile -t build_pkgs < <(parse build-packages)
+mapfile -t modules < <(awk '
+    /^[[:space:]]*if[[:space:]]*\(/ { depth++ }
+    /^[[:space:]]*endif[[:space:]]*\(/ { depth-- }
+    depth == 0 && /pkg_check_modules\(/ {
+        sub(/.*IMPORTED_TARGET[[:space:]]+/, ""); sub(/\).*/, ""); n = split($0, m, /[[:space:]]+/)
+        for (i = 1; i <= n; i++) if (m[i] != "") print m[i]
+    }' "$src/CMakeLists.txt")
+[ "${#modules[@]}" -ge 5 ] || fail "read the pkg-config modules of CMakeLists.txt (found ${#modules[@]})"
+for m in "${modules[@]}"; do
+    pc=$(pkg-config --path "$m" 2>/dev/null) || { fail "pkg-config does not know $m here"; continue; }
+    owner=$(dpkg -S "$(realpath "$pc")" 2>/dev/null | cut -d: -f1 | head -n 1)
+    [ -n "$owner" ] || owner=$(dpkg -S "$pc" 2>/dev/null | cut -d: -f1 | head -n 1)
+    if printf '%s\n' "${build_pkgs[@]}" | grep -qxF "$owner"; then
+        pass "build stage: $m ($owner)"
+    else
+        fail "build stage: the Dockerfile does not install ${owner:-the package of $m}, which gives $m"
+    fi
+done
+for tool in build-essential cmake pkg-config; do
+    printf '%s\n' "${build_pkgs[@]}" | grep -qxF "$tool" && pass "build stage: $tool" ||
+        fail "build stage: the Dockerfile does not install $tool"
+done
 
 # --- the root ---------------------------------------------------------------
 key=$(printf '%s\n' bookworm minbase "${pkgs[@]}" | sort | sha256sum | cut -c1-12)
