@@ -264,6 +264,36 @@ def main():
           and confd2["metadata"]["annotations"]["reaper.vibey.io/restart-checksum"] != restart,
           "a changed timeout changes the snippet and its restart checksum")
 
+    # --- the README's example values, as an operator would use them --------------------
+    readme = open(os.path.join(chart, "README.md"), encoding="utf-8").read()
+    m = re.search(r"Point the chart at the broker.*?```yaml\n(.*?)```", readme, re.S)
+    if check(m is not None, "README.md has the example values file"):
+        example = yaml.safe_load("\n".join(l[3:] if l.startswith("   ") else l
+                                           for l in m.group(1).splitlines()))
+        try:
+            import jsonschema
+            schema = json.load(open(os.path.join(chart, "values.schema.json")))
+            errs = list(jsonschema.Draft7Validator(schema).iter_errors(merged(values, example)))
+            check(not errs, "the example values validate against values.schema.json",
+                  [e.message for e in errs])
+        except ImportError:
+            check(False, "jsonschema is installed (scripts/install-deps)")
+        rc, out, err = render(tool, chart, work, "example", example)
+        check(rc == 0, "the README's example values render", err)
+        objs = by_kind(docs_of("example", out))
+        dep3 = one(objs, "Deployment")
+        check(dep3 is not None and dep3["spec"]["template"]["spec"]["containers"][0]["image"]
+              == "registry.example.com/reaper:0.1.0", "the example's image is used")
+        check(all(one(objs, k) is not None for k in ("ServiceMonitor", "PrometheusRule")),
+              "the example turns on the ServiceMonitor and the PrometheusRule")
+        cm3 = one(objs, "ConfigMap", "reaper")
+        open(cfg_path, "w").write(cm3["data"]["reaper.yaml"] if cm3 else "")
+        p = subprocess.run([reaperd, "--config", cfg_path, "--check-config"], capture_output=True,
+                           text=True, env=env)
+        check(p.returncode == 0 and "rabbitmq.vibey.svc" in p.stdout,
+              "reaperd --check-config accepts the example's reaper.yaml",
+              (p.stdout + p.stderr).strip()[-400:])
+
     # --- names ---------------------------------------------------------------------
     rc, out, err = render(tool, chart, work, "named", SECRETS, release="prod")
     objs = by_kind(docs_of("named", out))
