@@ -94,6 +94,11 @@ def main():
     check(rc != 0 and "secrets.store.existingSecret" in err,
           "without secrets.store.existingSecret the chart refuses to render", err.strip()[-200:])
 
+    rc, out, err = render(tool, chart, work, "pwclash",
+                          merged(SECRETS, {"config": {"broker": {"password_file": "/etc/reaper/pw"}}}))
+    check(rc != 0 and "config.broker.password_file" in err,
+          "a password file inside the config mount is refused", err.strip()[-200:])
+
     # --- defaults (plus the two Secrets) -----------------------------------
     rc, out, err = render(tool, chart, work, "defaults", SECRETS)
     if not check(rc == 0, "renders with the default values and two Secrets", err):
