@@ -1,0 +1,49 @@
+# syntax=docker/dockerfile:1
+# The reaper image: reaperd (the entry point) and reaperctl.
+#
+#   docker build -t reaper:dev .
+#   docker run --rm reaper:dev --version
+#
+# Two stages, both Debian 12 ("bookworm"): the first builds with the -dev
+# packages of scripts/install-deps; the second is debian:12-slim with only
+# the runtime libraries the binaries link (the list below was derived from
+# `readelf -d` / `ldd` and `dpkg -S` on the built binaries) plus
+# ca-certificates for TLS to the broker. tests/deploy/test_image_runtime.sh
+# reads the RUNTIME_PACKAGES list from this file, makes a Debian 12 minbase
+# root with exactly those packages and runs both binaries in it (chroot), so a
+# library missing here fails the test. Keep the list on the ARG line.
+
+FROM debian:12 AS build
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake pkg-config \
+      librabbitmq-dev libpq-dev libevent-dev libmsgpack-dev libyaml-dev \
+      libcurl4-openssl-dev libjansson-dev libpcre2-dev libssl-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREAPER_TESTS=OFF \
+ && cmake --build /build -j"$(nproc)" \
+ && install -D -m 0755 /build/cmd/reaperd/reaperd /out/usr/local/bin/reaperd \
+ && install -D -m 0755 /build/cmd/reaperctl/reaperctl /out/usr/local/bin/reaperctl \
+ && strip --strip-debug /out/usr/local/bin/reaperd /out/usr/local/bin/reaperctl
+
+FROM debian:12-slim AS runtime
+ARG RUNTIME_PACKAGES="ca-certificates libcurl4 libevent-2.1-7 libevent-pthreads-2.1-7 libjansson4 libpcre2-8-0 libpq5 librabbitmq4 libssl3 libyaml-0-2"
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${RUNTIME_PACKAGES} \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system --gid 10001 reaper \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home \
+      --shell /usr/sbin/nologin reaper
+COPY --from=build /out/ /
+# In a container the HTTP endpoints must be reachable from outside the pod.
+ENV REAPER_HTTP_LISTEN=0.0.0.0:9464
+USER 10001:10001
+EXPOSE 9464
+# /healthz answers 200 while the loop runs. No curl in the image: bash's
+# /dev/tcp speaks the one request, to the port http.listen names.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${REAPER_HTTP_LISTEN##*:} && printf 'GET /healthz HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
+ENTRYPOINT ["/usr/local/bin/reaperd"]
+CMD []

@@ -1,0 +1,31 @@
+# The deployment (issue #6): the Helm chart and the container image. None of
+# these needs the private broker or database.
+#   test_deploy_chart   the chart's files, checked without helm (python3,
+#                       PyYAML, jsonschema)
+#   test_deploy_render  the chart rendered by helmrender (Go text/template +
+#                       Sprig, Debian's packages) and the manifests checked;
+#                       reaperd --check-config on the rendered reaper.yaml
+#   test_deploy_image   the Dockerfile's runtime stage, run in a Debian 12
+#                       debootstrap root (needs root and, the first time, the
+#                       Debian mirror: about 30 s then, a few seconds after)
+# Debian's python3, whose PyYAML and jsonschema scripts/install-deps installs
+# (not whichever python3 comes first on PATH).
+find_program(RP_DEPLOY_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(NOT RP_DEPLOY_PYTHON3)
+  find_program(RP_DEPLOY_PYTHON3 python3 REQUIRED)
+endif()
+add_test(NAME test_deploy_chart
+  COMMAND ${RP_DEPLOY_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/deploy/check_chart.py ${CMAKE_SOURCE_DIR})
+set_tests_properties(test_deploy_chart PROPERTIES LABELS "unit;deploy" TIMEOUT 60)
+# The two below run the built binaries as the image ships them: not the
+# sanitizer build's (the image carries no sanitizer runtime).
+if(NOT REAPER_SANITIZE AND NOT REAPER_FUZZ)
+  add_test(NAME test_deploy_render
+    COMMAND bash ${CMAKE_SOURCE_DIR}/tests/deploy/test_chart_render.sh)
+  set_tests_properties(test_deploy_render PROPERTIES LABELS "unit;deploy" TIMEOUT 300
+    ENVIRONMENT "REAPER_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHON3=${RP_DEPLOY_PYTHON3};RP_DEPLOY_WORK=${CMAKE_CURRENT_BINARY_DIR}/deploy-render;REAPERD=$<TARGET_FILE:reaperd>")
+  add_test(NAME test_deploy_image
+    COMMAND bash ${CMAKE_SOURCE_DIR}/tests/deploy/test_image_runtime.sh)
+  set_tests_properties(test_deploy_image PROPERTIES LABELS "integration;deploy" TIMEOUT 600
+    ENVIRONMENT "REAPER_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHON3=${RP_DEPLOY_PYTHON3};REAPERD=$<TARGET_FILE:reaperd>;REAPERCTL=$<TARGET_FILE:reaperctl>")
+endif()
