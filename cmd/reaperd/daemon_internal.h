@@ -79,6 +79,7 @@ typedef struct rp_daemon {
     struct event *stop_check_ev; /* polls for in-flight work while stopping */
     int64_t stop_deadline_ms;    /* monotonic; the grace runs out then */
     unsigned store_jobs;         /* store jobs submitted and not yet done */
+    bool stop_cancelled;         /* the store's command was cancelled */
 } rp_daemon;
 
 /* broker.c */

@@ -117,6 +117,8 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
             req->status = RP_ERR_NOMEM;
     }
     req->duration_ms = rp_mono_ms() - t0;
+    /* Stopping (SIGTERM): what follows serves the next pass; skip it. */
+    if (req->should_stop && req->should_stop(req->stop_arg)) return;
     rp_sighting_list open = {0};
     if (r->ports.store.list_open_sightings(r->ports.store.self, &open) == RP_OK) {
         req->open_sightings = (int64_t)open.n;

@@ -35,6 +35,10 @@
 extern char **environ;
 
 #define RP_STOP_CHECK_MS 50
+/* After the grace: the store's command in progress is cancelled (again on
+ * every check) and the loop waits this much longer for the store thread to
+ * come back before it closes regardless. */
+#define RP_STOP_CANCEL_MS 5000
 
 struct rp_cfg_snapshot {
     rp_config cfg;
@@ -55,7 +59,19 @@ static void rp_stop_check(evutil_socket_t fd, short what, void *arg) {
     rp_daemon *d = arg;
     size_t unconfirmed = d->broker_up ? rp_amqp_publisher_pending(d->publisher) : 0;
     bool busy = d->pass_running || d->store_jobs > 0 || unconfirmed > 0;
-    if (busy && rp_mono_ms() < d->stop_deadline_ms) return;
+    int64_t now = rp_mono_ms();
+    if (busy && now < d->stop_deadline_ms) return;
+    bool store_busy = d->pass_running || d->store_jobs > 0;
+    if (store_busy && now < d->stop_deadline_ms + RP_STOP_CANCEL_MS) {
+        /* The grace ran out with the store thread still in a command (a
+         * lock wait, a slow query): cancel it, so the thread comes back and
+         * the join below does not wait for the store's own time-out. */
+        if (!d->stop_cancelled)
+            RP_WARN("stop grace ran out; cancelling the store's command in progress", NULL);
+        d->stop_cancelled = true;
+        rp_pg_conn_cancel(d->runner.conn);
+        return;
+    }
     if (busy) {
         char jobs[24], pubs[24];
         snprintf(jobs, sizeof jobs, "%u", d->store_jobs + (d->pass_running ? 1u : 0u));

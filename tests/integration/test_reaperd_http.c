@@ -511,6 +511,42 @@ static void test_sigterm_finishes_what_is_in_flight(void **state) {
     rp_child_free(c);
 }
 
+/* SIGTERM while the store thread waits on a lock that is never released:
+ * after the grace (10 s) the store's command is cancelled and reaperd
+ * exits 0, without waiting for the store's own 30 s time-out. */
+static void test_sigterm_bounded_when_the_store_is_stuck(void **state) {
+    fixture *f = *state;
+    migrate(f);
+    q(f, "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
+         " lease_expires_at) SELECT 'alpha', 'k', 'leased', 1, 7, 'w', now() - interval '30 s'"
+         " FROM generate_series(1, 5)");
+    PGconn *lock = PQconnectdb(itest_env("REAPER_STORE_DSN"));
+    assert_int_equal(PQstatus(lock), CONNECTION_OK);
+    char sql[200];
+    snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE %s.job IN ACCESS EXCLUSIVE MODE", f->schema);
+    PGresult *r = PQexec(lock, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    rp_child *c = start(f, NULL, NULL, "REAPER_REAP_INTERVAL_SECONDS=3600", NULL);
+    assert_true(itest_reaperd_http_port(c, 30000) > 0);
+    rp_child_drain(c, 1000);
+    long t0 = now_ms();
+    int rc = rp_child_stop(c, SIGTERM, 25000);
+    long took = now_ms() - t0;
+    PQclear(PQexec(lock, "ROLLBACK"));
+    PQfinish(lock);
+    if (rc != 0) fprintf(stderr, "%s\n", c->log);
+    assert_int_equal(rc, 0);
+    fprintf(stderr, "SIGTERM to exit with the store stuck: %ld ms\n", took);
+    assert_true(took >= 10000 - 500);
+    assert_true(took < 10000 + 5000 + 2000);
+    assert_non_null(strstr(c->log, "cancelling the store's command in progress"));
+    assert_non_null(strstr(c->log, "\"msg\":\"reaperd stopped\""));
+    /* Nothing moved: the row transactions never began. */
+    assert_int_equal(atol(q(f, "SELECT count(*) FROM job WHERE state = 'leased'")), 5);
+    rp_child_free(c);
+}
+
 /* An idle reaperd stops at once on SIGTERM and on SIGINT, exit 0. */
 static void test_sigterm_idle(void **state) {
     fixture *f = *state;
@@ -572,6 +608,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_sighup_reload, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigterm_finishes_what_is_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigterm_idle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sigterm_bounded_when_the_store_is_stuck, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_bad_listen_is_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readyz_follows_the_broker, setup, teardown),
     };
