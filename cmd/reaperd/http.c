@@ -73,8 +73,9 @@ static void rp_on_request(struct evhttp_request *req, void *arg) {
                           (size_t)n);
         }
     } else {
-        rp_reply_text(req, HTTP_NOTFOUND, "Not Found", "text/plain; charset=utf-8",
-                      "not found; try /metrics, /healthz or /readyz\n", 45);
+        static const char nf[] = "not found; try /metrics, /healthz or /readyz\n";
+        rp_reply_text(req, HTTP_NOTFOUND, "Not Found", "text/plain; charset=utf-8", nf,
+                      sizeof nf - 1);
     }
 }
 
