@@ -230,6 +230,14 @@ static void test_metrics_after_a_pass(void **state) {
     assert_non_null(strstr(t, "reaper_build_info{version=\""));
     assert_true(metric(t, "reaper_dead_letters_parked_total") == 0);
     free(t);
+    /* Other paths and methods. */
+    assert_int_equal(itest_http(port, "GET", "/nope", NULL, 5000), 404);
+    assert_int_equal(itest_http(port, "HEAD", "/healthz", NULL, 5000), 200);
+    assert_int_equal(itest_http(port, "POST", "/metrics", NULL, 5000), 501); /* evhttp's answer */
+    char *body = NULL;
+    assert_int_equal(itest_http(port, "GET", "/metrics?name=x", &body, 5000), 200);
+    assert_non_null(strstr(body, "# TYPE reaper_up gauge\n"));
+    free(body);
 
     /* Control requests: ok, a refused one, a gate answered. */
     amqp_connection_state_t a = itest_amqp_connect();
