@@ -40,6 +40,7 @@ typedef struct fixture {
     char env_schema[96];
     char env_queue[160];
     char config[128];
+    rp_child *child; /* the reaperd running, killed by teardown if a test fails */
 } fixture;
 
 static long now_ms(void) {
@@ -66,6 +67,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     fixture *f = *state;
+    rp_child_free(f->child);
     if (f->pg == NULL) f->pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
     char sql[160];
     snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", f->schema);
@@ -124,7 +126,13 @@ static rp_child *start(fixture *f, const char *a1, const char *a2, const char *e
                    NULL};
     rp_child *c = rp_child_start(argv, env);
     assert_non_null(c);
+    f->child = c;
     return c;
+}
+
+static void finish(fixture *f, rp_child *c) {
+    rp_child_free(c);
+    if (f->child == c) f->child = NULL;
 }
 
 static char *scrape(int port) {
@@ -281,7 +289,7 @@ static void test_metrics_after_a_pass(void **state) {
     assert_true(metric(t, "reaper_gates_answered_total{kind=\"delivery_exhausted\",choice=\"dismiss\"}") == 0);
     free(t);
     assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
-    rp_child_free(c);
+    finish(f, c);
 }
 
 /* The store thread is stuck (the job table locked): the loop still answers
@@ -320,7 +328,7 @@ static void test_healthz_during_a_long_pass(void **state) {
     PQfinish(lock);
     assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
     assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
-    rp_child_free(c);
+    finish(f, c);
 }
 
 static int services(const char *what) {
@@ -377,7 +385,7 @@ static void test_readyz_follows_the_broker(void **state) {
     free(t);
     assert_false(c->exited);
     assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
-    rp_child_free(c);
+    finish(f, c);
 }
 
 static void write_file(const char *path, const char *text) {
@@ -457,7 +465,7 @@ static void test_sighup_reload(void **state) {
     hup_and_wait(c, "\"msg\":\"new configuration refused; the one in force stays\"");
     assert_false(c->exited);
     assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
-    rp_child_free(c);
+    finish(f, c);
 }
 
 /* SIGTERM while a control request is being worked on (its pass stuck on a
@@ -516,7 +524,7 @@ static void test_sigterm_finishes_what_is_in_flight(void **state) {
     assert_non_null(ok);
     assert_int_equal(ok->message_count, 0);
     itest_amqp_close(a);
-    rp_child_free(c);
+    finish(f, c);
 }
 
 /* SIGTERM while the store thread waits on a lock that is never released:
@@ -552,7 +560,7 @@ static void test_sigterm_bounded_when_the_store_is_stuck(void **state) {
     assert_non_null(strstr(c->log, "\"msg\":\"reaperd stopped\""));
     /* Nothing moved: the row transactions never began. */
     assert_int_equal(atol(q(f, "SELECT count(*) FROM job WHERE state = 'leased'")), 5);
-    rp_child_free(c);
+    finish(f, c);
 }
 
 /* An idle reaperd stops at once on SIGTERM and on SIGINT, exit 0. */
@@ -569,7 +577,7 @@ static void test_sigterm_idle(void **state) {
         fprintf(stderr, "signal %d to exit, idle: %ld ms\n", sigs[i], took);
         assert_true(took < 3000);
         assert_non_null(strstr(c->log, "\"msg\":\"reaperd stopped\""));
-        rp_child_free(c);
+        finish(f, c);
     }
 }
 
@@ -595,18 +603,18 @@ static void test_bad_listen_is_refused(void **state) {
     assert_non_null(strstr(c->log, "\"key\":\"http.listen\""));
     assert_null(strstr(c->log, "reaperd started"));
     assert_null(strstr(c->log, "broker connected"));
-    rp_child_free(c);
+    finish(f, c);
     close(fd);
     /* A host that does not resolve. */
     c = start(f, NULL, NULL, "REAPER_HTTP_LISTEN=no-such-host.invalid:9464", NULL);
     assert_int_equal(rp_child_wait_exit(c, 30000), 1);
     assert_non_null(strstr(c->log, "cannot listen on no-such-host.invalid:9464"));
-    rp_child_free(c);
+    finish(f, c);
     /* Not host:port at all: refused with the configuration. */
     c = start(f, NULL, NULL, "REAPER_HTTP_LISTEN=localhost", NULL);
     assert_int_equal(rp_child_wait_exit(c, 15000), 2);
     assert_non_null(strstr(c->log, "http.listen"));
-    rp_child_free(c);
+    finish(f, c);
 }
 
 int main(void) {
