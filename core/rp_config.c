@@ -31,34 +31,34 @@ _Static_assert(sizeof(rp_log_format) == sizeof(int), "enum fields are int-sized"
  * environment value would be. */
 static const rp__config_row rp_config_rows[RP_CFG_KEY_COUNT_] = {
     ROW(RP_CFG_BROKER_URL, "broker.url", STRING, "amqp://reaper@127.0.0.1:5672/%2f",
-        broker.url, 0, 0, NULL, rp__cfg_check_amqp_url, rp__cfg_leak_url, RP__CFG_NO_ECHO),
+        broker.url, 0, 0, NULL, rp__cfg_check_amqp_url, rp__cfg_leak_url, RP__CFG_NO_ECHO | RP__CFG_RESTART),
     ROW(RP_CFG_BROKER_PASSWORD, "broker.password", STRING, "", broker.password, 0, 0,
-        NULL, NULL, NULL, RP__CFG_SECRET | RP__CFG_ENV_ONLY | RP__CFG_NO_ECHO),
+        NULL, NULL, NULL, RP__CFG_SECRET | RP__CFG_ENV_ONLY | RP__CFG_NO_ECHO | RP__CFG_RESTART),
     ROW(RP_CFG_BROKER_PASSWORD_FILE, "broker.password_file", STRING, "/run/secrets/broker",
-        broker.password_file, 0, 0, NULL, NULL, NULL, 0),
+        broker.password_file, 0, 0, NULL, NULL, NULL, RP__CFG_RESTART),
     ROW(RP_CFG_BROKER_MANAGEMENT_URL, "broker.management_url", STRING,
         "http://127.0.0.1:15672", broker.management_url, 0, 0, NULL,
-        rp__cfg_check_http_url, rp__cfg_leak_url, RP__CFG_NO_ECHO),
+        rp__cfg_check_http_url, rp__cfg_leak_url, RP__CFG_NO_ECHO | RP__CFG_RESTART),
     ROW(RP_CFG_BROKER_CONTROL_QUEUE, "broker.control_queue", STRING, "vibey.reap.control",
-        broker.control_queue, 0, 0, NULL, rp__cfg_check_amqp_name, NULL, 0),
+        broker.control_queue, 0, 0, NULL, rp__cfg_check_amqp_name, NULL, RP__CFG_RESTART),
     ROW(RP_CFG_BROKER_EVENTS_EXCHANGE, "broker.events_exchange", STRING,
         "vibey.reap.events", broker.events_exchange, 0, 0, NULL, rp__cfg_check_amqp_name,
-        NULL, 0),
+        NULL, RP__CFG_RESTART),
     ROW(RP_CFG_BROKER_TAP_QUEUE, "broker.tap_queue", STRING, "vibey.reap.tap",
-        broker.tap_queue, 0, 0, NULL, rp__cfg_check_amqp_name, NULL, 0),
+        broker.tap_queue, 0, 0, NULL, rp__cfg_check_amqp_name, NULL, RP__CFG_RESTART),
     ROW(RP_CFG_BROKER_TLS_CA_FILE, "broker.tls.ca_file", STRING, "", broker.tls.ca_file, 0,
-        0, NULL, NULL, NULL, 0),
+        0, NULL, NULL, NULL, RP__CFG_RESTART),
     ROW(RP_CFG_BROKER_TLS_CERT_FILE, "broker.tls.cert_file", STRING, "",
-        broker.tls.cert_file, 0, 0, NULL, NULL, NULL, 0),
+        broker.tls.cert_file, 0, 0, NULL, NULL, NULL, RP__CFG_RESTART),
     ROW(RP_CFG_BROKER_TLS_KEY_FILE, "broker.tls.key_file", STRING, "", broker.tls.key_file,
-        0, 0, NULL, NULL, NULL, 0),
+        0, 0, NULL, NULL, NULL, RP__CFG_RESTART),
     ROW(RP_CFG_BROKER_TLS_VERIFY_PEER, "broker.tls.verify_peer", BOOL, "true",
-        broker.tls.verify_peer, 0, 0, NULL, NULL, NULL, 0),
+        broker.tls.verify_peer, 0, 0, NULL, NULL, NULL, RP__CFG_RESTART),
     ROW(RP_CFG_STORE_DSN, "store.dsn", STRING,
         "host=127.0.0.1 port=5432 dbname=vibey user=reaper", store.dsn, 0, 0, NULL,
-        rp__cfg_check_dsn, rp__cfg_leak_dsn, RP__CFG_NO_ECHO),
+        rp__cfg_check_dsn, rp__cfg_leak_dsn, RP__CFG_NO_ECHO | RP__CFG_RESTART),
     ROW(RP_CFG_STORE_SCHEMA, "store.schema", STRING, "reaper", store.schema, 0, 0, NULL,
-        rp__cfg_check_sql_identifier, NULL, 0),
+        rp__cfg_check_sql_identifier, NULL, RP__CFG_RESTART),
     ROW(RP_CFG_REAP_ENABLED, "reap.enabled", BOOL, "true", reap.enabled, 0, 0, NULL, NULL,
         NULL, 0),
     ROW(RP_CFG_REAP_INTERVAL_SECONDS, "reap.interval_seconds", INT, "60",
@@ -87,7 +87,7 @@ static const rp__config_row rp_config_rows[RP_CFG_KEY_COUNT_] = {
     ROW(RP_CFG_CONTROL_ALLOWED_USERS, "control.allowed_users", STRLIST, "",
         control.allowed_users, 0, 0, NULL, rp__cfg_check_users, NULL, 0),
     ROW(RP_CFG_HTTP_LISTEN, "http.listen", STRING, "127.0.0.1:9464", http.listen, 0, 0,
-        NULL, rp__cfg_check_listen, NULL, 0),
+        NULL, rp__cfg_check_listen, NULL, RP__CFG_RESTART),
     ROW(RP_CFG_LOG_LEVEL, "log.level", ENUM, "info", log.level, 0, 0, rp_log_levels, NULL,
         NULL, 0),
     ROW(RP_CFG_LOG_FORMAT, "log.format", ENUM, "json", log.format, 0, 0, rp_log_formats,
@@ -703,4 +703,98 @@ void rp_config_refuse_unknown(const rp_config *cfg, const char *name, size_t len
     }
     rp_config_problems_add(p, key, w, "unknown key%s%s%s", s ? "; did you mean " : "",
                            s ? s : "", s ? "?" : "");
+}
+
+/* ---- reload ------------------------------------------------------------- */
+
+bool rp_config_key_needs_restart(rp_config_key_id id) {
+    const rp__config_row *row = rp__config_row_get(id);
+    return row != NULL && (row->flags & RP__CFG_RESTART) != 0;
+}
+
+static bool rp_str_same(const char *a, const char *b) {
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+bool rp_config_key_equal(const rp_config *a, const rp_config *b, rp_config_key_id id) {
+    const rp__config_row *row = rp__config_row_get(id);
+    if (row == NULL) return true;
+    const void *fa = rp__config_cfield(a, row), *fb = rp__config_cfield(b, row);
+    switch (row->type) {
+    case RP_CFG_TYPE_STRING:
+        return rp_str_same(*(char *const *)fa, *(char *const *)fb);
+    case RP_CFG_TYPE_INT:
+        return *(const int64_t *)fa == *(const int64_t *)fb;
+    case RP_CFG_TYPE_BOOL:
+        return *(const bool *)fa == *(const bool *)fb;
+    case RP_CFG_TYPE_ENUM:
+        return *(const int *)fa == *(const int *)fb;
+    case RP_CFG_TYPE_PATTERN:
+        return rp_str_same(((const rp_config_pattern *)fa)->text,
+                           ((const rp_config_pattern *)fb)->text);
+    case RP_CFG_TYPE_STRLIST: {
+        const rp_config_strlist *la = fa, *lb = fb;
+        if (la->n != lb->n) return false;
+        for (size_t i = 0; i < la->n; i++)
+            if (!rp_str_same(la->items[i], lb->items[i])) return false;
+        return true;
+    }
+    }
+    return true;
+}
+
+rp_status rp_config_copy_key(rp_config *dst, const rp_config *src, rp_config_key_id id) {
+    const rp__config_row *row = rp__config_row_get(id);
+    if (row == NULL) return RP_ERR_INVALID;
+    void *fd = rp__config_field(dst, row);
+    const void *fs = rp__config_cfield(src, row);
+    switch (row->type) {
+    case RP_CFG_TYPE_STRING: {
+        const char *v = *(char *const *)fs;
+        char *copy = v ? strdup(v) : NULL;
+        if (v && copy == NULL) return RP_ERR_NOMEM;
+        rp_field_free(dst, row);
+        *(char **)fd = copy;
+        break;
+    }
+    case RP_CFG_TYPE_INT:
+        *(int64_t *)fd = *(const int64_t *)fs;
+        break;
+    case RP_CFG_TYPE_BOOL:
+        *(bool *)fd = *(const bool *)fs;
+        break;
+    case RP_CFG_TYPE_ENUM:
+        *(int *)fd = *(const int *)fs;
+        break;
+    case RP_CFG_TYPE_PATTERN: {
+        const rp_config_pattern *ps = fs;
+        rp_config_pattern np = {NULL, NULL};
+        if (ps->text && (np.text = strdup(ps->text)) == NULL) return RP_ERR_NOMEM;
+        if (ps->code && (np.code = pcre2_code_copy(ps->code)) == NULL) {
+            free(np.text);
+            return RP_ERR_NOMEM;
+        }
+        rp_field_free(dst, row);
+        *(rp_config_pattern *)fd = np;
+        break;
+    }
+    case RP_CFG_TYPE_STRLIST: {
+        const rp_config_strlist *ls = fs;
+        rp_config_strlist nl = {NULL, 0};
+        if (ls->n > 0) {
+            nl.items = calloc(ls->n, sizeof *nl.items);
+            if (nl.items == NULL) return RP_ERR_NOMEM;
+            for (; nl.n < ls->n; nl.n++)
+                if ((nl.items[nl.n] = strdup(ls->items[nl.n])) == NULL) {
+                    rp_strlist_free(&nl);
+                    return RP_ERR_NOMEM;
+                }
+        }
+        rp_field_free(dst, row);
+        *(rp_config_strlist *)fd = nl;
+        break;
+    }
+    }
+    dst->origin[id] = src->origin[id];
+    return RP_OK;
 }

@@ -291,4 +291,19 @@ int rp_config_pattern_match(const rp_config_pattern *pat, const char *name, size
  * or RP_ERR_NOMEM (then *out is NULL). */
 rp_status rp_config_format(const rp_config *cfg, char **out, size_t *out_len) RP_MUSTCHECK;
 
+/* ---- reload (SIGHUP) ---------------------------------------------------- */
+
+/* Whether a running reaperd applies a new value of key id only at its next
+ * start: broker.*, store.* and http.listen (connections and the listening
+ * socket are made once). Every other key applies on reload. */
+bool rp_config_key_needs_restart(rp_config_key_id id);
+/* Whether key id has the same value in a and b (patterns by their text,
+ * lists item by item; origins are not compared). */
+bool rp_config_key_equal(const rp_config *a, const rp_config *b, rp_config_key_id id);
+/* Replaces dst's value of key id (and its origin) with a copy of src's; a
+ * compiled pattern is copied compiled. RP_ERR_NOMEM leaves dst unchanged;
+ * RP_ERR_INVALID for an unknown id. */
+rp_status rp_config_copy_key(rp_config *dst, const rp_config *src,
+                             rp_config_key_id id) RP_MUSTCHECK;
+
 #endif

@@ -301,12 +301,13 @@ rp_status rp__cfg_check_listen(const rp__config_row *row, rp_config *cfg,
         ok = *port != '\0' && strlen(port) <= 5;
         for (const char *s = port; ok && *s; s++) ok = rp_is_digit(*s);
         if (ok) n = strtol(port, NULL, 10);
-        ok = ok && n >= 1 && n <= 65535;
+        ok = ok && n >= 0 && n <= 65535;
     }
+    /* Port 0 binds an ephemeral port, which reaperd logs (tests use it). */
     if (!ok)
         rp__cfg_problem(p, cfg, row->id,
                         "%s is not host:port (e.g. 127.0.0.1:9464, [::1]:9464 or :9464; "
-                        "port 1..65535)",
+                        "port 0..65535, 0 for any free port)",
                         rp__cfg_quote(v, len, shown, sizeof shown));
     return RP_OK;
 }

@@ -30,6 +30,7 @@ typedef const char *(*rp__config_leak_fn)(const char *value);
 #define RP__CFG_SECRET 1u   /* masked in output; its value is never echoed */
 #define RP__CFG_ENV_ONLY 2u /* refused from a file */
 #define RP__CFG_NO_ECHO 4u  /* never quote its value in a message (URLs, DSNs) */
+#define RP__CFG_RESTART 8u  /* a reload (SIGHUP) does not apply it: needs a restart */
 
 struct rp__config_row {
     rp_config_key_id id;

@@ -222,6 +222,7 @@ typedef struct rp_gate_query {
 typedef struct rp_answer_result {
     rp_outcome outcome;    /* RP_OUTCOME_ALREADY_ANSWERED when it was */
     rp_choice choice;      /* the answer in force: this one or the first one */
+    rp_gate_kind kind;     /* the gate's kind */
 } rp_answer_result;
 
 typedef struct rp_gate_port {

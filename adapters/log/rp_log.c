@@ -21,8 +21,8 @@ const char *rp_log_level_string(rp_log_level l) {
 }
 
 void rp_log_setup(rp_log_level min, rp_log_format format) {
-    rp_log_min_level = min;
-    rp_log_fmt = format;
+    __atomic_store_n(&rp_log_min_level, min, __ATOMIC_RELAXED);
+    __atomic_store_n(&rp_log_fmt, format, __ATOMIC_RELAXED);
 }
 
 /* RFC 3339 UTC with milliseconds. */
@@ -68,7 +68,7 @@ void rp_log_write(rp_log_level level, const char *msg, ...) {
     if (f == NULL) return;
     va_list ap;
     va_start(ap, msg);
-    if (rp_log_fmt == RP_LOG_FORMAT_JSON) {
+    if (__atomic_load_n(&rp_log_fmt, __ATOMIC_RELAXED) == RP_LOG_FORMAT_JSON) {
         json_t *o = json_object();
         json_object_set_new(o, "time", json_string(ts));
         json_object_set_new(o, "level", json_string(rp_log_level_string(level)));

@@ -31,7 +31,14 @@ extern rp_log_level rp_log_min_level;
 /* "debug", "info", "warn", "error"; "unknown" outside the enum. */
 const char *rp_log_level_string(rp_log_level l);
 
+/* Sets the level and format; safe while other threads log (a reload sets
+ * them from the loop thread). */
 void rp_log_setup(rp_log_level min, rp_log_format format);
+
+/* The level in force (an atomic read). */
+static inline rp_log_level rp_log_level_now(void) {
+    return __atomic_load_n(&rp_log_min_level, __ATOMIC_RELAXED);
+}
 
 /* Writes one line: msg, then key/value string pairs ending with NULL. A NULL
  * value is written as null (JSON) or "-" (text). */
@@ -39,7 +46,7 @@ void rp_log_write(rp_log_level level, const char *msg, ...) __attribute__((senti
 
 #define RP_LOG_AT(lvl, ...)                                              \
     do {                                                                 \
-        if ((lvl) >= rp_log_min_level) rp_log_write((lvl), __VA_ARGS__); \
+        if ((lvl) >= rp_log_level_now()) rp_log_write((lvl), __VA_ARGS__); \
     } while (0)
 #define RP_DEBUG(...) RP_LOG_AT(RP_LOG_DEBUG, __VA_ARGS__)
 #define RP_INFO(...) RP_LOG_AT(RP_LOG_INFO, __VA_ARGS__)

@@ -77,6 +77,7 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
     for (size_t i = 0; i < m->n_gates; i++)
         if (m->gates[i].id == gate_id) g = &m->gates[i];
     if (g == NULL) return RP_ERR_NOT_FOUND;
+    out->kind = g->kind;
     if (g->answered) {
         out->outcome = RP_OUTCOME_ALREADY_ANSWERED;
         out->choice = g->answer;

@@ -2,6 +2,7 @@
 
 #include "rp_log.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,10 @@ struct rp_pg_conn {
     PGconn *conn;
     unsigned long generation; /* successful connects so far */
     char peer[300];
+    /* For rp_pg_conn_cancel from another thread: made at connect, freed at
+     * drop, under mu. */
+    pthread_mutex_t mu;
+    PGcancel *cancel;
 };
 
 rp_pg_conn *rp_pg_conn_new(const char *dsn, int connect_timeout_s) {
@@ -23,12 +28,15 @@ rp_pg_conn *rp_pg_conn_new(const char *dsn, int connect_timeout_s) {
         return NULL;
     }
     c->connect_timeout_s = connect_timeout_s > 0 ? connect_timeout_s : 5;
+    pthread_mutex_init(&c->mu, NULL);
     return c;
 }
 
 void rp_pg_conn_free(rp_pg_conn *c) {
     if (c == NULL) return;
+    if (c->cancel) PQfreeCancel(c->cancel);
     if (c->conn) PQfinish(c->conn);
+    pthread_mutex_destroy(&c->mu);
     free(c->dsn);
     free(c);
 }
@@ -54,6 +62,10 @@ static void rp_pg_on_notice(void *arg, const char *message) {
 }
 
 static void rp_pg_drop(rp_pg_conn *c) {
+    pthread_mutex_lock(&c->mu);
+    if (c->cancel) PQfreeCancel(c->cancel);
+    c->cancel = NULL;
+    pthread_mutex_unlock(&c->mu);
     if (c->conn) PQfinish(c->conn);
     c->conn = NULL;
     c->peer[0] = '\0';
@@ -82,6 +94,10 @@ rp_status rp_pg_conn_ensure(rp_pg_conn *c, char *err, size_t errlen) {
         return RP_ERR_UNAVAILABLE;
     }
     PQsetNoticeProcessor(c->conn, rp_pg_on_notice, NULL);
+    PGcancel *cancel = PQgetCancel(c->conn);
+    pthread_mutex_lock(&c->mu);
+    c->cancel = cancel;
+    pthread_mutex_unlock(&c->mu);
     c->generation++;
     snprintf(c->peer, sizeof c->peer, "%s:%s/%s", PQhost(c->conn), PQport(c->conn),
              PQdb(c->conn));
@@ -105,6 +121,15 @@ rp_status rp_pg_conn_ping(rp_pg_conn *c, char *err, size_t errlen) {
 }
 
 void rp_pg_conn_close(rp_pg_conn *c) { rp_pg_drop(c); }
+
+bool rp_pg_conn_cancel(rp_pg_conn *c) {
+    char err[256];
+    bool sent = false;
+    pthread_mutex_lock(&c->mu);
+    if (c->cancel) sent = PQcancel(c->cancel, err, sizeof err) == 1;
+    pthread_mutex_unlock(&c->mu);
+    return sent;
+}
 
 unsigned long rp_pg_conn_generation(const rp_pg_conn *c) { return c->generation; }
 

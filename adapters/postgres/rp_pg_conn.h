@@ -34,6 +34,11 @@ rp_status rp_pg_conn_ensure(rp_pg_conn *c, char *err, size_t errlen) RP_MUSTCHEC
 rp_status rp_pg_conn_ping(rp_pg_conn *c, char *err, size_t errlen) RP_MUSTCHECK;
 bool rp_pg_conn_is_up(const rp_pg_conn *c);
 PGconn *rp_pg_conn_handle(rp_pg_conn *c);
+/* From ANY thread (the loop, while the store thread waits on the server):
+ * asks the server to cancel the command in progress, if any (PQcancel).
+ * The waiting call then fails as cancelled (SQLSTATE 57014). True when the
+ * request was sent. */
+bool rp_pg_conn_cancel(rp_pg_conn *c);
 /* Closes the connection now (a caller that gave up waiting on it, or saw
  * it broken mid-protocol); the next rp_pg_conn_ensure connects afresh. */
 void rp_pg_conn_close(rp_pg_conn *c);

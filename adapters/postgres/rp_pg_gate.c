@@ -126,6 +126,7 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
     bool first_ok = !answered || rp_choice_parse(PQgetvalue(r, 0, 1), &first);
     rp__pg_clear(res, 2);
     if (!kind_ok || !first_ok) return rp_settle_nothing(s, RP_ERR_INTERNAL);
+    out->kind = kind;
     if (answered) {
         out->outcome = RP_OUTCOME_ALREADY_ANSWERED;
         out->choice = first;

@@ -140,4 +140,10 @@ void rp_pg_dead_letter_port(rp_pg_store *s, rp_dead_letter_port *out);
  * the broker and publisher ports are left as they are. */
 void rp_pg_store_ports(rp_pg_store *s, rp_ports *ports);
 
+/* The open gates (no answer yet) by kind, for the daemon's metrics; one
+ * read-only query. RP_OK, RP_ERR_UNAVAILABLE, RP_ERR_INTERNAL, RP_ERR_NOMEM
+ * (by_kind all zero then). */
+rp_status rp_pg_store_count_open_gates(rp_pg_store *s,
+                                       int64_t by_kind[RP_GATE_KIND_COUNT_]) RP_MUSTCHECK;
+
 #endif

@@ -297,3 +297,7 @@ bool rp_amqp_publisher_frame(rp_amqp_publisher *p, const amqp_frame_t *f) {
     }
     return false;
 }
+
+size_t rp_amqp_publisher_pending(const rp_amqp_publisher *p) {
+    return p == NULL ? 0 : p->todo.n + p->inflight.n + p->settled.n;
+}

@@ -81,5 +81,9 @@ bool rp_amqp_publisher_frame(rp_amqp_publisher *p, const amqp_frame_t *f);
  * then never called). */
 rp_status rp_amqp_publisher_publish(rp_amqp_publisher *p, const rp_publish *pub) RP_MUSTCHECK;
 
+/* Publishes not settled yet (queued, in flight, or with a callback due):
+ * a stopping daemon waits for this to reach zero. */
+size_t rp_amqp_publisher_pending(const rp_amqp_publisher *p);
+
 
 #endif

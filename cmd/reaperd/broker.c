@@ -31,11 +31,11 @@ static bool rp_rpc_ok(amqp_connection_state_t c, const char *what, char *err, si
     return false;
 }
 
-/* Connect thread: reads only the configuration (never changed while the
- * daemon runs). */
+/* Connect thread: reads only the configuration reaperd started with (a
+ * reload never changes broker.*; d->cfg is the loop's). */
 static bool rp_broker_setup(void *arg, amqp_connection_state_t c, char *err, size_t n) {
     rp_daemon *d = arg;
-    const rp_config *cfg = d->cfg;
+    const rp_config *cfg = d->boot_cfg;
     amqp_exchange_declare(c, 1, amqp_cstring_bytes(cfg->broker.events_exchange),
                           amqp_cstring_bytes("topic"), 0, 1, 0, 0, amqp_empty_table);
     if (!rp_rpc_ok(c, "declaring the events exchange", err, n)) return false;
@@ -75,9 +75,13 @@ static bool rp_tag_is(amqp_bytes_t tag, const char *want) {
 
 static void rp_broker_on_message(void *arg, const rp_amqp_message *msg) {
     rp_daemon *d = arg;
+    /* Stopping: take no new work. Unacked, the delivery goes to the next
+     * reaper when this connection closes. */
+    if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) return;
     if (rp_tag_is(msg->consumer_tag, RP_CONTROL_CONSUMER_TAG)) {
         rp_control_on_message(d, msg);
     } else if (rp_tag_is(msg->consumer_tag, RP_EVENTS_CONSUMER_TAG)) {
+        rp_observe_event(d, msg);
         char key[128];
         snprintf(key, sizeof key, "%.*s", (int)msg->routing_key.len,
                  (const char *)msg->routing_key.bytes);

@@ -104,6 +104,7 @@ static void rp_ctl_reply(rp_ctl *c, rp_proto_buf *buf) {
 }
 
 static void rp_ctl_error(rp_ctl *c, const char *op, rp_status code, const char *message) {
+    rp_metrics_control(&c->d->metrics, op, rp_proto_error_code(code));
     rp_proto_buf buf = {0};
     if (rp_proto_encode_error_reply(op, code, message, c->enc, &buf) != RP_OK) {
         rp_broker_ack(c->d, c->generation, c->delivery_tag);
@@ -115,6 +116,7 @@ static void rp_ctl_error(rp_ctl *c, const char *op, rp_status code, const char *
 
 static void rp_ctl_encoded(rp_ctl *c, rp_status est, rp_proto_buf *buf) {
     if (est == RP_OK) {
+        rp_metrics_control(&c->d->metrics, rp_op_string(c->req.op), "ok");
         rp_ctl_reply(c, buf);
         return;
     }
@@ -221,6 +223,8 @@ static void rp_ctl_answer_done(void *arg, bool cancelled) {
         rp_ctl_error(c, "answer", c->st, msg);
         return;
     }
+    if (c->answer.outcome != RP_OUTCOME_ALREADY_ANSWERED)
+        rp_metrics_gate_answered(&c->d->metrics, c->answer.kind, c->answer.choice);
     RP_INFO("gate answered", "gate", gate, "choice", rp_choice_string(c->answer.choice),
             "outcome", rp_outcome_string(c->answer.outcome), "user", c->has_user ? c->user : NULL,
             NULL);
@@ -303,6 +307,7 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         /* The message says what is wrong; the request's bytes are not logged. */
         RP_WARN("control request refused", "code", rp_proto_error_code(perr.code), "reason",
                 perr.message, "user", c->has_user ? c->user : NULL, NULL);
+        rp_metrics_control(&d->metrics, rp_op_string(c->req.op), rp_proto_error_code(perr.code));
         rp_proto_buf buf = {0};
         if (rp_proto_encode_decode_error(&perr, c->enc, &buf) != RP_OK) {
             rp_broker_ack(d, c->generation, c->delivery_tag);

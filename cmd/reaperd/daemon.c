@@ -114,6 +114,7 @@ static void rp_pass_work(void *ctx, void *arg) {
     rp_daemon *d = ctx;
     rp_pass_job *job = arg;
     rp_pass_runner_run(&d->runner, &job->req);
+    rp_observe_pass_store(d, &job->req);
     rp_store_tell(d->store, d, rp_pg_conn_is_up(d->runner.conn), "lost during a pass");
 }
 
@@ -144,6 +145,7 @@ static void rp_pass_done(void *arg, bool cancelled) {
             RP_ERROR("pass stopped early", "scope", job->scope_name, "status",
                      rp_status_string(job->req.status), NULL);
         rp_report_log(&job->req.report, job->scope_name, job->req.duration_ms);
+        rp_observe_pass_done(d, &job->req);
         d->last_pass_at = rp_wall_ms();
         if (job->req.open_sightings >= 0) d->open_sightings = job->req.open_sightings;
         rp_arm_deadline(d, &job->req);
@@ -155,6 +157,7 @@ static void rp_pass_done(void *arg, bool cancelled) {
 }
 
 static void rp_submit_pass(rp_daemon *d, rp_pass_scope scope) {
+    if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) return;
     if (d->pass_running) {
         if (scope == RP_PASS_FULL) d->want_sweep = true;
         else d->want_leases = true;
@@ -183,9 +186,38 @@ static void rp_submit_pass(rp_daemon *d, rp_pass_scope scope) {
     d->want_leases = false; /* every pass reaps leases */
 }
 
+/* A store job counted while in flight, so that a stop waits for it. */
+typedef struct rp_counted_job {
+    rp_daemon *d;
+    rp_work_fn fn;
+    rp_done_fn done;
+    void *job;
+} rp_counted_job;
+
+static void rp_counted_work(void *ctx, void *arg) {
+    rp_counted_job *cj = arg;
+    cj->fn(ctx, cj->job);
+}
+
+static void rp_counted_done(void *arg, bool cancelled) {
+    rp_counted_job *cj = arg;
+    cj->d->store_jobs--;
+    cj->done(cj->job, cancelled);
+    free(cj);
+}
+
 rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done, void *job) {
     if (d->store == NULL || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) return RP_ERR_CLOSED;
-    return rp_worker_submit(d->store, fn, done, job);
+    rp_counted_job *cj = malloc(sizeof *cj);
+    if (cj == NULL) return RP_ERR_NOMEM;
+    *cj = (rp_counted_job){d, fn, done, job};
+    rp_status st = rp_worker_submit(d->store, rp_counted_work, rp_counted_done, cj);
+    if (st != RP_OK) {
+        free(cj);
+        return st;
+    }
+    d->store_jobs++;
+    return RP_OK;
 }
 
 static void rp_on_sweep(evutil_socket_t fd, short what, void *arg) {
@@ -200,29 +232,17 @@ static void rp_on_deadline(evutil_socket_t fd, short what, void *arg) {
     rp_submit_pass(arg, RP_PASS_LEASES);
 }
 
-/* ---- signals and the run ------------------------------------------------- */
-
-static void rp_on_stop_signal(evutil_socket_t sig, short what, void *arg) {
-    RP_UNUSED(what);
-    rp_daemon *d = arg;
-    RP_INFO("stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", "pass_running",
-            d->pass_running ? "true" : "false", NULL);
-    /* A pass in flight stops after the row it is on (each row commits on
-     * its own, so nothing is lost or half done). */
-    __atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
-    /* A pass waiting on the management API is released at once. */
-    if (d->mgmt) rp_mgmt_bridge_close(d->mgmt);
-    event_base_loopexit(d->base, NULL);
-}
+/* ---- the run ---------------------------------------------------------------- */
 
 static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     const rp_config *cfg = d->cfg;
-    d->sig_term = evsignal_new(d->base, SIGTERM, rp_on_stop_signal, d);
-    d->sig_int = evsignal_new(d->base, SIGINT, rp_on_stop_signal, d);
+    /* HTTP first: an address that cannot be bound stops reaperd before it
+     * connects to anything. Signals (stop, reload) are in signals.c. */
+    rp_status hst = rp_observe_start(d);
+    if (hst != RP_OK) return hst;
     d->sweep_ev = event_new(d->base, -1, EV_PERSIST, rp_on_sweep, d);
     d->deadline_ev = evtimer_new(d->base, rp_on_deadline, d);
-    if (!d->sig_term || !d->sig_int || !d->sweep_ev || !d->deadline_ev ||
-        evsignal_add(d->sig_term, NULL) || evsignal_add(d->sig_int, NULL)) {
+    if (!d->sweep_ev || !d->deadline_ev || rp_signals_start(d) != RP_OK) {
         RP_ERROR("cannot set up the loop's events", NULL);
         return RP_ERR_INTERNAL;
     }
@@ -279,6 +299,7 @@ int rp_daemon_run(const rp_config *cfg, const char *broker_password) {
     rp_daemon d;
     memset(&d, 0, sizeof d);
     d.cfg = cfg;
+    d.boot_cfg = cfg;
     d.exit_code = 1;
     if (evthread_use_pthreads() != 0 || (d.base = event_base_new()) == NULL) {
         RP_ERROR("cannot create the event loop", NULL);
@@ -297,8 +318,8 @@ int rp_daemon_run(const rp_config *cfg, const char *broker_password) {
     rp_broker_stop(&d);
     rp_pass_runner_cleanup(&d.runner);
     rp_mgmt_bridge_free(d.mgmt);
-    if (d.sig_term) event_free(d.sig_term);
-    if (d.sig_int) event_free(d.sig_int);
+    rp_http_free(d.http);
+    rp_signals_cleanup(&d);
     if (d.sweep_ev) event_free(d.sweep_ev);
     if (d.deadline_ev) event_free(d.deadline_ev);
     event_base_free(d.base);

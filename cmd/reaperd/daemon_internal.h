@@ -13,6 +13,8 @@
 #include <stdbool.h>
 
 #include "broker_http.h"
+#include "http.h"
+#include "rp_metrics.h"
 #include "pass_runner.h"
 #include "rp_mgmt_bridge.h"
 #include "rp_amqp_conn.h"
@@ -25,9 +27,19 @@
 #define RP_EVENTS_CONSUMER_TAG "reaper.events"
 #define RP_CONTROL_PREFETCH 16
 
+typedef struct rp_cfg_snapshot rp_cfg_snapshot;
+
 typedef struct rp_daemon {
     struct event_base *base;
+    /* The configuration in force (loop thread). A reload (SIGHUP) replaces
+     * it with a new snapshot; the store thread switches at its next job
+     * (runner.cfg). boot_cfg is the configuration reaperd started with:
+     * keys that need a restart (broker.*, store.*, http.listen) never
+     * change, so a thread other than the loop (the AMQP connect thread)
+     * reads those from boot_cfg, which lives as long as the daemon. */
     const rp_config *cfg;
+    const rp_config *boot_cfg;
+    rp_cfg_snapshot *snapshots; /* every reload's config, freed at exit */
     struct event *sig_term, *sig_int;
     struct event *sweep_ev;    /* every interval_seconds, when reap.enabled */
     struct event *deadline_ev; /* the next lease deadline */
@@ -58,6 +70,16 @@ typedef struct rp_daemon {
     rp_time_ms last_pass_at;
     int64_t open_sightings;
     int exit_code;
+
+    /* Metrics (any thread: atomics) and the HTTP endpoints (loop). */
+    rp_metrics metrics;
+    rp_http *http;
+    /* Signals and the bounded stop (signals.c). */
+    struct event *sig_hup;
+    struct event *stop_check_ev; /* polls for in-flight work while stopping */
+    int64_t stop_deadline_ms;    /* monotonic; the grace runs out then */
+    unsigned store_jobs;         /* store jobs submitted and not yet done */
+    bool stop_cancelled;         /* the store's command was cancelled */
 } rp_daemon;
 
 /* broker.c */
@@ -72,6 +94,21 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg);
 
 /* feed.c: the publisher port (store thread) feeding the events exchange. */
 void rp_feed_port(rp_daemon *d, rp_publisher_port *out);
+
+/* signals.c: SIGHUP reload, the bounded stop on SIGTERM/SIGINT. */
+rp_status rp_signals_start(rp_daemon *d) RP_MUSTCHECK;
+void rp_signals_cleanup(rp_daemon *d);
+/* The grace a stop waits for work in flight before closing anyway. */
+#define RP_STOP_GRACE_MS 10000
+
+/* observe.c: the metrics glue (HTTP start, loop-side state, event lag,
+ * the store-side counts after a pass). */
+rp_status rp_observe_start(rp_daemon *d) RP_MUSTCHECK;
+void rp_observe_event(rp_daemon *d, const rp_amqp_message *msg);
+/* Store thread, after a daemon pass: the open sightings and gates. */
+void rp_observe_pass_store(rp_daemon *d, const rp_pass_request *req);
+/* Loop, when a daemon pass is done: its duration and result. */
+void rp_observe_pass_done(rp_daemon *d, const rp_pass_request *req);
 
 /* daemon.c: runs fn(job) on the store thread, then done(job) on the loop. */
 rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done,

@@ -34,12 +34,19 @@ static void rp_feed_lower(char *dst, size_t n, const char *src) {
     dst[i] = '\0';
 }
 
+typedef struct rp_feed_sent {
+    rp_daemon *d;
+    char id[48];
+} rp_feed_sent;
+
 static void rp_feed_settled(void *arg, rp_publish_outcome outcome) {
-    char *id = arg;
-    if (outcome != RP_PUBLISH_CONFIRMED)
+    rp_feed_sent *sent = arg;
+    if (outcome != RP_PUBLISH_CONFIRMED) {
+        rp_metrics_feed_publish_failed(&sent->d->metrics);
         RP_WARN("ledger event not published to the events exchange (it stays on the ledger)",
-                "event", id, "outcome", rp_publish_outcome_string(outcome), NULL);
-    free(id);
+                "event", sent->id, "outcome", rp_publish_outcome_string(outcome), NULL);
+    }
+    free(sent);
 }
 
 /* Loop thread: hand the encoded event to the publisher. */
@@ -58,7 +65,11 @@ static void rp_feed_on_loop(void *job, bool cancelled) {
         props.timestamp = (uint64_t)it->at_seconds;
         props.type = amqp_cstring_bytes("QueueReaped");
         props.app_id = amqp_cstring_bytes("reaperd");
-        char *id = strdup(it->message_id);
+        rp_feed_sent *id = malloc(sizeof *id);
+        if (id) {
+            id->d = d;
+            snprintf(id->id, sizeof id->id, "%s", it->message_id);
+        }
         rp_publish pub = {
             .exchange = d->cfg->broker.events_exchange,
             .routing_key = it->routing_key,
@@ -71,6 +82,7 @@ static void rp_feed_on_loop(void *job, bool cancelled) {
         };
         if (id == NULL || rp_amqp_publisher_publish(d->publisher, &pub) != RP_OK) {
             free(id);
+            rp_metrics_feed_publish_failed(&d->metrics);
             RP_WARN("out of memory: a ledger event was not published", "event", it->message_id,
                     NULL);
         }
@@ -86,6 +98,10 @@ static rp_status rp_feed_publish(void *self, const rp_ledger_event *ev) {
     if (it == NULL) return RP_ERR_NOMEM;
     it->d = d;
     const rp_verdict *v = ev->verdict;
+    /* Metrics: every committed ledger event passes here (store thread). */
+    rp_metrics_reaped(&d->metrics, v->source, v->condition, v->action);
+    if (v->condition == RP_COND_DEAD_LETTER && v->action == RP_ACTION_PARKED)
+        rp_metrics_dead_letters_parked(&d->metrics, 1);
     char src[24], cond[32], act[24];
     rp_feed_lower(src, sizeof src, rp_source_string(v->source));
     rp_feed_lower(cond, sizeof cond, rp_condition_string(v->condition));

@@ -1,8 +1,9 @@
 /*
  * reaperd - the reaper daemon: command line, configuration, then the loop.
  *
- * Exit codes (CONTRACT section 4): 0 ok; 1 the daemon could not run; 2 usage
- * or configuration error.
+ * Exit codes (CONTRACT section 4): 0 ok; 1 the daemon could not run (an
+ * http.listen that cannot be bound included); 2 usage or configuration
+ * error.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -45,7 +46,15 @@ static void rp_usage(FILE *f) {
             "  -h, --help          print this help and exit\n"
             "\n"
             "Every key can be set as REAPER_<SECTION>_<KEY> (e.g. REAPER_REAP_INTERVAL_SECONDS);\n"
-            "the environment wins over the file. Exit codes: 0 ok, 1 could not run,\n"
+            "the environment wins over the file.\n"
+            "\n"
+            "The daemon serves GET /metrics, /healthz and /readyz on http.listen (port 0:\n"
+            "any free port, logged at start). SIGTERM or SIGINT: stop taking work, finish\n"
+            "what is in flight (at most 10 s, then cancel), exit 0. SIGHUP: read the\n"
+            "configuration again; a refused one is logged and the old one kept; broker.*,\n"
+            "store.* and http.listen apply only at the next start.\n"
+            "\n"
+            "Exit codes: 0 ok; 1 could not run (e.g. http.listen cannot be bound);\n"
             "2 usage or configuration error.\n");
 }
 

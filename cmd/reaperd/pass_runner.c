@@ -117,9 +117,16 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
             req->status = RP_ERR_NOMEM;
     }
     req->duration_ms = rp_mono_ms() - t0;
+    /* Stopping (SIGTERM): what follows serves the next pass; skip it. */
+    if (req->should_stop && req->should_stop(req->stop_arg)) return;
     rp_sighting_list open = {0};
-    if (r->ports.store.list_open_sightings(r->ports.store.self, &open) == RP_OK)
+    if (r->ports.store.list_open_sightings(r->ports.store.self, &open) == RP_OK) {
         req->open_sightings = (int64_t)open.n;
+        memset(req->open_by_condition, 0, sizeof req->open_by_condition);
+        for (size_t i = 0; i < open.n; i++)
+            if ((int)open.rows[i].condition >= 0 && open.rows[i].condition < RP_COND_COUNT_)
+                req->open_by_condition[open.rows[i].condition]++;
+    }
     if (r->ports.store.next_lease_deadline &&
         r->ports.store.next_lease_deadline(r->ports.store.self, cfg->reap.lease_grace_seconds,
                                            &req->deadline_at, &req->deadline_known) != RP_OK)

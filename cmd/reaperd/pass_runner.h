@@ -48,6 +48,7 @@ typedef struct rp_pass_request {
     int64_t clock_offset_ms;   /* this host's clock minus the store's, then */
     int64_t duration_ms;
     int64_t open_sightings;    /* after the pass; -1 when unknown */
+    int64_t open_by_condition[RP_COND_COUNT_]; /* the same by condition, when known */
     bool deadline_known;       /* a leased row is still in the table */
     rp_time_ms deadline_at;    /* its lease_expires_at + grace */
 } rp_pass_request;

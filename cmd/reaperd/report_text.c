@@ -66,7 +66,7 @@ void rp_report_print(FILE *f, const rp_report *r, rp_time_ms at, int64_t duratio
 void rp_verdict_log(void *arg, const rp_verdict *v, bool dry_run) {
     RP_UNUSED(arg);
     rp_log_level level = v->action == RP_ACTION_SURFACED ? RP_LOG_WARN : RP_LOG_INFO;
-    if (level < rp_log_min_level) return;
+    if (level < rp_log_level_now()) return;
     char m[96];
     rp_measure(v, m, sizeof m);
     const char *msg = v->action == RP_ACTION_SURFACED  ? "condition surfaced"

@@ -205,6 +205,65 @@ int rp_run_capture(char *const argv[], char *const extra_env[], char **out, char
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* ---- HTTP ---- */
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+int itest_reaperd_http_port(rp_child *c, int timeout_ms) {
+    if (!rp_child_wait_for(c, "http listening", timeout_ms)) return -1;
+    const char *line = strstr(c->log, "http listening");
+    const char *at = strstr(line, "127.0.0.1:");
+    if (at == NULL) return -1;
+    return atoi(at + strlen("127.0.0.1:"));
+}
+
+int itest_http(int port, const char *method, const char *path, char **body, int timeout_ms) {
+    if (body) *body = NULL;
+    long until = rp_now_ms() + timeout_ms;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    char req[512];
+    int n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", method, path);
+    if (write(fd, req, (size_t)n) != n) {
+        close(fd);
+        return -1;
+    }
+    size_t cap = 8192, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        long left = until - rp_now_ms();
+        struct pollfd pfd = {fd, POLLIN, 0};
+        if (left <= 0 || poll(&pfd, 1, (int)left) <= 0) {
+            free(buf);
+            close(fd);
+            return -1;
+        }
+        if (len + 4096 + 1 > cap) buf = realloc(buf, cap *= 2);
+        ssize_t r = read(fd, buf + len, 4096);
+        if (r < 0) {
+            free(buf);
+            close(fd);
+            return -1;
+        }
+        if (r == 0) break;
+        len += (size_t)r;
+    }
+    close(fd);
+    buf[len] = '\0';
+    int code = -1;
+    if (sscanf(buf, "HTTP/1.%*d %d", &code) != 1) code = -1;
+    const char *sep = strstr(buf, "\r\n\r\n");
+    if (body) *body = strdup(sep ? sep + 4 : "");
+    free(buf);
+    return code;
+}
+
 /* ---- AMQP client for tests ---- */
 #include <amqp_tcp_socket.h>
 

@@ -47,6 +47,16 @@ void rp_child_free(rp_child *c);
  * caller frees). Returns the exit code, or -1 if it could not run. */
 int rp_run_capture(char *const argv[], char *const extra_env[], char **out, char **err);
 
+/* The port a running reaperd's HTTP endpoints are bound to, read from its
+ * "http listening" log line (JSON or text), waiting up to timeout_ms; -1
+ * when it never said. (Tests run reaperd with REAPER_HTTP_LISTEN at port 0:
+ * tests/CMakeLists.txt.) */
+int itest_reaperd_http_port(rp_child *c, int timeout_ms);
+/* GET (or another method) path from 127.0.0.1:port, HTTP/1.0, waiting at
+ * most timeout_ms in all. Returns the status code with the body in *body
+ * (heap, NUL-terminated; may be NULL), or -1 when no answer came in time. */
+int itest_http(int port, const char *method, const char *path, char **body, int timeout_ms);
+
 #endif
 
 /* ---- AMQP client for tests (rabbitmq-c, blocking, test side only) ---- */

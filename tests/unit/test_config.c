@@ -344,6 +344,9 @@ static void test_other_key_rules(void **state) {
     expect_refused(RP_CFG_HTTP_LISTEN, "::1:9464", "not host:port");
     expect_accepted(RP_CFG_HTTP_LISTEN, "[::1]:9464");
     expect_accepted(RP_CFG_HTTP_LISTEN, ":9464");
+    expect_accepted(RP_CFG_HTTP_LISTEN, "127.0.0.1:0");
+    expect_refused(RP_CFG_HTTP_LISTEN, "127.0.0.1:", "not host:port");
+    expect_refused(RP_CFG_HTTP_LISTEN, "127.0.0.1:-1", "not host:port");
     expect_refused(RP_CFG_CONTROL_ALLOWED_USERS, "alice,,bob", "item 2 is empty");
     expect_refused(RP_CFG_BROKER_TLS_CERT_FILE, "/etc/c.pem", "broker.tls.key_file is not");
     expect_refused(RP_CFG_BROKER_TLS_KEY_FILE, "/etc/k.pem", "broker.tls.cert_file is not");

@@ -1,0 +1,48 @@
+/*
+ * http.h - reaperd's HTTP endpoints (CONTRACT section 7), libevent's evhttp
+ * on the daemon's loop:
+ *   GET /metrics  the Prometheus text format (rp_metrics_render)
+ *   GET /healthz  200 while the loop runs (the loop answers it)
+ *   GET /readyz   200 only while the broker and the store are connected,
+ *                 else 503 naming what is down
+ * Anything else is 404; a method other than GET or HEAD is refused by
+ * evhttp. A scrape renders from the metrics' atomics on the loop: it never
+ * waits on the store thread, the database or the broker.
+ *
+ * http.listen is host:port, [v6]:port or :port (every IPv4 address); port
+ * 0 binds a free port, which rp_http_bound() gives (and the daemon logs).
+ *
+ * Ownership: rp_http_new borrows base, metrics and the hooks' arg for the
+ * server's life; rp_http_free closes the socket and every connection.
+ * Threads: loop thread only.
+ */
+#ifndef RP_HTTP_H
+#define RP_HTTP_H
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rp_metrics.h"
+#include "rp_status.h"
+
+typedef struct rp_http_hooks {
+    /* Called on the loop before /metrics renders (to copy loop-side state
+     * into the registry). May be NULL. */
+    void (*refresh)(void *arg);
+    /* Whether the daemon is ready; fills why (e.g. "broker down") when not. */
+    bool (*ready)(void *arg, char *why, size_t cap);
+    void *arg;
+} rp_http_hooks;
+
+typedef struct rp_http rp_http;
+
+/* Binds listen and starts serving. NULL with a reason in err (the address
+ * cannot be parsed or bound, or out of memory). */
+rp_http *rp_http_new(struct event_base *base, const char *listen, rp_metrics *metrics,
+                     const rp_http_hooks *hooks, char *err, size_t errlen);
+/* The bound address ("127.0.0.1:41234", "[::1]:9464"). */
+const char *rp_http_bound(const rp_http *h);
+void rp_http_free(rp_http *h);
+
+#endif

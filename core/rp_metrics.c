@@ -1,0 +1,299 @@
+/* The metrics registry and its text-format rendering (rp_metrics.h). Every
+ * value is read and written with __atomic builtins (relaxed: each value is
+ * independent; a scrape needs no ordering between them). */
+#include "rp_metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+
+const double rp_metrics_bucket_bounds[RP_METRICS_BUCKETS] = {
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+
+static const char *const rp_backend_names[RP_METRICS_BACKEND_COUNT_] = {"broker", "store"};
+static const char *const rp_scope_names[RP_METRICS_SCOPE_COUNT_] = {"full", "leases"};
+static const char *const rp_result_names[RP_METRICS_RESULT_COUNT_] = {"ok", "unreadable",
+                                                                       "error"};
+static const char *const rp_op_names[RP_METRICS_OPS] = {"reap", "answer", "gates", "status",
+                                                        "unknown"};
+static const char *const rp_outcome_names[RP_METRICS_OUTCOMES] = {
+    "ok", "bad_request", "unknown_op", "forbidden", "not_found", "conflict", "unavailable",
+    "internal"};
+
+void rp_metrics_init(rp_metrics *m, const char *version) {
+    memset(m, 0, sizeof *m);
+    snprintf(m->version, sizeof m->version, "%s", version ? version : "");
+}
+
+void rp_metrics_set_up(rp_metrics *m, rp_metrics_backend b, bool up) {
+    if ((int)b < 0 || b >= RP_METRICS_BACKEND_COUNT_) return;
+    STORE(&m->up[b], up ? 1u : 0u);
+}
+
+void rp_metrics_reaped(rp_metrics *m, rp_source s, rp_condition c, rp_action a) {
+    if ((int)s < 0 || s >= RP_SOURCE_COUNT_ || (int)c < 0 || c >= RP_COND_COUNT_ || (int)a < 0 ||
+        a >= RP_ACTION_COUNT_)
+        return;
+    ADD(&m->reaped[s][c][a], 1);
+}
+
+void rp_metrics_set_sightings_open(rp_metrics *m, const int64_t by_condition[RP_COND_COUNT_]) {
+    for (int i = 0; i < RP_COND_COUNT_; i++) STORE(&m->sightings_open[i], by_condition[i]);
+    STORE(&m->sightings_known, 1u);
+}
+
+void rp_metrics_dead_letters_parked(rp_metrics *m, uint64_t n) { ADD(&m->dead_letters_parked, n); }
+
+void rp_metrics_set_gates_open(rp_metrics *m, const int64_t by_kind[RP_GATE_KIND_COUNT_]) {
+    for (int i = 0; i < RP_GATE_KIND_COUNT_; i++) STORE(&m->gates_open[i], by_kind[i]);
+    STORE(&m->gates_open_known, 1u);
+}
+
+void rp_metrics_gate_answered(rp_metrics *m, rp_gate_kind k, rp_choice c) {
+    if ((int)k < 0 || k >= RP_GATE_KIND_COUNT_ || (int)c < 0 || c >= RP_CHOICE_COUNT_) return;
+    ADD(&m->gates_answered[k][c], 1);
+}
+
+void rp_metrics_pass(rp_metrics *m, rp_metrics_scope scope, rp_metrics_result result,
+                     int64_t duration_us) {
+    if ((int)scope < 0 || scope >= RP_METRICS_SCOPE_COUNT_ || (int)result < 0 ||
+        result >= RP_METRICS_RESULT_COUNT_)
+        return;
+    if (duration_us < 0) duration_us = 0;
+    rp_metrics_histogram *h = &m->pass_duration[scope];
+    double s = (double)duration_us / 1e6;
+    size_t b = 0;
+    while (b < RP_METRICS_BUCKETS && s > rp_metrics_bucket_bounds[b]) b++;
+    ADD(&h->buckets[b], 1);
+    ADD(&h->sum_us, (uint64_t)duration_us);
+    ADD(&h->count, 1);
+    ADD(&m->passes[scope][result], 1);
+}
+
+void rp_metrics_set_event_lag_ms(rp_metrics *m, int64_t lag_ms) {
+    STORE(&m->event_lag_ms, lag_ms < 0 ? 0 : lag_ms);
+    STORE(&m->event_lag_known, 1u);
+}
+
+static size_t rp_index_of(const char *const *names, size_t n, const char *v, size_t fallback) {
+    if (v == NULL) return fallback;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], v) == 0) return i;
+    return fallback;
+}
+
+void rp_metrics_control(rp_metrics *m, const char *op, const char *outcome) {
+    size_t o = rp_index_of(rp_op_names, RP_METRICS_OPS, op, RP_METRICS_OPS - 1);
+    size_t r = rp_index_of(rp_outcome_names, RP_METRICS_OUTCOMES, outcome, RP_METRICS_OUTCOMES - 1);
+    ADD(&m->control[o][r], 1);
+}
+
+void rp_metrics_feed_publish_failed(rp_metrics *m) { ADD(&m->feed_publish_failures, 1); }
+
+/* ---- rendering ------------------------------------------------------------ */
+
+size_t rp_metrics_escape_label(const char *v, char *buf, size_t cap) {
+    size_t n = 0, written = 0;
+    bool room = cap > 0;
+    for (const char *p = v ? v : ""; *p; p++) {
+        char one[2] = {*p, '\0'};
+        const char *rep = *p == '\\' ? "\\\\" : *p == '"' ? "\\\"" : *p == '\n' ? "\\n" : one;
+        size_t k = strlen(rep);
+        if (room && written + k + 1 <= cap) {
+            memcpy(buf + written, rep, k);
+            written += k;
+        } else {
+            room = false;
+        }
+        n += k;
+    }
+    if (cap > 0) buf[written] = '\0';
+    return n;
+}
+
+typedef struct rp_mbuf {
+    char *p;
+    size_t len, cap;
+    bool nomem;
+} rp_mbuf;
+
+static void rp_mbuf_printf(rp_mbuf *b, const char *fmt, ...) RP_PRINTF(2, 3);
+
+static void rp_mbuf_printf(rp_mbuf *b, const char *fmt, ...) {
+    if (b->nomem) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->nomem = true;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap * 2 + (size_t)n;
+        char *p = realloc(b->p, cap);
+        if (p == NULL) {
+            b->nomem = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+}
+
+static void rp_family(rp_mbuf *b, const char *name, const char *type, const char *help) {
+    rp_mbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Label values here are the core's enum names (no escapes needed), except
+ * the version, which is escaped. */
+static void rp_render_histogram(rp_mbuf *b, const char *name, const char *scope,
+                                const rp_metrics_histogram *h) {
+    uint64_t cum = 0;
+    for (size_t i = 0; i <= RP_METRICS_BUCKETS; i++) {
+        cum += LOAD(&h->buckets[i]);
+        if (i < RP_METRICS_BUCKETS)
+            rp_mbuf_printf(b, "%s_bucket{scope=\"%s\",le=\"%g\"} %llu\n", name, scope,
+                           rp_metrics_bucket_bounds[i], (unsigned long long)cum);
+        else
+            rp_mbuf_printf(b, "%s_bucket{scope=\"%s\",le=\"+Inf\"} %llu\n", name, scope,
+                           (unsigned long long)cum);
+    }
+    /* The count is the +Inf bucket, so the two always agree in one scrape
+     * even while a pass is being recorded. */
+    uint64_t sum = LOAD(&h->sum_us);
+    rp_mbuf_printf(b, "%s_sum{scope=\"%s\"} %llu.%06llu\n", name, scope,
+                   (unsigned long long)(sum / 1000000), (unsigned long long)(sum % 1000000));
+    rp_mbuf_printf(b, "%s_count{scope=\"%s\"} %llu\n", name, scope, (unsigned long long)cum);
+}
+
+static void rp_lower(char *dst, size_t n, const char *src) {
+    size_t i = 0;
+    for (; src[i] && i + 1 < n; i++)
+        dst[i] = (src[i] >= 'A' && src[i] <= 'Z') ? (char)(src[i] - 'A' + 'a') : src[i];
+    dst[i] = '\0';
+}
+
+rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
+    rp_mbuf b = {malloc(8192), 0, 8192, false};
+    *out = NULL;
+    if (len) *len = 0;
+    if (b.p == NULL) return RP_ERR_NOMEM;
+    b.p[0] = '\0';
+
+    char ver[160];
+    rp_metrics_escape_label(m->version, ver, sizeof ver);
+    rp_family(&b, "reaper_build_info", "gauge", "The running reaperd's version (always 1).");
+    rp_mbuf_printf(&b, "reaper_build_info{version=\"%s\"} 1\n", ver);
+
+    rp_family(&b, "reaper_up", "gauge", "1 while the backend is connected, else 0.");
+    for (int i = 0; i < RP_METRICS_BACKEND_COUNT_; i++)
+        rp_mbuf_printf(&b, "reaper_up{backend=\"%s\"} %u\n", rp_backend_names[i], LOAD(&m->up[i]));
+
+    /* Conditions and actions in lower case, as on the events exchange's
+     * routing keys; sources as on the wire (job_queue, broker). */
+    rp_family(&b, "reaper_reaped_total", "counter",
+              "Committed ledger events, by source, condition and action.");
+    for (int s = 0; s < RP_SOURCE_COUNT_; s++)
+        for (int c = 0; c < RP_COND_COUNT_; c++)
+            for (int a = 0; a < RP_ACTION_COUNT_; a++) {
+                uint64_t v = LOAD(&m->reaped[s][c][a]);
+                if (v == 0) continue;
+                char cond[32], act[32];
+                rp_lower(cond, sizeof cond, rp_condition_string((rp_condition)c));
+                rp_lower(act, sizeof act, rp_action_string((rp_action)a));
+                rp_mbuf_printf(&b,
+                               "reaper_reaped_total{source=\"%s\",condition=\"%s\",action=\"%s\"} "
+                               "%llu\n",
+                               rp_source_string((rp_source)s), cond, act, (unsigned long long)v);
+            }
+
+    rp_family(&b, "reaper_sightings_open", "gauge",
+              "Open sightings (surfaced conditions not yet cleared), after the last pass.");
+    if (LOAD(&m->sightings_known))
+        for (int c = 1; c < RP_COND_COUNT_; c++) {
+            char cond[32];
+            rp_lower(cond, sizeof cond, rp_condition_string((rp_condition)c));
+            rp_mbuf_printf(&b, "reaper_sightings_open{condition=\"%s\"} %lld\n", cond,
+                           (long long)LOAD(&m->sightings_open[c]));
+        }
+
+    rp_family(&b, "reaper_dead_letters_parked_total", "counter",
+              "Dead letters parked (job, gate and ledger event committed).");
+    rp_mbuf_printf(&b, "reaper_dead_letters_parked_total %llu\n",
+                   (unsigned long long)LOAD(&m->dead_letters_parked));
+
+    rp_family(&b, "reaper_gates_open", "gauge", "Gates waiting for a person, by kind.");
+    if (LOAD(&m->gates_open_known))
+        for (int k = 0; k < RP_GATE_KIND_COUNT_; k++)
+            rp_mbuf_printf(&b, "reaper_gates_open{kind=\"%s\"} %lld\n",
+                           rp_gate_kind_string((rp_gate_kind)k), (long long)LOAD(&m->gates_open[k]));
+
+    /* The choices each kind takes (CONTRACT section 5). */
+    static const struct {
+        rp_gate_kind kind;
+        rp_choice choice;
+    } answered[] = {{RP_GATE_DELIVERY_EXHAUSTED, RP_CHOICE_RETRY},
+                    {RP_GATE_DELIVERY_EXHAUSTED, RP_CHOICE_DISMISS},
+                    {RP_GATE_BUS_DEAD_LETTERED, RP_CHOICE_REPLAY},
+                    {RP_GATE_BUS_DEAD_LETTERED, RP_CHOICE_DISMISS}};
+    rp_family(&b, "reaper_gates_answered_total", "counter", "Gates answered, by kind and choice.");
+    for (size_t i = 0; i < RP_ARRAY_LEN(answered); i++)
+        rp_mbuf_printf(&b, "reaper_gates_answered_total{kind=\"%s\",choice=\"%s\"} %llu\n",
+                       rp_gate_kind_string(answered[i].kind), rp_choice_string(answered[i].choice),
+                       (unsigned long long)LOAD(&m->gates_answered[answered[i].kind][answered[i].choice]));
+
+    rp_family(&b, "reaper_pass_duration_seconds", "histogram",
+              "How long the daemon's passes took (full: the sweep; leases: the lease reap).");
+    for (int s = 0; s < RP_METRICS_SCOPE_COUNT_; s++)
+        rp_render_histogram(&b, "reaper_pass_duration_seconds", rp_scope_names[s],
+                            &m->pass_duration[s]);
+
+    rp_family(&b, "reaper_passes_total", "counter", "Passes run by the daemon, by scope and result.");
+    for (int s = 0; s < RP_METRICS_SCOPE_COUNT_; s++)
+        for (int r = 0; r < RP_METRICS_RESULT_COUNT_; r++)
+            rp_mbuf_printf(&b, "reaper_passes_total{scope=\"%s\",result=\"%s\"} %llu\n",
+                           rp_scope_names[s], rp_result_names[r],
+                           (unsigned long long)LOAD(&m->passes[s][r]));
+
+    rp_family(&b, "reaper_event_lag_seconds", "gauge",
+              "For the last broker event handled: now minus its timestamp_in_ms.");
+    if (LOAD(&m->event_lag_known)) {
+        int64_t lag = LOAD(&m->event_lag_ms);
+        rp_mbuf_printf(&b, "reaper_event_lag_seconds %lld.%03lld\n", (long long)(lag / 1000),
+                       (long long)(lag % 1000));
+    }
+
+    rp_family(&b, "reaper_control_requests_total", "counter",
+              "Control requests answered, by op and outcome (ok or the error code).");
+    for (int o = 0; o < RP_METRICS_OPS; o++)
+        for (int r = 0; r < RP_METRICS_OUTCOMES; r++) {
+            uint64_t v = LOAD(&m->control[o][r]);
+            /* ok for the four real ops always; the rest once they happen. */
+            if (v == 0 && (r != 0 || o == RP_METRICS_OPS - 1)) continue;
+            rp_mbuf_printf(&b, "reaper_control_requests_total{op=\"%s\",outcome=\"%s\"} %llu\n",
+                           rp_op_names[o], rp_outcome_names[r], (unsigned long long)v);
+        }
+
+    rp_family(&b, "reaper_feed_publish_failures_total", "counter",
+              "Ledger events not published to the events exchange (they stay on the ledger).");
+    rp_mbuf_printf(&b, "reaper_feed_publish_failures_total %llu\n",
+                   (unsigned long long)LOAD(&m->feed_publish_failures));
+
+    if (b.nomem) {
+        free(b.p);
+        return RP_ERR_NOMEM;
+    }
+    *out = b.p;
+    if (len) *len = b.len;
+    return RP_OK;
+}

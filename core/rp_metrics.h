@@ -1,0 +1,144 @@
+/*
+ * rp_metrics.h - reaper's metrics (CONTRACT section 7) and their rendering
+ * in the Prometheus text format (version 0.0.4).
+ *
+ * One rp_metrics holds every series as fixed arrays indexed by the core's
+ * enums (source, condition, action, gate kind, choice) or by small fixed
+ * label sets (control op and outcome, pass scope and result), so that an
+ * update is one atomic add or store: no lock, no allocation, callable from
+ * any thread (the loop, the store thread). Rendering reads each value once
+ * with an atomic load; a scrape sees every counter at some moment between
+ * the start and the end of the render, never a torn value.
+ *
+ * The names, kept exactly (dashboards and alert rules use them):
+ *   reaper_build_info{version} 1
+ *   reaper_up{backend="broker"|"store"}
+ *   reaper_reaped_total{source,condition,action}
+ *   reaper_sightings_open{condition}
+ *   reaper_dead_letters_parked_total
+ *   reaper_gates_open{kind}
+ *   reaper_gates_answered_total{kind,choice}
+ *   reaper_pass_duration_seconds{scope="full"|"leases"} (histogram)
+ *   reaper_passes_total{scope,result="ok"|"unreadable"|"error"}
+ *   reaper_event_lag_seconds
+ *   reaper_control_requests_total{op,outcome}
+ *   reaper_feed_publish_failures_total
+ *
+ * Which series appear: every gauge and every series with a fixed, small
+ * label set always appears (zero until set); reaper_reaped_total and the
+ * error outcomes of reaper_control_requests_total appear once non-zero
+ * (most of their label combinations can never happen). A gauge that was
+ * never measured (gates open before the first count, the event lag before
+ * the first event) is left out rather than reported as zero.
+ *
+ * Ownership: an rp_metrics is plain memory the caller places (embedded or
+ * static); rp_metrics_init zeroes it and copies the version. The rendered
+ * text is a heap string the caller frees.
+ */
+#ifndef RP_METRICS_H
+#define RP_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rp_common.h"
+#include "rp_gate.h"
+#include "rp_status.h"
+#include "rp_verdict.h"
+
+/* The pass-duration buckets, in seconds (upper bounds; +Inf is implied). */
+#define RP_METRICS_BUCKETS 14
+extern const double rp_metrics_bucket_bounds[RP_METRICS_BUCKETS];
+
+typedef enum rp_metrics_backend {
+    RP_METRICS_BROKER = 0,
+    RP_METRICS_STORE,
+    RP_METRICS_BACKEND_COUNT_
+} rp_metrics_backend;
+
+typedef enum rp_metrics_scope {
+    RP_METRICS_SCOPE_FULL = 0,
+    RP_METRICS_SCOPE_LEASES,
+    RP_METRICS_SCOPE_COUNT_
+} rp_metrics_scope;
+
+typedef enum rp_metrics_result {
+    RP_METRICS_RESULT_OK = 0,     /* the pass read everything */
+    RP_METRICS_RESULT_UNREADABLE, /* it ran, and some source was unreadable */
+    RP_METRICS_RESULT_ERROR,      /* it stopped early */
+    RP_METRICS_RESULT_COUNT_
+} rp_metrics_result;
+
+/* The control ops as labels: the four of CONTRACT section 5, and
+ * "unknown" for a request refused before its op was known. */
+#define RP_METRICS_OPS 5
+/* The outcomes: "ok" and the seven error codes of CONTRACT section 5. */
+#define RP_METRICS_OUTCOMES 8
+
+typedef struct rp_metrics_histogram {
+    uint64_t buckets[RP_METRICS_BUCKETS + 1]; /* per bucket, not cumulative; last: +Inf */
+    uint64_t count;
+    uint64_t sum_us; /* microseconds */
+} rp_metrics_histogram;
+
+typedef struct rp_metrics {
+    char version[64];
+    uint32_t up[RP_METRICS_BACKEND_COUNT_];
+    uint64_t reaped[RP_SOURCE_COUNT_][RP_COND_COUNT_][RP_ACTION_COUNT_];
+    int64_t sightings_open[RP_COND_COUNT_];
+    uint32_t sightings_known;
+    uint64_t dead_letters_parked;
+    int64_t gates_open[RP_GATE_KIND_COUNT_];
+    uint32_t gates_open_known;
+    uint64_t gates_answered[RP_GATE_KIND_COUNT_][RP_CHOICE_COUNT_];
+    rp_metrics_histogram pass_duration[RP_METRICS_SCOPE_COUNT_];
+    uint64_t passes[RP_METRICS_SCOPE_COUNT_][RP_METRICS_RESULT_COUNT_];
+    int64_t event_lag_ms;
+    uint32_t event_lag_known;
+    uint64_t control[RP_METRICS_OPS][RP_METRICS_OUTCOMES];
+    uint64_t feed_publish_failures;
+} rp_metrics;
+
+/* Zeroes *m and records the version for reaper_build_info (cut to 63 bytes). */
+void rp_metrics_init(rp_metrics *m, const char *version);
+
+/* ---- the hooks: one per event, any thread ------------------------------ */
+
+void rp_metrics_set_up(rp_metrics *m, rp_metrics_backend b, bool up);
+/* A committed ledger event (the events feed sees every one). Values outside
+ * the enums are ignored. */
+void rp_metrics_reaped(rp_metrics *m, rp_source s, rp_condition c, rp_action a);
+/* The open sightings after a pass, per condition (index by rp_condition;
+ * RP_COND_NONE is not rendered). */
+void rp_metrics_set_sightings_open(rp_metrics *m, const int64_t by_condition[RP_COND_COUNT_]);
+/* n dead letters parked (new parks only, not duplicates). */
+void rp_metrics_dead_letters_parked(rp_metrics *m, uint64_t n);
+/* The open gates per kind, as last counted in the store. */
+void rp_metrics_set_gates_open(rp_metrics *m, const int64_t by_kind[RP_GATE_KIND_COUNT_]);
+/* A gate answered (not "already answered"). */
+void rp_metrics_gate_answered(rp_metrics *m, rp_gate_kind k, rp_choice c);
+/* A pass ended: its scope, result and duration (negative counts as 0). */
+void rp_metrics_pass(rp_metrics *m, rp_metrics_scope scope, rp_metrics_result result,
+                     int64_t duration_us);
+/* The lag of the last broker event handled (now - its timestamp_in_ms). */
+void rp_metrics_set_event_lag_ms(rp_metrics *m, int64_t lag_ms);
+/* A control request answered. op: the wire name ("reap", "answer", "gates",
+ * "status"); NULL or anything else counts as "unknown". outcome: "ok" or an
+ * error code of CONTRACT section 5 (anything else counts as "internal"). */
+void rp_metrics_control(rp_metrics *m, const char *op, const char *outcome);
+/* A ledger event the feed could not publish (nacked, dropped...). */
+void rp_metrics_feed_publish_failed(rp_metrics *m);
+
+/* ---- rendering ---------------------------------------------------------- */
+
+/* Renders every metric in the text format into *out (a heap string the
+ * caller frees; *len its length, len may be NULL). RP_ERR_NOMEM (*out NULL). */
+rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) RP_MUSTCHECK;
+
+/* Escapes a label value as the text format requires (backslash, double
+ * quote and line feed become \\, \" and \n) into buf (NUL-terminated, cut
+ * to cap without splitting an escape). Returns the full escaped length. */
+size_t rp_metrics_escape_label(const char *v, char *buf, size_t cap);
+
+#endif
