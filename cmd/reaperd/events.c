@@ -653,6 +653,13 @@ static void rp_arm_reconcile(rp_events *e) {
 }
 
 static void rp_want_reconcile(rp_events *e, const char *why, const char *name) {
+    /* A reconcile writes to the broker: automatic work, so it follows
+     * reap.enabled as the sweep (which reconciles too) does. Checks only
+     * surface, and run whatever reap.enabled says. */
+    if (!e->d->cfg->reap.enabled) {
+        RP_DEBUG("policy reconcile not run: reap.enabled is false", "why", why, "name", name, NULL);
+        return;
+    }
     RP_DEBUG("policy reconcile wanted", "why", why, "name", name, NULL);
     e->reconcile_wanted = true;
     rp_arm_reconcile(e);

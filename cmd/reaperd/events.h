@@ -19,7 +19,8 @@
  *    reaper's policies or of a policy whose pattern matches an owned queue,
  *    give a debounced policy reconcile (on a thread of its own, never more
  *    often than every 10 s, backing off while the broker refuses writes or
- *    something keeps changing the policy back).
+ *    something keeps changing the policy back; not while reap.enabled is
+ *    false, as the sweep's reconcile).
  *
  * HOOK for other parts of the daemon: rp_events_add_queue_hook() registers
  * a function called on the loop thread for every owned queue that appears
