@@ -39,7 +39,7 @@
 
 #include "test_mgmt_common.h" /* and itest.h */
 
-static char schema[64], env_schema[96], env_owned[160], prefix[64];
+static char schema[64], env_schema[96], env_owned[160], prefix[64], control[96], env_control[160];
 static rp_child *reaperd;
 static PGconn *pg;
 
@@ -56,6 +56,10 @@ static int setup(void **state) {
     snprintf(prefix, sizeof prefix, "vibey.ite%d.", (int)getpid());
     snprintf(env_owned, sizeof env_owned, "REAPER_REAP_OWNED_QUEUE_PATTERN=^vibey\\.ite%d\\.",
              (int)getpid());
+    /* A control queue of its own: deleting it makes this reaperd (and no
+     * other) reconnect (the broker cancels its consumer). */
+    snprintf(control, sizeof control, "vibey.reap.control.ite%d", (int)getpid());
+    snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
     char *argv[] = {(char *)itest_env("REAPERD"), "--migrate", NULL};
     char *env[] = {env_schema, NULL};
     char *out, *err;
@@ -67,7 +71,7 @@ static int setup(void **state) {
     /* The sweep only at start (before the test's queues exist): whatever
      * is judged afterwards is judged from the events. */
     char *rargv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *renv[] = {env_schema, env_owned, "REAPER_REAP_INTERVAL_SECONDS=3600",
+    char *renv[] = {env_schema, env_owned, env_control, "REAPER_REAP_INTERVAL_SECONDS=3600",
                     "REAPER_LOG_FORMAT=text", "REAPER_LOG_LEVEL=info", NULL};
     reaperd = rp_child_start(rargv, renv);
     if (reaperd == NULL || !rp_child_wait_for(reaperd, "owned queues listed", 20000) ||
@@ -84,8 +88,9 @@ static int teardown(void **state) {
     if (rc != 0) fprintf(stderr, "reaperd exit %d\n%s\n", rc, reaperd->log);
     rp_child_free(reaperd);
     amqp_connection_state_t c = mt_amqp("/");
-    const char *names[] = {"cancel", "killed"};
-    for (size_t i = 0; i < 2; i++) {
+    amqp_queue_delete(c, 1, amqp_cstring_bytes(control), 0, 0);
+    const char *names[] = {"cancel", "killed", "seeded"};
+    for (size_t i = 0; i < 3; i++) {
         char q[128];
         snprintf(q, sizeof q, "%s%s", prefix, names[i]);
         amqp_queue_delete(c, 1, amqp_cstring_bytes(q), 0, 0);
@@ -287,10 +292,51 @@ static void test_killed_connection_holding_unacked(void **state) {
     amqp_destroy_connection(c);
 }
 
+/* After a reconnect the inventory is listed again (events are not
+ * replayed), consumers included: a consumer reaperd saw created before the
+ * reconnect is counted from the listing afterwards, and its cancel is still
+ * judged at once. */
+static void test_reseeded_after_reconnect(void **state) {
+    (void)state;
+    char q[128], object[160];
+    snprintf(q, sizeof q, "%sseeded", prefix);
+    snprintf(object, sizeof object, "queue:/:%s", q);
+    amqp_connection_state_t c = mt_amqp("/");
+    hold_three(c, 2, q);
+    rp_child_drain(reaperd, 200);
+    size_t from = reaperd->log_len;
+
+    amqp_queue_delete(c, 1, amqp_cstring_bytes(control), 0, 0);
+    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    assert_non_null(wait_line(&from, "broker unreachable", NULL, NULL, 10000));
+    assert_non_null(wait_line(&from, "\"broker connected\"", NULL, NULL, 30000));
+    /* The queues of this run that exist now: cancel, killed, seeded. */
+    const char *l = wait_line(&from, "owned queues listed", NULL, NULL, 10000);
+    assert_non_null(l);
+    fprintf(stderr, "# %s\n", l);
+    assert_non_null(strstr(l, "owned=3 "));
+
+    char qfield[160];
+    snprintf(qfield, sizeof qfield, "queue=%s ", q);
+    long t0 = wall_ms();
+    amqp_basic_cancel(c, 2, amqp_cstring_bytes("itest.victim"));
+    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    l = wait_line(&from, qfield, "phase=\"at once\"", NULL, 3000);
+    assert_non_null(l);
+    fprintf(stderr, "# %s\n", l);
+    assert_non_null(strstr(l, "consumers_from_events=0"));
+    assert_non_null(strstr(l, "judged=\"HOLDER_GONE SURFACED\""));
+    int64_t at = ledger_at(object, "HOLDER_GONE", "SURFACED");
+    assert_true(at > 0 && at - t0 < 1000);
+    amqp_channel_close(c, 2, AMQP_REPLY_SUCCESS);
+    mt_amqp_close(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cancel_holding_unacked),
         cmocka_unit_test(test_killed_connection_holding_unacked),
+        cmocka_unit_test(test_reseeded_after_reconnect),
     };
     return cmocka_run_group_tests_name("reaperd_events", tests, setup, teardown);
 }
