@@ -22,6 +22,11 @@
  *     (the stale reading is not overridden after a channel close), the
  *     check after the statistics sees the deliveries back to ready, and no
  *     ledger event or sighting is ever written for the queue.
+ *  3. after a reconnect (forced by deleting this reaperd's own control
+ *     queue) the owned queues are listed again, consumer counts included,
+ *     and a cancel is still judged at once;
+ *  4. policy.cleared of reaper's policy brings a reconcile that writes it
+ *     back, with no loop on its own write; a new owned queue brings one.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -332,11 +337,60 @@ static void test_reseeded_after_reconnect(void **state) {
     mt_amqp_close(c);
 }
 
+/* Counts the log lines from offset from on that hold needle. */
+static int count_lines(size_t from, const char *needle) {
+    int n = 0;
+    while (find_line(&from, needle, NULL, NULL)) n++;
+    return n;
+}
+
+/* An operator removes reaper's policy: policy.cleared brings a reconcile
+ * that writes it back (debounced, at most one per 10 s, so no loop on its
+ * own write's policy.set); a new owned queue brings one too. */
+static void test_policy_events_reconcile(void **state) {
+    (void)state;
+    rp_child_drain(reaperd, 200);
+    size_t from = reaperd->log_len;
+    assert_int_equal(mt_http("DELETE", "/api/policies/%2F/vibey-reap", NULL, NULL), 204);
+    const char *l = wait_line(&from, "\"policy written\"", "policy=vibey-reap", NULL, 25000);
+    assert_non_null(l);
+    fprintf(stderr, "# %s\n", l);
+    l = wait_line(&from, "\"policy reconciled on event\"", "policy=vibey-reap", NULL, 25000);
+    assert_non_null(l);
+    json_t *pol = mt_get_json("/api/policies/%2F/vibey-reap");
+    assert_non_null(pol);
+    char want[64];
+    snprintf(want, sizeof want, "ite%d", (int)getpid());
+    assert_non_null(strstr(json_string_value(json_object_get(pol, "pattern")), want));
+    json_decref(pol);
+    /* Its own write's policy.set may bring one more reconcile, which finds
+     * the policy in force; then it stays quiet. */
+    size_t mark = from;
+    rp_child_drain(reaperd, 12000);
+    int n = count_lines(mark, "\"policy reconcile on event finished\"");
+    fprintf(stderr, "# %d more reconcile(s) in the 12 s after\n", n);
+    assert_true(n <= 1);
+    assert_int_equal(count_lines(mark, "\"policy written\""), 0);
+
+    /* A new owned queue: its policy verified on the event. */
+    char q[128];
+    snprintf(q, sizeof q, "%snewq", prefix);
+    amqp_connection_state_t c = mt_amqp("/");
+    from = reaperd->log_len;
+    mt_declare(c, q, "quorum");
+    l = wait_line(&from, "\"policy reconcile on event finished\"", NULL, NULL, 25000);
+    assert_non_null(l);
+    fprintf(stderr, "# %s\n", l);
+    amqp_queue_delete(c, 1, amqp_cstring_bytes(q), 0, 0);
+    mt_amqp_close(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cancel_holding_unacked),
         cmocka_unit_test(test_killed_connection_holding_unacked),
         cmocka_unit_test(test_reseeded_after_reconnect),
+        cmocka_unit_test(test_policy_events_reconcile),
     };
     return cmocka_run_group_tests_name("reaperd_events", tests, setup, teardown);
 }
