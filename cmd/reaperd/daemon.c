@@ -298,8 +298,8 @@ int rp_daemon_run(const rp_config *cfg, const char *broker_password) {
      * joined; the bridge is closed first so that no call waits on a loop
      * that no longer turns. */
     if (d.mgmt) rp_mgmt_bridge_close(d.mgmt);
+    rp_events_free(d.events); /* before the store thread: its publishes go through it */
     if (d.store) rp_worker_free(d.store);
-    rp_events_free(d.events); /* after the store thread: its checks report to it */
     rp_broker_stop(&d);
     rp_pass_runner_cleanup(&d.runner);
     rp_mgmt_bridge_free(d.mgmt);

@@ -146,6 +146,12 @@ struct rp_events {
     char **tomb;
     size_t n_tomb, cap_tomb;
     struct event *seed_retry_ev;
+    /* Checks run on a thread of their own with a store connection and a
+     * management client of their own (a runner: pass_runner.h), so that a
+     * long sweep on the store thread never delays them. */
+    rp_worker *checker;
+    rp_pass_runner runner;
+    bool runner_ready;
     bool closing; /* rp_events_free runs: done functions only free their job */
 };
 
@@ -343,7 +349,7 @@ static rp_check_item *rp_job_item(rp_check_job *j, const char *vhost, const char
 static rp_status rp_check_get_queue(void *self, const char *vhost, const char *name,
                                     rp_queue_facts *out) {
     rp_check_job *j = self;
-    const rp_broker_port *real = &j->d->runner.ports.broker;
+    const rp_broker_port *real = &j->e->runner.ports.broker;
     rp_status st = real->get_queue(real->self, vhost, name, out);
     rp_check_item *it = rp_job_item(j, vhost, name);
     if (it == NULL) return st;
@@ -360,16 +366,17 @@ static rp_status rp_check_get_queue(void *self, const char *vhost, const char *n
 }
 
 static void rp_check_work(void *ctx, void *arg) {
-    rp_daemon *d = ctx;
+    rp_events *e = ctx;
+    rp_daemon *d = e->d;
     rp_check_job *j = arg;
     const rp_config *cfg = d->cfg;
     int64_t t0 = rp_mono_ms();
     char err[256] = "";
     /* A store that is down shows in the report (the sightings cannot be
      * read nor opened); the check itself still runs. */
-    if (rp_pg_conn_ensure(d->runner.conn, err, sizeof err) != RP_OK)
+    if (rp_pg_conn_ensure(e->runner.conn, err, sizeof err) != RP_OK)
         RP_DEBUG("event check: store unreachable", "reason", err, NULL);
-    rp_ports ports = d->runner.ports;
+    rp_ports ports = e->runner.ports;
     ports.broker.self = j;
     ports.broker.get_queue = rp_check_get_queue;
     ports.broker.list_queues = NULL;
@@ -386,7 +393,7 @@ static void rp_check_work(void *ctx, void *arg) {
     opt.dead_letter_peek_limit = (size_t)cfg->reap.dead_letter_peek_limit;
     opt.on_verdict = rp_verdict_log;
     rp_queue_ref *refs = calloc(j->n ? j->n : 1, sizeof *refs);
-    if (refs == NULL || d->runner.ports.broker.get_queue == NULL) {
+    if (refs == NULL || e->runner.ports.broker.get_queue == NULL) {
         free(refs);
         j->status = refs == NULL ? RP_ERR_NOMEM : RP_ERR_INVALID;
         return;
@@ -538,7 +545,8 @@ static void rp_on_check_timer(evutil_socket_t fd, short what, void *arg) {
         rp_arm_check(e);
         return;
     }
-    if (rp_daemon_store_job(e->d, rp_check_work, rp_check_done, j) != RP_OK) {
+    if (__atomic_load_n(&e->d->stopping, __ATOMIC_ACQUIRE) ||
+        rp_worker_submit(e->checker, rp_check_work, rp_check_done, j) != RP_OK) {
         rp_check_job_free(j);
         return; /* stopping */
     }
@@ -1041,7 +1049,18 @@ rp_events *rp_events_new(rp_daemon *d) {
     e->seed_retry_ev = evtimer_new(d->base, rp_on_seed_retry, e);
     e->pbroker = d->mgmt ? rp_mgmt_broker_new(d->mgmt, NULL) : NULL;
     e->policy = rp_worker_new(d->base, "policy", NULL, NULL, 0);
-    if (e->check_ev == NULL || e->reconcile_ev == NULL || e->seed_retry_ev == NULL ||
+    if (rp_pass_runner_init(&e->runner, d->cfg) == RP_OK) {
+        e->runner_ready = true;
+        if (d->mgmt == NULL ||
+            rp_pass_runner_attach_broker(&e->runner, d->mgmt, &d->mgmt_keep) != RP_OK) {
+            rp_events_free(e);
+            return NULL;
+        }
+        /* Every committed ledger event also goes to the events exchange. */
+        rp_feed_port(d, &e->runner.ports.publisher);
+    }
+    e->checker = rp_worker_new(d->base, "events", NULL, e, 0);
+    if (!e->runner_ready || e->checker == NULL || e->check_ev == NULL || e->reconcile_ev == NULL || e->seed_retry_ev == NULL ||
         e->pbroker == NULL || e->policy == NULL) {
         rp_events_free(e);
         return NULL;
@@ -1052,8 +1071,10 @@ rp_events *rp_events_new(rp_daemon *d) {
 void rp_events_free(rp_events *e) {
     if (e == NULL) return;
     e->closing = true;
-    /* The policy thread first: its jobs use the management client. */
+    /* The threads first: their jobs use the clients and the runner. */
+    if (e->checker) rp_worker_free(e->checker);
     if (e->policy) rp_worker_free(e->policy);
+    if (e->runner_ready) rp_pass_runner_cleanup(&e->runner);
     rp_mgmt_broker_free(e->pbroker);
     if (e->check_ev) event_free(e->check_ev);
     if (e->reconcile_ev) event_free(e->reconcile_ev);

@@ -27,12 +27,16 @@
  * (queue.created, and every queue of each seed listing) or disappears
  * (queue.deleted), e.g. to check the dead-letter tap's bindings.
  *
- * Threads: every function here on the loop thread. Checks run on the store
- * thread (rp_daemon_store_job), reconciles on the module's own policy
- * thread; their results come back to the loop.
+ * Threads: every function here on the loop thread. Checks run on the
+ * module's own "events" thread, with a store connection and a management
+ * client of their own (so a long sweep on the store thread never delays
+ * them); seeds and reconciles on its "policy" thread; results come back to
+ * the loop. Their ledger events go to the events exchange (feed.c).
  * Ownership: the module borrows the daemon (which must outlive it) and
- * owns its inventory, timers, policy thread and the management client that
- * thread uses. rp_events_free() cancels what has not started.
+ * owns its inventory, timers, threads, store connection and management
+ * clients. rp_events_free() cancels what has not started and joins the
+ * threads: call it BEFORE the store thread is freed (their publishes go
+ * through it) and after the management bridge is closed.
  */
 #ifndef RP_EVENTS_H
 #define RP_EVENTS_H
