@@ -43,13 +43,16 @@
  * later (so the channel.closed that follows a consumer.deleted is seen) and
  * its second check RP_EV_LATE_MS after the latest event (capped at
  * RP_EV_LATE_CAP_MS after the first), so a burst of events costs two
- * checks; all queues due together are checked in one store job. A later
- * check that finds the statistics still absent is tried again, at most
- * RP_EV_LATE_TRIES times.
+ * checks; all queues due together are checked in one job. The statistics
+ * were seen to show a change 3.4 to 6.5 s after it, so a later check that
+ * reads exactly what the check at once read (no emission since, as far as
+ * it can tell), or finds the statistics still absent, is made again one
+ * interval later, at most RP_EV_LATE_TRIES times in all.
  */
 #include "events.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +70,7 @@
 #define RP_EV_LATE_MS 6500      /* statistics every 5 s, then about 1 s to show */
 #define RP_EV_LATE_CAP_MS 20000
 #define RP_EV_LATE_TRIES 3
+#define RP_EV_RETRY_MS 5000     /* one more statistics interval */
 #define RP_EV_STATS_WINDOW_MS 6500
 #define RP_EV_BUCKETS 4096
 #define RP_EV_RECONCILE_DELAY_MS 1000
@@ -109,10 +113,23 @@ typedef struct rp_owned {
     struct rp_owned *next;
 } rp_owned;
 
+/* What one check read of a queue (for comparing two readings). */
+typedef struct rp_reading {
+    bool read, counts_known, consumers_known;
+    int64_t ready, unacked, consumers;
+} rp_reading;
+
+static bool rp_reading_same(const rp_reading *a, const rp_reading *b) {
+    return a->read && b->read && a->counts_known == b->counts_known &&
+           a->consumers_known == b->consumers_known && a->ready == b->ready &&
+           a->unacked == b->unacked && a->consumers == b->consumers;
+}
+
 typedef struct rp_pending {
     char *vhost, *name;
     int64_t now_due, late_due, first_mono; /* 0: not due */
     int late_tries;
+    rp_reading first;  /* what the check at once read (first.read false: none) */
     char trigger[64];
     bool has_ts;
     int64_t event_ts_ms;
@@ -152,6 +169,16 @@ struct rp_events {
     rp_worker *checker;
     rp_pass_runner runner;
     bool runner_ready;
+    /* The consumer counts from events that the sweep uses too (see
+     * rp_events_wrap_sweep_port): written by the loop, read by the store
+     * thread, under recent_mu. */
+    pthread_mutex_t recent_mu;
+    bool recent_mu_ready;
+    struct rp_recent *recent;
+    size_t n_recent, cap_recent;
+    rp_broker_port sweep_real;
+    rp_queue_facts *sweep_copy; /* store thread only */
+    size_t cap_sweep_copy;
     bool closing; /* rp_events_free runs: done functions only free their job */
 };
 
@@ -245,6 +272,133 @@ static bool rp_classify(const rp_config *cfg, const char *name, bool *dlq) {
     return owned;
 }
 
+static bool rp_recent_close(const rp_owned *o, int64_t t) {
+    return o->closed_seen && t - o->closed_mono < RP_EV_STATS_WINDOW_MS;
+}
+
+/* ---- the counts the sweep shares -------------------------------------------- */
+
+/* While a queue's consumers changed less than a statistics interval ago
+ * (and no channel of it closed meanwhile), the management API's count of
+ * it is stale and the events' count is the one to use - in the sweep too:
+ * otherwise a sweep right after a cancel reads the stale consumer, finds
+ * nothing, and clears the sighting the event check just opened, which the
+ * next check opens again. */
+typedef struct rp_recent {
+    char *vhost, *name;
+    int64_t consumers;
+    int64_t until_mono;
+} rp_recent;
+
+static rp_recent *rp_recent_find(rp_events *e, const char *vhost, const char *name) {
+    for (size_t i = 0; i < e->n_recent; i++)
+        if (strcmp(e->recent[i].vhost, vhost) == 0 && strcmp(e->recent[i].name, name) == 0)
+            return &e->recent[i];
+    return NULL;
+}
+
+/* Loop: records what o's count is now (or forgets it), and drops what has
+ * expired. */
+static void rp_recent_note(rp_events *e, const char *vhost, const char *name, bool known,
+                           int64_t consumers) {
+    int64_t t = rp_mono_ms();
+    pthread_mutex_lock(&e->recent_mu);
+    for (size_t i = 0; i < e->n_recent;) {
+        if (e->recent[i].until_mono <= t ||
+            (strcmp(e->recent[i].vhost, vhost) == 0 && strcmp(e->recent[i].name, name) == 0)) {
+            free(e->recent[i].vhost);
+            free(e->recent[i].name);
+            e->recent[i] = e->recent[--e->n_recent];
+            continue;
+        }
+        i++;
+    }
+    if (known && e->n_recent == e->cap_recent) {
+        size_t cap = e->cap_recent ? e->cap_recent * 2 : 16;
+        rp_recent *r = realloc(e->recent, cap * sizeof *r);
+        if (r != NULL) {
+            e->recent = r;
+            e->cap_recent = cap;
+        }
+    }
+    if (known && e->n_recent < e->cap_recent) {
+        rp_recent *r = &e->recent[e->n_recent];
+        r->vhost = strdup(vhost);
+        r->name = strdup(name);
+        r->consumers = consumers;
+        r->until_mono = t + RP_EV_STATS_WINDOW_MS;
+        if (r->vhost && r->name) {
+            e->n_recent++;
+        } else {
+            free(r->vhost);
+            free(r->name);
+        }
+    }
+    pthread_mutex_unlock(&e->recent_mu);
+}
+
+/* Store thread: applies the events' counts to facts (a copy). */
+static void rp_recent_apply(rp_events *e, rp_queue_facts *q, size_t n) {
+    int64_t t = rp_mono_ms();
+    pthread_mutex_lock(&e->recent_mu);
+    for (size_t i = 0; i < n && e->n_recent > 0; i++) {
+        if (q[i].vhost == NULL || q[i].name == NULL) continue;
+        const rp_recent *r = rp_recent_find(e, q[i].vhost, q[i].name);
+        if (r == NULL || r->until_mono <= t) continue;
+        if (!q[i].consumers_known || q[i].consumers != r->consumers) {
+            char was[24], now[24];
+            snprintf(was, sizeof was, "%" PRId64, q[i].consumers);
+            snprintf(now, sizeof now, "%" PRId64, r->consumers);
+            RP_DEBUG("sweep: consumer count from events", "queue", q[i].name, "reported",
+                     q[i].consumers_known ? was : "unknown", "from_events", now, NULL);
+        }
+        q[i].consumers_known = true;
+        q[i].consumers = r->consumers;
+    }
+    pthread_mutex_unlock(&e->recent_mu);
+}
+
+static rp_status rp_sweep_list(void *self, size_t page, rp_queue_page *out) {
+    rp_events *e = self;
+    rp_status st = e->sweep_real.list_queues(e->sweep_real.self, page, out);
+    if (st != RP_OK || out->n == 0) return st;
+    if (out->n > e->cap_sweep_copy) {
+        rp_queue_facts *c = realloc(e->sweep_copy, out->n * sizeof *c);
+        if (c == NULL) return st; /* the reading as it is: what the sweep did before */
+        e->sweep_copy = c;
+        e->cap_sweep_copy = out->n;
+    }
+    memcpy(e->sweep_copy, out->queues, out->n * sizeof *e->sweep_copy);
+    rp_recent_apply(e, e->sweep_copy, out->n);
+    out->queues = e->sweep_copy;
+    return st;
+}
+
+static rp_status rp_sweep_get(void *self, const char *vhost, const char *name,
+                              rp_queue_facts *out) {
+    rp_events *e = self;
+    rp_status st = e->sweep_real.get_queue(e->sweep_real.self, vhost, name, out);
+    if (st == RP_OK) rp_recent_apply(e, out, 1);
+    return st;
+}
+
+static rp_status rp_sweep_timeout(void *self, const char *vhost, const char *name,
+                                  rp_timeout_in_force *out) {
+    rp_events *e = self;
+    return e->sweep_real.get_timeout_in_force(e->sweep_real.self, vhost, name, out);
+}
+
+void rp_events_wrap_sweep_port(rp_events *e, rp_broker_port *port) {
+    if (e == NULL || port->list_queues == NULL || port->get_queue == NULL ||
+        port->get_timeout_in_force == NULL)
+        return;
+    e->sweep_real = *port;
+    port->self = e;
+    port->list_queues = rp_sweep_list;
+    port->get_queue = rp_sweep_get;
+    port->get_timeout_in_force = rp_sweep_timeout;
+}
+
 /* ---- pending checks ------------------------------------------------------ */
 
 static void rp_arm_check(rp_events *e);
@@ -296,6 +450,7 @@ static void rp_schedule(rp_events *e, const rp_broker_event *ev, const char *vho
     int64_t t = rp_mono_ms();
     if (p->now_due == 0) {
         p->now_due = t + RP_EV_NOW_MS;
+        p->first.read = false; /* a new round: its check at once reads afresh */
         snprintf(p->trigger, sizeof p->trigger, "%s", ev->routing_key);
         p->has_ts = ev->has_timestamp;
         p->event_ts_ms = ev->timestamp_ms;
@@ -313,6 +468,7 @@ typedef struct rp_check_item {
     char *vhost, *name;
     bool late;
     int late_tries;
+    rp_reading first; /* late: what the check at once read */
     bool override;
     int64_t consumers_ev;
     char trigger[64];
@@ -458,18 +614,32 @@ static void rp_check_done(void *arg, bool cancelled) {
                 it->has_ts ? delay : NULL, NULL);
         if (j->generation != e->d->broker_generation) continue;
         rp_owned *o = rp_find(e, it->vhost, it->name);
-        if (it->late && it->read && g->consumers_known && o &&
+        bool fresh = !rp_reading_same(&(rp_reading){it->read, g->counts_known,
+                                                     g->consumers_known, g->ready, g->unacked,
+                                                     g->consumers},
+                                      &it->first);
+        if (it->late && fresh && it->read && g->consumers_known && o &&
             o->last_event_mono < j->built_mono) {
             int64_t base = g->consumers - o->n_live;
             o->base = base < 0 ? 0 : base;
             o->base_known = true;
         }
+        rp_reading got = {it->read, g->counts_known, g->consumers_known,
+                          g->ready, g->unacked, g->consumers};
+        if (!it->late) {
+            /* Kept for the later check of the same events. */
+            rp_pending *p = rp_pending_find(e, it->vhost, it->name);
+            if (p && p->late_due) p->first = got;
+            continue;
+        }
         bool unmeasured = it->read && (!g->counts_known || !g->consumers_known);
-        if (it->late && unmeasured && it->late_tries + 1 < RP_EV_LATE_TRIES) {
+        bool unchanged = rp_reading_same(&got, &it->first);
+        if ((unmeasured || unchanged) && it->late_tries + 1 < RP_EV_LATE_TRIES) {
             rp_pending *p = rp_pending_add(e, it->vhost, it->name);
             if (p && p->late_due == 0) {
-                p->late_due = rp_mono_ms() + RP_EV_LATE_MS;
+                p->late_due = rp_mono_ms() + RP_EV_RETRY_MS;
                 p->late_tries = it->late_tries + 1;
+                p->first = it->first;
                 if (p->first_mono == 0) p->first_mono = rp_mono_ms();
                 snprintf(p->trigger, sizeof p->trigger, "%s", it->trigger);
             }
@@ -483,9 +653,6 @@ static void rp_check_done(void *arg, bool cancelled) {
     rp_arm_check(e);
 }
 
-static bool rp_recent_close(const rp_owned *o, int64_t t) {
-    return o->closed_seen && t - o->closed_mono < RP_EV_STATS_WINDOW_MS;
-}
 
 static void rp_on_check_timer(evutil_socket_t fd, short what, void *arg) {
     RP_UNUSED(fd);
@@ -522,6 +689,7 @@ static void rp_on_check_timer(evutil_socket_t fd, short what, void *arg) {
             }
             it->late = late;
             it->late_tries = p->late_tries;
+            it->first = p->first;
             snprintf(it->trigger, sizeof it->trigger, "%s", p->trigger);
             it->has_ts = p->has_ts && now;
             it->event_ts_ms = p->event_ts_ms;
@@ -918,6 +1086,8 @@ static void rp_on_consumer_created(rp_events *e, const rp_broker_event *ev) {
     o->live = c;
     o->n_live++;
     o->last_event_mono = c->added_mono;
+    rp_recent_note(e, o->vhost, o->name, o->base_known && !rp_recent_close(o, c->added_mono),
+                   o->base + o->n_live);
 }
 
 /* Removes the consumer (pid, tag) from o; false when it was not known. */
@@ -947,6 +1117,8 @@ static void rp_on_consumer_deleted(rp_events *e, const rp_broker_event *ev) {
         o->closed_seen = true;
         o->closed_mono = t;
     }
+    rp_recent_note(e, o->vhost, o->name, o->base_known && !rp_recent_close(o, t),
+                   o->base + o->n_live);
     rp_schedule(e, ev, o->vhost, o->name);
 }
 
@@ -962,6 +1134,7 @@ static void rp_on_channel_closed(rp_events *e, const rp_broker_event *ev) {
             o->closed_seen = true;
             o->closed_mono = t;
             o->last_event_mono = t;
+            rp_recent_note(e, o->vhost, o->name, false, 0);
             rp_schedule(e, ev, o->vhost, o->name);
         }
     }
@@ -1044,6 +1217,11 @@ rp_events *rp_events_new(rp_daemon *d) {
     if (e == NULL) return NULL;
     e->d = d;
     e->reconcile_gap_ms = RP_EV_RECONCILE_GAP_MS;
+    if (pthread_mutex_init(&e->recent_mu, NULL) != 0) {
+        free(e);
+        return NULL;
+    }
+    e->recent_mu_ready = true;
     e->check_ev = evtimer_new(d->base, rp_on_check_timer, e);
     e->reconcile_ev = evtimer_new(d->base, rp_on_reconcile_timer, e);
     e->seed_retry_ev = evtimer_new(d->base, rp_on_seed_retry, e);
@@ -1068,13 +1246,20 @@ rp_events *rp_events_new(rp_daemon *d) {
     return e;
 }
 
-void rp_events_free(rp_events *e) {
+void rp_events_stop(rp_events *e) {
     if (e == NULL) return;
     e->closing = true;
     /* The threads first: their jobs use the clients and the runner. */
     if (e->checker) rp_worker_free(e->checker);
     if (e->policy) rp_worker_free(e->policy);
+    e->checker = e->policy = NULL;
     if (e->runner_ready) rp_pass_runner_cleanup(&e->runner);
+    e->runner_ready = false;
+}
+
+void rp_events_free(rp_events *e) {
+    if (e == NULL) return;
+    rp_events_stop(e);
     rp_mgmt_broker_free(e->pbroker);
     if (e->check_ev) event_free(e->check_ev);
     if (e->reconcile_ev) event_free(e->reconcile_ev);
@@ -1091,5 +1276,12 @@ void rp_events_free(rp_events *e) {
     rp_tomb_clear(e);
     free(e->tomb);
     free(e->hooks);
+    for (size_t i = 0; i < e->n_recent; i++) {
+        free(e->recent[i].vhost);
+        free(e->recent[i].name);
+    }
+    free(e->recent);
+    free(e->sweep_copy);
+    if (e->recent_mu_ready) pthread_mutex_destroy(&e->recent_mu);
     free(e);
 }

@@ -34,9 +34,9 @@
  * the loop. Their ledger events go to the events exchange (feed.c).
  * Ownership: the module borrows the daemon (which must outlive it) and
  * owns its inventory, timers, threads, store connection and management
- * clients. rp_events_free() cancels what has not started and joins the
- * threads: call it BEFORE the store thread is freed (their publishes go
- * through it) and after the management bridge is closed.
+ * clients. Shut down with rp_events_stop() (after the management bridge is
+ * closed, before the store thread is freed) and rp_events_free() (after
+ * the store thread is freed).
  */
 #ifndef RP_EVENTS_H
 #define RP_EVENTS_H
@@ -51,6 +51,11 @@ typedef struct rp_events rp_events;
 
 /* NULL when out of memory. */
 rp_events *rp_events_new(struct rp_daemon *d);
+/* Joins the module's threads (their jobs finish or are cancelled): BEFORE
+ * the store thread is freed, since their publishes go through it. */
+void rp_events_stop(rp_events *e);
+/* Stops (if not yet) and frees: AFTER the store thread is freed, since the
+ * sweep's wrapped port (rp_events_wrap_sweep_port) points at e. */
 void rp_events_free(rp_events *e);
 
 /* The broker connection is up (a new generation: reseed) or down. */
@@ -59,6 +64,17 @@ void rp_events_on_down(rp_events *e);
 
 /* One delivery of the event queue (lent for the call). */
 void rp_events_on_message(rp_events *e, const rp_amqp_message *msg);
+
+/* Wraps the sweep's broker port (the store thread's runner) so that, for
+ * a queue whose consumers changed less than a statistics interval ago, the
+ * sweep uses the events' consumer count as the event checks do (see
+ * events.c): a sweep right after a cancel then agrees with the check made
+ * at once instead of clearing its sighting on a stale reading. The
+ * wrapped port keeps e as self: e must outlive the port's use (free e
+ * after the store thread). Call once, on the loop thread, before the first
+ * pass. */
+struct rp_broker_port;
+void rp_events_wrap_sweep_port(rp_events *e, struct rp_broker_port *port);
 
 /* created: true when the queue appeared (event or seed), false when it was
  * deleted. Strings are lent for the call. */
