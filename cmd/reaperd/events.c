@@ -163,6 +163,7 @@ struct rp_events {
     char **tomb;
     size_t n_tomb, cap_tomb;
     struct event *seed_retry_ev;
+    int seed_retry_s; /* the last wait after a failed listing; 0 after a success */
     /* Checks run on a thread of their own with a store connection and a
      * management client of their own (a runner: pass_runner.h), so that a
      * long sweep on the store thread never delays them. */
@@ -969,14 +970,20 @@ static void rp_seed_done(void *arg, bool cancelled) {
         return;
     }
     if (j->status != RP_OK) {
-        RP_WARN("broker events: the owned-queue listing failed; trying again in 5 s",
-                "status", rp_status_string(j->status), "reason", j->error, NULL);
+        /* Backs off from 5 s to 5 min while the management API fails. */
+        e->seed_retry_s = e->seed_retry_s ? e->seed_retry_s * 2 : 5;
+        if (e->seed_retry_s > 300) e->seed_retry_s = 300;
+        char in[24];
+        snprintf(in, sizeof in, "%d", e->seed_retry_s);
+        RP_WARN("broker events: the owned-queue listing failed; trying again", "status",
+                rp_status_string(j->status), "reason", j->error, "in_seconds", in, NULL);
         rp_seed_job_free(j);
         rp_tomb_clear(e);
-        struct timeval tv = {5, 0};
+        struct timeval tv = {e->seed_retry_s, 0};
         evtimer_add(e->seed_retry_ev, &tv);
         return;
     }
+    e->seed_retry_s = 0;
     int64_t started = e->seed_started_mono;
     /* Mark what the listing holds. */
     size_t added = 0;

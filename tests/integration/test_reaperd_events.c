@@ -26,7 +26,12 @@
  *     queue) the owned queues are listed again, consumer counts included,
  *     and a cancel is still judged at once;
  *  4. policy.cleared of reaper's policy brings a reconcile that writes it
- *     back, with no loop on its own write; a new owned queue brings one.
+ *     back, with no loop on its own write; a new owned queue brings one;
+ *  5. the management API unreachable: the listing is retried with backoff,
+ *     a check names the broker unreadable and writes nothing, and reaperd
+ *     stops cleanly.
+ * Also, in 1: a sweep asked for right after the cancel, while the API
+ * still reports the consumer, does not clear the sighting.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -410,12 +415,59 @@ static void test_policy_events_reconcile(void **state) {
     mt_amqp_close(c);
 }
 
+/* The management API cannot be reached: the listing is retried with
+ * backoff, events still arrive, a check names the broker unreadable and
+ * clears nothing, and reaperd stops cleanly. */
+static void test_management_api_unreachable(void **state) {
+    (void)state;
+    char ctl[128], env_ctl[200];
+    snprintf(ctl, sizeof ctl, "%s.down", control);
+    snprintf(env_ctl, sizeof env_ctl, "REAPER_BROKER_CONTROL_QUEUE=%s", ctl);
+    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    char *env[] = {env_schema, env_owned, env_ctl, "REAPER_REAP_INTERVAL_SECONDS=3600",
+                   "REAPER_BROKER_MANAGEMENT_URL=http://127.0.0.1:9", "REAPER_LOG_FORMAT=text",
+                   "REAPER_LOG_LEVEL=info", NULL};
+    rp_child *r = rp_child_start(argv, env);
+    assert_non_null(r);
+    bool failed = rp_child_wait_for(r, "owned-queue listing failed; trying again", 20000);
+    if (!failed) fprintf(stderr, "%s\n", r->log);
+    assert_true(failed);
+    assert_non_null(strstr(r->log, "in_seconds=5"));
+    /* A consumer goes away on an owned queue made since: it is checked at
+     * once, cannot be read, and nothing is written. */
+    char q[128];
+    snprintf(q, sizeof q, "%sdown", prefix);
+    amqp_connection_state_t c = mt_amqp("/");
+    mt_declare(c, q, "classic");
+    amqp_basic_consume(c, 1, amqp_cstring_bytes(q), amqp_cstring_bytes("x"), 0, 0, 0,
+                       amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_basic_cancel(c, 1, amqp_cstring_bytes("x"));
+    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    /* queue.created put it in the inventory: its check cannot read it. */
+    assert_true(rp_child_wait_for(r, "\"event check\"", 3000));
+    const char *seen = strstr(r->log, "\"event check\"");
+    assert_non_null(strstr(seen, "read=no"));
+    assert_non_null(strstr(r->log, "broker: reading a queue: unavailable"));
+    char object[160];
+    snprintf(object, sizeof object, "queue:/:%s", q);
+    assert_int_equal(ledger_count(object), 0);
+    amqp_queue_delete(c, 1, amqp_cstring_bytes(q), 0, 0);
+    amqp_queue_delete(c, 1, amqp_cstring_bytes(ctl), 0, 0);
+    mt_amqp_close(c);
+    int rc = rp_child_stop(r, SIGTERM, 15000);
+    if (rc != 0) fprintf(stderr, "%s\n", r->log);
+    assert_int_equal(rc, 0);
+    rp_child_free(r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cancel_holding_unacked),
         cmocka_unit_test(test_killed_connection_holding_unacked),
         cmocka_unit_test(test_reseeded_after_reconnect),
         cmocka_unit_test(test_policy_events_reconcile),
+        cmocka_unit_test(test_management_api_unreachable),
     };
     return cmocka_run_group_tests_name("reaperd_events", tests, setup, teardown);
 }
