@@ -43,7 +43,8 @@
  * later (so the channel.closed that follows a consumer.deleted is seen) and
  * its second check RP_EV_LATE_MS after the latest event (capped at
  * RP_EV_LATE_CAP_MS after the first), so a burst of events costs two
- * checks; all queues due together are checked in one job. The statistics
+ * checks; all queues due together are checked in one job (on the module's
+ * own "events" thread). The statistics
  * were seen to show a change 3.4 to 6.5 s after it, so a later check that
  * reads exactly what the check at once read (no emission since, as far as
  * it can tell), or finds the statistics still absent, is made again one
@@ -463,7 +464,7 @@ static void rp_schedule(rp_events *e, const rp_broker_event *ev, const char *vho
     rp_arm_check(e);
 }
 
-/* ---- the check (store thread) ---------------------------------------------- */
+/* ---- the check (the "events" thread) ---------------------------------------- */
 
 typedef struct rp_check_item {
     char *vhost, *name;
@@ -475,7 +476,7 @@ typedef struct rp_check_item {
     char trigger[64];
     bool has_ts;
     int64_t event_ts_ms;
-    /* the reading, filled on the store thread */
+    /* the reading, filled on the "events" thread */
     rp_status read_status;
     bool read;
     rp_queue_facts got; /* strings not kept */
@@ -501,8 +502,8 @@ static rp_check_item *rp_job_item(rp_check_job *j, const char *vhost, const char
     return NULL;
 }
 
-/* The broker port of a check: the daemon's, with the consumer count from
- * the events where the item carries one. Store thread. */
+/* The broker port of a check: the runner's, with the consumer count from
+ * the events where the item carries one. The "events" thread. */
 static rp_status rp_check_get_queue(void *self, const char *vhost, const char *name,
                                     rp_queue_facts *out) {
     rp_check_job *j = self;
