@@ -132,6 +132,10 @@ typedef struct rp_queue_facts {
     const char *vhost;
     const char *name;
     rp_queue_type type;
+    /* false when the broker has not reported the message counts (yet):
+     * ready and unacked then say nothing, and nothing is judged from them
+     * (an absent statistic never reads as an empty queue). */
+    bool counts_known;
     int64_t ready;               /* messages_ready (negative reads as 0) */
     int64_t unacked;             /* messages_unacknowledged (likewise) */
     bool consumers_known;        /* false when the statistic is absent */
@@ -152,6 +156,7 @@ typedef enum rp_queue_note {
     RP_QUEUE_NOTE_QUORUM_NO_AGE,     /* quorum queues report no head age */
     RP_QUEUE_NOTE_NO_HEAD_TIMESTAMP, /* the head message carries no timestamp */
     RP_QUEUE_NOTE_CONSUMERS_UNKNOWN, /* the consumer count is not reported (yet) */
+    RP_QUEUE_NOTE_COUNTS_UNKNOWN,    /* the message counts are not reported (yet) */
 } rp_queue_note;
 
 typedef struct rp_queue_judgement {
@@ -162,12 +167,18 @@ typedef struct rp_queue_judgement {
      * verdict is given for it. */
     bool backfill;
     rp_queue_note note;
+    /* The queue's conditions could not be judged (its message counts, or a
+     * consumer count that matters, are unknown): a pass must neither open
+     * nor CLEAR a sighting of it on this reading. */
+    bool unmeasured;
 } rp_queue_judgement;
 
 void rp_queue_judgement_init(rp_queue_judgement *j);
 void rp_queue_judgement_cleanup(rp_queue_judgement *j);
 
 /* Judges one queue, in this order:
+ *   0. message counts not known (counts_known false): nothing is judged,
+ *      note COUNTS_UNKNOWN, unmeasured (an absent statistic is not 0);
  *   1. a dead-letter queue yields ONLY the dead-letter condition: when
  *      ready + unacked >= dead_letter_min_depth, not owned gives DEAD_LETTER
  *      / SURFACED (measured the depth, threshold the min depth, unit
@@ -180,7 +191,8 @@ void rp_queue_judgement_cleanup(rp_queue_judgement *j);
  *   4. STALE_READY / SURFACED when ready > 0, consumers are known to be 0,
  *      the head timestamp is known and its age >= stale_ready_seconds
  *      (measured age in seconds). When the age cannot be measured, or the
- *      consumer count is unknown, *note says why.
+ *      consumer count is unknown, *note says why; an unknown consumer count
+ *      on a queue holding messages also makes it unmeasured.
  * object "queue:<vhost>:<name>", queue the name, project NULL, source
  * broker, trusted. *out is initialised here; clean it up whatever is
  * returned. RP_ERR_INVALID for NULL arguments; RP_ERR_NOMEM. */

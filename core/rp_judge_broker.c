@@ -30,6 +30,7 @@ void rp_queue_judgement_init(rp_queue_judgement *j) {
     rp_verdict_init(&j->verdict);
     j->backfill = false;
     j->note = RP_QUEUE_NOTE_NONE;
+    j->unmeasured = false;
 }
 
 void rp_queue_judgement_cleanup(rp_queue_judgement *j) {
@@ -84,12 +85,24 @@ rp_status rp_judge_queue(const rp_queue_facts *q, const rp_thresholds *t, rp_tim
                          rp_queue_judgement *out) {
     rp_queue_judgement_init(out);
     if (q == NULL || t == NULL) return RP_ERR_INVALID;
+    if (!q->counts_known) {
+        /* Absent statistics are not an empty queue: nothing is judged, and
+         * whatever was sighted on it stays open until it is measured. */
+        if (q->is_dead_letter_queue || (q->owned && q->type != RP_QUEUE_TYPE_STREAM)) {
+            out->note = RP_QUEUE_NOTE_COUNTS_UNKNOWN;
+            out->unmeasured = true;
+        }
+        return RP_OK;
+    }
     if (q->is_dead_letter_queue) return rp_judge_dead_letter_queue(q, t, out);
     if (!q->owned || q->type == RP_QUEUE_TYPE_STREAM) return RP_OK;
 
     int64_t ready = rp__nonneg(q->ready), unacked = rp__nonneg(q->unacked);
     if (!q->consumers_known) {
-        if (rp__sat_add(ready, unacked) > 0) out->note = RP_QUEUE_NOTE_CONSUMERS_UNKNOWN;
+        if (rp__sat_add(ready, unacked) > 0) {
+            out->note = RP_QUEUE_NOTE_CONSUMERS_UNKNOWN;
+            out->unmeasured = true;
+        }
         return RP_OK;
     }
     if (q->consumers != 0) return RP_OK;

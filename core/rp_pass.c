@@ -46,6 +46,33 @@ rp_status rp__pass_unreadable(rp__pass *p, rp_source src, const char *what, rp_s
     return st;
 }
 
+rp_status rp__strs_add(rp__strs *l, const char *s) {
+    if (rp__strs_has(l, s)) return RP_OK;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        char **v = realloc(l->v, cap * sizeof *v);
+        if (v == NULL) return RP_ERR_NOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    char *c = strdup(s);
+    if (c == NULL) return RP_ERR_NOMEM;
+    l->v[l->n++] = c;
+    return RP_OK;
+}
+
+bool rp__strs_has(const rp__strs *l, const char *s) {
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i], s) == 0) return true;
+    return false;
+}
+
+void rp__strs_cleanup(rp__strs *l) {
+    for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
 static int rp_cmp_open(const void *a, const void *b) {
     return strcmp(((const rp__open_sighting *)a)->key, ((const rp__open_sighting *)b)->key);
 }
@@ -116,7 +143,7 @@ out:
     return st;
 }
 
-static rp_status rp_load_open(rp__pass *p) {
+rp_status rp__pass_load_open(rp__pass *p) {
     rp_sighting_list list = {0};
     rp_status lst = p->ports->store.list_open_sightings(p->ports->store.self, &list);
     if (lst != RP_OK) {
@@ -148,15 +175,19 @@ static rp_status rp_load_open(rp__pass *p) {
  * clear it. */
 static bool rp_may_clear(const rp__pass *p, const rp_sighting_key_parts *parts) {
     if (parts->source == RP_SOURCE_JOB_QUEUE) {
+        if (p->targeted) return false; /* a targeted check reads no job table */
         if (!p->store_whole || parts->condition != RP_COND_STALE_READY) return false;
         if (p->opt->project == NULL) return true;
         static const char pfx[] = "project:";
         return strncmp(parts->subject, pfx, sizeof pfx - 1) == 0 &&
                strcmp(parts->subject + sizeof pfx - 1, p->opt->project) == 0;
     }
-    if (!p->broker_ran || !p->broker_whole) return false;
-    return parts->condition == RP_COND_HOLDER_GONE || parts->condition == RP_COND_STALE_READY ||
-           parts->condition == RP_COND_DEAD_LETTER;
+    bool judged = parts->condition == RP_COND_HOLDER_GONE ||
+                  parts->condition == RP_COND_STALE_READY || parts->condition == RP_COND_DEAD_LETTER;
+    /* A queue read but not measured keeps what was sighted on it. */
+    if (!judged || rp__strs_has(&p->kept, parts->subject)) return false;
+    if (p->targeted) return rp__strs_has(&p->read, parts->subject);
+    return p->broker_ran && p->broker_whole;
 }
 
 static rp_status rp_clear_one(rp__pass *p, const rp__open_sighting *o) {
@@ -183,7 +214,7 @@ out:
     return st;
 }
 
-static rp_status rp_clear(rp__pass *p) {
+rp_status rp__pass_clear(rp__pass *p) {
     if (!p->open_known) return RP_OK;
     for (size_t i = 0; i < p->n_open; i++) {
         rp_sighting_key_parts parts;
@@ -196,7 +227,7 @@ static rp_status rp_clear(rp__pass *p) {
     return RP_OK;
 }
 
-static void rp_pass_cleanup(rp__pass *p) {
+void rp__pass_cleanup(rp__pass *p) {
     for (size_t i = 0; i < p->n_open; i++) free(p->open[i].key);
     free(p->open);
     for (size_t i = 0; i < p->n_seen; i++) free(p->seen[i]);
@@ -206,7 +237,20 @@ static void rp_pass_cleanup(rp__pass *p) {
         free(p->targets[i].queue);
     }
     free(p->targets);
+    rp__strs_cleanup(&p->kept);
+    rp__strs_cleanup(&p->read);
     memset(p, 0, sizeof *p);
+}
+
+void rp__pass_init(rp__pass *p, const rp_ports *ports, const rp_pass_options *opt,
+                   rp_report *report) {
+    memset(p, 0, sizeof *p);
+    p->ports = ports;
+    p->opt = opt;
+    p->report = report;
+    p->now = ports->clock.now_ms(ports->clock.self);
+    p->store_whole = true;
+    p->broker_whole = true;
 }
 
 rp_status rp_pass_run(const rp_ports *ports, const rp_pass_options *opt, rp_report *out) {
@@ -220,27 +264,21 @@ rp_status rp_pass_run(const rp_ports *ports, const rp_pass_options *opt, rp_repo
         opt->dead_letter_queue_pattern == NULL || opt->dead_letter_peek_limit < 1 ||
         opt->dead_letter_peek_limit > 1000)
         return RP_ERR_INVALID;
-    rp__pass p = {
-        .ports = ports,
-        .opt = opt,
-        .report = out,
-        .now = ports->clock.now_ms(ports->clock.self),
-        .store_whole = true,
-        .broker_whole = true,
-    };
+    rp__pass p;
+    rp__pass_init(&p, ports, opt, out);
     rp_status st;
     if (opt->scope == RP_PASS_LEASES) {
         st = rp__pass_leases(&p);
     } else {
-        st = rp_load_open(&p);
+        st = rp__pass_load_open(&p);
         if (st == RP_OK) st = rp__pass_store(&p);
         if (st == RP_OK) st = rp__pass_broker(&p);
-        if (st == RP_OK) st = rp_clear(&p);
+        if (st == RP_OK) st = rp__pass_clear(&p);
     }
     if (st == RP_OK && out->n_omitted > 0)
         st = rp__pass_note(&p, "%zu more verdicts are not listed in this report (it lists the "
                                "first %zu); the ledger has every one",
                            out->n_omitted, out->n_verdicts);
-    rp_pass_cleanup(&p);
+    rp__pass_cleanup(&p);
     return st;
 }

@@ -110,4 +110,35 @@ void rp_pass_options_default(rp_pass_options *o);
 rp_status rp_pass_run(const rp_ports *ports, const rp_pass_options *opt, rp_report *out)
     RP_MUSTCHECK;
 
+/* ---- The targeted check ------------------------------------------------ */
+
+/* One queue to check. Borrowed. */
+typedef struct rp_queue_ref {
+    const char *vhost;
+    const char *name;
+} rp_queue_ref;
+
+/* Judges the given queues, and only them, as the broker half of a full pass
+ * judges each one (same classification, same rules, same sightings): each
+ * is read with the broker port's get_queue, classified by the patterns and
+ * judged (rp_judge_queue); a surfaced condition opens its sighting once
+ * (ledger event, publish, report) and an open broker sighting of one of
+ * these queues (HOLDER_GONE, STALE_READY, DEAD_LETTER) that the reading no
+ * longer shows is closed with a CLEARED verdict. A queue that no longer
+ * exists (get_queue RP_ERR_NOT_FOUND) holds nothing: its open sightings are
+ * cleared. A queue that could not be read names "broker" unreadable and
+ * clears nothing of its own; one read but not measured (statistics not
+ * reported yet: rp_judge.h) clears nothing either. Sightings of queues not
+ * listed, and of conditions the check does not judge, are never touched.
+ * No backfill, no job table: the sweep does those. A dry run writes
+ * nothing, as for rp_pass_run. opt->scope, the hooks of the lease reap and
+ * opt->project are ignored (should_stop is polled between queues).
+ *
+ * Duplicate refs are checked once. *out is initialised whatever is
+ * returned; free it with rp_report_cleanup(). Returns RP_OK when the check
+ * ran to its end (see out->ok), RP_ERR_INVALID for missing patterns or a
+ * NULL ref name or vhost (nothing read or written), RP_ERR_NOMEM. */
+rp_status rp_pass_queues(const rp_ports *ports, const rp_pass_options *opt,
+                         const rp_queue_ref *queues, size_t n, rp_report *out) RP_MUSTCHECK;
+
 #endif

@@ -5,6 +5,7 @@
 
 #include "rp_arith.h"
 #include "rp_match.h"
+#include "rp_object.h"
 #include "rp_park.h"
 #include "rp_pass_internal.h"
 
@@ -49,6 +50,10 @@ static rp_status rp_note_queue(rp__pass *p, const rp_queue_facts *q, rp_queue_no
         return rp__pass_note(p, "queue %s on vhost %s: holder gone and stale ready not judged, "
                                 "the broker does not report its consumer count (yet)",
                              q->name, q->vhost);
+    case RP_QUEUE_NOTE_COUNTS_UNKNOWN:
+        return rp__pass_note(p, "queue %s on vhost %s: not judged, the broker does not report "
+                                "its message counts (yet); what was sighted on it stays open",
+                             q->name, q->vhost);
     case RP_QUEUE_NOTE_NONE:
     default:
         return RP_OK;
@@ -76,7 +81,7 @@ static rp_status rp_add_target(rp__pass *p, const rp_queue_facts *q) {
     return RP_OK;
 }
 
-static rp_status rp_judge_one(rp__pass *p, const rp_queue_facts *listed) {
+rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *listed, bool backfill) {
     if (listed->vhost == NULL || listed->name == NULL)
         return rp__pass_note(p, "a queue without a name or vhost was listed; left alone");
     rp_queue_facts q = *listed;
@@ -85,7 +90,13 @@ static rp_status rp_judge_one(rp__pass *p, const rp_queue_facts *listed) {
     rp_queue_judgement j;
     st = rp_judge_queue(&q, &p->opt->thresholds, p->now, &j);
     if (st == RP_OK) st = rp_note_queue(p, &q, j.note);
-    if (st == RP_OK && j.backfill) st = rp_add_target(p, &q);
+    if (st == RP_OK && j.unmeasured) {
+        char *subject = NULL;
+        st = rp_object_queue(q.vhost, q.name, &subject);
+        if (st == RP_OK) st = rp__strs_add(&p->kept, subject);
+        free(subject);
+    }
+    if (st == RP_OK && j.backfill && backfill) st = rp_add_target(p, &q);
     if (st == RP_OK && j.verdict.condition != RP_COND_NONE) st = rp__pass_surface(p, &j.verdict);
     rp_queue_judgement_cleanup(&j);
     return st;
@@ -105,7 +116,7 @@ static rp_status rp_list_and_judge(rp__pass *p) {
             return rp__pass_unreadable(p, RP_SOURCE_BROKER, "listing queues", lst);
         }
         for (size_t i = 0; i < pg.n; i++) {
-            rp_status st = rp_judge_one(p, &pg.queues[i]);
+            rp_status st = rp__pass_judge_queue(p, &pg.queues[i], true);
             if (st != RP_OK) return st;
         }
         /* An empty page ends the listing even when the adapter forgot to say

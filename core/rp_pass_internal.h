@@ -24,6 +24,17 @@ typedef struct rp__target {
     int64_t depth;  /* ready + unacked as listed */
 } rp__target;
 
+/* A growable list of heap strings. */
+typedef struct rp__strs {
+    char **v;
+    size_t n, cap;
+} rp__strs;
+
+/* Adds a copy of s (once). RP_ERR_NOMEM. */
+rp_status rp__strs_add(rp__strs *l, const char *s) RP_MUSTCHECK;
+bool rp__strs_has(const rp__strs *l, const char *s);
+void rp__strs_cleanup(rp__strs *l);
+
 typedef struct rp__pass {
     const rp_ports *ports;
     const rp_pass_options *opt;
@@ -43,7 +54,28 @@ typedef struct rp__pass {
     /* Owned dead-letter queues to backfill after the listing. */
     rp__target *targets;
     size_t n_targets, cap_targets;
+    /* Subjects ("queue:<vhost>:<name>") read but not measured (statistics
+     * not reported yet): their sightings are neither opened nor cleared. */
+    rp__strs kept;
+    /* A targeted check (rp_pass_queues): only broker sightings whose
+     * subject is in `read` (a queue read, or found gone) may be cleared. */
+    bool targeted;
+    rp__strs read;
 } rp__pass;
+
+/* Sets up *p for a pass over ports with opt and report (the clock read
+ * once), and frees what it holds. */
+void rp__pass_init(rp__pass *p, const rp_ports *ports, const rp_pass_options *opt,
+                   rp_report *report);
+void rp__pass_cleanup(rp__pass *p);
+/* Reads the open sightings (an unreadable store is recorded). */
+rp_status rp__pass_load_open(rp__pass *p) RP_MUSTCHECK;
+/* Closes every open sighting this pass may clear and did not see. */
+rp_status rp__pass_clear(rp__pass *p) RP_MUSTCHECK;
+/* Classifies and judges one queue as read; surfaces what holds; with
+ * backfill, an owned dead-letter queue over its depth is kept for the
+ * backfill. A queue read but not measured goes to p->kept. */
+rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *read, bool backfill) RP_MUSTCHECK;
 
 /* Names src in the report's unreadable list (once per source) and adds the
  * note "<source>: <what>: <status>" (once: a store that is down for the

@@ -85,6 +85,7 @@ static rp_status rp_item(const json_t *item, rp_queue_facts *f, rp_mgmt_queue_ex
     bool have_ready = rp_mgmt_json_int(json_object_get(item, "messages_ready"), &ready);
     bool have_unacked = rp_mgmt_json_int(json_object_get(item, "messages_unacknowledged"), &unacked);
     x->counts_known = have_ready && have_unacked;
+    f->counts_known = x->counts_known;
     f->ready = x->counts_known ? ready : 0;
     f->unacked = x->counts_known ? unacked : 0;
 

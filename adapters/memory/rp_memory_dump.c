@@ -74,9 +74,9 @@ rp_status rp_memory_dump(const rp_memory *m, char **out) {
     }
     for (size_t i = 0; i < m->n_queues; i++) {
         const rp_queue_facts *q = &m->queues[i].facts;
-        fprintf(f, "queue %s:%s type=%s ready=%" PRId64 " unacked=%" PRId64
+        fprintf(f, "queue %s:%s type=%s counts=%d ready=%" PRId64 " unacked=%" PRId64
                    " consumers=%d:%" PRId64 " head=%d:%" PRId64 " timeout=%d\n",
-                q->vhost, q->name, rp_queue_type_string(q->type), q->ready, q->unacked,
+                q->vhost, q->name, rp_queue_type_string(q->type), (int)q->counts_known, q->ready, q->unacked,
                 (int)q->consumers_known, q->consumers, (int)q->head_timestamp_known,
                 q->head_timestamp, (int)m->queues[i].timeout_set);
     }

@@ -82,10 +82,7 @@ static void rp_broker_on_message(void *arg, const rp_amqp_message *msg) {
         rp_control_on_message(d, msg);
     } else if (rp_tag_is(msg->consumer_tag, RP_EVENTS_CONSUMER_TAG)) {
         rp_observe_event(d, msg);
-        char key[128];
-        snprintf(key, sizeof key, "%.*s", (int)msg->routing_key.len,
-                 (const char *)msg->routing_key.bytes);
-        RP_DEBUG("broker event", "routing_key", key, NULL);
+        if (d->events) rp_events_on_message(d->events, msg);
     } else {
         RP_WARN("delivery for an unknown consumer; rejected", NULL);
         amqp_connection_state_t c = rp_amqp_conn_handle(d->amqp);
@@ -123,11 +120,13 @@ static void rp_broker_on_state(void *arg, rp_amqp_state state, const char *why) 
         RP_INFO("broker connected", "broker", why, "control_queue", d->cfg->broker.control_queue,
                 NULL);
         rp_amqp_publisher_on_up(d->publisher);
+        if (d->events) rp_events_on_up(d->events); /* events are not replayed: list again */
         break;
     case RP_AMQP_DOWN:
         if (d->broker_up) {
             rp_amqp_assembler_reset(&d->assembler);
             rp_amqp_publisher_on_down(d->publisher);
+            if (d->events) rp_events_on_down(d->events);
         }
         d->broker_up = false;
         RP_WARN("broker unreachable; retrying", "broker", rp_amqp_conn_peer(d->amqp), "reason",

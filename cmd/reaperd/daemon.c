@@ -278,6 +278,12 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         return RP_ERR_INTERNAL;
     }
 
+    d->events = rp_events_new(d);
+    if (d->events == NULL) {
+        RP_ERROR("out of memory", NULL);
+        return RP_ERR_NOMEM;
+    }
+    rp_events_wrap_sweep_port(d->events, &d->runner.ports.broker);
     if (rp_broker_start(d, broker_password) != RP_OK) return RP_ERR_INTERNAL;
 
     /* The first pass now: it connects the store and reaps what expired
@@ -314,7 +320,9 @@ int rp_daemon_run(const rp_config *cfg, const char *broker_password) {
      * joined; the bridge is closed first so that no call waits on a loop
      * that no longer turns. */
     if (d.mgmt) rp_mgmt_bridge_close(d.mgmt);
+    rp_events_stop(d.events); /* before the store thread: its publishes go through it */
     if (d.store) rp_worker_free(d.store);
+    rp_events_free(d.events); /* after: the sweep's broker port points at it */
     rp_broker_stop(&d);
     rp_pass_runner_cleanup(&d.runner);
     rp_mgmt_bridge_free(d.mgmt);

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "broker_http.h"
+#include "events.h"
 #include "http.h"
 #include "rp_metrics.h"
 #include "pass_runner.h"
@@ -55,6 +56,8 @@ typedef struct rp_daemon {
      * through the bridge. */
     rp_mgmt_bridge *mgmt;
     rp_broker_http_keep mgmt_keep;
+    /* Broker events as they happen (events.h). */
+    rp_events *events;
 
     /* Store thread side only. */
     rp_pass_runner runner;

@@ -241,6 +241,7 @@ static rp_queue_facts owned_queue(void) {
         .vhost = "/",
         .name = "vibey.x",
         .type = RP_QUEUE_TYPE_CLASSIC,
+        .counts_known = true,
         .consumers_known = true,
         .consumers = 0,
         .owned = true,
@@ -384,6 +385,48 @@ static void test_unknown_consumer_count_is_not_zero(void **state) {
     rp_queue_judgement j = judge(&q, &t, NOW);
     assert_int_equal(j.verdict.condition, RP_COND_NONE);
     assert_int_equal(j.note, RP_QUEUE_NOTE_CONSUMERS_UNKNOWN);
+    assert_true(j.unmeasured);
+    rp_queue_judgement_cleanup(&j);
+    /* Unknown consumers on an empty queue: nothing can hold, measured. */
+    q.unacked = 0;
+    q.ready = 0;
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.note, RP_QUEUE_NOTE_NONE);
+    assert_false(j.unmeasured);
+    rp_queue_judgement_cleanup(&j);
+}
+
+/* Message counts the broker has not reported are not 0: nothing is judged
+ * (not even a dead-letter queue's depth) and the queue is unmeasured. */
+static void test_unknown_counts_are_not_zero(void **state) {
+    (void)state;
+    rp_thresholds t = defaults();
+    rp_queue_facts q = owned_queue();
+    q.unacked = 3; /* whatever the fields hold, they are not known */
+    q.counts_known = false;
+    rp_queue_judgement j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    assert_int_equal(j.note, RP_QUEUE_NOTE_COUNTS_UNKNOWN);
+    assert_true(j.unmeasured);
+    rp_queue_judgement_cleanup(&j);
+    q.counts_known = true; /* the same reading, known: holder gone */
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_HOLDER_GONE);
+    assert_false(j.unmeasured);
+    rp_queue_judgement_cleanup(&j);
+    rp_queue_facts d = dead_letter_queue(false, 5, 0);
+    d.counts_known = false;
+    j = judge(&d, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    assert_false(j.backfill);
+    assert_true(j.unmeasured);
+    rp_queue_judgement_cleanup(&j);
+    /* A queue not owned is not reaper's to measure. */
+    q.owned = false;
+    q.counts_known = false;
+    j = judge(&q, &t, NOW);
+    assert_false(j.unmeasured);
+    assert_int_equal(j.note, RP_QUEUE_NOTE_NONE);
     rp_queue_judgement_cleanup(&j);
 }
 
@@ -678,6 +721,7 @@ int main(void) {
         cmocka_unit_test(test_dead_letter_queue_yields_only_dead_letter),
         cmocka_unit_test(test_holder_gone),
         cmocka_unit_test(test_unknown_consumer_count_is_not_zero),
+        cmocka_unit_test(test_unknown_counts_are_not_zero),
         cmocka_unit_test(test_holder_gone_before_stale),
         cmocka_unit_test(test_broker_stale_boundary),
         cmocka_unit_test(test_broker_stale_needs_ready_and_no_consumer),

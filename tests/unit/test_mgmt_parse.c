@@ -71,6 +71,7 @@ static void test_page_with_statistics(void **state) {
     assert_int_equal(celery->type, RP_QUEUE_TYPE_CLASSIC);
     assert_int_equal(celery->ready, 1);
     assert_int_equal(celery->unacked, 0);
+    assert_true(celery->counts_known);
     assert_true(celery->consumers_known);
     assert_int_equal(celery->consumers, 0);
     /* A message without a timestamp: head_message_timestamp null. */
@@ -122,6 +123,7 @@ static void test_page_without_statistics(void **state) {
         assert_false(p.facts[i].consumers_known);
         assert_false(p.facts[i].head_timestamp_known);
         assert_false(p.extra[i].counts_known);
+        assert_false(p.facts[i].counts_known); /* core sees it too: not an empty queue */
         assert_false(p.extra[i].policy_known);
         assert_false(p.extra[i].effective_known);
         assert_null(p.extra[i].policy);

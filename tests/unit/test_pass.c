@@ -100,6 +100,7 @@ static void put_queue(fixture *f, const char *name, rp_queue_type type, int64_t 
         .type = type,
         .ready = ready,
         .unacked = unacked,
+        .counts_known = true,
         .consumers_known = consumers >= 0,
         .consumers = consumers < 0 ? 0 : consumers,
     };
@@ -111,6 +112,7 @@ static void put_stale_queue(fixture *f, const char *name, int64_t age_s) {
         .vhost = "/",
         .name = name,
         .type = RP_QUEUE_TYPE_CLASSIC,
+        .counts_known = true,
         .ready = 4,
         .consumers_known = true,
         .head_timestamp_known = true,
@@ -430,7 +432,7 @@ static void test_condition_change_on_one_queue(void **state) {
     fixture *f = *state;
     rp_queue_facts q = {
         .vhost = "/", .name = "vibey.q", .type = RP_QUEUE_TYPE_CLASSIC, .ready = 5, .unacked = 2,
-        .consumers_known = true, .head_timestamp_known = true, .head_timestamp = NOW / 1000 - 5000,
+        .counts_known = true, .consumers_known = true, .head_timestamp_known = true, .head_timestamp = NOW / 1000 - 5000,
     };
     assert_int_equal(rp_memory_put_queue(f->m, &q), RP_OK);
     rp_report r;
@@ -451,7 +453,7 @@ static void test_queue_listed_twice_is_one_sighting(void **state) {
     fixture *f = *state;
     rp_memory_set_page_size(f->m, 1);
     rp_queue_facts q = {.vhost = "/", .name = "vibey.held", .type = RP_QUEUE_TYPE_CLASSIC,
-                        .unacked = 3, .consumers_known = true};
+                        .unacked = 3, .counts_known = true, .consumers_known = true};
     assert_int_equal(rp_memory_append_queue(f->m, &q), RP_OK);
     assert_int_equal(rp_memory_append_queue(f->m, &q), RP_OK);
     rp_report r;
