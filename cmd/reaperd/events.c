@@ -484,6 +484,7 @@ typedef struct rp_check_item {
 
 typedef struct rp_check_job {
     rp_events *e;
+    const rp_config *cfg; /* d->cfg when made, on the loop (a reload replaces d->cfg) */
     rp_daemon *d;
     unsigned generation;
     int64_t built_mono;
@@ -525,9 +526,8 @@ static rp_status rp_check_get_queue(void *self, const char *vhost, const char *n
 
 static void rp_check_work(void *ctx, void *arg) {
     rp_events *e = ctx;
-    rp_daemon *d = e->d;
     rp_check_job *j = arg;
-    const rp_config *cfg = d->cfg;
+    const rp_config *cfg = j->cfg;
     int64_t t0 = rp_mono_ms();
     char err[256] = "";
     /* A store that is down shows in the report (the sightings cannot be
@@ -671,6 +671,7 @@ static void rp_on_check_timer(evutil_socket_t fd, short what, void *arg) {
     }
     j->e = e;
     j->d = e->d;
+    j->cfg = e->d->cfg;
     j->generation = e->d->broker_generation;
     j->built_mono = t;
     rp_report_init(&j->report, false);
@@ -741,6 +742,7 @@ static void rp_arm_check(rp_events *e) {
 
 typedef struct rp_reconcile_job {
     rp_events *e;
+    const rp_config *cfg; /* d->cfg when made, on the loop */
     rp_report report;
     rp_mgmt_policy_stats stats;
     rp_status status;
@@ -753,7 +755,7 @@ static void rp_reconcile_work(void *ctx, void *arg) {
     rp_daemon *d = j->e->d;
     int64_t t0 = rp_mono_ms();
     rp_mgmt_policy_options popt;
-    rp_broker_policy_options(d->cfg, &d->mgmt_keep, false, &popt);
+    rp_broker_policy_options(j->cfg, &d->mgmt_keep, false, &popt);
     memset(&j->stats, 0, sizeof j->stats);
     j->status = rp_mgmt_policy_reconcile(j->e->pbroker, &popt, &j->report, &j->stats);
     j->duration_ms = rp_mono_ms() - t0;
@@ -808,6 +810,7 @@ static void rp_on_reconcile_timer(evutil_socket_t fd, short what, void *arg) {
     rp_reconcile_job *j = calloc(1, sizeof *j);
     if (j == NULL) return;
     j->e = e;
+    j->cfg = e->d->cfg;
     rp_report_init(&j->report, false);
     if (rp_worker_submit(e->policy, rp_reconcile_work, rp_reconcile_done, j) != RP_OK) {
         rp_report_cleanup(&j->report);
@@ -881,6 +884,7 @@ typedef struct rp_seed_item {
 
 typedef struct rp_seed_job {
     rp_events *e;
+    const rp_config *cfg; /* d->cfg when made, on the loop */
     unsigned generation;
     rp_seed_item *items;
     size_t n, cap;
@@ -891,7 +895,7 @@ typedef struct rp_seed_job {
 static void rp_seed_work(void *ctx, void *arg) {
     RP_UNUSED(ctx);
     rp_seed_job *j = arg;
-    const rp_config *cfg = j->e->d->cfg;
+    const rp_config *cfg = j->cfg;
     for (size_t page = 1;; page++) {
         rp_queue_page pg;
         rp_status st = rp_mgmt_broker_list(j->e->pbroker, page, "name,vhost,type,consumers", &pg);
@@ -1052,6 +1056,7 @@ static void rp_start_seed(rp_events *e) {
     rp_seed_job *j = calloc(1, sizeof *j);
     if (j == NULL) return;
     j->e = e;
+    j->cfg = e->d->cfg;
     j->generation = e->d->broker_generation;
     e->seed_started_mono = rp_mono_ms();
     if (rp_worker_submit(e->policy, rp_seed_work, rp_seed_done, j) != RP_OK) {
