@@ -118,6 +118,10 @@ static rp_status rp_backfill(rp__pass *p, const rp__target *t) {
     const rp_dead_letter_port *d = &p->ports->dead_letters;
     size_t limit = p->opt->dead_letter_peek_limit;
     rp_dl_batch batch = {0};
+    if (d->peek == NULL) /* no way to read a queue: surface that, never crash */
+        return rp__pass_note(p, "dead-letter queue %s on vhost %s: not examined, this pass "
+                                "cannot read dead-letter queues",
+                             t->queue, t->vhost);
     rp_status pst = d->peek(d->self, t->vhost, t->queue, limit, &batch);
     if (pst != RP_OK)
         return rp__pass_unreadable(p, RP_SOURCE_BROKER, "peeking at a dead-letter queue", pst);

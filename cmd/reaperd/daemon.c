@@ -247,7 +247,8 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         return RP_ERR_CONFIG;
     }
     d->mgmt = rp_mgmt_bridge_new(d->base, http);
-    if (d->mgmt == NULL || rp_pass_runner_attach_broker(&d->runner, d->mgmt, &d->mgmt_keep) != RP_OK) {
+    if (d->mgmt == NULL || rp_pass_runner_attach_broker(&d->runner, d->mgmt, &d->mgmt_keep) != RP_OK ||
+        rp_pass_runner_attach_peek(&d->runner, broker_password) != RP_OK) {
         if (d->mgmt == NULL) rp_mgmt_http_free(http);
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
