@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "daemon_internal.h"
+#include "replay.h"
 #include "report_text.h"
 #include "rp_log.h"
 #include "rp_proto.h"
@@ -230,6 +231,30 @@ static void rp_ctl_answer_done(void *arg, bool cancelled) {
     rp_ctl_encoded(c, est, &buf);
 }
 
+/* Loop: the end of a replay (replay.h). */
+static void rp_ctl_replay_done(void *arg, const rp_replay_result *r) {
+    rp_ctl *c = arg;
+    if (r->cancelled) { /* shutting down: unacked, so delivered again later */
+        rp_ctl_free(c);
+        return;
+    }
+    char gate[32];
+    snprintf(gate, sizeof gate, "%" PRId64, c->req.answer.gate);
+    if (r->st != RP_OK) {
+        const char *msg = r->message ? r->message : "replaying failed";
+        RP_WARN("gate answer refused", "gate", gate, "choice", "replay", "reason", msg, NULL);
+        rp_ctl_error(c, "answer", r->st, msg);
+        return;
+    }
+    RP_INFO("gate answered", "gate", gate, "choice", rp_choice_string(r->answer.choice),
+            "outcome", rp_outcome_string(r->answer.outcome), "user", c->has_user ? c->user : NULL,
+            NULL);
+    rp_proto_buf buf = {0};
+    rp_status est = rp_proto_encode_answer_reply(c->req.answer.gate, r->answer.choice,
+                                                 r->answer.outcome, c->enc, &buf);
+    rp_ctl_encoded(c, est, &buf);
+}
+
 /* ---- status -------------------------------------------------------------- */
 
 static void rp_ctl_status(rp_ctl *c) {
@@ -332,11 +357,16 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         break;
     case RP_OP_ANSWER:
         if (c->req.answer.choice == RP_CHOICE_REPLAY) {
-            /* Replaying publishes a stored dead letter back to its queue;
-             * that arrives with the dead-letter tap. */
-            rp_ctl_error(c, "answer", RP_ERR_CONFLICT,
-                         "replay is not available in this version of reaperd");
-            return;
+            /* Published and confirmed on the loop before the gate is
+             * settled (replay.h). */
+            const char *by = c->req.answer.by ? c->req.answer.by : (c->has_user ? c->user : NULL);
+            st = rp_replay_start(d, c->req.answer.gate, by, rp_ctl_replay_done, c);
+            if (st == RP_ERR_CONFLICT) {
+                rp_ctl_error(c, "answer", RP_ERR_CONFLICT,
+                             "a replay of this gate is in progress; ask again for its outcome");
+                return;
+            }
+            break;
         }
         st = rp_daemon_store_job(d, rp_ctl_answer_work, rp_ctl_answer_done, c);
         break;

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "daemon_internal.h"
+#include "replay.h"
 #include "report_text.h"
 #include "rp_log.h"
 #include "version.h"
@@ -297,6 +298,7 @@ int rp_daemon_run(const rp_config *cfg, const char *broker_password) {
     if (d.store) rp_worker_free(d.store);
     rp_broker_stop(&d);
     rp_pass_runner_cleanup(&d.runner);
+    rp_replay_cleanup(&d);
     rp_mgmt_bridge_free(d.mgmt);
     if (d.sig_term) event_free(d.sig_term);
     if (d.sig_int) event_free(d.sig_int);

@@ -58,6 +58,9 @@ typedef struct rp_daemon {
     rp_time_ms last_pass_at;
     int64_t open_sightings;
     int exit_code;
+    /* Gates whose replay is in flight (replay.c; loop thread). */
+    int64_t *replaying;
+    size_t n_replaying, cap_replaying;
 } rp_daemon;
 
 /* broker.c */
