@@ -368,6 +368,12 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
             }
             break;
         }
+        if (rp_replay_busy(d, c->req.answer.gate)) {
+            /* Settling it now could dismiss a message being replayed. */
+            rp_ctl_error(c, "answer", RP_ERR_CONFLICT,
+                         "a replay of this gate is in progress; ask again for its outcome");
+            return;
+        }
         st = rp_daemon_store_job(d, rp_ctl_answer_work, rp_ctl_answer_done, c);
         break;
     default:

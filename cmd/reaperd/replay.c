@@ -58,6 +58,8 @@ static void rp_inflight_remove(rp_daemon *d, int64_t gate) {
         }
 }
 
+bool rp_replay_busy(const rp_daemon *d, int64_t gate) { return rp_inflight_has(d, gate); }
+
 void rp_replay_cleanup(rp_daemon *d) {
     free(d->replaying);
     d->replaying = NULL;

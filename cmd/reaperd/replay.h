@@ -51,6 +51,10 @@ typedef void (*rp_replay_done_fn)(void *arg, const rp_replay_result *r);
 rp_status rp_replay_start(struct rp_daemon *d, int64_t gate, const char *by,
                           rp_replay_done_fn done, void *arg) RP_MUSTCHECK;
 
+/* Whether a replay of gate is in flight (any other answer to it waits:
+ * control.c refuses it with conflict until the replay is over). */
+bool rp_replay_busy(const struct rp_daemon *d, int64_t gate);
+
 /* Frees the in-flight set (at the daemon's end). */
 void rp_replay_cleanup(struct rp_daemon *d);
 

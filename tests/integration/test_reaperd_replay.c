@@ -479,6 +479,54 @@ static void test_concurrent_replays_publish_once(void **state) {
     delete_queue(origin);
 }
 
+/* A dismiss sent right behind a replay of the same gate never dismisses a
+ * message that is being replayed: it is refused while the replay is in
+ * flight, or finds the gate answered by the replay. */
+static void test_dismiss_behind_replay(void **state) {
+    (void)state;
+    const char *origin = name("behind");
+    declare(origin, amqp_empty_table);
+    parked p = park(origin, "first", 5, false);
+    amqp_basic_properties_t props;
+    memset(&props, 0, sizeof props);
+    props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_REPLY_TO_FLAG;
+    props.content_type = amqp_cstring_bytes("application/json");
+    props.reply_to = amqp_cstring_bytes("amq.rabbitmq.reply-to");
+    const char *choices[2] = {"replay", "dismiss"};
+    for (int i = 0; i < 2; i++) {
+        char body[200];
+        snprintf(body, sizeof body, "{\"v\":1,\"op\":\"answer\",\"gate\":%" PRId64
+                                    ",\"choice\":\"%s\"}", p.gate, choices[i]);
+        assert_int_equal(amqp_basic_publish(W.amqp, 1, amqp_cstring_bytes(""),
+                                            amqp_cstring_bytes(W.control), 0, 0, &props,
+                                            amqp_cstring_bytes(body)),
+                         AMQP_STATUS_OK);
+    }
+    int replayed = 0;
+    for (int i = 0; i < 2; i++) {
+        amqp_envelope_t env;
+        struct timeval tv = {20, 0};
+        amqp_maybe_release_buffers(W.amqp);
+        assert_int_equal(amqp_consume_message(W.amqp, &env, &tv, 0).reply_type,
+                         AMQP_RESPONSE_NORMAL);
+        json_error_t je;
+        json_t *j = json_loadb(env.message.body.bytes, env.message.body.len, 0, &je);
+        assert_non_null(j);
+        const char *outcome =
+            json_string_value(json_object_get(json_object_get(j, "result"), "outcome"));
+        assert_true(outcome == NULL || strcmp(outcome, "dismissed") != 0);
+        if (outcome && strcmp(outcome, "replayed") == 0) replayed++;
+        json_decref(j);
+        amqp_destroy_envelope(&env);
+    }
+    assert_int_equal(replayed, 1);
+    assert_int_equal(pgfx_i64(W.f, "SELECT count(*) FROM gate WHERE id = %" PRId64
+                                   " AND answer = 'replay'", p.gate), 1);
+    for (int i = 0; i < 50 && depth(origin) != 1; i++) usleep(20 * 1000);
+    assert_int_equal(depth(origin), 1);
+    delete_queue(origin);
+}
+
 /* A gate that does not exist, and a delivery_exhausted gate, refuse replay. */
 static void test_bad_targets(void **state) {
     (void)state;
@@ -500,6 +548,7 @@ int main(void) {
         cmocka_unit_test(test_returned_leaves_gate_open),
         cmocka_unit_test(test_nacked_leaves_gate_open),
         cmocka_unit_test(test_concurrent_replays_publish_once),
+        cmocka_unit_test(test_dismiss_behind_replay),
         cmocka_unit_test(test_bad_targets),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
