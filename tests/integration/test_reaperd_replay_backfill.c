@@ -19,7 +19,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <inttypes.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -354,12 +356,74 @@ static void test_quorum_dlq_read_once(void **state) {
     delete_queue(dlq);
 }
 
+/* The running daemon's sweep backfills too, and a backfilled dead letter
+ * (headers as the broker wrote them, captured by the peek) replays with its
+ * original properties and without the dead-letter headers. */
+static void test_daemon_sweep_backfill_and_replay(void **state) {
+    (void)state;
+    char origin[128], dlq[160], control[128], env_control[200];
+    snprintf(origin, sizeof origin, "%s.live", W.prefix);
+    snprintf(dlq, sizeof dlq, "%s.dlq", origin);
+    snprintf(control, sizeof control, "vibey.reap.control.itest.bf.%d", (int)getpid());
+    snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
+    dead_letter(origin, dlq, 2, false, 0);
+    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    char *env[] = {W.env_schema, env_control, "REAPER_LOG_FORMAT=json",
+                   "REAPER_REAP_INTERVAL_SECONDS=1", NULL};
+    rp_child *d = rp_child_start(argv, env);
+    assert_true(rp_child_wait_for(d, "\"msg\":\"broker connected\"", 30000));
+    for (int i = 0; i < 60 && parked_on(dlq) < 2; i++) rp_child_drain(d, 500);
+    assert_int_equal(parked_on(dlq), 2);
+    int64_t gate = pgfx_i64(W.f, "SELECT gate_id FROM dead_letter WHERE identity = 'id:%s-m0'",
+                            origin);
+    assert_true(gate > 0);
+    char body[200];
+    snprintf(body, sizeof body, "{\"v\":1,\"op\":\"answer\",\"gate\":%" PRId64
+                                ",\"choice\":\"replay\"}", gate);
+    /* A connection of its own: earlier tests reopened channel 1, which
+     * ended W.amqp's direct reply-to consumer. */
+    amqp_connection_state_t c = itest_amqp_connect();
+    itest_reply r;
+    assert_int_equal(itest_request(c, control, "application/json", body, strlen(body), NULL,
+                                   true, "bf-1", &r, 20000),
+                     0);
+    if (strstr(r.body, "\"replayed\"") == NULL) fprintf(stderr, "reply: %s\n", r.body);
+    assert_non_null(strstr(r.body, "\"replayed\""));
+    itest_reply_free(&r);
+    amqp_rpc_reply_t g = amqp_basic_get(c, 1, amqp_cstring_bytes(origin), 1);
+    assert_int_equal(g.reply.id, AMQP_BASIC_GET_OK_METHOD);
+    amqp_message_t m;
+    assert_int_equal(amqp_read_message(c, 1, &m, 0).reply_type, AMQP_RESPONSE_NORMAL);
+    itest_amqp_close(c);
+    assert_int_equal(m.body.len, 6);
+    assert_memory_equal(m.body.bytes, "body 0", 6);
+    const amqp_basic_properties_t *p = &m.properties;
+    assert_true(p->_flags & AMQP_BASIC_MESSAGE_ID_FLAG);
+    char want[200];
+    snprintf(want, sizeof want, "%s-m0", origin);
+    assert_int_equal(p->message_id.len, strlen(want));
+    assert_memory_equal(p->message_id.bytes, want, strlen(want));
+    assert_true(p->_flags & AMQP_BASIC_CONTENT_TYPE_FLAG);
+    assert_memory_equal(p->content_type.bytes, "text/plain", 10);
+    /* The original had no headers: the dead-letter ones are all gone. */
+    assert_false(p->_flags & AMQP_BASIC_HEADERS_FLAG);
+    amqp_destroy_message(&m);
+    assert_int_equal(depth(dlq), 2); /* the broker's copies stay */
+    int rc = rp_child_stop(d, SIGTERM, 20000);
+    if (rc != 0) fprintf(stderr, "reaperd exit %d:\n%s\n", rc, d->log);
+    assert_int_equal(rc, 0);
+    rp_child_free(d);
+    amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(control), 0, 0);
+    ok_rpc("control queue delete");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_classic_backfill),
         cmocka_unit_test(test_peek_limit),
         cmocka_unit_test(test_foreign_dlq_untouched),
         cmocka_unit_test(test_quorum_dlq_read_once),
+        cmocka_unit_test(test_daemon_sweep_backfill_and_replay),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
