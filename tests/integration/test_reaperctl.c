@@ -171,11 +171,16 @@ static void test_gates_table(void **state) {
     json_t *j = json_loads(out, 0, NULL);
     assert_non_null(j);
     json_t *gates = json_object_get(j, "gates");
-    assert_int_equal(json_array_size(gates), 3);
+    /* This test's three gates, newest first (the daemon's first pass may
+     * have parked other dead letters it found on the broker). */
     int64_t ids[3];
-    for (size_t i = 0; i < 3; i++)
-        ids[i] = json_integer_value(json_object_get(json_array_get(gates, i), "id"));
-    assert_true(ids[0] == g3 && ids[1] == g2 && ids[2] == g1); /* newest first */
+    size_t n = 0;
+    for (size_t i = 0; i < json_array_size(gates); i++) {
+        int64_t gid = json_integer_value(json_object_get(json_array_get(gates, i), "id"));
+        if ((gid == g1 || gid == g2 || gid == g3) && n < 3) ids[n++] = gid;
+    }
+    assert_int_equal(n, 3);
+    assert_true(ids[0] == g3 && ids[1] == g2 && ids[2] == g1);
     json_decref(j);
     free(out);
     free(err);
