@@ -14,6 +14,7 @@
 
 #define RP_PEEK_CHANNEL 1
 #define RP_PEEK_TIMEOUT_S 10
+#define RP_PEEK_HEARTBEAT_S 30
 
 typedef struct rp_peek_item {
     rp_amqp_peeked pub;
@@ -137,7 +138,10 @@ static rp_status rp_connect(rp_amqp_peek *p, const char *vhost, char *err, size_
     props_e[0].value.kind = AMQP_FIELD_KIND_UTF8;
     props_e[0].value.value.bytes = amqp_cstring_bytes("reaperd backfill");
     amqp_table_t props = {1, props_e};
-    if (!rp_ok(amqp_login_with_properties(c, vhost, 0, 131072, 0, &props, AMQP_SASL_METHOD_PLAIN,
+    /* A heartbeat bounds every wait of the library (a broker that dies in
+     * the middle of a message ends the read instead of hanging the pass). */
+    if (!rp_ok(amqp_login_with_properties(c, vhost, 0, 131072, RP_PEEK_HEARTBEAT_S, &props,
+                                          AMQP_SASL_METHOD_PLAIN,
                                           info.user, p->password),
                "login", err, errlen))
         goto fail_close;
@@ -271,8 +275,17 @@ rp_status rp_amqp_peek_read(rp_amqp_peek *p, const char *vhost, const char *queu
     }
     amqp_channel_open(p->conn, RP_PEEK_CHANNEL);
     if (!rp_ok(amqp_get_rpc_reply(p->conn), "channel open", err, errlen)) {
+        /* A connection kept from an earlier queue of this pass may have
+         * been dropped meanwhile (heartbeats are sent only inside library
+         * calls): one fresh attempt. */
         rp_amqp_peek_close(p);
-        return RP_ERR_UNAVAILABLE;
+        st = rp_connect(p, vhost, err, errlen);
+        if (st != RP_OK) return st;
+        amqp_channel_open(p->conn, RP_PEEK_CHANNEL);
+        if (!rp_ok(amqp_get_rpc_reply(p->conn), "channel open", err, errlen)) {
+            rp_amqp_peek_close(p);
+            return RP_ERR_UNAVAILABLE;
+        }
     }
     st = RP_OK;
     bool channel_open = true;
