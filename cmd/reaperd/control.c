@@ -13,6 +13,11 @@
  * with the connection leaves the request unacked, so the broker delivers it
  * again and it is answered again (answer is idempotent: a second answer
  * reports already_answered).
+ *
+ * An answer with replay runs in replay.c: read on the store thread, publish
+ * (mandatory, confirmed) on the loop, settle on the store thread, then the
+ * reply. While a replay of a gate is in flight, any other answer to that
+ * gate is refused with conflict.
  */
 #include <inttypes.h>
 #include <stdio.h>
