@@ -66,7 +66,9 @@ rp_status rp_replay_origin_parse(const char *rendered, char **name, const char *
         case 't': out[w++] = '\t'; break;
         case 'x': {
             if (end - p < 2 || rp_hex(p[0]) < 0 || rp_hex(p[1]) < 0) goto bad;
-            out[w++] = (char)(rp_hex(p[0]) * 16 + rp_hex(p[1]));
+            int byte = rp_hex(p[0]) * 16 + rp_hex(p[1]);
+            if (byte == 0) goto nul;
+            out[w++] = (char)byte;
             p += 2;
             break;
         }
@@ -79,11 +81,7 @@ rp_status rp_replay_origin_parse(const char *rendered, char **name, const char *
                 cp = cp * 16 + (uint32_t)h;
             }
             p += 4;
-            if (cp == 0) {
-                free(out);
-                *why = "the origin queue's name holds a NUL character";
-                return RP_ERR_INVALID;
-            }
+            if (cp == 0) goto nul;
             w += rp_put_utf8(out + w, cp);
             break;
         }
@@ -99,6 +97,10 @@ rp_status rp_replay_origin_parse(const char *rendered, char **name, const char *
     }
     *name = out;
     return RP_OK;
+nul:
+    free(out);
+    *why = "the origin queue's name holds a NUL character";
+    return RP_ERR_INVALID;
 bad:
     free(out);
     *why = "the stored origin queue is not a well-formed quoted name";

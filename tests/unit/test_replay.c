@@ -54,7 +54,7 @@ static void test_origin_refused(void **state) {
     const char *bad[] = {
         NULL, "", "\"", "vibey.x", "\"vibey.x", "vibey.x\"", "\"a\"b\"", "\"a\\\"",
         "\"a\\q\"", "\"\\x4\"", "\"\\xZZ\"", "\"\\u12\"", "\"\\u00zz\"", "\"\"",
-        "\"\\u0000\"",
+        "\"\\u0000\"", "\"a\\x00b\"",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(rp_replay_origin_parse(bad[i], &name, &why), RP_ERR_INVALID);
