@@ -228,8 +228,15 @@ static void rp_published(void *arg, rp_publish_outcome outcome) {
                 "not replayed: the broker refused the message for queue %s (nack: full, or an "
                 "internal error); the gate stays open", j->queue);
         break;
-    case RP_PUBLISH_LOST:
     case RP_PUBLISH_DROPPED:
+        /* Only when the publisher is freed (reaperd stopping) or its queue
+         * is full: no reply can go out through it now, so none is tried;
+         * the request stays unacked and is delivered again. */
+        RP_WARN("replay dropped: reaperd is stopping", "gate", gate, "queue", j->queue, NULL);
+        j->res.cancelled = true;
+        rp_finish(j);
+        return;
+    case RP_PUBLISH_LOST:
     default:
         rp_fail(j, RP_ERR_UNAVAILABLE,
                 "the broker connection was lost before the broker confirmed the message for %s; "
