@@ -129,7 +129,8 @@ typedef struct parked {
 /* Parks a message that died on `origin` (as its headers say), found on
  * origin.dlq, with a body and a full set of properties; truncated marks the
  * body as not stored whole. Returns its gate. */
-static parked park(const char *origin, const void *body, size_t len, bool truncated) {
+static parked park_on(const char *vhost, const char *origin, const void *body, size_t len,
+                      bool truncated) {
     parked p;
     memset(&p, 0, sizeof p);
     snprintf(p.message_id, sizeof p.message_id, "m-%d-%d", (int)getpid(), ++W.seq);
@@ -181,7 +182,7 @@ static parked park(const char *origin, const void *body, size_t len, bool trunca
     msg.handle = &h;
     char dlq[200];
     snprintf(dlq, sizeof dlq, "%s.dlq", origin);
-    rp_park_site site = {"/", dlq, W.f->dlq};
+    rp_park_site site = {vhost, dlq, W.f->dlq};
     rp_report r;
     rp_report_init(&r, false);
     rp_park_outcome out;
@@ -193,6 +194,10 @@ static parked park(const char *origin, const void *body, size_t len, bool trunca
     p.gate = pgfx_i64(W.f, "SELECT gate_id FROM dead_letter WHERE identity = 'id:%s'", p.message_id);
     assert_true(p.gate > 0);
     return p;
+}
+
+static parked park(const char *origin, const void *body, size_t len, bool truncated) {
+    return park_on("/", origin, body, len, truncated);
 }
 
 /* ---- requests ------------------------------------------------------------ */
@@ -527,6 +532,19 @@ static void test_dismiss_behind_replay(void **state) {
     delete_queue(origin);
 }
 
+/* A dead letter found on another vhost is not replayed on reaperd's. */
+static void test_other_vhost_refused(void **state) {
+    (void)state;
+    const char *origin = name("elsewhere");
+    declare(origin, amqp_empty_table);
+    parked p = park_on("tenant-b", origin, "x", 1, false);
+    assert_refused(answer(p.gate, "replay"), "conflict", "vhost tenant-b");
+    assert_true(gate_open(p.gate));
+    usleep(200 * 1000);
+    assert_int_equal(depth(origin), 0);
+    delete_queue(origin);
+}
+
 /* A gate that does not exist, and a delivery_exhausted gate, refuse replay. */
 static void test_bad_targets(void **state) {
     (void)state;
@@ -549,6 +567,7 @@ int main(void) {
         cmocka_unit_test(test_nacked_leaves_gate_open),
         cmocka_unit_test(test_concurrent_replays_publish_once),
         cmocka_unit_test(test_dismiss_behind_replay),
+        cmocka_unit_test(test_other_vhost_refused),
         cmocka_unit_test(test_bad_targets),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
