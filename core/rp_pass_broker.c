@@ -125,6 +125,11 @@ static rp_status rp_backfill(rp__pass *p, const rp__target *t) {
     rp_status pst = d->peek(d->self, t->vhost, t->queue, limit, &batch);
     if (pst != RP_OK)
         return rp__pass_unreadable(p, RP_SOURCE_BROKER, "peeking at a dead-letter queue", pst);
+    if (batch.note != NULL) {
+        rp_status nst = rp__pass_note(p, "dead-letter queue %s on vhost %s: %s", t->queue,
+                                      t->vhost, batch.note);
+        if (nst != RP_OK) return nst;
+    }
     rp_park_site site = {t->vhost, t->queue, p->opt->dead_letter_queue_pattern};
     for (size_t i = 0; i < batch.n && i < limit; i++) {
         rp_park_outcome outcome;

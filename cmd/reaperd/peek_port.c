@@ -38,12 +38,14 @@ void rp_peek_port_pass_over(rp_peek_port *pp) {
     if (pp->amqp) rp_amqp_peek_close(pp->amqp);
 }
 
-/* Whether the queue may be read by this pass, and whether it is quorum. */
+/* Whether the queue may be read by this pass, and whether it is quorum.
+ * When it is not read though it holds messages, pp->note says why. */
 static rp_status rp_may_read(rp_peek_port *pp, const char *vhost, const char *queue, bool *read,
                              bool *once) {
     *read = false;
     *once = true;
     rp_queue_type type = RP_QUEUE_TYPE_UNKNOWN;
+    int64_t depth = -1;
     if (pp->broker && pp->broker->get_queue) {
         rp_queue_facts f;
         memset(&f, 0, sizeof f);
@@ -51,10 +53,13 @@ static rp_status rp_may_read(rp_peek_port *pp, const char *vhost, const char *qu
         if (st == RP_ERR_NOT_FOUND) return RP_OK; /* gone since the listing: nothing to read */
         if (st != RP_OK) return st;
         type = f.type;
+        depth = (f.ready > 0 ? f.ready : 0) + (f.unacked > 0 ? f.unacked : 0);
     }
+    char held[64] = "";
+    if (depth >= 0) snprintf(held, sizeof held, " (it holds %lld)", (long long)depth);
     if (type == RP_QUEUE_TYPE_STREAM) {
-        RP_INFO("backfill: a stream dead-letter queue is not read", "queue", queue, "vhost", vhost,
-                NULL);
+        snprintf(pp->note, sizeof pp->note,
+                 "not read, a stream queue cannot be read by the backfill%s", held);
         return RP_OK;
     }
     if (type == RP_QUEUE_TYPE_CLASSIC) {
@@ -64,16 +69,19 @@ static rp_status rp_may_read(rp_peek_port *pp, const char *vhost, const char *qu
     }
     /* Quorum, or a type the broker does not report: read once, ever. */
     if (pp->dry_run) {
-        RP_INFO("backfill: a quorum dead-letter queue is not read by a dry run (a read spends a "
-                "delivery)", "queue", queue, "vhost", vhost, NULL);
+        snprintf(pp->note, sizeof pp->note,
+                 "not read by a dry run, each read of a quorum queue spends a delivery%s", held);
         return RP_OK;
     }
     bool was = false;
     rp_status st = rp_pg_backfill_was_read(pp->store, vhost, queue, &was);
     if (st != RP_OK) return st;
     if (was) {
-        RP_DEBUG("backfill: quorum dead-letter queue read by an earlier pass; not read again",
-                 "queue", queue, "vhost", vhost, NULL);
+        snprintf(pp->note, sizeof pp->note,
+                 "not read again: a quorum dead-letter queue is read by the backfill once (each "
+                 "read spends a delivery), and an earlier pass read it; what reaches it since "
+                 "comes through the tap%s",
+                 held);
         return RP_OK;
     }
     *read = true;
@@ -86,8 +94,10 @@ static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_
     out->messages = NULL;
     out->n = 0;
     if (vhost == NULL || queue == NULL || limit == 0) return RP_ERR_INVALID;
+    pp->note[0] = '\0';
     bool read = false, once = true;
     rp_status st = rp_may_read(pp, vhost, queue, &read, &once);
+    if (st == RP_OK && !read && pp->note[0]) out->note = pp->note;
     if (st != RP_OK || !read) return st;
     const rp_amqp_peeked *items = NULL;
     size_t n = 0;

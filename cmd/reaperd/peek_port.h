@@ -10,7 +10,7 @@
  * quorum dead-letter queue (or one whose type the broker does not report)
  * is read by the backfill ONCE, ever: the read is recorded in the store
  * (rp_pg_backfill_mark_read, a ledger event) and every later pass, in this
- * process or another, skips the queue with a log line. A message is thus
+ * process or another, skips the queue and says so in its notes. A message is thus
  * read by the backfill at most once and spends at most one delivery. What
  * reaches such a queue afterwards comes through the tap, not the backfill;
  * what lay behind the first dead_letter_peek_limit messages at that first
@@ -42,6 +42,7 @@ typedef struct rp_peek_port {
     rp_dl_message *msgs;
     rp_pg_dl_handle *handles;
     size_t cap;
+    char note[400];                /* what the last peek lends as its note */
 } rp_peek_port;
 
 /* RP_ERR_NOMEM. */
