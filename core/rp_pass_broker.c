@@ -129,9 +129,18 @@ static rp_status rp_backfill(rp__pass *p, const rp__target *t) {
     const rp_dead_letter_port *d = &p->ports->dead_letters;
     size_t limit = p->opt->dead_letter_peek_limit;
     rp_dl_batch batch = {0};
+    if (d->peek == NULL) /* no way to read a queue: surface that, never crash */
+        return rp__pass_note(p, "dead-letter queue %s on vhost %s: not examined, this pass "
+                                "cannot read dead-letter queues",
+                             t->queue, t->vhost);
     rp_status pst = d->peek(d->self, t->vhost, t->queue, limit, &batch);
     if (pst != RP_OK)
         return rp__pass_unreadable(p, RP_SOURCE_BROKER, "peeking at a dead-letter queue", pst);
+    if (batch.note != NULL) {
+        rp_status nst = rp__pass_note(p, "dead-letter queue %s on vhost %s: %s", t->queue,
+                                      t->vhost, batch.note);
+        if (nst != RP_OK) return nst;
+    }
     rp_park_site site = {t->vhost, t->queue, p->opt->dead_letter_queue_pattern};
     for (size_t i = 0; i < batch.n && i < limit; i++) {
         rp_park_outcome outcome;

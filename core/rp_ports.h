@@ -179,6 +179,10 @@ typedef struct rp_dl_message {
 typedef struct rp_dl_batch {
     const rp_dl_message *messages;  /* lent */
     size_t n;
+    /* NULL, or a sentence (lent, like messages) saying why the queue was
+     * not read (or not read whole) though it holds messages; the pass adds
+     * it to its notes. */
+    const char *note;
 } rp_dl_batch;
 
 typedef struct rp_park_result {

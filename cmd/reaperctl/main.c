@@ -48,6 +48,12 @@ static int rp_fail_usage(const char *msg) {
     return 2;
 }
 
+/* The same, for a usage error found once the request tree exists. */
+static int rp_fail_usage_free(json_t *req, const char *msg) {
+    json_decref(req);
+    return rp_fail_usage(msg);
+}
+
 int main(int argc, char **argv) {
     enum { O_PROJECT = 256, O_DRY, O_JSON, O_STATE, O_LIMIT, O_CHOICE, O_BY, O_TIMEOUT };
     static const struct option opts[] = {
@@ -112,17 +118,17 @@ int main(int argc, char **argv) {
         if (limit) {
             char *end;
             long long n = strtoll(limit, &end, 10);
-            if (*end || end == limit) return rp_fail_usage("--limit takes a whole number, 1 to 1000");
+            if (*end || end == limit) return rp_fail_usage_free(req, "--limit takes a whole number, 1 to 1000");
             json_object_set_new(req, "limit", json_integer(n));
         }
         if (project) json_object_set_new(req, "project", json_string(project));
     } else if (strcmp(cmd, "answer") == 0) {
-        if (optind >= argc) return rp_fail_usage("answer needs a GATE id");
+        if (optind >= argc) return rp_fail_usage_free(req, "answer needs a GATE id");
         char *end;
         long long gate = strtoll(argv[optind], &end, 10);
-        if (*end || end == argv[optind]) return rp_fail_usage("GATE is a gate id (a whole number)");
+        if (*end || end == argv[optind]) return rp_fail_usage_free(req, "GATE is a gate id (a whole number)");
         optind++;
-        if (choice == NULL) return rp_fail_usage("answer needs --choice replay|dismiss|retry");
+        if (choice == NULL) return rp_fail_usage_free(req, "answer needs --choice replay|dismiss|retry");
         json_object_set_new(req, "op", json_string("answer"));
         json_object_set_new(req, "gate", json_integer(gate));
         json_object_set_new(req, "choice", json_string(choice));
@@ -132,17 +138,17 @@ int main(int argc, char **argv) {
     } else {
         char m[160];
         snprintf(m, sizeof m, "unknown command '%.64s'", cmd);
-        return rp_fail_usage(m);
+        return rp_fail_usage_free(req, m);
     }
     if (optind < argc) {
         char m[160];
         snprintf(m, sizeof m, "unexpected argument '%.64s'", argv[optind]);
-        return rp_fail_usage(m);
+        return rp_fail_usage_free(req, m);
     }
     if ((strcmp(cmd, "reap") != 0 && dry) || (strcmp(cmd, "answer") != 0 && (choice || by)) ||
         (strcmp(cmd, "gates") != 0 && (state || limit)) ||
         (strcmp(cmd, "reap") != 0 && strcmp(cmd, "gates") != 0 && project))
-        return rp_fail_usage("that option does not go with this command");
+        return rp_fail_usage_free(req, "that option does not go with this command");
 
     rp_request r;
     rp_request_init(&r);
@@ -152,6 +158,8 @@ int main(int argc, char **argv) {
     if (rp_request_from_json(req, &r, &perr) != RP_OK ||
         rp_request_encode(&r, RP_ENC_MSGPACK, &body, &perr) != RP_OK) {
         json_decref(req);
+        rp_request_cleanup(&r);
+        rp_proto_buf_cleanup(&body);
         return rp_fail_usage(perr.message);
     }
     json_decref(req);

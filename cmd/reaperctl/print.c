@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "table.h"
+
 #include "rp_proto.h"
 
 static const char *rp_str(const json_t *o, const char *k) {
@@ -25,20 +27,24 @@ void rp_ctl_print_report(FILE *f, const json_t *rep) {
             dry ? " (dry run: nothing was written)" : "", json_array_size(verdicts),
             json_array_size(verdicts) == 1 ? "" : "s");
     if (json_array_size(verdicts) > 0) {
-        fprintf(f, "\n  %-9s %-13s %-9s %-30s %-12s %s\n", "ACTION", "CONDITION", "SOURCE",
-                "OBJECT", "PROJECT", "MEASURED");
+        static const char *const head[] = {"ACTION", "CONDITION", "SOURCE", "OBJECT", "PROJECT",
+                                           "MEASURED"};
+        rp_table *t = rp_table_new(6, head);
         size_t i;
         json_t *v;
         json_array_foreach(verdicts, i, v) {
             const json_t *m = json_object_get(v, "measured");
-            char measured[64] = "-";
+            char measured[96] = "-";
             if (json_is_number(m))
                 snprintf(measured, sizeof measured, "%.1f %s (threshold %lld)", json_number_value(m),
                          rp_str(v, "unit"), (long long)json_integer_value(json_object_get(v, "threshold")));
-            fprintf(f, "  %-9s %-13s %-9s %-30s %-12s %s\n", rp_str(v, "action"),
-                    rp_str(v, "condition"), rp_str(v, "source"), rp_str(v, "object"),
-                    rp_str(v, "project"), measured);
+            const char *row[] = {rp_str(v, "action"), rp_str(v, "condition"), rp_str(v, "source"),
+                                 rp_str(v, "object"), rp_str(v, "project"), measured};
+            if (t) rp_table_add(t, row);
         }
+        fputc('\n', f);
+        if (t) rp_table_print(t, f, "  ");
+        rp_table_free(t);
     }
     const char *lists[] = {"unreadable", "notes"};
     for (size_t l = 0; l < 2; l++) {
@@ -52,12 +58,19 @@ void rp_ctl_print_report(FILE *f, const json_t *rep) {
     const json_t *pol = json_object_get(rep, "policies");
     if (json_array_size(pol) > 0) {
         fprintf(f, "\npolicies:\n");
+        static const char *const head[] = {"NAME", "STATE", "DETAIL"};
+        rp_table *t = rp_table_new(3, head);
         size_t i;
         json_t *p;
-        json_array_foreach(pol, i, p)
-            fprintf(f, "  %-24s %-12s %s\n", rp_str(p, "name"),
-                    json_is_true(json_object_get(p, "verified")) ? "verified" : "NOT VERIFIED",
-                    rp_str(p, "detail"));
+        json_array_foreach(pol, i, p) {
+            const char *row[] = {rp_str(p, "name"),
+                                 json_is_true(json_object_get(p, "verified")) ? "verified"
+                                                                             : "NOT VERIFIED",
+                                 rp_str(p, "detail")};
+            if (t) rp_table_add(t, row);
+        }
+        if (t) rp_table_print(t, f, "  ");
+        rp_table_free(t);
     }
 }
 
@@ -77,8 +90,10 @@ void rp_ctl_print_gates(FILE *f, const json_t *r, long long now_ms) {
         fprintf(f, "no gates\n");
         return;
     }
-    fprintf(f, "%-8s %-19s %-10s %-24s %-24s %-16s %-6s %-14s %s\n", "GATE", "KIND", "PROJECT",
-            "QUEUE", "ORIGIN", "REASON", "AGE", "CHOICES", "STATE");
+    static const char *const head[] = {"GATE", "KIND", "PROJECT", "QUEUE", "ORIGIN", "REASON",
+                                       "AGE", "CHOICES", "STATE"};
+    rp_table *t = rp_table_new(9, head);
+    if (t == NULL) return;
     size_t i;
     json_t *g;
     json_array_foreach(gates, i, g) {
@@ -95,18 +110,21 @@ void rp_ctl_print_gates(FILE *f, const json_t *r, long long now_ms) {
             snprintf(choices + len, sizeof choices - len, "%s%s", len ? "|" : "",
                      json_string_value(c) ? json_string_value(c) : "?");
         }
-        char state[64];
+        char state[300];
         if (json_is_string(json_object_get(g, "answer")))
             snprintf(state, sizeof state, "%s by %s", rp_str(g, "answer"), rp_str(g, "answered_by"));
         else
             snprintf(state, sizeof state, "open");
+        char id[24];
+        snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(g, "id")));
         /* origin and reason come from message headers: already quoted and
-         * cut by reaperd, printed as they are. */
-        fprintf(f, "%-8lld %-19s %-10s %-24.24s %-24.24s %-16.16s %-6s %-14s %s\n",
-                (long long)json_integer_value(json_object_get(g, "id")), rp_str(g, "kind"),
-                rp_str(g, "project"), rp_str(g, "queue"), rp_str(g, "origin_queue"),
-                rp_str(g, "reason"), age, choices, state);
+         * cut by reaperd; the table shows any control character as '?'. */
+        const char *row[] = {id, rp_str(g, "kind"), rp_str(g, "project"), rp_str(g, "queue"),
+                             rp_str(g, "origin_queue"), rp_str(g, "reason"), age, choices, state};
+        rp_table_add(t, row);
     }
+    rp_table_print(t, f, "");
+    rp_table_free(t);
 }
 
 void rp_ctl_print_answer(FILE *f, const json_t *r) {

@@ -13,6 +13,11 @@
  * with the connection leaves the request unacked, so the broker delivers it
  * again and it is answered again (answer is idempotent: a second answer
  * reports already_answered).
+ *
+ * An answer with replay runs in replay.c: read on the store thread, publish
+ * (mandatory, confirmed) on the loop, settle on the store thread, then the
+ * reply. While a replay of a gate is in flight, any other answer to that
+ * gate is refused with conflict.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,6 +25,7 @@
 #include <string.h>
 
 #include "daemon_internal.h"
+#include "replay.h"
 #include "report_text.h"
 #include "rp_log.h"
 #include "rp_proto.h"
@@ -234,6 +240,30 @@ static void rp_ctl_answer_done(void *arg, bool cancelled) {
     rp_ctl_encoded(c, est, &buf);
 }
 
+/* Loop: the end of a replay (replay.h). */
+static void rp_ctl_replay_done(void *arg, const rp_replay_result *r) {
+    rp_ctl *c = arg;
+    if (r->cancelled) { /* shutting down: unacked, so delivered again later */
+        rp_ctl_free(c);
+        return;
+    }
+    char gate[32];
+    snprintf(gate, sizeof gate, "%" PRId64, c->req.answer.gate);
+    if (r->st != RP_OK) {
+        const char *msg = r->message ? r->message : "replaying failed";
+        RP_WARN("gate answer refused", "gate", gate, "choice", "replay", "reason", msg, NULL);
+        rp_ctl_error(c, "answer", r->st, msg);
+        return;
+    }
+    RP_INFO("gate answered", "gate", gate, "choice", rp_choice_string(r->answer.choice),
+            "outcome", rp_outcome_string(r->answer.outcome), "user", c->has_user ? c->user : NULL,
+            NULL);
+    rp_proto_buf buf = {0};
+    rp_status est = rp_proto_encode_answer_reply(c->req.answer.gate, r->answer.choice,
+                                                 r->answer.outcome, c->enc, &buf);
+    rp_ctl_encoded(c, est, &buf);
+}
+
 /* ---- status -------------------------------------------------------------- */
 
 static void rp_ctl_status(rp_ctl *c) {
@@ -337,10 +367,21 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         break;
     case RP_OP_ANSWER:
         if (c->req.answer.choice == RP_CHOICE_REPLAY) {
-            /* Replaying publishes a stored dead letter back to its queue;
-             * that arrives with the dead-letter tap. */
+            /* Published and confirmed on the loop before the gate is
+             * settled (replay.h). */
+            const char *by = c->req.answer.by ? c->req.answer.by : (c->has_user ? c->user : NULL);
+            st = rp_replay_start(d, c->req.answer.gate, by, rp_ctl_replay_done, c);
+            if (st == RP_ERR_CONFLICT) {
+                rp_ctl_error(c, "answer", RP_ERR_CONFLICT,
+                             "a replay of this gate is in progress; ask again for its outcome");
+                return;
+            }
+            break;
+        }
+        if (rp_replay_busy(d, c->req.answer.gate)) {
+            /* Settling it now could dismiss a message being replayed. */
             rp_ctl_error(c, "answer", RP_ERR_CONFLICT,
-                         "replay is not available in this version of reaperd");
+                         "a replay of this gate is in progress; ask again for its outcome");
             return;
         }
         st = rp_daemon_store_job(d, rp_ctl_answer_work, rp_ctl_answer_done, c);

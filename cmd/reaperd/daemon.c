@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "daemon_internal.h"
+#include "replay.h"
 #include "report_text.h"
 #include "rp_log.h"
 #include "version.h"
@@ -267,7 +268,8 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         return RP_ERR_CONFIG;
     }
     d->mgmt = rp_mgmt_bridge_new(d->base, http);
-    if (d->mgmt == NULL || rp_pass_runner_attach_broker(&d->runner, d->mgmt, &d->mgmt_keep) != RP_OK) {
+    if (d->mgmt == NULL || rp_pass_runner_attach_broker(&d->runner, d->mgmt, &d->mgmt_keep) != RP_OK ||
+        rp_pass_runner_attach_peek(&d->runner, broker_password) != RP_OK) {
         if (d->mgmt == NULL) rp_mgmt_http_free(http);
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
@@ -325,6 +327,7 @@ int rp_daemon_run(const rp_config *cfg, const char *broker_password) {
     rp_events_free(d.events); /* after: the sweep's broker port points at it */
     rp_broker_stop(&d);
     rp_pass_runner_cleanup(&d.runner);
+    rp_replay_cleanup(&d);
     rp_mgmt_bridge_free(d.mgmt);
     rp_http_free(d.http);
     rp_signals_cleanup(&d);

@@ -83,6 +83,9 @@ typedef struct rp_daemon {
     int64_t stop_deadline_ms;    /* monotonic; the grace runs out then */
     unsigned store_jobs;         /* store jobs submitted and not yet done */
     bool stop_cancelled;         /* the store's command was cancelled */
+    /* Gates whose replay is in flight (replay.c; loop thread). */
+    int64_t *replaying;
+    size_t n_replaying, cap_replaying;
 } rp_daemon;
 
 /* broker.c */

@@ -53,7 +53,8 @@ int rp_once_run(const rp_config *cfg, const char *password, const char *project,
     const char *herr = NULL;
     if (rp_broker_http_params(cfg, password, &keep, &hp) != RP_OK ||
         (mloop = rp_mgmt_loop_new(&hp, &herr)) == NULL ||
-        rp_pass_runner_attach_broker(&runner, rp_mgmt_loop_bridge(mloop), &keep) != RP_OK) {
+        rp_pass_runner_attach_broker(&runner, rp_mgmt_loop_bridge(mloop), &keep) != RP_OK ||
+        rp_pass_runner_attach_peek(&runner, password) != RP_OK) {
         RP_ERROR("cannot use the management API", "key", "broker.management_url", "reason",
                  herr ? herr : "out of memory", NULL);
         rp_mgmt_loop_free(mloop);

@@ -44,7 +44,24 @@ rp_status rp_pass_runner_attach_broker(rp_pass_runner *r, rp_mgmt_bridge *bridge
     return RP_OK;
 }
 
+rp_status rp_pass_runner_attach_peek(rp_pass_runner *r, const char *password) {
+    r->peek = calloc(1, sizeof *r->peek);
+    if (r->peek == NULL) return RP_ERR_NOMEM;
+    rp_status st = rp_peek_port_init(r->peek, r->cfg, password, r->store, &r->ports.broker);
+    if (st != RP_OK) {
+        free(r->peek);
+        r->peek = NULL;
+        return st;
+    }
+    rp_peek_port_fill(r->peek, &r->ports.dead_letters);
+    return RP_OK;
+}
+
 void rp_pass_runner_cleanup(rp_pass_runner *r) {
+    if (r->peek) {
+        rp_peek_port_cleanup(r->peek);
+        free(r->peek);
+    }
     rp_mgmt_broker_free(r->broker);
     rp_pg_store_free(r->store);
     rp_pg_conn_free(r->conn);
@@ -105,7 +122,9 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
     opt.stop_arg = req->stop_arg;
     req->started_at = r->ports.clock.now_ms(r->ports.clock.self);
     req->clock_offset_ms = rp_wall_ms() - req->started_at;
+    if (r->peek) r->peek->dry_run = req->dry_run;
     req->status = rp_pass_run(&r->ports, &opt, &req->report);
+    if (r->peek) rp_peek_port_pass_over(r->peek);
     /* Policies (CONTRACT section 8): with every full pass over the broker.
      * A dry run reads them and writes nothing. */
     if (req->status == RP_OK && r->broker != NULL && req->scope == RP_PASS_FULL &&

@@ -21,6 +21,7 @@
 #include "rp_pg_store.h"
 #include "rp_mgmt_broker.h"
 #include "broker_http.h"
+#include "peek_port.h"
 
 typedef struct rp_pass_runner {
     const rp_config *cfg;
@@ -30,6 +31,8 @@ typedef struct rp_pass_runner {
     /* The broker half, when attached (rp_pass_runner_attach_broker). */
     rp_mgmt_broker *broker;
     const rp_broker_http_keep *broker_keep; /* borrowed */
+    /* The backfill's peek, when attached (rp_pass_runner_attach_peek). */
+    rp_peek_port *peek;
 } rp_pass_runner;
 
 typedef struct rp_pass_request {
@@ -60,6 +63,11 @@ void rp_pass_runner_cleanup(rp_pass_runner *r);
  * reconcile after every full pass that is not narrowed to a project. */
 rp_status rp_pass_runner_attach_broker(rp_pass_runner *r, rp_mgmt_bridge *bridge,
                                        const rp_broker_http_keep *keep) RP_MUSTCHECK;
+
+/* Gives the runner the backfill's peek over an AMQP connection of its own
+ * (peek_port.h), after attach_broker (it asks the broker port for a queue's
+ * type). Without it the pass backfills nothing (a note says so). */
+rp_status rp_pass_runner_attach_peek(rp_pass_runner *r, const char *password) RP_MUSTCHECK;
 
 /* Connects when needed, then runs the pass. A store that cannot be reached
  * is reported in req->report (unreadable "job_queue", with the reason in a

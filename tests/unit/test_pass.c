@@ -941,6 +941,47 @@ static void test_dead_letter_park_failure(void **state) {
     rp_report_cleanup(&r);
 }
 
+/* A dead-letter port without peek (a pass that cannot read queues): the
+ * owned dead-letter queue is noted as not examined; nothing crashes, nothing
+ * is parked. */
+static void test_dead_letter_without_peek(void **state) {
+    fixture *f = *state;
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 1, 0, 0);
+    add_dead_letter(f, "vibey.x.dlq", "m-1", "1");
+    f->ports.dead_letters.peek = NULL;
+    rp_report r;
+    run(f, false, &r);
+    assert_true(has_note(&r, "vibey.x.dlq on vhost /: not examined"));
+    assert_int_equal(rp_memory_n_parked(f->m), 0);
+    rp_report_cleanup(&r);
+}
+
+static rp_status peek_with_note(void *self, const char *vhost, const char *queue, size_t limit,
+                                rp_dl_batch *out) {
+    (void)self;
+    (void)vhost;
+    (void)queue;
+    (void)limit;
+    out->messages = NULL;
+    out->n = 0;
+    out->note = "not read again, for a reason the port gives";
+    return RP_OK;
+}
+
+/* The port's note on a queue it did not read goes into the pass notes. */
+static void test_dead_letter_peek_note(void **state) {
+    fixture *f = *state;
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_QUORUM, 4, 0, 0);
+    f->ports.dead_letters.peek = peek_with_note;
+    rp_report r;
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_true(has_note(&r, "dead-letter queue vibey.x.dlq on vhost /: not read again, for a "
+                             "reason the port gives"));
+    assert_int_equal(rp_memory_n_parked(f->m), 0);
+    rp_report_cleanup(&r);
+}
+
 static void test_invalid_options(void **state) {
     fixture *f = *state;
     rp_report r;
@@ -985,6 +1026,8 @@ int main(void) {
         T(test_broker_notes),
         T(test_dead_letter_queues),
         T(test_dead_letter_peek_limit),
+        T(test_dead_letter_without_peek),
+        T(test_dead_letter_peek_note),
         T(test_dead_letter_queue_owned_by_its_base_name),
         T(test_dead_letter_park_failure),
         T(test_invalid_options),

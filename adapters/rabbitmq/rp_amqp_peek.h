@@ -1,0 +1,69 @@
+/*
+ * rp_amqp_peek.h - reading dead letters off a queue WITHOUT removing them,
+ * for the backfill of a pass (CONTRACT section 2, condition e).
+ *
+ * The pass runs on the store thread, which must not touch the loop's AMQP
+ * connection (rabbitmq-c is not thread-safe), so the peek has a blocking
+ * connection of its own, opened when first needed and closed by
+ * rp_amqp_peek_close (at the end of every pass), so that an idle daemon
+ * keeps no second connection open.
+ *
+ * HOW A QUEUE IS READ. On a fresh channel: basic.get WITHOUT auto-ack up to
+ * `limit` times (or until the queue answers get-empty), then the channel is
+ * closed, and the broker puts every message it handed out back where it
+ * was. Nothing is acked, so nothing is ever removed.
+ *   - A classic queue has no delivery limit: such a read costs nothing and
+ *     may be repeated at every pass.
+ *   - A quorum queue counts every return as a delivery (RABBITMQ.md; 4.0
+ *     puts a default delivery limit of 20 on every quorum queue) and drops
+ *     or dead-letters a message past its limit. So a quorum queue must be
+ *     read at most once per message: the caller (cmd/reaperd/peek_port.c)
+ *     reads a quorum dead-letter queue only once, ever, and records it in
+ *     the store. This function reads what it is asked to read.
+ *
+ * Ownership: the params are copied (the password is wiped when freed). What
+ * rp_amqp_peek_read returns is LENT until the next read, close or free.
+ * Threads: one thread at a time (the store thread, or --once's main thread).
+ */
+#ifndef RP_AMQP_PEEK_H
+#define RP_AMQP_PEEK_H
+
+#include <amqp.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rp_amqp_conn.h"
+#include "rp_common.h"
+#include "rp_deadletter.h"
+#include "rp_status.h"
+
+/* One message read from a queue. */
+typedef struct rp_amqp_peeked {
+    rp_dl_headers headers;   /* the header model (rp_deadletter.h) */
+    rp_bytes body;           /* the whole body */
+    uint64_t delivery_count; /* x-delivery-count as read (quorum), else 0 */
+    bool redelivered;
+    /* The properties and headers as JSON (rp_amqp_restore.h), or NULL when
+     * they cannot be kept losslessly (a header name that is not text). */
+    const char *properties_json;
+    const char *headers_json;
+} rp_amqp_peeked;
+
+typedef struct rp_amqp_peek rp_amqp_peek;
+
+/* NULL when out of memory. Connects nothing yet. */
+rp_amqp_peek *rp_amqp_peek_new(const rp_amqp_params *params);
+void rp_amqp_peek_free(rp_amqp_peek *p);
+
+/* Reads up to limit messages from the head of queue on vhost and returns
+ * them all to the queue (see above). *items is lent. RP_ERR_UNAVAILABLE
+ * when the broker cannot be reached or logged in to (err says why);
+ * RP_ERR_NOT_FOUND when the queue does not exist; RP_ERR_NOMEM. */
+rp_status rp_amqp_peek_read(rp_amqp_peek *p, const char *vhost, const char *queue, size_t limit,
+                            const rp_amqp_peeked **items, size_t *n, char *err,
+                            size_t errlen) RP_MUSTCHECK;
+
+/* Closes the connection (the next read opens one again). */
+void rp_amqp_peek_close(rp_amqp_peek *p);
+
+#endif

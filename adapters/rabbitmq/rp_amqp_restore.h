@@ -1,0 +1,65 @@
+/*
+ * rp_amqp_restore.h - a message's AMQP basic properties and headers as JSON
+ * (the dead_letter row's `properties` and `headers` jsonb columns) and back,
+ * losslessly, so that a replay puts the original properties back on the
+ * wire (CONTRACT section 5: "byte for byte with its original properties
+ * less the dead-letter headers").
+ *
+ * THE JSON FORM.
+ *   properties: one object with the AMQP names of the flagged properties
+ *     (content_type, content_encoding, delivery_mode, priority,
+ *     correlation_id, reply_to, expiration, message_id, timestamp, type,
+ *     user_id, app_id, cluster_id); absent properties are absent keys. The
+ *     headers table is NOT in it (it is the headers column).
+ *   headers: one object, the headers table. A field value is written as
+ *     plain JSON when plain JSON gives its AMQP type back:
+ *       't' bool -> true/false       'S' UTF-8 text without NUL -> string
+ *       'l' int64 -> integer         'd' double -> real
+ *       'V' void -> null             'A' array -> array
+ *       'F' table -> object (unless a key is "$amqp")
+ *     and otherwise as a tagged object {"$amqp": KIND, "value": V}, KIND
+ *     the rabbitmq-c field kind letter: "b" "B" "s" "u" "I" "i" (integers),
+ *     "L" (uint64; an integer, or a decimal string above INT64_MAX), "f"
+ *     (float, a real), "T" (timestamp, an integer), "D" (decimal, value
+ *     {"decimals": n, "value": v}), "x" (bytes, base64), "S" (text that is
+ *     not UTF-8 or holds NUL, base64), "F" (a table with a "$amqp" key).
+ *   A short-string property that is not UTF-8 or holds NUL is written
+ *   {"$amqp": "S", "value": base64} too.
+ * jsonb keeps every integer and string exactly; a double goes through
+ * PostgreSQL's numeric text and back, which keeps its value.
+ *
+ * Ownership: rp_amqp_restore_capture returns two heap strings (free()).
+ * rp_amqp_restore_props allocates every pointer of *out from the caller's
+ * pool (empty_amqp_pool frees them). Inputs are borrowed. Any thread.
+ */
+#ifndef RP_AMQP_RESTORE_H
+#define RP_AMQP_RESTORE_H
+
+#include <amqp.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rp_common.h"
+#include "rp_status.h"
+
+/* Writes the properties and the headers of p as the two JSON texts above
+ * (compact, valid UTF-8, no \u0000). RP_ERR_INVALID when a header key is not
+ * UTF-8 text without NUL (such a message cannot be stored losslessly);
+ * RP_ERR_NOMEM. */
+rp_status rp_amqp_restore_capture(const amqp_basic_properties_t *p, char **props_json,
+                                  char **headers_json) RP_MUSTCHECK;
+
+/* Whether a header name is one the broker writes when it dead-letters a
+ * message (x-death, x-first-death-*, x-last-death-*): left out of a replay. */
+bool rp_amqp_restore_is_death_header(const char *name, size_t len);
+
+/* Builds the properties of a replay from the two JSON texts (either may be
+ * NULL or "{}"), leaving out the dead-letter headers (an empty headers
+ * table is then left out as well). RP_ERR_INVALID, with the reason in err,
+ * when a text does not parse or a value does not fit its property or kind;
+ * RP_ERR_NOMEM. */
+rp_status rp_amqp_restore_props(amqp_pool_t *pool, const char *props_json,
+                                const char *headers_json, amqp_basic_properties_t *out,
+                                char *err, size_t errlen) RP_MUSTCHECK;
+
+#endif

@@ -1,0 +1,162 @@
+/* The dead-letter port with the backfill's peek (peek_port.h). */
+#include "peek_port.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_log.h"
+#include "rp_pg_replay.h"
+
+rp_status rp_peek_port_init(rp_peek_port *pp, const rp_config *cfg, const char *password,
+                            rp_pg_store *store, const rp_broker_port *broker) {
+    memset(pp, 0, sizeof *pp);
+    rp_amqp_params ap = {
+        .url = cfg->broker.url,
+        .password = password,
+        .ca_file = cfg->broker.tls.ca_file,
+        .cert_file = cfg->broker.tls.cert_file,
+        .key_file = cfg->broker.tls.key_file,
+        .verify_peer = cfg->broker.tls.verify_peer,
+    };
+    pp->amqp = rp_amqp_peek_new(&ap);
+    if (pp->amqp == NULL) return RP_ERR_NOMEM;
+    pp->store = store;
+    pp->broker = broker;
+    rp_pg_dead_letter_port(store, &pp->pg);
+    return RP_OK;
+}
+
+void rp_peek_port_cleanup(rp_peek_port *pp) {
+    rp_amqp_peek_free(pp->amqp);
+    free(pp->msgs);
+    free(pp->handles);
+    memset(pp, 0, sizeof *pp);
+}
+
+void rp_peek_port_pass_over(rp_peek_port *pp) {
+    if (pp->amqp) rp_amqp_peek_close(pp->amqp);
+}
+
+/* Whether the queue may be read by this pass, and whether it is quorum.
+ * When it is not read though it holds messages, pp->note says why. */
+static rp_status rp_may_read(rp_peek_port *pp, const char *vhost, const char *queue, bool *read,
+                             bool *once) {
+    *read = false;
+    *once = true;
+    rp_queue_type type = RP_QUEUE_TYPE_UNKNOWN;
+    int64_t depth = -1;
+    if (pp->broker && pp->broker->get_queue) {
+        rp_queue_facts f;
+        memset(&f, 0, sizeof f);
+        rp_status st = pp->broker->get_queue(pp->broker->self, vhost, queue, &f);
+        if (st == RP_ERR_NOT_FOUND) return RP_OK; /* gone since the listing: nothing to read */
+        if (st != RP_OK) return st;
+        type = f.type;
+        depth = (f.ready > 0 ? f.ready : 0) + (f.unacked > 0 ? f.unacked : 0);
+    }
+    char held[64] = "";
+    if (depth >= 0) snprintf(held, sizeof held, " (it holds %lld)", (long long)depth);
+    if (type == RP_QUEUE_TYPE_STREAM) {
+        snprintf(pp->note, sizeof pp->note,
+                 "not read, a stream queue cannot be read by the backfill%s", held);
+        return RP_OK;
+    }
+    if (type == RP_QUEUE_TYPE_CLASSIC) {
+        *once = false;
+        *read = true;
+        return RP_OK;
+    }
+    /* Quorum, or a type the broker does not report: read once, ever. */
+    if (pp->dry_run) {
+        snprintf(pp->note, sizeof pp->note,
+                 "not read by a dry run, each read of a quorum queue spends a delivery%s", held);
+        return RP_OK;
+    }
+    bool was = false;
+    rp_status st = rp_pg_backfill_was_read(pp->store, vhost, queue, &was);
+    if (st != RP_OK) return st;
+    if (was) {
+        snprintf(pp->note, sizeof pp->note,
+                 "not read again: a quorum dead-letter queue is read by the backfill once (each "
+                 "read spends a delivery), and an earlier pass read it; what reaches it since "
+                 "comes through the tap%s",
+                 held);
+        return RP_OK;
+    }
+    *read = true;
+    return RP_OK;
+}
+
+static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_t limit,
+                         rp_dl_batch *out) {
+    rp_peek_port *pp = self;
+    out->messages = NULL;
+    out->n = 0;
+    if (vhost == NULL || queue == NULL || limit == 0) return RP_ERR_INVALID;
+    pp->note[0] = '\0';
+    bool read = false, once = true;
+    rp_status st = rp_may_read(pp, vhost, queue, &read, &once);
+    if (st == RP_OK && !read && pp->note[0]) out->note = pp->note;
+    if (st != RP_OK || !read) return st;
+    const rp_amqp_peeked *items = NULL;
+    size_t n = 0;
+    char err[300] = "";
+    st = rp_amqp_peek_read(pp->amqp, vhost, queue, limit, &items, &n, err, sizeof err);
+    if (st == RP_ERR_NOT_FOUND) return RP_OK;
+    if (st != RP_OK) {
+        RP_WARN("backfill: cannot read a dead-letter queue", "queue", queue, "vhost", vhost,
+                "reason", err, NULL);
+        return st;
+    }
+    if (once) {
+        /* Recorded before anything is parked: a later pass must not read
+         * these messages again, whatever happens to the parks. */
+        st = rp_pg_backfill_mark_read(pp->store, vhost, queue, n);
+        if (st != RP_OK) return st;
+        char num[24];
+        snprintf(num, sizeof num, "%zu", n);
+        RP_INFO("backfill: quorum dead-letter queue read once", "queue", queue, "vhost", vhost,
+                "messages", num, NULL);
+    }
+    if (n > pp->cap) {
+        rp_dl_message *m = realloc(pp->msgs, n * sizeof *m);
+        if (m == NULL) return RP_ERR_NOMEM;
+        pp->msgs = m;
+        rp_pg_dl_handle *h = realloc(pp->handles, n * sizeof *h);
+        if (h == NULL) return RP_ERR_NOMEM;
+        pp->handles = h;
+        pp->cap = n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        pp->handles[i].headers_json = items[i].headers_json;
+        pp->handles[i].properties_json = items[i].properties_json;
+        pp->msgs[i].headers = items[i].headers;
+        pp->msgs[i].body = items[i].body;
+        /* Properties that could not be kept whole: stored as truncated so
+         * that it is never replayed with properties other than its own. */
+        pp->msgs[i].body_truncated = items[i].headers_json == NULL;
+        pp->msgs[i].handle = &pp->handles[i];
+    }
+    out->messages = pp->msgs;
+    out->n = n;
+    return RP_OK;
+}
+
+static rp_status rp_is_parked(void *self, const char *identity, bool *parked) {
+    rp_peek_port *pp = self;
+    return pp->pg.is_parked(pp->pg.self, identity, parked);
+}
+
+static rp_status rp_park(void *self, const char *vhost, const char *queue, const rp_dl_message *msg,
+                         const rp_dead_letter *facts, const rp_verdict *v, rp_park_result *out) {
+    rp_peek_port *pp = self;
+    return pp->pg.park(pp->pg.self, vhost, queue, msg, facts, v, out);
+}
+
+void rp_peek_port_fill(rp_peek_port *pp, rp_dead_letter_port *out) {
+    out->self = pp;
+    out->peek = rp_peek;
+    out->is_parked = rp_is_parked;
+    out->park = rp_park;
+}

@@ -1,0 +1,57 @@
+/*
+ * peek_port.h - the dead-letter port of a pass with the backfill's peek:
+ * the PostgreSQL store's is_parked and park, and a peek that reads
+ * dead-letter queues over a blocking AMQP connection of its own
+ * (rp_amqp_peek.h), never the loop's.
+ *
+ * QUORUM DEAD-LETTER QUEUES. Every read of a quorum queue returned to it
+ * spends one delivery (RABBITMQ.md), and RabbitMQ 4.0 drops or
+ * dead-letters a message past its delivery limit (20 by default). So a
+ * quorum dead-letter queue (or one whose type the broker does not report)
+ * is read by the backfill ONCE, ever: the read is recorded in the store
+ * (rp_pg_backfill_mark_read, a ledger event) and every later pass, in this
+ * process or another, skips the queue and says so in its notes. A message is thus
+ * read by the backfill at most once and spends at most one delivery. What
+ * reaches such a queue afterwards comes through the tap, not the backfill;
+ * what lay behind the first dead_letter_peek_limit messages at that first
+ * read is not examined (the pass says so in its notes). A dry run reads no
+ * quorum queue at all (it would spend a delivery). Classic queues are read
+ * at every pass: a read returned to a classic queue costs nothing. Stream
+ * queues are not read (basic.get does not apply to them).
+ *
+ * Threads: the thread that runs the pass (the store thread, or --once's
+ * main thread). Ownership: borrows the store and the broker port (both
+ * must outlive it); copies the AMQP parameters.
+ */
+#ifndef RP_PEEK_PORT_H
+#define RP_PEEK_PORT_H
+
+#include <stdbool.h>
+
+#include "rp_amqp_peek.h"
+#include "rp_config.h"
+#include "rp_pg_store.h"
+#include "rp_ports.h"
+
+typedef struct rp_peek_port {
+    rp_amqp_peek *amqp;
+    rp_pg_store *store;
+    rp_dead_letter_port pg;        /* the store's own dead-letter port */
+    const rp_broker_port *broker;  /* borrowed: the pass's broker port */
+    bool dry_run;                  /* set before each pass */
+    rp_dl_message *msgs;
+    rp_pg_dl_handle *handles;
+    size_t cap;
+    char note[400];                /* what the last peek lends as its note */
+} rp_peek_port;
+
+/* RP_ERR_NOMEM. */
+rp_status rp_peek_port_init(rp_peek_port *pp, const rp_config *cfg, const char *password,
+                            rp_pg_store *store, const rp_broker_port *broker) RP_MUSTCHECK;
+void rp_peek_port_cleanup(rp_peek_port *pp);
+/* Fills *out with peek, is_parked and park over pp. */
+void rp_peek_port_fill(rp_peek_port *pp, rp_dead_letter_port *out);
+/* The end of a pass: closes the peek's connection. */
+void rp_peek_port_pass_over(rp_peek_port *pp);
+
+#endif

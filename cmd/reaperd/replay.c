@@ -1,0 +1,306 @@
+/* Answering a gate with replay (replay.h). */
+#include "replay.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon_internal.h"
+#include "rp_amqp_restore.h"
+#include "rp_log.h"
+#include "rp_pg_replay.h"
+#include "rp_replay.h"
+
+typedef struct rp_replay_job {
+    rp_daemon *d;
+    int64_t gate;
+    char *by;
+    rp_replay_done_fn done;
+    void *arg;
+    /* Filled on the store thread. */
+    rp_replay_result res;
+    char message[600];
+    bool settled_early;        /* answered already: nothing to send */
+    char *queue;               /* the destination */
+    uint8_t *body;
+    size_t body_len;
+    amqp_pool_t pool;          /* the restored properties */
+    amqp_basic_properties_t props;
+} rp_replay_job;
+
+/* ---- the in-flight set (loop thread) -------------------------------------- */
+
+static bool rp_inflight_has(const rp_daemon *d, int64_t gate) {
+    for (size_t i = 0; i < d->n_replaying; i++)
+        if (d->replaying[i] == gate) return true;
+    return false;
+}
+
+static bool rp_inflight_add(rp_daemon *d, int64_t gate) {
+    if (d->n_replaying == d->cap_replaying) {
+        size_t cap = d->cap_replaying ? d->cap_replaying * 2 : 8;
+        int64_t *g = realloc(d->replaying, cap * sizeof *g);
+        if (g == NULL) return false;
+        d->replaying = g;
+        d->cap_replaying = cap;
+    }
+    d->replaying[d->n_replaying++] = gate;
+    return true;
+}
+
+static void rp_inflight_remove(rp_daemon *d, int64_t gate) {
+    for (size_t i = 0; i < d->n_replaying; i++)
+        if (d->replaying[i] == gate) {
+            d->replaying[i] = d->replaying[--d->n_replaying];
+            return;
+        }
+}
+
+bool rp_replay_busy(const rp_daemon *d, int64_t gate) { return rp_inflight_has(d, gate); }
+
+void rp_replay_cleanup(rp_daemon *d) {
+    free(d->replaying);
+    d->replaying = NULL;
+    d->n_replaying = d->cap_replaying = 0;
+}
+
+/* ---- the end ------------------------------------------------------------- */
+
+static void rp_job_free(rp_replay_job *j) {
+    empty_amqp_pool(&j->pool);
+    free(j->by);
+    free(j->queue);
+    free(j->body);
+    free(j);
+}
+
+static void rp_finish(rp_replay_job *j) {
+    rp_inflight_remove(j->d, j->gate);
+    if (j->res.message == NULL && j->message[0]) j->res.message = j->message;
+    j->done(j->arg, &j->res);
+    rp_job_free(j);
+}
+
+static void rp_fail(rp_replay_job *j, rp_status st, const char *fmt, ...) RP_PRINTF(3, 4);
+static void rp_fail(rp_replay_job *j, rp_status st, const char *fmt, ...) {
+    j->res.st = st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(j->message, sizeof j->message, fmt, ap);
+    va_end(ap);
+    j->res.message = j->message;
+}
+
+/* ---- 1. store thread: read and decide ------------------------------------ */
+
+/* The vhost of broker.url ("/" when the URL names none). */
+static bool rp_same_vhost(const char *url, const char *vhost) {
+    char *copy = strdup(url);
+    if (copy == NULL) return false;
+    struct amqp_connection_info info;
+    amqp_default_connection_info(&info);
+    bool same = amqp_parse_url(copy, &info) == AMQP_STATUS_OK && info.vhost &&
+                strcmp(info.vhost, vhost) == 0;
+    free(copy);
+    return same;
+}
+
+static void rp_prepare_work(void *ctx, void *arg) {
+    rp_daemon *d = ctx;
+    rp_replay_job *j = arg;
+    char err[256];
+    if (rp_pg_conn_ensure(d->runner.conn, err, sizeof err) != RP_OK) {
+        rp_fail(j, RP_ERR_UNAVAILABLE, "the store is unreachable");
+        return;
+    }
+    rp_pg_replay_row row;
+    rp_status st = rp_pg_replay_read(d->runner.store, j->gate, &row);
+    if (st == RP_ERR_NOT_FOUND) {
+        rp_fail(j, st, "no such gate");
+        return;
+    }
+    if (st != RP_OK) {
+        rp_fail(j, st == RP_ERR_UNAVAILABLE ? st : RP_ERR_INTERNAL,
+                "reading the gate failed");
+        return;
+    }
+    if (row.answered) {
+        j->settled_early = true;
+        j->res.st = RP_OK;
+        j->res.answer.outcome = RP_OUTCOME_ALREADY_ANSWERED;
+        j->res.answer.choice = row.answer;
+    } else if (!rp_gate_accepts(row.kind, RP_CHOICE_REPLAY)) {
+        rp_fail(j, RP_ERR_CONFLICT, "this gate does not take that choice");
+    } else if (!row.has_dead_letter) {
+        rp_fail(j, RP_ERR_CONFLICT, "no dead letter is stored for this gate");
+    } else {
+        const char *why = NULL;
+        st = rp_replay_decide(row.origin_queue, row.body_truncated || row.headers_json == NULL,
+                              d->cfg->reap.owned_queue_pattern.code, &j->queue, &why);
+        if (st == RP_ERR_NOMEM) {
+            rp_fail(j, RP_ERR_INTERNAL, "out of memory");
+        } else if (st != RP_OK) {
+            rp_fail(j, RP_ERR_CONFLICT, "not replayed: %s (origin queue %s)", why,
+                    row.origin_queue);
+        } else if (row.vhost != NULL && !rp_same_vhost(d->cfg->broker.url, row.vhost)) {
+            rp_fail(j, RP_ERR_CONFLICT,
+                    "not replayed: the dead letter was found on vhost %s, and reaperd publishes "
+                    "only on the vhost of broker.url", row.vhost);
+        } else {
+            char perr[200];
+            st = rp_amqp_restore_props(&j->pool, row.properties_json, row.headers_json, &j->props,
+                                       perr, sizeof perr);
+            if (st != RP_OK) {
+                rp_fail(j, st == RP_ERR_NOMEM ? RP_ERR_INTERNAL : RP_ERR_CONFLICT,
+                        "not replayed: the stored properties cannot be restored: %s", perr);
+            } else {
+                j->body = row.body;
+                j->body_len = row.body_len;
+                row.body = NULL;
+                j->res.st = RP_OK;
+            }
+        }
+    }
+    rp_pg_replay_row_cleanup(&row);
+}
+
+/* ---- 3. store thread: settle --------------------------------------------- */
+
+static void rp_settle_work(void *ctx, void *arg) {
+    rp_daemon *d = ctx;
+    rp_replay_job *j = arg;
+    char err[256];
+    rp_status st = rp_pg_conn_ensure(d->runner.conn, err, sizeof err);
+    if (st == RP_OK) {
+        const rp_gate_port *g = &d->runner.ports.gates;
+        st = g->answer(g->self, j->gate, RP_CHOICE_REPLAY, j->by, &j->res.answer);
+    }
+    if (st != RP_OK)
+        rp_fail(j, st == RP_ERR_UNAVAILABLE ? st : RP_ERR_INTERNAL,
+                "the message was published to %s and confirmed, but the gate could not be "
+                "settled (%s); answering again would publish it again",
+                j->queue, rp_status_string(st));
+}
+
+static void rp_settle_done(void *arg, bool cancelled) {
+    rp_replay_job *j = arg;
+    char gate[24];
+    snprintf(gate, sizeof gate, "%" PRId64, j->gate);
+    if (cancelled) {
+        RP_ERROR("a replay was published but reaperd stopped before settling its gate", "gate",
+                 gate, "queue", j->queue, NULL);
+        j->res.cancelled = true;
+    } else if (j->res.st != RP_OK) {
+        RP_ERROR("a replay was published but its gate could not be settled", "gate", gate,
+                 "queue", j->queue, NULL);
+    } else {
+        if (j->res.answer.outcome == RP_OUTCOME_ALREADY_ANSWERED)
+            RP_WARN("a replay was published, and the gate had been answered meanwhile", "gate",
+                    gate, "queue", j->queue, NULL);
+        else
+            RP_INFO("dead letter replayed", "gate", gate, "queue", j->queue, NULL);
+    }
+    rp_finish(j);
+}
+
+/* ---- 2. loop: publish ------------------------------------------------------ */
+
+static void rp_published(void *arg, rp_publish_outcome outcome) {
+    rp_replay_job *j = arg;
+    char gate[24];
+    snprintf(gate, sizeof gate, "%" PRId64, j->gate);
+    switch (outcome) {
+    case RP_PUBLISH_CONFIRMED:
+        if (rp_daemon_store_job(j->d, rp_settle_work, rp_settle_done, j) == RP_OK) return;
+        rp_fail(j, RP_ERR_UNAVAILABLE,
+                "the message was published to %s and confirmed, but reaperd is shutting down "
+                "and did not settle the gate", j->queue);
+        break;
+    case RP_PUBLISH_RETURNED:
+        rp_fail(j, RP_ERR_CONFLICT,
+                "not replayed: the broker could not route the message to queue %s (does it "
+                "exist?); nothing was delivered and the gate stays open", j->queue);
+        break;
+    case RP_PUBLISH_NACKED:
+        rp_fail(j, RP_ERR_UNAVAILABLE,
+                "not replayed: the broker refused the message for queue %s (nack: full, or an "
+                "internal error); the gate stays open", j->queue);
+        break;
+    case RP_PUBLISH_DROPPED:
+        /* Only when the publisher is freed (reaperd stopping) or its queue
+         * is full: no reply can go out through it now, so none is tried;
+         * the request stays unacked and is delivered again. */
+        RP_WARN("replay dropped: reaperd is stopping", "gate", gate, "queue", j->queue, NULL);
+        j->res.cancelled = true;
+        rp_finish(j);
+        return;
+    case RP_PUBLISH_LOST:
+    default:
+        rp_fail(j, RP_ERR_UNAVAILABLE,
+                "the broker connection was lost before the broker confirmed the message for %s; "
+                "it may or may not have been delivered; the gate stays open", j->queue);
+        break;
+    }
+    RP_WARN("replay not confirmed", "gate", gate, "queue", j->queue, "outcome",
+            rp_publish_outcome_string(outcome), NULL);
+    rp_finish(j);
+}
+
+static void rp_prepare_done(void *arg, bool cancelled) {
+    rp_replay_job *j = arg;
+    rp_daemon *d = j->d;
+    if (cancelled) {
+        j->res.cancelled = true;
+        rp_finish(j);
+        return;
+    }
+    if (j->res.st != RP_OK || j->settled_early) {
+        rp_finish(j);
+        return;
+    }
+    if (!d->broker_up || d->publisher == NULL) {
+        rp_fail(j, RP_ERR_UNAVAILABLE,
+                "the broker is not connected; nothing was sent and the gate stays open");
+        rp_finish(j);
+        return;
+    }
+    rp_publish pub = {
+        .exchange = "",
+        .routing_key = j->queue,
+        .props = &j->props,
+        .body = {j->body, j->body_len},
+        .mandatory = true,
+        .retry = false,
+        .done = rp_published,
+        .arg = j,
+    };
+    if (rp_amqp_publisher_publish(d->publisher, &pub) != RP_OK) {
+        rp_fail(j, RP_ERR_INTERNAL, "out of memory");
+        rp_finish(j);
+    }
+}
+
+rp_status rp_replay_start(rp_daemon *d, int64_t gate, const char *by, rp_replay_done_fn done,
+                          void *arg) {
+    if (rp_inflight_has(d, gate)) return RP_ERR_CONFLICT;
+    rp_replay_job *j = calloc(1, sizeof *j);
+    if (j == NULL) return RP_ERR_NOMEM;
+    init_amqp_pool(&j->pool, 4096);
+    j->d = d;
+    j->gate = gate;
+    j->done = done;
+    j->arg = arg;
+    j->res.st = RP_ERR_INTERNAL;
+    if ((by && (j->by = strdup(by)) == NULL) || !rp_inflight_add(d, gate)) {
+        rp_job_free(j);
+        return RP_ERR_NOMEM;
+    }
+    rp_status st = rp_daemon_store_job(d, rp_prepare_work, rp_prepare_done, j);
+    if (st != RP_OK) {
+        rp_inflight_remove(d, gate);
+        rp_job_free(j);
+    }
+    return st;
+}

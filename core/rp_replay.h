@@ -1,0 +1,36 @@
+/*
+ * rp_replay.h - whether a parked dead letter may be replayed, and where to
+ * (CONTRACT section 5: "only when that queue is owned and the body was
+ * stored whole"; section 6: header values "are untrusted ... and never used
+ * to choose a replay destination outside the owned pattern").
+ *
+ * The destination is the origin queue as the store keeps it: rendered by
+ * rp_untrusted_render (quoted, escaped, cut to 200 characters).
+ * rp_replay_origin_parse undoes that rendering exactly; a rendering that
+ * shows a cut ("..." after the closing quote) cannot give the name back and
+ * is refused, as is one that is not a rendering at all.
+ *
+ * Ownership: *name is a heap string the caller frees; *why is static.
+ */
+#ifndef RP_REPLAY_H
+#define RP_REPLAY_H
+
+#include <pcre2.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rp_common.h"
+#include "rp_status.h"
+
+/* The queue name a rendering shows. RP_ERR_INVALID (with *why) when it is
+ * not a whole rendering, shows a cut, or names something that cannot be a
+ * queue (empty, a NUL byte, longer than 255 bytes); RP_ERR_NOMEM. */
+rp_status rp_replay_origin_parse(const char *rendered, char **name, const char **why) RP_MUSTCHECK;
+
+/* The decision for one dead letter: RP_OK with the destination in *queue
+ * (heap, caller frees), or RP_ERR_CONFLICT with *why saying why not
+ * (static text). RP_ERR_NOMEM. owned is the owned_queue_pattern. */
+rp_status rp_replay_decide(const char *rendered_origin, bool body_truncated,
+                           const pcre2_code *owned, char **queue, const char **why) RP_MUSTCHECK;
+
+#endif

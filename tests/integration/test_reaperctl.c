@@ -1,0 +1,301 @@
+/*
+ * reaperctl against a running reaperd (CONTRACT section 4): aligned tables
+ * for people (gate id, queue, origin, reason, age, choices) whatever the
+ * names hold, --json for scripts, answer replay|dismiss end to end with
+ * exit codes 0 (answered), 1 (refused, time-out, broker unreachable) and 2
+ * (usage or configuration).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "itest.h"
+#include "pg_fixture.h"
+#include "rp_park.h"
+
+typedef struct world {
+    pgfx *f;
+    rp_child *reaperd;
+    amqp_connection_state_t amqp;
+    char control[96], prefix[64];
+    char env_schema[128], env_control[160];
+    int seq;
+} world;
+
+static world W;
+
+static int group_setup(void **state) {
+    (void)state;
+    W.f = pgfx_new("ctl");
+    snprintf(W.prefix, sizeof W.prefix, "vibey.itest.ctl%d", (int)getpid());
+    snprintf(W.control, sizeof W.control, "vibey.reap.control.itest.ctl.%d", (int)getpid());
+    snprintf(W.env_schema, sizeof W.env_schema, "REAPER_STORE_SCHEMA=%s", W.f->schema);
+    snprintf(W.env_control, sizeof W.env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", W.control);
+    W.amqp = itest_amqp_connect();
+    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    char *env[] = {W.env_schema, W.env_control, "REAPER_LOG_FORMAT=json",
+                   "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
+    W.reaperd = rp_child_start(argv, env);
+    assert_true(rp_child_wait_for(W.reaperd, "\"msg\":\"broker connected\"", 30000));
+    assert_true(rp_child_wait_for(W.reaperd, "\"msg\":\"pass finished\"", 60000));
+    return 0;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    int rc = 0;
+    if (W.reaperd) {
+        /* A clean stop (and, under the sanitizers, no leak or error). */
+        rc = rp_child_stop(W.reaperd, SIGTERM, 20000);
+        if (rc != 0) fprintf(stderr, "reaperd exit %d; it said:\n%s\n", rc, W.reaperd->log);
+        rp_child_free(W.reaperd);
+    }
+    amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(W.control), 0, 0);
+    amqp_get_rpc_reply(W.amqp);
+    itest_amqp_close(W.amqp);
+    pgfx_free(W.f);
+    return rc == 0 ? 0 : -1;
+}
+
+#define OSTR(s) ((rp_opt_str){true, {(const uint8_t *)(s), strlen(s)}})
+
+/* Parks a dead letter that died on origin, found on dlq; returns its gate. */
+static int64_t park(const char *origin, const char *dlq, const char *body) {
+    char id[64];
+    snprintf(id, sizeof id, "ctl-%d-%d", (int)getpid(), ++W.seq);
+    rp_xdeath xd = {OSTR(origin), OSTR("rejected"), {true, 1700000000}, {true, 1}};
+    rp_pg_dl_handle h = {"{\"x-death\":[{\"count\":1}],\"x-app\":\"kept\"}",
+                         "{\"content_type\":\"text/plain\",\"delivery_mode\":2}"};
+    rp_dl_message msg;
+    memset(&msg, 0, sizeof msg);
+    msg.headers.message_id = OSTR(id);
+    msg.headers.first_death_queue = OSTR(origin);
+    msg.headers.first_death_reason = OSTR("rejected");
+    msg.headers.x_death = &xd;
+    msg.headers.n_x_death = 1;
+    msg.body = (rp_bytes){(const uint8_t *)body, strlen(body)};
+    msg.handle = &h;
+    rp_park_site site = {"/", dlq, W.f->dlq};
+    rp_report r;
+    rp_report_init(&r, false);
+    rp_park_outcome out;
+    assert_int_equal(rp_park_dead_letter(&W.f->ports, &site, &msg, false, &r, &out), RP_OK);
+    rp_report_cleanup(&r);
+    return pgfx_i64(W.f, "SELECT gate_id FROM dead_letter WHERE identity = 'id:%s'", id);
+}
+
+/* Runs reaperctl with up to 6 arguments (NULL-ended) and extra
+ * environment entry env1 (may be NULL); returns its exit code. */
+static int ctl(char **out, char **err, const char *env1, const char *a1, const char *a2,
+               const char *a3, const char *a4, const char *a5, const char *a6) {
+    char *argv[] = {(char *)itest_env("REAPERCTL"), (char *)a1, (char *)a2, (char *)a3,
+                    (char *)a4, (char *)a5, (char *)a6, NULL};
+    /* env1 first: the first of two entries with one name is the one read. */
+    char *env[] = {env1 ? (char *)env1 : W.env_control, W.env_control, NULL};
+    int rc = rp_run_capture(argv, env, out, err);
+    return rc;
+}
+
+/* The byte offset of the heading `col` in the heading line. */
+static long heading_at(const char *table, const char *col) {
+    const char *nl = strchr(table, '\n');
+    const char *p = strstr(table, col);
+    assert_non_null(p);
+    assert_true(nl == NULL || p < nl);
+    return p - table;
+}
+
+/* Every data line has a value starting exactly under each heading. */
+static void assert_aligned(const char *table, const char *const *cols, size_t ncols) {
+    const char *line = strchr(table, '\n');
+    assert_non_null(line);
+    line++;
+    int rows = 0;
+    while (*line) {
+        const char *end = strchr(line, '\n');
+        long len = end ? end - line : (long)strlen(line);
+        for (size_t c = 1; c < ncols; c++) {
+            long at = heading_at(table, cols[c]);
+            assert_true(at < len);
+            assert_true(line[at - 1] == ' ' && line[at - 2] == ' ');
+            assert_true(line[at] != ' ');
+        }
+        rows++;
+        line = end ? end + 1 : line + len;
+    }
+    assert_true(rows > 0);
+}
+
+/* gates: one aligned table, long names cut with "...", control characters
+ * shown as '?'; --json gives the same gates to scripts. */
+static void test_gates_table(void **state) {
+    (void)state;
+    char origin[256], longorigin[256], dlq[300], evil_dlq[300];
+    snprintf(origin, sizeof origin, "%s.orders", W.prefix);
+    snprintf(longorigin, sizeof longorigin,
+             "%s.a-very-long-queue-name-that-goes-on-and-on-well-past-any-column-width", W.prefix);
+    snprintf(dlq, sizeof dlq, "%s.dlq", origin);
+    snprintf(evil_dlq, sizeof evil_dlq, "%s.\x1b[31mred\tx.dlq", W.prefix);
+    int64_t g1 = park(origin, dlq, "one");
+    int64_t g2 = park(longorigin, dlq, "two");
+    int64_t g3 = park(origin, evil_dlq, "three");
+    char *out, *err;
+    assert_int_equal(ctl(&out, &err, NULL, "gates", "--project", "bus", NULL, NULL, NULL), 0);
+    fprintf(stderr, "%s", out);
+    static const char *const cols[] = {"GATE", "KIND", "PROJECT", "QUEUE", "ORIGIN", "REASON",
+                                       "AGE", "CHOICES", "STATE"};
+    assert_aligned(out, cols, 9);
+    assert_null(strchr(out, '\x1b'));
+    assert_null(strchr(out, '\t'));
+    assert_non_null(strstr(out, "?[31mred?x.dlq"));
+    assert_non_null(strstr(out, "...")); /* the long origin, cut */
+    assert_non_null(strstr(out, "replay|dismiss"));
+    assert_non_null(strstr(out, "\"rejected\""));
+    char id[32];
+    snprintf(id, sizeof id, "%" PRId64 " ", g3);
+    assert_non_null(strstr(out, id));
+    free(out);
+    free(err);
+    assert_int_equal(ctl(&out, &err, NULL, "gates", "--project", "bus", "--json", NULL, NULL),
+                     0);
+    json_t *j = json_loads(out, 0, NULL);
+    assert_non_null(j);
+    json_t *gates = json_object_get(j, "gates");
+    /* This test's three gates, newest first (the daemon's first pass may
+     * have parked other dead letters it found on the broker). */
+    int64_t ids[3];
+    size_t n = 0;
+    for (size_t i = 0; i < json_array_size(gates); i++) {
+        int64_t gid = json_integer_value(json_object_get(json_array_get(gates, i), "id"));
+        if ((gid == g1 || gid == g2 || gid == g3) && n < 3) ids[n++] = gid;
+    }
+    assert_int_equal(n, 3);
+    assert_true(ids[0] == g3 && ids[1] == g2 && ids[2] == g1);
+    json_decref(j);
+    free(out);
+    free(err);
+}
+
+/* answer --choice replay through reaperctl: exit 0 and the message back on
+ * its queue; again: already_answered (exit 0, nothing sent); a foreign
+ * origin: refused, exit 1 with the reason; --json shows the error reply. */
+static void test_answer_replay(void **state) {
+    (void)state;
+    char origin[256], dlq[300];
+    snprintf(origin, sizeof origin, "%s.replayme", W.prefix);
+    snprintf(dlq, sizeof dlq, "%s.dlq", origin);
+    amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(origin), 0, 0, 0, 1, amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
+    int64_t gate = park(origin, dlq, "payload");
+    char gid[32];
+    snprintf(gid, sizeof gid, "%" PRId64, gate);
+    char *out, *err;
+    assert_int_equal(ctl(&out, &err, NULL, "answer", gid, "--choice", "replay", NULL, NULL), 0);
+    assert_non_null(strstr(out, "replayed"));
+    free(out);
+    free(err);
+    amqp_queue_declare_ok_t *ok =
+        amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(origin), 1, 0, 0, 0, amqp_empty_table);
+    assert_non_null(ok);
+    assert_int_equal(ok->message_count, 1);
+    assert_int_equal(ctl(&out, &err, NULL, "answer", gid, "--choice", "replay", "--json", NULL), 0);
+    json_t *j = json_loads(out, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(j, "outcome")), "already_answered");
+    json_decref(j);
+    free(out);
+    free(err);
+    ok = amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(origin), 1, 0, 0, 0, amqp_empty_table);
+    assert_int_equal(ok->message_count, 1);
+
+    char foreign[128], fdlq[160];
+    snprintf(foreign, sizeof foreign, "celery.itest.ctl%d", (int)getpid());
+    snprintf(fdlq, sizeof fdlq, "%s.dlq", foreign);
+    int64_t fg = park(foreign, fdlq, "x");
+    snprintf(gid, sizeof gid, "%" PRId64, fg);
+    assert_int_equal(ctl(&out, &err, NULL, "answer", gid, "--choice", "replay", NULL, NULL), 1);
+    assert_non_null(strstr(err, "conflict"));
+    assert_non_null(strstr(err, "not owned"));
+    free(out);
+    free(err);
+    assert_int_equal(ctl(&out, &err, NULL, "answer", gid, "--choice", "replay", "--json", NULL), 1);
+    j = json_loads(out, 0, NULL);
+    assert_non_null(j);
+    assert_false(json_is_true(json_object_get(j, "ok")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "code")),
+                        "conflict");
+    json_decref(j);
+    free(out);
+    free(err);
+    assert_int_equal(ctl(&out, &err, NULL, "answer", gid, "--choice", "dismiss", NULL, NULL), 0);
+    assert_non_null(strstr(out, "dismissed"));
+    free(out);
+    free(err);
+    amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(origin), 0, 0);
+    amqp_get_rpc_reply(W.amqp);
+}
+
+/* status for people; exit codes 1 and 2 with a clear message. */
+static void test_status_and_exit_codes(void **state) {
+    (void)state;
+    char *out, *err;
+    assert_int_equal(ctl(&out, &err, NULL, "status", NULL, NULL, NULL, NULL, NULL), 0);
+    assert_non_null(strstr(out, "broker          up"));
+    assert_non_null(strstr(out, "store           up"));
+    free(out);
+    free(err);
+    /* The broker unreachable: exit 1, said so. */
+    assert_int_equal(ctl(&out, &err, "REAPER_BROKER_URL=amqp://reaper@127.0.0.1:1/%2f", "status",
+                         NULL, NULL, NULL, NULL, NULL),
+                     1);
+    assert_non_null(strstr(err, "cannot connect to the broker"));
+    free(out);
+    free(err);
+    /* Nobody answering: a time-out, exit 1. */
+    assert_int_equal(ctl(&out, &err, "REAPER_BROKER_CONTROL_QUEUE=vibey.reap.control.nobody",
+                         "--timeout", "1", "gates", NULL, NULL, NULL),
+                     1);
+    assert_non_null(strstr(err, "no reply from reaperd within 1 s"));
+    free(out);
+    free(err);
+    /* Usage and configuration: exit 2 before anything is sent. */
+    const char *bad[][4] = {
+        {"answer", "x1", "--choice", "replay"},
+        {"answer", "5", "--choice", "explode"},
+        {"gates", "--state", "closed", NULL},
+        {"--timeout", "0", "status", NULL},
+        {"status", "--project", "p", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(ctl(&out, &err, NULL, bad[i][0], bad[i][1], bad[i][2], bad[i][3], NULL,
+                             NULL),
+                         2);
+        assert_non_null(strstr(err, "reaperctl: "));
+        free(out);
+        free(err);
+    }
+    assert_int_equal(ctl(&out, &err, "REAPER_REAP_DEAD_LETTER_PEEK_LIMIT=0", "status", NULL, NULL,
+                         NULL, NULL, NULL),
+                     2);
+    assert_non_null(strstr(err, "dead_letter_peek_limit"));
+    free(out);
+    free(err);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gates_table),
+        cmocka_unit_test(test_answer_replay),
+        cmocka_unit_test(test_status_and_exit_codes),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

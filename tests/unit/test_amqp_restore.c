@@ -1,0 +1,215 @@
+/* AMQP properties and headers to JSON and back (rp_amqp_restore.h): every
+ * field kind survives the round trip, the dead-letter headers are left out
+ * of a replay, and bad JSON is refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rp_amqp_restore.h"
+
+static amqp_table_entry_t entry(const char *k, amqp_field_value_t v) {
+    amqp_table_entry_t e;
+    e.key = amqp_cstring_bytes(k);
+    e.value = v;
+    return e;
+}
+
+static amqp_field_value_t fv(uint8_t kind) {
+    amqp_field_value_t v;
+    memset(&v, 0, sizeof v);
+    v.kind = kind;
+    return v;
+}
+
+static const amqp_table_entry_t *find(const amqp_table_t *t, const char *k) {
+    for (int i = 0; i < t->num_entries; i++)
+        if (t->entries[i].key.len == strlen(k) && memcmp(t->entries[i].key.bytes, k, strlen(k)) == 0)
+            return &t->entries[i];
+    return NULL;
+}
+
+static void assert_bytes(amqp_bytes_t b, const void *p, size_t n) {
+    assert_int_equal(b.len, n);
+    if (n) assert_memory_equal(b.bytes, p, n);
+}
+
+static void test_roundtrip(void **state) {
+    (void)state;
+    amqp_field_value_t v[20];
+    for (int i = 0; i < 20; i++) memset(&v[i], 0, sizeof v[i]);
+    v[0] = fv(AMQP_FIELD_KIND_BOOLEAN); v[0].value.boolean = 1;
+    v[1] = fv(AMQP_FIELD_KIND_I8); v[1].value.i8 = -5;
+    v[2] = fv(AMQP_FIELD_KIND_U8); v[2].value.u8 = 250;
+    v[3] = fv(AMQP_FIELD_KIND_I16); v[3].value.i16 = -30000;
+    v[4] = fv(AMQP_FIELD_KIND_U16); v[4].value.u16 = 60000;
+    v[5] = fv(AMQP_FIELD_KIND_I32); v[5].value.i32 = -2000000000;
+    v[6] = fv(AMQP_FIELD_KIND_U32); v[6].value.u32 = 4000000000u;
+    v[7] = fv(AMQP_FIELD_KIND_I64); v[7].value.i64 = INT64_MIN;
+    v[8] = fv(AMQP_FIELD_KIND_U64); v[8].value.u64 = UINT64_MAX;
+    v[9] = fv(AMQP_FIELD_KIND_F32); v[9].value.f32 = 1.5f;
+    v[10] = fv(AMQP_FIELD_KIND_F64); v[10].value.f64 = 0.1;
+    v[11] = fv(AMQP_FIELD_KIND_DECIMAL); v[11].value.decimal.decimals = 2; v[11].value.decimal.value = 12345;
+    v[12] = fv(AMQP_FIELD_KIND_UTF8); v[12].value.bytes = amqp_cstring_bytes("h\xc3\xa9llo");
+    v[13] = fv(AMQP_FIELD_KIND_UTF8); v[13].value.bytes = (amqp_bytes_t){4, "a\0\xff" "b"};
+    v[14] = fv(AMQP_FIELD_KIND_BYTES); v[14].value.bytes = (amqp_bytes_t){5, "\x00\x01\x02\xfe\xff"};
+    v[15] = fv(AMQP_FIELD_KIND_TIMESTAMP); v[15].value.u64 = 1700000000;
+    v[16] = fv(AMQP_FIELD_KIND_VOID);
+    /* An array of two, and a table holding the tag's own key. */
+    amqp_field_value_t arr[2] = {v[1], v[12]};
+    v[17] = fv(AMQP_FIELD_KIND_ARRAY); v[17].value.array = (amqp_array_t){2, arr};
+    amqp_table_entry_t inner[1] = {entry("$amqp", v[12])};
+    v[18] = fv(AMQP_FIELD_KIND_TABLE); v[18].value.table = (amqp_table_t){1, inner};
+    const char *names[19] = {"t", "b", "B", "s", "u", "I", "i", "l", "L", "f", "d", "D", "S",
+                             "S2", "x", "T", "V", "A", "F"};
+    /* Plus the dead-letter headers, which a replay leaves out. */
+    amqp_table_entry_t e[22];
+    for (int i = 0; i < 19; i++) e[i] = entry(names[i], v[i]);
+    e[19] = entry("x-death", v[17]);
+    e[20] = entry("x-first-death-queue", v[12]);
+    e[21] = entry("x-last-death-reason", v[12]);
+
+    amqp_basic_properties_t p;
+    memset(&p, 0, sizeof p);
+    p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_HEADERS_FLAG |
+               AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_PRIORITY_FLAG |
+               AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TIMESTAMP_FLAG |
+               AMQP_BASIC_CORRELATION_ID_FLAG | AMQP_BASIC_APP_ID_FLAG;
+    p.content_type = amqp_cstring_bytes("application/json");
+    p.headers = (amqp_table_t){22, e};
+    p.delivery_mode = 2;
+    p.priority = 7;
+    p.message_id = amqp_cstring_bytes("m-1");
+    p.timestamp = 1700000001;
+    p.correlation_id = (amqp_bytes_t){3, "c\0d"};
+    p.app_id = amqp_cstring_bytes("");
+
+    char *pj = NULL, *hj = NULL;
+    assert_int_equal(rp_amqp_restore_capture(&p, &pj, &hj), RP_OK);
+    assert_non_null(strstr(hj, "x-death")); /* stored whole */
+    amqp_pool_t pool;
+    init_amqp_pool(&pool, 4096);
+    amqp_basic_properties_t r;
+    char err[200];
+    assert_int_equal(rp_amqp_restore_props(&pool, pj, hj, &r, err, sizeof err), RP_OK);
+    assert_int_equal(r._flags, p._flags);
+    assert_bytes(r.content_type, "application/json", 16);
+    assert_bytes(r.message_id, "m-1", 3);
+    assert_bytes(r.correlation_id, "c\0d", 3);
+    assert_bytes(r.app_id, "", 0);
+    assert_int_equal(r.delivery_mode, 2);
+    assert_int_equal(r.priority, 7);
+    assert_int_equal(r.timestamp, 1700000001);
+    assert_int_equal(r.headers.num_entries, 19);
+    assert_null(find(&r.headers, "x-death"));
+    assert_null(find(&r.headers, "x-first-death-queue"));
+    assert_null(find(&r.headers, "x-last-death-reason"));
+    for (int i = 0; i < 19; i++) {
+        const amqp_table_entry_t *g = find(&r.headers, names[i]);
+        assert_non_null(g);
+        assert_int_equal(g->value.kind, v[i].kind);
+    }
+    assert_true(find(&r.headers, "t")->value.value.boolean);
+    assert_int_equal(find(&r.headers, "b")->value.value.i8, -5);
+    assert_int_equal(find(&r.headers, "B")->value.value.u8, 250);
+    assert_int_equal(find(&r.headers, "s")->value.value.i16, -30000);
+    assert_int_equal(find(&r.headers, "u")->value.value.u16, 60000);
+    assert_int_equal(find(&r.headers, "I")->value.value.i32, -2000000000);
+    assert_int_equal(find(&r.headers, "i")->value.value.u32, 4000000000u);
+    assert_true(find(&r.headers, "l")->value.value.i64 == INT64_MIN);
+    assert_true(find(&r.headers, "L")->value.value.u64 == UINT64_MAX);
+    assert_true(find(&r.headers, "f")->value.value.f32 == 1.5f);
+    assert_true(find(&r.headers, "d")->value.value.f64 == 0.1);
+    assert_int_equal(find(&r.headers, "D")->value.value.decimal.decimals, 2);
+    assert_int_equal(find(&r.headers, "D")->value.value.decimal.value, 12345);
+    assert_bytes(find(&r.headers, "S")->value.value.bytes, "h\xc3\xa9llo", 6);
+    assert_bytes(find(&r.headers, "S2")->value.value.bytes, "a\0\xff" "b", 4);
+    assert_bytes(find(&r.headers, "x")->value.value.bytes, "\x00\x01\x02\xfe\xff", 5);
+    assert_int_equal(find(&r.headers, "T")->value.value.u64, 1700000000);
+    const amqp_array_t *a = &find(&r.headers, "A")->value.value.array;
+    assert_int_equal(a->num_entries, 2);
+    assert_int_equal(a->entries[0].kind, AMQP_FIELD_KIND_I8);
+    assert_int_equal(a->entries[1].kind, AMQP_FIELD_KIND_UTF8);
+    const amqp_table_t *t = &find(&r.headers, "F")->value.value.table;
+    assert_int_equal(t->num_entries, 1);
+    assert_bytes(t->entries[0].key, "$amqp", 5);
+    free(pj);
+    free(hj);
+    empty_amqp_pool(&pool);
+}
+
+static void test_only_death_headers(void **state) {
+    (void)state;
+    amqp_pool_t pool;
+    init_amqp_pool(&pool, 1024);
+    amqp_basic_properties_t r;
+    char err[200];
+    /* Headers that were all the broker's: no headers table at all. */
+    assert_int_equal(rp_amqp_restore_props(&pool, "{}", "{\"x-death\":[],\"x-first-death-queue\":\"q\"}",
+                                           &r, err, sizeof err),
+                     RP_OK);
+    assert_int_equal(r._flags, 0);
+    assert_int_equal(rp_amqp_restore_props(&pool, NULL, NULL, &r, err, sizeof err), RP_OK);
+    assert_int_equal(r._flags, 0);
+    empty_amqp_pool(&pool);
+}
+
+static void test_refused(void **state) {
+    (void)state;
+    amqp_pool_t pool;
+    init_amqp_pool(&pool, 1024);
+    amqp_basic_properties_t r;
+    char err[200];
+    const char *props[] = {"[]", "not json", "{\"delivery_mode\":300}", "{\"priority\":-1}",
+                           "{\"unknown\":1}", "{\"content_type\":5}", "{\"timestamp\":\"x\"}"};
+    for (size_t i = 0; i < sizeof props / sizeof props[0]; i++) {
+        assert_int_equal(rp_amqp_restore_props(&pool, props[i], "{}", &r, err, sizeof err),
+                         RP_ERR_INVALID);
+        assert_true(err[0] != '\0');
+        assert_int_equal(r._flags, 0);
+    }
+    const char *headers[] = {"[1]", "{\"a\":{\"$amqp\":\"b\",\"value\":200}}",
+                             "{\"a\":{\"$amqp\":\"x\",\"value\":\"!!\"}}",
+                             "{\"a\":{\"$amqp\":\"Q\",\"value\":1}}",
+                             "{\"a\":{\"$amqp\":\"I\"}}",
+                             "{\"a\":{\"$amqp\":\"i\",\"value\":-1}}"};
+    for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++)
+        assert_int_equal(rp_amqp_restore_props(&pool, "{}", headers[i], &r, err, sizeof err),
+                         RP_ERR_INVALID);
+    /* A header name that is not text cannot be stored losslessly. */
+    amqp_field_value_t v = fv(AMQP_FIELD_KIND_VOID);
+    amqp_table_entry_t e = {(amqp_bytes_t){2, "\xff\x00"}, v};
+    amqp_basic_properties_t p;
+    memset(&p, 0, sizeof p);
+    p._flags = AMQP_BASIC_HEADERS_FLAG;
+    p.headers = (amqp_table_t){1, &e};
+    char *pj = NULL, *hj = NULL;
+    assert_int_equal(rp_amqp_restore_capture(&p, &pj, &hj), RP_ERR_INVALID);
+    assert_null(pj);
+    assert_null(hj);
+    empty_amqp_pool(&pool);
+}
+
+static void test_death_header_names(void **state) {
+    (void)state;
+    assert_true(rp_amqp_restore_is_death_header("x-death", 7));
+    assert_true(rp_amqp_restore_is_death_header("x-first-death-exchange", 22));
+    assert_true(rp_amqp_restore_is_death_header("x-last-death-queue", 18));
+    assert_false(rp_amqp_restore_is_death_header("x-deaths", 8));
+    assert_false(rp_amqp_restore_is_death_header("x-delivery-count", 16));
+    assert_false(rp_amqp_restore_is_death_header("x-dea", 5));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_only_death_headers),
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_death_header_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,112 @@
+/* The replay decision: undoing the untrusted rendering, and refusing what
+ * is not owned, cut or not whole (core/rp_replay.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rp_replay.h"
+#include "rp_untrusted.h"
+
+static pcre2_code *compile(const char *pattern) {
+    int err;
+    PCRE2_SIZE off;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, 0, &err, &off, NULL);
+    assert_non_null(re);
+    return re;
+}
+
+/* Renders bytes and parses them back: the same bytes. */
+static void roundtrip(const char *s, size_t len) {
+    char *shown = NULL, *back = NULL;
+    const char *why = NULL;
+    assert_int_equal(rp_untrusted_render((rp_bytes){(const uint8_t *)s, len}, &shown), RP_OK);
+    assert_int_equal(rp_replay_origin_parse(shown, &back, &why), RP_OK);
+    assert_int_equal(strlen(back), len);
+    assert_memory_equal(back, s, len);
+    free(shown);
+    free(back);
+}
+
+static void test_origin_roundtrip(void **state) {
+    (void)state;
+    roundtrip("vibey.orders", 12);
+    roundtrip("a\"b\\c", 5);
+    roundtrip("tab\there\nnew\rcr", 15);
+    roundtrip("bell\x07 del\x7f", 10);
+    roundtrip("bad\xff\xfe utf8", 10);
+    roundtrip("caf\xc3\xa9 \xe2\x80\xae rlo", 13); /* U+202E is escaped \u202E */
+    /* Every byte but NUL, 200 at a time (the rendering's bound). */
+    char all[255];
+    for (int i = 0; i < 255; i++) all[i] = (char)(i + 1);
+    roundtrip(all, 200);
+    roundtrip(all + 55, 200);
+}
+
+static void test_origin_refused(void **state) {
+    (void)state;
+    char *name = NULL;
+    const char *why = NULL;
+    const char *bad[] = {
+        NULL, "", "\"", "vibey.x", "\"vibey.x", "vibey.x\"", "\"a\"b\"", "\"a\\\"",
+        "\"a\\q\"", "\"\\x4\"", "\"\\xZZ\"", "\"\\u12\"", "\"\\u00zz\"", "\"\"",
+        "\"\\u0000\"", "\"a\\x00b\"",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(rp_replay_origin_parse(bad[i], &name, &why), RP_ERR_INVALID);
+        assert_null(name);
+        assert_non_null(why);
+    }
+    /* A cut rendering: 300 characters shown as 200 and "...". */
+    char longname[301];
+    memset(longname, 'a', 300);
+    longname[300] = '\0';
+    memcpy(longname, "vibey.", 6);
+    char *shown = NULL;
+    assert_int_equal(rp_untrusted_render((rp_bytes){(const uint8_t *)longname, 300}, &shown), RP_OK);
+    assert_int_equal(rp_replay_origin_parse(shown, &name, &why), RP_ERR_INVALID);
+    assert_non_null(strstr(why, "cut"));
+    free(shown);
+    /* A value that itself ends in "..." inside the quotes is whole. */
+    assert_int_equal(rp_replay_origin_parse("\"vibey.x...\"", &name, &why), RP_OK);
+    assert_string_equal(name, "vibey.x...");
+    free(name);
+}
+
+static void test_decide(void **state) {
+    (void)state;
+    pcre2_code *owned = compile("^vibey\\.");
+    char *q = NULL;
+    const char *why = NULL;
+    assert_int_equal(rp_replay_decide("\"vibey.orders\"", false, owned, &q, &why), RP_OK);
+    assert_string_equal(q, "vibey.orders");
+    free(q);
+    /* Forged headers naming a foreign queue. */
+    assert_int_equal(rp_replay_decide("\"celery\"", false, owned, &q, &why), RP_ERR_CONFLICT);
+    assert_null(q);
+    assert_non_null(strstr(why, "not owned"));
+    /* A name that only looks owned once unescaped wrongly. */
+    assert_int_equal(rp_replay_decide("\"x\\nvibey.orders\"", false, owned, &q, &why),
+                     RP_ERR_CONFLICT);
+    /* Not stored whole. */
+    assert_int_equal(rp_replay_decide("\"vibey.orders\"", true, owned, &q, &why), RP_ERR_CONFLICT);
+    assert_non_null(strstr(why, "whole"));
+    /* Not a rendering. */
+    assert_int_equal(rp_replay_decide("vibey.orders", false, owned, &q, &why), RP_ERR_CONFLICT);
+    /* No pattern: nothing is owned. */
+    assert_int_equal(rp_replay_decide("\"vibey.orders\"", false, NULL, &q, &why), RP_ERR_CONFLICT);
+    pcre2_code_free(owned);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_origin_roundtrip),
+        cmocka_unit_test(test_origin_refused),
+        cmocka_unit_test(test_decide),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
