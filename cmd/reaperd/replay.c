@@ -138,13 +138,13 @@ static void rp_prepare_work(void *ctx, void *arg) {
     } else {
         const char *why = NULL;
         st = rp_replay_decide(row.origin_queue, row.body_truncated || row.headers_json == NULL,
-                              d->cfg->reap.owned_queue_pattern.code, &j->queue, &why);
+                              d->runner.cfg->reap.owned_queue_pattern.code, &j->queue, &why);
         if (st == RP_ERR_NOMEM) {
             rp_fail(j, RP_ERR_INTERNAL, "out of memory");
         } else if (st != RP_OK) {
             rp_fail(j, RP_ERR_CONFLICT, "not replayed: %s (origin queue %s)", why,
                     row.origin_queue);
-        } else if (row.vhost != NULL && !rp_same_vhost(d->cfg->broker.url, row.vhost)) {
+        } else if (row.vhost != NULL && !rp_same_vhost(d->runner.cfg->broker.url, row.vhost)) {
             rp_fail(j, RP_ERR_CONFLICT,
                     "not replayed: the dead letter was found on vhost %s, and reaperd publishes "
                     "only on the vhost of broker.url", row.vhost);
