@@ -44,6 +44,11 @@ rp_status rp_pass_runner_attach_broker(rp_pass_runner *r, rp_mgmt_bridge *bridge
     return RP_OK;
 }
 
+void rp_pass_runner_set_publisher(rp_pass_runner *r, const rp_publisher_port *publisher) {
+    r->ports.publisher = *publisher;
+    rp_gate_feed_wrap(&r->gate_feed, &r->ports);
+}
+
 void rp_pass_runner_cleanup(rp_pass_runner *r) {
     rp_mgmt_broker_free(r->broker);
     rp_pg_store_free(r->store);
