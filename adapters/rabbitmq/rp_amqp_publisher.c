@@ -35,6 +35,7 @@ struct rp_amqp_publisher {
     rp_pub_list inflight; /* sent, by ascending seq */
     rp_pub_list settled;  /* callbacks due on the next loop turn */
     uint64_t next_seq;
+    size_t limit; /* queued + in flight, at most */
     bool mandatory_in_flight;
     /* The content frames that follow a basic.return are skipped. */
     bool skipping_return;
@@ -101,6 +102,7 @@ rp_amqp_publisher *rp_amqp_publisher_new(rp_amqp_conn *conn) {
     if (p == NULL) return NULL;
     p->conn = conn;
     p->next_seq = 1;
+    p->limit = RP_AMQP_PUBLISH_QUEUE_MAX;
     p->settle_ev = event_new(rp_amqp_conn_base(conn), -1, 0, rp_on_settle, p);
     if (p->settle_ev == NULL) {
         free(p);
@@ -187,13 +189,17 @@ rp_status rp_amqp_publisher_publish(rp_amqp_publisher *p, const rp_publish *pub)
         rp_entry_free(e);
         return RP_ERR_NOMEM;
     }
-    if (p->todo.n + p->inflight.n >= RP_AMQP_PUBLISH_QUEUE_MAX) {
+    if (p->todo.n + p->inflight.n >= p->limit) {
         rp_settle(p, e, RP_PUBLISH_DROPPED);
         return RP_OK;
     }
     rp_push(&p->todo, e);
     rp_flush(p);
     return RP_OK;
+}
+
+void rp_amqp_publisher_set_limit(rp_amqp_publisher *p, size_t max) {
+    p->limit = max > 0 ? max : 1;
 }
 
 void rp_amqp_publisher_on_up(rp_amqp_publisher *p) {

@@ -81,5 +81,10 @@ bool rp_amqp_publisher_frame(rp_amqp_publisher *p, const amqp_frame_t *f);
  * then never called). */
 rp_status rp_amqp_publisher_publish(rp_amqp_publisher *p, const rp_publish *pub) RP_MUSTCHECK;
 
+/* Sets the bound of queued plus in-flight publishes (default
+ * RP_AMQP_PUBLISH_QUEUE_MAX; at least 1). Past it a publish is settled
+ * DROPPED on the next loop turn. For tests of that path. */
+void rp_amqp_publisher_set_limit(rp_amqp_publisher *p, size_t max);
+
 
 #endif

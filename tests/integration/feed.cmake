@@ -1,0 +1,6 @@
+# The events feed (issue #4, reaps as events): reaperd --once and the daemon
+# publishing every committed ledger event, read back by a subscriber bound
+# to `#` on an exchange of each test's own.
+rp_integration_test(test_feed SOURCES integration/test_feed.c integration/feed_common.c
+  integration/itest.c LIBS reaper::proto PkgConfig::PQ PkgConfig::JANSSON)
+set_property(TEST test_feed APPEND PROPERTY LABELS broker)
