@@ -4,3 +4,8 @@
 rp_integration_test(test_feed SOURCES integration/test_feed.c integration/feed_common.c
   integration/itest.c LIBS reaper::proto PkgConfig::PQ PkgConfig::JANSSON)
 set_property(TEST test_feed APPEND PROPERTY LABELS broker)
+# Stops and starts the broker: nothing else may run then.
+rp_integration_test(test_feed_restart SOURCES integration/test_feed_restart.c
+  integration/feed_common.c integration/itest.c LIBS reaper::proto PkgConfig::PQ PkgConfig::JANSSON)
+set_property(TEST test_feed_restart APPEND PROPERTY LABELS broker)
+set_tests_properties(test_feed_restart PROPERTIES RUN_SERIAL TRUE)
