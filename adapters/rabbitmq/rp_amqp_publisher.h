@@ -32,6 +32,9 @@
 
 #define RP_AMQP_PUBLISH_CHANNEL 2
 #define RP_AMQP_PUBLISH_QUEUE_MAX 100000
+/* The most publishes sent in one loop turn; a longer backlog goes on over
+ * the next turns, so the loop serves other events in between. */
+#define RP_AMQP_PUBLISH_BATCH 500
 
 typedef enum rp_publish_outcome {
     RP_PUBLISH_CONFIRMED = 0, /* the broker took responsibility */

@@ -7,7 +7,9 @@
  *    loop is not blocked); freeing settles what waits as DROPPED;
  *  - the broker is up: past the bound (queued + in flight) a publish is
  *    DROPPED at once, the others are confirmed, and exactly the confirmed
- *    ones reach a queue bound to the exchange.
+ *    ones reach a queue bound to the exchange;
+ *  - a backlog queued before the connection is up goes out in batches,
+ *    in order, each confirmed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -188,10 +190,11 @@ static void test_broker_away_overflow_dropped(void **state) {
 }
 
 static bool is_up(const world *w) { return w->up; }
+static size_t settled_want = 40;
 static bool all_settled(const world *w) {
     size_t n = 0;
     for (int i = 0; i < RP_PUBLISH_OUTCOME_COUNT_; i++) n += w->outcomes[i];
-    return n == 40;
+    return n == settled_want;
 }
 
 static void test_broker_up_overflow_dropped(void **state) {
@@ -205,6 +208,7 @@ static void test_broker_up_overflow_dropped(void **state) {
     run_until(&w, 15000, is_up);
     assert_true(w.up);
     rp_amqp_publisher_set_limit(w.pub, 5);
+    settled_want = 40;
     assert_int_equal(publish_n(&w, exchange, 40), RP_OK);
     assert_false(w.settled_in_call);
     run_until(&w, 10000, all_settled);
@@ -223,12 +227,44 @@ static void test_broker_up_overflow_dropped(void **state) {
     feed_sub_delete(&sub);
 }
 
+/* A backlog queued before the connection is up (as events committed while
+ * the broker was away) goes out in batches over several loop turns, in
+ * order, every one confirmed once. */
+static void test_backlog_sent_in_order(void **state) {
+    (void)state;
+    char exchange[128];
+    snprintf(exchange, sizeof exchange, "vibey.reap.events.itest.backlog.%d", (int)getpid());
+    feed_sub sub;
+    feed_sub_open(&sub, exchange, NULL);
+    world w;
+    world_open(&w, itest_env("REAPER_BROKER_URL"));
+    assert_false(w.up);
+    const int n = 3 * RP_AMQP_PUBLISH_BATCH + 17;
+    assert_int_equal(publish_n(&w, exchange, n), RP_OK);
+    settled_want = (size_t)n;
+    run_until(&w, 30000, all_settled);
+    assert_true(w.up);
+    assert_int_equal(w.outcomes[RP_PUBLISH_CONFIRMED], n);
+    feed_msgs got = {0};
+    feed_sub_read(&sub, &got, (size_t)n, 1000, 20000);
+    assert_int_equal(got.n, n);
+    for (int i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "ledger-%d", i + 1);
+        assert_string_equal(got.items[i].message_id, id);
+    }
+    world_close(&w);
+    feed_msgs_free(&got);
+    feed_sub_delete(&sub);
+}
+
 int main(void) {
     evthread_use_pthreads();
     rp_log_setup(RP_LOG_WARN, RP_LOG_FORMAT_TEXT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_broker_away_overflow_dropped),
         cmocka_unit_test(test_broker_up_overflow_dropped),
+        cmocka_unit_test(test_backlog_sent_in_order),
     };
     return cmocka_run_group_tests_name("feed_publisher", tests, NULL, NULL);
 }
