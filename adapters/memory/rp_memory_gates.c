@@ -70,6 +70,7 @@ static rp_outcome rp_outcome_of(rp_choice c) {
 static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const char *by,
                            rp_answer_result *out) {
     rp_memory *m = self;
+    memset(out, 0, sizeof *out);
     m->write_calls++;
     rp_status st = rp__mem_enter(m, RP_MEM_ANSWER);
     if (st != RP_OK) return st;
@@ -77,7 +78,7 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
     for (size_t i = 0; i < m->n_gates; i++)
         if (m->gates[i].id == gate_id) g = &m->gates[i];
     if (g == NULL) return RP_ERR_NOT_FOUND;
-    memset(out, 0, sizeof *out);
+    out->kind = g->kind;
     if (g->answered) {
         out->outcome = RP_OUTCOME_ALREADY_ANSWERED;
         out->choice = g->answer;
@@ -120,7 +121,6 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
     out->committed = true;
     out->event = ev;
     out->job_id = g->job_id;
-    out->kind = g->kind;
     return RP_OK;
 }
 

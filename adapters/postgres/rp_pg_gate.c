@@ -128,6 +128,7 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
     bool first_ok = !answered || rp_choice_parse(PQgetvalue(r, 0, 1), &first);
     rp__pg_clear(res, 2);
     if (!kind_ok || !first_ok) return rp_settle_nothing(s, RP_ERR_INTERNAL);
+    out->kind = kind;
     if (answered) {
         out->outcome = RP_OUTCOME_ALREADY_ANSWERED;
         out->choice = first;
@@ -147,13 +148,11 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
     bool done = PQntuples(res[0]) == 1 && !rp__pg_null(res[0], 0, 1);
     rp_event_ref ev = {0};
     int64_t job_id = 0;
-    rp_gate_kind gkind = kind;
     if (done) {
         /* The committed event, for the caller to hand to the publisher. */
         ev.seq = rp__pg_i64(res[0], 0, 1);
         ev.at = rp__pg_i64(res[0], 0, 2);
         job_id = rp__pg_i64(res[0], 0, 3);
-        if (!rp_gate_kind_parse(PQgetvalue(res[0], 0, 4), &gkind)) gkind = kind;
     }
     rp__pg_clear(res, 2);
     if (!done) {
@@ -167,7 +166,6 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
     out->committed = true;
     out->event = ev;
     out->job_id = job_id;
-    out->kind = gkind;
     return RP_OK;
 }
 

@@ -65,6 +65,10 @@ typedef struct rp_amqp_publisher rp_amqp_publisher;
 rp_amqp_publisher *rp_amqp_publisher_new(rp_amqp_conn *conn);
 /* Settles everything still pending as DROPPED and frees. */
 void rp_amqp_publisher_free(rp_amqp_publisher *p);
+/* Sets the bound of queued plus in-flight publishes (default
+ * RP_AMQP_PUBLISH_QUEUE_MAX; at least 1). Past it a publish is settled
+ * DROPPED on the next loop turn. For tests of that path. */
+void rp_amqp_publisher_set_limit(rp_amqp_publisher *p, size_t max);
 
 /* Connect thread (from the conn's on_setup hook): opens the publish channel
  * and puts it in confirm mode. False with a reason in err on failure. */
@@ -83,11 +87,6 @@ bool rp_amqp_publisher_frame(rp_amqp_publisher *p, const amqp_frame_t *f);
  * called later, never from inside this call. Returns RP_ERR_NOMEM (done is
  * then never called). */
 rp_status rp_amqp_publisher_publish(rp_amqp_publisher *p, const rp_publish *pub) RP_MUSTCHECK;
-
-/* Sets the bound of queued plus in-flight publishes (default
- * RP_AMQP_PUBLISH_QUEUE_MAX; at least 1). Past it a publish is settled
- * DROPPED on the next loop turn. For tests of that path. */
-void rp_amqp_publisher_set_limit(rp_amqp_publisher *p, size_t max);
 
 
 #endif
