@@ -235,15 +235,16 @@ typedef struct rp_gate_query {
 } rp_gate_query;
 
 typedef struct rp_answer_result {
-    rp_outcome outcome;    /* RP_OUTCOME_ALREADY_ANSWERED when it was */
-    rp_choice choice;      /* the answer in force: this one or the first one */
-    rp_gate_kind kind;     /* the gate's kind */
     /* Set only when this call settled the gate (committed is then true):
      * the committed GateAnswered event and its job, so that the caller can
      * hand the event to the publisher (rp_publish_answer). */
     bool committed;
     rp_event_ref event;
     int64_t job_id;
+
+    rp_outcome outcome;    /* RP_OUTCOME_ALREADY_ANSWERED when it was */
+    rp_choice choice;      /* the answer in force: this one or the first one */
+    rp_gate_kind kind;     /* the gate's kind */
 } rp_answer_result;
 
 typedef struct rp_gate_port {
