@@ -387,9 +387,10 @@ rp_status rp_amqp_blocking_publisher_flush(rp_amqp_blocking_publisher *p, int ti
             stats->first_failed_seq = e->seq;
         if (e->seq > stats->last_failed_seq) stats->last_failed_seq = e->seq;
     }
+    snprintf(stats->why, sizeof stats->why, "%s", p->why);
     if (stats->failed > 0) {
-        snprintf(stats->why, sizeof stats->why, "%s",
-                 p->why[0] ? p->why : "no confirm from the broker in time");
+        if (stats->why[0] == '\0')
+            snprintf(stats->why, sizeof stats->why, "no confirm from the broker in time");
         return RP_ERR_UNAVAILABLE;
     }
     return RP_OK;

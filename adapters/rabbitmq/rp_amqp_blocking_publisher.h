@@ -53,7 +53,8 @@ typedef struct rp_amqp_feed_stats {
     size_t failed;        /* not confirmed in the end (events - confirmed) */
     int64_t first_failed_seq, last_failed_seq; /* ledger seqs; 0 when none failed */
     size_t retried;       /* published a second time by the flush */
-    char why[256];        /* the first failure, without secrets; "" when none */
+    char why[256];        /* the first failure (also one the retry made good), without
+                           * secrets; "" when none */
 } rp_amqp_feed_stats;
 
 /* NULL when out of memory or params->url does not parse (*err then says

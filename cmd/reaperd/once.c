@@ -57,13 +57,19 @@ static rp_status rp_once_feed_finish(rp_amqp_blocking_publisher *feed, const rp_
                                      rp_report *report) {
     rp_amqp_feed_stats fs;
     (void)rp_amqp_blocking_publisher_flush(feed, RP_ONCE_FEED_FLUSH_MS, &fs);
-    char n[24], ok[24];
+    char n[24], ok[24], again[24];
     snprintf(n, sizeof n, "%zu", fs.events);
     snprintf(ok, sizeof ok, "%zu", fs.confirmed);
+    snprintf(again, sizeof again, "%zu", fs.retried);
     if (fs.failed == 0) {
-        if (fs.events > 0)
+        if (fs.retried > 0)
             RP_INFO("ledger events published to the events exchange", "exchange",
-                    cfg->broker.events_exchange, "events", n, "confirmed", ok, NULL);
+                    cfg->broker.events_exchange, "events", n, "confirmed", ok, "retried", again,
+                    "first_failure", fs.why, NULL);
+        else if (fs.events > 0)
+            RP_INFO("ledger events published to the events exchange", "exchange",
+                    cfg->broker.events_exchange, "events", n, "confirmed", ok, "retried", again,
+                    NULL);
         return RP_OK;
     }
     char failed[24], range[64], note[640];

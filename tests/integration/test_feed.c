@@ -5,9 +5,9 @@
  *    and message ids equal to the ledger rows), and --json stays one JSON
  *    object;
  *  - --dry-run publishes nothing;
- *  - --once with the broker unreachable (a closed port) still commits,
- *    says so in a note and a warning, and exits 0 (the ledger is the
- *    record);
+ *  - --once with the broker unreachable (a closed port), or an events
+ *    exchange of another type, still commits, says so in a note and a
+ *    warning, and exits 0 (the ledger is the record);
  *  - a gate answer's GateAnswered event arrives on the daemon's feed, its
  *    body equal to the ledger payload; an already answered gate publishes
  *    nothing;
@@ -325,6 +325,31 @@ static void test_once_broker_unreachable(void **state) {
     free(err);
 }
 
+/* The events exchange exists with another type: the broker refuses
+ * reaperd's declaration, the pass still commits, and the note says why. */
+static void test_once_exchange_of_another_type(void **state) {
+    fixture *f = *state;
+    char name[160];
+    snprintf(name, sizeof name, "%s.direct", f->exchange);
+    snprintf(f->env_exchange, sizeof f->env_exchange, "REAPER_BROKER_EVENTS_EXCHANGE=%s", name);
+    amqp_exchange_declare(f->sub.c, 1, amqp_cstring_bytes(name), amqp_cstring_bytes("direct"), 0,
+                          0, 1, 0, amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(f->sub.c).reply_type, AMQP_RESPONSE_NORMAL);
+    expired(f, "feedtype", 3, 0);
+    char *out, *err;
+    assert_int_equal(once(f, "--json", "--project", "feedtype", NULL, NULL, &out, &err), 0);
+    json_t *report = one_object(out);
+    assert_true(notes_contain(report, "events feed: 3 of 3 committed ledger events were not "
+                                      "published"));
+    assert_true(notes_contain(report, "declaring the events exchange"));
+    assert_true(notes_contain(report, "PRECONDITION_FAILED"));
+    json_decref(report);
+    free(out);
+    free(err);
+    assert_string_equal(q(f, "SELECT count(*) FROM ledger"), "3");
+    amqp_exchange_delete(f->sub.c, 1, amqp_cstring_bytes(name), 0);
+}
+
 /* ---- the daemon ----------------------------------------------------------- */
 
 static rp_child *daemon_start(fixture *f, const char *queue_env, const char *extra1,
@@ -453,6 +478,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_once_publishes_every_committed_event, setup, teardown),
         cmocka_unit_test_setup_teardown(test_once_dry_run_publishes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_once_broker_unreachable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_once_exchange_of_another_type, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gate_answer_on_feed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_drops_logged_when_broker_stays_away, setup,
                                         teardown),
