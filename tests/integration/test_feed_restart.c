@@ -7,7 +7,10 @@
  * (the test prints how long before that deadline the stop was done).
  * Afterwards every ledger row has arrived at least once (counted by
  * message_id); duplicates are allowed only across the reconnect and are
- * printed. Stops and starts the broker: RUN_SERIAL.
+ * printed. And reaperd --once losing its feed connection mid-pass (the
+ * broker closes every connection): its end-of-pass retry sends what was
+ * not confirmed. Stops the broker and closes every connection on it:
+ * RUN_SERIAL.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -173,6 +176,83 @@ static void test_feed_across_broker_restart(void **state) {
     itest_amqp_close(c);
 }
 
+static void ctl(const char *args) {
+    const char *service = getenv("RP_BROKER_SERVICE");
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s/scripts/services ctl %s %s >/dev/null 2>&1",
+             itest_env("REAPER_SOURCE_DIR"), service && *service ? service : "rabbitmq", args);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* reaperd --once loses its feed connection in the middle of a pass (the
+ * broker closes every connection): the events after it wait, the end of
+ * the pass connects again and sends what was not confirmed, and every
+ * ledger row arrives at least once; no note, exit 0. */
+static void test_once_connection_closed_mid_pass(void **state) {
+    (void)state;
+    char schema2[96], exchange[128], queue[128];
+    snprintf(schema2, sizeof schema2, "%s_mid", schema);
+    snprintf(exchange, sizeof exchange, "vibey.reap.events.itest.mid.%d", (int)getpid());
+    snprintf(queue, sizeof queue, "itest.feed.mid.%d", (int)getpid());
+    char env_schema[128], env_exchange[192];
+    snprintf(env_schema, sizeof env_schema, "REAPER_STORE_SCHEMA=%s", schema2);
+    snprintf(env_exchange, sizeof env_exchange, "REAPER_BROKER_EVENTS_EXCHANGE=%s", exchange);
+    char *env[] = {env_schema, env_exchange, "REAPER_LOG_FORMAT=json", NULL};
+    char *migrate[] = {(char *)itest_env("REAPERD"), "--migrate", NULL};
+    char *out, *err;
+    assert_int_equal(rp_run_capture(migrate, env, &out, &err), 0);
+    free(out);
+    free(err);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO %s.job (project_id, kind, state, attempts, max_attempts, lease_owner, "
+             "lease_expires_at) SELECT 'feedmid', 'k', 'leased', 1, 7, 'w', now() - interval '1 "
+             "minute' FROM generate_series(1, 10000)",
+             schema2);
+    PQclear(PQexec(pg, sql));
+    feed_sub sub;
+    feed_sub_open(&sub, exchange, queue);
+    char *argv[] = {(char *)itest_env("REAPERD"), "--once", "--json", "--project", "feedmid",
+                    NULL};
+    rp_child *o = rp_child_start(argv, env);
+    assert_true(rp_child_wait_for(o, "\"msg\":\"work reaped\"", 30000));
+    ctl("close_all_connections itest-feed-mid-pass");
+    int rc = rp_child_wait_exit(o, 120000);
+    rp_child_drain(o, 100);
+    assert_int_equal(rc, 0);
+    const char *line = strstr(o->log, "\"msg\":\"ledger events published to the events exchange\"");
+    if (line == NULL) fprintf(stderr, "%s\n", o->log + (strlen(o->log) > 2000 ? strlen(o->log) - 2000 : 0));
+    assert_non_null(line);
+    const char *r = strstr(line, "\"retried\":\"");
+    assert_non_null(r);
+    long retried = atol(r + strlen("\"retried\":\""));
+    fprintf(stderr, "once: connection closed mid-pass, %ld events sent again at the end\n",
+            retried);
+    assert_true(retried > 0);
+    assert_null(strstr(o->log, "not published"));
+    rp_child_free(o);
+
+    char **ids, **kinds;
+    size_t n = feed_ledger(pg, schema2, &ids, &kinds);
+    assert_int_equal(n, 10000);
+    feed_sub_reconnect(&sub);
+    feed_msgs got = {0};
+    feed_sub_read(&sub, &got, n, 3000, 60000);
+    size_t missing = 0;
+    for (size_t i = 0; i < n; i++)
+        if (feed_msgs_count(&got, ids[i]) == 0) missing++;
+    fprintf(stderr, "ledger rows %zu, messages %zu, distinct %zu, missing %zu\n", n, got.n,
+            feed_msgs_distinct(&got), missing);
+    assert_int_equal(missing, 0);
+    assert_int_equal(feed_msgs_distinct(&got), n);
+    feed_msgs_free(&got);
+    feed_ids_free(ids, n);
+    feed_ids_free(kinds, n);
+    feed_sub_delete(&sub);
+    snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", schema2);
+    PQclear(PQexec(pg, sql));
+}
+
 static int group_setup(void **state) {
     (void)state;
     pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
@@ -196,6 +276,7 @@ static int group_teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_feed_across_broker_restart),
+        cmocka_unit_test(test_once_connection_closed_mid_pass),
     };
     return cmocka_run_group_tests_name("feed_restart", tests, group_setup, group_teardown);
 }
