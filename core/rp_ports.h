@@ -26,7 +26,10 @@
  * ledger event (kind RP_LEDGER_QUEUE_REAPED, payload the verdict's fields)
  * in one transaction inside the adapter; the call reports the event's
  * sequence number and time, and core then hands the committed event to the
- * publisher port. A call that fails has committed nothing.
+ * publisher port. A gate answer commits a GateAnswered event the same way;
+ * the gate port reports it (rp_answer_result) and rp_gate_feed_wrap
+ * (rp_publish.h) hands it to the publisher. A call that fails has committed
+ * nothing.
  */
 #ifndef RP_PORTS_H
 #define RP_PORTS_H
