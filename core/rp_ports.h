@@ -26,7 +26,10 @@
  * ledger event (kind RP_LEDGER_QUEUE_REAPED, payload the verdict's fields)
  * in one transaction inside the adapter; the call reports the event's
  * sequence number and time, and core then hands the committed event to the
- * publisher port. A call that fails has committed nothing.
+ * publisher port. A gate answer commits a GateAnswered event the same way;
+ * the gate port reports it (rp_answer_result) and rp_gate_feed_wrap
+ * (rp_publish.h) hands it to the publisher. A call that fails has committed
+ * nothing.
  */
 #ifndef RP_PORTS_H
 #define RP_PORTS_H
@@ -43,8 +46,10 @@
 #include "rp_status.h"
 #include "rp_verdict.h"
 
-/* The ledger kind of every event core writes. */
+/* The ledger kinds: a verdict (every move, park and sighting change), and
+ * a person's answer to a gate (rp_gate_port.answer). */
 #define RP_LEDGER_QUEUE_REAPED "QueueReaped"
+#define RP_LEDGER_GATE_ANSWERED "GateAnswered"
 
 /* A committed ledger event, as the store reports it. */
 typedef struct rp_event_ref {
@@ -52,12 +57,25 @@ typedef struct rp_event_ref {
     rp_time_ms at;   /* ledger.at */
 } rp_event_ref;
 
-/* A committed ledger event, as handed to the publisher. */
+/* The payload of a GateAnswered event: the same fields as its ledger row's
+ * payload {gate, job, kind, choice, outcome, by}. */
+typedef struct rp_gate_answered {
+    int64_t gate_id;
+    int64_t job_id;
+    rp_gate_kind kind;
+    rp_choice choice;
+    rp_outcome outcome;   /* never RP_OUTCOME_ALREADY_ANSWERED: that commits nothing */
+    const char *by;       /* may be NULL */
+} rp_gate_answered;
+
+/* A committed ledger event, as handed to the publisher. Exactly one of
+ * verdict and answer is set, as kind says. */
 typedef struct rp_ledger_event {
     int64_t seq;
     rp_time_ms at;
-    const char *kind;           /* RP_LEDGER_QUEUE_REAPED */
-    const rp_verdict *verdict;  /* the payload */
+    const char *kind;                /* RP_LEDGER_QUEUE_REAPED or RP_LEDGER_GATE_ANSWERED */
+    const rp_verdict *verdict;       /* QueueReaped: the payload; else NULL */
+    const rp_gate_answered *answer;  /* GateAnswered: the payload; else NULL */
 } rp_ledger_event;
 
 /* ---- Broker inspection (management API) --------------------------------- */
@@ -224,6 +242,13 @@ typedef struct rp_gate_query {
 } rp_gate_query;
 
 typedef struct rp_answer_result {
+    /* Set only when this call settled the gate (committed is then true):
+     * the committed GateAnswered event and its job, so that the caller can
+     * hand the event to the publisher (rp_publish_answer). */
+    bool committed;
+    rp_event_ref event;
+    int64_t job_id;
+
     rp_outcome outcome;    /* RP_OUTCOME_ALREADY_ANSWERED when it was */
     rp_choice choice;      /* the answer in force: this one or the first one */
     rp_gate_kind kind;     /* the gate's kind */
@@ -252,8 +277,14 @@ typedef struct rp_gate_port {
 typedef struct rp_publisher_port {
     void *self;
     /* NULL publish: nothing is published (the ledger stays the record). */
-    /* Publishes one committed ledger event. A failure loses nothing from the
-     * ledger, which stays the record. */
+    /* Publishes one committed ledger event (ev and what it points to are
+     * borrowed for the call: an adapter copies or encodes what it keeps).
+     * An adapter may accept the event and settle it later (the daemon's
+     * feed confirms on the loop; --once's blocking publisher at its flush):
+     * RP_OK then means accepted, and the adapter reports what it finally
+     * failed to publish itself. A failure loses nothing from the ledger,
+     * which stays the record. Called on the thread that committed (the
+     * store thread, or --once's main thread). */
     rp_status (*publish)(void *self, const rp_ledger_event *ev);
 } rp_publisher_port;
 

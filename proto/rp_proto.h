@@ -245,6 +245,29 @@ rp_status rp_proto_encode_decode_error(const rp_proto_error *err, rp_encoding en
 rp_status rp_proto_encode_verdict(const rp_verdict *v, rp_encoding enc,
                                   rp_proto_buf *out) RP_MUSTCHECK;
 
+/* One committed ledger event as a message of the events exchange
+ * (SCHEMA.md section 7), in rp_proto_event.c. The body is the event's
+ * ledger payload alone: the verdict map for QueueReaped, {gate, job, kind,
+ * choice, outcome, by} for GateAnswered. The routing key is
+ * <source>.<condition>.<action> for QueueReaped and gate.<kind>.<outcome>
+ * for GateAnswered, in lower case; the message id is "ledger-<seq>".
+ * RP_ERR_INVALID for an event with neither or both payloads or a value
+ * outside its enum. */
+#define RP_PROTO_EVENT_KEY_MAX 96
+#define RP_PROTO_EVENT_ID_MAX 32
+typedef struct rp_proto_event_msg {
+    char routing_key[RP_PROTO_EVENT_KEY_MAX];
+    char message_id[RP_PROTO_EVENT_ID_MAX];
+    const char *type;       /* the ledger kind; static */
+    int64_t timestamp;      /* the row's at, in seconds */
+    rp_proto_buf body;      /* owned: rp_proto_event_msg_cleanup */
+} rp_proto_event_msg;
+
+struct rp_ledger_event; /* rp_ports.h */
+rp_status rp_proto_encode_event(const struct rp_ledger_event *ev, rp_encoding enc,
+                                rp_proto_event_msg *out) RP_MUSTCHECK;
+void rp_proto_event_msg_cleanup(rp_proto_event_msg *m);
+
 /* The pass report as one JSON object in a NUL-terminated heap string (for
  * `reaperd --once --json`; no size limit, no trailing newline). pretty
  * indents by 2. *out is set only on RP_OK; free() it. */

@@ -325,7 +325,9 @@ static rp_status rp_publish(void *self, const rp_ledger_event *ev) {
     memset(e, 0, sizeof *e);
     e->kind = strdup(ev->kind ? ev->kind : "");
     if (e->kind == NULL) return RP_ERR_NOMEM;
-    st = rp_verdict_copy(&e->verdict, ev->verdict);
+    /* A GateAnswered event has no verdict: its copy stays empty. */
+    rp_verdict_init(&e->verdict);
+    st = ev->verdict ? rp_verdict_copy(&e->verdict, ev->verdict) : RP_OK;
     if (st != RP_OK) {
         free(e->kind);
         return st;

@@ -70,6 +70,7 @@ static rp_outcome rp_outcome_of(rp_choice c) {
 static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const char *by,
                            rp_answer_result *out) {
     rp_memory *m = self;
+    memset(out, 0, sizeof *out);
     m->write_calls++;
     rp_status st = rp__mem_enter(m, RP_MEM_ANSWER);
     if (st != RP_OK) return st;
@@ -87,6 +88,19 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
     bool ok = true;
     char *who = rp__mem_strdup(by, &ok);
     if (!ok) return RP_ERR_NOMEM;
+    /* The GateAnswered ledger row (its verdict left empty: the memory
+     * ledger keeps verdicts, and a gate answer has none). */
+    rp_verdict none;
+    rp_verdict_init(&none);
+    rp_event_ref ev = {0};
+    st = rp__mem_append(m, &none, &ev);
+    char *kind = st == RP_OK ? strdup(RP_LEDGER_GATE_ANSWERED) : NULL;
+    if (kind == NULL) {
+        free(who);
+        return st != RP_OK ? st : RP_ERR_NOMEM;
+    }
+    free(m->ledger[m->n_ledger - 1].kind);
+    m->ledger[m->n_ledger - 1].kind = kind;
     g->answered = true;
     g->answer = choice;
     g->answered_by = who;
@@ -104,6 +118,9 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
     }
     out->outcome = rp_outcome_of(choice);
     out->choice = choice;
+    out->committed = true;
+    out->event = ev;
+    out->job_id = g->job_id;
     return RP_OK;
 }
 

@@ -1,6 +1,7 @@
 /* The gate port: list gates newest first; answer one, settled once under
  * its row lock, with its job change and ledger event in one transaction
- * (rp_pg_store.h). */
+ * (rp_pg_store.h). An answer that commits reports its GateAnswered event
+ * (seq, at, job, kind) for the caller's publisher (rp_ports.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +101,7 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
                            rp_answer_result *out) {
     rp_pg_store *s = self;
     if ((int)choice < 0 || choice >= RP_CHOICE_COUNT_) return RP_ERR_INVALID;
+    memset(out, 0, sizeof *out);
     rp_status st = rp__pg_enter(s, RP__PG_WRITE, "answer_gate");
     if (st != RP_OK) return st;
 
@@ -144,6 +146,14 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
     st = rp__pg_run(s, apply, 2, res, "answer_gate", NULL);
     if (st != RP_OK) return st;
     bool done = PQntuples(res[0]) == 1 && !rp__pg_null(res[0], 0, 1);
+    rp_event_ref ev = {0};
+    int64_t job_id = 0;
+    if (done) {
+        /* The committed event, for the caller to hand to the publisher. */
+        ev.seq = rp__pg_i64(res[0], 0, 1);
+        ev.at = rp__pg_i64(res[0], 0, 2);
+        job_id = rp__pg_i64(res[0], 0, 3);
+    }
     rp__pg_clear(res, 2);
     if (!done) {
         /* Locked and open a moment ago, so this cannot be; committed
@@ -153,6 +163,9 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
     }
     out->outcome = outcome;
     out->choice = choice;
+    out->committed = true;
+    out->event = ev;
+    out->job_id = job_id;
     return RP_OK;
 }
 

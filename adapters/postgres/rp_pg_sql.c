@@ -185,8 +185,8 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "ev AS (INSERT INTO {s}.ledger (kind, project_id, payload) "
          "SELECT 'GateAnswered', j.project_id, jsonb_build_object('gate', g.id, 'job', j.id, "
          "'kind', g.kind, 'choice', $2::text, 'outcome', $4::text, 'by', $3::text) "
-         "FROM g JOIN j ON j.id = g.job_id RETURNING seq) "
-         "SELECT g.id, (SELECT seq FROM ev) FROM g"},
+         "FROM g JOIN j ON j.id = g.job_id RETURNING seq, at) "
+         "SELECT g.id, (SELECT seq FROM ev), (SELECT " MS("at") " FROM ev), g.job_id FROM g"},
 
     [RP__PG_IS_PARKED] = {"is_parked",
                           "SELECT 1 FROM {s}.dead_letter WHERE identity = $1::text"},

@@ -70,7 +70,8 @@
  * a ledger event of kind RP_PG_LEDGER_GATE_ANSWERED, all in one
  * transaction. retry: job ready, run_after now(), lease and finished_at
  * cleared; dismiss: job failed, finished_at now(); replay: job succeeded,
- * finished_at now().
+ * finished_at now(). The committed event's seq and at, the job and the
+ * gate's kind come back in rp_answer_result (committed true).
  *
  * Threading: one thread at a time per store (the store thread). Blocking.
  *
@@ -98,7 +99,7 @@
 /* The kind of those jobs. */
 #define RP_PG_BUS_JOB_KIND "bus.dead_letter"
 /* The ledger kind of a gate answer (a gate answer has no verdict). */
-#define RP_PG_LEDGER_GATE_ANSWERED "GateAnswered"
+#define RP_PG_LEDGER_GATE_ANSWERED RP_LEDGER_GATE_ANSWERED
 /* The most body bytes park stores. A longer body, or one the caller marked
  * body_truncated, is stored as its first RP_PG_DL_BODY_MAX bytes (at most)
  * with body_truncated true, and can then not be replayed. */

@@ -35,12 +35,14 @@ struct rp_amqp_publisher {
     rp_pub_list inflight; /* sent, by ascending seq */
     rp_pub_list settled;  /* callbacks due on the next loop turn */
     uint64_t next_seq;
+    size_t limit; /* queued + in flight, at most */
     bool mandatory_in_flight;
     /* The content frames that follow a basic.return are skipped. */
     bool skipping_return;
     bool return_have_header;
     uint64_t return_left;
     struct event *settle_ev;
+    struct event *flush_ev; /* sends the rest of a long backlog on a later turn */
 };
 
 static const char *const rp_publish_outcome_names[RP_PUBLISH_OUTCOME_COUNT_] = {
@@ -85,6 +87,14 @@ static void rp_settle(rp_amqp_publisher *p, rp_pub_entry *e, rp_publish_outcome 
 }
 
 /* Next loop turn: the callbacks, never from inside a publish call. */
+static void rp_flush(rp_amqp_publisher *p);
+
+static void rp_on_flush(evutil_socket_t fd, short what, void *arg) {
+    RP_UNUSED(fd);
+    RP_UNUSED(what);
+    rp_flush(arg);
+}
+
 static void rp_on_settle(evutil_socket_t fd, short what, void *arg) {
     RP_UNUSED(fd);
     RP_UNUSED(what);
@@ -101,8 +111,12 @@ rp_amqp_publisher *rp_amqp_publisher_new(rp_amqp_conn *conn) {
     if (p == NULL) return NULL;
     p->conn = conn;
     p->next_seq = 1;
+    p->limit = RP_AMQP_PUBLISH_QUEUE_MAX;
     p->settle_ev = event_new(rp_amqp_conn_base(conn), -1, 0, rp_on_settle, p);
-    if (p->settle_ev == NULL) {
+    p->flush_ev = event_new(rp_amqp_conn_base(conn), -1, 0, rp_on_flush, p);
+    if (p->settle_ev == NULL || p->flush_ev == NULL) {
+        if (p->settle_ev) event_free(p->settle_ev);
+        if (p->flush_ev) event_free(p->flush_ev);
         free(p);
         return NULL;
     }
@@ -115,6 +129,7 @@ void rp_amqp_publisher_free(rp_amqp_publisher *p) {
     while ((e = rp_pop(&p->inflight)) != NULL) rp_settle(p, e, RP_PUBLISH_DROPPED);
     while ((e = rp_pop(&p->todo)) != NULL) rp_settle(p, e, RP_PUBLISH_DROPPED);
     rp_on_settle(-1, 0, p);
+    event_free(p->flush_ev);
     event_free(p->settle_ev);
     free(p);
 }
@@ -136,11 +151,19 @@ bool rp_amqp_publisher_setup(amqp_connection_state_t c, char *err, size_t errlen
     return true;
 }
 
-/* Sends what is queued, in order, while the connection is up. */
+/* Sends what is queued, in order, while the connection is up: at most
+ * RP_AMQP_PUBLISH_BATCH per loop turn, so that a backlog (events committed
+ * while the broker was away) never holds the loop up; the rest goes on the
+ * next turn. */
 static void rp_flush(rp_amqp_publisher *p) {
     amqp_connection_state_t c = rp_amqp_conn_handle(p->conn);
     bool sent = false;
+    size_t budget = RP_AMQP_PUBLISH_BATCH;
     while (c != NULL && p->todo.head != NULL) {
+        if (budget-- == 0) {
+            event_active(p->flush_ev, 0, 0);
+            break;
+        }
         rp_pub_entry *e = p->todo.head;
         if (e->mandatory && p->mandatory_in_flight) break;
         int st = amqp_basic_publish(c, RP_AMQP_PUBLISH_CHANNEL,
@@ -187,13 +210,17 @@ rp_status rp_amqp_publisher_publish(rp_amqp_publisher *p, const rp_publish *pub)
         rp_entry_free(e);
         return RP_ERR_NOMEM;
     }
-    if (p->todo.n + p->inflight.n >= RP_AMQP_PUBLISH_QUEUE_MAX) {
+    if (p->todo.n + p->inflight.n >= p->limit) {
         rp_settle(p, e, RP_PUBLISH_DROPPED);
         return RP_OK;
     }
     rp_push(&p->todo, e);
     rp_flush(p);
     return RP_OK;
+}
+
+void rp_amqp_publisher_set_limit(rp_amqp_publisher *p, size_t max) {
+    p->limit = max > 0 ? max : 1;
 }
 
 void rp_amqp_publisher_on_up(rp_amqp_publisher *p) {

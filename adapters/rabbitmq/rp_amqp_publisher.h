@@ -32,6 +32,9 @@
 
 #define RP_AMQP_PUBLISH_CHANNEL 2
 #define RP_AMQP_PUBLISH_QUEUE_MAX 100000
+/* The most publishes sent in one loop turn; a longer backlog goes on over
+ * the next turns, so the loop serves other events in between. */
+#define RP_AMQP_PUBLISH_BATCH 500
 
 typedef enum rp_publish_outcome {
     RP_PUBLISH_CONFIRMED = 0, /* the broker took responsibility */
@@ -62,6 +65,10 @@ typedef struct rp_amqp_publisher rp_amqp_publisher;
 rp_amqp_publisher *rp_amqp_publisher_new(rp_amqp_conn *conn);
 /* Settles everything still pending as DROPPED and frees. */
 void rp_amqp_publisher_free(rp_amqp_publisher *p);
+/* Sets the bound of queued plus in-flight publishes (default
+ * RP_AMQP_PUBLISH_QUEUE_MAX; at least 1). Past it a publish is settled
+ * DROPPED on the next loop turn. For tests of that path. */
+void rp_amqp_publisher_set_limit(rp_amqp_publisher *p, size_t max);
 
 /* Connect thread (from the conn's on_setup hook): opens the publish channel
  * and puts it in confirm mode. False with a reason in err on failure. */

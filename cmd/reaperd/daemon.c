@@ -251,8 +251,11 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
     }
-    /* Every committed ledger event also goes to the events exchange. */
-    rp_feed_port(d, &d->runner.ports.publisher);
+    /* Every committed ledger event (gate answers included) also goes to
+     * the events exchange. */
+    rp_publisher_port feed;
+    rp_feed_port(d, &feed);
+    rp_pass_runner_set_publisher(&d->runner, &feed);
     /* The broker half: the management API on this loop, for the store
      * thread through the bridge. */
     rp_mgmt_http_params hp;

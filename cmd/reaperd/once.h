@@ -5,6 +5,11 @@
  * With json, standard output is exactly one JSON object (the pass report of
  * CONTRACT section 5) and nothing else; logs go to standard error. Borrows
  * cfg and password.
+ *
+ * Every ledger event the pass commits is also published to
+ * broker.events_exchange (rp_amqp_blocking_publisher.h; none in a dry run).
+ * Events the broker did not take are a note in the report and a warning,
+ * and do not make the exit code 1: the ledger has them.
  */
 #ifndef RP_ONCE_H
 #define RP_ONCE_H
@@ -13,8 +18,8 @@
 
 #include "rp_config.h"
 
-/* Returns 0 when the pass was ok, 1 when anything was unreadable or the pass
- * could not run. */
+/* Returns 0 when the pass was ok (whatever became of its events feed), 1
+ * when anything was unreadable or the pass could not run. */
 int rp_once_run(const rp_config *cfg, const char *password, const char *project, bool dry_run,
                 bool json);
 

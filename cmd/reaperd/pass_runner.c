@@ -57,6 +57,11 @@ rp_status rp_pass_runner_attach_peek(rp_pass_runner *r, const char *password) {
     return RP_OK;
 }
 
+void rp_pass_runner_set_publisher(rp_pass_runner *r, const rp_publisher_port *publisher) {
+    r->ports.publisher = *publisher;
+    rp_gate_feed_wrap(&r->gate_feed, &r->ports);
+}
+
 void rp_pass_runner_cleanup(rp_pass_runner *r) {
     if (r->peek) {
         rp_peek_port_cleanup(r->peek);

@@ -17,6 +17,7 @@
 
 #include "rp_config.h"
 #include "rp_pass.h"
+#include "rp_publish.h"
 #include "rp_pg_conn.h"
 #include "rp_pg_store.h"
 #include "rp_mgmt_broker.h"
@@ -33,6 +34,9 @@ typedef struct rp_pass_runner {
     const rp_broker_http_keep *broker_keep; /* borrowed */
     /* The backfill's peek, when attached (rp_pass_runner_attach_peek). */
     rp_peek_port *peek;
+    /* The gate port as the ports show it once a publisher is set: every
+     * committed answer is handed to the publisher (rp_publish.h). */
+    rp_gate_feed gate_feed;
 } rp_pass_runner;
 
 typedef struct rp_pass_request {
@@ -68,6 +72,12 @@ rp_status rp_pass_runner_attach_broker(rp_pass_runner *r, rp_mgmt_bridge *bridge
  * (peek_port.h), after attach_broker (it asks the broker port for a queue's
  * type). Without it the pass backfills nothing (a note says so). */
 rp_status rp_pass_runner_attach_peek(rp_pass_runner *r, const char *password) RP_MUSTCHECK;
+
+/* Sets the publisher port every committed ledger event of this runner is
+ * handed to: the pass's verdicts, parks, and every gate answer through
+ * ports.gates (wrapped once; call at most once, before any use). The
+ * publisher's self is borrowed for the runner's life. */
+void rp_pass_runner_set_publisher(rp_pass_runner *r, const rp_publisher_port *publisher);
 
 /* Connects when needed, then runs the pass. A store that cannot be reached
  * is reported in req->report (unreadable "job_queue", with the reason in a

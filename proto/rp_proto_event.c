@@ -1,0 +1,92 @@
+/*
+ * A committed ledger event as a message of the events exchange (SCHEMA.md
+ * section 7): routing key, message id, type, timestamp and body. Shared by
+ * the daemon's feed (cmd/reaperd/feed.c) and --once's blocking publisher
+ * (adapters/rabbitmq/rp_amqp_blocking_publisher.c), so that both publish
+ * the same message for the same event.
+ *
+ * Ownership: the event is borrowed; the message's body is the caller's
+ * (rp_proto_event_msg_cleanup).
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rp_ports.h"
+#include "rp_proto.h"
+#include "rp_proto_internal.h"
+
+/* Lower-cases src into dst (n bytes, always terminated). */
+static void rp_lower(char *dst, size_t n, const char *src) {
+    size_t i = 0;
+    for (; src[i] && i + 1 < n; i++) dst[i] = (char)tolower((unsigned char)src[i]);
+    dst[i] = '\0';
+}
+
+static bool rp_key3(char *out, size_t n, const char *a, const char *b, const char *c) {
+    char la[32], lb[32], lc[32];
+    rp_lower(la, sizeof la, a);
+    rp_lower(lb, sizeof lb, b);
+    rp_lower(lc, sizeof lc, c);
+    int w = snprintf(out, n, "%s.%s.%s", la, lb, lc);
+    return w > 0 && (size_t)w < n;
+}
+
+static json_t *rp_answer_json(const rp_gate_answered *a) {
+    json_t *t = json_object();
+    bool ok = t != NULL && rp__set(t, "gate", json_integer(a->gate_id)) &&
+              rp__set(t, "job", json_integer(a->job_id)) &&
+              rp__set(t, "kind", json_string(rp_gate_kind_string(a->kind))) &&
+              rp__set(t, "choice", json_string(rp_choice_string(a->choice))) &&
+              rp__set(t, "outcome", json_string(rp_outcome_string(a->outcome))) &&
+              rp__set(t, "by", rp__json_string(a->by));
+    if (!ok) {
+        json_decref(t);
+        return NULL;
+    }
+    return t;
+}
+
+rp_status rp_proto_encode_event(const rp_ledger_event *ev, rp_encoding enc,
+                                rp_proto_event_msg *out) {
+    if (out == NULL) return RP_ERR_INVALID;
+    rp_proto_event_msg_cleanup(out);
+    if (ev == NULL || (ev->verdict == NULL) == (ev->answer == NULL) || (int)enc < 0 ||
+        enc >= RP_ENC_COUNT_)
+        return RP_ERR_INVALID;
+    int w = snprintf(out->message_id, sizeof out->message_id, "ledger-%" PRId64, ev->seq);
+    if (w <= 0 || (size_t)w >= sizeof out->message_id) return RP_ERR_INVALID;
+    /* at is in milliseconds; AMQP's timestamp in seconds (rounded down,
+     * also before 1970). */
+    out->timestamp = ev->at >= 0 ? ev->at / 1000 : -((-ev->at + 999) / 1000);
+    rp_status st;
+    if (ev->verdict != NULL) {
+        const rp_verdict *v = ev->verdict;
+        out->type = RP_LEDGER_QUEUE_REAPED;
+        /* rp_proto_encode_verdict checks the enums. */
+        if (!rp_key3(out->routing_key, sizeof out->routing_key, rp_source_string(v->source),
+                     rp_condition_string(v->condition), rp_action_string(v->action)))
+            return RP_ERR_INVALID;
+        st = rp_proto_encode_verdict(v, enc, &out->body);
+    } else {
+        const rp_gate_answered *a = ev->answer;
+        out->type = RP_LEDGER_GATE_ANSWERED;
+        if ((int)a->kind < 0 || a->kind >= RP_GATE_KIND_COUNT_ || (int)a->choice < 0 ||
+            a->choice >= RP_CHOICE_COUNT_ || (int)a->outcome < 0 ||
+            a->outcome >= RP_OUTCOME_COUNT_ ||
+            !rp_key3(out->routing_key, sizeof out->routing_key, "gate",
+                     rp_gate_kind_string(a->kind), rp_outcome_string(a->outcome)))
+            return RP_ERR_INVALID;
+        json_t *t = rp_answer_json(a);
+        st = t == NULL ? RP_ERR_NOMEM : rp__finish(t, enc, &out->body);
+    }
+    if (st != RP_OK) rp_proto_event_msg_cleanup(out);
+    return st;
+}
+
+void rp_proto_event_msg_cleanup(rp_proto_event_msg *m) {
+    if (m == NULL) return;
+    rp_proto_buf_cleanup(&m->body);
+    memset(m, 0, sizeof *m);
+}

@@ -1,0 +1,270 @@
+/*
+ * The loop's publisher (adapters/rabbitmq/rp_amqp_publisher.h) on its hard
+ * paths, driven by a real libevent loop:
+ *  - the broker stays away (a closed port): retry publishes wait in the
+ *    bounded queue; past the bound each one is settled DROPPED on the next
+ *    loop turn, never inside the call; a timer still fires on time (the
+ *    loop is not blocked); freeing settles what waits as DROPPED;
+ *  - the broker is up: past the bound (queued + in flight) a publish is
+ *    DROPPED at once, the others are confirmed, and exactly the confirmed
+ *    ones reach a queue bound to the exchange;
+ *  - a backlog queued before the connection is up goes out in batches,
+ *    in order, each confirmed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "feed_common.h"
+#include "itest.h"
+#include "rp_amqp_conn.h"
+#include "rp_amqp_publisher.h"
+#include "rp_log.h"
+
+typedef struct world {
+    struct event_base *base;
+    rp_amqp_conn *conn;
+    rp_amqp_publisher *pub;
+    bool up;
+    size_t outcomes[RP_PUBLISH_OUTCOME_COUNT_];
+    bool in_call; /* set while rp_amqp_publisher_publish runs */
+    bool settled_in_call;
+} world;
+
+static long long mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void on_done(void *arg, rp_publish_outcome o) {
+    world *w = arg;
+    if (w->in_call) w->settled_in_call = true;
+    w->outcomes[o]++;
+}
+
+static void on_state(void *arg, rp_amqp_state s, const char *why) {
+    (void)why;
+    world *w = arg;
+    w->up = s == RP_AMQP_UP;
+    if (w->pub == NULL) return;
+    if (s == RP_AMQP_UP) rp_amqp_publisher_on_up(w->pub);
+    else if (s == RP_AMQP_DOWN) rp_amqp_publisher_on_down(w->pub);
+}
+
+static void on_frame(void *arg, const amqp_frame_t *f) {
+    world *w = arg;
+    if (w->pub) (void)rp_amqp_publisher_frame(w->pub, f);
+}
+
+static bool on_setup(void *arg, amqp_connection_state_t c, char *err, size_t n) {
+    (void)arg;
+    return rp_amqp_publisher_setup(c, err, n);
+}
+
+static void world_open(world *w, const char *url) {
+    memset(w, 0, sizeof *w);
+    w->base = event_base_new();
+    assert_non_null(w->base);
+    rp_amqp_params p = {
+        .url = url,
+        .password = itest_broker_password(),
+        .heartbeat_seconds = 10,
+        .connect_timeout_ms = 2000,
+        .connection_name = "test_feed_publisher",
+    };
+    rp_amqp_hooks h = {.on_state = on_state, .on_frame = on_frame, .on_setup = on_setup, .arg = w};
+    const char *err = NULL;
+    w->conn = rp_amqp_conn_new(w->base, &p, &h, &err);
+    assert_non_null(w->conn);
+    w->pub = rp_amqp_publisher_new(w->conn);
+    assert_non_null(w->pub);
+    assert_int_equal(rp_amqp_conn_start(w->conn), RP_OK);
+}
+
+static void world_close(world *w) {
+    rp_amqp_publisher_free(w->pub);
+    w->pub = NULL;
+    rp_amqp_conn_free(w->conn);
+    event_base_free(w->base);
+}
+
+/* Runs the loop for up to ms, or until stop(w) says so. */
+static void run_until(world *w, int ms, bool (*stop)(const world *)) {
+    long long end = mono_ms() + ms;
+    while (mono_ms() < end && !(stop && stop(w))) {
+        struct timeval tv = {0, 20000};
+        event_base_loopexit(w->base, &tv);
+        event_base_dispatch(w->base);
+    }
+}
+
+static rp_status publish_n(world *w, const char *exchange, int n) {
+    for (int i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "ledger-%d", i + 1);
+        amqp_basic_properties_t props;
+        memset(&props, 0, sizeof props);
+        props._flags = AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG;
+        props.message_id = amqp_cstring_bytes(id);
+        props.delivery_mode = 2;
+        rp_publish pub = {
+            .exchange = exchange,
+            .routing_key = "job_queue.lease_expired.requeued",
+            .props = &props,
+            .body = {(const uint8_t *)"x", 1},
+            .retry = true,
+            .done = on_done,
+            .arg = w,
+        };
+        w->in_call = true;
+        rp_status st = rp_amqp_publisher_publish(w->pub, &pub);
+        w->in_call = false;
+        if (st != RP_OK) return st;
+    }
+    return RP_OK;
+}
+
+static int closed_port(void) {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    socklen_t len = sizeof a;
+    assert_int_equal(getsockname(s, (struct sockaddr *)&a, &len), 0);
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+static bool timer_fired;
+static void on_timer(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    (void)arg;
+    timer_fired = true;
+}
+
+static void test_broker_away_overflow_dropped(void **state) {
+    (void)state;
+    char url[256];
+    snprintf(url, sizeof url, "amqp://reaper@127.0.0.1:%d/%%2f", closed_port());
+    world w;
+    world_open(&w, url);
+    rp_amqp_publisher_set_limit(w.pub, 10);
+    run_until(&w, 300, NULL); /* the first connect attempt fails */
+    assert_false(w.up);
+    assert_int_equal(publish_n(&w, "vibey.reap.events.nowhere", 25), RP_OK);
+    assert_false(w.settled_in_call); /* never from inside the call */
+    /* A timer armed now fires on time: the loop is not held up. */
+    struct event *t = evtimer_new(w.base, on_timer, NULL);
+    struct timeval tv = {0, 100000};
+    long long t0 = mono_ms();
+    timer_fired = false;
+    evtimer_add(t, &tv);
+    while (!timer_fired && mono_ms() - t0 < 5000) event_base_loop(w.base, EVLOOP_ONCE);
+    long long took = mono_ms() - t0;
+    event_free(t);
+    fprintf(stderr, "100 ms timer with 10 publishes waiting for an absent broker fired after %lld ms\n",
+            took);
+    assert_true(timer_fired);
+    assert_true(took < 1000);
+    assert_int_equal(w.outcomes[RP_PUBLISH_DROPPED], 15);
+    assert_int_equal(w.outcomes[RP_PUBLISH_CONFIRMED], 0);
+    /* Retry publishes are not lost while the broker stays away. */
+    run_until(&w, 1500, NULL);
+    assert_int_equal(w.outcomes[RP_PUBLISH_DROPPED], 15);
+    world_close(&w);
+    assert_int_equal(w.outcomes[RP_PUBLISH_DROPPED], 25);
+}
+
+static bool is_up(const world *w) { return w->up; }
+static size_t settled_want = 40;
+static bool all_settled(const world *w) {
+    size_t n = 0;
+    for (int i = 0; i < RP_PUBLISH_OUTCOME_COUNT_; i++) n += w->outcomes[i];
+    return n == settled_want;
+}
+
+static void test_broker_up_overflow_dropped(void **state) {
+    (void)state;
+    char exchange[128];
+    snprintf(exchange, sizeof exchange, "vibey.reap.events.itest.pub.%d", (int)getpid());
+    feed_sub sub;
+    feed_sub_open(&sub, exchange, NULL);
+    world w;
+    world_open(&w, itest_env("REAPER_BROKER_URL"));
+    run_until(&w, 15000, is_up);
+    assert_true(w.up);
+    rp_amqp_publisher_set_limit(w.pub, 5);
+    settled_want = 40;
+    assert_int_equal(publish_n(&w, exchange, 40), RP_OK);
+    assert_false(w.settled_in_call);
+    run_until(&w, 10000, all_settled);
+    assert_true(all_settled(&w));
+    size_t confirmed = w.outcomes[RP_PUBLISH_CONFIRMED], dropped = w.outcomes[RP_PUBLISH_DROPPED];
+    fprintf(stderr, "limit 5, 40 publishes at once: %zu confirmed, %zu dropped\n", confirmed,
+            dropped);
+    assert_int_equal(confirmed + dropped, 40);
+    assert_true(confirmed >= 5);
+    assert_true(dropped >= 1);
+    feed_msgs got = {0};
+    feed_sub_read(&sub, &got, confirmed, 1000, 10000);
+    assert_int_equal(got.n, confirmed);
+    world_close(&w);
+    feed_msgs_free(&got);
+    feed_sub_delete(&sub);
+}
+
+/* A backlog queued before the connection is up (as events committed while
+ * the broker was away) goes out in batches over several loop turns, in
+ * order, every one confirmed once. */
+static void test_backlog_sent_in_order(void **state) {
+    (void)state;
+    char exchange[128];
+    snprintf(exchange, sizeof exchange, "vibey.reap.events.itest.backlog.%d", (int)getpid());
+    feed_sub sub;
+    feed_sub_open(&sub, exchange, NULL);
+    world w;
+    world_open(&w, itest_env("REAPER_BROKER_URL"));
+    assert_false(w.up);
+    const int n = 3 * RP_AMQP_PUBLISH_BATCH + 17;
+    assert_int_equal(publish_n(&w, exchange, n), RP_OK);
+    settled_want = (size_t)n;
+    run_until(&w, 30000, all_settled);
+    assert_true(w.up);
+    assert_int_equal(w.outcomes[RP_PUBLISH_CONFIRMED], n);
+    feed_msgs got = {0};
+    feed_sub_read(&sub, &got, (size_t)n, 1000, 20000);
+    assert_int_equal(got.n, n);
+    for (int i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "ledger-%d", i + 1);
+        assert_string_equal(got.items[i].message_id, id);
+    }
+    world_close(&w);
+    feed_msgs_free(&got);
+    feed_sub_delete(&sub);
+}
+
+int main(void) {
+    evthread_use_pthreads();
+    rp_log_setup(RP_LOG_WARN, RP_LOG_FORMAT_TEXT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_broker_away_overflow_dropped),
+        cmocka_unit_test(test_broker_up_overflow_dropped),
+        cmocka_unit_test(test_backlog_sent_in_order),
+    };
+    return cmocka_run_group_tests_name("feed_publisher", tests, NULL, NULL);
+}
