@@ -540,16 +540,7 @@ static void rp_check_work(void *ctx, void *arg) {
     ports.broker.list_queues = NULL;
     ports.broker.get_timeout_in_force = NULL;
     rp_pass_options opt;
-    rp_pass_options_default(&opt);
-    opt.thresholds.lease_grace_seconds = cfg->reap.lease_grace_seconds;
-    opt.thresholds.stale_ready_seconds = cfg->reap.stale_ready_seconds;
-    opt.thresholds.dead_letter_min_depth = cfg->reap.dead_letter_min_depth;
-    opt.thresholds.consumer_timeout_seconds = cfg->reap.consumer_timeout_seconds;
-    opt.thresholds.delivery_limit = cfg->reap.delivery_limit;
-    opt.owned_queue_pattern = cfg->reap.owned_queue_pattern.code;
-    opt.dead_letter_queue_pattern = cfg->reap.dead_letter_queue_pattern.code;
-    opt.dead_letter_peek_limit = (size_t)cfg->reap.dead_letter_peek_limit;
-    opt.on_verdict = rp_verdict_log;
+    rp_pass_runner_options(cfg, &opt);
     rp_queue_ref *refs = calloc(j->n ? j->n : 1, sizeof *refs);
     if (refs == NULL || e->runner.ports.broker.get_queue == NULL) {
         free(refs);

@@ -20,6 +20,19 @@ static rp_time_ms rp_wall_ms(void) {
     return (rp_time_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void rp_pass_runner_options(const rp_config *cfg, rp_pass_options *opt) {
+    rp_pass_options_default(opt);
+    opt->thresholds.lease_grace_seconds = cfg->reap.lease_grace_seconds;
+    opt->thresholds.stale_ready_seconds = cfg->reap.stale_ready_seconds;
+    opt->thresholds.dead_letter_min_depth = cfg->reap.dead_letter_min_depth;
+    opt->thresholds.consumer_timeout_seconds = cfg->reap.consumer_timeout_seconds;
+    opt->thresholds.delivery_limit = cfg->reap.delivery_limit;
+    opt->owned_queue_pattern = cfg->reap.owned_queue_pattern.code;
+    opt->dead_letter_queue_pattern = cfg->reap.dead_letter_queue_pattern.code;
+    opt->dead_letter_peek_limit = (size_t)cfg->reap.dead_letter_peek_limit;
+    opt->on_verdict = rp_verdict_log;
+}
+
 rp_status rp_pass_runner_init(rp_pass_runner *r, const rp_config *cfg) {
     memset(r, 0, sizeof *r);
     r->cfg = cfg;
@@ -108,21 +121,12 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
         return;
     }
     rp_pass_options opt;
-    rp_pass_options_default(&opt);
+    rp_pass_runner_options(cfg, &opt);
     opt.scope = req->scope;
     opt.dry_run = req->dry_run;
     opt.project = req->project;
     opt.progress = req->progress;
     opt.progress_arg = req->progress_arg;
-    opt.thresholds.lease_grace_seconds = cfg->reap.lease_grace_seconds;
-    opt.thresholds.stale_ready_seconds = cfg->reap.stale_ready_seconds;
-    opt.thresholds.dead_letter_min_depth = cfg->reap.dead_letter_min_depth;
-    opt.thresholds.consumer_timeout_seconds = cfg->reap.consumer_timeout_seconds;
-    opt.thresholds.delivery_limit = cfg->reap.delivery_limit;
-    opt.owned_queue_pattern = cfg->reap.owned_queue_pattern.code;
-    opt.dead_letter_queue_pattern = cfg->reap.dead_letter_queue_pattern.code;
-    opt.dead_letter_peek_limit = (size_t)cfg->reap.dead_letter_peek_limit;
-    opt.on_verdict = rp_verdict_log;
     opt.should_stop = req->should_stop;
     opt.stop_arg = req->stop_arg;
     req->started_at = r->ports.clock.now_ms(r->ports.clock.self);
