@@ -17,9 +17,11 @@
 
 static const char *const rp_log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const rp_log_formats[] = {"json", "text", NULL};
+static const char *const rp_events_formats[] = {"msgpack", "json", NULL};
 
 _Static_assert(sizeof(rp_log_level) == sizeof(int), "enum fields are int-sized");
 _Static_assert(sizeof(rp_log_format) == sizeof(int), "enum fields are int-sized");
+_Static_assert(sizeof(rp_events_format) == sizeof(int), "enum fields are int-sized");
 
 #define ROW(ID, KEY, TYPE, DEF, MEMBER, MIN, MAX, CHOICES, CHECK, LEAK, FLAGS)        \
     [ID] = {.id = (ID), .key = (KEY), .type = RP_CFG_TYPE_##TYPE, .def = (DEF),       \
@@ -44,6 +46,8 @@ static const rp__config_row rp_config_rows[RP_CFG_KEY_COUNT_] = {
     ROW(RP_CFG_BROKER_EVENTS_EXCHANGE, "broker.events_exchange", STRING,
         "vibey.reap.events", broker.events_exchange, 0, 0, NULL, rp__cfg_check_amqp_name,
         NULL, RP__CFG_RESTART),
+    ROW(RP_CFG_BROKER_EVENTS_FORMAT, "broker.events_format", ENUM, "msgpack",
+        broker.events_format, 0, 0, rp_events_formats, NULL, NULL, RP__CFG_RESTART),
     ROW(RP_CFG_BROKER_TAP_QUEUE, "broker.tap_queue", STRING, "vibey.reap.tap",
         broker.tap_queue, 0, 0, NULL, rp__cfg_check_amqp_name, NULL, RP__CFG_RESTART),
     ROW(RP_CFG_BROKER_TLS_CA_FILE, "broker.tls.ca_file", STRING, "", broker.tls.ca_file, 0,

@@ -62,6 +62,7 @@ typedef enum rp_config_key_id {
     RP_CFG_BROKER_MANAGEMENT_URL,
     RP_CFG_BROKER_CONTROL_QUEUE,
     RP_CFG_BROKER_EVENTS_EXCHANGE,
+    RP_CFG_BROKER_EVENTS_FORMAT,
     RP_CFG_BROKER_TAP_QUEUE,
     RP_CFG_BROKER_TLS_CA_FILE,
     RP_CFG_BROKER_TLS_CERT_FILE,
@@ -103,6 +104,13 @@ typedef enum rp_log_level {
     RP_LOG_WARN,
     RP_LOG_ERROR
 } rp_log_level;
+
+/* broker.events_format: the body of the events feed's messages (SCHEMA.md
+ * section 7). */
+typedef enum rp_events_format {
+    RP_EVENTS_FORMAT_MSGPACK = 0,
+    RP_EVENTS_FORMAT_JSON
+} rp_events_format;
 
 typedef enum rp_log_format {
     RP_LOG_FORMAT_JSON = 0,
@@ -150,6 +158,7 @@ typedef struct rp_config {
         char *management_url; /* http:// or https://, never with a password */
         char *control_queue;
         char *events_exchange;
+        rp_events_format events_format; /* restart-only */
         char *tap_queue;
         rp_config_tls tls;
     } broker;

@@ -26,6 +26,7 @@ typedef struct rp_bp_entry {
 struct rp_amqp_blocking_publisher {
     char *url, *password, *ca_file, *cert_file, *key_file, *exchange;
     bool verify_peer;
+    rp_encoding enc; /* of every body */
     int connect_timeout_ms;
     amqp_connection_state_t conn;
     bool gave_up; /* a connection failed in this pass: no more tries before the flush */
@@ -47,7 +48,12 @@ static int64_t rp_mono_ms(void) {
 
 rp_amqp_blocking_publisher *rp_amqp_blocking_publisher_new(const rp_amqp_params *params,
                                                            const char *exchange,
+                                                           rp_encoding enc,
                                                            const char **err) {
+    if ((int)enc < 0 || enc >= RP_ENC_COUNT_) {
+        *err = "not an encoding";
+        return NULL;
+    }
     *err = "out of memory";
     rp_amqp_blocking_publisher *p = calloc(1, sizeof *p);
     if (p == NULL) return NULL;
@@ -58,6 +64,7 @@ rp_amqp_blocking_publisher *rp_amqp_blocking_publisher_new(const rp_amqp_params 
     p->cert_file = rp_dup_or_null(params->cert_file);
     p->key_file = rp_dup_or_null(params->key_file);
     p->verify_peer = params->verify_peer;
+    p->enc = enc;
     p->connect_timeout_ms = params->connect_timeout_ms > 0 ? params->connect_timeout_ms : 5000;
     if (p->url == NULL || p->password == NULL || p->exchange == NULL) {
         rp_amqp_blocking_publisher_free(p);
@@ -293,7 +300,7 @@ static void rp_send(rp_amqp_blocking_publisher *p, rp_bp_entry *e) {
     props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
                    AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TIMESTAMP_FLAG |
                    AMQP_BASIC_TYPE_FLAG | AMQP_BASIC_APP_ID_FLAG;
-    props.content_type = amqp_cstring_bytes(rp_encoding_content_type(RP_ENC_MSGPACK));
+    props.content_type = amqp_cstring_bytes(rp_encoding_content_type(p->enc));
     props.delivery_mode = 2; /* persistent */
     props.message_id = amqp_cstring_bytes(e->msg.message_id);
     props.timestamp = (uint64_t)e->msg.timestamp;
@@ -329,7 +336,7 @@ static rp_status rp_publish(void *self, const rp_ledger_event *ev) {
         return RP_OK;
     }
     rp_bp_entry *e = calloc(1, sizeof *e);
-    rp_status st = e == NULL ? RP_ERR_NOMEM : rp_proto_encode_event(ev, RP_ENC_MSGPACK, &e->msg);
+    rp_status st = e == NULL ? RP_ERR_NOMEM : rp_proto_encode_event(ev, p->enc, &e->msg);
     if (st != RP_OK) {
         free(e);
         rp_dropped(p, ev->seq);

@@ -7,8 +7,9 @@
  *  - connects on the first event it is given (a pass that commits nothing
  *    never connects), declares broker.events_exchange as the daemon does
  *    (topic, durable) and puts its channel in confirm mode;
- *  - publishes each event as soon as it is given (rp_proto_encode_event:
- *    the same message the daemon's feed sends) and reads the confirms that
+ *  - publishes each event as soon as it is given (rp_proto_encode_event in
+ *    the encoding given to _new, broker.events_format: the same message the
+ *    daemon's feed sends) and reads the confirms that
  *    have arrived without waiting, so the pass is never held up by the
  *    broker; an event is kept until the broker confirms it;
  *  - when the broker cannot be reached or the connection fails, it stops
@@ -40,6 +41,7 @@
 #include "rp_amqp_conn.h"
 #include "rp_common.h"
 #include "rp_ports.h"
+#include "rp_proto.h"
 #include "rp_status.h"
 
 #define RP_AMQP_BLOCKING_PUBLISH_MAX 100000
@@ -57,10 +59,13 @@ typedef struct rp_amqp_feed_stats {
                            * secrets; "" when none */
 } rp_amqp_feed_stats;
 
-/* NULL when out of memory or params->url does not parse (*err then says
- * which; static). Connects nothing yet. */
+/* enc: the bodies' encoding (and content_type), RP_ENC_MSGPACK or
+ * RP_ENC_JSON. NULL when out of memory, enc is not an encoding, or
+ * params->url does not parse (*err then says which; static). Connects
+ * nothing yet. */
 rp_amqp_blocking_publisher *rp_amqp_blocking_publisher_new(const rp_amqp_params *params,
                                                            const char *exchange,
+                                                           rp_encoding enc,
                                                            const char **err);
 /* Closes the connection and frees (events not confirmed are forgotten:
  * flush first). */

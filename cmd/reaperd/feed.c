@@ -3,8 +3,10 @@
  * commits is also published, after the commit, to broker.events_exchange
  * (topic) with publisher confirms. The message (routing key
  * <source>.<condition>.<action> or gate.<kind>.<outcome> in lower case,
- * message_id ledger-<seq>, the ledger payload as a msgpack body) is built by
- * rp_proto_encode_event (SCHEMA.md section 7).
+ * message_id ledger-<seq>, the ledger payload as the body, msgpack or JSON
+ * as broker.events_format says, with the content_type to match) is built by
+ * rp_proto_encode_event (SCHEMA.md section 7). broker.events_format needs a
+ * restart, so the store thread reads it from boot_cfg.
  *
  * The publisher port is called on the store thread, right after a commit
  * (a pass's verdicts, a park, and every gate answer through
@@ -25,6 +27,7 @@
 
 typedef struct rp_feed_item {
     rp_daemon *d;
+    rp_encoding enc; /* the body's encoding (broker.events_format) */
     rp_proto_event_msg msg;
 } rp_feed_item;
 
@@ -53,7 +56,7 @@ static void rp_feed_on_loop(void *job, bool cancelled) {
         props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
                        AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TIMESTAMP_FLAG |
                        AMQP_BASIC_TYPE_FLAG | AMQP_BASIC_APP_ID_FLAG;
-        props.content_type = amqp_cstring_bytes(rp_encoding_content_type(RP_ENC_MSGPACK));
+        props.content_type = amqp_cstring_bytes(rp_encoding_content_type(it->enc));
         props.delivery_mode = 2; /* persistent */
         props.message_id = amqp_cstring_bytes(it->msg.message_id);
         props.timestamp = (uint64_t)it->msg.timestamp;
@@ -88,6 +91,11 @@ static void rp_feed_on_loop(void *job, bool cancelled) {
     free(it);
 }
 
+/* broker.events_format as the proto's encoding. */
+static rp_encoding rp_feed_encoding(const rp_config *cfg) {
+    return cfg->broker.events_format == RP_EVENTS_FORMAT_JSON ? RP_ENC_JSON : RP_ENC_MSGPACK;
+}
+
 /* Store thread: the publisher port. */
 static rp_status rp_feed_publish(void *self, const rp_ledger_event *ev) {
     rp_daemon *d = self;
@@ -97,6 +105,7 @@ static rp_status rp_feed_publish(void *self, const rp_ledger_event *ev) {
         return RP_ERR_NOMEM;
     }
     it->d = d;
+    it->enc = rp_feed_encoding(d->boot_cfg);
     /* Metrics: every committed ledger event passes here (store thread);
      * a gate answer's event carries no verdict. */
     const rp_verdict *v = ev->verdict;
@@ -105,7 +114,7 @@ static rp_status rp_feed_publish(void *self, const rp_ledger_event *ev) {
         if (v->condition == RP_COND_DEAD_LETTER && v->action == RP_ACTION_PARKED)
             rp_metrics_dead_letters_parked(&d->metrics, 1);
     }
-    rp_status st = rp_proto_encode_event(ev, RP_ENC_MSGPACK, &it->msg);
+    rp_status st = rp_proto_encode_event(ev, it->enc, &it->msg);
     if (st == RP_OK) st = rp_worker_post(d->store, rp_feed_on_loop, it);
     if (st != RP_OK) {
         char id[RP_PROTO_EVENT_ID_MAX];

@@ -46,7 +46,9 @@ static rp_amqp_blocking_publisher *rp_once_feed(const rp_config *cfg, const char
         .key_file = cfg->broker.tls.key_file,
         .verify_peer = cfg->broker.tls.verify_peer,
     };
-    return rp_amqp_blocking_publisher_new(&ap, cfg->broker.events_exchange, err);
+    rp_encoding enc =
+        cfg->broker.events_format == RP_EVENTS_FORMAT_JSON ? RP_ENC_JSON : RP_ENC_MSGPACK;
+    return rp_amqp_blocking_publisher_new(&ap, cfg->broker.events_exchange, enc, err);
 }
 
 /* After the pass: waits for the feed's confirms, retries once what is

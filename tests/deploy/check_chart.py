@@ -217,6 +217,8 @@ def main():
         ("config.store.schema", "Robert'); DROP"),
         ("config.log.level", "verbose"),
         ("config.log.format", "xml"),
+        ("config.broker.events_format", "JSON"),
+        ("config.broker.events_format", "protobuf"),
         ("config.http.listen", "9464"),
         ("config.control.allowed_users", "alice"),
         ("replicaCount", "two"),

@@ -116,6 +116,7 @@ static bool get_one(feed_sub *s, feed_msgs *out) {
     rp_proto_error err;
     f->body = rp_proto_to_json((rp_bytes){m.body.bytes, m.body.len},
                                (rp_bytes){(const uint8_t *)f->content_type, strlen(f->content_type)}, NULL, &err);
+    f->raw_json = json_loadb((const char *)m.body.bytes, m.body.len, 0, NULL);
     amqp_destroy_message(&m);
     return true;
 }
@@ -168,7 +169,10 @@ size_t feed_msgs_distinct(const feed_msgs *m) {
 }
 
 void feed_msgs_free(feed_msgs *m) {
-    for (size_t i = 0; i < m->n; i++) json_decref(m->items[i].body);
+    for (size_t i = 0; i < m->n; i++) {
+        json_decref(m->items[i].body);
+        json_decref(m->items[i].raw_json);
+    }
     free(m->items);
     memset(m, 0, sizeof *m);
 }

@@ -29,7 +29,8 @@ typedef struct feed_msg {
     char content_type[64];
     unsigned delivery_mode;
     long long timestamp;
-    json_t *body; /* the body decoded (msgpack or JSON) */
+    json_t *body;     /* the body decoded (msgpack or JSON, as content_type says) */
+    json_t *raw_json; /* the body read as JSON text by jansson alone (NULL: not JSON) */
 } feed_msg;
 
 typedef struct feed_msgs {

@@ -12,7 +12,11 @@
  *    body equal to the ledger payload; an already answered gate publishes
  *    nothing;
  *  - a daemon whose broker stays away keeps its events queued, and at stop
- *    logs every one it drops by message id, without hanging.
+ *    logs every one it drops by message id, without hanging;
+ *  - broker.events_format: json (REAPER_BROKER_EVENTS_FORMAT=json): --once
+ *    and the daemon publish JSON text with content_type application/json,
+ *    each body equal field for field to its ledger row's payload (and the
+ *    default stays msgpack); a bad value is refused (exit 2, the key named).
  * Each test works in a schema of its own, dropped after.
  */
 #include <setjmp.h>
@@ -190,6 +194,7 @@ static void test_once_publishes_every_committed_event(void **state) {
         assert_string_equal(m->type, kinds[i]);
         assert_string_equal(m->type, "QueueReaped");
         assert_string_equal(m->content_type, "application/msgpack");
+        assert_null(m->raw_json); /* msgpack, not JSON text */
         assert_int_equal(m->delivery_mode, 2);
         assert_true(m->timestamp > 0);
         assert_non_null(m->body);
@@ -473,6 +478,112 @@ static void test_daemon_drops_logged_when_broker_stays_away(void **state) {
     rp_child_free(d);
 }
 
+/* ---- broker.events_format: json ------------------------------------------ */
+
+/* Every ledger row of the schema arrived once, as JSON text with
+ * content_type application/json, equal field for field to the row's
+ * payload (jsonb read back as text by PostgreSQL), with the message
+ * properties of SCHEMA.md section 7. Returns how many. */
+static size_t expect_json_feed(fixture *f, size_t want_at_least) {
+    char **ids, **kinds;
+    size_t n = feed_ledger(f->pg, f->schema, &ids, &kinds);
+    assert_true(n >= want_at_least);
+    feed_msgs got = {0};
+    feed_sub_read(&f->sub, &got, n, 1500, 20000);
+    assert_int_equal(got.n, n);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(feed_msgs_count(&got, ids[i]), 1);
+        const feed_msg *m = feed_msgs_find(&got, ids[i]);
+        assert_string_equal(m->content_type, "application/json");
+        assert_string_equal(m->type, kinds[i]);
+        assert_int_equal(m->delivery_mode, 2);
+        assert_true(m->timestamp > 0);
+        assert_non_null(m->raw_json); /* JSON text, read by jansson alone */
+        assert_true(json_is_object(m->raw_json));
+        assert_null(json_object_get(m->raw_json, "v")); /* no envelope */
+        json_t *payload = json_loads(
+            q(f, "SELECT payload::text FROM ledger WHERE seq = %s", ids[i] + strlen("ledger-")),
+            0, NULL);
+        assert_non_null(payload);
+        if (!json_equal(payload, m->raw_json)) {
+            char *a = json_dumps(payload, JSON_SORT_KEYS), *b = json_dumps(m->raw_json, JSON_SORT_KEYS);
+            fprintf(stderr, "%s: ledger %s\n  feed %s\n", ids[i], a, b);
+            free(a);
+            free(b);
+            fail();
+        }
+        assert_int_equal(json_object_size(payload), json_object_size(m->raw_json));
+        json_decref(payload);
+        if (strcmp(m->type, "QueueReaped") == 0) expect_key(m);
+    }
+    feed_msgs_free(&got);
+    feed_ids_free(ids, n);
+    feed_ids_free(kinds, n);
+    return n;
+}
+
+static void test_json_format_once(void **state) {
+    fixture *f = *state;
+    expired(f, "feedjson", 4, 2);
+    char *out, *err;
+    assert_int_equal(once(f, "--json", "--project", "feedjson", NULL,
+                          "REAPER_BROKER_EVENTS_FORMAT=json", &out, &err),
+                     0);
+    json_t *report = one_object(out);
+    assert_int_equal(json_array_size(json_object_get(report, "verdicts")), 6);
+    assert_false(notes_contain(report, "events feed"));
+    json_decref(report);
+    free(out);
+    free(err);
+    size_t n = expect_json_feed(f, 6);
+    assert_int_equal(n, 6);
+
+    /* What --check-config shows, and a bad value refused at start: exit 2,
+     * the key and its variable named, nothing run. */
+    char *argv[] = {(char *)itest_env("REAPERD"), "--check-config", NULL};
+    char *env_ok[] = {"REAPER_BROKER_EVENTS_FORMAT=json", NULL};
+    assert_int_equal(rp_run_capture(argv, env_ok, &out, &err), 0);
+    assert_non_null(strstr(out, "  events_format: json  # env REAPER_BROKER_EVENTS_FORMAT"));
+    free(out);
+    free(err);
+    char *env_bad[] = {"REAPER_BROKER_EVENTS_FORMAT=yaml", NULL};
+    assert_int_equal(rp_run_capture(argv, env_bad, &out, &err), 2);
+    assert_non_null(strstr(err, "REAPER_BROKER_EVENTS_FORMAT: broker.events_format: expects one "
+                                "of msgpack|json, got \"yaml\""));
+    assert_non_null(strstr(err, "configuration refused (1 problem)"));
+    free(out);
+    free(err);
+    expired(f, "feedjson", 2, 0);
+    assert_int_equal(once(f, "--json", "--project", "feedjson", NULL,
+                          "REAPER_BROKER_EVENTS_FORMAT=yaml", &out, &err),
+                     2);
+    assert_non_null(strstr(err, "broker.events_format"));
+    free(out);
+    free(err);
+    assert_string_equal(q(f, "SELECT count(*) FROM ledger"), "6"); /* nothing ran */
+}
+
+static void test_json_format_daemon(void **state) {
+    fixture *f = *state;
+    expired(f, "feedjsond", 5, 1);
+    char queue_env[192];
+    snprintf(queue_env, sizeof queue_env,
+             "REAPER_BROKER_CONTROL_QUEUE=vibey.reap.control.itest.feedjson.%d", (int)getpid());
+    rp_child *d = daemon_start(f, queue_env, "REAPER_BROKER_EVENTS_FORMAT=json", NULL);
+    assert_true(rp_child_wait_for(d, "\"msg\":\"broker connected\"", 30000));
+    assert_true(rp_child_wait_for(d, "\"msg\":\"pass finished\"", 30000));
+    size_t n = expect_json_feed(f, 6);
+    fprintf(stderr, "daemon, events_format json: %zu events on the feed, equal to the ledger\n",
+            n);
+    assert_int_equal(rp_child_stop(d, SIGTERM, 20000), 0);
+    rp_child_free(d);
+    amqp_connection_state_t c = itest_amqp_connect();
+    char queue[160];
+    snprintf(queue, sizeof queue, "vibey.reap.control.itest.feedjson.%d", (int)getpid());
+    amqp_queue_delete(c, 1, amqp_cstring_bytes(queue), 0, 0);
+    itest_amqp_close(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_once_publishes_every_committed_event, setup, teardown),
@@ -482,6 +593,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_gate_answer_on_feed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_drops_logged_when_broker_stays_away, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_json_format_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_format_daemon, setup, teardown),
     };
     return cmocka_run_group_tests_name("feed", tests, NULL, NULL);
 }

@@ -90,6 +90,7 @@ static void test_defaults_are_the_contract(void **state) {
     assert_string_equal(c.broker.management_url, "http://127.0.0.1:15672");
     assert_string_equal(c.broker.control_queue, "vibey.reap.control");
     assert_string_equal(c.broker.events_exchange, "vibey.reap.events");
+    assert_int_equal(c.broker.events_format, RP_EVENTS_FORMAT_MSGPACK);
     assert_string_equal(c.broker.tap_queue, "vibey.reap.tap");
     assert_string_equal(c.broker.tls.ca_file, "");
     assert_string_equal(c.broker.tls.cert_file, "");
@@ -184,6 +185,10 @@ static void test_integer_typing(void **state) {
     expect_set_refused(RP_CFG_LOG_LEVEL, "verbose", false, "debug|info|warn|error");
     expect_set_refused(RP_CFG_LOG_LEVEL, "INFO", false, "debug|info|warn|error");
     expect_set_refused(RP_CFG_LOG_FORMAT, "xml", false, "json|text");
+    expect_set_refused(RP_CFG_BROKER_EVENTS_FORMAT, "xml", false, "msgpack|json");
+    expect_set_refused(RP_CFG_BROKER_EVENTS_FORMAT, "JSON", false, "msgpack|json");
+    expect_set_refused(RP_CFG_BROKER_EVENTS_FORMAT, "application/json", false, "msgpack|json");
+    expect_set_refused(RP_CFG_BROKER_EVENTS_FORMAT, "", false, "msgpack|json");
     expect_set_refused(RP_CFG_CONTROL_ALLOWED_USERS, "alice", false, "list of strings");
 }
 

@@ -469,6 +469,65 @@ static void test_environment_problems(void **state) {
     rp_config_cleanup(&c);
 }
 
+/* broker.events_format (issue #4: the feed's body, msgpack or JSON): from
+ * the file and from the environment, shown by --check-config with where it
+ * came from, and a bad value refused naming the key (reaperd then exits 2). */
+static void test_events_format(void **state) {
+    (void)state;
+    rp_config c;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    assert_int_equal(load_text("broker:\n  events_format: json\n", NULL, &c, &p), RP_OK);
+    assert_int_equal(c.broker.events_format, RP_EVENTS_FORMAT_JSON);
+    assert_int_equal(c.origin[RP_CFG_BROKER_EVENTS_FORMAT].source, RP_CONFIG_FILE);
+    char *text = NULL;
+    assert_int_equal(rp_config_format(&c, &text, NULL), RP_OK);
+    assert_non_null(strstr(text, "  events_format: json  # file "));
+    free(text);
+    rp_config_cleanup(&c);
+
+    char *env_json[] = {"REAPER_BROKER_EVENTS_FORMAT=json", NULL};
+    assert_int_equal(load_text("broker:\n  events_format: msgpack\n", env_json, &c, &p), RP_OK);
+    assert_int_equal(c.broker.events_format, RP_EVENTS_FORMAT_JSON); /* the environment wins */
+    assert_int_equal(rp_config_format(&c, &text, NULL), RP_OK);
+    assert_non_null(strstr(text, "  events_format: json  # env REAPER_BROKER_EVENTS_FORMAT"));
+    free(text);
+    rp_config_cleanup(&c);
+
+    assert_int_equal(rp_config_load(NULL, NULL, &c, &p), RP_OK);
+    assert_int_equal(c.broker.events_format, RP_EVENTS_FORMAT_MSGPACK); /* the default */
+    assert_int_equal(rp_config_format(&c, &text, NULL), RP_OK);
+    assert_non_null(strstr(text, "  events_format: msgpack  # default"));
+    free(text);
+    rp_config_cleanup(&c);
+    assert_count(&p, 0);
+
+    char *env_bad[] = {"REAPER_BROKER_EVENTS_FORMAT=protobuf", NULL};
+    assert_int_equal(rp_config_load(NULL, env_bad, &c, &p), RP_ERR_CONFIG);
+    assert_count(&p, 1);
+    assert_problem(&p, "broker.events_format",
+                   "environment REAPER_BROKER_EVENTS_FORMAT: broker.events_format: expects one "
+                   "of msgpack|json, got \"protobuf\"");
+    rp_config_cleanup(&c);
+    rp_config_problems_cleanup(&p);
+
+    rp_config_problems_init(&p);
+    assert_int_equal(load_text("broker:\n  events_format: [json]\n", NULL, &c, &p),
+                     RP_ERR_CONFIG);
+    assert_count(&p, 1);
+    assert_problem(&p, "broker.events_format", ":2:");
+    rp_config_cleanup(&c);
+    rp_config_problems_cleanup(&p);
+
+    rp_config_problems_init(&p);
+    assert_int_equal(load_text("broker:\n  events_format: Json\n", NULL, &c, &p),
+                     RP_ERR_CONFIG);
+    assert_count(&p, 1);
+    assert_problem(&p, "broker.events_format", "expects one of msgpack|json, got \"Json\"");
+    rp_config_cleanup(&c);
+    rp_config_problems_cleanup(&p);
+}
+
 static void check_no_secret(const rp_config_problems *p, const rp_config *c, const char *pw) {
     for (size_t i = 0; i < p->n; i++) {
         assert_null(strstr(p->items[i].message, pw));
@@ -616,6 +675,7 @@ int main(void) {
         cmocka_unit_test(test_file_missing_or_unreadable),
         cmocka_unit_test(test_environment_wins),
         cmocka_unit_test(test_environment_alone),
+        cmocka_unit_test(test_events_format),
         cmocka_unit_test(test_environment_problems),
         cmocka_unit_test(test_passwords_in_file_refused_never_shown),
         cmocka_unit_test(test_many_problems_collected),
