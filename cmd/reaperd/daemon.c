@@ -114,6 +114,8 @@ static void rp_pass_work(void *ctx, void *arg) {
     rp_daemon *d = ctx;
     rp_pass_job *job = arg;
     rp_pass_runner_run(&d->runner, &job->req);
+    if (job->req.scope == RP_PASS_FULL && !job->req.dry_run && job->req.project == NULL)
+        rp_tap_reconcile_bindings(d);
     rp_store_tell(d->store, d, rp_pg_conn_is_up(d->runner.conn), "lost during a pass");
 }
 
@@ -258,6 +260,11 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         return RP_ERR_INTERNAL;
     }
 
+    d->tap = rp_tap_new(d);
+    if (d->tap == NULL) {
+        RP_ERROR("out of memory", NULL);
+        return RP_ERR_NOMEM;
+    }
     if (rp_broker_start(d, broker_password) != RP_OK) return RP_ERR_INTERNAL;
 
     /* The first pass now: it connects the store and reaps what expired
@@ -295,6 +302,7 @@ int rp_daemon_run(const rp_config *cfg, const char *broker_password) {
     if (d.mgmt) rp_mgmt_bridge_close(d.mgmt);
     if (d.store) rp_worker_free(d.store);
     rp_broker_stop(&d);
+    rp_tap_free(d.tap);
     rp_pass_runner_cleanup(&d.runner);
     rp_mgmt_bridge_free(d.mgmt);
     if (d.sig_term) event_free(d.sig_term);

@@ -19,6 +19,7 @@
 #include "rp_amqp_msg.h"
 #include "rp_amqp_publisher.h"
 #include "rp_config.h"
+#include "tap.h"
 #include "worker.h"
 
 #define RP_CONTROL_CONSUMER_TAG "reaper.control"
@@ -43,6 +44,8 @@ typedef struct rp_daemon {
      * through the bridge. */
     rp_mgmt_bridge *mgmt;
     rp_broker_http_keep mgmt_keep;
+    /* The dead-letter tap (tap.h). */
+    rp_tap *tap;
 
     /* Store thread side only. */
     rp_pass_runner runner;
