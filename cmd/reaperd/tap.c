@@ -479,7 +479,7 @@ void rp_tap_reconcile_bindings(rp_daemon *d) {
         RP_INFO("tap bindings reconciled", "queue", cfg->broker.tap_queue, "exchanges", ex,
                 "added", add, "removed", rem, NULL);
     } else {
-        RP_DEBUG("tap bindings in place", "exchanges", ex, NULL);
+        RP_INFO("tap bindings in place", "queue", cfg->broker.tap_queue, "exchanges", ex, NULL);
     }
     if (s.unbindable > 0)
         RP_WARN("owned queues dead-letter through the default exchange, which the tap cannot "
