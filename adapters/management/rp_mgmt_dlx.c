@@ -70,21 +70,115 @@ static rp_status rp_get_json(rp_mgmt_broker *b, const char *path, json_t **out) 
     return st;
 }
 
-static rp_status rp_note_dlx(const rp_mgmt_dlx_options *o, json_t *q, rp_names *dlx,
-                             rp_mgmt_dlx_stats *s) {
+/* The vhost's policies (GET /api/policies/{vhost}): the queue listing
+ * shows a new queue's policy only after the broker's next statistics
+ * emission, so the policy in force is worked out here the way the broker
+ * does: the matching policy of the highest priority that applies to the
+ * queue's type. */
+typedef struct rp_pol {
+    pcre2_code *re;
+    const char *apply_to;
+    int64_t priority;
+    const char *dlx; /* its dead-letter-exchange, or NULL */
+} rp_pol;
+
+typedef struct rp_pols {
+    rp_pol *v;
+    size_t n;
+    json_t *keep;
+} rp_pols;
+
+static void rp_pols_cleanup(rp_pols *p) {
+    for (size_t i = 0; i < p->n; i++) pcre2_code_free(p->v[i].re);
+    free(p->v);
+    json_decref(p->keep);
+    memset(p, 0, sizeof *p);
+}
+
+static rp_status rp_read_policies(rp_mgmt_broker *b, const char *vh, rp_pols *p) {
+    char path[512];
+    snprintf(path, sizeof path, "/api/policies/%s", vh);
+    rp_status st = rp_get_json(b, path, &p->keep);
+    if (st == RP_ERR_NOT_FOUND) return RP_OK;
+    if (st != RP_OK) return st;
+    if (!json_is_array(p->keep)) return RP_ERR_INTERNAL;
+    size_t n = json_array_size(p->keep);
+    p->v = n ? calloc(n, sizeof *p->v) : NULL;
+    if (n && p->v == NULL) return RP_ERR_NOMEM;
+    size_t i;
+    json_t *pol;
+    json_array_foreach(p->keep, i, pol) {
+        const char *pattern = json_string_value(json_object_get(pol, "pattern"));
+        const char *apply = json_string_value(json_object_get(pol, "apply-to"));
+        json_t *prio = json_object_get(pol, "priority");
+        if (pattern == NULL) continue;
+        int errcode;
+        PCRE2_SIZE erroff;
+        pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, 0, &errcode,
+                                       &erroff, NULL);
+        if (re == NULL) continue; /* the broker could not match it either */
+        rp_pol *x = &p->v[p->n++];
+        x->re = re;
+        x->apply_to = apply ? apply : "all";
+        x->priority = json_is_integer(prio) ? json_integer_value(prio) : 0;
+        x->dlx = json_string_value(
+            json_object_get(json_object_get(pol, "definition"), "dead-letter-exchange"));
+    }
+    return RP_OK;
+}
+
+static bool rp_applies(const char *apply_to, const char *type) {
+    if (strcmp(apply_to, "all") == 0 || strcmp(apply_to, "queues") == 0) return true;
+    if (type == NULL) return false;
+    if (strcmp(apply_to, "classic_queues") == 0) return strcmp(type, "classic") == 0;
+    if (strcmp(apply_to, "quorum_queues") == 0) return strcmp(type, "quorum") == 0;
+    if (strcmp(apply_to, "streams") == 0) return strcmp(type, "stream") == 0;
+    return false;
+}
+
+/* The dead-letter exchanges of the policies in force on a queue (all of
+ * the highest priority that match, when several tie), into from[]. */
+static size_t rp_policy_dlx(const rp_pols *p, const char *name, const char *type,
+                            const char **from, size_t cap) {
+    bool any = false;
+    int64_t best = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        bool m = false;
+        if (!rp_applies(p->v[i].apply_to, type) ||
+            rp_match_name(p->v[i].re, name, &m) != RP_OK || !m)
+            continue;
+        if (!any || p->v[i].priority > best) best = p->v[i].priority;
+        any = true;
+    }
+    size_t n = 0;
+    for (size_t i = 0; any && i < p->n && n < cap; i++) {
+        bool m = false;
+        if (p->v[i].priority != best || p->v[i].dlx == NULL ||
+            !rp_applies(p->v[i].apply_to, type) ||
+            rp_match_name(p->v[i].re, name, &m) != RP_OK || !m)
+            continue;
+        from[n++] = p->v[i].dlx;
+    }
+    return n;
+}
+
+static rp_status rp_note_dlx(const rp_mgmt_dlx_options *o, const rp_pols *pols, json_t *q,
+                             rp_names *dlx, rp_mgmt_dlx_stats *s) {
     const char *name = json_string_value(json_object_get(q, "name"));
     if (name == NULL || rp_skipped(o, name)) return RP_OK;
     bool owned = false;
     if (rp_match_name(o->owned_pattern, name, &owned) != RP_OK || !owned) return RP_OK;
     s->owned++;
-    const char *from[2] = {
+    const char *from[6] = {
         json_string_value(json_object_get(json_object_get(q, "arguments"),
                                           "x-dead-letter-exchange")),
         json_string_value(json_object_get(json_object_get(q, "effective_policy_definition"),
                                           "dead-letter-exchange")),
     };
+    size_t nf = 2 + rp_policy_dlx(pols, name, json_string_value(json_object_get(q, "type")),
+                                  from + 2, 4);
     bool any = false, unbindable = false;
-    for (int i = 0; i < 2; i++) {
+    for (size_t i = 0; i < nf; i++) {
         if (from[i] == NULL) continue;
         any = true;
         if (from[i][0] == '\0') {
@@ -102,31 +196,31 @@ static rp_status rp_note_dlx(const rp_mgmt_dlx_options *o, json_t *q, rp_names *
 /* Step 1: the dead-letter exchanges of the owned queues. */
 static rp_status rp_read_dlx(rp_mgmt_broker *b, const rp_mgmt_dlx_options *o, const char *vh,
                              rp_names *dlx, rp_mgmt_dlx_stats *s) {
-    for (size_t page = 1;; page++) {
+    rp_pols pols = {0};
+    rp_status st = rp_read_policies(b, vh, &pols);
+    for (size_t page = 1; st == RP_OK; page++) {
         char path[512];
         snprintf(path, sizeof path,
-                 "/api/queues/%s?page=%zu&page_size=%d&columns=name,arguments,"
+                 "/api/queues/%s?page=%zu&page_size=%d&columns=name,type,arguments,"
                  "effective_policy_definition",
                  vh, page, RP_DLX_PAGE_SIZE);
         json_t *root = NULL;
-        rp_status st = rp_get_json(b, path, &root);
-        if (st != RP_OK) return st;
+        st = rp_get_json(b, path, &root);
+        if (st != RP_OK) break;
         json_t *items = json_object_get(root, "items");
         json_int_t count = json_integer_value(json_object_get(root, "page_count"));
-        if (!json_is_array(items)) {
-            json_decref(root);
-            return RP_ERR_INTERNAL;
-        }
+        if (!json_is_array(items)) st = RP_ERR_INTERNAL;
         size_t i;
         json_t *q;
         json_array_foreach(items, i, q) {
-            st = rp_note_dlx(o, q, dlx, s);
+            st = rp_note_dlx(o, &pols, q, dlx, s);
             if (st != RP_OK) break;
         }
         json_decref(root);
-        if (st != RP_OK) return st;
-        if ((json_int_t)page >= count) return RP_OK;
+        if (st != RP_OK || (json_int_t)page >= count) break;
     }
+    rp_pols_cleanup(&pols);
+    return st;
 }
 
 /* A wanted binding: source exchange, routing key, arguments. */

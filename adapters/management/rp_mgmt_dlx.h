@@ -8,11 +8,16 @@
  *   1. every queue whose name owned_pattern matches (reaper's own queues
  *      listed in skip excepted, the tap first of all) names its dead-letter
  *      exchange in the argument x-dead-letter-exchange and/or in the
- *      dead-letter-exchange key of its effective policy definition; both
- *      are taken when both are set (which one the broker uses differs by
- *      version and queue type; a binding too many only costs a message the
- *      tap skips). The default exchange ("") cannot be bound: such a queue
- *      is counted in unbindable;
+ *      dead-letter-exchange key of the policy in force on it. That policy
+ *      is worked out from GET /api/policies/{vhost} as the broker does (the
+ *      matching policy of the highest priority whose apply-to fits the
+ *      queue's type; all of them on a tie), because the listing shows a new
+ *      queue's effective_policy_definition only after the next statistics
+ *      emission (seen on 3.10.8); that field is taken too when present.
+ *      Every source is taken when several are set (which one the broker
+ *      uses differs by version and queue type; a binding too many only
+ *      costs a message the tap skips). The default exchange ("") cannot be
+ *      bound: such a queue is counted in unbindable;
  *   2. for each such exchange, its bindings to queues (GET
  *      /api/exchanges/{vhost}/{x}/bindings/source), the tap's own excepted,
  *      are the routes dead letters take: each distinct (routing key,

@@ -73,6 +73,7 @@ int tap_world_teardown(void) {
 }
 
 void tap_start_reaperd(void) {
+    if (T.reaperd) tap_stop_reaperd(SIGTERM); /* a failed test left it running */
     char *argv[] = {(char *)itest_env("REAPERD"), NULL};
     char *env[] = {T.env_schema, T.env_tap, T.env_control, T.env_owned, "REAPER_LOG_FORMAT=json",
                    "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};

@@ -363,6 +363,48 @@ static void test_down_then_start_and_fifty_returns(void **state) {
     tap_delete_queue(dlq);
 }
 
+/* PUTs or DELETEs a policy through the management API with curl. */
+static void policy(const char *verb, const char *name, const char *body) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "curl -sf -o /dev/null -u \"reaper:$(cat '%s')\" -X %s -H 'content-type: "
+             "application/json' '%s/api/policies/%%2f/%s' %s%s%s",
+             itest_env("REAPER_BROKER_PASSWORD_FILE"), verb,
+             itest_env("REAPER_BROKER_MANAGEMENT_URL"), name, body ? "-d '" : "",
+             body ? body : "", body ? "'" : "");
+    assert_int_equal(system(cmd), 0);
+}
+
+/* The dead-letter exchange named by a policy, not by an argument. */
+static void test_dlx_from_policy(void **state) {
+    (void)state;
+    char x[128], dlq[128], work[128], pol[64], body[512];
+    tap_plain(x, sizeof x, "pol.dlx");
+    tap_exchange(x, "fanout");
+    tap_owned(dlq, sizeof dlq, "pol.work.dlq");
+    tap_queue(dlq, NULL, NULL, -1);
+    tap_bind(dlq, x, "", amqp_empty_table);
+    tap_owned(work, sizeof work, "pol.work");
+    tap_queue(work, NULL, NULL, -1);
+    snprintf(pol, sizeof pol, "%s-dlx", T.tag);
+    snprintf(body, sizeof body,
+             "{\"pattern\": \"^vibey\\\\.%s\\\\.pol\\\\.work$\", \"apply-to\": \"queues\", "
+             "\"priority\": 100, \"definition\": {\"dead-letter-exchange\": \"%s\"}}",
+             T.tag, x);
+    policy("PUT", pol, body);
+    tap_start_reaperd();
+    tap_publish(work, "pol", 5);
+    tap_reject(work, 5);
+    wait_parked("pol", 5, 30000);
+    assert_int_equal(tap_depth(dlq), 5);
+    assert_consistent();
+    tap_stop_reaperd(SIGTERM);
+    policy("DELETE", pol, NULL);
+    tap_delete_queue(work);
+    tap_delete_queue(dlq);
+    tap_delete_exchange(x);
+}
+
 static int setup(void **state) {
     (void)state;
     return tap_world_setup("tap");
@@ -377,6 +419,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_thousand_rejected_parked_once),
         cmocka_unit_test(test_every_exchange_type),
+        cmocka_unit_test(test_dlx_from_policy),
         cmocka_unit_test(test_forged_and_hostile_headers),
         cmocka_unit_test(test_down_then_start_and_fifty_returns),
     };
