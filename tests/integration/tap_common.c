@@ -91,6 +91,8 @@ void tap_stop_reaperd(int sig) {
     if (sig == SIGTERM && rc != 0) fprintf(stderr, "reaperd exit %d\n%s\n", rc, T.reaperd->log);
     rp_child_free(T.reaperd);
     T.reaperd = NULL;
+    /* A clean stop exits 0 (under the sanitizers, also free of leaks). */
+    if (sig == SIGTERM) assert_int_equal(rc, 0);
 }
 
 static void tap_rpc_ok(const char *what) {
