@@ -332,8 +332,17 @@ rp_status rp_mgmt_dlx_reconcile(rp_mgmt_broker *b, const rp_mgmt_dlx_options *o,
     if (st == RP_OK) {
         snprintf(path, sizeof path, "/api/queues/%s/%s/bindings", vh, tq);
         st = rp_get_json(b, path, &have);
+        if (st == RP_ERR_NOT_FOUND) {
+            /* Not declared yet (the connection declares it): nothing to
+             * bind to; the reconcile at the connection's start does it. */
+            s.tap_missing = true;
+            st = RP_OK;
+            have = json_array();
+            if (have == NULL) st = RP_ERR_NOMEM;
+        }
         if (st == RP_OK && !json_is_array(have)) st = RP_ERR_INTERNAL;
     }
+    if (s.tap_missing) want.n = 0; /* write nothing */
     /* Remove what is no longer wanted; mark what is there. */
     size_t i;
     json_t *bd;

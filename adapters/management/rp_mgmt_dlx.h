@@ -62,6 +62,7 @@ typedef struct rp_mgmt_dlx_stats {
     size_t wanted;      /* tap bindings wanted */
     size_t added, removed;
     size_t failed;      /* writes that failed (the next reconcile retries) */
+    bool tap_missing;   /* the tap queue does not exist (yet): nothing written */
 } rp_mgmt_dlx_stats;
 
 /* Reconciles once. RP_OK when every read succeeded (failed writes are

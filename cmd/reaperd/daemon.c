@@ -300,6 +300,7 @@ int rp_daemon_run(const rp_config *cfg, const char *broker_password) {
      * joined; the bridge is closed first so that no call waits on a loop
      * that no longer turns. */
     if (d.mgmt) rp_mgmt_bridge_close(d.mgmt);
+    rp_tap_stop(d.tap); /* before the store thread: the tap's events post through it */
     if (d.store) rp_worker_free(d.store);
     rp_broker_stop(&d);
     rp_tap_free(d.tap);

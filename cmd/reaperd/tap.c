@@ -57,7 +57,13 @@ struct rp_tap {
     int backoff_ms;
     struct event *retry_ev;
     bool bind_queued;
+    bool stopped; /* rp_tap_stop ran: nothing more is parked */
     rp_tap_counters c;
+    /* The tap's own store session and thread (see tap.h). */
+    rp_worker *worker;
+    rp_pg_conn *conn;
+    rp_pg_store *store;
+    rp_ports ports; /* dead_letters and clock over store; publisher: the feed */
 };
 
 typedef struct rp_tap_batch {
@@ -201,7 +207,8 @@ bool rp_tap_setup(rp_daemon *d, amqp_connection_state_t c, char *err, size_t n) 
 
 /* ---- the store thread ----------------------------------------------------- */
 
-static rp_status rp_tap_park_one(rp_daemon *d, rp_tap_item *it) {
+static rp_status rp_tap_park_one(rp_tap *t, rp_tap_item *it) {
+    rp_daemon *d = t->d;
     rp_amqp_dl_model m;
     rp_status st = rp_amqp_dl_model_init(&m, &it->props);
     if (st != RP_OK) return st;
@@ -230,7 +237,7 @@ static rp_status rp_tap_park_one(rp_daemon *d, rp_tap_item *it) {
         };
         rp_report rep;
         rp_report_init(&rep, false);
-        st = rp_park_dead_letter(&d->runner.ports, &site, &msg, false, &rep, &it->outcome);
+        st = rp_park_dead_letter(&t->ports, &site, &msg, false, &rep, &it->outcome);
         rp_report_cleanup(&rep);
     }
     free(headers);
@@ -240,7 +247,8 @@ static rp_status rp_tap_park_one(rp_daemon *d, rp_tap_item *it) {
 }
 
 static void rp_tap_work(void *ctx, void *job) {
-    rp_daemon *d = ctx;
+    rp_tap *t = ctx;
+    rp_daemon *d = t->d;
     rp_tap_batch *b = job;
     bool down = false;
     for (size_t i = 0; i < b->n; i++) {
@@ -249,7 +257,7 @@ static void rp_tap_work(void *ctx, void *job) {
             it->result = RP_TAP_RETRY;
             continue;
         }
-        it->st = rp_tap_park_one(d, it);
+        it->st = rp_tap_park_one(t, it);
         switch (it->st) {
         case RP_OK: it->result = RP_TAP_DONE; break;
         case RP_ERR_UNAVAILABLE:
@@ -387,7 +395,7 @@ static void rp_tap_done(void *job, bool cancelled) {
 
 static void rp_tap_kick(rp_tap *t) {
     rp_daemon *d = t->d;
-    if (t->in_flight || t->paused) return;
+    if (t->in_flight || t->paused || t->stopped) return;
     rp_list_drop_stale(&t->waiting, d->broker_generation);
     rp_list_drop_stale(&t->stuck, d->broker_generation);
     if (t->waiting.head == NULL || !d->broker_up) {
@@ -407,7 +415,8 @@ static void rp_tap_kick(rp_tap *t) {
         it->st = RP_OK;
         b->items[b->n++] = it;
     }
-    if (rp_daemon_store_job(d, rp_tap_work, rp_tap_done, b) != RP_OK) {
+    if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE) ||
+        rp_worker_submit(t->worker, rp_tap_work, rp_tap_done, b) != RP_OK) {
         /* Stopping: put them back; the broker keeps them for next time. */
         rp_tap_list back = {0};
         for (size_t i = 0; i < b->n; i++) rp_list_push(&back, b->items[i]);
@@ -471,7 +480,10 @@ void rp_tap_reconcile_bindings(rp_daemon *d) {
     snprintf(rem, sizeof rem, "%zu", s.removed);
     snprintf(fail, sizeof fail, "%zu", s.failed);
     snprintf(unb, sizeof unb, "%zu", s.unbindable);
-    if (st != RP_OK || s.failed > 0) {
+    if (st == RP_OK && s.tap_missing) {
+        RP_DEBUG("the tap queue is not declared yet; its bindings wait for the connection",
+                 "queue", cfg->broker.tap_queue, NULL);
+    } else if (st != RP_OK || s.failed > 0) {
         RP_WARN("the tap's bindings could not be reconciled; tried again at the next sweep",
                 "status", rp_status_string(st), "reason", rp_mgmt_broker_last_error(b),
                 "added", add, "removed", rem, "failed", fail, NULL);
@@ -512,16 +524,37 @@ rp_tap *rp_tap_new(rp_daemon *d) {
     if (t == NULL) return NULL;
     t->d = d;
     t->retry_ev = evtimer_new(d->base, rp_tap_on_retry, t);
-    if (t->retry_ev == NULL) {
-        free(t);
+    t->conn = rp_pg_conn_new(d->cfg->store.dsn, 5);
+    t->store = t->conn ? rp_pg_store_new(t->conn, d->cfg->store.schema) : NULL;
+    if (t->store) {
+        rp_pg_store_ports(t->store, &t->ports);
+        rp_feed_port(d, &t->ports.publisher);
+        t->worker = rp_worker_new(d->base, "tap", NULL, t, 0);
+    }
+    if (t->retry_ev == NULL || t->worker == NULL) {
+        rp_tap_free(t);
         return NULL;
     }
     return t;
 }
 
+void rp_tap_stop(rp_tap *t) {
+    if (t == NULL || t->stopped) return;
+    t->stopped = true;
+    /* The batch in flight stops at its next message (d->stopping); its done
+     * function runs here and acks what was parked. */
+    if (t->worker) rp_worker_free(t->worker);
+    t->worker = NULL;
+    rp_pg_store_free(t->store);
+    t->store = NULL;
+    rp_pg_conn_free(t->conn);
+    t->conn = NULL;
+}
+
 void rp_tap_free(rp_tap *t) {
     if (t == NULL) return;
-    event_free(t->retry_ev);
+    rp_tap_stop(t);
+    if (t->retry_ev) event_free(t->retry_ev);
     rp_list_clear(&t->waiting);
     rp_list_clear(&t->stuck);
     free(t);

@@ -25,8 +25,12 @@
  *
  * THE CONSUMER (loop thread). Prefetch RP_TAP_PREFETCH, manual acks.
  * Deliveries are copied and queued; one batch (at most RP_TAP_BATCH) at a
- * time goes to the store thread, where each message is parked in its own
- * transaction (rp_park_dead_letter). Back on the loop, parked messages are
+ * time goes to the tap's own thread, which has its own PostgreSQL session
+ * (so parking never waits behind a sweep on the store thread, and the two
+ * sessions commit side by side), where each message is parked in its own
+ * transaction (rp_park_dead_letter; a pass's backfill parking the same
+ * identity at once is settled by ON CONFLICT). The ledger events go to the
+ * events exchange through the daemon's feed. Back on the loop, parked messages are
  * acked (one multiple ack when they are a prefix of what is held, else one
  * by one), but only when they came on the current connection: after a
  * reconnect the broker has them again and delivers them again, and the
@@ -40,10 +44,11 @@
  * message whose park fails otherwise (RP_ERR_INTERNAL...) is held unacked
  * and logged; the broker gives it back at the next reconnect.
  *
- * Ownership: the daemon owns the tap (rp_tap_new/rp_tap_free on the loop
- * thread; free after the store thread is joined). Threads: every function
- * on the loop thread, except rp_tap_setup (the connect thread) and
- * rp_tap_reconcile_bindings (the store thread).
+ * Ownership: the daemon owns the tap (rp_tap_new after the store thread
+ * exists; rp_tap_stop BEFORE the store thread is freed, since the feed
+ * posts through it; rp_tap_free after the broker is stopped). Threads:
+ * every function on the loop thread, except rp_tap_setup (the connect
+ * thread) and rp_tap_reconcile_bindings (the store thread).
  */
 #ifndef RP_TAP_H
 #define RP_TAP_H
@@ -73,7 +78,11 @@ typedef struct rp_tap_counters {
     uint64_t held;     /* deliveries held now, unacked */
 } rp_tap_counters;
 
+/* NULL when out of memory or the thread cannot start. */
 rp_tap *rp_tap_new(struct rp_daemon *d);
+/* Joins the tap's thread (its last batch's acks are sent) and closes its
+ * session. Idempotent. */
+void rp_tap_stop(rp_tap *t);
 void rp_tap_free(rp_tap *t);
 
 /* Connect thread (rp_amqp_conn's on_setup): opens RP_TAP_CHANNEL, declares

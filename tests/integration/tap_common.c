@@ -52,7 +52,21 @@ int tap_world_setup(const char *name) {
 
 int tap_world_teardown(void) {
     if (T.reaperd) tap_stop_reaperd(SIGTERM);
-    if (T.amqp == NULL) T.amqp = itest_amqp_connect();
+    /* A fresh connection: a failed assertion may have left the channel
+     * closed. Deleting what is already gone closes channel 1 (404): open
+     * it again each time. */
+    if (T.amqp) itest_amqp_close(T.amqp);
+    T.amqp = itest_amqp_connect();
+    for (int i = 0; i < T.n_made; i++) {
+        if (T.made_exchange[i])
+            amqp_exchange_delete(T.amqp, 1, amqp_cstring_bytes(T.made[i]), 0);
+        else
+            amqp_queue_delete(T.amqp, 1, amqp_cstring_bytes(T.made[i]), 0, 0);
+        if (amqp_get_rpc_reply(T.amqp).reply_type != AMQP_RESPONSE_NORMAL) {
+            itest_amqp_close(T.amqp);
+            T.amqp = itest_amqp_connect();
+        }
+    }
     amqp_queue_delete(T.amqp, 1, amqp_cstring_bytes(T.tap), 0, 0);
     char q[128];
     tap_plain(q, sizeof q, "control");
@@ -95,12 +109,21 @@ void tap_stop_reaperd(int sig) {
     if (sig == SIGTERM) assert_int_equal(rc, 0);
 }
 
+static void tap_track(const char *name, bool exchange) {
+    for (int i = 0; i < T.n_made; i++)
+        if (strcmp(T.made[i], name) == 0 && T.made_exchange[i] == exchange) return;
+    if (T.n_made == 64) return;
+    snprintf(T.made[T.n_made], sizeof T.made[0], "%s", name);
+    T.made_exchange[T.n_made++] = exchange;
+}
+
 static void tap_rpc_ok(const char *what) {
     amqp_rpc_reply_t r = amqp_get_rpc_reply(T.amqp);
     if (r.reply_type != AMQP_RESPONSE_NORMAL) fail_msg("%s failed (reply %d)", what, r.reply_type);
 }
 
 void tap_exchange(const char *name, const char *type) {
+    tap_track(name, true);
     amqp_exchange_declare(T.amqp, 1, amqp_cstring_bytes(name), amqp_cstring_bytes(type), 0, 1, 0,
                           0, amqp_empty_table);
     tap_rpc_ok("exchange.declare");
@@ -128,6 +151,7 @@ void tap_queue(const char *name, const char *dlx, const char *dlrk, long ttl_ms)
         n++;
     }
     amqp_table_t args = {n, e};
+    tap_track(name, false);
     amqp_queue_declare(T.amqp, 1, amqp_cstring_bytes(name), 0, 1, 0, 0, args);
     tap_rpc_ok("queue.declare");
 }

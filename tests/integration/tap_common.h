@@ -25,6 +25,12 @@ typedef struct tap_world {
     char schema[64];
     char tap[96];      /* the tap queue */
     char env_schema[128], env_tap[160], env_control[160], env_owned[160];
+    /* Every queue and exchange declared, deleted at teardown whatever
+     * happened (a failed test must not leave owned dead-letter queues
+     * holding messages behind). */
+    char made[64][128];
+    bool made_exchange[64];
+    int n_made;
 } tap_world;
 
 extern tap_world T;
