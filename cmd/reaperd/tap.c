@@ -13,7 +13,9 @@
 #include "rp_amqp_table.h"
 #include "rp_log.h"
 #include "rp_mgmt_dlx.h"
+#include "rp_judge.h"
 #include "rp_park.h"
+#include "rp_publish.h"
 #include "rp_pg_store.h"
 
 #define RP_TAP_BACKOFF_MIN_MS 1000
@@ -207,69 +209,165 @@ bool rp_tap_setup(rp_daemon *d, amqp_connection_state_t c, char *err, size_t n) 
 
 /* ---- the store thread ----------------------------------------------------- */
 
-static rp_status rp_tap_park_one(rp_tap *t, rp_tap_item *it) {
-    rp_daemon *d = t->d;
+/* One message made ready for the batch park. */
+typedef struct rp_tap_prep {
+    rp_tap_item *it;
     rp_amqp_dl_model m;
-    rp_status st = rp_amqp_dl_model_init(&m, &it->props);
+    char *headers, *props;
+    rp_pg_dl_handle h;
+    rp_dl_message msg;
+    rp_dead_letter facts;
+    rp_verdict v;
+} rp_tap_prep;
+
+static void rp_tap_prep_cleanup(rp_tap_prep *p) {
+    rp_amqp_dl_model_cleanup(&p->m);
+    free(p->headers);
+    free(p->props);
+    rp_dead_letter_cleanup(&p->facts);
+    rp_verdict_cleanup(&p->v);
+}
+
+/* Examines and judges one message for the batch. RP_OK with *park false for
+ * a message that is not a dead letter (acked, not parked). */
+static rp_status rp_tap_prepare(rp_tap *t, rp_tap_item *it, rp_tap_prep *p, bool *park) {
+    rp_daemon *d = t->d;
+    memset(p, 0, sizeof *p);
+    p->it = it;
+    rp_dead_letter_init(&p->facts);
+    rp_verdict_init(&p->v);
+    *park = false;
+    rp_status st = rp_amqp_dl_model_init(&p->m, &it->props);
     if (st != RP_OK) return st;
-    if (!rp_amqp_dl_model_is_dead_letter(&m)) {
+    if (!rp_amqp_dl_model_is_dead_letter(&p->m)) {
         it->skipped = true;
-        rp_amqp_dl_model_cleanup(&m);
         return RP_OK;
     }
-    char *headers = NULL, *props = NULL;
     st = rp_amqp_table_json((it->props._flags & AMQP_BASIC_HEADERS_FLAG) ? &it->props.headers
                                                                           : NULL,
-                            &headers);
-    if (st == RP_OK) st = rp_amqp_props_json(&it->props, &props);
-    if (st == RP_OK) {
-        rp_pg_dl_handle h = {headers, props};
-        rp_dl_message msg = {
-            .headers = m.headers,
-            .body = {it->body, it->body_len},
-            .body_truncated = it->truncated,
-            .handle = &h,
-        };
-        rp_park_site site = {
-            .vhost = d->mgmt_keep.vhost,
-            .queue = d->cfg->broker.tap_queue,
-            .dlq_pattern = d->cfg->reap.dead_letter_queue_pattern.code,
-        };
-        rp_report rep;
-        rp_report_init(&rep, false);
-        st = rp_park_dead_letter(&t->ports, &site, &msg, false, &rep, &it->outcome);
-        rp_report_cleanup(&rep);
-    }
-    free(headers);
-    free(props);
-    rp_amqp_dl_model_cleanup(&m);
+                            &p->headers);
+    if (st == RP_OK) st = rp_amqp_props_json(&it->props, &p->props);
+    if (st != RP_OK) return st;
+    p->h = (rp_pg_dl_handle){p->headers, p->props};
+    p->msg = (rp_dl_message){
+        .headers = p->m.headers,
+        .body = {it->body, it->body_len},
+        .body_truncated = it->truncated,
+        .handle = &p->h,
+    };
+    st = rp_dead_letter_examine(&p->m.headers, d->cfg->broker.tap_queue,
+                                d->cfg->reap.dead_letter_queue_pattern.code, p->msg.body,
+                                &p->facts);
+    if (st == RP_OK)
+        st = rp_judge_dead_letter(&p->facts, d->mgmt_keep.vhost, d->cfg->broker.tap_queue, &p->v);
+    if (st == RP_OK) *park = true;
     return st;
 }
+
+static rp_tap_result rp_tap_result_of(rp_status st) {
+    switch (st) {
+    case RP_OK: return RP_TAP_DONE;
+    case RP_ERR_UNAVAILABLE:
+    case RP_ERR_TIMEOUT:
+    case RP_ERR_CLOSED:
+    case RP_ERR_NOMEM: return RP_TAP_RETRY; /* the rest would fail the same way */
+    default: return RP_TAP_STUCK;
+    }
+}
+
+/* Parks the n prepared messages in one transaction; when that fails for a
+ * reason of its own (not the store going away), one by one, so that only
+ * the message that fails alone is held. */
+static void rp_tap_park_chunk(rp_tap *t, rp_tap_prep *p, size_t n, bool *down) {
+    rp_daemon *d = t->d;
+    rp_pg_park_item *items = calloc(n, sizeof *items);
+    rp_status st = items ? RP_OK : RP_ERR_NOMEM;
+    for (size_t i = 0; st == RP_OK && i < n; i++)
+        items[i] = (rp_pg_park_item){d->mgmt_keep.vhost, d->cfg->broker.tap_queue, &p[i].msg,
+                                     &p[i].facts, &p[i].v, {0}};
+    if (st == RP_OK) st = rp_pg_park_batch(t->store, items, n);
+    if (st == RP_OK) {
+        for (size_t i = 0; i < n; i++) {
+            rp_tap_item *it = p[i].it;
+            it->st = RP_OK;
+            it->result = RP_TAP_DONE;
+            it->outcome = RP_PARKED_ALREADY;
+            if (!items[i].result.parked) continue;
+            it->outcome = RP_PARKED_NEW;
+            /* Committed: the event may go out (a failure to publish loses
+             * nothing; the ledger is the record). */
+            rp_report rep;
+            rp_report_init(&rep, false);
+            if (rp_publish_event(&t->ports, &items[i].result.event, &p[i].v, &rep) != RP_OK)
+                RP_DEBUG("a tap park's event was not handed to the feed", NULL);
+            rp_report_cleanup(&rep);
+        }
+        free(items);
+        return;
+    }
+    free(items);
+    if (rp_tap_result_of(st) == RP_TAP_RETRY) {
+        *down = true;
+        for (size_t i = 0; i < n; i++) p[i].it->result = RP_TAP_RETRY, p[i].it->st = st;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        rp_tap_item *it = p[i].it;
+        if (*down || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
+            it->result = RP_TAP_RETRY;
+            continue;
+        }
+        rp_report rep;
+        rp_report_init(&rep, false);
+        rp_park_site site = {d->mgmt_keep.vhost, d->cfg->broker.tap_queue,
+                             d->cfg->reap.dead_letter_queue_pattern.code};
+        it->st = rp_park_dead_letter(&t->ports, &site, &p[i].msg, false, &rep, &it->outcome);
+        rp_report_cleanup(&rep);
+        it->result = rp_tap_result_of(it->st);
+        if (it->result == RP_TAP_RETRY) *down = true;
+    }
+}
+
+/* The most dead letters and body bytes parked in one transaction. */
+#define RP_TAP_TXN_MAX 50
+#define RP_TAP_TXN_BYTES (8u * 1024u * 1024u)
 
 static void rp_tap_work(void *ctx, void *job) {
     rp_tap *t = ctx;
     rp_daemon *d = t->d;
     rp_tap_batch *b = job;
-    bool down = false;
-    for (size_t i = 0; i < b->n; i++) {
-        rp_tap_item *it = b->items[i];
-        if (down || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
-            it->result = RP_TAP_RETRY;
-            continue;
+    rp_tap_prep *p = calloc(RP_TAP_TXN_MAX, sizeof *p);
+    bool down = p == NULL;
+    size_t i = 0;
+    while (i < b->n) {
+        size_t np = 0, bytes = 0;
+        for (; i < b->n && np < RP_TAP_TXN_MAX && bytes < RP_TAP_TXN_BYTES; i++) {
+            rp_tap_item *it = b->items[i];
+            if (down || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
+                it->result = RP_TAP_RETRY;
+                continue;
+            }
+            bool park = false;
+            it->st = rp_tap_prepare(t, it, &p[np], &park);
+            if (it->st != RP_OK || !park) {
+                it->result = rp_tap_result_of(it->st);
+                if (it->result == RP_TAP_RETRY) down = true;
+                rp_tap_prep_cleanup(&p[np]);
+                continue;
+            }
+            bytes += it->body_len;
+            np++;
         }
-        it->st = rp_tap_park_one(t, it);
-        switch (it->st) {
-        case RP_OK: it->result = RP_TAP_DONE; break;
-        case RP_ERR_UNAVAILABLE:
-        case RP_ERR_TIMEOUT:
-        case RP_ERR_CLOSED:
-        case RP_ERR_NOMEM:
-            it->result = RP_TAP_RETRY;
-            down = true; /* the rest would fail the same way */
-            break;
-        default: it->result = RP_TAP_STUCK; break;
+        if (np > 0) {
+            if (down || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
+                for (size_t k = 0; k < np; k++) p[k].it->result = RP_TAP_RETRY;
+            } else {
+                rp_tap_park_chunk(t, p, np, &down);
+            }
         }
+        for (size_t k = 0; k < np; k++) rp_tap_prep_cleanup(&p[k]);
     }
+    free(p);
 }
 
 /* ---- the loop ----------------------------------------------------------------- */

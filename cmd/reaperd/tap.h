@@ -27,10 +27,16 @@
  * Deliveries are copied and queued; one batch (at most RP_TAP_BATCH) at a
  * time goes to the tap's own thread, which has its own PostgreSQL session
  * (so parking never waits behind a sweep on the store thread, and the two
- * sessions commit side by side), where each message is parked in its own
- * transaction (rp_park_dead_letter; a pass's backfill parking the same
- * identity at once is settled by ON CONFLICT). The ledger events go to the
- * events exchange through the daemon's feed. Back on the loop, parked messages are
+ * sessions commit side by side). There the messages are examined and
+ * judged as core's rp_park_dead_letter does, and parked up to 50 (and 8 MiB
+ * of bodies) per transaction, in one round trip (rp_pg_park_batch): the
+ * commit is the cost, so a storm is parked about as fast as it comes. When
+ * such a transaction fails for a reason of its own (not the store going
+ * away), its messages are parked one by one, each in its own transaction,
+ * so that only one that fails alone is held. Idempotent by identity either
+ * way (a pass's backfill parking the same identity at once is settled by ON
+ * CONFLICT). The ledger events of the parked ones go to the events exchange
+ * through the daemon's feed, after the commit. Back on the loop, parked messages are
  * acked (one multiple ack when they are a prefix of what is held, else one
  * by one), but only when they came on the current connection: after a
  * reconnect the broker has them again and delivers them again, and the

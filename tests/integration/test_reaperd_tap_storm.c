@@ -109,7 +109,7 @@ static void test_store_down_mid_storm(void **state) {
     /* Down for 6 s: the tap holds, without a loop of attempts. */
     rp_child_drain(T.reaperd, 6000);
     assert_non_null(strstr(T.reaperd->log, "the tap holds its dead letters unacked"));
-    int tries = count_in(T.reaperd->log, "\"op\":\"park\"");
+    int tries = count_in(T.reaperd->log, "\"op\":\"park");
     fprintf(stderr, "park attempts logged while the store was down: %d\n", tries);
     assert_true(tries >= 1);
     assert_true(tries <= 10); /* backoff 1, 2, 4 s: about four in 6 s */
@@ -135,6 +135,11 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
+    /* A failed store-down test must not leave the database stopped. */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s/scripts/services start postgres >/dev/null 2>&1",
+             itest_env("REAPER_SOURCE_DIR"));
+    if (system(cmd) != 0) fprintf(stderr, "could not start postgres again\n");
     return tap_world_teardown();
 }
 
