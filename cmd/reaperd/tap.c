@@ -207,7 +207,7 @@ bool rp_tap_setup(rp_daemon *d, amqp_connection_state_t c, char *err, size_t n) 
     return rp_tap_rpc_ok(c, "consuming the tap queue", err, n, NULL);
 }
 
-/* ---- the store thread ----------------------------------------------------- */
+/* ---- the tap thread ------------------------------------------------------- */
 
 /* One message made ready for the batch park. */
 typedef struct rp_tap_prep {

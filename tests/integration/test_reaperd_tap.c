@@ -363,6 +363,31 @@ static void test_down_then_start_and_fifty_returns(void **state) {
     tap_delete_queue(dlq);
 }
 
+/* A tap queue declared before without x-delivery-limit (made on 3.x, or
+ * by an older reaper): on RabbitMQ 4 reaperd cannot add the argument (the
+ * broker refuses an inequivalent redeclaration), says so, and uses the
+ * queue as it is. */
+static void test_tap_declared_before_without_limit(void **state) {
+    (void)state;
+    char work[128], dlq[128];
+    fanout_setup("old", work, dlq, sizeof work);
+    amqp_queue_delete(T.amqp, 1, amqp_cstring_bytes(T.tap), 0, 0);
+    amqp_table_entry_t e = {amqp_cstring_bytes("x-queue-type"), {AMQP_FIELD_KIND_UTF8, {0}}};
+    e.value.value.bytes = amqp_cstring_bytes("quorum");
+    amqp_queue_declare(T.amqp, 1, amqp_cstring_bytes(T.tap), 0, 1, 0, 0, (amqp_table_t){1, &e});
+    assert_int_equal(amqp_get_rpc_reply(T.amqp).reply_type, AMQP_RESPONSE_NORMAL);
+    tap_start_reaperd();
+    bool warned = strstr(T.reaperd->log, "exists without x-delivery-limit -1") != NULL;
+    assert_int_equal(warned, tap_broker_major() >= 4);
+    tap_publish(work, "old", 3);
+    tap_reject(work, 3);
+    wait_parked("old", 3, 30000);
+    tap_stop_reaperd(SIGTERM);
+    /* The next test gets a tap declared afresh. */
+    amqp_queue_delete(T.amqp, 1, amqp_cstring_bytes(T.tap), 0, 0);
+    assert_int_equal(amqp_get_rpc_reply(T.amqp).reply_type, AMQP_RESPONSE_NORMAL);
+}
+
 /* PUTs or DELETEs a policy through the management API with curl. */
 static void policy(const char *verb, const char *name, const char *body) {
     char cmd[2048];
@@ -422,6 +447,7 @@ int main(void) {
         cmocka_unit_test(test_dlx_from_policy),
         cmocka_unit_test(test_forged_and_hostile_headers),
         cmocka_unit_test(test_down_then_start_and_fifty_returns),
+        cmocka_unit_test(test_tap_declared_before_without_limit),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
