@@ -388,6 +388,51 @@ static void test_tap_declared_before_without_limit(void **state) {
     assert_int_equal(amqp_get_rpc_reply(T.amqp).reply_type, AMQP_RESPONSE_NORMAL);
 }
 
+static void exec_sql(const char *sql) {
+    char set[128];
+    snprintf(set, sizeof set, "SET search_path TO %s", T.schema);
+    PQclear(PQexec(T.pg, set));
+    PGresult *r = PQexec(T.pg, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+}
+
+/* One dead letter whose park fails on its own (a trigger refuses its row)
+ * in a batch of ten: the other nine are parked (the batch's transaction
+ * fails, then each is parked alone), the bad one is held unacked and
+ * logged, and after the cause is gone and reaperd starts again it is
+ * parked too. */
+static void test_one_bad_dead_letter_in_a_batch(void **state) {
+    (void)state;
+    char work[128], dlq[128];
+    fanout_setup("bad", work, dlq, sizeof work);
+    exec_sql("CREATE FUNCTION itest_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+             "IF encode(NEW.body, 'escape') = 'bad-3' THEN RAISE EXCEPTION 'refused'; END IF; "
+             "RETURN NEW; END $$");
+    exec_sql("CREATE TRIGGER itest_refuse BEFORE INSERT ON dead_letter FOR EACH ROW "
+             "EXECUTE FUNCTION itest_refuse()");
+    tap_start_reaperd();
+    tap_publish(work, "bad", 10);
+    tap_reject(work, 10);
+    wait_parked("bad", 9, 30000);
+    assert_true(rp_child_wait_for(T.reaperd, "could not be parked", 10000));
+    assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') = "
+                              "'bad-3'"),
+                     0);
+    /* Held, not acked and not returned: nothing ready on the tap. */
+    assert_int_equal(tap_depth(T.tap), 0);
+    assert_consistent();
+    tap_stop_reaperd(SIGTERM);
+    exec_sql("DROP TRIGGER itest_refuse ON dead_letter");
+    exec_sql("DROP FUNCTION itest_refuse()");
+    /* Given back by the broker when reaperd went, parked at the next start. */
+    assert_int_equal(tap_depth(T.tap), 1);
+    tap_start_reaperd();
+    wait_parked("bad", 10, 30000);
+    assert_consistent();
+    tap_stop_reaperd(SIGTERM);
+}
+
 /* PUTs or DELETEs a policy through the management API with curl. */
 static void policy(const char *verb, const char *name, const char *body) {
     char cmd[2048];
@@ -448,6 +493,7 @@ int main(void) {
         cmocka_unit_test(test_forged_and_hostile_headers),
         cmocka_unit_test(test_down_then_start_and_fifty_returns),
         cmocka_unit_test(test_tap_declared_before_without_limit),
+        cmocka_unit_test(test_one_bad_dead_letter_in_a_batch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
