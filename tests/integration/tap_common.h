@@ -24,7 +24,7 @@ typedef struct tap_world {
     char tag[32];      /* itt<pid> */
     char schema[64];
     char tap[96];      /* the tap queue */
-    char env_schema[128], env_tap[160], env_control[160], env_owned[160];
+    char env_schema[128], env_tap[160], env_control[160], env_owned[160], env_dlq[160];
     /* Every queue and exchange declared, deleted at teardown whatever
      * happened (a failed test must not leave owned dead-letter queues
      * holding messages behind). */
