@@ -54,7 +54,7 @@ struct rp_mgmt_http {
     unsigned long counts[RP_HTTP_METHOD_COUNT_];
 };
 
-static const char *const rp_method_names[RP_HTTP_METHOD_COUNT_] = {"GET", "PUT", "DELETE"};
+static const char *const rp_method_names[RP_HTTP_METHOD_COUNT_] = {"GET", "PUT", "DELETE", "POST"};
 
 const char *rp_http_method_string(rp_http_method m) {
     if ((int)m < 0 || m >= RP_HTTP_METHOD_COUNT_) return "?";
@@ -499,11 +499,12 @@ rp_status rp_mgmt_http_request(rp_mgmt_http *h, rp_http_method method, const cha
         break;
     case RP_HTTP_PUT:
     case RP_HTTP_DELETE:
+    case RP_HTTP_POST:
         ok = ok && rp_setopt_ok(curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, rp_http_method_string(method)));
         if (r->body) {
             ok = ok && rp_setopt_ok(curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len));
             ok = ok && rp_setopt_ok(curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body));
-        } else if (method == RP_HTTP_PUT) {
+        } else if (method == RP_HTTP_PUT || method == RP_HTTP_POST) {
             ok = ok && rp_setopt_ok(curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0));
             ok = ok && rp_setopt_ok(curl_easy_setopt(e, CURLOPT_POSTFIELDS, ""));
         }

@@ -49,10 +49,11 @@ typedef enum rp_http_method {
     RP_HTTP_GET = 0,
     RP_HTTP_PUT,
     RP_HTTP_DELETE,
+    RP_HTTP_POST, /* the tap's bindings (rp_mgmt_dlx.c) */
     RP_HTTP_METHOD_COUNT_
 } rp_http_method;
 
-/* "GET", "PUT", "DELETE"; "?" outside the enum. Static. */
+/* "GET", "PUT", "DELETE", "POST"; "?" outside the enum. Static. */
 const char *rp_http_method_string(rp_http_method m);
 
 typedef struct rp_mgmt_http_params {

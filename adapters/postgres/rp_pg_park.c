@@ -143,3 +143,91 @@ void rp__pg_fill_park(rp_dead_letter_port *out) {
     out->is_parked = rp_is_parked;
     out->park = rp_park;
 }
+
+/* ---- the batch park (rp_pg_store.h) ----------------------------------------- */
+
+#define RP_PARK_NPARAMS 13
+
+rp_status rp_pg_park_batch(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
+    if (s == NULL || items == NULL || n == 0 || n > 100000) return RP_ERR_INVALID;
+    for (size_t i = 0; i < n; i++) {
+        const rp_pg_park_item *it = &items[i];
+        memset(&items[i].result, 0, sizeof items[i].result);
+        if (it->queue == NULL || it->msg == NULL || it->facts == NULL ||
+            it->facts->identity == NULL || it->v == NULL ||
+            (it->msg->body.len > 0 && it->msg->body.ptr == NULL))
+            return RP_ERR_INVALID;
+    }
+    rp_status st = RP_ERR_NOMEM;
+    rp_park_text *t = calloc(n, sizeof *t);
+    const char **vals = calloc(n * RP_PARK_NPARAMS, sizeof *vals);
+    int *lengths = calloc(n * RP_PARK_NPARAMS, sizeof *lengths);
+    int *formats = calloc(n * RP_PARK_NPARAMS, sizeof *formats);
+    char (*death)[24] = calloc(n, sizeof *death);
+    rp__pg_cmd *k = calloc(n + 2, sizeof *k);
+    PGresult **res = calloc(n + 2, sizeof *res);
+    if (!t || !vals || !lengths || !formats || !death || !k || !res) goto done;
+    st = RP_OK;
+    for (size_t i = 0; i < n && st == RP_OK; i++) {
+        const rp_pg_park_item *it = &items[i];
+        st = rp_park_text_build(&t[i], it->vhost, it->queue, it->facts, it->v);
+        if (st != RP_OK) break;
+        const rp_pg_dl_handle *h = it->msg->handle;
+        size_t body_len = it->msg->body.len;
+        bool truncated = it->msg->body_truncated;
+        if (truncated || body_len > RP_PG_DL_BODY_MAX) {
+            if (body_len > RP_PG_DL_BODY_MAX) body_len = RP_PG_DL_BODY_MAX;
+            truncated = true;
+        }
+        const rp_dead_letter *f = it->facts;
+        bool death_known = f->first_death_known && f->first_death_at >= RP_PG_MIN_UNIX_S &&
+                           f->first_death_at <= RP_PG_MAX_UNIX_S;
+        const char **v = vals + i * RP_PARK_NPARAMS;
+        v[0] = f->identity;
+        v[1] = it->queue;
+        v[2] = t[i].origin;
+        v[3] = t[i].reason;
+        v[4] = death_known ? rp__pg_itoa(f->first_death_at, death[i]) : NULL;
+        v[5] = h && h->headers_json ? h->headers_json : "{}";
+        v[6] = h && h->properties_json ? h->properties_json : "{}";
+        v[7] = it->msg->body.len > 0 ? (const char *)it->msg->body.ptr : "";
+        v[8] = truncated ? "t" : "f";
+        v[9] = RP_PG_BUS_PROJECT;
+        v[10] = t[i].job_payload;
+        v[11] = t[i].question;
+        v[12] = t[i].ledger_payload;
+        lengths[i * RP_PARK_NPARAMS + 7] = (int)body_len;
+        formats[i * RP_PARK_NPARAMS + 7] = 1; /* the body travels as bytes */
+        k[i + 1] = (rp__pg_cmd){.stmt = RP__PG_PARK, .n = RP_PARK_NPARAMS, .values = v,
+                                .lengths = lengths + i * RP_PARK_NPARAMS,
+                                .formats = formats + i * RP_PARK_NPARAMS};
+    }
+    if (st == RP_OK) st = rp__pg_enter(s, RP__PG_WRITE, "park_batch");
+    if (st != RP_OK) goto done;
+    k[0] = (rp__pg_cmd){.stmt = -1, .sql = "BEGIN"};
+    k[n + 1] = (rp__pg_cmd){.stmt = -1, .sql = "COMMIT"};
+    st = rp__pg_run(s, k, n + 2, res, "park_batch", NULL);
+    if (st != RP_OK) goto done;
+    for (size_t i = 0; i < n; i++) {
+        PGresult *r = res[i + 1];
+        if (PQntuples(r) == 1) {
+            rp_park_result *out = &items[i].result;
+            out->parked = true;
+            out->event.seq = rp__pg_i64(r, 0, 0);
+            out->event.at = rp__pg_i64(r, 0, 1);
+            out->job_id = rp__pg_i64(r, 0, 2);
+            out->gate_id = rp__pg_i64(r, 0, 3);
+        }
+    }
+    rp__pg_clear(res, n + 2);
+done:
+    for (size_t i = 0; t && i < n; i++) rp_park_text_cleanup(&t[i]);
+    free(t);
+    free(vals);
+    free(lengths);
+    free(formats);
+    free(death);
+    free(k);
+    free(res);
+    return st;
+}

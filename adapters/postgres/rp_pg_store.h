@@ -147,4 +147,27 @@ void rp_pg_store_ports(rp_pg_store *s, rp_ports *ports);
 rp_status rp_pg_store_count_open_gates(rp_pg_store *s,
                                        int64_t by_kind[RP_GATE_KIND_COUNT_]) RP_MUSTCHECK;
 
+/* One dead letter of a batch park (the dead-letter tap's): the arguments
+ * park() takes, all borrowed, and its result. */
+typedef struct rp_pg_park_item {
+    const char *vhost;
+    const char *queue;
+    const rp_dl_message *msg;
+    const rp_dead_letter *facts;
+    const rp_verdict *v;
+    rp_park_result result; /* out, valid on RP_OK */
+} rp_pg_park_item;
+
+/* Parks n (>= 1) dead letters as park() would each, but in ONE transaction
+ * sent in one round trip (BEGIN, n park statements, COMMIT in one
+ * pipeline): one commit for all, which is what makes a storm affordable
+ * (POSTGRES.md). All or nothing: on any failure nothing is committed and
+ * the status is park()'s mapping (RP_ERR_UNAVAILABLE for the connection or
+ * server; RP_ERR_INVALID for an item park() would refuse; RP_ERR_INTERNAL
+ * or RP_ERR_CONFLICT otherwise), so that the caller can park them one by
+ * one to find the one that fails alone. Within a batch an identity given
+ * twice is parked once (the second finds the first's row). The caller
+ * publishes the events of the parked ones after this returns (committed). */
+rp_status rp_pg_park_batch(rp_pg_store *s, rp_pg_park_item *items, size_t n) RP_MUSTCHECK;
+
 #endif

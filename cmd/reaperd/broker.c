@@ -14,11 +14,13 @@
 
 #include "daemon_internal.h"
 #include "rp_log.h"
+#include "rp_pg_store.h"
 
 #define RP_HEARTBEAT_SECONDS 10
 /* The largest delivery body reaper keeps: a control request is at most
- * 64 KiB (proto/SCHEMA.md); more is kept only to say it is too large. */
-#define RP_DELIVERY_BODY_LIMIT (1024 * 1024)
+ * 64 KiB (proto/SCHEMA.md); more is kept only to say it is too large. A
+ * dead letter on the tap is kept whole up to what the store keeps. */
+#define RP_DELIVERY_BODY_LIMIT RP_PG_DL_BODY_MAX /* the tap stores up to this whole */
 
 static const char *const rp_event_keys[] = {"queue.*", "consumer.*", "channel.closed",
                                             "connection.closed", "policy.*"};
@@ -66,7 +68,7 @@ static bool rp_broker_setup(void *arg, amqp_connection_state_t c, char *err, siz
         ok = rp_rpc_ok(c, "consuming broker events", err, n);
     }
     amqp_bytes_free(name);
-    return ok && rp_amqp_publisher_setup(c, err, n);
+    return ok && rp_tap_setup(d, c, err, n) && rp_amqp_publisher_setup(c, err, n);
 }
 
 static bool rp_tag_is(amqp_bytes_t tag, const char *want) {
@@ -80,6 +82,8 @@ static void rp_broker_on_message(void *arg, const rp_amqp_message *msg) {
     if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) return;
     if (rp_tag_is(msg->consumer_tag, RP_CONTROL_CONSUMER_TAG)) {
         rp_control_on_message(d, msg);
+    } else if (rp_tag_is(msg->consumer_tag, RP_TAP_CONSUMER_TAG)) {
+        rp_tap_on_message(d, msg);
     } else if (rp_tag_is(msg->consumer_tag, RP_EVENTS_CONSUMER_TAG)) {
         rp_observe_event(d, msg);
         if (d->events) rp_events_on_message(d->events, msg);
@@ -121,6 +125,7 @@ static void rp_broker_on_state(void *arg, rp_amqp_state state, const char *why) 
                 NULL);
         rp_amqp_publisher_on_up(d->publisher);
         if (d->events) rp_events_on_up(d->events); /* events are not replayed: list again */
+        rp_tap_bindings_soon(d);
         break;
     case RP_AMQP_DOWN:
         if (d->broker_up) {

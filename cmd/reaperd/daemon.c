@@ -116,6 +116,8 @@ static void rp_pass_work(void *ctx, void *arg) {
     rp_pass_job *job = arg;
     rp_pass_runner_run(&d->runner, &job->req);
     rp_observe_pass_store(d, &job->req);
+    if (job->req.scope == RP_PASS_FULL && !job->req.dry_run && job->req.project == NULL)
+        rp_tap_reconcile_bindings(d);
     rp_store_tell(d->store, d, rp_pg_conn_is_up(d->runner.conn), "lost during a pass");
 }
 
@@ -235,6 +237,18 @@ static void rp_on_deadline(evutil_socket_t fd, short what, void *arg) {
 
 /* ---- the run ---------------------------------------------------------------- */
 
+/* Events hook (loop thread): an owned queue appeared or vanished, or a
+ * policy over them changed: the tap's bindings follow its dead-letter
+ * exchange (coalesced with any reconcile already wanted). */
+static void rp_on_owned_queue_change(void *arg, const char *vhost, const char *name, bool dlq,
+                                     bool created) {
+    RP_UNUSED(vhost);
+    RP_UNUSED(name);
+    RP_UNUSED(dlq);
+    RP_UNUSED(created);
+    rp_tap_bindings_soon(arg);
+}
+
 static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     const rp_config *cfg = d->cfg;
     /* HTTP first: an address that cannot be bound stops reaperd before it
@@ -289,6 +303,15 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         return RP_ERR_NOMEM;
     }
     rp_events_wrap_sweep_port(d->events, &d->runner.ports.broker);
+    if (rp_events_add_queue_hook(d->events, rp_on_owned_queue_change, d) != RP_OK) {
+        RP_ERROR("out of memory", NULL);
+        return RP_ERR_NOMEM;
+    }
+    d->tap = rp_tap_new(d);
+    if (d->tap == NULL) {
+        RP_ERROR("out of memory", NULL);
+        return RP_ERR_NOMEM;
+    }
     if (rp_broker_start(d, broker_password) != RP_OK) return RP_ERR_INTERNAL;
 
     /* The first pass now: it connects the store and reaps what expired
@@ -326,9 +349,11 @@ int rp_daemon_run(const rp_config *cfg, const char *broker_password) {
      * that no longer turns. */
     if (d.mgmt) rp_mgmt_bridge_close(d.mgmt);
     rp_events_stop(d.events); /* before the store thread: its publishes go through it */
+    rp_tap_stop(d.tap); /* before the store thread: the tap's events post through it */
     if (d.store) rp_worker_free(d.store);
     rp_events_free(d.events); /* after: the sweep's broker port points at it */
     rp_broker_stop(&d);
+    rp_tap_free(d.tap);
     rp_pass_runner_cleanup(&d.runner);
     rp_replay_cleanup(&d);
     rp_mgmt_bridge_free(d.mgmt);

@@ -22,6 +22,7 @@
 #include "rp_amqp_msg.h"
 #include "rp_amqp_publisher.h"
 #include "rp_config.h"
+#include "tap.h"
 #include "worker.h"
 
 #define RP_CONTROL_CONSUMER_TAG "reaper.control"
@@ -58,6 +59,8 @@ typedef struct rp_daemon {
     rp_broker_http_keep mgmt_keep;
     /* Broker events as they happen (events.h). */
     rp_events *events;
+    /* The dead-letter tap (tap.h). */
+    rp_tap *tap;
 
     /* Store thread side only. */
     rp_pass_runner runner;

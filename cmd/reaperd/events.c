@@ -1191,7 +1191,12 @@ void rp_events_on_message(rp_events *e, const rp_amqp_message *msg) {
         return;
     case RP_BEV_POLICY_SET:
     case RP_BEV_POLICY_CLEARED:
-        if (rp_policy_relevant(e, &ev)) rp_want_reconcile(e, ev.routing_key, ev.name);
+        if (rp_policy_relevant(e, &ev)) {
+            rp_want_reconcile(e, ev.routing_key, ev.name);
+            /* A policy may name a dead-letter exchange: name NULL says
+             * "the owned queues of this vhost changed" (events.h). */
+            rp_run_hooks(e, ev.vhost, NULL, false, true);
+        }
         return;
     case RP_BEV_CONNECTION_CLOSED: /* its channels' channel.closed follow */
     case RP_BEV_OTHER:

@@ -25,7 +25,9 @@
  * HOOK for other parts of the daemon: rp_events_add_queue_hook() registers
  * a function called on the loop thread for every owned queue that appears
  * (queue.created, and every queue of each seed listing) or disappears
- * (queue.deleted), e.g. to check the dead-letter tap's bindings.
+ * (queue.deleted), e.g. to check the dead-letter tap's bindings; and with
+ * name NULL (created true) when a policy that concerns the owned queues of
+ * that vhost was set or cleared (it may name a dead-letter exchange).
  *
  * Threads: every function here on the loop thread. Checks run on the
  * module's own "events" thread, with a store connection and a management

@@ -1,0 +1,109 @@
+/*
+ * tap_load - the load generator of bench/tap (rabbitmq-c, blocking, one
+ * connection). Not part of reaper.
+ *
+ *   tap_load publish QUEUE N RATE   publishes N persistent messages to QUEUE
+ *       through the default exchange, body "<i> <sent Unix microseconds>",
+ *       RATE per second (0: as fast as the connection goes); prints the
+ *       seconds it took.
+ *   tap_load wait QUEUE N TIMEOUT_S  polls QUEUE's ready count (passive
+ *       declare, every 2 ms) until it reaches N; prints the seconds since
+ *       the call began, or exits 1 on time-out.
+ *
+ * Connection from REAPER_BROKER_URL and REAPER_BROKER_PASSWORD_FILE.
+ */
+#include <amqp.h>
+#include <amqp_tcp_socket.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what) {
+    fprintf(stderr, "tap_load: %s\n", what);
+    exit(2);
+}
+
+static amqp_connection_state_t connect_broker(void) {
+    const char *u = getenv("REAPER_BROKER_URL");
+    const char *pf = getenv("REAPER_BROKER_PASSWORD_FILE");
+    if (u == NULL || pf == NULL) die("REAPER_BROKER_URL and REAPER_BROKER_PASSWORD_FILE needed");
+    char url[512], pw[256] = "";
+    snprintf(url, sizeof url, "%s", u);
+    FILE *f = fopen(pf, "r");
+    if (f == NULL || fgets(pw, sizeof pw, f) == NULL) die("cannot read the password file");
+    fclose(f);
+    pw[strcspn(pw, "\r\n")] = '\0';
+    struct amqp_connection_info info;
+    if (amqp_parse_url(url, &info) != AMQP_STATUS_OK) die("bad URL");
+    amqp_connection_state_t c = amqp_new_connection();
+    amqp_socket_t *s = amqp_tcp_socket_new(c);
+    if (amqp_socket_open(s, info.host, info.port) != AMQP_STATUS_OK) die("cannot connect");
+    if (amqp_login(c, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user, pw)
+            .reply_type != AMQP_RESPONSE_NORMAL)
+        die("login failed");
+    amqp_channel_open(c, 1);
+    if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL) die("channel.open failed");
+    return c;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 5) {
+        fprintf(stderr, "usage: tap_load publish QUEUE N RATE | wait QUEUE N TIMEOUT_S\n");
+        return 2;
+    }
+    amqp_connection_state_t c = connect_broker();
+    const char *queue = argv[2];
+    long n = atol(argv[3]);
+    double t0 = now_s();
+    if (strcmp(argv[1], "publish") == 0) {
+        double rate = atof(argv[4]);
+        amqp_basic_properties_t p;
+        memset(&p, 0, sizeof p);
+        p._flags = AMQP_BASIC_DELIVERY_MODE_FLAG;
+        p.delivery_mode = 2;
+        for (long i = 0; i < n; i++) {
+            if (rate > 0) {
+                double due = t0 + i / rate;
+                double wait = due - now_s();
+                if (wait > 0) usleep((useconds_t)(wait * 1e6));
+            }
+            char body[64];
+            snprintf(body, sizeof body, "%ld %lld", i, (long long)(now_s() * 1e6));
+            if (amqp_basic_publish(c, 1, amqp_cstring_bytes(""), amqp_cstring_bytes(queue), 0, 0,
+                                   &p, amqp_cstring_bytes(body)) != AMQP_STATUS_OK)
+                die("publish failed");
+        }
+        /* A round trip, so that everything sent has reached the broker. */
+        amqp_queue_declare(c, 1, amqp_cstring_bytes(queue), 1, 0, 0, 0, amqp_empty_table);
+        if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL) die("declare failed");
+        printf("%.3f\n", now_s() - t0);
+    } else if (strcmp(argv[1], "wait") == 0) {
+        double timeout = atof(argv[4]);
+        for (;;) {
+            amqp_queue_declare_ok_t *ok = amqp_queue_declare(c, 1, amqp_cstring_bytes(queue), 1, 0,
+                                                             0, 0, amqp_empty_table);
+            if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL || ok == NULL)
+                die("declare failed");
+            if ((long)ok->message_count >= n) break;
+            if (now_s() - t0 > timeout) return 1;
+            amqp_maybe_release_buffers(c);
+            usleep(2000);
+        }
+        printf("%.3f\n", now_s() - t0);
+    } else {
+        die("unknown mode");
+    }
+    amqp_channel_close(c, 1, AMQP_REPLY_SUCCESS);
+    amqp_connection_close(c, AMQP_REPLY_SUCCESS);
+    amqp_destroy_connection(c);
+    return 0;
+}

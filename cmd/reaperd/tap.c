@@ -1,0 +1,667 @@
+/*
+ * The dead-letter tap (tap.h): its declaration on the connect thread, its
+ * consumer on the loop, the park on the store thread, and its bindings.
+ */
+#include "tap.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon_internal.h"
+#include "rp_amqp_table.h"
+#include "rp_log.h"
+#include "rp_mgmt_dlx.h"
+#include "rp_judge.h"
+#include "rp_park.h"
+#include "rp_publish.h"
+#include "rp_pg_store.h"
+
+#define RP_TAP_BACKOFF_MIN_MS 1000
+#define RP_TAP_BACKOFF_MAX_MS 8000
+
+typedef enum rp_tap_result {
+    RP_TAP_PENDING = 0,
+    RP_TAP_DONE,  /* parked, parked before, or not a dead letter: ack */
+    RP_TAP_RETRY, /* the store was unreachable: hold and try again */
+    RP_TAP_STUCK, /* failed on its own: hold until the next reconnect */
+} rp_tap_result;
+
+typedef struct rp_tap_item {
+    struct rp_tap_item *next;
+    unsigned generation;
+    uint64_t tag;
+    amqp_pool_t pool; /* owns props */
+    amqp_basic_properties_t props;
+    uint8_t *body;
+    size_t body_len;
+    bool truncated;
+    /* Set on the store thread, read on the loop after the batch. */
+    rp_tap_result result;
+    rp_park_outcome outcome;
+    bool skipped;
+    rp_status st;
+} rp_tap_item;
+
+typedef struct rp_tap_list {
+    rp_tap_item *head, *tail;
+    size_t n;
+} rp_tap_list;
+
+struct rp_tap {
+    rp_daemon *d;
+    rp_tap_list waiting; /* received, not yet sent to the store */
+    rp_tap_list stuck;   /* held unacked until the next reconnect */
+    size_t in_flight_n;  /* a batch is on the store thread */
+    bool in_flight;
+    bool paused; /* waiting for the retry timer */
+    int backoff_ms;
+    struct event *retry_ev;
+    bool bind_queued;
+    bool stopped; /* rp_tap_stop ran: nothing more is parked */
+    rp_tap_counters c;
+    /* The tap's own store session and thread (see tap.h). */
+    rp_worker *worker;
+    rp_pg_conn *conn;
+    rp_pg_store *store;
+    rp_ports ports; /* dead_letters and clock over store; publisher: the feed */
+};
+
+typedef struct rp_tap_batch {
+    rp_tap *t;
+    size_t n;
+    rp_tap_item *items[RP_TAP_BATCH];
+} rp_tap_batch;
+
+/* ---- items ------------------------------------------------------------------ */
+
+static void rp_item_free(rp_tap_item *it) {
+    if (it == NULL) return;
+    empty_amqp_pool(&it->pool);
+    free(it->body);
+    free(it);
+}
+
+static void rp_list_push(rp_tap_list *l, rp_tap_item *it) {
+    it->next = NULL;
+    if (l->tail) l->tail->next = it;
+    else l->head = it;
+    l->tail = it;
+    l->n++;
+}
+
+static rp_tap_item *rp_list_pop(rp_tap_list *l) {
+    rp_tap_item *it = l->head;
+    if (it == NULL) return NULL;
+    l->head = it->next;
+    if (l->head == NULL) l->tail = NULL;
+    l->n--;
+    it->next = NULL;
+    return it;
+}
+
+/* Puts the items of front (in order) before those of l. */
+static void rp_list_prepend(rp_tap_list *l, rp_tap_list *front) {
+    if (front->head == NULL) return;
+    front->tail->next = l->head;
+    if (l->tail == NULL) l->tail = front->tail;
+    l->head = front->head;
+    l->n += front->n;
+    memset(front, 0, sizeof *front);
+}
+
+static void rp_list_clear(rp_tap_list *l) {
+    rp_tap_item *it;
+    while ((it = rp_list_pop(l)) != NULL) rp_item_free(it);
+}
+
+/* Drops the items of older connections: the broker has them back. */
+static void rp_list_drop_stale(rp_tap_list *l, unsigned gen) {
+    rp_tap_list keep = {0};
+    rp_tap_item *it;
+    while ((it = rp_list_pop(l)) != NULL) {
+        if (it->generation == gen) rp_list_push(&keep, it);
+        else rp_item_free(it);
+    }
+    *l = keep;
+}
+
+static void rp_tap_update_held(rp_tap *t) {
+    t->c.held = t->waiting.n + t->stuck.n + t->in_flight_n;
+}
+
+/* ---- the connect thread ---------------------------------------------------- */
+
+static bool rp_tap_rpc_ok(amqp_connection_state_t c, const char *what, char *err, size_t n,
+                          amqp_rpc_reply_t *out) {
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(c);
+    if (out) *out = r;
+    if (r.reply_type == AMQP_RESPONSE_NORMAL) return true;
+    char buf[200];
+    snprintf(err, n, "%s: %s", what, rp_amqp_reply_string(r, buf, sizeof buf));
+    return false;
+}
+
+/* The broker's major version from its server properties; 0 when unknown. */
+static int rp_server_major(amqp_connection_state_t c) {
+    const amqp_table_t *p = amqp_get_server_properties(c);
+    for (int i = 0; p && i < p->num_entries; i++) {
+        const amqp_table_entry_t *e = &p->entries[i];
+        if (e->key.len == 7 && memcmp(e->key.bytes, "version", 7) == 0 &&
+            e->value.kind == AMQP_FIELD_KIND_UTF8) {
+            int major = 0;
+            const char *s = e->value.value.bytes.bytes;
+            for (size_t k = 0; k < e->value.value.bytes.len && s[k] >= '0' && s[k] <= '9' &&
+                               major < 1000;
+                 k++)
+                major = major * 10 + (s[k] - '0');
+            return major;
+        }
+    }
+    return 0;
+}
+
+bool rp_tap_setup(rp_daemon *d, amqp_connection_state_t c, char *err, size_t n) {
+    const char *tap = d->cfg->broker.tap_queue;
+    amqp_channel_open(c, RP_TAP_CHANNEL);
+    if (!rp_tap_rpc_ok(c, "opening the tap channel", err, n, NULL)) return false;
+    int major = rp_server_major(c);
+    amqp_table_entry_t e[2];
+    e[0].key = amqp_cstring_bytes("x-queue-type");
+    e[0].value.kind = AMQP_FIELD_KIND_UTF8;
+    e[0].value.value.bytes = amqp_cstring_bytes("quorum");
+    e[1].key = amqp_cstring_bytes("x-delivery-limit");
+    e[1].value.kind = AMQP_FIELD_KIND_I64;
+    e[1].value.value.i64 = -1;
+    amqp_table_t args = {major >= 4 ? 2 : 1, e};
+    amqp_queue_declare(c, RP_TAP_CHANNEL, amqp_cstring_bytes(tap), 0, 1, 0, 0, args);
+    amqp_rpc_reply_t r;
+    if (!rp_tap_rpc_ok(c, "declaring the tap queue", err, n, &r)) {
+        /* A tap declared before without the limit argument (made on 3.x,
+         * or by an older reaper): the broker refuses the new argument
+         * (406) and closes the channel. Use the queue as it is. */
+        if (major < 4 || r.reply_type != AMQP_RESPONSE_SERVER_EXCEPTION ||
+            r.reply.id != AMQP_CHANNEL_CLOSE_METHOD)
+            return false;
+        RP_WARN("the tap queue exists without x-delivery-limit -1: RabbitMQ 4's default "
+                "delivery limit of 20 applies to it; delete it while reaperd is stopped to "
+                "declare it again",
+                "queue", tap, "reason", err, NULL);
+        amqp_channel_close_ok_t ok = {0};
+        if (amqp_send_method(c, RP_TAP_CHANNEL, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) !=
+            AMQP_STATUS_OK) {
+            snprintf(err, n, "closing the tap channel failed");
+            return false;
+        }
+        amqp_channel_open(c, RP_TAP_CHANNEL);
+        if (!rp_tap_rpc_ok(c, "opening the tap channel again", err, n, NULL)) return false;
+        amqp_queue_declare(c, RP_TAP_CHANNEL, amqp_cstring_bytes(tap), 1, 1, 0, 0,
+                           amqp_empty_table);
+        if (!rp_tap_rpc_ok(c, "declaring the tap queue (passive)", err, n, NULL)) return false;
+    }
+    amqp_basic_qos(c, RP_TAP_CHANNEL, 0, RP_TAP_PREFETCH, 0);
+    if (!rp_tap_rpc_ok(c, "setting the tap's prefetch", err, n, NULL)) return false;
+    amqp_basic_consume(c, RP_TAP_CHANNEL, amqp_cstring_bytes(tap),
+                       amqp_cstring_bytes(RP_TAP_CONSUMER_TAG), 0, 0, 0, amqp_empty_table);
+    return rp_tap_rpc_ok(c, "consuming the tap queue", err, n, NULL);
+}
+
+/* ---- the tap thread ------------------------------------------------------- */
+
+/* One message made ready for the batch park. */
+typedef struct rp_tap_prep {
+    rp_tap_item *it;
+    rp_amqp_dl_model m;
+    char *headers, *props;
+    rp_pg_dl_handle h;
+    rp_dl_message msg;
+    rp_dead_letter facts;
+    rp_verdict v;
+} rp_tap_prep;
+
+static void rp_tap_prep_cleanup(rp_tap_prep *p) {
+    rp_amqp_dl_model_cleanup(&p->m);
+    free(p->headers);
+    free(p->props);
+    rp_dead_letter_cleanup(&p->facts);
+    rp_verdict_cleanup(&p->v);
+}
+
+/* Examines and judges one message for the batch. RP_OK with *park false for
+ * a message that is not a dead letter (acked, not parked). */
+static rp_status rp_tap_prepare(rp_tap *t, rp_tap_item *it, rp_tap_prep *p, bool *park) {
+    rp_daemon *d = t->d;
+    memset(p, 0, sizeof *p);
+    p->it = it;
+    rp_dead_letter_init(&p->facts);
+    rp_verdict_init(&p->v);
+    *park = false;
+    rp_status st = rp_amqp_dl_model_init(&p->m, &it->props);
+    if (st != RP_OK) return st;
+    if (!rp_amqp_dl_model_is_dead_letter(&p->m)) {
+        it->skipped = true;
+        return RP_OK;
+    }
+    st = rp_amqp_table_json((it->props._flags & AMQP_BASIC_HEADERS_FLAG) ? &it->props.headers
+                                                                          : NULL,
+                            &p->headers);
+    if (st == RP_OK) st = rp_amqp_props_json(&it->props, &p->props);
+    if (st != RP_OK) return st;
+    p->h = (rp_pg_dl_handle){p->headers, p->props};
+    p->msg = (rp_dl_message){
+        .headers = p->m.headers,
+        .body = {it->body, it->body_len},
+        .body_truncated = it->truncated,
+        .handle = &p->h,
+    };
+    st = rp_dead_letter_examine(&p->m.headers, d->cfg->broker.tap_queue,
+                                d->cfg->reap.dead_letter_queue_pattern.code, p->msg.body,
+                                &p->facts);
+    if (st == RP_OK)
+        st = rp_judge_dead_letter(&p->facts, d->mgmt_keep.vhost, d->cfg->broker.tap_queue, &p->v);
+    if (st == RP_OK) *park = true;
+    return st;
+}
+
+static rp_tap_result rp_tap_result_of(rp_status st) {
+    switch (st) {
+    case RP_OK: return RP_TAP_DONE;
+    case RP_ERR_UNAVAILABLE:
+    case RP_ERR_TIMEOUT:
+    case RP_ERR_CLOSED:
+    case RP_ERR_NOMEM: return RP_TAP_RETRY; /* the rest would fail the same way */
+    default: return RP_TAP_STUCK;
+    }
+}
+
+/* Parks the n prepared messages in one transaction; when that fails for a
+ * reason of its own (not the store going away), one by one, so that only
+ * the message that fails alone is held. */
+static void rp_tap_park_chunk(rp_tap *t, rp_tap_prep *p, size_t n, bool *down) {
+    rp_daemon *d = t->d;
+    rp_pg_park_item *items = calloc(n, sizeof *items);
+    rp_status st = items ? RP_OK : RP_ERR_NOMEM;
+    for (size_t i = 0; st == RP_OK && i < n; i++)
+        items[i] = (rp_pg_park_item){d->mgmt_keep.vhost, d->cfg->broker.tap_queue, &p[i].msg,
+                                     &p[i].facts, &p[i].v, {0}};
+    if (st == RP_OK) st = rp_pg_park_batch(t->store, items, n);
+    if (st == RP_OK) {
+        for (size_t i = 0; i < n; i++) {
+            rp_tap_item *it = p[i].it;
+            it->st = RP_OK;
+            it->result = RP_TAP_DONE;
+            it->outcome = RP_PARKED_ALREADY;
+            if (!items[i].result.parked) continue;
+            it->outcome = RP_PARKED_NEW;
+            /* Committed: the event may go out (a failure to publish loses
+             * nothing; the ledger is the record). */
+            rp_report rep;
+            rp_report_init(&rep, false);
+            if (rp_publish_event(&t->ports, &items[i].result.event, &p[i].v, &rep) != RP_OK)
+                RP_DEBUG("a tap park's event was not handed to the feed", NULL);
+            rp_report_cleanup(&rep);
+        }
+        free(items);
+        return;
+    }
+    free(items);
+    if (rp_tap_result_of(st) == RP_TAP_RETRY) {
+        *down = true;
+        for (size_t i = 0; i < n; i++) p[i].it->result = RP_TAP_RETRY, p[i].it->st = st;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        rp_tap_item *it = p[i].it;
+        if (*down || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
+            it->result = RP_TAP_RETRY;
+            continue;
+        }
+        rp_report rep;
+        rp_report_init(&rep, false);
+        rp_park_site site = {d->mgmt_keep.vhost, d->cfg->broker.tap_queue,
+                             d->cfg->reap.dead_letter_queue_pattern.code};
+        it->st = rp_park_dead_letter(&t->ports, &site, &p[i].msg, false, &rep, &it->outcome);
+        rp_report_cleanup(&rep);
+        it->result = rp_tap_result_of(it->st);
+        if (it->result == RP_TAP_RETRY) *down = true;
+    }
+}
+
+/* The most dead letters and body bytes parked in one transaction. */
+#define RP_TAP_TXN_MAX 50
+#define RP_TAP_TXN_BYTES (8u * 1024u * 1024u)
+
+static void rp_tap_work(void *ctx, void *job) {
+    rp_tap *t = ctx;
+    rp_daemon *d = t->d;
+    rp_tap_batch *b = job;
+    rp_tap_prep *p = calloc(RP_TAP_TXN_MAX, sizeof *p);
+    bool down = p == NULL;
+    size_t i = 0;
+    while (i < b->n) {
+        size_t np = 0, bytes = 0;
+        for (; i < b->n && np < RP_TAP_TXN_MAX && bytes < RP_TAP_TXN_BYTES; i++) {
+            rp_tap_item *it = b->items[i];
+            if (down || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
+                it->result = RP_TAP_RETRY;
+                continue;
+            }
+            bool park = false;
+            it->st = rp_tap_prepare(t, it, &p[np], &park);
+            if (it->st != RP_OK || !park) {
+                it->result = rp_tap_result_of(it->st);
+                if (it->result == RP_TAP_RETRY) down = true;
+                rp_tap_prep_cleanup(&p[np]);
+                continue;
+            }
+            bytes += it->body_len;
+            np++;
+        }
+        if (np > 0) {
+            if (down || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
+                for (size_t k = 0; k < np; k++) p[k].it->result = RP_TAP_RETRY;
+            } else {
+                rp_tap_park_chunk(t, p, np, &down);
+            }
+        }
+        for (size_t k = 0; k < np; k++) rp_tap_prep_cleanup(&p[k]);
+    }
+    free(p);
+}
+
+/* ---- the loop ----------------------------------------------------------------- */
+
+static void rp_tap_kick(rp_tap *t);
+
+static bool rp_tap_ack(rp_tap *t, uint64_t tag, bool multiple) {
+    amqp_connection_state_t c = rp_amqp_conn_handle(t->d->amqp);
+    if (c == NULL) return false;
+    int st = amqp_basic_ack(c, RP_TAP_CHANNEL, tag, multiple);
+    if (st != AMQP_STATUS_OK) {
+        char why[160];
+        snprintf(why, sizeof why, "tap ack: %s", amqp_error_string2(st));
+        rp_amqp_conn_fail(t->d->amqp, why);
+        return false;
+    }
+    return true;
+}
+
+/* The lowest delivery tag still held (waiting or stuck) on this
+ * connection, or UINT64_MAX. */
+static uint64_t rp_tap_lowest_held(const rp_tap *t, unsigned gen) {
+    uint64_t low = UINT64_MAX;
+    const rp_tap_list *ls[2] = {&t->waiting, &t->stuck};
+    for (int k = 0; k < 2; k++)
+        for (const rp_tap_item *it = ls[k]->head; it; it = it->next)
+            if (it->generation == gen && it->tag < low) low = it->tag;
+    return low;
+}
+
+static void rp_tap_on_retry(evutil_socket_t fd, short what, void *arg) {
+    RP_UNUSED(fd);
+    RP_UNUSED(what);
+    rp_tap *t = arg;
+    t->paused = false;
+    rp_tap_kick(t);
+}
+
+static void rp_tap_pause(rp_tap *t) {
+    t->backoff_ms = t->backoff_ms ? t->backoff_ms * 2 : RP_TAP_BACKOFF_MIN_MS;
+    if (t->backoff_ms > RP_TAP_BACKOFF_MAX_MS) t->backoff_ms = RP_TAP_BACKOFF_MAX_MS;
+    struct timeval tv = {t->backoff_ms / 1000, (t->backoff_ms % 1000) * 1000};
+    t->paused = true;
+    evtimer_add(t->retry_ev, &tv);
+}
+
+static void rp_tap_done(void *job, bool cancelled) {
+    rp_tap_batch *b = job;
+    rp_tap *t = b->t;
+    rp_daemon *d = t->d;
+    t->in_flight = false;
+    t->in_flight_n = 0;
+    if (cancelled) {
+        for (size_t i = 0; i < b->n; i++) rp_item_free(b->items[i]);
+        free(b);
+        rp_tap_update_held(t);
+        return;
+    }
+    unsigned gen = d->broker_generation;
+    bool live = d->broker_up;
+    rp_tap_list retry = {0}, done = {0};
+    uint64_t parked = 0, stuck = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        rp_tap_item *it = b->items[i];
+        if (it->result == RP_TAP_DONE) {
+            if (it->skipped) t->c.skipped++;
+            else if (it->outcome == RP_PARKED_NEW) t->c.parked++, parked++;
+            else t->c.already++;
+        } else {
+            t->c.failed++;
+        }
+        if (!live || it->generation != gen) {
+            rp_item_free(it); /* the broker delivers it again */
+            continue;
+        }
+        switch (it->result) {
+        case RP_TAP_DONE: rp_list_push(&done, it); break;
+        case RP_TAP_RETRY: rp_list_push(&retry, it); break;
+        default:
+            stuck++;
+            RP_ERROR("a dead letter could not be parked; it stays unacked on the tap until the "
+                     "next reconnect",
+                     "status", rp_status_string(it->st), NULL);
+            rp_list_push(&t->stuck, it);
+            break;
+        }
+    }
+    bool store_down = retry.n > 0;
+    rp_list_prepend(&t->waiting, &retry);
+    free(b);
+    /* Ack what is settled: one multiple ack when nothing held lies below. */
+    if (done.n > 0) {
+        uint64_t high = done.tail->tag;
+        bool ok = true;
+        if (high < rp_tap_lowest_held(t, gen)) {
+            ok = rp_tap_ack(t, high, true);
+        } else {
+            for (rp_tap_item *it = done.head; ok && it; it = it->next)
+                ok = rp_tap_ack(t, it->tag, false);
+        }
+        if (ok) t->c.acked += done.n;
+        rp_list_clear(&done);
+    }
+    if (parked > 0 || stuck > 0) {
+        char np[24], nh[24];
+        snprintf(np, sizeof np, "%" PRIu64, parked);
+        snprintf(nh, sizeof nh, "%zu", t->waiting.n + t->stuck.n);
+        RP_DEBUG("dead letters parked from the tap", "parked", np, "held", nh, NULL);
+    }
+    rp_tap_update_held(t);
+    if (store_down) {
+        if (t->backoff_ms == 0)
+            RP_WARN("the store is unreachable: the tap holds its dead letters unacked and "
+                    "tries again",
+                    "queue", d->cfg->broker.tap_queue, NULL);
+        rp_tap_pause(t);
+        return;
+    }
+    if (t->backoff_ms) RP_INFO("the tap parks again", "queue", d->cfg->broker.tap_queue, NULL);
+    t->backoff_ms = 0;
+    rp_tap_kick(t);
+}
+
+static void rp_tap_kick(rp_tap *t) {
+    rp_daemon *d = t->d;
+    if (t->in_flight || t->paused || t->stopped) return;
+    rp_list_drop_stale(&t->waiting, d->broker_generation);
+    rp_list_drop_stale(&t->stuck, d->broker_generation);
+    if (t->waiting.head == NULL || !d->broker_up) {
+        rp_tap_update_held(t);
+        return;
+    }
+    rp_tap_batch *b = calloc(1, sizeof *b);
+    if (b == NULL) {
+        rp_tap_pause(t);
+        return;
+    }
+    b->t = t;
+    while (b->n < RP_TAP_BATCH && t->waiting.head) {
+        rp_tap_item *it = rp_list_pop(&t->waiting);
+        it->result = RP_TAP_PENDING;
+        it->skipped = false;
+        it->st = RP_OK;
+        b->items[b->n++] = it;
+    }
+    if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE) ||
+        rp_worker_submit(t->worker, rp_tap_work, rp_tap_done, b) != RP_OK) {
+        /* Stopping: put them back; the broker keeps them for next time. */
+        rp_tap_list back = {0};
+        for (size_t i = 0; i < b->n; i++) rp_list_push(&back, b->items[i]);
+        rp_list_prepend(&t->waiting, &back);
+        free(b);
+        return;
+    }
+    t->in_flight = true;
+    t->in_flight_n = b->n;
+    rp_tap_update_held(t);
+}
+
+void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
+    rp_tap *t = d->tap;
+    if (t == NULL) return;
+    rp_tap_item *it = calloc(1, sizeof *it);
+    bool ok = it != NULL;
+    if (ok) {
+        init_amqp_pool(&it->pool, 4096);
+        it->generation = d->broker_generation;
+        it->tag = msg->delivery_tag;
+        it->truncated = msg->truncated;
+        it->body_len = msg->body_len;
+        ok = rp_amqp_props_copy(&it->pool, &msg->props, &it->props);
+        if (ok && msg->body_len > 0) {
+            it->body = malloc(msg->body_len);
+            ok = it->body != NULL;
+            if (ok) memcpy(it->body, msg->body, msg->body_len);
+        }
+    }
+    if (!ok) {
+        /* Out of memory: not acked, so the broker gives it again after
+         * the reconnect this forces. */
+        rp_item_free(it);
+        rp_amqp_conn_fail(d->amqp, "out of memory holding a tap delivery");
+        return;
+    }
+    rp_list_push(&t->waiting, it);
+    rp_tap_kick(t);
+}
+
+/* ---- bindings ------------------------------------------------------------------- */
+
+void rp_tap_reconcile_bindings(rp_daemon *d) {
+    rp_mgmt_broker *b = d->runner.broker;
+    if (b == NULL || d->mgmt_keep.vhost == NULL) return;
+    const rp_config *cfg = d->cfg;
+    const char *skip[] = {cfg->broker.control_queue};
+    rp_mgmt_dlx_options o = {
+        .vhost = d->mgmt_keep.vhost,
+        .tap_queue = cfg->broker.tap_queue,
+        .owned_pattern = cfg->reap.owned_queue_pattern.code,
+        .skip = skip,
+        .n_skip = 1,
+    };
+    rp_mgmt_dlx_stats s;
+    rp_status st = rp_mgmt_dlx_reconcile(b, &o, &s);
+    char ex[24], add[24], rem[24], fail[24], unb[24];
+    snprintf(ex, sizeof ex, "%zu", s.exchanges);
+    snprintf(add, sizeof add, "%zu", s.added);
+    snprintf(rem, sizeof rem, "%zu", s.removed);
+    snprintf(fail, sizeof fail, "%zu", s.failed);
+    snprintf(unb, sizeof unb, "%zu", s.unbindable);
+    if (st == RP_OK && s.tap_missing) {
+        RP_DEBUG("the tap queue is not declared yet; its bindings wait for the connection",
+                 "queue", cfg->broker.tap_queue, NULL);
+    } else if (st != RP_OK || s.failed > 0) {
+        RP_WARN("the tap's bindings could not be reconciled; tried again at the next sweep",
+                "status", rp_status_string(st), "reason", rp_mgmt_broker_last_error(b),
+                "added", add, "removed", rem, "failed", fail, NULL);
+    } else if (s.added > 0 || s.removed > 0) {
+        RP_INFO("tap bindings reconciled", "queue", cfg->broker.tap_queue, "exchanges", ex,
+                "added", add, "removed", rem, NULL);
+    } else {
+        RP_INFO("tap bindings in place", "queue", cfg->broker.tap_queue, "exchanges", ex, NULL);
+    }
+    if (s.unbindable > 0)
+        RP_WARN("owned queues dead-letter through the default exchange, which the tap cannot "
+                "bind: their dead letters are parked only by the sweep's backfill",
+                "queues", unb, NULL);
+}
+
+static void rp_tap_bind_work(void *ctx, void *job) {
+    RP_UNUSED(job);
+    rp_tap_reconcile_bindings(ctx);
+}
+
+static void rp_tap_bind_done(void *job, bool cancelled) {
+    RP_UNUSED(cancelled);
+    ((rp_tap *)job)->bind_queued = false;
+}
+
+void rp_tap_bindings_soon(rp_daemon *d) {
+    rp_tap *t = d->tap;
+    if (t == NULL || t->bind_queued) return;
+    t->bind_queued = true;
+    if (rp_daemon_store_job(d, rp_tap_bind_work, rp_tap_bind_done, t) != RP_OK)
+        t->bind_queued = false;
+}
+
+/* ---- life ---------------------------------------------------------------------- */
+
+rp_tap *rp_tap_new(rp_daemon *d) {
+    rp_tap *t = calloc(1, sizeof *t);
+    if (t == NULL) return NULL;
+    t->d = d;
+    t->retry_ev = evtimer_new(d->base, rp_tap_on_retry, t);
+    t->conn = rp_pg_conn_new(d->cfg->store.dsn, 5);
+    t->store = t->conn ? rp_pg_store_new(t->conn, d->cfg->store.schema) : NULL;
+    if (t->store) {
+        rp_pg_store_ports(t->store, &t->ports);
+        rp_feed_port(d, &t->ports.publisher);
+        t->worker = rp_worker_new(d->base, "tap", NULL, t, 0);
+    }
+    if (t->retry_ev == NULL || t->worker == NULL) {
+        rp_tap_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void rp_tap_stop(rp_tap *t) {
+    if (t == NULL || t->stopped) return;
+    t->stopped = true;
+    /* The batch in flight stops at its next message (d->stopping); its done
+     * function runs here and acks what was parked. */
+    if (t->worker) rp_worker_free(t->worker);
+    t->worker = NULL;
+    rp_pg_store_free(t->store);
+    t->store = NULL;
+    rp_pg_conn_free(t->conn);
+    t->conn = NULL;
+}
+
+void rp_tap_free(rp_tap *t) {
+    if (t == NULL) return;
+    rp_tap_stop(t);
+    if (t->retry_ev) event_free(t->retry_ev);
+    rp_list_clear(&t->waiting);
+    rp_list_clear(&t->stuck);
+    free(t);
+}
+
+void rp_tap_counters_get(const rp_tap *t, rp_tap_counters *out) {
+    if (t == NULL) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    *out = t->c;
+}

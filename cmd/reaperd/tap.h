@@ -1,0 +1,112 @@
+/*
+ * tap.h - the dead-letter tap (CONTRACT section 2 condition e, section 8;
+ * issue #5): every message dead-lettered from an owned queue becomes a
+ * parked dead letter (job bus.dead_letter, gate bus_dead_lettered,
+ * dead_letter row, ledger event; one transaction, idempotent by identity),
+ * never a deletion.
+ *
+ * THE QUEUE. broker.tap_queue, a durable quorum queue, declared on every
+ * (re)connect on its own channel (RP_TAP_CHANNEL). On RabbitMQ 4 it is
+ * declared with x-delivery-limit -1 (no limit: a return never makes the
+ * broker drop a tap message; checked on 4.0.5: 25 returns kept it); on 3.x
+ * without (3.10 has no default limit, and there -1 drops a message at its
+ * first return: checked on 3.10.8). A tap declared earlier without the
+ * argument is used as it is (warned: it has 4.0's default limit of 20).
+ * NOTE: a delivery-limit POLICY that matches the tap's name wins over -1
+ * (RabbitMQ takes the larger when one is negative): keep the tap's name
+ * out of the pattern of any policy with a delivery-limit.
+ *
+ * THE BINDINGS follow the dead-letter exchanges of the owned queues
+ * (adapters/management/rp_mgmt_dlx.h): reconciled after every sweep, at
+ * every broker (re)connect, and whenever rp_tap_bindings_soon() is called
+ * (the event inventory calls it when an owned queue appears or vanishes).
+ * The broker's own dead-letter queues keep their copies: the tap never
+ * reads them.
+ *
+ * THE CONSUMER (loop thread). Prefetch RP_TAP_PREFETCH, manual acks.
+ * Deliveries are copied and queued; one batch (at most RP_TAP_BATCH) at a
+ * time goes to the tap's own thread, which has its own PostgreSQL session
+ * (so parking never waits behind a sweep on the store thread, and the two
+ * sessions commit side by side). There the messages are examined and
+ * judged as core's rp_park_dead_letter does, and parked up to 50 (and 8 MiB
+ * of bodies) per transaction, in one round trip (rp_pg_park_batch): the
+ * commit is the cost, so a storm is parked about as fast as it comes. When
+ * such a transaction fails for a reason of its own (not the store going
+ * away), its messages are parked one by one, each in its own transaction,
+ * so that only one that fails alone is held. Idempotent by identity either
+ * way (a pass's backfill parking the same identity at once is settled by ON
+ * CONFLICT). The ledger events of the parked ones go to the events exchange
+ * through the daemon's feed, after the commit. Back on the loop, parked messages are
+ * acked (one multiple ack when they are a prefix of what is held, else one
+ * by one), but only when they came on the current connection: after a
+ * reconnect the broker has them again and delivers them again, and the
+ * park is idempotent. A message that is not a dead letter at all (no
+ * x-death, no x-first-death-queue: someone published to the dead-letter
+ * exchange directly) is acked and not parked. When the store is
+ * unreachable, nothing is acked and nothing is returned: the messages stay
+ * unacked on the channel (no redelivery, so no delivery is spent), the
+ * prefetch stops the broker from sending more, and the batch is tried
+ * again after a backoff (1 s doubling to 8 s) until the store answers. A
+ * message whose park fails otherwise (RP_ERR_INTERNAL...) is held unacked
+ * and logged; the broker gives it back at the next reconnect.
+ *
+ * Ownership: the daemon owns the tap (rp_tap_new after the store thread
+ * exists; rp_tap_stop BEFORE the store thread is freed, since the feed
+ * posts through it; rp_tap_free after the broker is stopped). Threads:
+ * every function on the loop thread, except rp_tap_setup (the connect
+ * thread) and rp_tap_reconcile_bindings (the store thread).
+ */
+#ifndef RP_TAP_H
+#define RP_TAP_H
+
+#include <amqp.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rp_amqp_msg.h"
+#include "rp_common.h"
+#include "rp_status.h"
+
+#define RP_TAP_CHANNEL 3
+#define RP_TAP_CONSUMER_TAG "reaper.tap"
+#define RP_TAP_PREFETCH 500
+#define RP_TAP_BATCH 250
+
+struct rp_daemon;
+typedef struct rp_tap rp_tap;
+
+typedef struct rp_tap_counters {
+    uint64_t parked;   /* parked now */
+    uint64_t already;  /* parked before (a redelivery, a second copy) */
+    uint64_t skipped;  /* not a dead letter: acked, not parked */
+    uint64_t failed;   /* park attempts that failed (store down included) */
+    uint64_t acked;    /* deliveries acked */
+    uint64_t held;     /* deliveries held now, unacked */
+} rp_tap_counters;
+
+/* NULL when out of memory or the thread cannot start. */
+rp_tap *rp_tap_new(struct rp_daemon *d);
+/* Joins the tap's thread (its last batch's acks are sent) and closes its
+ * session. Idempotent. */
+void rp_tap_stop(rp_tap *t);
+void rp_tap_free(rp_tap *t);
+
+/* Connect thread (rp_amqp_conn's on_setup): opens RP_TAP_CHANNEL, declares
+ * the tap queue, sets the prefetch and consumes. Reads only the
+ * configuration and the connection's server properties. */
+bool rp_tap_setup(struct rp_daemon *d, amqp_connection_state_t c, char *err, size_t n);
+
+/* A delivery for RP_TAP_CONSUMER_TAG (lent for the call). */
+void rp_tap_on_message(struct rp_daemon *d, const rp_amqp_message *msg);
+
+/* Asks for a binding reconcile on the store thread soon (coalesced: one
+ * waits at most). For the event inventory: call it when an owned queue is
+ * created or deleted, or a policy changes. */
+void rp_tap_bindings_soon(struct rp_daemon *d);
+
+/* Store thread: the binding reconcile itself (also run after every sweep). */
+void rp_tap_reconcile_bindings(struct rp_daemon *d);
+
+void rp_tap_counters_get(const rp_tap *t, rp_tap_counters *out);
+
+#endif
