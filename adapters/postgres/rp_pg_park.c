@@ -147,6 +147,8 @@ void rp__pg_fill_park(rp_dead_letter_port *out) {
 /* ---- the batch park (rp_pg_store.h) ----------------------------------------- */
 
 #define RP_PARK_NPARAMS 13
+/* The commands before the parks in the pipeline: BEGIN, SET LOCAL. */
+#define RP_PARK_LEAD 2
 
 rp_status rp_pg_park_batch(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
     if (s == NULL || items == NULL || n == 0 || n > 100000) return RP_ERR_INVALID;
@@ -164,8 +166,8 @@ rp_status rp_pg_park_batch(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
     int *lengths = calloc(n * RP_PARK_NPARAMS, sizeof *lengths);
     int *formats = calloc(n * RP_PARK_NPARAMS, sizeof *formats);
     char (*death)[24] = calloc(n, sizeof *death);
-    rp__pg_cmd *k = calloc(n + 2, sizeof *k);
-    PGresult **res = calloc(n + 2, sizeof *res);
+    rp__pg_cmd *k = calloc(n + RP_PARK_LEAD + 1, sizeof *k);
+    PGresult **res = calloc(n + RP_PARK_LEAD + 1, sizeof *res);
     if (!t || !vals || !lengths || !formats || !death || !k || !res) goto done;
     st = RP_OK;
     for (size_t i = 0; i < n && st == RP_OK; i++) {
@@ -198,18 +200,26 @@ rp_status rp_pg_park_batch(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
         v[12] = t[i].ledger_payload;
         lengths[i * RP_PARK_NPARAMS + 7] = (int)body_len;
         formats[i * RP_PARK_NPARAMS + 7] = 1; /* the body travels as bytes */
-        k[i + 1] = (rp__pg_cmd){.stmt = RP__PG_PARK, .n = RP_PARK_NPARAMS, .values = v,
+        k[i + RP_PARK_LEAD] = (rp__pg_cmd){.stmt = RP__PG_PARK, .n = RP_PARK_NPARAMS, .values = v,
                                 .lengths = lengths + i * RP_PARK_NPARAMS,
                                 .formats = formats + i * RP_PARK_NPARAMS};
     }
     if (st == RP_OK) st = rp__pg_enter(s, RP__PG_WRITE, "park_batch");
     if (st != RP_OK) goto done;
+    /* The park's plan does not depend on the data (four inserts from
+     * parameters, the conflict on the primary key, a join of two one-row
+     * results): within this transaction its generic plan is made once for
+     * the session and reused, instead of the session's custom plan planned
+     * for every park (rp_pg_store.c's plan mode, there for statements whose
+     * plans do depend on the table). Measured here: about 10% less
+     * PostgreSQL time per park. SET LOCAL ends with the transaction. */
     k[0] = (rp__pg_cmd){.stmt = -1, .sql = "BEGIN"};
-    k[n + 1] = (rp__pg_cmd){.stmt = -1, .sql = "COMMIT"};
-    st = rp__pg_run(s, k, n + 2, res, "park_batch", NULL);
+    k[1] = (rp__pg_cmd){.stmt = -1, .sql = "SET LOCAL plan_cache_mode = force_generic_plan"};
+    k[n + RP_PARK_LEAD] = (rp__pg_cmd){.stmt = -1, .sql = "COMMIT"};
+    st = rp__pg_run(s, k, n + RP_PARK_LEAD + 1, res, "park_batch", NULL);
     if (st != RP_OK) goto done;
     for (size_t i = 0; i < n; i++) {
-        PGresult *r = res[i + 1];
+        PGresult *r = res[i + RP_PARK_LEAD];
         if (PQntuples(r) == 1) {
             rp_park_result *out = &items[i].result;
             out->parked = true;
@@ -219,7 +229,7 @@ rp_status rp_pg_park_batch(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
             out->gate_id = rp__pg_i64(r, 0, 3);
         }
     }
-    rp__pg_clear(res, n + 2);
+    rp__pg_clear(res, n + RP_PARK_LEAD + 1);
 done:
     for (size_t i = 0; t && i < n; i++) rp_park_text_cleanup(&t[i]);
     free(t);

@@ -49,12 +49,17 @@ typedef struct rp_tap_list {
     size_t n;
 } rp_tap_list;
 
+struct rp_tap_batch;
+
 struct rp_tap {
     rp_daemon *d;
     rp_tap_list waiting; /* received, not yet sent to the store */
     rp_tap_list stuck;   /* held unacked until the next reconnect */
-    size_t in_flight_n;  /* a batch is on the store thread */
-    bool in_flight;
+    /* The batches handed to the tap's thread, oldest first (it parks them
+     * in order; their done functions run in that order on the loop). */
+    struct rp_tap_batch *flight[RP_TAP_IN_FLIGHT];
+    size_t in_flight;   /* how many of flight[] are set */
+    size_t in_flight_n; /* their messages */
     bool paused; /* waiting for the retry timer */
     int backoff_ms;
     struct event *retry_ev;
@@ -387,15 +392,32 @@ static bool rp_tap_ack(rp_tap *t, uint64_t tag, bool multiple) {
     return true;
 }
 
-/* The lowest delivery tag still held (waiting or stuck) on this
- * connection, or UINT64_MAX. */
+/* The lowest delivery tag still held (waiting, stuck, or in a batch still
+ * on the tap's thread) on this connection, or UINT64_MAX. The loop reads
+ * only the tag and generation of an item in flight, which the thread never
+ * writes. */
 static uint64_t rp_tap_lowest_held(const rp_tap *t, unsigned gen) {
     uint64_t low = UINT64_MAX;
     const rp_tap_list *ls[2] = {&t->waiting, &t->stuck};
     for (int k = 0; k < 2; k++)
         for (const rp_tap_item *it = ls[k]->head; it; it = it->next)
             if (it->generation == gen && it->tag < low) low = it->tag;
+    for (size_t f = 0; f < t->in_flight; f++)
+        for (size_t i = 0; i < t->flight[f]->n; i++) {
+            const rp_tap_item *it = t->flight[f]->items[i];
+            if (it->generation == gen && it->tag < low) low = it->tag;
+        }
     return low;
+}
+
+/* Takes b out of the batches in flight (it came back from the thread). */
+static void rp_tap_land(rp_tap *t, const struct rp_tap_batch *b) {
+    size_t f = 0;
+    while (f < t->in_flight && t->flight[f] != b) f++;
+    if (f == t->in_flight) return;
+    t->in_flight_n -= t->flight[f]->n;
+    for (; f + 1 < t->in_flight; f++) t->flight[f] = t->flight[f + 1];
+    t->flight[--t->in_flight] = NULL;
 }
 
 static void rp_tap_on_retry(evutil_socket_t fd, short what, void *arg) {
@@ -418,8 +440,7 @@ static void rp_tap_done(void *job, bool cancelled) {
     rp_tap_batch *b = job;
     rp_tap *t = b->t;
     rp_daemon *d = t->d;
-    t->in_flight = false;
-    t->in_flight_n = 0;
+    rp_tap_land(t, b);
     if (cancelled) {
         for (size_t i = 0; i < b->n; i++) rp_item_free(b->items[i]);
         free(b);
@@ -479,6 +500,7 @@ static void rp_tap_done(void *job, bool cancelled) {
     }
     rp_tap_update_held(t);
     if (store_down) {
+        if (t->paused) return; /* the other batch in flight found it first */
         if (t->backoff_ms == 0)
             RP_WARN("the store is unreachable: the tap holds its dead letters unacked and "
                     "tries again",
@@ -491,19 +513,29 @@ static void rp_tap_done(void *job, bool cancelled) {
     rp_tap_kick(t);
 }
 
+static bool rp_tap_submit(rp_tap *t);
+
+/* Hands batches to the tap's thread while fewer than RP_TAP_IN_FLIGHT are
+ * there: the next one is parked as soon as the last one commits, while the
+ * loop acks the last one and gathers the one after. */
 static void rp_tap_kick(rp_tap *t) {
     rp_daemon *d = t->d;
-    if (t->in_flight || t->paused || t->stopped) return;
+    if (t->paused || t->stopped) return;
     rp_list_drop_stale(&t->waiting, d->broker_generation);
     rp_list_drop_stale(&t->stuck, d->broker_generation);
-    if (t->waiting.head == NULL || !d->broker_up) {
-        rp_tap_update_held(t);
-        return;
-    }
+    while (t->in_flight < RP_TAP_IN_FLIGHT && t->waiting.head && d->broker_up && !t->paused)
+        if (!rp_tap_submit(t)) break;
+    rp_tap_update_held(t);
+}
+
+/* One batch from the head of waiting to the thread; false when it could
+ * not go (the tap paused, or stopping). */
+static bool rp_tap_submit(rp_tap *t) {
+    rp_daemon *d = t->d;
     rp_tap_batch *b = calloc(1, sizeof *b);
     if (b == NULL) {
         rp_tap_pause(t);
-        return;
+        return false;
     }
     b->t = t;
     while (b->n < RP_TAP_BATCH && t->waiting.head) {
@@ -520,11 +552,11 @@ static void rp_tap_kick(rp_tap *t) {
         for (size_t i = 0; i < b->n; i++) rp_list_push(&back, b->items[i]);
         rp_list_prepend(&t->waiting, &back);
         free(b);
-        return;
+        return false;
     }
-    t->in_flight = true;
-    t->in_flight_n = b->n;
-    rp_tap_update_held(t);
+    t->flight[t->in_flight++] = b;
+    t->in_flight_n += b->n;
+    return true;
 }
 
 void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {

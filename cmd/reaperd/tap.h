@@ -24,8 +24,10 @@
  * reads them.
  *
  * THE CONSUMER (loop thread). Prefetch RP_TAP_PREFETCH, manual acks.
- * Deliveries are copied and queued; one batch (at most RP_TAP_BATCH) at a
- * time goes to the tap's own thread, which has its own PostgreSQL session
+ * Deliveries are copied and queued; batches (at most RP_TAP_BATCH each, at
+ * most RP_TAP_IN_FLIGHT handed over at once, so that the thread starts the
+ * next as soon as one commits, while the loop acks that one) go to the tap's
+ * own thread, which parks them in order and has its own PostgreSQL session
  * (so parking never waits behind a sweep on the store thread, and the two
  * sessions commit side by side). There the messages are examined and
  * judged as core's rp_park_dead_letter does, and parked up to 50 (and 8 MiB
@@ -69,8 +71,9 @@
 
 #define RP_TAP_CHANNEL 3
 #define RP_TAP_CONSUMER_TAG "reaper.tap"
-#define RP_TAP_PREFETCH 500
+#define RP_TAP_PREFETCH 1000
 #define RP_TAP_BATCH 250
+#define RP_TAP_IN_FLIGHT 2
 
 struct rp_daemon;
 typedef struct rp_tap rp_tap;
