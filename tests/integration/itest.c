@@ -265,6 +265,29 @@ int itest_http(int port, const char *method, const char *path, char **body, int 
 }
 
 /* ---- AMQP client for tests ---- */
+long long itest_mono_ms(void) { return rp_now_ms(); }
+
+char *itest_scrape(int port) {
+    char *body = NULL;
+    int code = itest_http(port, "GET", "/metrics", &body, 5000);
+    if (code != 200) {
+        fprintf(stderr, "GET /metrics on port %d: %d\n", port, code);
+        free(body);
+        exit(1);
+    }
+    return body;
+}
+
+double itest_metric(const char *text, const char *series) {
+    size_t n = strlen(series);
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        if (strncmp(line, series, n) == 0 && line[n] == ' ') return strtod(line + n + 1, NULL);
+        line = end ? end + 1 : NULL;
+    }
+    return -1;
+}
+
 #include <amqp_tcp_socket.h>
 
 amqp_connection_state_t itest_amqp_connect(void) {

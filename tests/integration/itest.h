@@ -57,6 +57,17 @@ int itest_reaperd_http_port(rp_child *c, int timeout_ms);
  * (heap, NUL-terminated; may be NULL), or -1 when no answer came in time. */
 int itest_http(int port, const char *method, const char *path, char **body, int timeout_ms);
 
+
+/* Milliseconds on CLOCK_MONOTONIC (for time-outs and measured durations). */
+long long itest_mono_ms(void);
+
+/* GET /metrics from a reaperd's HTTP port; fails the test unless it answers
+ * 200. Heap string, the caller frees. */
+char *itest_scrape(int port);
+/* The value of the sample named exactly series (name and labels, as
+ * rendered) in a Prometheus text body; -1 when absent. */
+double itest_metric(const char *text, const char *series);
+
 #endif
 
 /* ---- AMQP client for tests (rabbitmq-c, blocking, test side only) ---- */

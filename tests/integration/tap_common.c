@@ -93,11 +93,15 @@ int tap_world_teardown(void) {
     return 0;
 }
 
-void tap_start_reaperd(void) {
+void tap_start_reaperd(void) { tap_start_reaperd_every(3600); }
+
+void tap_start_reaperd_every(int interval_seconds) {
     if (T.reaperd) tap_stop_reaperd(SIGTERM); /* a failed test left it running */
     char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    char interval[64];
+    snprintf(interval, sizeof interval, "REAPER_REAP_INTERVAL_SECONDS=%d", interval_seconds);
     char *env[] = {T.env_schema, T.env_tap, T.env_control, T.env_owned, T.env_dlq,
-                   "REAPER_LOG_FORMAT=json", "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
+                   "REAPER_LOG_FORMAT=json", interval, NULL};
     T.reaperd = rp_child_start(argv, env);
     assert_non_null(T.reaperd);
     assert_true(rp_child_wait_for(T.reaperd, "\"msg\":\"broker connected\"", 30000));
