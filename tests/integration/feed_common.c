@@ -10,12 +10,6 @@
 #include "itest.h"
 #include "rp_proto.h"
 
-static long long mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void die(const char *what) {
     fprintf(stderr, "feed_common: %s\n", what);
     exit(1);
@@ -122,9 +116,9 @@ static bool get_one(feed_sub *s, feed_msgs *out) {
 }
 
 void feed_sub_read(feed_sub *s, feed_msgs *out, size_t want, int quiet_ms, int timeout_ms) {
-    long long start = mono_ms(), last = mono_ms();
+    long long start = itest_mono_ms(), last = itest_mono_ms();
     for (;;) {
-        long long now = mono_ms();
+        long long now = itest_mono_ms();
         if (now - start > timeout_ms) return;
         if (get_one(s, out)) {
             last = now;

@@ -387,3 +387,127 @@ void itest_reply_free(itest_reply *r) {
     free(r->body);
     memset(r, 0, sizeof *r);
 }
+
+/* ---- PostgreSQL and the services ---------------------------------------- */
+
+#include <arpa/inet.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+PGconn *itest_pg_connect(void) {
+    PGconn *pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
+    if (PQstatus(pg) != CONNECTION_OK) {
+        fprintf(stderr, "integration test: cannot connect to PostgreSQL: %s", PQerrorMessage(pg));
+        exit(1);
+    }
+    PQclear(PQexec(pg, "SET client_min_messages = warning"));
+    return pg;
+}
+
+static PGresult *itest_sql_run(PGconn *pg, const char *schema, const char *fmt, va_list ap,
+                               char *sql, size_t n) {
+    vsnprintf(sql, n, fmt, ap);
+    char set[160];
+    snprintf(set, sizeof set, "SET search_path TO %s", schema);
+    PQclear(PQexec(pg, set));
+    return PQexec(pg, sql);
+}
+
+const char *itest_sql(PGconn *pg, const char *schema, const char *fmt, ...) {
+    static char value[8192];
+    char sql[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    PGresult *r = itest_sql_run(pg, schema, fmt, ap, sql, sizeof sql);
+    va_end(ap);
+    ExecStatusType s = PQresultStatus(r);
+    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
+        fprintf(stderr, "sql failed: %s\n%s", sql, PQresultErrorMessage(r));
+        PQclear(r);
+        fail();
+    }
+    snprintf(value, sizeof value, "%s",
+             (s == PGRES_TUPLES_OK && PQntuples(r) > 0) ? PQgetvalue(r, 0, 0) : "");
+    PQclear(r);
+    return value;
+}
+
+long itest_sqln(PGconn *pg, const char *schema, const char *fmt, ...) {
+    if (PQstatus(pg) != CONNECTION_OK) PQreset(pg);
+    char sql[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    PGresult *r = itest_sql_run(pg, schema, fmt, ap, sql, sizeof sql);
+    va_end(ap);
+    long n = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) ? atol(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    return n;
+}
+
+void itest_drop_schema(PGconn *pg, const char *schema) {
+    char sql[160];
+    snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", schema);
+    PQclear(PQexec(pg, "SET client_min_messages = warning"));
+    PQclear(PQexec(pg, sql));
+}
+
+int itest_migrate(const char *schema) {
+    char env_schema[160];
+    snprintf(env_schema, sizeof env_schema, "REAPER_STORE_SCHEMA=%s", schema);
+    char *argv[] = {(char *)itest_env("REAPERD"), "--migrate", NULL};
+    char *env[] = {env_schema, NULL};
+    char *out, *err;
+    int rc = rp_run_capture(argv, env, &out, &err);
+    if (rc != 0) fprintf(stderr, "reaperd --migrate: exit %d\n%s\n%s\n", rc, out, err);
+    free(out);
+    free(err);
+    return rc;
+}
+
+int itest_services(const char *verb, const char *what) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s/scripts/services %s %s >/dev/null 2>&1",
+             itest_env("REAPER_SOURCE_DIR"), verb, what);
+    return system(cmd);
+}
+
+const char *itest_broker_service(void) {
+    const char *service = getenv("RP_BROKER_SERVICE");
+    return service && *service ? service : "rabbitmq";
+}
+
+int itest_closed_port(void) {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 ||
+        getsockname(s, (struct sockaddr *)&a, &len) != 0) {
+        fprintf(stderr, "integration test: cannot find a closed port\n");
+        exit(1);
+    }
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+rp_child *itest_reaperd_start(char *const env[], const char *ready1, const char *ready2) {
+    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    rp_child *c = rp_child_start(argv, env);
+    assert_non_null(c);
+    const char *ready[] = {ready1, ready2};
+    for (int i = 0; i < 2; i++) {
+        if (ready[i] == NULL || rp_child_wait_for(c, ready[i], 60000)) continue;
+        fprintf(stderr, "reaperd never said %s; it said:\n%s\n", ready[i], c->log);
+        fail();
+    }
+    return c;
+}
+
+int itest_reaperd_stop(rp_child *c) {
+    int rc = rp_child_stop(c, SIGTERM, 20000);
+    if (rc != 0) fprintf(stderr, "reaperd exit %d; it said:\n%s\n", rc, c->log);
+    rp_child_free(c);
+    return rc;
+}

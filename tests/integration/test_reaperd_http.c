@@ -63,9 +63,7 @@ static int teardown(void **state) {
     fixture *f = *state;
     rp_child_free(f->child);
     if (f->pg == NULL) f->pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    char sql[160];
-    snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", f->schema);
-    PQclear(PQexec(f->pg, sql));
+    itest_drop_schema(f->pg, f->schema);
     PQfinish(f->pg);
     unlink(f->config);
     amqp_connection_state_t c = itest_amqp_connect();
@@ -75,40 +73,7 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* Runs sql in the fixture's schema; returns the first value ("" for none). */
-static char *q(fixture *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static char *q(fixture *f, const char *fmt, ...) {
-    static char value[4096];
-    char sql[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    char set[160];
-    snprintf(set, sizeof set, "SET search_path TO %s", f->schema);
-    PQclear(PQexec(f->pg, set));
-    PGresult *r = PQexec(f->pg, sql);
-    ExecStatusType s = PQresultStatus(r);
-    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
-        fprintf(stderr, "sql failed: %s\n%s", sql, PQresultErrorMessage(r));
-        fail();
-    }
-    snprintf(value, sizeof value, "%s",
-             (s == PGRES_TUPLES_OK && PQntuples(r) > 0) ? PQgetvalue(r, 0, 0) : "");
-    PQclear(r);
-    return value;
-}
-
-static void migrate(fixture *f) {
-    char *argv[] = {(char *)itest_env("REAPERD"), "--migrate", NULL};
-    char *env[] = {f->env_schema, NULL};
-    char *out, *err;
-    int rc = rp_run_capture(argv, env, &out, &err);
-    if (rc != 0) fprintf(stderr, "%s", err);
-    assert_int_equal(rc, 0);
-    free(out);
-    free(err);
-}
+static void migrate(fixture *f) { assert_int_equal(itest_migrate(f->schema), 0); }
 
 /* Starts the daemon (argv after the program: a1, a2 may be NULL) with the
  * fixture's schema and queue and the extra environment entries. */
@@ -171,13 +136,13 @@ static void send_request(fixture *f, amqp_connection_state_t c, const char *json
 static void test_metrics_after_a_pass(void **state) {
     fixture *f = *state;
     migrate(f);
-    q(f, "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
+    itest_sql(f->pg, f->schema, "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
          " lease_expires_at) SELECT 'alpha', 'k', 'leased', 1, 7, 'w', now() - interval '30 s'"
          " FROM generate_series(1, 3)");
-    q(f, "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
+    itest_sql(f->pg, f->schema, "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
          " lease_expires_at) SELECT 'alpha', 'k', 'leased', 7, 7, 'w', now() - interval '30 s'"
          " FROM generate_series(1, 2)");
-    q(f, "INSERT INTO job (project_id, kind, state, run_after) VALUES"
+    itest_sql(f->pg, f->schema, "INSERT INTO job (project_id, kind, state, run_after) VALUES"
          " ('beta', 'k', 'ready', now() - interval '2 hours')");
     rp_child *c = start(f, NULL, NULL, "REAPER_REAP_INTERVAL_SECONDS=3600", NULL);
     int port = itest_reaperd_http_port(c, 30000);
@@ -186,21 +151,21 @@ static void test_metrics_after_a_pass(void **state) {
     char *t = itest_scrape(port);
     assert_text_format(t);
     /* What the ledger holds, the counters say. */
-    assert_int_equal(atol(q(f, "SELECT count(*) FROM ledger WHERE payload->>'condition' = "
+    assert_int_equal(atol(itest_sql(f->pg, f->schema, "SELECT count(*) FROM ledger WHERE payload->>'condition' = "
                                "'LEASE_EXPIRED' AND payload->>'action' = 'REQUEUED'")),
                      3);
     assert_true(itest_metric(t, "reaper_reaped_total{source=\"job_queue\",condition=\"lease_expired\","
                           "action=\"requeued\"}") == 3);
-    assert_int_equal(atol(q(f, "SELECT count(*) FROM ledger WHERE payload->>'condition' = "
+    assert_int_equal(atol(itest_sql(f->pg, f->schema, "SELECT count(*) FROM ledger WHERE payload->>'condition' = "
                                "'POISON' AND payload->>'action' = 'PARKED'")),
                      2);
     assert_true(itest_metric(t, "reaper_reaped_total{source=\"job_queue\",condition=\"poison\","
                           "action=\"parked\"}") == 2);
     assert_true(itest_metric(t, "reaper_reaped_total{source=\"job_queue\",condition=\"stale_ready\","
                           "action=\"surfaced\"}") == 1);
-    assert_int_equal(atol(q(f, "SELECT count(*) FROM sighting WHERE condition = 'STALE_READY'")), 1);
+    assert_int_equal(atol(itest_sql(f->pg, f->schema, "SELECT count(*) FROM sighting WHERE condition = 'STALE_READY'")), 1);
     assert_true(itest_metric(t, "reaper_sightings_open{condition=\"stale_ready\"}") == 1);
-    assert_int_equal(atol(q(f, "SELECT count(*) FROM gate WHERE answer IS NULL")), 2);
+    assert_int_equal(atol(itest_sql(f->pg, f->schema, "SELECT count(*) FROM gate WHERE answer IS NULL")), 2);
     assert_true(itest_metric(t, "reaper_gates_open{kind=\"delivery_exhausted\"}") == 2);
     assert_true(itest_metric(t, "reaper_gates_open{kind=\"bus_dead_lettered\"}") == 0);
     assert_true(itest_metric(t, "reaper_pass_duration_seconds_count{scope=\"full\"}") == 1);
@@ -233,7 +198,7 @@ static void test_metrics_after_a_pass(void **state) {
     assert_false(ok);
     char answer[128];
     snprintf(answer, sizeof answer, "{\"v\":1,\"op\":\"answer\",\"gate\":%s,\"choice\":\"retry\"}",
-             q(f, "SELECT min(id) FROM gate"));
+             itest_sql(f->pg, f->schema, "SELECT min(id) FROM gate"));
     send_request(f, a, answer, &ok);
     assert_true(ok);
     send_request(f, a, answer, &ok); /* already answered: not counted again */
@@ -306,14 +271,6 @@ static void test_healthz_during_a_long_pass(void **state) {
     finish(f, c);
 }
 
-static int services(const char *what) {
-    char cmd[512];
-    const char *service = getenv("RP_BROKER_SERVICE");
-    snprintf(cmd, sizeof cmd, "%s/scripts/services %s %s >/dev/null 2>&1",
-             itest_env("REAPER_SOURCE_DIR"), what, service && *service ? service : "rabbitmq");
-    return system(cmd);
-}
-
 /* Polls /readyz until it answers want (or timeout_ms passes); returns the
  * last code and body. */
 static int readyz_until(rp_child *c, int port, int want, char **body, int timeout_ms) {
@@ -341,9 +298,9 @@ static void test_readyz_follows_the_broker(void **state) {
     assert_int_equal(readyz_until(c, port, 200, &body, 30000), 200);
     assert_string_equal(body, "ready\n");
     free(body);
-    assert_int_equal(services("stop"), 0);
+    assert_int_equal(itest_services("stop", itest_broker_service()), 0);
     int code = readyz_until(c, port, 503, &body, 30000);
-    if (code != 503 && services("start") != 0) fprintf(stderr, "cannot start the broker again\n");
+    if (code != 503 && itest_services("start", itest_broker_service()) != 0) fprintf(stderr, "cannot start the broker again\n");
     assert_int_equal(code, 503);
     assert_non_null(strstr(body, "broker down"));
     free(body);
@@ -352,7 +309,7 @@ static void test_readyz_follows_the_broker(void **state) {
     assert_true(itest_metric(t, "reaper_up{backend=\"broker\"}") == 0);
     assert_true(itest_metric(t, "reaper_up{backend=\"store\"}") == 1);
     free(t);
-    assert_int_equal(services("start"), 0);
+    assert_int_equal(itest_services("start", itest_broker_service()), 0);
     assert_int_equal(readyz_until(c, port, 200, &body, 90000), 200);
     free(body);
     t = itest_scrape(port);
@@ -508,7 +465,7 @@ static void test_sigterm_finishes_what_is_in_flight(void **state) {
 static void test_sigterm_bounded_when_the_store_is_stuck(void **state) {
     fixture *f = *state;
     migrate(f);
-    q(f, "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
+    itest_sql(f->pg, f->schema, "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
          " lease_expires_at) SELECT 'alpha', 'k', 'leased', 1, 7, 'w', now() - interval '30 s'"
          " FROM generate_series(1, 5)");
     PGconn *lock = PQconnectdb(itest_env("REAPER_STORE_DSN"));
@@ -534,7 +491,7 @@ static void test_sigterm_bounded_when_the_store_is_stuck(void **state) {
     assert_non_null(strstr(c->log, "cancelling the store's command in progress"));
     assert_non_null(strstr(c->log, "\"msg\":\"reaperd stopped\""));
     /* Nothing moved: the row transactions never began. */
-    assert_int_equal(atol(q(f, "SELECT count(*) FROM job WHERE state = 'leased'")), 5);
+    assert_int_equal(atol(itest_sql(f->pg, f->schema, "SELECT count(*) FROM job WHERE state = 'leased'")), 5);
     finish(f, c);
 }
 

@@ -217,13 +217,6 @@ static int count_in(const char *log, const char *needle) {
     return n;
 }
 
-static void services(const char *verb) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s/scripts/services %s postgres >/dev/null 2>&1",
-             itest_env("REAPER_SOURCE_DIR"), verb);
-    assert_int_equal(system(cmd), 0);
-}
-
 static void test_store_down_mid_storm(void **state) {
     (void)state;
     char work[128], dlq[128];
@@ -231,7 +224,7 @@ static void test_store_down_mid_storm(void **state) {
     tap_start_reaperd();
     tap_publish(work, "p", 2500);
     for (int i = 0; i < 300 && parked("p") < 200; i++) usleep(20 * 1000);
-    services("stop");
+    assert_int_equal(itest_services("stop", "postgres"), 0);
     tap_publish(work, "p2", 2500);
     /* Down for 6 s: the tap holds, without a loop of attempts. */
     rp_child_drain(T.reaperd, 6000);
@@ -241,7 +234,7 @@ static void test_store_down_mid_storm(void **state) {
     assert_true(tries >= 1);
     assert_true(tries <= 10); /* backoff 1, 2, 4 s: about four in 6 s */
     size_t before = strlen(T.reaperd->log);
-    services("start");
+    assert_int_equal(itest_services("start", "postgres"), 0);
     PQreset(T.pg);
     wait_all("p", 2500, 60000);
     wait_all("p2", 2500, 60000);
@@ -266,10 +259,8 @@ static int setup(void **state) {
 static int teardown(void **state) {
     (void)state;
     /* A failed store-down test must not leave the database stopped. */
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s/scripts/services start postgres >/dev/null 2>&1",
-             itest_env("REAPER_SOURCE_DIR"));
-    if (system(cmd) != 0) fprintf(stderr, "could not start postgres again\n");
+    if (itest_services("start", "postgres") != 0)
+        fprintf(stderr, "could not start postgres again\n");
     return tap_world_teardown();
 }
 
