@@ -137,12 +137,30 @@ static void test_kill9_mid_storm(void **state) {
     long seen = 0;
     for (int i = 0; i < 300 && (seen = parked("s")) < 500; i++) usleep(20 * 1000);
     tap_stop_reaperd(SIGKILL);
+    /* The killed reaperd's server sessions live on until they notice: a
+     * transaction it had already sent whole (BEGIN, the parks, COMMIT in one
+     * pipeline) still commits, seen here up to a second after the kill.
+     * Count once they are gone. */
+    long long t0 = itest_mono_ms();
+    long sessions = -1;
+    for (int i = 0; i < 300 && sessions != 0; i++) {
+        sessions = tap_sqln("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                            "'reaperd'");
+        if (sessions != 0) usleep(20 * 1000);
+    }
+    assert_int_equal(sessions, 0);
     long at_kill = parked("s");
+    fprintf(stderr, "the killed reaperd's sessions ended %lld ms after the kill\n",
+            itest_mono_ms() - t0);
     fprintf(stderr, "parked when killed: %ld of 10000\n", at_kill);
     assert_true(at_kill > 0);
     assert_true(at_kill < 10000);
+    long seq0 = tap_sqln("SELECT coalesce(max(seq), 0) FROM ledger");
     tap_start_reaperd();
     wait_all("s", 10000, 60000);
+    /* The restarted reaperd's parks are the ledger events after the kill. */
+    assert_int_equal(tap_sqln("SELECT count(*) FROM ledger WHERE seq > %ld", seq0),
+                     10000 - at_kill);
     assert_consistent();
     assert_once("s", 10000);
     assert_parks_counted(10000 - at_kill);
@@ -187,8 +205,10 @@ static void stop_mid_storm(int sig, const char *what, const char *prefix, int n)
     assert_consistent();
     assert_once(prefix, at_stop);
 
+    long seq0 = tap_sqln("SELECT coalesce(max(seq), 0) FROM ledger");
     tap_start_reaperd_every(2);
     wait_all(prefix, n, 60000);
+    assert_int_equal(tap_sqln("SELECT count(*) FROM ledger WHERE seq > %ld", seq0), n - at_stop);
     assert_consistent();
     assert_once(prefix, n);
     assert_int_equal(tap_depth(dlq), n);
