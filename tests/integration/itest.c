@@ -290,7 +290,7 @@ double itest_metric(const char *text, const char *series) {
 
 #include <amqp_tcp_socket.h>
 
-amqp_connection_state_t itest_amqp_connect(void) {
+amqp_connection_state_t itest_amqp_connect_plain(void) {
     char url[512];
     snprintf(url, sizeof url, "%s", itest_env("REAPER_BROKER_URL"));
     struct amqp_connection_info info;
@@ -311,7 +311,15 @@ amqp_connection_state_t itest_amqp_connect(void) {
         exit(1);
     }
     amqp_channel_open(c, 1);
-    amqp_get_rpc_reply(c);
+    if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL) {
+        fprintf(stderr, "cannot open channel 1\n");
+        exit(1);
+    }
+    return c;
+}
+
+amqp_connection_state_t itest_amqp_connect(void) {
+    amqp_connection_state_t c = itest_amqp_connect_plain();
     amqp_basic_consume(c, 1, amqp_cstring_bytes("amq.rabbitmq.reply-to"), amqp_empty_bytes, 0, 1,
                        0, amqp_empty_table);
     if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL) {
@@ -510,4 +518,21 @@ int itest_reaperd_stop(rp_child *c) {
     if (rc != 0) fprintf(stderr, "reaperd exit %d; it said:\n%s\n", rc, c->log);
     rp_child_free(c);
     return rc;
+}
+
+long itest_queue_depth(amqp_connection_state_t c, int channel, const char *queue) {
+    amqp_queue_declare_ok_t *ok = amqp_queue_declare(c, (amqp_channel_t)channel,
+                                                     amqp_cstring_bytes(queue), 1, 0, 0, 0,
+                                                     amqp_empty_table);
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(c);
+    if (r.reply_type != AMQP_RESPONSE_NORMAL || ok == NULL)
+        fail_msg("passive declare of %s failed (reply %d)", queue, r.reply_type);
+    return (long)ok->message_count;
+}
+
+void itest_queue_delete(amqp_connection_state_t c, int channel, const char *queue) {
+    amqp_queue_delete(c, (amqp_channel_t)channel, amqp_cstring_bytes(queue), 0, 0);
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(c);
+    if (r.reply_type != AMQP_RESPONSE_NORMAL)
+        fail_msg("delete of %s failed (reply %d)", queue, r.reply_type);
 }

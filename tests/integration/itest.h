@@ -85,7 +85,15 @@ double itest_metric(const char *text, const char *series);
  * consumes direct reply-to (amq.rabbitmq.reply-to, no-ack). Fails the test
  * on error. */
 amqp_connection_state_t itest_amqp_connect(void);
+/* The same without the direct reply-to consumer (channel 1 open). */
+amqp_connection_state_t itest_amqp_connect_plain(void);
 void itest_amqp_close(amqp_connection_state_t c);
+
+/* Messages ready in queue (a passive declare on channel); fails the test
+ * (cmocka) when the broker refuses. */
+long itest_queue_depth(amqp_connection_state_t c, int channel, const char *queue);
+/* Deletes queue (unconditionally) on channel; fails the test when refused. */
+void itest_queue_delete(amqp_connection_state_t c, int channel, const char *queue);
 
 typedef struct itest_reply {
     char *body;          /* heap, NUL-terminated (msgpack may hold NULs: use len) */

@@ -158,10 +158,7 @@ void tap_bind(const char *queue, const char *exchange, const char *key, amqp_tab
     tap_rpc_ok("queue.bind");
 }
 
-void tap_delete_queue(const char *name) {
-    amqp_queue_delete(T.amqp, 1, amqp_cstring_bytes(name), 0, 0);
-    tap_rpc_ok("queue.delete");
-}
+void tap_delete_queue(const char *name) { itest_queue_delete(T.amqp, 1, name); }
 
 void tap_delete_exchange(const char *name) {
     amqp_exchange_delete(T.amqp, 1, amqp_cstring_bytes(name), 0);
@@ -212,12 +209,7 @@ void tap_reject(const char *queue, int n) {
     amqp_bytes_free(ctag);
 }
 
-long tap_depth(const char *queue) {
-    amqp_queue_declare_ok_t *ok =
-        amqp_queue_declare(T.amqp, 1, amqp_cstring_bytes(queue), 1, 0, 0, 0, amqp_empty_table);
-    tap_rpc_ok("queue.declare passive");
-    return ok ? (long)ok->message_count : -1;
-}
+long tap_depth(const char *queue) { return itest_queue_depth(T.amqp, 1, queue); }
 
 static long tap_sqlv(const char *query) { return itest_sqln(T.pg, T.schema, "%s", query); }
 

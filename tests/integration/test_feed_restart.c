@@ -47,11 +47,7 @@ static void test_feed_across_broker_restart(void **state) {
     snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
     char *env[] = {env_schema, env_exchange, env_control, "REAPER_LOG_FORMAT=json",
                    "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
-    char *migrate[] = {(char *)itest_env("REAPERD"), "--migrate", NULL};
-    char *out, *err;
-    assert_int_equal(rp_run_capture(migrate, env, &out, &err), 0);
-    free(out);
-    free(err);
+    assert_int_equal(itest_migrate(schema), 0);
 
     /* Batch B expires in 15 s: the daemon's first pass arms its lease
      * deadline, and it is reaped then, with the broker away. */
@@ -159,11 +155,7 @@ static void test_once_connection_closed_mid_pass(void **state) {
     snprintf(env_schema, sizeof env_schema, "REAPER_STORE_SCHEMA=%s", schema2);
     snprintf(env_exchange, sizeof env_exchange, "REAPER_BROKER_EVENTS_EXCHANGE=%s", exchange);
     char *env[] = {env_schema, env_exchange, "REAPER_LOG_FORMAT=json", NULL};
-    char *migrate[] = {(char *)itest_env("REAPERD"), "--migrate", NULL};
-    char *out, *err;
-    assert_int_equal(rp_run_capture(migrate, env, &out, &err), 0);
-    free(out);
-    free(err);
+    assert_int_equal(itest_migrate(schema2), 0);
     char sql[512];
     snprintf(sql, sizeof sql,
              "INSERT INTO %s.job (project_id, kind, state, attempts, max_attempts, lease_owner, "

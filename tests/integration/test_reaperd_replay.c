@@ -57,17 +57,9 @@ static void declare(const char *queue, amqp_table_t args) {
     assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
 }
 
-static void delete_queue(const char *queue) {
-    amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(queue), 0, 0);
-    assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
-}
+static void delete_queue(const char *queue) { itest_queue_delete(W.amqp, 1, queue); }
 
-static uint32_t depth(const char *queue) {
-    amqp_queue_declare_ok_t *ok =
-        amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(queue), 1, 0, 0, 0, amqp_empty_table);
-    assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
-    return ok->message_count;
-}
+static uint32_t depth(const char *queue) { return (uint32_t)itest_queue_depth(W.amqp, 1, queue); }
 
 static int group_setup(void **state) {
     (void)state;
