@@ -46,8 +46,8 @@ int tap_world_setup(const char *name) {
     T.amqp = itest_amqp_connect();
     amqp_channel_open(T.amqp, 2);
     if (amqp_get_rpc_reply(T.amqp).reply_type != AMQP_RESPONSE_NORMAL) return -1;
-    T.pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    return PQstatus(T.pg) == CONNECTION_OK ? 0 : -1;
+    T.pg = itest_pg_connect();
+    return 0;
 }
 
 int tap_world_teardown(void) {

@@ -50,9 +50,7 @@ static int group_setup(void **state) {
     snprintf(W.queue, sizeof W.queue, "vibey.reap.control.itest.%d", (int)getpid());
     snprintf(W.env_schema, sizeof W.env_schema, "REAPER_STORE_SCHEMA=%s", W.schema);
     snprintf(W.env_queue, sizeof W.env_queue, "REAPER_BROKER_CONTROL_QUEUE=%s", W.queue);
-    W.pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    if (PQstatus(W.pg) != CONNECTION_OK) return -1;
-    PQclear(PQexec(W.pg, "SET client_min_messages = warning"));
+    W.pg = itest_pg_connect();
     W.reaperd = start_reaperd("REAPER_CONTROL_ALLOWED_USERS=");
     W.amqp = itest_amqp_connect();
     return 0;

@@ -50,9 +50,7 @@ typedef struct fixture {
 
 static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
-    f->pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    if (PQstatus(f->pg) != CONNECTION_OK) return -1;
-    PQclear(PQexec(f->pg, "SET client_min_messages = warning"));
+    f->pg = itest_pg_connect();
     static int n;
     snprintf(f->schema, sizeof f->schema, "itest_feed_%d_%d", (int)getpid(), n);
     snprintf(f->exchange, sizeof f->exchange, "vibey.reap.events.itest.%d.%d", (int)getpid(), n);

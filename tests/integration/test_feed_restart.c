@@ -208,9 +208,7 @@ static void test_once_connection_closed_mid_pass(void **state) {
 
 static int group_setup(void **state) {
     (void)state;
-    pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    if (PQstatus(pg) != CONNECTION_OK) return -1;
-    PQclear(PQexec(pg, "SET client_min_messages = warning"));
+    pg = itest_pg_connect();
     snprintf(schema, sizeof schema, "itest_feedrs_%d", (int)getpid());
     return 0;
 }

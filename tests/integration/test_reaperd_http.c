@@ -45,9 +45,7 @@ typedef struct fixture {
 
 static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
-    f->pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    if (PQstatus(f->pg) != CONNECTION_OK) return -1;
-    PQclear(PQexec(f->pg, "SET client_min_messages = warning"));
+    f->pg = itest_pg_connect();
     static int n;
     snprintf(f->schema, sizeof f->schema, "itest_http_%d_%d", (int)getpid(), n);
     snprintf(f->queue, sizeof f->queue, "vibey.reap.control.itest-http.%d.%d", (int)getpid(), n);
@@ -232,18 +230,20 @@ static void test_metrics_after_a_pass(void **state) {
     finish(f, c);
 }
 
+/* A connection holding the job table in ACCESS EXCLUSIVE mode (in an open
+ * transaction) until it is closed. */
+static PGconn *lock_job_table(fixture *f) {
+    PGconn *lock = itest_pg_connect();
+    itest_sql(lock, f->schema, "BEGIN; LOCK TABLE job IN ACCESS EXCLUSIVE MODE");
+    return lock;
+}
+
 /* The store thread is stuck (the job table locked): the loop still answers
  * /healthz and /metrics at once. */
 static void test_healthz_during_a_long_pass(void **state) {
     fixture *f = *state;
     migrate(f);
-    PGconn *lock = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    assert_int_equal(PQstatus(lock), CONNECTION_OK);
-    char sql[200];
-    snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE %s.job IN ACCESS EXCLUSIVE MODE", f->schema);
-    PGresult *r = PQexec(lock, sql);
-    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-    PQclear(r);
+    PGconn *lock = lock_job_table(f);
     rp_child *c = start(f, NULL, NULL, "REAPER_REAP_INTERVAL_SECONDS=3600", NULL);
     int port = itest_reaperd_http_port(c, 30000);
     assert_true(port > 0);
@@ -408,13 +408,7 @@ static void test_sigterm_finishes_what_is_in_flight(void **state) {
     migrate(f);
     rp_child *c = start(f, NULL, NULL, "REAPER_REAP_INTERVAL_SECONDS=3600", "REAPER_LOG_LEVEL=debug");
     assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
-    PGconn *lock = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    assert_int_equal(PQstatus(lock), CONNECTION_OK);
-    char sql[200];
-    snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE %s.job IN ACCESS EXCLUSIVE MODE", f->schema);
-    PGresult *r = PQexec(lock, sql);
-    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-    PQclear(r);
+    PGconn *lock = lock_job_table(f);
     amqp_connection_state_t a = itest_amqp_connect();
     const char *req = "{\"v\":1,\"op\":\"reap\",\"dry_run\":true}";
     amqp_basic_properties_t p;
@@ -468,13 +462,7 @@ static void test_sigterm_bounded_when_the_store_is_stuck(void **state) {
     itest_sql(f->pg, f->schema, "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
          " lease_expires_at) SELECT 'alpha', 'k', 'leased', 1, 7, 'w', now() - interval '30 s'"
          " FROM generate_series(1, 5)");
-    PGconn *lock = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    assert_int_equal(PQstatus(lock), CONNECTION_OK);
-    char sql[200];
-    snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE %s.job IN ACCESS EXCLUSIVE MODE", f->schema);
-    PGresult *r = PQexec(lock, sql);
-    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-    PQclear(r);
+    PGconn *lock = lock_job_table(f);
     rp_child *c = start(f, NULL, NULL, "REAPER_REAP_INTERVAL_SECONDS=3600", NULL);
     assert_true(itest_reaperd_http_port(c, 30000) > 0);
     rp_child_drain(c, 1000);
