@@ -521,9 +521,8 @@ int itest_reaperd_stop(rp_child *c) {
 }
 
 long itest_queue_depth(amqp_connection_state_t c, int channel, const char *queue) {
-    amqp_queue_declare_ok_t *ok = amqp_queue_declare(c, (amqp_channel_t)channel,
-                                                     amqp_cstring_bytes(queue), 1, 0, 0, 0,
-                                                     amqp_empty_table);
+    amqp_queue_declare_ok_t *ok = amqp_queue_declare(
+        c, (amqp_channel_t)channel, amqp_cstring_bytes(queue), 1, 0, 0, 0, amqp_empty_table);
     amqp_rpc_reply_t r = amqp_get_rpc_reply(c);
     if (r.reply_type != AMQP_RESPONSE_NORMAL || ok == NULL)
         fail_msg("passive declare of %s failed (reply %d)", queue, r.reply_type);

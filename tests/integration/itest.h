@@ -65,7 +65,6 @@ int itest_reaperd_http_port(rp_child *c, int timeout_ms);
  * (heap, NUL-terminated; may be NULL), or -1 when no answer came in time. */
 int itest_http(int port, const char *method, const char *path, char **body, int timeout_ms);
 
-
 /* Milliseconds on CLOCK_MONOTONIC (for time-outs and measured durations). */
 long long itest_mono_ms(void);
 

@@ -89,10 +89,10 @@ void tap_start_reaperd_every(int interval_seconds) {
     if (T.reaperd) tap_stop_reaperd(SIGTERM); /* a failed test left it running */
     char interval[64];
     snprintf(interval, sizeof interval, "REAPER_REAP_INTERVAL_SECONDS=%d", interval_seconds);
-    char *env[] = {T.env_schema, T.env_tap, T.env_control, T.env_owned, T.env_dlq,
-                   "REAPER_LOG_FORMAT=json", interval, NULL};
-    T.reaperd = itest_reaperd_start(env, "\"msg\":\"broker connected\"",
-                                    "\"msg\":\"tap bindings ");
+    char *env[] = {T.env_schema, T.env_tap, T.env_control,
+                   T.env_owned,  T.env_dlq, "REAPER_LOG_FORMAT=json",
+                   interval,     NULL};
+    T.reaperd = itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"tap bindings ");
 }
 
 void tap_stop_reaperd(int sig) {

@@ -34,7 +34,7 @@ typedef struct world {
 
 static world W;
 
-#define sql(...) (void)itest_sql(W.pg, W.schema, __VA_ARGS__)
+#define sql(...)  (void)itest_sql(W.pg, W.schema, __VA_ARGS__)
 #define sqln(...) itest_sqln(W.pg, W.schema, __VA_ARGS__)
 
 static rp_child *start_reaperd(const char *users_env) {

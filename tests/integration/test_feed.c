@@ -78,17 +78,19 @@ static int teardown(void **state) {
 /* Expired leases in project: n to requeue and n_poison to park. */
 static void expired(fixture *f, const char *project, int n, int n_poison) {
     if (n > 0)
-        itest_sql(f->pg, f->schema,
-          "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, "
-          "lease_expires_at) SELECT '%s', 'k', 'leased', 1, 7, 'w', now() - interval '1 minute' "
-          "FROM generate_series(1, %d)",
-          project, n);
+        itest_sql(
+            f->pg, f->schema,
+            "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, "
+            "lease_expires_at) SELECT '%s', 'k', 'leased', 1, 7, 'w', now() - interval '1 minute' "
+            "FROM generate_series(1, %d)",
+            project, n);
     if (n_poison > 0)
-        itest_sql(f->pg, f->schema,
-          "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, "
-          "lease_expires_at) SELECT '%s', 'k', 'leased', 7, 7, 'w', now() - interval '1 minute' "
-          "FROM generate_series(1, %d)",
-          project, n_poison);
+        itest_sql(
+            f->pg, f->schema,
+            "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, "
+            "lease_expires_at) SELECT '%s', 'k', 'leased', 7, 7, 'w', now() - interval '1 minute' "
+            "FROM generate_series(1, %d)",
+            project, n_poison);
 }
 
 /* Runs reaperd --once with extra arguments and environment; returns the
@@ -255,7 +257,8 @@ static void unreachable_url(char *env, size_t n) {
     snprintf(url, sizeof url, "%s", itest_env("REAPER_BROKER_URL"));
     struct amqp_connection_info info;
     assert_int_equal(amqp_parse_url(url, &info), AMQP_STATUS_OK);
-    snprintf(env, n, "REAPER_BROKER_URL=amqp://%s@127.0.0.1:%d/%%2f", info.user, itest_closed_port());
+    snprintf(env, n, "REAPER_BROKER_URL=amqp://%s@127.0.0.1:%d/%%2f", info.user,
+             itest_closed_port());
 }
 
 static void test_once_broker_unreachable(void **state) {
@@ -278,10 +281,12 @@ static void test_once_broker_unreachable(void **state) {
     free(err);
     /* Committed all the same. */
     assert_string_equal(itest_sql(f->pg, f->schema, "SELECT count(*) FROM ledger"), "8");
-    assert_string_equal(itest_sql(f->pg, f->schema, "SELECT count(*) FROM job WHERE state = 'leased'"), "0");
+    assert_string_equal(
+        itest_sql(f->pg, f->schema, "SELECT count(*) FROM job WHERE state = 'leased'"), "0");
     /* The human report says it too. */
-    itest_sql(f->pg, f->schema, "UPDATE job SET state = 'leased', lease_owner = 'w', lease_expires_at = now() - "
-         "interval '1 minute', attempts = 1");
+    itest_sql(f->pg, f->schema,
+              "UPDATE job SET state = 'leased', lease_owner = 'w', lease_expires_at = now() - "
+              "interval '1 minute', attempts = 1");
     assert_int_equal(once(f, "--project", "feedaway", NULL, NULL, env, &out, &err), 0);
     assert_non_null(strstr(out, "events feed: 8 of 8 committed ledger events"));
     free(out);
@@ -373,8 +378,9 @@ static void test_gate_answer_on_feed(void **state) {
     assert_int_equal(json_integer_value(json_object_get(m->body, "job")), job);
     assert_string_equal(json_string_value(json_object_get(m->body, "by")), "tester");
     /* The body is the ledger row's payload, field for field. */
-    json_t *payload = json_loads(itest_sql(f->pg, f->schema, "SELECT payload::text FROM ledger WHERE kind = "
-                                      "'GateAnswered'"),
+    json_t *payload = json_loads(itest_sql(f->pg, f->schema,
+                                           "SELECT payload::text FROM ledger WHERE kind = "
+                                           "'GateAnswered'"),
                                  0, NULL);
     assert_non_null(payload);
     assert_true(json_equal(payload, m->body));
@@ -453,9 +459,10 @@ static size_t expect_json_feed(fixture *f, size_t want_at_least) {
         assert_non_null(m->raw_json); /* JSON text, read by jansson alone */
         assert_true(json_is_object(m->raw_json));
         assert_null(json_object_get(m->raw_json, "v")); /* no envelope */
-        json_t *payload = json_loads(
-            itest_sql(f->pg, f->schema, "SELECT payload::text FROM ledger WHERE seq = %s", ids[i] + strlen("ledger-")),
-            0, NULL);
+        json_t *payload = json_loads(itest_sql(f->pg, f->schema,
+                                               "SELECT payload::text FROM ledger WHERE seq = %s",
+                                               ids[i] + strlen("ledger-")),
+                                     0, NULL);
         assert_non_null(payload);
         if (!json_equal(payload, m->raw_json)) {
             char *a = json_dumps(payload, JSON_SORT_KEYS), *b = json_dumps(m->raw_json, JSON_SORT_KEYS);
@@ -512,7 +519,8 @@ static void test_json_format_once(void **state) {
     assert_non_null(strstr(err, "broker.events_format"));
     free(out);
     free(err);
-    assert_string_equal(itest_sql(f->pg, f->schema, "SELECT count(*) FROM ledger"), "6"); /* nothing ran */
+    assert_string_equal(itest_sql(f->pg, f->schema, "SELECT count(*) FROM ledger"),
+                        "6"); /* nothing ran */
 }
 
 static void test_json_format_daemon(void **state) {

@@ -52,20 +52,24 @@ static void test_feed_across_broker_restart(void **state) {
     /* Batch B expires in 15 s: the daemon's first pass arms its lease
      * deadline, and it is reaped then, with the broker away. */
     long long t_b = itest_mono_ms() + 15000;
-    itest_sql(pg, schema, "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, "
-      "lease_expires_at) SELECT 'feedrestart', 'k', 'leased', 1, 7, 'w', now() + interval '15 "
-      "seconds' FROM generate_series(1, %d)",
-      BATCH);
+    itest_sql(
+        pg, schema,
+        "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, "
+        "lease_expires_at) SELECT 'feedrestart', 'k', 'leased', 1, 7, 'w', now() + interval '15 "
+        "seconds' FROM generate_series(1, %d)",
+        BATCH);
     feed_sub sub;
     feed_sub_open(&sub, exchange, queue); /* durable: it outlives the restart */
-    rp_child *d = itest_reaperd_start(env, "\"msg\":\"broker connected\"",
-                                      "\"msg\":\"pass finished\"");
+    rp_child *d =
+        itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
 
     /* Batch A expired now: reaped on request, as the broker goes down. */
-    itest_sql(pg, schema, "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, "
-      "lease_expires_at) SELECT 'feedrestart', 'k', 'leased', 1, 7, 'w', now() - interval '1 "
-      "minute' FROM generate_series(1, %d)",
-      BATCH);
+    itest_sql(
+        pg, schema,
+        "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, "
+        "lease_expires_at) SELECT 'feedrestart', 'k', 'leased', 1, 7, 'w', now() - interval '1 "
+        "minute' FROM generate_series(1, %d)",
+        BATCH);
     amqp_connection_state_t c = itest_amqp_connect();
     const char *reap = "{\"v\":1,\"op\":\"reap\",\"project\":\"feedrestart\"}";
     itest_reply r;
@@ -86,7 +90,8 @@ static void test_feed_across_broker_restart(void **state) {
     bool b_done = false;
     for (int i = 0; i < 400 && !b_done; i++) {
         rp_child_drain(d, 100);
-        b_done = strcmp(itest_sql(pg, schema, "SELECT count(*) FROM job WHERE state = 'ready'"), "3000") == 0;
+        b_done = strcmp(itest_sql(pg, schema, "SELECT count(*) FROM job WHERE state = 'ready'"),
+                        "3000") == 0;
     }
     assert_true(b_done);
     assert_false(d->exited);

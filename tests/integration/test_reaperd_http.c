@@ -134,14 +134,17 @@ static void send_request(fixture *f, amqp_connection_state_t c, const char *json
 static void test_metrics_after_a_pass(void **state) {
     fixture *f = *state;
     migrate(f);
-    itest_sql(f->pg, f->schema, "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
-         " lease_expires_at) SELECT 'alpha', 'k', 'leased', 1, 7, 'w', now() - interval '30 s'"
-         " FROM generate_series(1, 3)");
-    itest_sql(f->pg, f->schema, "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
-         " lease_expires_at) SELECT 'alpha', 'k', 'leased', 7, 7, 'w', now() - interval '30 s'"
-         " FROM generate_series(1, 2)");
-    itest_sql(f->pg, f->schema, "INSERT INTO job (project_id, kind, state, run_after) VALUES"
-         " ('beta', 'k', 'ready', now() - interval '2 hours')");
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
+              " lease_expires_at) SELECT 'alpha', 'k', 'leased', 1, 7, 'w', now() - interval '30 s'"
+              " FROM generate_series(1, 3)");
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
+              " lease_expires_at) SELECT 'alpha', 'k', 'leased', 7, 7, 'w', now() - interval '30 s'"
+              " FROM generate_series(1, 2)");
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, run_after) VALUES"
+              " ('beta', 'k', 'ready', now() - interval '2 hours')");
     rp_child *c = start(f, NULL, NULL, "REAPER_REAP_INTERVAL_SECONDS=3600", NULL);
     int port = itest_reaperd_http_port(c, 30000);
     assert_true(port > 0);
@@ -149,25 +152,34 @@ static void test_metrics_after_a_pass(void **state) {
     char *t = itest_scrape(port);
     assert_text_format(t);
     /* What the ledger holds, the counters say. */
-    assert_int_equal(atol(itest_sql(f->pg, f->schema, "SELECT count(*) FROM ledger WHERE payload->>'condition' = "
-                               "'LEASE_EXPIRED' AND payload->>'action' = 'REQUEUED'")),
+    assert_int_equal(atol(itest_sql(f->pg, f->schema,
+                                    "SELECT count(*) FROM ledger WHERE payload->>'condition' = "
+                                    "'LEASE_EXPIRED' AND payload->>'action' = 'REQUEUED'")),
                      3);
-    assert_true(itest_metric(t, "reaper_reaped_total{source=\"job_queue\",condition=\"lease_expired\","
-                          "action=\"requeued\"}") == 3);
-    assert_int_equal(atol(itest_sql(f->pg, f->schema, "SELECT count(*) FROM ledger WHERE payload->>'condition' = "
-                               "'POISON' AND payload->>'action' = 'PARKED'")),
+    assert_true(itest_metric(t,
+                             "reaper_reaped_total{source=\"job_queue\",condition=\"lease_expired\","
+                             "action=\"requeued\"}") == 3);
+    assert_int_equal(atol(itest_sql(f->pg, f->schema,
+                                    "SELECT count(*) FROM ledger WHERE payload->>'condition' = "
+                                    "'POISON' AND payload->>'action' = 'PARKED'")),
                      2);
     assert_true(itest_metric(t, "reaper_reaped_total{source=\"job_queue\",condition=\"poison\","
-                          "action=\"parked\"}") == 2);
-    assert_true(itest_metric(t, "reaper_reaped_total{source=\"job_queue\",condition=\"stale_ready\","
-                          "action=\"surfaced\"}") == 1);
-    assert_int_equal(atol(itest_sql(f->pg, f->schema, "SELECT count(*) FROM sighting WHERE condition = 'STALE_READY'")), 1);
+                                "action=\"parked\"}") == 2);
+    assert_true(itest_metric(t,
+                             "reaper_reaped_total{source=\"job_queue\",condition=\"stale_ready\","
+                             "action=\"surfaced\"}") == 1);
+    assert_int_equal(
+        atol(itest_sql(f->pg, f->schema,
+                       "SELECT count(*) FROM sighting WHERE condition = 'STALE_READY'")),
+        1);
     assert_true(itest_metric(t, "reaper_sightings_open{condition=\"stale_ready\"}") == 1);
-    assert_int_equal(atol(itest_sql(f->pg, f->schema, "SELECT count(*) FROM gate WHERE answer IS NULL")), 2);
+    assert_int_equal(
+        atol(itest_sql(f->pg, f->schema, "SELECT count(*) FROM gate WHERE answer IS NULL")), 2);
     assert_true(itest_metric(t, "reaper_gates_open{kind=\"delivery_exhausted\"}") == 2);
     assert_true(itest_metric(t, "reaper_gates_open{kind=\"bus_dead_lettered\"}") == 0);
     assert_true(itest_metric(t, "reaper_pass_duration_seconds_count{scope=\"full\"}") == 1);
-    assert_true(itest_metric(t, "reaper_pass_duration_seconds_bucket{scope=\"full\",le=\"+Inf\"}") == 1);
+    assert_true(
+        itest_metric(t, "reaper_pass_duration_seconds_bucket{scope=\"full\",le=\"+Inf\"}") == 1);
     assert_true(itest_metric(t, "reaper_passes_total{scope=\"full\",result=\"ok\"}") +
                     itest_metric(t, "reaper_passes_total{scope=\"full\",result=\"unreadable\"}") ==
                 1);
@@ -219,12 +231,21 @@ static void test_metrics_after_a_pass(void **state) {
     assert_true(lag >= 0 && lag < 5);
     t = itest_scrape(port);
     assert_text_format(t);
-    assert_true(itest_metric(t, "reaper_control_requests_total{op=\"status\",outcome=\"ok\"}") == 1);
-    assert_true(itest_metric(t, "reaper_control_requests_total{op=\"unknown\",outcome=\"bad_request\"}") == 1);
-    assert_true(itest_metric(t, "reaper_control_requests_total{op=\"answer\",outcome=\"not_found\"}") == 1);
-    assert_true(itest_metric(t, "reaper_control_requests_total{op=\"answer\",outcome=\"ok\"}") == 2);
-    assert_true(itest_metric(t, "reaper_gates_answered_total{kind=\"delivery_exhausted\",choice=\"retry\"}") == 1);
-    assert_true(itest_metric(t, "reaper_gates_answered_total{kind=\"delivery_exhausted\",choice=\"dismiss\"}") == 0);
+    assert_true(itest_metric(t, "reaper_control_requests_total{op=\"status\",outcome=\"ok\"}") ==
+                1);
+    assert_true(
+        itest_metric(t, "reaper_control_requests_total{op=\"unknown\",outcome=\"bad_request\"}") ==
+        1);
+    assert_true(
+        itest_metric(t, "reaper_control_requests_total{op=\"answer\",outcome=\"not_found\"}") == 1);
+    assert_true(itest_metric(t, "reaper_control_requests_total{op=\"answer\",outcome=\"ok\"}") ==
+                2);
+    assert_true(
+        itest_metric(
+            t, "reaper_gates_answered_total{kind=\"delivery_exhausted\",choice=\"retry\"}") == 1);
+    assert_true(
+        itest_metric(
+            t, "reaper_gates_answered_total{kind=\"delivery_exhausted\",choice=\"dismiss\"}") == 0);
     free(t);
     assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
     finish(f, c);
@@ -300,7 +321,8 @@ static void test_readyz_follows_the_broker(void **state) {
     free(body);
     assert_int_equal(itest_services("stop", itest_broker_service()), 0);
     int code = readyz_until(c, port, 503, &body, 30000);
-    if (code != 503 && itest_services("start", itest_broker_service()) != 0) fprintf(stderr, "cannot start the broker again\n");
+    if (code != 503 && itest_services("start", itest_broker_service()) != 0)
+        fprintf(stderr, "cannot start the broker again\n");
     assert_int_equal(code, 503);
     assert_non_null(strstr(body, "broker down"));
     free(body);
@@ -340,7 +362,8 @@ static void hup_and_wait(rp_child *c, const char *needle) {
     size_t before = strlen(c->log);
     kill(c->pid, SIGHUP);
     long t0 = itest_mono_ms();
-    while (strstr(c->log + before, needle) == NULL && itest_mono_ms() - t0 < 10000) rp_child_drain(c, 50);
+    while (strstr(c->log + before, needle) == NULL && itest_mono_ms() - t0 < 10000)
+        rp_child_drain(c, 50);
     if (strstr(c->log + before, needle) == NULL) fprintf(stderr, "%s\n", c->log + before);
     assert_non_null(strstr(c->log + before, needle));
 }
@@ -459,9 +482,10 @@ static void test_sigterm_finishes_what_is_in_flight(void **state) {
 static void test_sigterm_bounded_when_the_store_is_stuck(void **state) {
     fixture *f = *state;
     migrate(f);
-    itest_sql(f->pg, f->schema, "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
-         " lease_expires_at) SELECT 'alpha', 'k', 'leased', 1, 7, 'w', now() - interval '30 s'"
-         " FROM generate_series(1, 5)");
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
+              " lease_expires_at) SELECT 'alpha', 'k', 'leased', 1, 7, 'w', now() - interval '30 s'"
+              " FROM generate_series(1, 5)");
     PGconn *lock = lock_job_table(f);
     rp_child *c = start(f, NULL, NULL, "REAPER_REAP_INTERVAL_SECONDS=3600", NULL);
     assert_true(itest_reaperd_http_port(c, 30000) > 0);
@@ -479,7 +503,8 @@ static void test_sigterm_bounded_when_the_store_is_stuck(void **state) {
     assert_non_null(strstr(c->log, "cancelling the store's command in progress"));
     assert_non_null(strstr(c->log, "\"msg\":\"reaperd stopped\""));
     /* Nothing moved: the row transactions never began. */
-    assert_int_equal(atol(itest_sql(f->pg, f->schema, "SELECT count(*) FROM job WHERE state = 'leased'")), 5);
+    assert_int_equal(
+        atol(itest_sql(f->pg, f->schema, "SELECT count(*) FROM job WHERE state = 'leased'")), 5);
     finish(f, c);
 }
 

@@ -71,8 +71,8 @@ static int group_setup(void **state) {
     W.amqp = itest_amqp_connect();
     char *env[] = {W.env_schema, W.env_control, "REAPER_LOG_FORMAT=json",
                    "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
-    W.reaperd = itest_reaperd_start(env, "\"msg\":\"broker connected\"",
-                                    "\"msg\":\"pass finished\"");
+    W.reaperd =
+        itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
     return 0;
 }
 

@@ -83,10 +83,10 @@ static void migrate(fixture *f) {
 /* n expired leases in project p, attempts/max given, expired `ago` seconds. */
 static void add_expired(fixture *f, int n, const char *p, int attempts, int max, int ago) {
     itest_sql(f->pg, f->schema,
-      "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
-      " lease_expires_at) SELECT '%s', 'send_mail', 'leased', %d, %d, 'worker-' || g,"
-      " now() - interval '%d seconds' FROM generate_series(1, %d) g",
-      p, attempts, max, ago, n);
+              "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
+              " lease_expires_at) SELECT '%s', 'send_mail', 'leased', %d, %d, 'worker-' || g,"
+              " now() - interval '%d seconds' FROM generate_series(1, %d) g",
+              p, attempts, max, ago, n);
 }
 
 static void test_once_json_reaps_and_reports(void **state) {
@@ -94,8 +94,9 @@ static void test_once_json_reaps_and_reports(void **state) {
     migrate(f);
     add_expired(f, 3, "alpha", 1, 7, 30);
     add_expired(f, 1, "alpha", 7, 7, 30); /* poison */
-    itest_sql(f->pg, f->schema, "INSERT INTO job (project_id, kind, state, run_after) VALUES"
-         " ('beta', 'k', 'ready', now() - interval '2 hours')"); /* stale ready */
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, run_after) VALUES"
+              " ('beta', 'k', 'ready', now() - interval '2 hours')"); /* stale ready */
     char *out, *err;
     int rc = reaperd(f, &out, &err, "--once", "--json", NULL, NULL);
     if (rc != 0) fprintf(stderr, "%s\n%s", out, err);
@@ -172,12 +173,16 @@ static void test_once_dry_run_writes_nothing(void **state) {
     migrate(f);
     add_expired(f, 20, "alpha", 1, 7, 30);
     add_expired(f, 2, "alpha", 7, 7, 30);
-    itest_sql(f->pg, f->schema, "INSERT INTO job (project_id, kind, state, run_after) VALUES"
-         " ('beta', 'k', 'ready', now() - interval '2 hours')");
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, run_after) VALUES"
+              " ('beta', 'k', 'ready', now() - interval '2 hours')");
     /* An open sighting that a real pass would clear. */
-    itest_sql(f->pg, f->schema, "INSERT INTO ledger (kind, project_id, payload) VALUES ('QueueReaped', 'gone', '{}')");
-    itest_sql(f->pg, f->schema, "INSERT INTO sighting SELECT 'job_queue|STALE_READY|project:gone', 'STALE_READY',"
-         " max(seq), now() FROM ledger");
+    itest_sql(
+        f->pg, f->schema,
+        "INSERT INTO ledger (kind, project_id, payload) VALUES ('QueueReaped', 'gone', '{}')");
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO sighting SELECT 'job_queue|STALE_READY|project:gone', 'STALE_READY',"
+              " max(seq), now() FROM ledger");
     char *before = dump(f);
     char *out, *err;
     int rc = reaperd(f, &out, &err, "--once", "--dry-run", "--json", NULL);
@@ -294,9 +299,10 @@ static void test_daemon_reaps_on_the_deadline(void **state) {
     migrate(f);
     /* Leases that run out 2 s from now, in the table before the daemon's
      * first pass: that pass arms the timer for them. */
-    itest_sql(f->pg, f->schema, "INSERT INTO job (project_id, kind, state, attempts, lease_owner, lease_expires_at)"
-         " SELECT 'alpha', 'k', 'leased', 1, 'w', now() + interval '2 seconds'"
-         " FROM generate_series(1, 50)");
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, attempts, lease_owner, lease_expires_at)"
+              " SELECT 'alpha', 'k', 'leased', 1, 'w', now() + interval '2 seconds'"
+              " FROM generate_series(1, 50)");
     char *argv[] = {(char *)itest_env("REAPERD"), NULL};
     char *env[] = {f->schema_env, "REAPER_REAP_INTERVAL_SECONDS=600", "REAPER_LOG_FORMAT=json",
                    NULL};
@@ -310,7 +316,8 @@ static void test_daemon_reaps_on_the_deadline(void **state) {
     /* Each was requeued within a second of its lease running out: the
      * verdict's measurement is the seconds past the deadline at the move,
      * on the database's clock. */
-    double past = atof(itest_sql(f->pg, f->schema, "SELECT max((payload->>'measured')::float) FROM ledger"));
+    double past =
+        atof(itest_sql(f->pg, f->schema, "SELECT max((payload->>'measured')::float) FROM ledger"));
     assert_true(past >= 0.0);
     assert_true(past < 1.0);
     assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
@@ -321,8 +328,9 @@ static void test_sweep_off_still_reaps_leases(void **state) {
     fixture *f = *state;
     migrate(f);
     add_expired(f, 10, "alpha", 1, 7, 30);
-    itest_sql(f->pg, f->schema, "INSERT INTO job (project_id, kind, state, run_after) VALUES"
-         " ('beta', 'k', 'ready', now() - interval '2 hours')");
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, run_after) VALUES"
+              " ('beta', 'k', 'ready', now() - interval '2 hours')");
     char *argv[] = {(char *)itest_env("REAPERD"), NULL};
     char *env[] = {f->schema_env, "REAPER_REAP_ENABLED=false", "REAPER_LOG_FORMAT=json", NULL};
     rp_child *c = rp_child_start(argv, env);
@@ -349,7 +357,8 @@ static void test_database_restart_under_the_daemon(void **state) {
     rp_child *c = rp_child_start(argv, env);
     /* Restart once the reap is under way. */
     long t0 = itest_mono_ms();
-    while (itest_mono_ms() - t0 < 30000 && qn(f, "SELECT count(*) FROM job WHERE state = 'ready'") < 1000)
+    while (itest_mono_ms() - t0 < 30000 &&
+           qn(f, "SELECT count(*) FROM job WHERE state = 'ready'") < 1000)
         rp_child_drain(c, 20);
     PQfinish(f->pg);
     f->pg = NULL; /* teardown reconnects if an assertion stops the test here */
@@ -362,7 +371,8 @@ static void test_database_restart_under_the_daemon(void **state) {
     PQclear(PQexec(f->pg, "SET client_min_messages = warning"));
     /* It finishes the rest after the restart. */
     t0 = itest_mono_ms();
-    while (itest_mono_ms() - t0 < 120000 && qn(f, "SELECT count(*) FROM job WHERE state = 'leased'") > 0)
+    while (itest_mono_ms() - t0 < 120000 &&
+           qn(f, "SELECT count(*) FROM job WHERE state = 'leased'") > 0)
         rp_child_drain(c, 200);
     assert_false(c->exited);
     assert_true(rp_child_wait_for(c, "unreachable", 1000));
