@@ -1,7 +1,6 @@
 /* The feed tests' subscriber (feed_common.h). */
 #include "feed_common.h"
 
-#include <amqp_tcp_socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,12 +8,6 @@
 
 #include "itest.h"
 #include "rp_proto.h"
-
-static long long mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void die(const char *what) {
     fprintf(stderr, "feed_common: %s\n", what);
@@ -26,26 +19,10 @@ static void ok_or_die(amqp_connection_state_t c, const char *what) {
     if (r.reply_type != AMQP_RESPONSE_NORMAL) die(what);
 }
 
-static amqp_connection_state_t connect_plain(void) {
-    char url[512];
-    snprintf(url, sizeof url, "%s", itest_env("REAPER_BROKER_URL"));
-    struct amqp_connection_info info;
-    if (amqp_parse_url(url, &info) != AMQP_STATUS_OK) die("bad REAPER_BROKER_URL");
-    amqp_connection_state_t c = amqp_new_connection();
-    amqp_socket_t *s = amqp_tcp_socket_new(c);
-    if (amqp_socket_open(s, info.host, info.port) != AMQP_STATUS_OK) die("cannot connect");
-    amqp_rpc_reply_t r = amqp_login(c, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN,
-                                    info.user, itest_broker_password());
-    if (r.reply_type != AMQP_RESPONSE_NORMAL) die("login failed");
-    amqp_channel_open(c, 1);
-    ok_or_die(c, "channel open");
-    return c;
-}
-
 void feed_sub_open(feed_sub *s, const char *exchange, const char *queue) {
     memset(s, 0, sizeof *s);
     snprintf(s->exchange, sizeof s->exchange, "%s", exchange);
-    s->c = connect_plain();
+    s->c = itest_amqp_connect_plain();
     amqp_exchange_declare(s->c, 1, amqp_cstring_bytes(exchange), amqp_cstring_bytes("topic"), 0,
                           1, 0, 0, amqp_empty_table);
     ok_or_die(s->c, "exchange declare");
@@ -64,7 +41,7 @@ void feed_sub_reconnect(feed_sub *s) {
         amqp_destroy_connection(s->c);
         s->c = NULL;
     }
-    s->c = connect_plain();
+    s->c = itest_amqp_connect_plain();
 }
 
 void feed_sub_close(feed_sub *s) {
@@ -75,7 +52,7 @@ void feed_sub_close(feed_sub *s) {
 }
 
 void feed_sub_delete(feed_sub *s) {
-    if (s->c == NULL) s->c = connect_plain();
+    if (s->c == NULL) s->c = itest_amqp_connect_plain();
     amqp_queue_delete(s->c, 1, amqp_cstring_bytes(s->queue), 0, 0);
     amqp_exchange_delete(s->c, 1, amqp_cstring_bytes(s->exchange), 0);
     feed_sub_close(s);
@@ -122,9 +99,9 @@ static bool get_one(feed_sub *s, feed_msgs *out) {
 }
 
 void feed_sub_read(feed_sub *s, feed_msgs *out, size_t want, int quiet_ms, int timeout_ms) {
-    long long start = mono_ms(), last = mono_ms();
+    long long start = itest_mono_ms(), last = itest_mono_ms();
     for (;;) {
-        long long now = mono_ms();
+        long long now = itest_mono_ms();
         if (now - start > timeout_ms) return;
         if (get_one(s, out)) {
             last = now;

@@ -265,9 +265,32 @@ int itest_http(int port, const char *method, const char *path, char **body, int 
 }
 
 /* ---- AMQP client for tests ---- */
+long long itest_mono_ms(void) { return rp_now_ms(); }
+
+char *itest_scrape(int port) {
+    char *body = NULL;
+    int code = itest_http(port, "GET", "/metrics", &body, 5000);
+    if (code != 200) {
+        fprintf(stderr, "GET /metrics on port %d: %d\n", port, code);
+        free(body);
+        exit(1);
+    }
+    return body;
+}
+
+double itest_metric(const char *text, const char *series) {
+    size_t n = strlen(series);
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        if (strncmp(line, series, n) == 0 && line[n] == ' ') return strtod(line + n + 1, NULL);
+        line = end ? end + 1 : NULL;
+    }
+    return -1;
+}
+
 #include <amqp_tcp_socket.h>
 
-amqp_connection_state_t itest_amqp_connect(void) {
+amqp_connection_state_t itest_amqp_connect_plain(void) {
     char url[512];
     snprintf(url, sizeof url, "%s", itest_env("REAPER_BROKER_URL"));
     struct amqp_connection_info info;
@@ -288,7 +311,15 @@ amqp_connection_state_t itest_amqp_connect(void) {
         exit(1);
     }
     amqp_channel_open(c, 1);
-    amqp_get_rpc_reply(c);
+    if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL) {
+        fprintf(stderr, "cannot open channel 1\n");
+        exit(1);
+    }
+    return c;
+}
+
+amqp_connection_state_t itest_amqp_connect(void) {
+    amqp_connection_state_t c = itest_amqp_connect_plain();
     amqp_basic_consume(c, 1, amqp_cstring_bytes("amq.rabbitmq.reply-to"), amqp_empty_bytes, 0, 1,
                        0, amqp_empty_table);
     if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL) {
@@ -363,4 +394,144 @@ int itest_request(amqp_connection_state_t c, const char *queue, const char *cont
 void itest_reply_free(itest_reply *r) {
     free(r->body);
     memset(r, 0, sizeof *r);
+}
+
+/* ---- PostgreSQL and the services ---------------------------------------- */
+
+#include <arpa/inet.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+PGconn *itest_pg_connect(void) {
+    PGconn *pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
+    if (PQstatus(pg) != CONNECTION_OK) {
+        fprintf(stderr, "integration test: cannot connect to PostgreSQL: %s", PQerrorMessage(pg));
+        exit(1);
+    }
+    PQclear(PQexec(pg, "SET client_min_messages = warning"));
+    return pg;
+}
+
+static PGresult *itest_sql_run(PGconn *pg, const char *schema, const char *fmt, va_list ap,
+                               char *sql, size_t n) {
+    vsnprintf(sql, n, fmt, ap);
+    char set[160];
+    snprintf(set, sizeof set, "SET search_path TO %s", schema);
+    PQclear(PQexec(pg, set));
+    return PQexec(pg, sql);
+}
+
+const char *itest_sql(PGconn *pg, const char *schema, const char *fmt, ...) {
+    static char value[8192];
+    char sql[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    PGresult *r = itest_sql_run(pg, schema, fmt, ap, sql, sizeof sql);
+    va_end(ap);
+    ExecStatusType s = PQresultStatus(r);
+    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
+        fprintf(stderr, "sql failed: %s\n%s", sql, PQresultErrorMessage(r));
+        PQclear(r);
+        fail();
+    }
+    snprintf(value, sizeof value, "%s",
+             (s == PGRES_TUPLES_OK && PQntuples(r) > 0) ? PQgetvalue(r, 0, 0) : "");
+    PQclear(r);
+    return value;
+}
+
+long itest_sqln(PGconn *pg, const char *schema, const char *fmt, ...) {
+    if (PQstatus(pg) != CONNECTION_OK) PQreset(pg);
+    char sql[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    PGresult *r = itest_sql_run(pg, schema, fmt, ap, sql, sizeof sql);
+    va_end(ap);
+    long n = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) ? atol(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    return n;
+}
+
+void itest_drop_schema(PGconn *pg, const char *schema) {
+    char sql[160];
+    snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", schema);
+    PQclear(PQexec(pg, "SET client_min_messages = warning"));
+    PQclear(PQexec(pg, sql));
+}
+
+int itest_migrate(const char *schema) {
+    char env_schema[160];
+    snprintf(env_schema, sizeof env_schema, "REAPER_STORE_SCHEMA=%s", schema);
+    char *argv[] = {(char *)itest_env("REAPERD"), "--migrate", NULL};
+    char *env[] = {env_schema, NULL};
+    char *out, *err;
+    int rc = rp_run_capture(argv, env, &out, &err);
+    if (rc != 0) fprintf(stderr, "reaperd --migrate: exit %d\n%s\n%s\n", rc, out, err);
+    free(out);
+    free(err);
+    return rc;
+}
+
+int itest_services(const char *verb, const char *what) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s/scripts/services %s %s >/dev/null 2>&1",
+             itest_env("REAPER_SOURCE_DIR"), verb, what);
+    return system(cmd);
+}
+
+const char *itest_broker_service(void) {
+    const char *service = getenv("RP_BROKER_SERVICE");
+    return service && *service ? service : "rabbitmq";
+}
+
+int itest_closed_port(void) {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 ||
+        getsockname(s, (struct sockaddr *)&a, &len) != 0) {
+        fprintf(stderr, "integration test: cannot find a closed port\n");
+        exit(1);
+    }
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+rp_child *itest_reaperd_start(char *const env[], const char *ready1, const char *ready2) {
+    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    rp_child *c = rp_child_start(argv, env);
+    assert_non_null(c);
+    const char *ready[] = {ready1, ready2};
+    for (int i = 0; i < 2; i++) {
+        if (ready[i] == NULL || rp_child_wait_for(c, ready[i], 60000)) continue;
+        fprintf(stderr, "reaperd never said %s; it said:\n%s\n", ready[i], c->log);
+        fail();
+    }
+    return c;
+}
+
+int itest_reaperd_stop(rp_child *c) {
+    int rc = rp_child_stop(c, SIGTERM, 20000);
+    if (rc != 0) fprintf(stderr, "reaperd exit %d; it said:\n%s\n", rc, c->log);
+    rp_child_free(c);
+    return rc;
+}
+
+long itest_queue_depth(amqp_connection_state_t c, int channel, const char *queue) {
+    amqp_queue_declare_ok_t *ok = amqp_queue_declare(
+        c, (amqp_channel_t)channel, amqp_cstring_bytes(queue), 1, 0, 0, 0, amqp_empty_table);
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(c);
+    if (r.reply_type != AMQP_RESPONSE_NORMAL || ok == NULL)
+        fail_msg("passive declare of %s failed (reply %d)", queue, r.reply_type);
+    return (long)ok->message_count;
+}
+
+void itest_queue_delete(amqp_connection_state_t c, int channel, const char *queue) {
+    amqp_queue_delete(c, (amqp_channel_t)channel, amqp_cstring_bytes(queue), 0, 0);
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(c);
+    if (r.reply_type != AMQP_RESPONSE_NORMAL)
+        fail_msg("delete of %s failed (reply %d)", queue, r.reply_type);
 }

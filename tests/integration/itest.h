@@ -43,6 +43,14 @@ int rp_child_stop(rp_child *c, int sig, int timeout_ms);
 int rp_child_wait_exit(rp_child *c, int timeout_ms);
 void rp_child_free(rp_child *c);
 
+/* Starts REAPERD (no arguments) with env added (as rp_child_start), then
+ * waits for the log to contain ready1 and then ready2 (either may be NULL),
+ * 60 s each; on time-out prints the log and fails the test (cmocka). */
+rp_child *itest_reaperd_start(char *const env[], const char *ready1, const char *ready2);
+/* SIGTERM, up to 20 s for the exit; prints the log when the exit code is
+ * not 0; frees c. Returns the exit code (rp_child_stop's values). */
+int itest_reaperd_stop(rp_child *c);
+
 /* Runs argv to completion, capturing stdout and stderr (heap strings the
  * caller frees). Returns the exit code, or -1 if it could not run. */
 int rp_run_capture(char *const argv[], char *const extra_env[], char **out, char **err);
@@ -57,6 +65,16 @@ int itest_reaperd_http_port(rp_child *c, int timeout_ms);
  * (heap, NUL-terminated; may be NULL), or -1 when no answer came in time. */
 int itest_http(int port, const char *method, const char *path, char **body, int timeout_ms);
 
+/* Milliseconds on CLOCK_MONOTONIC (for time-outs and measured durations). */
+long long itest_mono_ms(void);
+
+/* GET /metrics from a reaperd's HTTP port; fails the test unless it answers
+ * 200. Heap string, the caller frees. */
+char *itest_scrape(int port);
+/* The value of the sample named exactly series (name and labels, as
+ * rendered) in a Prometheus text body; -1 when absent. */
+double itest_metric(const char *text, const char *series);
+
 #endif
 
 /* ---- AMQP client for tests (rabbitmq-c, blocking, test side only) ---- */
@@ -66,7 +84,15 @@ int itest_http(int port, const char *method, const char *path, char **body, int 
  * consumes direct reply-to (amq.rabbitmq.reply-to, no-ack). Fails the test
  * on error. */
 amqp_connection_state_t itest_amqp_connect(void);
+/* The same without the direct reply-to consumer (channel 1 open). */
+amqp_connection_state_t itest_amqp_connect_plain(void);
 void itest_amqp_close(amqp_connection_state_t c);
+
+/* Messages ready in queue (a passive declare on channel); fails the test
+ * (cmocka) when the broker refuses. */
+long itest_queue_depth(amqp_connection_state_t c, int channel, const char *queue);
+/* Deletes queue (unconditionally) on channel; fails the test when refused. */
+void itest_queue_delete(amqp_connection_state_t c, int channel, const char *queue);
 
 typedef struct itest_reply {
     char *body;          /* heap, NUL-terminated (msgpack may hold NULs: use len) */
@@ -83,3 +109,32 @@ int itest_request(amqp_connection_state_t c, const char *queue, const char *cont
                   const void *body, size_t len, const char *user_id, bool want_reply,
                   const char *correlation_id, itest_reply *out, int timeout_ms);
 void itest_reply_free(itest_reply *r);
+
+/* ---- PostgreSQL and the services for tests (libpq, blocking) ---- */
+#include <libpq-fe.h>
+
+/* Connects to REAPER_STORE_DSN (client_min_messages = warning); exits on
+ * failure. */
+PGconn *itest_pg_connect(void);
+/* Runs SQL with search_path = schema; fails the test (cmocka) on an error.
+ * Returns the first column of the first row ("" when none) in a static
+ * buffer that the next call overwrites. */
+const char *itest_sql(PGconn *pg, const char *schema, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The same as a number, without failing: -1 on any error (a connection that
+ * went bad is reset first, so a test can poll across a database restart). */
+long itest_sqln(PGconn *pg, const char *schema, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* DROP SCHEMA IF EXISTS schema CASCADE. */
+void itest_drop_schema(PGconn *pg, const char *schema);
+/* Runs reaperd --migrate with REAPER_STORE_SCHEMA=schema; 0 on success
+ * (its output on stderr otherwise). */
+int itest_migrate(const char *schema);
+/* scripts/services verb what (e.g. "stop", "postgres"), quiet; the exit
+ * code of the script. */
+int itest_services(const char *verb, const char *what);
+/* The broker's service name for itest_services: RP_BROKER_SERVICE (set by
+ * scripts/test --broker) or "rabbitmq". */
+const char *itest_broker_service(void);
+/* A local TCP port nothing listens on (bound, then closed). */
+int itest_closed_port(void);

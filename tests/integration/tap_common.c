@@ -42,19 +42,12 @@ int tap_world_setup(const char *name) {
      * crashes: rp_backfill in core/rp_pass_broker.c.) */
     snprintf(T.env_dlq, sizeof T.env_dlq,
              "REAPER_REAP_DEAD_LETTER_QUEUE_PATTERN=\\.%s-no-such-dlq$", T.tag);
-    char *argv[] = {(char *)itest_env("REAPERD"), "--migrate", NULL};
-    char *env[] = {T.env_schema, NULL};
-    char *out, *err;
-    int rc = rp_run_capture(argv, env, &out, &err);
-    if (rc != 0) fprintf(stderr, "migrate: %s\n%s\n", out, err);
-    free(out);
-    free(err);
-    if (rc != 0) return -1;
+    if (itest_migrate(T.schema) != 0) return -1;
     T.amqp = itest_amqp_connect();
     amqp_channel_open(T.amqp, 2);
     if (amqp_get_rpc_reply(T.amqp).reply_type != AMQP_RESPONSE_NORMAL) return -1;
-    T.pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    return PQstatus(T.pg) == CONNECTION_OK ? 0 : -1;
+    T.pg = itest_pg_connect();
+    return 0;
 }
 
 int tap_world_teardown(void) {
@@ -84,26 +77,22 @@ int tap_world_teardown(void) {
         if (T.pg) PQfinish(T.pg);
         T.pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
     }
-    char sql[160];
-    snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", T.schema);
-    PQclear(PQexec(T.pg, "SET client_min_messages = warning"));
-    PQclear(PQexec(T.pg, sql));
+    itest_drop_schema(T.pg, T.schema);
     PQfinish(T.pg);
     T.pg = NULL;
     return 0;
 }
 
-void tap_start_reaperd(void) {
+void tap_start_reaperd(void) { tap_start_reaperd_every(3600); }
+
+void tap_start_reaperd_every(int interval_seconds) {
     if (T.reaperd) tap_stop_reaperd(SIGTERM); /* a failed test left it running */
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {T.env_schema, T.env_tap, T.env_control, T.env_owned, T.env_dlq,
-                   "REAPER_LOG_FORMAT=json", "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
-    T.reaperd = rp_child_start(argv, env);
-    assert_non_null(T.reaperd);
-    assert_true(rp_child_wait_for(T.reaperd, "\"msg\":\"broker connected\"", 30000));
-    bool bound = rp_child_wait_for(T.reaperd, "\"msg\":\"tap bindings ", 30000);
-    if (!bound) fprintf(stderr, "%s\n", T.reaperd->log);
-    assert_true(bound);
+    char interval[64];
+    snprintf(interval, sizeof interval, "REAPER_REAP_INTERVAL_SECONDS=%d", interval_seconds);
+    char *env[] = {T.env_schema, T.env_tap, T.env_control,
+                   T.env_owned,  T.env_dlq, "REAPER_LOG_FORMAT=json",
+                   interval,     NULL};
+    T.reaperd = itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"tap bindings ");
 }
 
 void tap_stop_reaperd(int sig) {
@@ -169,10 +158,7 @@ void tap_bind(const char *queue, const char *exchange, const char *key, amqp_tab
     tap_rpc_ok("queue.bind");
 }
 
-void tap_delete_queue(const char *name) {
-    amqp_queue_delete(T.amqp, 1, amqp_cstring_bytes(name), 0, 0);
-    tap_rpc_ok("queue.delete");
-}
+void tap_delete_queue(const char *name) { itest_queue_delete(T.amqp, 1, name); }
 
 void tap_delete_exchange(const char *name) {
     amqp_exchange_delete(T.amqp, 1, amqp_cstring_bytes(name), 0);
@@ -223,23 +209,9 @@ void tap_reject(const char *queue, int n) {
     amqp_bytes_free(ctag);
 }
 
-long tap_depth(const char *queue) {
-    amqp_queue_declare_ok_t *ok =
-        amqp_queue_declare(T.amqp, 1, amqp_cstring_bytes(queue), 1, 0, 0, 0, amqp_empty_table);
-    tap_rpc_ok("queue.declare passive");
-    return ok ? (long)ok->message_count : -1;
-}
+long tap_depth(const char *queue) { return itest_queue_depth(T.amqp, 1, queue); }
 
-static long tap_sqlv(const char *query) {
-    if (PQstatus(T.pg) != CONNECTION_OK) PQreset(T.pg);
-    char set[128];
-    snprintf(set, sizeof set, "SET search_path TO %s", T.schema);
-    PQclear(PQexec(T.pg, set));
-    PGresult *r = PQexec(T.pg, query);
-    long n = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) ? atol(PQgetvalue(r, 0, 0)) : -1;
-    PQclear(r);
-    return n;
-}
+static long tap_sqlv(const char *query) { return itest_sqln(T.pg, T.schema, "%s", query); }
 
 long tap_sqln(const char *fmt, ...) {
     char buf[2048];

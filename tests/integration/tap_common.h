@@ -49,6 +49,8 @@ const char *tap_plain(char *buf, size_t n, const char *what);
 /* Starts reaperd and waits until it is connected, has swept once and its
  * tap is bound (the log says "tap bindings reconciled"). */
 void tap_start_reaperd(void);
+/* The same with a sweep every interval_seconds (tap_start_reaperd: 3600). */
+void tap_start_reaperd_every(int interval_seconds);
 void tap_stop_reaperd(int sig);
 
 void tap_exchange(const char *name, const char *type);

@@ -34,47 +34,14 @@ typedef struct world {
 
 static world W;
 
-static void sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sql(const char *fmt, ...) {
-    char buf[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    char set[128];
-    snprintf(set, sizeof set, "SET search_path TO %s", W.schema);
-    PQclear(PQexec(W.pg, set));
-    PGresult *r = PQexec(W.pg, buf);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
-        fprintf(stderr, "sql: %s: %s", buf, PQresultErrorMessage(r));
-        fail();
-    }
-    PQclear(r);
-}
-
-static long sqln(const char *query) {
-    char set[128];
-    snprintf(set, sizeof set, "SET search_path TO %s", W.schema);
-    PQclear(PQexec(W.pg, set));
-    PGresult *r = PQexec(W.pg, query);
-    long n = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) ? atol(PQgetvalue(r, 0, 0)) : -1;
-    PQclear(r);
-    return n;
-}
+#define sql(...)  (void)itest_sql(W.pg, W.schema, __VA_ARGS__)
+#define sqln(...) itest_sqln(W.pg, W.schema, __VA_ARGS__)
 
 static rp_child *start_reaperd(const char *users_env) {
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *migrate_argv[] = {(char *)itest_env("REAPERD"), "--migrate", NULL};
     char *env[] = {W.env_schema, W.env_queue, (char *)users_env, "REAPER_LOG_FORMAT=json",
                    "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
-    char *out, *err;
-    assert_int_equal(rp_run_capture(migrate_argv, env, &out, &err), 0);
-    free(out);
-    free(err);
-    rp_child *c = rp_child_start(argv, env);
-    assert_true(rp_child_wait_for(c, "\"msg\":\"broker connected\"", 30000));
-    assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
-    return c;
+    assert_int_equal(itest_migrate(W.schema), 0);
+    return itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
 }
 
 static int group_setup(void **state) {
@@ -83,9 +50,7 @@ static int group_setup(void **state) {
     snprintf(W.queue, sizeof W.queue, "vibey.reap.control.itest.%d", (int)getpid());
     snprintf(W.env_schema, sizeof W.env_schema, "REAPER_STORE_SCHEMA=%s", W.schema);
     snprintf(W.env_queue, sizeof W.env_queue, "REAPER_BROKER_CONTROL_QUEUE=%s", W.queue);
-    W.pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    if (PQstatus(W.pg) != CONNECTION_OK) return -1;
-    PQclear(PQexec(W.pg, "SET client_min_messages = warning"));
+    W.pg = itest_pg_connect();
     W.reaperd = start_reaperd("REAPER_CONTROL_ALLOWED_USERS=");
     W.amqp = itest_amqp_connect();
     return 0;

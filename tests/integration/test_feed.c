@@ -48,34 +48,9 @@ typedef struct fixture {
     feed_sub sub;
 } fixture;
 
-static char *q(fixture *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static char *q(fixture *f, const char *fmt, ...) {
-    static char value[8192];
-    char sql[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    char set[160];
-    snprintf(set, sizeof set, "SET search_path TO %s", f->schema);
-    PQclear(PQexec(f->pg, set));
-    PGresult *r = PQexec(f->pg, sql);
-    ExecStatusType s = PQresultStatus(r);
-    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
-        fprintf(stderr, "sql failed: %s\n%s", sql, PQresultErrorMessage(r));
-        fail();
-    }
-    snprintf(value, sizeof value, "%s",
-             (s == PGRES_TUPLES_OK && PQntuples(r) > 0) ? PQgetvalue(r, 0, 0) : "");
-    PQclear(r);
-    return value;
-}
-
 static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
-    f->pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    if (PQstatus(f->pg) != CONNECTION_OK) return -1;
-    PQclear(PQexec(f->pg, "SET client_min_messages = warning"));
+    f->pg = itest_pg_connect();
     static int n;
     snprintf(f->schema, sizeof f->schema, "itest_feed_%d_%d", (int)getpid(), n);
     snprintf(f->exchange, sizeof f->exchange, "vibey.reap.events.itest.%d.%d", (int)getpid(), n);
@@ -83,13 +58,7 @@ static int setup(void **state) {
     snprintf(f->env_schema, sizeof f->env_schema, "REAPER_STORE_SCHEMA=%s", f->schema);
     snprintf(f->env_exchange, sizeof f->env_exchange, "REAPER_BROKER_EVENTS_EXCHANGE=%s",
              f->exchange);
-    char *argv[] = {(char *)itest_env("REAPERD"), "--migrate", NULL};
-    char *env[] = {f->env_schema, NULL};
-    char *out, *err;
-    int rc = rp_run_capture(argv, env, &out, &err);
-    free(out);
-    free(err);
-    if (rc != 0) return -1;
+    if (itest_migrate(f->schema) != 0) return -1;
     feed_sub_open(&f->sub, f->exchange, NULL);
     *state = f;
     return 0;
@@ -109,17 +78,19 @@ static int teardown(void **state) {
 /* Expired leases in project: n to requeue and n_poison to park. */
 static void expired(fixture *f, const char *project, int n, int n_poison) {
     if (n > 0)
-        q(f,
-          "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, "
-          "lease_expires_at) SELECT '%s', 'k', 'leased', 1, 7, 'w', now() - interval '1 minute' "
-          "FROM generate_series(1, %d)",
-          project, n);
+        itest_sql(
+            f->pg, f->schema,
+            "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, "
+            "lease_expires_at) SELECT '%s', 'k', 'leased', 1, 7, 'w', now() - interval '1 minute' "
+            "FROM generate_series(1, %d)",
+            project, n);
     if (n_poison > 0)
-        q(f,
-          "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, "
-          "lease_expires_at) SELECT '%s', 'k', 'leased', 7, 7, 'w', now() - interval '1 minute' "
-          "FROM generate_series(1, %d)",
-          project, n_poison);
+        itest_sql(
+            f->pg, f->schema,
+            "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, "
+            "lease_expires_at) SELECT '%s', 'k', 'leased', 7, 7, 'w', now() - interval '1 minute' "
+            "FROM generate_series(1, %d)",
+            project, n_poison);
 }
 
 /* Runs reaperd --once with extra arguments and environment; returns the
@@ -273,22 +244,11 @@ static void test_once_dry_run_publishes_nothing(void **state) {
     json_decref(report);
     free(out);
     free(err);
-    assert_string_equal(q(f, "SELECT count(*) FROM ledger"), "0");
+    assert_string_equal(itest_sql(f->pg, f->schema, "SELECT count(*) FROM ledger"), "0");
     feed_msgs got = {0};
     feed_sub_read(&f->sub, &got, 0, 1500, 5000);
     assert_int_equal(got.n, 0);
     feed_msgs_free(&got);
-}
-
-/* A loopback port nobody listens on. */
-static int closed_port(void) {
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
-    socklen_t len = sizeof a;
-    assert_int_equal(getsockname(s, (struct sockaddr *)&a, &len), 0);
-    close(s);
-    return ntohs(a.sin_port);
 }
 
 /* REAPER_BROKER_URL with the port replaced by a closed one. */
@@ -297,7 +257,8 @@ static void unreachable_url(char *env, size_t n) {
     snprintf(url, sizeof url, "%s", itest_env("REAPER_BROKER_URL"));
     struct amqp_connection_info info;
     assert_int_equal(amqp_parse_url(url, &info), AMQP_STATUS_OK);
-    snprintf(env, n, "REAPER_BROKER_URL=amqp://%s@127.0.0.1:%d/%%2f", info.user, closed_port());
+    snprintf(env, n, "REAPER_BROKER_URL=amqp://%s@127.0.0.1:%d/%%2f", info.user,
+             itest_closed_port());
 }
 
 static void test_once_broker_unreachable(void **state) {
@@ -319,11 +280,13 @@ static void test_once_broker_unreachable(void **state) {
     free(out);
     free(err);
     /* Committed all the same. */
-    assert_string_equal(q(f, "SELECT count(*) FROM ledger"), "8");
-    assert_string_equal(q(f, "SELECT count(*) FROM job WHERE state = 'leased'"), "0");
+    assert_string_equal(itest_sql(f->pg, f->schema, "SELECT count(*) FROM ledger"), "8");
+    assert_string_equal(
+        itest_sql(f->pg, f->schema, "SELECT count(*) FROM job WHERE state = 'leased'"), "0");
     /* The human report says it too. */
-    q(f, "UPDATE job SET state = 'leased', lease_owner = 'w', lease_expires_at = now() - "
-         "interval '1 minute', attempts = 1");
+    itest_sql(f->pg, f->schema,
+              "UPDATE job SET state = 'leased', lease_owner = 'w', lease_expires_at = now() - "
+              "interval '1 minute', attempts = 1");
     assert_int_equal(once(f, "--project", "feedaway", NULL, NULL, env, &out, &err), 0);
     assert_non_null(strstr(out, "events feed: 8 of 8 committed ledger events"));
     free(out);
@@ -351,7 +314,7 @@ static void test_once_exchange_of_another_type(void **state) {
     json_decref(report);
     free(out);
     free(err);
-    assert_string_equal(q(f, "SELECT count(*) FROM ledger"), "3");
+    assert_string_equal(itest_sql(f->pg, f->schema, "SELECT count(*) FROM ledger"), "3");
     amqp_exchange_delete(f->sub.c, 1, amqp_cstring_bytes(name), 0);
 }
 
@@ -374,8 +337,8 @@ static void test_gate_answer_on_feed(void **state) {
     rp_child *d = daemon_start(f, queue_env, NULL, NULL);
     assert_true(rp_child_wait_for(d, "\"msg\":\"broker connected\"", 30000));
     assert_true(rp_child_wait_for(d, "\"msg\":\"pass finished\"", 30000));
-    long gate = atol(q(f, "SELECT id FROM gate"));
-    long job = atol(q(f, "SELECT job_id FROM gate"));
+    long gate = atol(itest_sql(f->pg, f->schema, "SELECT id FROM gate"));
+    long job = atol(itest_sql(f->pg, f->schema, "SELECT job_id FROM gate"));
     assert_true(gate > 0);
 
     amqp_connection_state_t c = itest_amqp_connect();
@@ -415,8 +378,9 @@ static void test_gate_answer_on_feed(void **state) {
     assert_int_equal(json_integer_value(json_object_get(m->body, "job")), job);
     assert_string_equal(json_string_value(json_object_get(m->body, "by")), "tester");
     /* The body is the ledger row's payload, field for field. */
-    json_t *payload = json_loads(q(f, "SELECT payload::text FROM ledger WHERE kind = "
-                                      "'GateAnswered'"),
+    json_t *payload = json_loads(itest_sql(f->pg, f->schema,
+                                           "SELECT payload::text FROM ledger WHERE kind = "
+                                           "'GateAnswered'"),
                                  0, NULL);
     assert_non_null(payload);
     assert_true(json_equal(payload, m->body));
@@ -433,12 +397,6 @@ static void test_gate_answer_on_feed(void **state) {
     itest_amqp_close(c);
 }
 
-static long long mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The broker stays away: the events wait in the publisher's queue (not
  * dropped while reaperd runs), and a stop drops them, each logged by its
  * message id, without waiting for a broker that is not there. */
@@ -448,16 +406,16 @@ static void test_daemon_drops_logged_when_broker_stays_away(void **state) {
     char url_env[600], mgmt_env[128];
     unreachable_url(url_env, sizeof url_env);
     snprintf(mgmt_env, sizeof mgmt_env, "REAPER_BROKER_MANAGEMENT_URL=http://127.0.0.1:%d",
-             closed_port());
+             itest_closed_port());
     rp_child *d = daemon_start(f, "REAPER_BROKER_CONTROL_QUEUE=vibey.reap.control.itest.nobody",
                                url_env, mgmt_env);
     assert_true(rp_child_wait_for(d, "\"msg\":\"pass finished\"", 30000));
-    assert_string_equal(q(f, "SELECT count(*) FROM ledger"), "20");
+    assert_string_equal(itest_sql(f->pg, f->schema, "SELECT count(*) FROM ledger"), "20");
     rp_child_drain(d, 1500);
     assert_null(strstr(d->log, "\"outcome\":\"dropped\""));
-    long long t0 = mono_ms();
+    long long t0 = itest_mono_ms();
     int rc = rp_child_stop(d, SIGTERM, 20000);
-    long long took = mono_ms() - t0;
+    long long took = itest_mono_ms() - t0;
     fprintf(stderr, "stop with 20 events waiting for an absent broker: exit %d in %lld ms\n", rc,
             took);
     assert_int_equal(rc, 0);
@@ -501,9 +459,10 @@ static size_t expect_json_feed(fixture *f, size_t want_at_least) {
         assert_non_null(m->raw_json); /* JSON text, read by jansson alone */
         assert_true(json_is_object(m->raw_json));
         assert_null(json_object_get(m->raw_json, "v")); /* no envelope */
-        json_t *payload = json_loads(
-            q(f, "SELECT payload::text FROM ledger WHERE seq = %s", ids[i] + strlen("ledger-")),
-            0, NULL);
+        json_t *payload = json_loads(itest_sql(f->pg, f->schema,
+                                               "SELECT payload::text FROM ledger WHERE seq = %s",
+                                               ids[i] + strlen("ledger-")),
+                                     0, NULL);
         assert_non_null(payload);
         if (!json_equal(payload, m->raw_json)) {
             char *a = json_dumps(payload, JSON_SORT_KEYS), *b = json_dumps(m->raw_json, JSON_SORT_KEYS);
@@ -560,7 +519,8 @@ static void test_json_format_once(void **state) {
     assert_non_null(strstr(err, "broker.events_format"));
     free(out);
     free(err);
-    assert_string_equal(q(f, "SELECT count(*) FROM ledger"), "6"); /* nothing ran */
+    assert_string_equal(itest_sql(f->pg, f->schema, "SELECT count(*) FROM ledger"),
+                        "6"); /* nothing ran */
 }
 
 static void test_json_format_daemon(void **state) {

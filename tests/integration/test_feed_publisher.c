@@ -44,12 +44,6 @@ typedef struct world {
     bool settled_in_call;
 } world;
 
-static long long mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void on_done(void *arg, rp_publish_outcome o) {
     world *w = arg;
     if (w->in_call) w->settled_in_call = true;
@@ -104,8 +98,8 @@ static void world_close(world *w) {
 
 /* Runs the loop for up to ms, or until stop(w) says so. */
 static void run_until(world *w, int ms, bool (*stop)(const world *)) {
-    long long end = mono_ms() + ms;
-    while (mono_ms() < end && !(stop && stop(w))) {
+    long long end = itest_mono_ms() + ms;
+    while (itest_mono_ms() < end && !(stop && stop(w))) {
         struct timeval tv = {0, 20000};
         event_base_loopexit(w->base, &tv);
         event_base_dispatch(w->base);
@@ -138,16 +132,6 @@ static rp_status publish_n(world *w, const char *exchange, int n) {
     return RP_OK;
 }
 
-static int closed_port(void) {
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
-    socklen_t len = sizeof a;
-    assert_int_equal(getsockname(s, (struct sockaddr *)&a, &len), 0);
-    close(s);
-    return ntohs(a.sin_port);
-}
-
 static bool timer_fired;
 static void on_timer(evutil_socket_t fd, short what, void *arg) {
     (void)fd;
@@ -159,7 +143,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
 static void test_broker_away_overflow_dropped(void **state) {
     (void)state;
     char url[256];
-    snprintf(url, sizeof url, "amqp://reaper@127.0.0.1:%d/%%2f", closed_port());
+    snprintf(url, sizeof url, "amqp://reaper@127.0.0.1:%d/%%2f", itest_closed_port());
     world w;
     world_open(&w, url);
     rp_amqp_publisher_set_limit(w.pub, 10);
@@ -170,11 +154,11 @@ static void test_broker_away_overflow_dropped(void **state) {
     /* A timer armed now fires on time: the loop is not held up. */
     struct event *t = evtimer_new(w.base, on_timer, NULL);
     struct timeval tv = {0, 100000};
-    long long t0 = mono_ms();
+    long long t0 = itest_mono_ms();
     timer_fired = false;
     evtimer_add(t, &tv);
-    while (!timer_fired && mono_ms() - t0 < 5000) event_base_loop(w.base, EVLOOP_ONCE);
-    long long took = mono_ms() - t0;
+    while (!timer_fired && itest_mono_ms() - t0 < 5000) event_base_loop(w.base, EVLOOP_ONCE);
+    long long took = itest_mono_ms() - t0;
     event_free(t);
     fprintf(stderr, "100 ms timer with 10 publishes waiting for an absent broker fired after %lld ms\n",
             took);

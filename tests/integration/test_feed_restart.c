@@ -35,43 +35,6 @@
 static PGconn *pg;
 static char schema[64];
 
-static long long mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static char *q(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *q(const char *fmt, ...) {
-    static char value[256];
-    char sql[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    char set[160];
-    snprintf(set, sizeof set, "SET search_path TO %s", schema);
-    PQclear(PQexec(pg, set));
-    PGresult *r = PQexec(pg, sql);
-    ExecStatusType s = PQresultStatus(r);
-    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
-        fprintf(stderr, "sql failed: %s\n%s", sql, PQresultErrorMessage(r));
-        fail();
-    }
-    snprintf(value, sizeof value, "%s",
-             (s == PGRES_TUPLES_OK && PQntuples(r) > 0) ? PQgetvalue(r, 0, 0) : "");
-    PQclear(r);
-    return value;
-}
-
-static void services(const char *verb) {
-    const char *service = getenv("RP_BROKER_SERVICE");
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s/scripts/services %s %s >/dev/null 2>&1",
-             itest_env("REAPER_SOURCE_DIR"), verb, service && *service ? service : "rabbitmq");
-    assert_int_equal(system(cmd), 0);
-}
-
 static void test_feed_across_broker_restart(void **state) {
     (void)state;
     char exchange[128], queue[128], control[128];
@@ -84,31 +47,29 @@ static void test_feed_across_broker_restart(void **state) {
     snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
     char *env[] = {env_schema, env_exchange, env_control, "REAPER_LOG_FORMAT=json",
                    "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
-    char *migrate[] = {(char *)itest_env("REAPERD"), "--migrate", NULL};
-    char *out, *err;
-    assert_int_equal(rp_run_capture(migrate, env, &out, &err), 0);
-    free(out);
-    free(err);
+    assert_int_equal(itest_migrate(schema), 0);
 
     /* Batch B expires in 15 s: the daemon's first pass arms its lease
      * deadline, and it is reaped then, with the broker away. */
-    long long t_b = mono_ms() + 15000;
-    q("INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, "
-      "lease_expires_at) SELECT 'feedrestart', 'k', 'leased', 1, 7, 'w', now() + interval '15 "
-      "seconds' FROM generate_series(1, %d)",
-      BATCH);
+    long long t_b = itest_mono_ms() + 15000;
+    itest_sql(
+        pg, schema,
+        "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, "
+        "lease_expires_at) SELECT 'feedrestart', 'k', 'leased', 1, 7, 'w', now() + interval '15 "
+        "seconds' FROM generate_series(1, %d)",
+        BATCH);
     feed_sub sub;
     feed_sub_open(&sub, exchange, queue); /* durable: it outlives the restart */
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    rp_child *d = rp_child_start(argv, env);
-    assert_true(rp_child_wait_for(d, "\"msg\":\"broker connected\"", 30000));
-    assert_true(rp_child_wait_for(d, "\"msg\":\"pass finished\"", 30000));
+    rp_child *d =
+        itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
 
     /* Batch A expired now: reaped on request, as the broker goes down. */
-    q("INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, "
-      "lease_expires_at) SELECT 'feedrestart', 'k', 'leased', 1, 7, 'w', now() - interval '1 "
-      "minute' FROM generate_series(1, %d)",
-      BATCH);
+    itest_sql(
+        pg, schema,
+        "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner, "
+        "lease_expires_at) SELECT 'feedrestart', 'k', 'leased', 1, 7, 'w', now() - interval '1 "
+        "minute' FROM generate_series(1, %d)",
+        BATCH);
     amqp_connection_state_t c = itest_amqp_connect();
     const char *reap = "{\"v\":1,\"op\":\"reap\",\"project\":\"feedrestart\"}";
     itest_reply r;
@@ -121,19 +82,20 @@ static void test_feed_across_broker_restart(void **state) {
     itest_amqp_close(c);
     feed_sub_close(&sub);
     size_t mark = strlen(d->log);
-    services("stop");
-    long long stopped = mono_ms();
+    assert_int_equal(itest_services("stop", itest_broker_service()), 0);
+    long long stopped = itest_mono_ms();
     fprintf(stderr, "broker stopped %lld ms before batch B's deadline\n", t_b - stopped);
     assert_true(rp_child_wait_for(d, "broker unreachable", 30000));
     /* Batch B is reaped while the broker is away. */
     bool b_done = false;
     for (int i = 0; i < 400 && !b_done; i++) {
         rp_child_drain(d, 100);
-        b_done = strcmp(q("SELECT count(*) FROM job WHERE state = 'ready'"), "3000") == 0;
+        b_done = strcmp(itest_sql(pg, schema, "SELECT count(*) FROM job WHERE state = 'ready'"),
+                        "3000") == 0;
     }
     assert_true(b_done);
     assert_false(d->exited);
-    services("start");
+    assert_int_equal(itest_services("start", itest_broker_service()), 0);
     bool back = false;
     for (int i = 0; i < 120 && !back; i++) {
         rp_child_drain(d, 500);
@@ -198,11 +160,7 @@ static void test_once_connection_closed_mid_pass(void **state) {
     snprintf(env_schema, sizeof env_schema, "REAPER_STORE_SCHEMA=%s", schema2);
     snprintf(env_exchange, sizeof env_exchange, "REAPER_BROKER_EVENTS_EXCHANGE=%s", exchange);
     char *env[] = {env_schema, env_exchange, "REAPER_LOG_FORMAT=json", NULL};
-    char *migrate[] = {(char *)itest_env("REAPERD"), "--migrate", NULL};
-    char *out, *err;
-    assert_int_equal(rp_run_capture(migrate, env, &out, &err), 0);
-    free(out);
-    free(err);
+    assert_int_equal(itest_migrate(schema2), 0);
     char sql[512];
     snprintf(sql, sizeof sql,
              "INSERT INTO %s.job (project_id, kind, state, attempts, max_attempts, lease_owner, "
@@ -255,9 +213,7 @@ static void test_once_connection_closed_mid_pass(void **state) {
 
 static int group_setup(void **state) {
     (void)state;
-    pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    if (PQstatus(pg) != CONNECTION_OK) return -1;
-    PQclear(PQexec(pg, "SET client_min_messages = warning"));
+    pg = itest_pg_connect();
     snprintf(schema, sizeof schema, "itest_feedrs_%d", (int)getpid());
     return 0;
 }
@@ -265,7 +221,7 @@ static int group_setup(void **state) {
 static int group_teardown(void **state) {
     (void)state;
     /* Whatever happened, the broker is left running for the next test. */
-    services("start");
+    assert_int_equal(itest_services("start", itest_broker_service()), 0);
     char sql[160];
     snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", schema);
     PQclear(PQexec(pg, sql));

@@ -42,24 +42,18 @@ static int group_setup(void **state) {
     snprintf(W.env_schema, sizeof W.env_schema, "REAPER_STORE_SCHEMA=%s", W.f->schema);
     snprintf(W.env_control, sizeof W.env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", W.control);
     W.amqp = itest_amqp_connect();
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
     char *env[] = {W.env_schema, W.env_control, "REAPER_LOG_FORMAT=json",
                    "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
-    W.reaperd = rp_child_start(argv, env);
-    assert_true(rp_child_wait_for(W.reaperd, "\"msg\":\"broker connected\"", 30000));
-    assert_true(rp_child_wait_for(W.reaperd, "\"msg\":\"pass finished\"", 60000));
+    W.reaperd =
+        itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
     return 0;
 }
 
 static int group_teardown(void **state) {
     (void)state;
     int rc = 0;
-    if (W.reaperd) {
-        /* A clean stop (and, under the sanitizers, no leak or error). */
-        rc = rp_child_stop(W.reaperd, SIGTERM, 20000);
-        if (rc != 0) fprintf(stderr, "reaperd exit %d; it said:\n%s\n", rc, W.reaperd->log);
-        rp_child_free(W.reaperd);
-    }
+    /* A clean stop (and, under the sanitizers, no leak or error). */
+    if (W.reaperd) rc = itest_reaperd_stop(W.reaperd);
     amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(W.control), 0, 0);
     amqp_get_rpc_reply(W.amqp);
     itest_amqp_close(W.amqp);

@@ -33,12 +33,7 @@ static int setup(void **state) {
     /* Owned: only this run's queues, so other tests' queues stay out. */
     snprintf(env_owned, sizeof env_owned, "REAPER_REAP_OWNED_QUEUE_PATTERN=^vibey\\.itb%d\\.",
              (int)getpid());
-    char *argv[] = {(char *)itest_env("REAPERD"), "--migrate", NULL};
-    char *env[] = {env_schema, NULL};
-    char *out, *err;
-    if (rp_run_capture(argv, env, &out, &err) != 0) return -1;
-    free(out);
-    free(err);
+    if (itest_migrate(schema) != 0) return -1;
     C = itest_amqp_connect();
     return 0;
 }

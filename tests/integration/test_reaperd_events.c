@@ -70,12 +70,7 @@ static int setup(void **state) {
      * other) reconnect (the broker cancels its consumer). */
     snprintf(control, sizeof control, "vibey.reap.control.ite%d", (int)getpid());
     snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
-    char *argv[] = {(char *)itest_env("REAPERD"), "--migrate", NULL};
-    char *env[] = {env_schema, NULL};
-    char *out, *err;
-    if (rp_run_capture(argv, env, &out, &err) != 0) return -1;
-    free(out);
-    free(err);
+    if (itest_migrate(schema) != 0) return -1;
     pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
     if (PQstatus(pg) != CONNECTION_OK) return -1;
     /* The sweep only at start (before the test's queues exist): whatever

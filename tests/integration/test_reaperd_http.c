@@ -43,17 +43,9 @@ typedef struct fixture {
     rp_child *child; /* the reaperd running, killed by teardown if a test fails */
 } fixture;
 
-static long now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
-    f->pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    if (PQstatus(f->pg) != CONNECTION_OK) return -1;
-    PQclear(PQexec(f->pg, "SET client_min_messages = warning"));
+    f->pg = itest_pg_connect();
     static int n;
     snprintf(f->schema, sizeof f->schema, "itest_http_%d_%d", (int)getpid(), n);
     snprintf(f->queue, sizeof f->queue, "vibey.reap.control.itest-http.%d.%d", (int)getpid(), n);
@@ -69,9 +61,7 @@ static int teardown(void **state) {
     fixture *f = *state;
     rp_child_free(f->child);
     if (f->pg == NULL) f->pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    char sql[160];
-    snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", f->schema);
-    PQclear(PQexec(f->pg, sql));
+    itest_drop_schema(f->pg, f->schema);
     PQfinish(f->pg);
     unlink(f->config);
     amqp_connection_state_t c = itest_amqp_connect();
@@ -81,40 +71,7 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* Runs sql in the fixture's schema; returns the first value ("" for none). */
-static char *q(fixture *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static char *q(fixture *f, const char *fmt, ...) {
-    static char value[4096];
-    char sql[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    char set[160];
-    snprintf(set, sizeof set, "SET search_path TO %s", f->schema);
-    PQclear(PQexec(f->pg, set));
-    PGresult *r = PQexec(f->pg, sql);
-    ExecStatusType s = PQresultStatus(r);
-    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
-        fprintf(stderr, "sql failed: %s\n%s", sql, PQresultErrorMessage(r));
-        fail();
-    }
-    snprintf(value, sizeof value, "%s",
-             (s == PGRES_TUPLES_OK && PQntuples(r) > 0) ? PQgetvalue(r, 0, 0) : "");
-    PQclear(r);
-    return value;
-}
-
-static void migrate(fixture *f) {
-    char *argv[] = {(char *)itest_env("REAPERD"), "--migrate", NULL};
-    char *env[] = {f->env_schema, NULL};
-    char *out, *err;
-    int rc = rp_run_capture(argv, env, &out, &err);
-    if (rc != 0) fprintf(stderr, "%s", err);
-    assert_int_equal(rc, 0);
-    free(out);
-    free(err);
-}
+static void migrate(fixture *f) { assert_int_equal(itest_migrate(f->schema), 0); }
 
 /* Starts the daemon (argv after the program: a1, a2 may be NULL) with the
  * fixture's schema and queue and the extra environment entries. */
@@ -133,25 +90,6 @@ static rp_child *start(fixture *f, const char *a1, const char *a2, const char *e
 static void finish(fixture *f, rp_child *c) {
     rp_child_free(c);
     if (f->child == c) f->child = NULL;
-}
-
-static char *scrape(int port) {
-    char *body = NULL;
-    int code = itest_http(port, "GET", "/metrics", &body, 5000);
-    assert_int_equal(code, 200);
-    return body;
-}
-
-/* The value of the sample named exactly series (name and labels); -1 when
- * absent. */
-static double metric(const char *text, const char *series) {
-    size_t n = strlen(series);
-    for (const char *line = text; line && *line;) {
-        const char *end = strchr(line, '\n');
-        if (strncmp(line, series, n) == 0 && line[n] == ' ') return strtod(line + n + 1, NULL);
-        line = end ? end + 1 : NULL;
-    }
-    return -1;
 }
 
 /* Every line is a comment or "name{labels} value"; no series twice. */
@@ -196,47 +134,59 @@ static void send_request(fixture *f, amqp_connection_state_t c, const char *json
 static void test_metrics_after_a_pass(void **state) {
     fixture *f = *state;
     migrate(f);
-    q(f, "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
-         " lease_expires_at) SELECT 'alpha', 'k', 'leased', 1, 7, 'w', now() - interval '30 s'"
-         " FROM generate_series(1, 3)");
-    q(f, "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
-         " lease_expires_at) SELECT 'alpha', 'k', 'leased', 7, 7, 'w', now() - interval '30 s'"
-         " FROM generate_series(1, 2)");
-    q(f, "INSERT INTO job (project_id, kind, state, run_after) VALUES"
-         " ('beta', 'k', 'ready', now() - interval '2 hours')");
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
+              " lease_expires_at) SELECT 'alpha', 'k', 'leased', 1, 7, 'w', now() - interval '30 s'"
+              " FROM generate_series(1, 3)");
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
+              " lease_expires_at) SELECT 'alpha', 'k', 'leased', 7, 7, 'w', now() - interval '30 s'"
+              " FROM generate_series(1, 2)");
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, run_after) VALUES"
+              " ('beta', 'k', 'ready', now() - interval '2 hours')");
     rp_child *c = start(f, NULL, NULL, "REAPER_REAP_INTERVAL_SECONDS=3600", NULL);
     int port = itest_reaperd_http_port(c, 30000);
     assert_true(port > 0);
     assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
-    char *t = scrape(port);
+    char *t = itest_scrape(port);
     assert_text_format(t);
     /* What the ledger holds, the counters say. */
-    assert_int_equal(atol(q(f, "SELECT count(*) FROM ledger WHERE payload->>'condition' = "
-                               "'LEASE_EXPIRED' AND payload->>'action' = 'REQUEUED'")),
+    assert_int_equal(atol(itest_sql(f->pg, f->schema,
+                                    "SELECT count(*) FROM ledger WHERE payload->>'condition' = "
+                                    "'LEASE_EXPIRED' AND payload->>'action' = 'REQUEUED'")),
                      3);
-    assert_true(metric(t, "reaper_reaped_total{source=\"job_queue\",condition=\"lease_expired\","
-                          "action=\"requeued\"}") == 3);
-    assert_int_equal(atol(q(f, "SELECT count(*) FROM ledger WHERE payload->>'condition' = "
-                               "'POISON' AND payload->>'action' = 'PARKED'")),
+    assert_true(itest_metric(t,
+                             "reaper_reaped_total{source=\"job_queue\",condition=\"lease_expired\","
+                             "action=\"requeued\"}") == 3);
+    assert_int_equal(atol(itest_sql(f->pg, f->schema,
+                                    "SELECT count(*) FROM ledger WHERE payload->>'condition' = "
+                                    "'POISON' AND payload->>'action' = 'PARKED'")),
                      2);
-    assert_true(metric(t, "reaper_reaped_total{source=\"job_queue\",condition=\"poison\","
-                          "action=\"parked\"}") == 2);
-    assert_true(metric(t, "reaper_reaped_total{source=\"job_queue\",condition=\"stale_ready\","
-                          "action=\"surfaced\"}") == 1);
-    assert_int_equal(atol(q(f, "SELECT count(*) FROM sighting WHERE condition = 'STALE_READY'")), 1);
-    assert_true(metric(t, "reaper_sightings_open{condition=\"stale_ready\"}") == 1);
-    assert_int_equal(atol(q(f, "SELECT count(*) FROM gate WHERE answer IS NULL")), 2);
-    assert_true(metric(t, "reaper_gates_open{kind=\"delivery_exhausted\"}") == 2);
-    assert_true(metric(t, "reaper_gates_open{kind=\"bus_dead_lettered\"}") == 0);
-    assert_true(metric(t, "reaper_pass_duration_seconds_count{scope=\"full\"}") == 1);
-    assert_true(metric(t, "reaper_pass_duration_seconds_bucket{scope=\"full\",le=\"+Inf\"}") == 1);
-    assert_true(metric(t, "reaper_passes_total{scope=\"full\",result=\"ok\"}") +
-                    metric(t, "reaper_passes_total{scope=\"full\",result=\"unreadable\"}") ==
+    assert_true(itest_metric(t, "reaper_reaped_total{source=\"job_queue\",condition=\"poison\","
+                                "action=\"parked\"}") == 2);
+    assert_true(itest_metric(t,
+                             "reaper_reaped_total{source=\"job_queue\",condition=\"stale_ready\","
+                             "action=\"surfaced\"}") == 1);
+    assert_int_equal(
+        atol(itest_sql(f->pg, f->schema,
+                       "SELECT count(*) FROM sighting WHERE condition = 'STALE_READY'")),
+        1);
+    assert_true(itest_metric(t, "reaper_sightings_open{condition=\"stale_ready\"}") == 1);
+    assert_int_equal(
+        atol(itest_sql(f->pg, f->schema, "SELECT count(*) FROM gate WHERE answer IS NULL")), 2);
+    assert_true(itest_metric(t, "reaper_gates_open{kind=\"delivery_exhausted\"}") == 2);
+    assert_true(itest_metric(t, "reaper_gates_open{kind=\"bus_dead_lettered\"}") == 0);
+    assert_true(itest_metric(t, "reaper_pass_duration_seconds_count{scope=\"full\"}") == 1);
+    assert_true(
+        itest_metric(t, "reaper_pass_duration_seconds_bucket{scope=\"full\",le=\"+Inf\"}") == 1);
+    assert_true(itest_metric(t, "reaper_passes_total{scope=\"full\",result=\"ok\"}") +
+                    itest_metric(t, "reaper_passes_total{scope=\"full\",result=\"unreadable\"}") ==
                 1);
-    assert_true(metric(t, "reaper_up{backend=\"broker\"}") == 1);
-    assert_true(metric(t, "reaper_up{backend=\"store\"}") == 1);
+    assert_true(itest_metric(t, "reaper_up{backend=\"broker\"}") == 1);
+    assert_true(itest_metric(t, "reaper_up{backend=\"store\"}") == 1);
     assert_non_null(strstr(t, "reaper_build_info{version=\""));
-    assert_true(metric(t, "reaper_dead_letters_parked_total") == 0);
+    assert_true(itest_metric(t, "reaper_dead_letters_parked_total") == 0);
     free(t);
     /* Other paths and methods. */
     assert_int_equal(itest_http(port, "GET", "/nope", NULL, 5000), 404);
@@ -258,7 +208,7 @@ static void test_metrics_after_a_pass(void **state) {
     assert_false(ok);
     char answer[128];
     snprintf(answer, sizeof answer, "{\"v\":1,\"op\":\"answer\",\"gate\":%s,\"choice\":\"retry\"}",
-             q(f, "SELECT min(id) FROM gate"));
+             itest_sql(f->pg, f->schema, "SELECT min(id) FROM gate"));
     send_request(f, a, answer, &ok);
     assert_true(ok);
     send_request(f, a, answer, &ok); /* already answered: not counted again */
@@ -270,26 +220,43 @@ static void test_metrics_after_a_pass(void **state) {
     amqp_get_rpc_reply(a);
     amqp_queue_delete(a, 1, amqp_cstring_bytes(qname), 0, 0);
     itest_amqp_close(a);
-    long t0 = now_ms();
+    long t0 = itest_mono_ms();
     double lag = -1;
-    while (lag < 0 && now_ms() - t0 < 10000) {
+    while (lag < 0 && itest_mono_ms() - t0 < 10000) {
         rp_child_drain(c, 100);
-        t = scrape(port);
-        lag = metric(t, "reaper_event_lag_seconds");
+        t = itest_scrape(port);
+        lag = itest_metric(t, "reaper_event_lag_seconds");
         free(t);
     }
     assert_true(lag >= 0 && lag < 5);
-    t = scrape(port);
+    t = itest_scrape(port);
     assert_text_format(t);
-    assert_true(metric(t, "reaper_control_requests_total{op=\"status\",outcome=\"ok\"}") == 1);
-    assert_true(metric(t, "reaper_control_requests_total{op=\"unknown\",outcome=\"bad_request\"}") == 1);
-    assert_true(metric(t, "reaper_control_requests_total{op=\"answer\",outcome=\"not_found\"}") == 1);
-    assert_true(metric(t, "reaper_control_requests_total{op=\"answer\",outcome=\"ok\"}") == 2);
-    assert_true(metric(t, "reaper_gates_answered_total{kind=\"delivery_exhausted\",choice=\"retry\"}") == 1);
-    assert_true(metric(t, "reaper_gates_answered_total{kind=\"delivery_exhausted\",choice=\"dismiss\"}") == 0);
+    assert_true(itest_metric(t, "reaper_control_requests_total{op=\"status\",outcome=\"ok\"}") ==
+                1);
+    assert_true(
+        itest_metric(t, "reaper_control_requests_total{op=\"unknown\",outcome=\"bad_request\"}") ==
+        1);
+    assert_true(
+        itest_metric(t, "reaper_control_requests_total{op=\"answer\",outcome=\"not_found\"}") == 1);
+    assert_true(itest_metric(t, "reaper_control_requests_total{op=\"answer\",outcome=\"ok\"}") ==
+                2);
+    assert_true(
+        itest_metric(
+            t, "reaper_gates_answered_total{kind=\"delivery_exhausted\",choice=\"retry\"}") == 1);
+    assert_true(
+        itest_metric(
+            t, "reaper_gates_answered_total{kind=\"delivery_exhausted\",choice=\"dismiss\"}") == 0);
     free(t);
     assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
     finish(f, c);
+}
+
+/* A connection holding the job table in ACCESS EXCLUSIVE mode (in an open
+ * transaction) until it is closed. */
+static PGconn *lock_job_table(fixture *f) {
+    PGconn *lock = itest_pg_connect();
+    itest_sql(lock, f->schema, "BEGIN; LOCK TABLE job IN ACCESS EXCLUSIVE MODE");
+    return lock;
 }
 
 /* The store thread is stuck (the job table locked): the loop still answers
@@ -297,27 +264,21 @@ static void test_metrics_after_a_pass(void **state) {
 static void test_healthz_during_a_long_pass(void **state) {
     fixture *f = *state;
     migrate(f);
-    PGconn *lock = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    assert_int_equal(PQstatus(lock), CONNECTION_OK);
-    char sql[200];
-    snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE %s.job IN ACCESS EXCLUSIVE MODE", f->schema);
-    PGresult *r = PQexec(lock, sql);
-    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-    PQclear(r);
+    PGconn *lock = lock_job_table(f);
     rp_child *c = start(f, NULL, NULL, "REAPER_REAP_INTERVAL_SECONDS=3600", NULL);
     int port = itest_reaperd_http_port(c, 30000);
     assert_true(port > 0);
     long worst = 0;
-    long t0 = now_ms();
-    while (now_ms() - t0 < 3000) {
-        long s = now_ms();
+    long t0 = itest_mono_ms();
+    while (itest_mono_ms() - t0 < 3000) {
+        long s = itest_mono_ms();
         char *body = NULL;
         assert_int_equal(itest_http(port, "GET", "/healthz", &body, 2000), 200);
         assert_string_equal(body, "ok\n");
         free(body);
-        char *m = scrape(port);
+        char *m = itest_scrape(port);
         free(m);
-        if (now_ms() - s > worst) worst = now_ms() - s;
+        if (itest_mono_ms() - s > worst) worst = itest_mono_ms() - s;
         rp_child_drain(c, 100);
     }
     /* The pass was stuck all along. */
@@ -331,18 +292,10 @@ static void test_healthz_during_a_long_pass(void **state) {
     finish(f, c);
 }
 
-static int services(const char *what) {
-    char cmd[512];
-    const char *service = getenv("RP_BROKER_SERVICE");
-    snprintf(cmd, sizeof cmd, "%s/scripts/services %s %s >/dev/null 2>&1",
-             itest_env("REAPER_SOURCE_DIR"), what, service && *service ? service : "rabbitmq");
-    return system(cmd);
-}
-
 /* Polls /readyz until it answers want (or timeout_ms passes); returns the
  * last code and body. */
 static int readyz_until(rp_child *c, int port, int want, char **body, int timeout_ms) {
-    long t0 = now_ms();
+    long t0 = itest_mono_ms();
     int code = -1;
     *body = NULL;
     do {
@@ -350,7 +303,7 @@ static int readyz_until(rp_child *c, int port, int want, char **body, int timeou
         code = itest_http(port, "GET", "/readyz", body, 2000);
         if (code == want) break;
         rp_child_drain(c, 200);
-    } while (now_ms() - t0 < timeout_ms);
+    } while (itest_mono_ms() - t0 < timeout_ms);
     return code;
 }
 
@@ -366,22 +319,23 @@ static void test_readyz_follows_the_broker(void **state) {
     assert_int_equal(readyz_until(c, port, 200, &body, 30000), 200);
     assert_string_equal(body, "ready\n");
     free(body);
-    assert_int_equal(services("stop"), 0);
+    assert_int_equal(itest_services("stop", itest_broker_service()), 0);
     int code = readyz_until(c, port, 503, &body, 30000);
-    if (code != 503 && services("start") != 0) fprintf(stderr, "cannot start the broker again\n");
+    if (code != 503 && itest_services("start", itest_broker_service()) != 0)
+        fprintf(stderr, "cannot start the broker again\n");
     assert_int_equal(code, 503);
     assert_non_null(strstr(body, "broker down"));
     free(body);
     assert_int_equal(itest_http(port, "GET", "/healthz", NULL, 2000), 200);
-    char *t = scrape(port);
-    assert_true(metric(t, "reaper_up{backend=\"broker\"}") == 0);
-    assert_true(metric(t, "reaper_up{backend=\"store\"}") == 1);
+    char *t = itest_scrape(port);
+    assert_true(itest_metric(t, "reaper_up{backend=\"broker\"}") == 0);
+    assert_true(itest_metric(t, "reaper_up{backend=\"store\"}") == 1);
     free(t);
-    assert_int_equal(services("start"), 0);
+    assert_int_equal(itest_services("start", itest_broker_service()), 0);
     assert_int_equal(readyz_until(c, port, 200, &body, 90000), 200);
     free(body);
-    t = scrape(port);
-    assert_true(metric(t, "reaper_up{backend=\"broker\"}") == 1);
+    t = itest_scrape(port);
+    assert_true(itest_metric(t, "reaper_up{backend=\"broker\"}") == 1);
     free(t);
     assert_false(c->exited);
     assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
@@ -396,10 +350,10 @@ static void write_file(const char *path, const char *text) {
 }
 
 static double full_passes(int port) {
-    char *t = scrape(port);
-    double n = metric(t, "reaper_passes_total{scope=\"full\",result=\"ok\"}") +
-               metric(t, "reaper_passes_total{scope=\"full\",result=\"unreadable\"}") +
-               metric(t, "reaper_passes_total{scope=\"full\",result=\"error\"}");
+    char *t = itest_scrape(port);
+    double n = itest_metric(t, "reaper_passes_total{scope=\"full\",result=\"ok\"}") +
+               itest_metric(t, "reaper_passes_total{scope=\"full\",result=\"unreadable\"}") +
+               itest_metric(t, "reaper_passes_total{scope=\"full\",result=\"error\"}");
     free(t);
     return n;
 }
@@ -407,8 +361,9 @@ static double full_passes(int port) {
 static void hup_and_wait(rp_child *c, const char *needle) {
     size_t before = strlen(c->log);
     kill(c->pid, SIGHUP);
-    long t0 = now_ms();
-    while (strstr(c->log + before, needle) == NULL && now_ms() - t0 < 10000) rp_child_drain(c, 50);
+    long t0 = itest_mono_ms();
+    while (strstr(c->log + before, needle) == NULL && itest_mono_ms() - t0 < 10000)
+        rp_child_drain(c, 50);
     if (strstr(c->log + before, needle) == NULL) fprintf(stderr, "%s\n", c->log + before);
     assert_non_null(strstr(c->log + before, needle));
 }
@@ -433,8 +388,8 @@ static void test_sighup_reload(void **state) {
     assert_non_null(strstr(c->log, "\"msg\":\"configuration key changed; applied\",\"key\":\"log.level\""));
     assert_non_null(strstr(c->log, "\"msg\":\"configuration key changed; it applies at the next start, not now\",\"key\":\"broker.events_exchange\""));
     /* The sweep now runs every second. */
-    long t0 = now_ms();
-    while (full_passes(port) < 3 && now_ms() - t0 < 6000) rp_child_drain(c, 200);
+    long t0 = itest_mono_ms();
+    while (full_passes(port) < 3 && itest_mono_ms() - t0 < 6000) rp_child_drain(c, 200);
     assert_true(full_passes(port) >= 3);
     /* Debug lines now: a broker event (a queue made and deleted) is one. */
     amqp_connection_state_t a = itest_amqp_connect();
@@ -476,13 +431,7 @@ static void test_sigterm_finishes_what_is_in_flight(void **state) {
     migrate(f);
     rp_child *c = start(f, NULL, NULL, "REAPER_REAP_INTERVAL_SECONDS=3600", "REAPER_LOG_LEVEL=debug");
     assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
-    PGconn *lock = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    assert_int_equal(PQstatus(lock), CONNECTION_OK);
-    char sql[200];
-    snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE %s.job IN ACCESS EXCLUSIVE MODE", f->schema);
-    PGresult *r = PQexec(lock, sql);
-    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-    PQclear(r);
+    PGconn *lock = lock_job_table(f);
     amqp_connection_state_t a = itest_amqp_connect();
     const char *req = "{\"v\":1,\"op\":\"reap\",\"dry_run\":true}";
     amqp_basic_properties_t p;
@@ -495,7 +444,7 @@ static void test_sigterm_finishes_what_is_in_flight(void **state) {
                                         0, 0, &p, amqp_cstring_bytes(req)),
                      AMQP_STATUS_OK);
     assert_true(rp_child_wait_for(c, "\"msg\":\"control request\",\"op\":\"reap\"", 10000));
-    long t0 = now_ms();
+    long t0 = itest_mono_ms();
     kill(c->pid, SIGTERM);
     assert_true(rp_child_wait_for(c, "\"msg\":\"stopping\"", 5000));
     rp_child_drain(c, 1000);
@@ -503,7 +452,7 @@ static void test_sigterm_finishes_what_is_in_flight(void **state) {
     PQclear(PQexec(lock, "ROLLBACK"));
     PQfinish(lock);
     int rc = rp_child_wait_exit(c, 20000);
-    long took = now_ms() - t0;
+    long took = itest_mono_ms() - t0;
     if (rc != 0) fprintf(stderr, "%s\n", c->log);
     assert_int_equal(rc, 0);
     fprintf(stderr, "SIGTERM to exit with a request in flight: %ld ms\n", took);
@@ -533,22 +482,17 @@ static void test_sigterm_finishes_what_is_in_flight(void **state) {
 static void test_sigterm_bounded_when_the_store_is_stuck(void **state) {
     fixture *f = *state;
     migrate(f);
-    q(f, "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
-         " lease_expires_at) SELECT 'alpha', 'k', 'leased', 1, 7, 'w', now() - interval '30 s'"
-         " FROM generate_series(1, 5)");
-    PGconn *lock = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    assert_int_equal(PQstatus(lock), CONNECTION_OK);
-    char sql[200];
-    snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE %s.job IN ACCESS EXCLUSIVE MODE", f->schema);
-    PGresult *r = PQexec(lock, sql);
-    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-    PQclear(r);
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
+              " lease_expires_at) SELECT 'alpha', 'k', 'leased', 1, 7, 'w', now() - interval '30 s'"
+              " FROM generate_series(1, 5)");
+    PGconn *lock = lock_job_table(f);
     rp_child *c = start(f, NULL, NULL, "REAPER_REAP_INTERVAL_SECONDS=3600", NULL);
     assert_true(itest_reaperd_http_port(c, 30000) > 0);
     rp_child_drain(c, 1000);
-    long t0 = now_ms();
+    long t0 = itest_mono_ms();
     int rc = rp_child_stop(c, SIGTERM, 25000);
-    long took = now_ms() - t0;
+    long took = itest_mono_ms() - t0;
     PQclear(PQexec(lock, "ROLLBACK"));
     PQfinish(lock);
     if (rc != 0) fprintf(stderr, "%s\n", c->log);
@@ -559,7 +503,8 @@ static void test_sigterm_bounded_when_the_store_is_stuck(void **state) {
     assert_non_null(strstr(c->log, "cancelling the store's command in progress"));
     assert_non_null(strstr(c->log, "\"msg\":\"reaperd stopped\""));
     /* Nothing moved: the row transactions never began. */
-    assert_int_equal(atol(q(f, "SELECT count(*) FROM job WHERE state = 'leased'")), 5);
+    assert_int_equal(
+        atol(itest_sql(f->pg, f->schema, "SELECT count(*) FROM job WHERE state = 'leased'")), 5);
     finish(f, c);
 }
 
@@ -571,9 +516,9 @@ static void test_sigterm_idle(void **state) {
     for (int i = 0; i < 2; i++) {
         rp_child *c = start(f, NULL, NULL, "REAPER_REAP_INTERVAL_SECONDS=3600", NULL);
         assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
-        long t0 = now_ms();
+        long t0 = itest_mono_ms();
         assert_int_equal(rp_child_stop(c, sigs[i], 15000), 0);
-        long took = now_ms() - t0;
+        long took = itest_mono_ms() - t0;
         fprintf(stderr, "signal %d to exit, idle: %ld ms\n", sigs[i], took);
         assert_true(took < 3000);
         assert_non_null(strstr(c->log, "\"msg\":\"reaperd stopped\""));

@@ -57,17 +57,9 @@ static void declare(const char *queue, amqp_table_t args) {
     assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
 }
 
-static void delete_queue(const char *queue) {
-    amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(queue), 0, 0);
-    assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
-}
+static void delete_queue(const char *queue) { itest_queue_delete(W.amqp, 1, queue); }
 
-static uint32_t depth(const char *queue) {
-    amqp_queue_declare_ok_t *ok =
-        amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(queue), 1, 0, 0, 0, amqp_empty_table);
-    assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
-    return ok->message_count;
-}
+static uint32_t depth(const char *queue) { return (uint32_t)itest_queue_depth(W.amqp, 1, queue); }
 
 static int group_setup(void **state) {
     (void)state;
@@ -77,24 +69,18 @@ static int group_setup(void **state) {
     snprintf(W.env_schema, sizeof W.env_schema, "REAPER_STORE_SCHEMA=%s", W.f->schema);
     snprintf(W.env_control, sizeof W.env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", W.control);
     W.amqp = itest_amqp_connect();
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
     char *env[] = {W.env_schema, W.env_control, "REAPER_LOG_FORMAT=json",
                    "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
-    W.reaperd = rp_child_start(argv, env);
-    assert_true(rp_child_wait_for(W.reaperd, "\"msg\":\"broker connected\"", 30000));
-    assert_true(rp_child_wait_for(W.reaperd, "\"msg\":\"pass finished\"", 60000));
+    W.reaperd =
+        itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
     return 0;
 }
 
 static int group_teardown(void **state) {
     (void)state;
     int rc = 0;
-    if (W.reaperd) {
-        /* A clean stop (and, under the sanitizers, no leak or error). */
-        rc = rp_child_stop(W.reaperd, SIGTERM, 20000);
-        if (rc != 0) fprintf(stderr, "reaperd exit %d; it said:\n%s\n", rc, W.reaperd->log);
-        rp_child_free(W.reaperd);
-    }
+    /* A clean stop (and, under the sanitizers, no leak or error). */
+    if (W.reaperd) rc = itest_reaperd_stop(W.reaperd);
     amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(W.control), 0, 0);
     amqp_get_rpc_reply(W.amqp);
     itest_amqp_close(W.amqp);

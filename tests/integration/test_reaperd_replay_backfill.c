@@ -73,12 +73,7 @@ static void ok_rpc(const char *what) {
     assert_int_equal(r.reply_type, AMQP_RESPONSE_NORMAL);
 }
 
-static uint32_t depth(const char *queue) {
-    amqp_queue_declare_ok_t *ok =
-        amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(queue), 1, 0, 0, 0, amqp_empty_table);
-    ok_rpc("passive declare");
-    return ok->message_count;
-}
+static uint32_t depth(const char *queue) { return (uint32_t)itest_queue_depth(W.amqp, 1, queue); }
 
 static amqp_table_entry_t te_str(const char *k, const char *v) {
     amqp_table_entry_t e;

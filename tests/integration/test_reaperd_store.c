@@ -32,9 +32,7 @@ typedef struct fixture {
 
 static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
-    f->pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
-    if (PQstatus(f->pg) != CONNECTION_OK) return -1;
-    PQclear(PQexec(f->pg, "SET client_min_messages = warning"));
+    f->pg = itest_pg_connect();
     static int n;
     snprintf(f->schema, sizeof f->schema, "itest_rd_%d_%d", (int)getpid(), n++);
     snprintf(f->schema_env, sizeof f->schema_env, "REAPER_STORE_SCHEMA=%s", f->schema);
@@ -53,32 +51,9 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* Runs sql in the fixture's schema and returns the first value of the first
- * row ("" for none); fails the test on an error. */
-static char *q(fixture *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static char *q(fixture *f, const char *fmt, ...) {
-    static char value[4096];
-    char sql[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    char set[160];
-    snprintf(set, sizeof set, "SET search_path TO %s", f->schema);
-    PQclear(PQexec(f->pg, set));
-    PGresult *r = PQexec(f->pg, sql);
-    ExecStatusType s = PQresultStatus(r);
-    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
-        fprintf(stderr, "sql failed: %s\n%s", sql, PQresultErrorMessage(r));
-        fail();
-    }
-    snprintf(value, sizeof value, "%s",
-             (s == PGRES_TUPLES_OK && PQntuples(r) > 0) ? PQgetvalue(r, 0, 0) : "");
-    PQclear(r);
-    return value;
+static long qn(fixture *f, const char *query) {
+    return atol(itest_sql(f->pg, f->schema, "%s", query));
 }
-
-static long qn(fixture *f, const char *query) { return atol(q(f, "%s", query)); }
 
 /* Runs reaperd with args and the fixture's schema; returns the exit code. */
 static int reaperd(fixture *f, char **out, char **err, const char *a1, const char *a2,
@@ -107,11 +82,11 @@ static void migrate(fixture *f) {
 
 /* n expired leases in project p, attempts/max given, expired `ago` seconds. */
 static void add_expired(fixture *f, int n, const char *p, int attempts, int max, int ago) {
-    q(f,
-      "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
-      " lease_expires_at) SELECT '%s', 'send_mail', 'leased', %d, %d, 'worker-' || g,"
-      " now() - interval '%d seconds' FROM generate_series(1, %d) g",
-      p, attempts, max, ago, n);
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
+              " lease_expires_at) SELECT '%s', 'send_mail', 'leased', %d, %d, 'worker-' || g,"
+              " now() - interval '%d seconds' FROM generate_series(1, %d) g",
+              p, attempts, max, ago, n);
 }
 
 static void test_once_json_reaps_and_reports(void **state) {
@@ -119,8 +94,9 @@ static void test_once_json_reaps_and_reports(void **state) {
     migrate(f);
     add_expired(f, 3, "alpha", 1, 7, 30);
     add_expired(f, 1, "alpha", 7, 7, 30); /* poison */
-    q(f, "INSERT INTO job (project_id, kind, state, run_after) VALUES"
-         " ('beta', 'k', 'ready', now() - interval '2 hours')"); /* stale ready */
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, run_after) VALUES"
+              " ('beta', 'k', 'ready', now() - interval '2 hours')"); /* stale ready */
     char *out, *err;
     int rc = reaperd(f, &out, &err, "--once", "--json", NULL, NULL);
     if (rc != 0) fprintf(stderr, "%s\n%s", out, err);
@@ -197,12 +173,16 @@ static void test_once_dry_run_writes_nothing(void **state) {
     migrate(f);
     add_expired(f, 20, "alpha", 1, 7, 30);
     add_expired(f, 2, "alpha", 7, 7, 30);
-    q(f, "INSERT INTO job (project_id, kind, state, run_after) VALUES"
-         " ('beta', 'k', 'ready', now() - interval '2 hours')");
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, run_after) VALUES"
+              " ('beta', 'k', 'ready', now() - interval '2 hours')");
     /* An open sighting that a real pass would clear. */
-    q(f, "INSERT INTO ledger (kind, project_id, payload) VALUES ('QueueReaped', 'gone', '{}')");
-    q(f, "INSERT INTO sighting SELECT 'job_queue|STALE_READY|project:gone', 'STALE_READY',"
-         " max(seq), now() FROM ledger");
+    itest_sql(
+        f->pg, f->schema,
+        "INSERT INTO ledger (kind, project_id, payload) VALUES ('QueueReaped', 'gone', '{}')");
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO sighting SELECT 'job_queue|STALE_READY|project:gone', 'STALE_READY',"
+              " max(seq), now() FROM ledger");
     char *before = dump(f);
     char *out, *err;
     int rc = reaperd(f, &out, &err, "--once", "--dry-run", "--json", NULL);
@@ -312,12 +292,6 @@ static void test_two_reapers_split_the_work(void **state) {
     assert_int_equal(qn(f, "SELECT count(DISTINCT payload->>'object') FROM ledger"), 5500);
 }
 
-static long now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 /* The daemon reaps a lease about when it runs out, not a whole interval
  * (here 600 s) later. */
 static void test_daemon_reaps_on_the_deadline(void **state) {
@@ -325,23 +299,25 @@ static void test_daemon_reaps_on_the_deadline(void **state) {
     migrate(f);
     /* Leases that run out 2 s from now, in the table before the daemon's
      * first pass: that pass arms the timer for them. */
-    q(f, "INSERT INTO job (project_id, kind, state, attempts, lease_owner, lease_expires_at)"
-         " SELECT 'alpha', 'k', 'leased', 1, 'w', now() + interval '2 seconds'"
-         " FROM generate_series(1, 50)");
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, attempts, lease_owner, lease_expires_at)"
+              " SELECT 'alpha', 'k', 'leased', 1, 'w', now() + interval '2 seconds'"
+              " FROM generate_series(1, 50)");
     char *argv[] = {(char *)itest_env("REAPERD"), NULL};
     char *env[] = {f->schema_env, "REAPER_REAP_INTERVAL_SECONDS=600", "REAPER_LOG_FORMAT=json",
                    NULL};
     rp_child *c = rp_child_start(argv, env);
     assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
-    long t0 = now_ms();
-    while (now_ms() - t0 < 15000 &&
+    long t0 = itest_mono_ms();
+    while (itest_mono_ms() - t0 < 15000 &&
            qn(f, "SELECT count(*) FROM job WHERE state = 'ready'") < 50)
         rp_child_drain(c, 50);
     assert_int_equal(qn(f, "SELECT count(*) FROM job WHERE state = 'ready'"), 50);
     /* Each was requeued within a second of its lease running out: the
      * verdict's measurement is the seconds past the deadline at the move,
      * on the database's clock. */
-    double past = atof(q(f, "SELECT max((payload->>'measured')::float) FROM ledger"));
+    double past =
+        atof(itest_sql(f->pg, f->schema, "SELECT max((payload->>'measured')::float) FROM ledger"));
     assert_true(past >= 0.0);
     assert_true(past < 1.0);
     assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
@@ -352,8 +328,9 @@ static void test_sweep_off_still_reaps_leases(void **state) {
     fixture *f = *state;
     migrate(f);
     add_expired(f, 10, "alpha", 1, 7, 30);
-    q(f, "INSERT INTO job (project_id, kind, state, run_after) VALUES"
-         " ('beta', 'k', 'ready', now() - interval '2 hours')");
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state, run_after) VALUES"
+              " ('beta', 'k', 'ready', now() - interval '2 hours')");
     char *argv[] = {(char *)itest_env("REAPERD"), NULL};
     char *env[] = {f->schema_env, "REAPER_REAP_ENABLED=false", "REAPER_LOG_FORMAT=json", NULL};
     rp_child *c = rp_child_start(argv, env);
@@ -379,8 +356,9 @@ static void test_database_restart_under_the_daemon(void **state) {
                    NULL};
     rp_child *c = rp_child_start(argv, env);
     /* Restart once the reap is under way. */
-    long t0 = now_ms();
-    while (now_ms() - t0 < 30000 && qn(f, "SELECT count(*) FROM job WHERE state = 'ready'") < 1000)
+    long t0 = itest_mono_ms();
+    while (itest_mono_ms() - t0 < 30000 &&
+           qn(f, "SELECT count(*) FROM job WHERE state = 'ready'") < 1000)
         rp_child_drain(c, 20);
     PQfinish(f->pg);
     f->pg = NULL; /* teardown reconnects if an assertion stops the test here */
@@ -392,8 +370,9 @@ static void test_database_restart_under_the_daemon(void **state) {
     assert_int_equal(PQstatus(f->pg), CONNECTION_OK);
     PQclear(PQexec(f->pg, "SET client_min_messages = warning"));
     /* It finishes the rest after the restart. */
-    t0 = now_ms();
-    while (now_ms() - t0 < 120000 && qn(f, "SELECT count(*) FROM job WHERE state = 'leased'") > 0)
+    t0 = itest_mono_ms();
+    while (itest_mono_ms() - t0 < 120000 &&
+           qn(f, "SELECT count(*) FROM job WHERE state = 'leased'") > 0)
         rp_child_drain(c, 200);
     assert_false(c->exited);
     assert_true(rp_child_wait_for(c, "unreachable", 1000));

@@ -10,7 +10,6 @@
 #include <cmocka.h>
 
 #include <amqp.h>
-#include <amqp_tcp_socket.h>
 #include <libpq-fe.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,28 +19,11 @@
 
 #include "itest.h"
 
-static amqp_connection_state_t broker_connect(void) {
-    char url[512];
-    snprintf(url, sizeof url, "%s", itest_env("REAPER_BROKER_URL"));
-    struct amqp_connection_info info;
-    assert_int_equal(amqp_parse_url(url, &info), AMQP_STATUS_OK);
-    amqp_connection_state_t c = amqp_new_connection();
-    amqp_socket_t *s = amqp_tcp_socket_new(c);
-    assert_non_null(s);
-    assert_int_equal(amqp_socket_open(s, info.host, info.port), AMQP_STATUS_OK);
-    amqp_rpc_reply_t r = amqp_login(c, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN,
-                                    info.user, itest_broker_password());
-    assert_int_equal(r.reply_type, AMQP_RESPONSE_NORMAL);
-    amqp_channel_open(c, 1);
-    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
-    return c;
-}
-
 /* A queue created now shows up as a queue.created event on
  * amq.rabbitmq.event, so the event-exchange plugin is really on. */
 static void test_broker_publishes_queue_events(void **state) {
     (void)state;
-    amqp_connection_state_t c = broker_connect();
+    amqp_connection_state_t c = itest_amqp_connect_plain();
     amqp_queue_declare_ok_t *q =
         amqp_queue_declare(c, 1, amqp_empty_bytes, 0, 0, 1, 1, amqp_empty_table);
     assert_non_null(q);
@@ -78,8 +60,7 @@ static void test_broker_publishes_queue_events(void **state) {
     assert_true(seen);
     amqp_queue_delete(c, 1, amqp_cstring_bytes(name), 0, 0);
     amqp_bytes_free(events);
-    amqp_connection_close(c, AMQP_REPLY_SUCCESS);
-    amqp_destroy_connection(c);
+    itest_amqp_close(c);
 }
 
 /* The database answers as the reaper role, over TCP with its password from
