@@ -13,6 +13,9 @@
  * And one message, one identity (CONTRACT section 6): dead letters that
  * reach the tap and that the backfill finds in the dead-letter queue as well
  * are parked once each, with and without a message_id.
+ *
+ * And reaper's own queues under the default names get none of its
+ * policies: the tap keeps what a delivery limit would drop.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -397,6 +400,136 @@ static void test_tap_and_backfill_park_once(void **state) {
     tap_delete_exchange(x);
 }
 
+/* ---- reaper's own queues and its policy --------------------------------------- */
+
+/* GET on the management API (curl), parsed; NULL when it fails. */
+static json_t *mgmt_get(const char *path) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "curl -sf -u \"reaper:$(cat '%s')\" '%s%s'",
+             itest_env("REAPER_BROKER_PASSWORD_FILE"), itest_env("REAPER_BROKER_MANAGEMENT_URL"),
+             path);
+    FILE *f = popen(cmd, "r");
+    if (f == NULL) return NULL;
+    json_error_t je;
+    json_t *j = json_loadf(f, 0, &je);
+    pclose(f);
+    return j;
+}
+
+static void mgmt_delete(const char *path) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "curl -s -o /dev/null -u \"reaper:$(cat '%s')\" -X DELETE '%s%s'",
+             itest_env("REAPER_BROKER_PASSWORD_FILE"), itest_env("REAPER_BROKER_MANAGEMENT_URL"),
+             path);
+    if (system(cmd) != 0) fprintf(stderr, "could not DELETE %s\n", path);
+}
+
+/* A queue as the management API lists it (NULL on failure). */
+static json_t *queue_info(const char *queue) {
+    char path[256];
+    snprintf(path, sizeof path, "/api/queues/%%2f/%s", queue);
+    return mgmt_get(path);
+}
+
+/* With the DEFAULT names (vibey.reap.control, vibey.reap.tap, both matched
+ * by the default owned pattern ^vibey\.): after a reconcile the tap carries
+ * none of reaper's policies (so no delivery-limit overrides its own
+ * x-delivery-limit -1 on RabbitMQ 4, nor limits the quorum tap on 3.10),
+ * while an owned quorum queue carries vibey-reap; and a dead letter
+ * returned to the tap 25 times (more than the policy's 20) is still there
+ * to be parked. */
+static void test_own_queues_get_no_policy(void **state) {
+    (void)state;
+    static const char tap[] = "vibey.reap.tap", control[] = "vibey.reap.control";
+    mgmt_delete("/api/queues/%2f/vibey.reap.tap"); /* left by an earlier failed run */
+    char x[128], work[128], dlq[128], pq[128];
+    tap_plain(x, sizeof x, "own.dlx");
+    tap_exchange(x, "fanout");
+    tap_plain(dlq, sizeof dlq, "own.dead-letters");
+    tap_queue(dlq, NULL, NULL, -1);
+    tap_bind(dlq, x, "", amqp_empty_table);
+    tap_owned(work, sizeof work, "own.work");
+    tap_queue(work, x, NULL, -1);
+    tap_owned(pq, sizeof pq, "own.quorum");
+    amqp_table_entry_t qt = {amqp_cstring_bytes("x-queue-type"),
+                             {.kind = AMQP_FIELD_KIND_UTF8,
+                              .value.bytes = amqp_cstring_bytes("quorum")}};
+    amqp_queue_declare(T.amqp, 1, amqp_cstring_bytes(pq), 0, 1, 0, 0, (amqp_table_t){1, &qt});
+    assert_int_equal(amqp_get_rpc_reply(T.amqp).reply_type, AMQP_RESPONSE_NORMAL);
+
+    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    /* Default owned pattern, control and tap names; no dead-letter queue
+     * of other tests backfilled. */
+    char *env[] = {T.env_schema, T.env_dlq, "REAPER_LOG_FORMAT=json",
+                   "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
+    T.reaperd = rp_child_start(argv, env);
+    assert_non_null(T.reaperd);
+    assert_true(rp_child_wait_for(T.reaperd, "\"msg\":\"pass finished\"", 30000));
+    assert_true(rp_child_wait_for(T.reaperd, "\"msg\":\"tap bindings ", 30000));
+
+    /* Statistics lag: wait until the owned quorum queue shows vibey-reap,
+     * then the tap's (and the control queue's) are as current. */
+    bool shown = false;
+    for (int i = 0; i < 300 && !shown; i++) {
+        json_t *q = queue_info(pq);
+        const char *pol = json_string_value(json_object_get(q, "policy"));
+        shown = pol && strcmp(pol, "vibey-reap") == 0;
+        json_decref(q);
+        if (!shown) rp_child_drain(T.reaperd, 100);
+    }
+    if (!shown) fprintf(stderr, "%s\n", T.reaperd->log);
+    assert_true(shown);
+    const char *own[] = {tap, control};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *q = queue_info(own[i]);
+        assert_non_null(q);
+        const char *pol = json_string_value(json_object_get(q, "policy"));
+        json_t *eff = json_object_get(q, "effective_policy_definition");
+        if (pol || json_object_get(eff, "delivery-limit")) {
+            char *t = json_dumps(q, 0);
+            fprintf(stderr, "%s: %s\n", own[i], t);
+            free(t);
+        }
+        assert_null(pol);
+        assert_null(json_object_get(eff, "delivery-limit"));
+        json_decref(q);
+    }
+    tap_stop_reaperd(SIGTERM);
+
+    /* One dead letter on the tap, returned 25 times while reaperd is down. */
+    tap_publish(work, "own", 1);
+    tap_reject(work, 1);
+    for (int i = 0; i < 50 && tap_depth(tap) != 1; i++) usleep(100 * 1000);
+    assert_int_equal(tap_depth(tap), 1);
+    for (int i = 0; i < 25; i++) {
+        amqp_rpc_reply_t r = amqp_basic_get(T.amqp, 3, amqp_cstring_bytes(tap), 0);
+        assert_int_equal(r.reply_type, AMQP_RESPONSE_NORMAL);
+        if (r.reply.id != AMQP_BASIC_GET_OK_METHOD) fail_msg("gone from the tap after %d returns", i);
+        uint64_t tag = ((amqp_basic_get_ok_t *)r.reply.decoded)->delivery_tag;
+        amqp_message_t m;
+        assert_int_equal(amqp_read_message(T.amqp, 3, &m, 0).reply_type, AMQP_RESPONSE_NORMAL);
+        amqp_destroy_message(&m);
+        assert_int_equal(amqp_basic_nack(T.amqp, 3, tag, 0, 1), 0);
+        amqp_maybe_release_buffers(T.amqp);
+    }
+    T.reaperd = rp_child_start(argv, env);
+    assert_non_null(T.reaperd);
+    long got = tap_wait_count(1, 30000,
+                              "SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') = "
+                              "'own-0'");
+    if (got != 1) fprintf(stderr, "%s\n", T.reaperd->log);
+    assert_int_equal(got, 1);
+    tap_stop_reaperd(SIGTERM);
+    tap_delete_queue(work);
+    tap_delete_queue(dlq);
+    tap_delete_queue(pq);
+    tap_delete_exchange(x);
+    tap_delete_queue(tap);
+    tap_delete_queue(control);
+    mgmt_delete("/api/policies/%2f/vibey-reap");
+    mgmt_delete("/api/policies/%2f/vibey-reap-classic");
+}
+
 static int setup(void **state) {
     (void)state;
     if (tap_world_setup("tapreplay") != 0) return -1;
@@ -419,6 +552,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tap_park_then_replay_is_byte_for_byte),
         cmocka_unit_test(test_tap_and_backfill_park_once),
+        cmocka_unit_test(test_own_queues_get_no_policy),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
