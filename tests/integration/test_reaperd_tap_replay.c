@@ -500,6 +500,18 @@ static void test_own_queues_get_no_policy(void **state) {
     tap_publish(work, "own", 1);
     tap_reject(work, 1);
     for (int i = 0; i < 50 && tap_depth(tap) != 1; i++) usleep(100 * 1000);
+    if (tap_depth(tap) != 1) {
+        json_t *b = mgmt_get("/api/queues/%2f/vibey.reap.tap/bindings");
+        char *t = json_dumps(b, 0);
+        fprintf(stderr, "tap bindings: %s\n", t ? t : "?");
+        free(t);
+        json_decref(b);
+        json_t *q = queue_info(tap);
+        t = json_dumps(q, 0);
+        fprintf(stderr, "tap: %.3000s\n", t ? t : "?");
+        free(t);
+        json_decref(q);
+    }
     assert_int_equal(tap_depth(tap), 1);
     for (int i = 0; i < 25; i++) {
         amqp_rpc_reply_t r = amqp_basic_get(T.amqp, 3, amqp_cstring_bytes(tap), 0);
