@@ -91,6 +91,10 @@ typedef struct rp_pass_options {
     rp_thresholds thresholds;
     const pcre2_code *owned_queue_pattern;       /* required */
     const pcre2_code *dead_letter_queue_pattern; /* required */
+    /* Reaper's own queues (broker.control_queue, broker.tap_queue), by
+     * exact name: never owned work, never a dead-letter queue to backfill,
+     * whatever the patterns say. NULL entries are skipped. */
+    const char *own_queues[2];
     size_t dead_letter_peek_limit;               /* 1..1000 */
     bool dry_run;
     const char *project;                         /* NULL: every project */

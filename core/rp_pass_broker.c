@@ -9,11 +9,24 @@
 #include "rp_park.h"
 #include "rp_pass_internal.h"
 
+static bool rp_is_own_queue(const rp__pass *p, const char *name) {
+    for (size_t i = 0; i < RP_ARRAY_LEN(p->opt->own_queues); i++)
+        if (p->opt->own_queues[i] && strcmp(p->opt->own_queues[i], name) == 0) return true;
+    return false;
+}
+
 /* Sets q->is_dead_letter_queue and q->owned from the configured patterns.
  * A name a pattern cannot be matched against (rp_match_find) counts as not
- * matched, with a note: reaper leaves alone what it cannot classify. */
+ * matched, with a note: reaper leaves alone what it cannot classify.
+ * Reaper's own queues (control, tap) are neither: not work to judge, not
+ * dead letters to backfill. */
 static rp_status rp_classify(rp__pass *p, rp_queue_facts *q) {
     bool dlq = false, owned = false;
+    if (rp_is_own_queue(p, q->name)) {
+        q->is_dead_letter_queue = false;
+        q->owned = false;
+        return RP_OK;
+    }
     rp_status mst = rp_match_name(p->opt->dead_letter_queue_pattern, q->name, &dlq);
     if (mst == RP_OK) mst = rp_match_name(p->opt->owned_queue_pattern, q->name, &owned);
     if (mst == RP_OK && dlq && !owned) {

@@ -59,8 +59,32 @@ static bool rp_has_numbered_call(const char *s) {
     return false;
 }
 
+/* name as a PCRE literal: every ASCII character but a letter or a digit
+ * behind a backslash (literal whatever it is, in PCRE2 and in the broker's
+ * Erlang re alike); bytes from 0x80 up as they are. Appended to *buf. */
+static bool rp_append_literal(char **buf, size_t *len, const char *name) {
+    size_t n = strlen(name);
+    char *grown = realloc(*buf, *len + 2 * n + 1);
+    if (grown == NULL) return false;
+    *buf = grown;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+        bool plain = (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') ||
+                     (*c >= 'A' && *c <= 'Z') || *c >= 0x80;
+        if (!plain) grown[(*len)++] = '\\';
+        grown[(*len)++] = (char)*c;
+    }
+    grown[*len] = '\0';
+    return true;
+}
+
 rp_status rp_mgmt_policy_pattern(const char *owned, const char *dead_letter, char **out,
                                  char *err, size_t errlen) {
+    return rp_mgmt_policy_pattern_excluding(owned, dead_letter, NULL, 0, out, err, errlen);
+}
+
+rp_status rp_mgmt_policy_pattern_excluding(const char *owned, const char *dead_letter,
+                                           const char *const *exclude, size_t n_exclude,
+                                           char **out, char *err, size_t errlen) {
     if (out) *out = NULL;
     if (err && errlen) err[0] = '\0';
     if (out == NULL || owned == NULL || dead_letter == NULL || *owned == '\0' ||
@@ -92,11 +116,40 @@ rp_status rp_mgmt_policy_pattern(const char *owned, const char *dead_letter, cha
                      "pattern; use a named group instead");
         return RP_ERR_INVALID;
     }
-    static const char head[] = "^(?!(?s:.*?)(?:", mid[] = "))(?=(?s:.*?)(?:", tail[] = "))";
-    size_t n = strlen(head) + strlen(dead_letter) + strlen(mid) + strlen(owned) + strlen(tail) + 1;
+    /* Reaper's own queues first, each name whole: ^(?!(?:A|B)\z) */
+    char *ex = NULL;
+    size_t exlen = 0;
+    size_t n_ex = 0;
+    for (size_t i = 0; i < n_exclude; i++) {
+        if (exclude[i] == NULL || exclude[i][0] == '\0') continue;
+        if (n_ex++) {
+            char *g = realloc(ex, exlen + 2);
+            if (g == NULL) {
+                free(ex);
+                return RP_ERR_NOMEM;
+            }
+            ex = g;
+            ex[exlen++] = '|';
+            ex[exlen] = '\0';
+        }
+        if (!rp_append_literal(&ex, &exlen, exclude[i])) {
+            free(ex);
+            return RP_ERR_NOMEM;
+        }
+    }
+    static const char ex_head[] = "(?!(?:", ex_tail[] = ")\\z)";
+    static const char head[] = "^", neg[] = "(?!(?s:.*?)(?:", mid[] = "))(?=(?s:.*?)(?:",
+                      tail[] = "))";
+    size_t n = strlen(head) + (ex ? strlen(ex_head) + exlen + strlen(ex_tail) : 0) +
+               strlen(neg) + strlen(dead_letter) + strlen(mid) + strlen(owned) + strlen(tail) + 1;
     char *s = malloc(n);
-    if (s == NULL) return RP_ERR_NOMEM;
-    snprintf(s, n, "%s%s%s%s%s", head, dead_letter, mid, owned, tail);
+    if (s == NULL) {
+        free(ex);
+        return RP_ERR_NOMEM;
+    }
+    snprintf(s, n, "%s%s%s%s%s%s%s%s%s", head, ex ? ex_head : "", ex ? ex : "", ex ? ex_tail : "",
+             neg, dead_letter, mid, owned, tail);
+    free(ex);
     pcre2_code *c = rp_compile(s, err, errlen, "the joined policy pattern");
     if (c == NULL) {
         free(s);
@@ -808,7 +861,8 @@ static rp_status rp_reconcile(rp_rec *r) {
     }
     r->stats->version = r->v;
     char err[300];
-    st = rp_mgmt_policy_pattern(o->owned_pattern, o->dead_letter_pattern, &r->pattern, err, sizeof err);
+    st = rp_mgmt_policy_pattern_excluding(o->owned_pattern, o->dead_letter_pattern, o->exclude,
+                                          o->n_exclude, &r->pattern, err, sizeof err);
     if (st == RP_OK) {
         r->sel_re = rp_compile(r->pattern, err, sizeof err, "the policy pattern");
         r->owned_re = rp_compile(o->owned_pattern, err, sizeof err, "reap.owned_queue_pattern");

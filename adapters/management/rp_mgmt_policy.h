@@ -15,8 +15,10 @@
  *    only delivery-limit to quorum queues and not to classic ones (checked).
  *    A pass note says the broker-wide consumer_timeout is what bounds (a).
  *  Priority reap.policy_priority; the pattern selects owned queues that are
- *  NOT dead-letter queues (rp_mgmt_policy_pattern): reaper never puts a
- *  delivery limit on a dead-letter queue.
+ *  NOT dead-letter queues and not reaper's own queues (the control and tap
+ *  queues, by exact name: rp_mgmt_policy_pattern_excluding): reaper never
+ *  puts a delivery limit on a dead-letter queue, nor on the tap (whose
+ *  x-delivery-limit -1 a policy's limit would override on RabbitMQ 4).
  *
  * HOW. In every vhost that holds a queue the pattern selects, and always in
  * opt->vhost: each policy is read (GET /api/policies), compared
@@ -78,6 +80,8 @@
 typedef struct rp_mgmt_policy_options {
     const char *owned_pattern;        /* reap.owned_queue_pattern, as text */
     const char *dead_letter_pattern;  /* reap.dead_letter_queue_pattern, as text */
+    const char *exclude[4];           /* reaper's own queues (control, tap): never selected */
+    size_t n_exclude;                 /* entries of exclude used */
     int64_t consumer_timeout_seconds; /* >= 1 */
     int64_t delivery_limit;           /* >= 1 */
     int64_t priority;                 /* >= 0 */
@@ -115,5 +119,14 @@ rp_status rp_mgmt_policy_reconcile(rp_mgmt_broker *b, const rp_mgmt_policy_optio
  * caller frees (NULL on error). RP_ERR_NOMEM. */
 rp_status rp_mgmt_policy_pattern(const char *owned, const char *dead_letter, char **out,
                                  char *err, size_t errlen) RP_MUSTCHECK;
+
+/* The same, and never any of the n_exclude names given (each matched
+ * whole, as a literal; NULL or empty entries skipped):
+ *     ^(?!(?:NAME1|NAME2)\z)(?!(?s:.*?)(?:DEAD_LETTER))(?=(?s:.*?)(?:OWNED))
+ * Every ASCII character of a name but letters and digits is escaped with a
+ * backslash (literal in PCRE2 and in the broker's Erlang re). */
+rp_status rp_mgmt_policy_pattern_excluding(const char *owned, const char *dead_letter,
+                                           const char *const *exclude, size_t n_exclude,
+                                           char **out, char *err, size_t errlen) RP_MUSTCHECK;
 
 #endif

@@ -56,6 +56,10 @@ void rp_amqp_assembler_init(rp_amqp_assembler *a, size_t body_limit, rp_amqp_mes
     for (int i = 0; i < RP_AMQP_MAX_CHANNELS; i++) init_amqp_pool(&a->ch[i].msg.pool, 4096);
 }
 
+void rp_amqp_assembler_set_limit(rp_amqp_assembler *a, uint16_t channel, size_t body_limit) {
+    if (channel < RP_AMQP_MAX_CHANNELS) a->ch[channel].limit = body_limit;
+}
+
 static void rp_channel_clear(rp_amqp_assembler *a, int i) {
     recycle_amqp_pool(&a->ch[i].msg.pool);
     amqp_pool_t pool = a->ch[i].msg.pool;
@@ -125,7 +129,8 @@ bool rp_amqp_assembler_frame(rp_amqp_assembler *a, const amqp_frame_t *f, rp_sta
             *st = RP_ERR_NOMEM;
             return true;
         }
-        size_t want = m->body_size < a->body_limit ? (size_t)m->body_size : a->body_limit;
+        size_t limit = a->ch[i].limit ? a->ch[i].limit : a->body_limit;
+        size_t want = m->body_size < limit ? (size_t)m->body_size : limit;
         if (want > a->ch[i].body_cap) {
             uint8_t *b = realloc(m->body, want);
             if (b == NULL) {

@@ -57,12 +57,17 @@ typedef struct rp_amqp_assembler {
         rp_amqp_message msg;
         size_t body_cap;
         uint64_t received; /* body bytes seen, kept or not */
+        size_t limit;      /* this channel's body limit; 0: body_limit */
     } ch[RP_AMQP_MAX_CHANNELS];
 } rp_amqp_assembler;
 
 void rp_amqp_assembler_init(rp_amqp_assembler *a, size_t body_limit, rp_amqp_message_fn fn,
                             void *arg);
 void rp_amqp_assembler_cleanup(rp_amqp_assembler *a);
+/* Gives one channel its own body limit (each consumer on its channel keeps
+ * what it needs: a control request far less than a dead letter). A channel
+ * beyond RP_AMQP_MAX_CHANNELS is ignored. */
+void rp_amqp_assembler_set_limit(rp_amqp_assembler *a, uint16_t channel, size_t body_limit);
 /* Drops any half-assembled delivery (the connection was lost: the broker
  * redelivers it). */
 void rp_amqp_assembler_reset(rp_amqp_assembler *a);

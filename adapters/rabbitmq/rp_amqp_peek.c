@@ -10,6 +10,7 @@
 #include <sys/time.h>
 
 #include "rp_amqp_restore.h"
+#include "rp_amqp_table.h"
 #include "rp_log.h"
 
 #define RP_PEEK_CHANNEL 1
@@ -171,15 +172,6 @@ static const amqp_field_value_t *rp_find(const amqp_table_t *t, const char *key)
     return NULL;
 }
 
-static rp_opt_str rp_str_of(const amqp_field_value_t *v) {
-    rp_opt_str o = {false, {NULL, 0}};
-    if (v && (v->kind == AMQP_FIELD_KIND_UTF8 || v->kind == AMQP_FIELD_KIND_BYTES)) {
-        o.present = true;
-        o.value = (rp_bytes){v->value.bytes.bytes, v->value.bytes.len};
-    }
-    return o;
-}
-
 static rp_opt_i64 rp_int_of(const amqp_field_value_t *v, bool timestamp) {
     rp_opt_i64 o = {false, 0};
     if (v == NULL) return o;
@@ -202,34 +194,15 @@ static rp_opt_i64 rp_int_of(const amqp_field_value_t *v, bool timestamp) {
     return o;
 }
 
-/* Fills the header model of one message (pointing into its properties). */
+/* Fills the header model of one message (pointing into its properties):
+ * the tap's model (rp_amqp_table.h), so that a dead letter the tap and the
+ * backfill both see has one identity. */
 static rp_status rp_model(rp_peek_item *it) {
-    const amqp_basic_properties_t *pr = &it->msg.properties;
-    rp_dl_headers *h = &it->pub.headers;
-    memset(h, 0, sizeof *h);
-    if (pr->_flags & AMQP_BASIC_MESSAGE_ID_FLAG)
-        h->message_id = (rp_opt_str){true, {pr->message_id.bytes, pr->message_id.len}};
-    if (!(pr->_flags & AMQP_BASIC_HEADERS_FLAG)) return RP_OK;
-    const amqp_table_t *t = &pr->headers;
-    h->first_death_queue = rp_str_of(rp_find(t, "x-first-death-queue"));
-    h->first_death_reason = rp_str_of(rp_find(t, "x-first-death-reason"));
-    const amqp_field_value_t *xd = rp_find(t, "x-death");
-    if (xd == NULL || xd->kind != AMQP_FIELD_KIND_ARRAY || xd->value.array.num_entries <= 0)
-        return RP_OK;
-    size_t n = (size_t)xd->value.array.num_entries;
-    it->x_death = calloc(n, sizeof *it->x_death);
-    if (it->x_death == NULL) return RP_ERR_NOMEM;
-    for (size_t i = 0; i < n; i++) {
-        const amqp_field_value_t *e = &xd->value.array.entries[i];
-        if (e->kind != AMQP_FIELD_KIND_TABLE) continue; /* an entry with nothing present */
-        const amqp_table_t *et = &e->value.table;
-        it->x_death[i].queue = rp_str_of(rp_find(et, "queue"));
-        it->x_death[i].reason = rp_str_of(rp_find(et, "reason"));
-        it->x_death[i].time = rp_int_of(rp_find(et, "time"), true);
-        it->x_death[i].count = rp_int_of(rp_find(et, "count"), false);
-    }
-    h->x_death = it->x_death;
-    h->n_x_death = n;
+    rp_amqp_dl_model m;
+    rp_status st = rp_amqp_dl_model_init(&m, &it->msg.properties);
+    if (st != RP_OK) return st;
+    it->pub.headers = m.headers;
+    it->x_death = m.entries; /* freed with the item */
     return RP_OK;
 }
 

@@ -4,6 +4,7 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,26 @@ static json_t *rp_text_json(amqp_bytes_t b) {
     return v;
 }
 
+/* Whether a real survives as a plain JSON number: jsonb keeps a number as
+ * numeric and prints it without an exponent, so 1e17 would come back as
+ * the integer 100000000000000000 (another kind, or too big for jansson),
+ * and -0.0 as 0.0; NaN and the infinities are no JSON number at all. Below
+ * 1e15 jansson writes a real with a fraction or an exponent that PostgreSQL
+ * prints back as a fraction. */
+static bool rp_plain_real(double v) {
+    return isfinite(v) && fabs(v) < 1e15 && !(v == 0 && signbit(v));
+}
+
+/* Any other real: its text, exact when read back with strtod ("nan",
+ * "inf", "-inf" for those). */
+static json_t *rp_real_text(double v, int digits) {
+    char buf[40];
+    if (isnan(v)) return json_string("nan");
+    if (isinf(v)) return json_string(v < 0 ? "-inf" : "inf");
+    snprintf(buf, sizeof buf, "%.*g", digits, v);
+    return json_string(buf);
+}
+
 static json_t *rp_table_json(const amqp_table_t *t, rp_status *st);
 
 static json_t *rp_field_json(const amqp_field_value_t *f, rp_status *st) {
@@ -110,8 +131,12 @@ static json_t *rp_field_json(const amqp_field_value_t *f, rp_status *st) {
             snprintf(buf, sizeof buf, "%" PRIu64, f->value.u64);
             return rp_tagged("L", json_string(buf));
         }
-    case AMQP_FIELD_KIND_F32: return rp_tagged("f", json_real(f->value.f32));
-    case AMQP_FIELD_KIND_F64: return json_real(f->value.f64);
+    case AMQP_FIELD_KIND_F32:
+        return rp_tagged("f", rp_plain_real(f->value.f32) ? json_real(f->value.f32)
+                                                          : rp_real_text(f->value.f32, 9));
+    case AMQP_FIELD_KIND_F64:
+        if (rp_plain_real(f->value.f64)) return json_real(f->value.f64);
+        return rp_tagged("d", rp_real_text(f->value.f64, 17));
     case AMQP_FIELD_KIND_TIMESTAMP:
         /* uint64 on the wire; a value above INT64_MAX is kept as text. */
         if (f->value.u64 <= (uint64_t)INT64_MAX)
@@ -306,6 +331,19 @@ static bool rp_u64_from(const json_t *v, uint64_t *out) {
     return true;
 }
 
+/* A real: a JSON number or the text rp_real_text writes. */
+static bool rp_real_from(const json_t *v, double *out) {
+    if (json_is_number(v)) {
+        *out = json_number_value(v);
+        return true;
+    }
+    const char *s = json_string_value(v);
+    if (s == NULL || *s == '\0') return false;
+    char *end;
+    *out = strtod(s, &end);
+    return *end == '\0';
+}
+
 static bool rp_table_from(rp_restore *r, const json_t *o, bool skip_death, amqp_table_t *out);
 
 static bool rp_field_from(rp_restore *r, const json_t *v, const char *where,
@@ -384,9 +422,13 @@ static bool rp_field_from(rp_restore *r, const json_t *v, const char *where,
         if (!rp_u64_from(x, &f->value.u64)) break;
         return true;
     case 'f':
-        if (!json_is_number(x)) break;
-        f->value.f32 = (float)json_number_value(x);
+    case 'd': {
+        double real;
+        if (!rp_real_from(x, &real)) break;
+        if (kind[0] == 'f') f->value.f32 = (float)real;
+        else f->value.f64 = real;
         return true;
+    }
     case 'D': {
         json_int_t d, dv;
         if (!rp_int_in(json_object_get(x, "decimals"), 0, UINT8_MAX, &d) ||
@@ -474,6 +516,30 @@ static bool rp_props_from(rp_restore *r, const json_t *props, amqp_basic_propert
     return true;
 }
 
+/* The broker takes the expiration off a message it dead-letters and keeps
+ * it in the x-death entry as original-expiration: put it back when the
+ * stored properties have none (the oldest entry that has one: later
+ * dead-letterings of the same message find no expiration left). */
+static bool rp_original_expiration(rp_restore *r, const json_t *headers,
+                                   amqp_basic_properties_t *out) {
+    if (out->_flags & AMQP_BASIC_EXPIRATION_FLAG) return true;
+    const json_t *xd = json_object_get(headers, "x-death");
+    for (size_t i = json_array_size(xd); i-- > 0;) {
+        const json_t *v = json_object_get(json_array_get(xd, i), "original-expiration");
+        if (v == NULL) continue;
+        amqp_bytes_t b;
+        /* Not text, or too long for the property: left out, as the broker
+         * would not have written it. */
+        if (!json_is_string(v) && !json_is_object(v)) return true;
+        if (!rp_text_from(r, v, "original-expiration", &b)) return false;
+        if (b.len > 255) return true;
+        out->expiration = b;
+        out->_flags |= AMQP_BASIC_EXPIRATION_FLAG;
+        return true;
+    }
+    return true;
+}
+
 rp_status rp_amqp_restore_props(amqp_pool_t *pool, const char *props_json,
                                 const char *headers_json, amqp_basic_properties_t *out,
                                 char *err, size_t errlen) {
@@ -483,7 +549,8 @@ rp_status rp_amqp_restore_props(amqp_pool_t *pool, const char *props_json,
     json_t *props = rp_parse(&r, props_json, "properties");
     json_t *headers = props ? rp_parse(&r, headers_json, "headers") : NULL;
     bool ok = props && headers && rp_props_from(&r, props, out) &&
-              rp_table_from(&r, headers, true, &out->headers);
+              rp_table_from(&r, headers, true, &out->headers) &&
+              rp_original_expiration(&r, headers, out);
     json_decref(props);
     json_decref(headers);
     if (!ok) {

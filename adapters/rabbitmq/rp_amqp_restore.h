@@ -20,13 +20,17 @@
  *     and otherwise as a tagged object {"$amqp": KIND, "value": V}, KIND
  *     the rabbitmq-c field kind letter: "b" "B" "s" "u" "I" "i" (integers),
  *     "L" (uint64; an integer, or a decimal string above INT64_MAX), "f"
- *     (float, a real), "T" (timestamp, an integer), "D" (decimal, value
+ *     (float: a real, or its text as for "d"), "d" (a double that is not
+ *     finite, is -0.0 or of magnitude 1e15 or more: its "%.17g" text, or
+ *     "nan", "inf", "-inf"), "T" (timestamp, an integer), "D" (decimal, value
  *     {"decimals": n, "value": v}), "x" (bytes, base64), "S" (text that is
  *     not UTF-8 or holds NUL, base64), "F" (a table with a "$amqp" key).
  *   A short-string property that is not UTF-8 or holds NUL is written
  *   {"$amqp": "S", "value": base64} too.
- * jsonb keeps every integer and string exactly; a double goes through
- * PostgreSQL's numeric text and back, which keeps its value.
+ * jsonb keeps every integer and string exactly; a plain real goes through
+ * PostgreSQL's numeric text and back, which keeps its value (numeric
+ * prints no exponent: hence the tagged "d" for large magnitudes, which
+ * would otherwise come back as integers).
  *
  * Ownership: rp_amqp_restore_capture returns two heap strings (free()).
  * rp_amqp_restore_props allocates every pointer of *out from the caller's
@@ -55,7 +59,10 @@ bool rp_amqp_restore_is_death_header(const char *name, size_t len);
 
 /* Builds the properties of a replay from the two JSON texts (either may be
  * NULL or "{}"), leaving out the dead-letter headers (an empty headers
- * table is then left out as well). RP_ERR_INVALID, with the reason in err,
+ * table is then left out as well). The expiration the broker moved into
+ * x-death's original-expiration when it dead-lettered the message is put
+ * back (from the oldest x-death entry carrying one) when the properties
+ * have none. RP_ERR_INVALID, with the reason in err,
  * when a text does not parse or a value does not fit its property or kind;
  * RP_ERR_NOMEM. */
 rp_status rp_amqp_restore_props(amqp_pool_t *pool, const char *props_json,

@@ -17,10 +17,13 @@
 #include "rp_pg_store.h"
 
 #define RP_HEARTBEAT_SECONDS 10
-/* The largest delivery body reaper keeps: a control request is at most
- * 64 KiB (proto/SCHEMA.md); more is kept only to say it is too large. A
- * dead letter on the tap is kept whole up to what the store keeps. */
-#define RP_DELIVERY_BODY_LIMIT RP_PG_DL_BODY_MAX /* the tap stores up to this whole */
+/* The largest delivery body reaper keeps, by channel: a control request is
+ * at most 64 KiB (proto/SCHEMA.md; a longer one is kept only to say it is
+ * too large, truncated at the limit: channel 1, with the small broker
+ * events); a dead letter on the tap is kept whole up to what the store
+ * keeps (RP_TAP_CHANNEL). */
+#define RP_DELIVERY_BODY_LIMIT 65536
+#define RP_TAP_BODY_LIMIT RP_PG_DL_BODY_MAX
 
 static const char *const rp_event_keys[] = {"queue.*", "consumer.*", "channel.closed",
                                             "connection.closed", "policy.*"};
@@ -165,6 +168,7 @@ rp_status rp_broker_start(rp_daemon *d, const char *password) {
         .arg = d,
     };
     rp_amqp_assembler_init(&d->assembler, RP_DELIVERY_BODY_LIMIT, rp_broker_on_message, d);
+    rp_amqp_assembler_set_limit(&d->assembler, RP_TAP_CHANNEL, RP_TAP_BODY_LIMIT);
     const char *err = NULL;
     d->amqp = rp_amqp_conn_new(d->base, &ap, &hooks, &err);
     if (d->amqp == NULL) {

@@ -29,6 +29,11 @@ void rp_broker_policy_options(const rp_config *cfg, const rp_broker_http_keep *k
     rp_mgmt_policy_options_default(out);
     out->owned_pattern = cfg->reap.owned_queue_pattern.text;
     out->dead_letter_pattern = cfg->reap.dead_letter_queue_pattern.text;
+    /* Reaper's own queues get none of its policies (the tap's delivery
+     * limit of -1 must stand). */
+    out->exclude[0] = cfg->broker.control_queue;
+    out->exclude[1] = cfg->broker.tap_queue;
+    out->n_exclude = 2;
     out->consumer_timeout_seconds = cfg->reap.consumer_timeout_seconds;
     out->delivery_limit = cfg->reap.delivery_limit;
     out->priority = cfg->reap.policy_priority;

@@ -29,6 +29,8 @@ void rp_pass_runner_options(const rp_config *cfg, rp_pass_options *opt) {
     opt->thresholds.delivery_limit = cfg->reap.delivery_limit;
     opt->owned_queue_pattern = cfg->reap.owned_queue_pattern.code;
     opt->dead_letter_queue_pattern = cfg->reap.dead_letter_queue_pattern.code;
+    opt->own_queues[0] = cfg->broker.control_queue;
+    opt->own_queues[1] = cfg->broker.tap_queue;
     opt->dead_letter_peek_limit = (size_t)cfg->reap.dead_letter_peek_limit;
     opt->on_verdict = rp_verdict_log;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "daemon_internal.h"
+#include "rp_amqp_restore.h"
 #include "rp_amqp_table.h"
 #include "rp_log.h"
 #include "rp_mgmt_dlx.h"
@@ -245,19 +246,24 @@ static rp_status rp_tap_prepare(rp_tap *t, rp_tap_item *it, rp_tap_prep *p, bool
     rp_status st = rp_amqp_dl_model_init(&p->m, &it->props);
     if (st != RP_OK) return st;
     if (!rp_amqp_dl_model_is_dead_letter(&p->m)) {
+        RP_DEBUG("a tap delivery carries neither x-death nor x-first-death-queue: not a dead "
+                 "letter, acked",
+                 NULL);
         it->skipped = true;
         return RP_OK;
     }
-    st = rp_amqp_table_json((it->props._flags & AMQP_BASIC_HEADERS_FLAG) ? &it->props.headers
-                                                                          : NULL,
-                            &p->headers);
-    if (st == RP_OK) st = rp_amqp_props_json(&it->props, &p->props);
-    if (st != RP_OK) return st;
+    /* The one stored form, the one replay reads back (rp_amqp_restore.h).
+     * A header name that is not text cannot be stored losslessly: parked
+     * without its JSON and marked so that it is never replayed, as the
+     * backfill does (peek_port.c). */
+    st = rp_amqp_restore_capture(&it->props, &p->props, &p->headers);
+    if (st == RP_ERR_NOMEM) return st;
+    bool lossless = st == RP_OK;
     p->h = (rp_pg_dl_handle){p->headers, p->props};
     p->msg = (rp_dl_message){
         .headers = p->m.headers,
         .body = {it->body, it->body_len},
-        .body_truncated = it->truncated,
+        .body_truncated = it->truncated || !lossless,
         .handle = &p->h,
     };
     st = rp_dead_letter_examine(&p->m.headers, d->cfg->broker.tap_queue,

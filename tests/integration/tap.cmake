@@ -5,3 +5,8 @@ set_property(TEST test_reaperd_tap APPEND PROPERTY LABELS broker)
 rp_integration_test(test_reaperd_tap_storm SOURCES integration/test_reaperd_tap_storm.c
   integration/tap_common.c integration/itest.c LIBS PkgConfig::PQ)
 set_property(TEST test_reaperd_tap_storm APPEND PROPERTY LABELS broker)
+# A dead letter parked by the tap and replayed comes back byte for byte; the
+# tap and the backfill give one message one identity.
+rp_integration_test(test_reaperd_tap_replay SOURCES integration/test_reaperd_tap_replay.c
+  integration/tap_common.c integration/itest.c LIBS reaper::rabbitmq PkgConfig::PQ PkgConfig::JANSSON)
+set_property(TEST test_reaperd_tap_replay APPEND PROPERTY LABELS broker)

@@ -1,3 +1,3 @@
-# The dead-letter tap's conversions: AMQP properties and headers to JSON and
-# to core's header model (adapters/rabbitmq/rp_amqp_table.c).
-rp_unit_test(test_amqp_table SOURCES unit/test_amqp_table.c LIBS reaper::rabbitmq PkgConfig::JANSSON m)
+# The header model the tap and the backfill share: AMQP headers to core's
+# rp_dl_headers (adapters/rabbitmq/rp_amqp_table.c).
+rp_unit_test(test_amqp_table SOURCES unit/test_amqp_table.c LIBS reaper::rabbitmq)

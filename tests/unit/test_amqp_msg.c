@@ -182,11 +182,38 @@ static void test_channels_interleave_and_others_pass(void **state) {
     rp_amqp_assembler_cleanup(&a);
 }
 
+/* A channel with its own limit: the same 10-byte body is kept whole on a
+ * channel allowed 16 bytes and cut at 4 on the others. */
+static void test_limit_per_channel(void **state) {
+    (void)state;
+    seen s = {0};
+    rp_amqp_assembler a;
+    rp_amqp_assembler_init(&a, 4, on_msg, &s);
+    rp_amqp_assembler_set_limit(&a, 3, 16);
+    rp_amqp_assembler_set_limit(&a, RP_AMQP_MAX_CHANNELS, 16); /* ignored */
+    feed_deliver(&a, 3, 1);
+    feed_header(&a, 3, 10);
+    feed_body(&a, 3, "abcdefghij");
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.channel, 3);
+    assert_int_equal(s.body_len, 10);
+    assert_false(s.truncated);
+    assert_memory_equal(s.body, "abcdefghij", 10);
+    feed_deliver(&a, 1, 2);
+    feed_header(&a, 1, 10);
+    feed_body(&a, 1, "abcdefghij");
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.body_len, 4);
+    assert_true(s.truncated);
+    rp_amqp_assembler_cleanup(&a);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_delivery_over_several_frames),
         cmocka_unit_test(test_empty_body_and_limit),
         cmocka_unit_test(test_channels_interleave_and_others_pass),
+        cmocka_unit_test(test_limit_per_channel),
     };
     return cmocka_run_group_tests_name("amqp_msg", tests, NULL, NULL);
 }

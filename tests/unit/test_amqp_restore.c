@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -204,12 +205,67 @@ static void test_death_header_names(void **state) {
     assert_false(rp_amqp_restore_is_death_header("x-dea", 5));
 }
 
+/* Reals jsonb would not give back as reals (it prints numeric without an
+ * exponent, so 1e300 would read back as an integer; -0.0 as 0.0; NaN and
+ * the infinities are no JSON number): tagged with their exact text; a
+ * plain real stays a plain JSON number. */
+static void test_reals_jsonb_cannot_carry(void **state) {
+    (void)state;
+    static const double d[] = {1e300, -1.5e17, 1e15, -0.0, 0.0 / 0.0, 1.0 / 0.0, -1.0 / 0.0,
+                               123456.789};
+    static const float f[] = {3.0e38f, -0.0f, 1.0f / 0.0f, 0.25f};
+    enum { ND = sizeof d / sizeof d[0], NF = sizeof f / sizeof f[0] };
+    amqp_table_entry_t e[ND + NF];
+    char names[ND + NF][8];
+    for (int i = 0; i < ND + NF; i++) {
+        snprintf(names[i], sizeof names[i], "r%d", i);
+        amqp_field_value_t v = fv(i < ND ? AMQP_FIELD_KIND_F64 : AMQP_FIELD_KIND_F32);
+        if (i < ND) v.value.f64 = d[i];
+        else v.value.f32 = f[i - ND];
+        e[i] = entry(names[i], v);
+    }
+    amqp_basic_properties_t p;
+    memset(&p, 0, sizeof p);
+    p._flags = AMQP_BASIC_HEADERS_FLAG;
+    p.headers = (amqp_table_t){ND + NF, e};
+    char *pj, *hj;
+    assert_int_equal(rp_amqp_restore_capture(&p, &pj, &hj), RP_OK);
+    assert_non_null(strstr(hj, "\"r0\":{\"$amqp\":\"d\",\"value\":\"1.0000000000000001e+300\"}"));
+    assert_non_null(strstr(hj, "\"r4\":{\"$amqp\":\"d\",\"value\":\"nan\"}"));
+    assert_non_null(strstr(hj, "\"r7\":123456.789"));
+    amqp_pool_t pool;
+    init_amqp_pool(&pool, 4096);
+    amqp_basic_properties_t r;
+    char err[128];
+    assert_int_equal(rp_amqp_restore_props(&pool, pj, hj, &r, err, sizeof err), RP_OK);
+    for (int i = 0; i < ND + NF; i++) {
+        const amqp_table_entry_t *g = find(&r.headers, names[i]);
+        assert_non_null(g);
+        assert_int_equal(g->value.kind, e[i].value.kind);
+        if (i < ND)
+            assert_memory_equal(&g->value.value.f64, &d[i], sizeof(double));
+        else
+            assert_memory_equal(&g->value.value.f32, &f[i - ND], sizeof(float));
+    }
+    /* A tagged real that is not one is refused. */
+    assert_int_equal(rp_amqp_restore_props(&pool, "{}", "{\"r\":{\"$amqp\":\"d\",\"value\":\"1x\"}}",
+                                           &r, err, sizeof err),
+                     RP_ERR_INVALID);
+    assert_int_equal(rp_amqp_restore_props(&pool, "{}", "{\"r\":{\"$amqp\":\"d\",\"value\":true}}",
+                                           &r, err, sizeof err),
+                     RP_ERR_INVALID);
+    empty_amqp_pool(&pool);
+    free(pj);
+    free(hj);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_only_death_headers),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_death_header_names),
+        cmocka_unit_test(test_reals_jsonb_cannot_carry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

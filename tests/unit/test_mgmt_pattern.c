@@ -131,11 +131,51 @@ static void test_refused_joins(void **state) {
     assert_int_equal(rp_mgmt_policy_pattern("x", "y", NULL, NULL, 0), RP_ERR_INVALID);
 }
 
+/* Reaper's own queues, by exact name: never selected, whatever the owned
+ * pattern says; a near miss (a dot that is not a dot, a longer name, a
+ * trailing newline) still is; the dead-letter exclusion stays. */
+static void test_own_queues_excluded(void **state) {
+    (void)state;
+    const char *own[] = {"vibey.reap.control", NULL, "", "vibey.reap.tap", "vibey.a+(b)|c\\E$"};
+    char *joined = NULL;
+    char err[300] = "";
+    assert_int_equal(rp_mgmt_policy_pattern_excluding("^vibey\\.", "(\\.dlq|\\.dead)$", own, 5,
+                                                      &joined, err, sizeof err),
+                     RP_OK);
+    assert_string_equal(joined, "^(?!(?:vibey\\.reap\\.control|vibey\\.reap\\.tap|"
+                                "vibey\\.a\\+\\(b\\)\\|c\\\\E\\$)\\z)"
+                                "(?!(?s:.*?)(?:(\\.dlq|\\.dead)$))(?=(?s:.*?)(?:^vibey\\.))");
+    pcre2_code *j = compile(joined);
+    static const struct {
+        const char *name;
+        bool selected;
+    } cases[] = {
+        {"vibey.reap.control", false}, {"vibey.reap.tap", false},   {"vibey.a+(b)|c\\E$", false},
+        {"vibey.reap.tap2", true},     {"vibey.reap.tap\n", true}, {"vibeyXreapXtap", false},
+        {"vibey.reapXtap", true},      {"vibey.reap.ta", true},     {"vibey.a", true},
+        {"vibey.reap.tap.dlq", false}, {"vibey.orders", true},      {"celery", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bool got = matches(j, cases[i].name, strlen(cases[i].name));
+        if (got != cases[i].selected) fprintf(stderr, "'%s': got %d\n", cases[i].name, got);
+        assert_int_equal(got, cases[i].selected);
+    }
+    pcre2_code_free(j);
+    free(joined);
+    /* Nothing to exclude: the plain join. */
+    assert_int_equal(rp_mgmt_policy_pattern_excluding("^vibey\\.", "(\\.dlq|\\.dead)$", NULL, 0,
+                                                      &joined, err, sizeof err),
+                     RP_OK);
+    assert_string_equal(joined, "^(?!(?s:.*?)(?:(\\.dlq|\\.dead)$))(?=(?s:.*?)(?:^vibey\\.))");
+    free(joined);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_patterns),
         cmocka_unit_test(test_operator_shapes),
         cmocka_unit_test(test_refused_joins),
+        cmocka_unit_test(test_own_queues_excluded),
     };
     return cmocka_run_group_tests_name("mgmt_pattern", tests, NULL, NULL);
 }

@@ -321,11 +321,46 @@ static void test_invalid(void **state) {
         assert_int_equal(rp_memory_calls(f->m, (rp_memory_op)op), 0);
 }
 
+/* Reaper's own queues, whatever the patterns say: the tap holding dead
+ * letters with no consumer (reaperd down), the control queue with no
+ * consumer, and an own queue whose name the dead-letter pattern matches
+ * are not judged as owned work nor backfilled, by the sweep or the
+ * targeted check; an owned queue beside them still is. */
+static void test_own_queues_are_not_work(void **state) {
+    fixture *f = *state;
+    rp_report r;
+    f->opt.own_queues[0] = "vibey.reap.control";
+    f->opt.own_queues[1] = "vibey.reap.tap.dlq";
+    put(f, "vibey.reap.control", true, 4, 3, 0);
+    put(f, "vibey.reap.tap.dlq", true, 50, 7, 0);
+    put(f, "vibey.a", true, 0, 2, 0);
+    full(f, &r);
+    assert_int_equal(r.n_verdicts, 1);
+    assert_string_equal(r.verdicts[0].object, "queue:/:vibey.a");
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_PEEK), 0);
+    rp_report_cleanup(&r);
+    const char *names[] = {"vibey.reap.control", "vibey.reap.tap.dlq"};
+    check(f, false, names, 2, &r);
+    assert_int_equal(r.n_verdicts, 0);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_PEEK), 0);
+    rp_report_cleanup(&r);
+    /* Without the names, the same queues are judged (the test can fail). */
+    f->opt.own_queues[0] = f->opt.own_queues[1] = NULL;
+    full(f, &r);
+    bool control_judged = false;
+    for (size_t i = 0; i < r.n_verdicts; i++)
+        if (strcmp(r.verdicts[i].object, "queue:/:vibey.reap.control") == 0) control_judged = true;
+    assert_true(control_judged);
+    assert_true(rp_memory_calls(f->m, RP_MEM_PEEK) > 0);
+    rp_report_cleanup(&r);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_holder_gone_boundaries),
+        T(test_own_queues_are_not_work),
         T(test_other_sightings_untouched),
         T(test_unmeasured_clears_nothing),
         T(test_gone_and_unreadable),
