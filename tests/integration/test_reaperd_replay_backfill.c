@@ -240,6 +240,12 @@ static void test_peek_limit(void **state) {
     for (int i = 0; i < 20 && !noted; i++) {
         json_t *rep = once("REAPER_REAP_DEAD_LETTER_PEEK_LIMIT=3");
         noted = has_note(rep, "the first 3 messages were examined");
+        if (noted && parked_on(dlq) != 3) {
+            char *text = json_dumps(rep, JSON_COMPACT);
+            fprintf(stderr, "peek limit: the pass that noted the limit parked %lld: %s\n",
+                    (long long)parked_on(dlq), text ? text : "?");
+            free(text);
+        }
         json_decref(rep);
         if (!noted) usleep(500 * 1000);
     }
