@@ -416,6 +416,8 @@ PGconn *itest_pg_connect(void) {
 }
 
 static PGresult *itest_sql_run(PGconn *pg, const char *schema, const char *fmt, va_list ap,
+                               char *sql, size_t n) __attribute__((format(printf, 3, 0)));
+static PGresult *itest_sql_run(PGconn *pg, const char *schema, const char *fmt, va_list ap,
                                char *sql, size_t n) {
     vsnprintf(sql, n, fmt, ap);
     char set[160];
