@@ -66,7 +66,6 @@ struct rp_tap {
     struct event *retry_ev;
     bool bind_queued;
     bool stopped; /* rp_tap_stop ran: nothing more is parked */
-    rp_tap_counters c;
     /* The tap's own store session and thread (see tap.h). */
     rp_worker *worker;
     rp_pg_conn *conn;
@@ -131,10 +130,6 @@ static void rp_list_drop_stale(rp_tap_list *l, unsigned gen) {
         else rp_item_free(it);
     }
     *l = keep;
-}
-
-static void rp_tap_update_held(rp_tap *t) {
-    t->c.held = t->waiting.n + t->stuck.n + t->in_flight_n;
 }
 
 /* ---- the connect thread ---------------------------------------------------- */
@@ -450,7 +445,6 @@ static void rp_tap_done(void *job, bool cancelled) {
     if (cancelled) {
         for (size_t i = 0; i < b->n; i++) rp_item_free(b->items[i]);
         free(b);
-        rp_tap_update_held(t);
         return;
     }
     unsigned gen = d->broker_generation;
@@ -460,11 +454,7 @@ static void rp_tap_done(void *job, bool cancelled) {
     for (size_t i = 0; i < b->n; i++) {
         rp_tap_item *it = b->items[i];
         if (it->result == RP_TAP_DONE) {
-            if (it->skipped) t->c.skipped++;
-            else if (it->outcome == RP_PARKED_NEW) t->c.parked++, parked++;
-            else t->c.already++;
-        } else {
-            t->c.failed++;
+            if (!it->skipped && it->outcome == RP_PARKED_NEW) parked++;
         }
         if (!live || it->generation != gen) {
             rp_item_free(it); /* the broker delivers it again */
@@ -495,7 +485,6 @@ static void rp_tap_done(void *job, bool cancelled) {
             for (rp_tap_item *it = done.head; ok && it; it = it->next)
                 ok = rp_tap_ack(t, it->tag, false);
         }
-        if (ok) t->c.acked += done.n;
         rp_list_clear(&done);
     }
     if (parked > 0 || stuck > 0) {
@@ -504,7 +493,6 @@ static void rp_tap_done(void *job, bool cancelled) {
         snprintf(nh, sizeof nh, "%zu", t->waiting.n + t->stuck.n);
         RP_DEBUG("dead letters parked from the tap", "parked", np, "held", nh, NULL);
     }
-    rp_tap_update_held(t);
     if (store_down) {
         if (t->paused) return; /* the other batch in flight found it first */
         if (t->backoff_ms == 0)
@@ -531,7 +519,6 @@ static void rp_tap_kick(rp_tap *t) {
     rp_list_drop_stale(&t->stuck, d->broker_generation);
     while (t->in_flight < RP_TAP_IN_FLIGHT && t->waiting.head && d->broker_up && !t->paused)
         if (!rp_tap_submit(t)) break;
-    rp_tap_update_held(t);
 }
 
 /* One batch from the head of waiting to the thread; false when it could
@@ -696,10 +683,3 @@ void rp_tap_free(rp_tap *t) {
     free(t);
 }
 
-void rp_tap_counters_get(const rp_tap *t, rp_tap_counters *out) {
-    if (t == NULL) {
-        memset(out, 0, sizeof *out);
-        return;
-    }
-    *out = t->c;
-}

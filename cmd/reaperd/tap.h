@@ -78,15 +78,6 @@
 struct rp_daemon;
 typedef struct rp_tap rp_tap;
 
-typedef struct rp_tap_counters {
-    uint64_t parked;   /* parked now */
-    uint64_t already;  /* parked before (a redelivery, a second copy) */
-    uint64_t skipped;  /* not a dead letter: acked, not parked */
-    uint64_t failed;   /* park attempts that failed (store down included) */
-    uint64_t acked;    /* deliveries acked */
-    uint64_t held;     /* deliveries held now, unacked */
-} rp_tap_counters;
-
 /* NULL when out of memory or the thread cannot start. */
 rp_tap *rp_tap_new(struct rp_daemon *d);
 /* Joins the tap's thread (its last batch's acks are sent) and closes its
@@ -110,6 +101,5 @@ void rp_tap_bindings_soon(struct rp_daemon *d);
 /* Store thread: the binding reconcile itself (also run after every sweep). */
 void rp_tap_reconcile_bindings(struct rp_daemon *d);
 
-void rp_tap_counters_get(const rp_tap *t, rp_tap_counters *out);
 
 #endif
