@@ -111,9 +111,15 @@ static json_t *rp_real_text(double v, int digits) {
     return json_string(buf);
 }
 
-static json_t *rp_table_json(const amqp_table_t *t, rp_status *st);
+static json_t *rp_table_json(const amqp_table_t *t, int depth, rp_status *st);
 
-static json_t *rp_field_json(const amqp_field_value_t *f, rp_status *st) {
+/* depth: how many arrays and tables hold f (0 for a header's value). */
+static json_t *rp_field_json(const amqp_field_value_t *f, int depth, rp_status *st) {
+    if ((f->kind == AMQP_FIELD_KIND_ARRAY || f->kind == AMQP_FIELD_KIND_TABLE) &&
+        depth >= RP_AMQP_RESTORE_MAX_DEPTH) {
+        *st = RP_ERR_INVALID; /* deeper than anything stored or replayed */
+        return NULL;
+    }
     switch (f->kind) {
     case AMQP_FIELD_KIND_BOOLEAN: return json_boolean(f->value.boolean);
     case AMQP_FIELD_KIND_I8: return rp_tagged("b", json_integer(f->value.i8));
@@ -162,7 +168,7 @@ static json_t *rp_field_json(const amqp_field_value_t *f, rp_status *st) {
     case AMQP_FIELD_KIND_ARRAY: {
         json_t *a = json_array();
         for (int i = 0; a && i < f->value.array.num_entries; i++) {
-            json_t *e = rp_field_json(&f->value.array.entries[i], st);
+            json_t *e = rp_field_json(&f->value.array.entries[i], depth + 1, st);
             if (e == NULL || json_array_append_new(a, e) != 0) {
                 json_decref(a);
                 return NULL;
@@ -171,7 +177,7 @@ static json_t *rp_field_json(const amqp_field_value_t *f, rp_status *st) {
         return a;
     }
     case AMQP_FIELD_KIND_TABLE: {
-        json_t *o = rp_table_json(&f->value.table, st);
+        json_t *o = rp_table_json(&f->value.table, depth + 1, st);
         if (o != NULL && json_object_get(o, RP_TAG) != NULL) return rp_tagged("F", o);
         return o;
     }
@@ -181,7 +187,7 @@ static json_t *rp_field_json(const amqp_field_value_t *f, rp_status *st) {
     }
 }
 
-static json_t *rp_table_json(const amqp_table_t *t, rp_status *st) {
+static json_t *rp_table_json(const amqp_table_t *t, int depth, rp_status *st) {
     json_t *o = json_object();
     if (o == NULL) return NULL;
     for (int i = 0; i < t->num_entries; i++) {
@@ -191,7 +197,7 @@ static json_t *rp_table_json(const amqp_table_t *t, rp_status *st) {
             json_decref(o);
             return NULL;
         }
-        json_t *v = rp_field_json(&e->value, st);
+        json_t *v = rp_field_json(&e->value, depth, st);
         if (v == NULL || json_object_setn_new(o, e->key.bytes, e->key.len, v) != 0) {
             json_decref(o);
             return NULL;
@@ -246,7 +252,7 @@ rp_status rp_amqp_restore_capture(const amqp_basic_properties_t *p, char **props
     }
     if (p->_flags & AMQP_BASIC_HEADERS_FLAG) {
         rp_status hst = RP_ERR_NOMEM;
-        headers = rp_table_json(&p->headers, &hst);
+        headers = rp_table_json(&p->headers, 0, &hst);
         if (headers == NULL) {
             st = hst;
             goto out;
@@ -285,6 +291,7 @@ typedef struct rp_restore {
     amqp_pool_t *pool;
     char *err;
     size_t errlen;
+    int depth; /* arrays and tables open around the value being read */
 } rp_restore;
 
 static bool rp_fail(rp_restore *r, const char *what, const char *where) {
@@ -346,8 +353,24 @@ static bool rp_real_from(const json_t *v, double *out) {
 
 static bool rp_table_from(rp_restore *r, const json_t *o, bool skip_death, amqp_table_t *out);
 
+static bool rp_field_from_at(rp_restore *r, const json_t *v, const char *where,
+                             amqp_field_value_t *f);
+
+/* One value; arrays and tables deeper than RP_AMQP_RESTORE_MAX_DEPTH are
+ * refused (capture never stores one, so such a text was not written by it). */
 static bool rp_field_from(rp_restore *r, const json_t *v, const char *where,
                           amqp_field_value_t *f) {
+    bool nested = json_is_array(v) || json_is_object(v);
+    if (nested && r->depth >= RP_AMQP_RESTORE_MAX_DEPTH)
+        return rp_fail(r, "arrays and tables nested too deep", where);
+    if (nested) r->depth++;
+    bool ok = rp_field_from_at(r, v, where, f);
+    if (nested) r->depth--;
+    return ok;
+}
+
+static bool rp_field_from_at(rp_restore *r, const json_t *v, const char *where,
+                             amqp_field_value_t *f) {
     memset(f, 0, sizeof *f);
     json_int_t i;
     switch (json_typeof(v)) {
@@ -545,7 +568,7 @@ rp_status rp_amqp_restore_props(amqp_pool_t *pool, const char *props_json,
                                 char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (errlen) err[0] = '\0';
-    rp_restore r = {pool, err, errlen};
+    rp_restore r = {pool, err, errlen, 0};
     json_t *props = rp_parse(&r, props_json, "properties");
     json_t *headers = props ? rp_parse(&r, headers_json, "headers") : NULL;
     bool ok = props && headers && rp_props_from(&r, props, out) &&

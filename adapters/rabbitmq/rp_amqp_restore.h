@@ -32,6 +32,13 @@
  * prints no exponent: hence the tagged "d" for large magnitudes, which
  * would otherwise come back as integers).
  *
+ * NESTING. A header value may hold arrays and tables RP_AMQP_RESTORE_MAX_DEPTH
+ * deep at most. A deeper one (hostile: a frame of 128 KiB can nest some
+ * 26,000 levels) is not stored in this form, so that no recursion here, in
+ * jansson or in PostgreSQL's jsonb input grows with what a sender chose: the
+ * dead letter is parked without its JSON and never replayed (see the
+ * callers), and a stored text deeper than that is refused by restore.
+ *
  * Ownership: rp_amqp_restore_capture returns two heap strings (free()).
  * rp_amqp_restore_props allocates every pointer of *out from the caller's
  * pool (empty_amqp_pool frees them). Inputs are borrowed. Any thread.
@@ -46,9 +53,12 @@
 #include "rp_common.h"
 #include "rp_status.h"
 
+#define RP_AMQP_RESTORE_MAX_DEPTH 100
+
 /* Writes the properties and the headers of p as the two JSON texts above
  * (compact, valid UTF-8, no \u0000). RP_ERR_INVALID when a header key is not
- * UTF-8 text without NUL (such a message cannot be stored losslessly);
+ * UTF-8 text without NUL, or values nest deeper than
+ * RP_AMQP_RESTORE_MAX_DEPTH (such a message cannot be stored losslessly);
  * RP_ERR_NOMEM. */
 rp_status rp_amqp_restore_capture(const amqp_basic_properties_t *p, char **props_json,
                                   char **headers_json) RP_MUSTCHECK;

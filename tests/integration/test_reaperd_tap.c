@@ -205,7 +205,7 @@ static amqp_field_value_t str_value(const char *s, size_t len) {
  * come): a foreign first-death queue of 300 characters with a quote and a
  * newline, a binary value with NUL bytes, invalid UTF-8, 60 levels of
  * nested tables, an x-death array of 1,500 junk entries with wrong types;
- * and a header name with a NUL byte. The daemon parks them, stores the
+ * a header name with a NUL byte; and arrays nested 20,000 deep. The daemon parks them, stores the
  * values in replay's lossless form (rp_amqp_restore.h), shows them quoted
  * and cut, and goes on. Then a forged x-first-death-queue rides a real rejection from
  * an owned queue. */
@@ -270,7 +270,21 @@ static void test_forged_and_hostile_headers(void **state) {
      * all the same, without its headers, and never replayable. */
     amqp_table_entry_t h1[2] = {h[0], h[5]};
     publish_headers("", T.tap, "hostile-1", (amqp_table_t){2, h1});
-    wait_parked("hostile", 2, 30000);
+    /* Arrays nested 20,000 deep (100 KB of one frame): more than the
+     * stored form keeps (rp_amqp_restore.h), so parked like the NUL name. */
+    enum { DEEP = 20000 };
+    static amqp_field_value_t deep[DEEP + 1];
+    deep[DEEP] = str_value("bottom", 6);
+    for (int i = DEEP - 1; i >= 0; i--) {
+        deep[i].kind = AMQP_FIELD_KIND_ARRAY;
+        deep[i].value.array = (amqp_array_t){1, &deep[i + 1]};
+    }
+    amqp_table_entry_t h2[2] = {h[0], {amqp_cstring_bytes("deep"), deep[0]}};
+    publish_headers("", T.tap, "hostile-2", (amqp_table_t){2, h2});
+    wait_parked("hostile", 3, 30000);
+    assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') = "
+                              "'hostile-2' AND headers = '{}'::jsonb AND body_truncated"),
+                     1);
     assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') = "
                               "'hostile-1' AND headers = '{}'::jsonb AND body_truncated"),
                      1);

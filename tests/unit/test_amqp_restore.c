@@ -195,6 +195,79 @@ static void test_refused(void **state) {
     empty_amqp_pool(&pool);
 }
 
+/* Arrays and tables nested RP_AMQP_RESTORE_MAX_DEPTH deep are kept and
+ * come back; one level more is refused on capture (a hostile header could
+ * nest some 26,000 levels in one frame) and on restore. */
+static void test_nesting_depth(void **state) {
+    (void)state;
+    enum { MAX = RP_AMQP_RESTORE_MAX_DEPTH };
+    /* chain[0] is the header's value; chain[i] holds chain[i + 1]. Tables
+     * at even levels, arrays at odd ones. */
+    amqp_field_value_t chain[MAX + 2];
+    amqp_table_entry_t ents[MAX + 2];
+    for (int deep = MAX; deep <= MAX + 1; deep++) {
+        /* Built from the inside out, each holding its finished child. */
+        chain[deep] = fv(AMQP_FIELD_KIND_UTF8);
+        chain[deep].value.bytes = amqp_cstring_bytes("bottom");
+        for (int i = deep - 1; i >= 0; i--) {
+            if (i % 2 == 0) {
+                ents[i] = entry("n", chain[i + 1]);
+                chain[i] = fv(AMQP_FIELD_KIND_TABLE);
+                chain[i].value.table = (amqp_table_t){1, &ents[i]};
+            } else {
+                chain[i] = fv(AMQP_FIELD_KIND_ARRAY);
+                chain[i].value.array = (amqp_array_t){1, &chain[i + 1]};
+            }
+        }
+        amqp_table_entry_t h = entry("deep", chain[0]);
+        amqp_basic_properties_t p;
+        memset(&p, 0, sizeof p);
+        p._flags = AMQP_BASIC_HEADERS_FLAG;
+        p.headers = (amqp_table_t){1, &h};
+        char *pj = NULL, *hj = NULL;
+        rp_status st = rp_amqp_restore_capture(&p, &pj, &hj);
+        if (deep > MAX) {
+            assert_int_equal(st, RP_ERR_INVALID);
+            assert_null(hj);
+            continue;
+        }
+        assert_int_equal(st, RP_OK);
+        assert_non_null(strstr(hj, "\"bottom\""));
+        amqp_pool_t pool;
+        init_amqp_pool(&pool, 4096);
+        amqp_basic_properties_t r;
+        char err[200];
+        assert_int_equal(rp_amqp_restore_props(&pool, pj, hj, &r, err, sizeof err), RP_OK);
+        /* Walk down to the bottom again. */
+        const amqp_field_value_t *at = &find(&r.headers, "deep")->value;
+        for (int i = 0; i < deep; i++) {
+            assert_int_equal(at->kind, i % 2 == 0 ? AMQP_FIELD_KIND_TABLE : AMQP_FIELD_KIND_ARRAY);
+            at = i % 2 == 0 ? &at->value.table.entries[0].value : &at->value.array.entries[0];
+        }
+        assert_int_equal(at->kind, AMQP_FIELD_KIND_UTF8);
+        assert_bytes(at->value.bytes, "bottom", 6);
+        /* The same text one level deeper is refused on restore. */
+        size_t n = strlen(hj);
+        char *deeper = malloc(n + 3);
+        assert_non_null(deeper);
+        /* {"deep":X} -> {"deep":[X]} */
+        size_t at_colon = strlen("{\"deep\":");
+        memcpy(deeper, hj, at_colon);
+        deeper[at_colon] = '[';
+        memcpy(deeper + at_colon + 1, hj + at_colon, n - at_colon - 1);
+        deeper[n] = ']';
+        deeper[n + 1] = '}';
+        deeper[n + 2] = '\0';
+        assert_int_equal(rp_amqp_restore_props(&pool, "{}", deeper, &r, err, sizeof err),
+                         RP_ERR_INVALID);
+        assert_non_null(strstr(err, "nested too deep"));
+        free(deeper);
+        free(pj);
+        free(hj);
+        empty_amqp_pool(&pool);
+    }
+}
+
 static void test_death_header_names(void **state) {
     (void)state;
     assert_true(rp_amqp_restore_is_death_header("x-death", 7));
@@ -264,6 +337,7 @@ int main(void) {
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_only_death_headers),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_nesting_depth),
         cmocka_unit_test(test_death_header_names),
         cmocka_unit_test(test_reals_jsonb_cannot_carry),
     };
