@@ -46,6 +46,16 @@ static void rp_on_request(struct evhttp_request *req, void *arg) {
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (path == NULL) path = "";
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+        /* Read only: a method other than GET and HEAD is refused with 405
+         * and the methods that work (evhttp's own refusal says 501). */
+        static const char na[] = "method not allowed; use GET or HEAD\n";
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+        rp_reply_text(req, 405, "Method Not Allowed", "text/plain; charset=utf-8", na,
+                      sizeof na - 1);
+        return;
+    }
     if (strcmp(path, "/metrics") == 0) {
         if (h->hooks.refresh) h->hooks.refresh(h->hooks.arg);
         char *text = NULL;
@@ -140,7 +150,11 @@ rp_http *rp_http_new(struct event_base *base, const char *listen, rp_metrics *me
     }
     h->metrics = metrics;
     if (hooks) h->hooks = *hooks;
-    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+    /* Every method reaches rp_on_request, which answers 405 to all but GET
+     * and HEAD (CONNECT and TRACE are left to evhttp's 501). */
+    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                            EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
     evhttp_set_timeout(h->http, RP_HTTP_TIMEOUT_S);
     evhttp_set_max_headers_size(h->http, RP_HTTP_MAX_HEADERS);
     evhttp_set_max_body_size(h->http, RP_HTTP_MAX_BODY);

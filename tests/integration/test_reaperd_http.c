@@ -191,7 +191,14 @@ static void test_metrics_after_a_pass(void **state) {
     /* Other paths and methods. */
     assert_int_equal(itest_http(port, "GET", "/nope", NULL, 5000), 404);
     assert_int_equal(itest_http(port, "HEAD", "/healthz", NULL, 5000), 200);
-    assert_int_equal(itest_http(port, "POST", "/metrics", NULL, 5000), 501); /* evhttp's answer */
+    /* Read only: other methods get 405 and what to use instead. */
+    const char *refused[] = {"POST", "PUT", "DELETE", "PATCH", "OPTIONS"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char *why = NULL;
+        assert_int_equal(itest_http(port, refused[i], "/metrics", &why, 5000), 405);
+        assert_non_null(strstr(why, "use GET or HEAD"));
+        free(why);
+    }
     char *body = NULL;
     assert_int_equal(itest_http(port, "GET", "/metrics?name=x", &body, 5000), 200);
     assert_non_null(strstr(body, "# TYPE reaper_up gauge\n"));
