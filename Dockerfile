@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The reaper image: reaperd (the entry point) and reaperctl.
 #
-#   docker build -t reaper:dev .
+#   docker build --build-arg REAPER_GIT_REV="$(git describe --always --dirty)" -t reaper:dev .
 #   docker run --rm reaper:dev --version
 #
 # Two stages, both Debian 12 ("bookworm"): the first builds with the -dev
@@ -22,7 +22,11 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
+# The context has no .git (.dockerignore): the revision comes in as an
+# argument, shown by --version and reaper_build_info.
+ARG REAPER_GIT_REV=unknown
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREAPER_TESTS=OFF \
+      -DREAPER_GIT_REV="${REAPER_GIT_REV}" \
  && cmake --build /build -j"$(nproc)" \
  && install -D -m 0755 /build/cmd/reaperd/reaperd /out/usr/local/bin/reaperd \
  && install -D -m 0755 /build/cmd/reaperctl/reaperctl /out/usr/local/bin/reaperctl \

@@ -150,6 +150,14 @@ def check(path):
     healthcheck(path)
     packages(path)
     env(path)
+    # The context has no .git: the revision --version shows comes in as a
+    # build argument handed to CMake.
+    build = st[0][1]
+    if "REAPER_GIT_REV" not in [t.partition("=")[0].strip() for i, t in build if i == "ARG"]:
+        fail("the build stage must take ARG REAPER_GIT_REV (no .git in the context)")
+    if not any(i == "RUN" and re.search(r'-DREAPER_GIT_REV="?\$\{?REAPER_GIT_REV\}?"?', t)
+               for i, t in build):
+        fail("the build stage must configure with -DREAPER_GIT_REV=\"${REAPER_GIT_REV}\"")
 
 
 def main():

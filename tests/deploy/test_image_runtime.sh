@@ -74,6 +74,17 @@ for tool in build-essential cmake pkg-config; do
         fail "build stage: the Dockerfile does not install $tool"
 done
 
+# The revision the image build passes (-DREAPER_GIT_REV, parse check above)
+# is what the binaries are built with, though the context has no .git.
+cfg=$(mktemp -d)
+if cmake -S "$src" -B "$cfg" -DREAPER_TESTS=OFF -DREAPER_GIT_REV=image-rev-test >/dev/null 2>&1 &&
+    grep -rqs 'REAPER_GIT_REV=\\"image-rev-test\\"' "$cfg/cmd/reaperd"; then
+    pass "build stage: -DREAPER_GIT_REV reaches reaperd's flags"
+else
+    fail "build stage: -DREAPER_GIT_REV=image-rev-test did not reach reaperd's compile flags"
+fi
+rm -rf "$cfg"
+
 # --- the root ---------------------------------------------------------------
 key=$(printf '%s\n' bookworm minbase "${pkgs[@]}" | sort | sha256sum | cut -c1-12)
 root=$RP_RUN/image-root-$key
