@@ -295,12 +295,20 @@ static void rp_amqp_dispatch(rp_amqp_conn *c, const amqp_frame_t *f) {
             rp_amqp_conn_fail(c, why);
             return;
         }
-        case AMQP_CONNECTION_BLOCKED_METHOD:
-            RP_WARN("broker blocked publishing (resource alarm)", "broker", c->peer, NULL);
-            return;
+        case AMQP_CONNECTION_BLOCKED_METHOD: {
+            /* Passed on too: a publisher must stop writing (rp_amqp_publisher.h). */
+            const amqp_connection_blocked_t *m = f->payload.method.decoded;
+            char reason[128];
+            snprintf(reason, sizeof reason, "%.*s", m ? (int)m->reason.len : 0,
+                     m ? (const char *)m->reason.bytes : "");
+            RP_WARN("broker blocked publishing (resource alarm); publishes wait until it "
+                    "unblocks",
+                    "broker", c->peer, "reason", reason, NULL);
+            break;
+        }
         case AMQP_CONNECTION_UNBLOCKED_METHOD:
             RP_INFO("broker unblocked publishing", "broker", c->peer, NULL);
-            return;
+            break;
         default:
             break;
         }

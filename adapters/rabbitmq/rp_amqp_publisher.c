@@ -37,6 +37,11 @@ struct rp_amqp_publisher {
     uint64_t next_seq;
     size_t limit; /* queued + in flight, at most */
     bool mandatory_in_flight;
+    /* The broker sent connection.blocked (a resource alarm): it reads
+     * nothing more from this connection, so a publish written now would
+     * only fill the socket until a write blocks the loop. Held until
+     * connection.unblocked or a new connection. */
+    bool blocked;
     /* The content frames that follow a basic.return are skipped. */
     bool skipping_return;
     bool return_have_header;
@@ -156,6 +161,7 @@ bool rp_amqp_publisher_setup(amqp_connection_state_t c, char *err, size_t errlen
  * while the broker was away) never holds the loop up; the rest goes on the
  * next turn. */
 static void rp_flush(rp_amqp_publisher *p) {
+    if (p->blocked) return;
     amqp_connection_state_t c = rp_amqp_conn_handle(p->conn);
     bool sent = false;
     size_t budget = RP_AMQP_PUBLISH_BATCH;
@@ -224,6 +230,7 @@ void rp_amqp_publisher_set_limit(rp_amqp_publisher *p, size_t max) {
 }
 
 void rp_amqp_publisher_on_up(rp_amqp_publisher *p) {
+    p->blocked = false; /* a new connection starts unblocked */
     p->next_seq = 1;
     p->mandatory_in_flight = false;
     p->skipping_return = false;
@@ -282,6 +289,18 @@ static void rp_confirm(rp_amqp_publisher *p, uint64_t tag, bool multiple, bool a
 }
 
 bool rp_amqp_publisher_frame(rp_amqp_publisher *p, const amqp_frame_t *f) {
+    if (f->channel == 0 && f->frame_type == AMQP_FRAME_METHOD) {
+        if (f->payload.method.id == AMQP_CONNECTION_BLOCKED_METHOD) {
+            p->blocked = true;
+            return true;
+        }
+        if (f->payload.method.id == AMQP_CONNECTION_UNBLOCKED_METHOD) {
+            p->blocked = false;
+            rp_flush(p);
+            return true;
+        }
+        return false;
+    }
     if (f->channel != RP_AMQP_PUBLISH_CHANNEL) return false;
     if (f->frame_type == AMQP_FRAME_METHOD) {
         switch (f->payload.method.id) {

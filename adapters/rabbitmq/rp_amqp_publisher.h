@@ -16,6 +16,12 @@
  * past it a retry publish is settled DROPPED at once (the ledger, not the
  * feed, is the record).
  *
+ * While the broker has the connection blocked (connection.blocked, sent
+ * when a memory or disk alarm stops publishing; RabbitMQ then reads nothing
+ * more from the socket), nothing is written: publishes wait in the queue
+ * (same bound) and go out at connection.unblocked or on a new connection,
+ * so that a write never blocks the loop on a socket nobody reads.
+ *
  * Threads: loop thread only. Ownership: rp_amqp_publisher_publish copies
  * everything it is given; the callback's arg is the caller's.
  */
@@ -80,7 +86,8 @@ void rp_amqp_publisher_on_up(rp_amqp_publisher *p);
 void rp_amqp_publisher_on_down(rp_amqp_publisher *p);
 
 /* Loop thread, from the conn's on_frame hook: true when the frame was a
- * confirm or a return on the publish channel (consumed). */
+ * confirm or a return on the publish channel, or connection.blocked /
+ * unblocked (consumed). */
 bool rp_amqp_publisher_frame(rp_amqp_publisher *p, const amqp_frame_t *f);
 
 /* Queues (and, when possible, sends now) one publish. The done callback is

@@ -489,6 +489,13 @@ const char *itest_broker_service(void) {
     return service && *service ? service : "rabbitmq";
 }
 
+int itest_broker_ctl(const char *args) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s/scripts/services ctl %s %s >/dev/null 2>&1",
+             itest_env("REAPER_SOURCE_DIR"), itest_broker_service(), args);
+    return system(cmd);
+}
+
 int itest_closed_port(void) {
     int s = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};

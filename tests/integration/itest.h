@@ -136,5 +136,8 @@ int itest_services(const char *verb, const char *what);
 /* The broker's service name for itest_services: RP_BROKER_SERVICE (set by
  * scripts/test --broker) or "rabbitmq". */
 const char *itest_broker_service(void);
+/* rabbitmqctl ARGS on the tests' broker (scripts/services ctl), quiet; the
+ * exit status of system(). */
+int itest_broker_ctl(const char *args);
 /* A local TCP port nothing listens on (bound, then closed). */
 int itest_closed_port(void);

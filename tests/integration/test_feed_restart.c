@@ -138,13 +138,7 @@ static void test_feed_across_broker_restart(void **state) {
     itest_amqp_close(c);
 }
 
-static void ctl(const char *args) {
-    const char *service = getenv("RP_BROKER_SERVICE");
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s/scripts/services ctl %s %s >/dev/null 2>&1",
-             itest_env("REAPER_SOURCE_DIR"), service && *service ? service : "rabbitmq", args);
-    assert_int_equal(system(cmd), 0);
-}
+static void ctl(const char *args) { assert_int_equal(itest_broker_ctl(args), 0); }
 
 /* reaperd --once loses its feed connection in the middle of a pass (the
  * broker closes every connection): the events after it wait, the end of
