@@ -1,37 +1,67 @@
-/* Counts for the daemon's metrics (rp_pg_store.h): the open gates by kind.
- * Read only; runs inside a taken row's transaction if one is open. */
+/* Counts for the daemon's metrics (rp_pg_store.h): the open gates by kind
+ * and the open sightings by condition. Read only; runs inside a taken row's
+ * transaction if one is open. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rp_pg_store_internal.h"
 
-rp_status rp_pg_store_count_open_gates(rp_pg_store *s, int64_t by_kind[RP_GATE_KIND_COUNT_]) {
-    for (int i = 0; i < RP_GATE_KIND_COUNT_; i++) by_kind[i] = 0;
-    rp_status st = rp__pg_enter(s, RP__PG_READ, "count_open_gates");
+/* Counts the rows of table (in the store's schema) matching where ("" for
+ * all) by column, and puts each count at the index parse gives its name;
+ * names parse does not know are left out. out[0..n) is zeroed first. */
+static rp_status rp_count_by(rp_pg_store *s, const char *op, const char *column,
+                             const char *table, const char *where, int64_t *out, size_t n,
+                             bool (*parse)(const char *name, size_t *index)) {
+    for (size_t i = 0; i < n; i++) out[i] = 0;
+    rp_status st = rp__pg_enter(s, RP__PG_READ, op);
     if (st != RP_OK) return st;
     PGconn *c = rp_pg_conn_handle(s->conn);
     char *qs = PQescapeIdentifier(c, s->schema, strlen(s->schema));
     if (qs == NULL) return RP_ERR_NOMEM;
-    static const char fmt[] =
-        "SELECT kind, count(*) FROM %s.gate WHERE answer IS NULL GROUP BY kind";
-    size_t n = sizeof fmt + strlen(qs);
-    char *sql = malloc(n);
+    static const char fmt[] = "SELECT %s, count(*) FROM %s.%s%s GROUP BY 1";
+    size_t len = sizeof fmt + strlen(column) + strlen(qs) + strlen(table) + strlen(where);
+    char *sql = malloc(len);
     if (sql == NULL) {
         PQfreemem(qs);
         return RP_ERR_NOMEM;
     }
-    snprintf(sql, n, fmt, qs);
+    snprintf(sql, len, fmt, column, qs, table, where);
     PQfreemem(qs);
     rp__pg_cmd k = {.stmt = -1, .sql = sql, .n = 0};
     PGresult *r = NULL;
-    st = rp__pg_run(s, &k, 1, &r, "count_open_gates", NULL);
+    st = rp__pg_run(s, &k, 1, &r, op, NULL);
     free(sql);
     if (st != RP_OK) return st;
     for (int i = 0; i < PQntuples(r); i++) {
-        rp_gate_kind kind;
-        if (rp_gate_kind_parse(PQgetvalue(r, i, 0), &kind)) by_kind[kind] = rp__pg_i64(r, i, 1);
+        size_t at;
+        if (parse(PQgetvalue(r, i, 0), &at) && at < n) out[at] = rp__pg_i64(r, i, 1);
     }
     PQclear(r);
     return RP_OK;
+}
+
+static bool rp_gate_kind_at(const char *name, size_t *index) {
+    rp_gate_kind kind;
+    if (!rp_gate_kind_parse(name, &kind)) return false;
+    *index = (size_t)kind;
+    return true;
+}
+
+static bool rp_condition_at(const char *name, size_t *index) {
+    rp_condition cond;
+    if (!rp_condition_parse(name, &cond)) return false;
+    *index = (size_t)cond;
+    return true;
+}
+
+rp_status rp_pg_store_count_open_gates(rp_pg_store *s, int64_t by_kind[RP_GATE_KIND_COUNT_]) {
+    return rp_count_by(s, "count_open_gates", "kind", "gate", " WHERE answer IS NULL", by_kind,
+                       RP_GATE_KIND_COUNT_, rp_gate_kind_at);
+}
+
+rp_status rp_pg_store_count_open_sightings(rp_pg_store *s,
+                                           int64_t by_condition[RP_COND_COUNT_]) {
+    return rp_count_by(s, "count_open_sightings", "condition", "sighting", "", by_condition,
+                       RP_COND_COUNT_, rp_condition_at);
 }

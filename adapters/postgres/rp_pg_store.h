@@ -146,6 +146,9 @@ void rp_pg_store_ports(rp_pg_store *s, rp_ports *ports);
  * (by_kind all zero then). */
 rp_status rp_pg_store_count_open_gates(rp_pg_store *s,
                                        int64_t by_kind[RP_GATE_KIND_COUNT_]) RP_MUSTCHECK;
+/* The open sightings by condition (the same statuses). */
+rp_status rp_pg_store_count_open_sightings(rp_pg_store *s,
+                                           int64_t by_condition[RP_COND_COUNT_]) RP_MUSTCHECK;
 
 /* One dead letter of a batch park (the dead-letter tap's): the arguments
  * park() takes, all borrowed, and its result. */

@@ -361,6 +361,7 @@ int rp_daemon_run(const rp_config *cfg, const char *broker_password) {
     rp_signals_cleanup(&d);
     if (d.sweep_ev) event_free(d.sweep_ev);
     if (d.deadline_ev) event_free(d.deadline_ev);
+    if (d.gauges_ev) event_free(d.gauges_ev);
     event_base_free(d.base);
     if (d.exit_code == 0) RP_INFO("reaperd stopped", NULL);
     return d.exit_code;

@@ -89,6 +89,8 @@ typedef struct rp_daemon {
     /* Gates whose replay is in flight (replay.c; loop thread). */
     int64_t *replaying;
     size_t n_replaying, cap_replaying;
+    /* The gauges' recount after ledger events (observe.c; loop thread). */
+    struct event *gauges_ev;
 } rp_daemon;
 
 /* broker.c */
@@ -118,6 +120,8 @@ void rp_observe_event(rp_daemon *d, const rp_amqp_message *msg);
 void rp_observe_pass_store(rp_daemon *d, const rp_pass_request *req);
 /* Loop, when a daemon pass is done: its duration and result. */
 void rp_observe_pass_done(rp_daemon *d, const rp_pass_request *req);
+/* Loop: count the open gates and sightings again soon (debounced). */
+void rp_observe_gauges_soon(rp_daemon *d);
 
 /* daemon.c: runs fn(job) on the store thread, then done(job) on the loop. */
 rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done,

@@ -50,6 +50,7 @@ static void rp_feed_settled(void *arg, rp_publish_outcome outcome) {
 static void rp_feed_on_loop(void *job, bool cancelled) {
     rp_feed_item *it = job;
     rp_daemon *d = it->d;
+    if (!cancelled) rp_observe_gauges_soon(d); /* a gate or sighting may have changed */
     if (!cancelled && d->publisher != NULL) {
         amqp_basic_properties_t props;
         memset(&props, 0, sizeof props);

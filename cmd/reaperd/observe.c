@@ -14,6 +14,12 @@
  *   rp_observe_event                broker.c, each broker event
  *   rp_observe_pass_store           daemon.c, store thread, after a pass
  *   rp_observe_pass_done            daemon.c, loop, when a pass is done
+ *   rp_observe_gauges_soon          feed.c, loop, after each published ledger
+ *                                   event: the open gates and sightings are
+ *                                   counted again at most once every
+ *                                   RP_OBSERVE_GAUGES_MS (a park, an answer,
+ *                                   a sighting opened or cleared between
+ *                                   passes shows within that)
  */
 #include <amqp.h>
 #include <stdio.h>
@@ -23,6 +29,8 @@
 #include "daemon_internal.h"
 #include "rp_log.h"
 #include "version.h"
+
+#define RP_OBSERVE_GAUGES_MS 2000
 
 static void rp_observe_refresh(void *arg) {
     rp_daemon *d = arg;
@@ -99,4 +107,49 @@ void rp_observe_pass_done(rp_daemon *d, const rp_pass_request *req) {
     rp_metrics_pass(&d->metrics,
                     req->scope == RP_PASS_FULL ? RP_METRICS_SCOPE_FULL : RP_METRICS_SCOPE_LEASES,
                     result, req->duration_ms * 1000);
+}
+
+typedef struct rp_gauge_job {
+    rp_daemon *d;
+    bool gates_ok, sightings_ok;
+    int64_t gates[RP_GATE_KIND_COUNT_];
+    int64_t sightings[RP_COND_COUNT_];
+} rp_gauge_job;
+
+/* Store thread. */
+static void rp_gauges_count(void *ctx, void *arg) {
+    RP_UNUSED(ctx);
+    rp_gauge_job *j = arg;
+    if (!rp_pg_conn_is_up(j->d->runner.conn)) return;
+    j->gates_ok = rp_pg_store_count_open_gates(j->d->runner.store, j->gates) == RP_OK;
+    j->sightings_ok = rp_pg_store_count_open_sightings(j->d->runner.store, j->sightings) == RP_OK;
+}
+
+/* Loop. */
+static void rp_gauges_done(void *arg, bool cancelled) {
+    rp_gauge_job *j = arg;
+    if (!cancelled && j->gates_ok) rp_metrics_set_gates_open(&j->d->metrics, j->gates);
+    if (!cancelled && j->sightings_ok) rp_metrics_set_sightings_open(&j->d->metrics, j->sightings);
+    free(j);
+}
+
+static void rp_gauges_due(evutil_socket_t fd, short what, void *arg) {
+    RP_UNUSED(fd);
+    RP_UNUSED(what);
+    rp_daemon *d = arg;
+    if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) return;
+    rp_gauge_job *j = calloc(1, sizeof *j);
+    if (j == NULL) return; /* the next pass counts them */
+    j->d = d;
+    if (rp_daemon_store_job(d, rp_gauges_count, rp_gauges_done, j) != RP_OK) free(j);
+}
+
+void rp_observe_gauges_soon(rp_daemon *d) {
+    if (d->gauges_ev == NULL) {
+        d->gauges_ev = evtimer_new(d->base, rp_gauges_due, d);
+        if (d->gauges_ev == NULL) return;
+    }
+    if (evtimer_pending(d->gauges_ev, NULL)) return;
+    struct timeval tv = {RP_OBSERVE_GAUGES_MS / 1000, (RP_OBSERVE_GAUGES_MS % 1000) * 1000};
+    evtimer_add(d->gauges_ev, &tv);
 }
