@@ -91,6 +91,7 @@ typedef struct rp_daemon {
     size_t n_replaying, cap_replaying;
     /* The gauges' recount after ledger events (observe.c; loop thread). */
     struct event *gauges_ev;
+    bool gauges_queued; /* a recount waits on the store thread */
 } rp_daemon;
 
 /* broker.c */

@@ -128,6 +128,7 @@ static void rp_gauges_count(void *ctx, void *arg) {
 /* Loop. */
 static void rp_gauges_done(void *arg, bool cancelled) {
     rp_gauge_job *j = arg;
+    j->d->gauges_queued = false;
     if (!cancelled && j->gates_ok) rp_metrics_set_gates_open(&j->d->metrics, j->gates);
     if (!cancelled && j->sightings_ok) rp_metrics_set_sightings_open(&j->d->metrics, j->sightings);
     free(j);
@@ -138,10 +139,13 @@ static void rp_gauges_due(evutil_socket_t fd, short what, void *arg) {
     RP_UNUSED(what);
     rp_daemon *d = arg;
     if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) return;
+    /* One recount at a time: behind a long pass they would pile up. */
+    if (d->gauges_queued) return;
     rp_gauge_job *j = calloc(1, sizeof *j);
     if (j == NULL) return; /* the next pass counts them */
     j->d = d;
     if (rp_daemon_store_job(d, rp_gauges_count, rp_gauges_done, j) != RP_OK) free(j);
+    else d->gauges_queued = true;
 }
 
 void rp_observe_gauges_soon(rp_daemon *d) {
