@@ -24,6 +24,11 @@ RP_MGMT4_PORT=${RP_MGMT4_PORT:-15680}
 RP_DIST4_PORT=${RP_DIST4_PORT:-25680}
 RP_EPMD4_PORT=${RP_EPMD4_PORT:-43700}
 RP_RABBIT4_NODE=${RP_RABBIT4_NODE:-reaper-dev4@localhost}
+# Each broker also listens for AMQP over TLS (the tests of broker.tls.*),
+# 20000 below its AMQP port, with a certificate for localhost and 127.0.0.1
+# from a private CA made once in $RP_RUN/tls (rp_tls_ensure).
+RP_AMQPS_PORT=${RP_AMQPS_PORT:-$((RP_AMQP_PORT - 20000))}
+RP_AMQPS4_PORT=${RP_AMQPS4_PORT:-$((RP_AMQP4_PORT - 20000))}
 RP_TRIXIE=$(realpath -m "${RP_TRIXIE:-$RP_RUN/trixie}")
 RP_DEBIAN_MIRROR=${RP_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
@@ -79,13 +84,18 @@ rp_mgmt_get() {
 # RP_BROKER_VERSION (3.10 or 4.0) lets a test say what each broker does;
 # RP_BROKER_SERVICE is the name scripts/services knows that broker by
 # (e.g. `scripts/services restart "$RP_BROKER_SERVICE"` in a failure test).
+# RP_BROKER_TLS_URL and RP_TLS_CA_FILE: the same broker over TLS, and the CA
+# that signed its certificate (for tests; reaperd reads REAPER_* only).
 RP_SERVICE_ENV_VARS=(REAPER_BROKER_URL REAPER_BROKER_MANAGEMENT_URL REAPER_BROKER_PASSWORD_FILE
-    REAPER_STORE_DSN PGPASSFILE RP_PG_ADMIN_DSN RP_BROKER_VERSION RP_BROKER_SERVICE)
+    REAPER_STORE_DSN PGPASSFILE RP_PG_ADMIN_DSN RP_BROKER_VERSION RP_BROKER_SERVICE
+    RP_BROKER_TLS_URL RP_TLS_CA_FILE)
 rp_service_env() {
     local amqp=$RP_AMQP_PORT mgmt=$RP_MGMT_PORT secret=broker version=3.10 service=rabbitmq
+    local amqps=$RP_AMQPS_PORT
     case "${1:-rabbitmq}" in
         rabbitmq) ;;
-        rabbitmq4) amqp=$RP_AMQP4_PORT mgmt=$RP_MGMT4_PORT secret=broker4 version=4.0 service=rabbitmq4 ;;
+        rabbitmq4) amqp=$RP_AMQP4_PORT mgmt=$RP_MGMT4_PORT secret=broker4 version=4.0 service=rabbitmq4
+            amqps=$RP_AMQPS4_PORT ;;
         *) rp_die "rp_service_env: unknown broker '$1' (rabbitmq or rabbitmq4)" ;;
     esac
     export REAPER_BROKER_URL="amqp://reaper@127.0.0.1:$amqp/%2f"
@@ -96,4 +106,32 @@ rp_service_env() {
     export RP_PG_ADMIN_DSN="host=$RP_RUN/pg/sock port=$RP_PG_PORT dbname=postgres user=postgres"
     export RP_BROKER_VERSION=$version
     export RP_BROKER_SERVICE=$service
+    export RP_BROKER_TLS_URL="amqps://reaper@localhost:$amqps/%2f"
+    export RP_TLS_CA_FILE="$RP_RUN/tls/ca.pem"
+}
+
+# rp_tls_ensure: a private CA and a server certificate it signed (for
+# localhost and 127.0.0.1, 10 years) in $RP_RUN/tls, made once: ca.pem,
+# server.pem, server.key. Also other-ca.pem, a CA that signed nothing here
+# (what a wrong trust anchor looks like).
+rp_tls_ensure() {
+    local d=$RP_RUN/tls
+    [ -s "$d/server.pem" ] && [ -s "$d/other-ca.pem" ] && return 0
+    command -v openssl >/dev/null || rp_die "openssl is not installed: run scripts/install-deps"
+    mkdir -p "$d"
+    (
+        umask 077
+        cd "$d"
+        openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=reaper test CA" \
+            -keyout ca.key -out ca.pem 2>/dev/null
+        openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=reaper other CA" \
+            -keyout other-ca.key -out other-ca.pem 2>/dev/null
+        openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout server.key \
+            -out server.csr 2>/dev/null
+        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > server.ext
+        openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3650 \
+            -extfile server.ext -out server.pem 2>/dev/null
+        rm -f server.csr server.ext ca.srl
+        chmod 644 ca.pem other-ca.pem server.pem
+    ) || rp_die "could not make the test certificates in $d"
 }
