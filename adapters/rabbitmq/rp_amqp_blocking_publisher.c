@@ -2,14 +2,13 @@
  * for reaperd --once (rp_amqp_blocking_publisher.h). */
 #include "rp_amqp_blocking_publisher.h"
 
-#include <amqp_ssl_socket.h>
-#include <amqp_tcp_socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
 
+#include "rp_amqp_open.h"
 #include "rp_proto.h"
 
 #define RP_BP_CHANNEL 1
@@ -140,61 +139,20 @@ static bool rp_rpc_ok(rp_amqp_blocking_publisher *p, const char *what) {
  * does and selects confirms. False (with p->why) on failure. */
 static bool rp_connect(rp_amqp_blocking_publisher *p) {
     char why[256];
-    char *url = strdup(p->url);
-    struct amqp_connection_info info;
-    if (url == NULL || amqp_parse_url(url, &info) != AMQP_STATUS_OK) {
-        free(url);
-        rp_fail(p, url == NULL ? "out of memory" : "the broker URL does not parse");
-        return false;
-    }
-    p->conn = amqp_new_connection();
-    amqp_socket_t *s = p->conn == NULL ? NULL
-                       : info.ssl      ? amqp_ssl_socket_new(p->conn)
-                                       : amqp_tcp_socket_new(p->conn);
-    if (s == NULL) {
-        free(url);
-        rp_fail(p, "cannot create a socket");
-        return false;
-    }
-    if (info.ssl) {
-        int st = AMQP_STATUS_OK;
-        if (p->ca_file) st = amqp_ssl_socket_set_cacert(s, p->ca_file);
-        if (st == AMQP_STATUS_OK && p->cert_file && p->key_file)
-            st = amqp_ssl_socket_set_key(s, p->cert_file, p->key_file);
-        if (st != AMQP_STATUS_OK) {
-            snprintf(why, sizeof why, "TLS set-up: %s", amqp_error_string2(st));
-            free(url);
-            rp_fail(p, why);
-            return false;
-        }
-        amqp_ssl_socket_set_verify_peer(s, p->verify_peer);
-        amqp_ssl_socket_set_verify_hostname(s, p->verify_peer);
-    }
-    struct timeval ctv = {p->connect_timeout_ms / 1000, (p->connect_timeout_ms % 1000) * 1000};
-    int rc = amqp_socket_open_noblock(s, info.host, info.port, &ctv);
-    if (rc != AMQP_STATUS_OK) {
-        snprintf(why, sizeof why, "connect to %s:%d: %s", info.host, info.port,
-                 amqp_error_string2(rc));
-        free(url);
-        rp_fail(p, why);
-        return false;
-    }
-    struct timeval rpc = {RP_BP_RPC_TIMEOUT_S, 0};
-    (void)amqp_set_handshake_timeout(p->conn, &rpc);
-    (void)amqp_set_rpc_timeout(p->conn, &rpc);
-    amqp_table_entry_t props_e[] = {
-        {amqp_cstring_bytes("product"), {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes("reaper")}}},
-        {amqp_cstring_bytes("connection_name"),
-         {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes("reaperd --once feed")}}},
+    rp_amqp_open_opts o = {
+        .url = p->url,
+        .password = p->password,
+        .ca_file = p->ca_file,
+        .cert_file = p->cert_file,
+        .key_file = p->key_file,
+        .verify_peer = p->verify_peer,
+        .connect_timeout_ms = p->connect_timeout_ms,
+        .rpc_timeout_ms = RP_BP_RPC_TIMEOUT_S * 1000,
+        .frame_max = RP_BP_FRAME_MAX,
+        .connection_name = "reaperd --once feed",
     };
-    amqp_table_t props = {(int)RP_ARRAY_LEN(props_e), props_e};
-    amqp_rpc_reply_t r = amqp_login_with_properties(p->conn, info.vhost, 0, RP_BP_FRAME_MAX, 0,
-                                                    &props, AMQP_SASL_METHOD_PLAIN, info.user,
-                                                    p->password);
-    free(url);
-    if (r.reply_type != AMQP_RESPONSE_NORMAL) {
-        char buf[200];
-        snprintf(why, sizeof why, "login: %s", rp_amqp_reply_string(r, buf, sizeof buf));
+    p->conn = rp_amqp_open(&o, why, sizeof why);
+    if (p->conn == NULL) {
         rp_fail(p, why);
         return false;
     }

@@ -1,7 +1,5 @@
 #include "rp_amqp_conn.h"
 
-#include <amqp_ssl_socket.h>
-#include <amqp_tcp_socket.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -9,13 +7,13 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "rp_amqp_open.h"
 #include "rp_log.h"
 
 #define RP_AMQP_CHANNEL 1
 #define RP_AMQP_FRAME_MAX 131072
 #define RP_AMQP_BACKOFF_MIN_MS 500
 #define RP_AMQP_BACKOFF_MAX_MS 10000
-#define RP_AMQP_HANDSHAKE_TIMEOUT_S 10
 #define RP_AMQP_RPC_TIMEOUT_S 10
 
 struct rp_amqp_conn {
@@ -23,13 +21,13 @@ struct rp_amqp_conn {
     rp_amqp_hooks hooks;
     /* Copies of the parameters (read-only once made, so the connect thread
      * may read them). */
+    char *url;      /* as given (rp_amqp_open parses it again) */
     char *url_copy; /* amqp_parse_url points into it */
     struct amqp_connection_info info;
     char *password;
     char *connection_name;
     char *ca_file, *cert_file, *key_file;
     bool verify_peer;
-    bool tls;
     int heartbeat;
     int connect_timeout_ms;
     char peer[300];
@@ -103,6 +101,7 @@ rp_amqp_conn *rp_amqp_conn_new(struct event_base *base, const rp_amqp_params *p,
     }
     c->base = base;
     c->hooks = *hooks;
+    c->url = strdup(p->url ? p->url : "");
     c->url_copy = strdup(p->url ? p->url : "");
     c->password = strdup(p->password ? p->password : "");
     c->connection_name = strdup(p->connection_name ? p->connection_name : "reaperd");
@@ -113,7 +112,8 @@ rp_amqp_conn *rp_amqp_conn_new(struct event_base *base, const rp_amqp_params *p,
     c->heartbeat = p->heartbeat_seconds > 0 ? p->heartbeat_seconds : 0;
     c->connect_timeout_ms = p->connect_timeout_ms > 0 ? p->connect_timeout_ms : 5000;
     c->backoff_ms = RP_AMQP_BACKOFF_MIN_MS;
-    if (c->url_copy == NULL || c->password == NULL || c->connection_name == NULL) {
+    if (c->url == NULL || c->url_copy == NULL || c->password == NULL ||
+        c->connection_name == NULL) {
         *err = "out of memory";
         rp_amqp_conn_free(c);
         return NULL;
@@ -124,7 +124,6 @@ rp_amqp_conn *rp_amqp_conn_new(struct event_base *base, const rp_amqp_params *p,
         rp_amqp_conn_free(c);
         return NULL;
     }
-    c->tls = c->info.ssl;
     snprintf(c->peer, sizeof c->peer, "%s:%d vhost %s", c->info.host, c->info.port, c->info.vhost);
     return c;
 }
@@ -151,61 +150,24 @@ static bool rp_amqp_rpc_ok(amqp_rpc_reply_t r, const char *what, char *err, size
 }
 
 /* Everything blocking happens here, on a thread of its own, with time-outs
- * on the TCP connect, the handshake and every RPC. */
+ * on the TCP connect, the handshake and every RPC (rp_amqp_open.h). */
 static amqp_connection_state_t rp_amqp_connect_blocking(rp_amqp_conn *c, char *err, size_t n) {
-    amqp_connection_state_t conn = amqp_new_connection();
-    if (conn == NULL) {
-        snprintf(err, n, "out of memory");
-        return NULL;
-    }
-    amqp_socket_t *sock = c->tls ? amqp_ssl_socket_new(conn) : amqp_tcp_socket_new(conn);
-    if (sock == NULL) {
-        snprintf(err, n, "cannot create a %s socket", c->tls ? "TLS" : "TCP");
-        goto fail;
-    }
-    if (c->tls) {
-        int st = AMQP_STATUS_OK;
-        if (c->ca_file) st = amqp_ssl_socket_set_cacert(sock, c->ca_file);
-        if (st == AMQP_STATUS_OK && c->cert_file && c->key_file)
-            st = amqp_ssl_socket_set_key(sock, c->cert_file, c->key_file);
-        if (st != AMQP_STATUS_OK) {
-            snprintf(err, n, "TLS set-up: %s", amqp_error_string2(st));
-            goto fail;
-        }
-        amqp_ssl_socket_set_verify_peer(sock, c->verify_peer);
-        amqp_ssl_socket_set_verify_hostname(sock, c->verify_peer);
-    }
-    struct timeval connect_tv = {c->connect_timeout_ms / 1000, (c->connect_timeout_ms % 1000) * 1000};
-    int st = amqp_socket_open_noblock(sock, c->info.host, c->info.port, &connect_tv);
-    if (st != AMQP_STATUS_OK) {
-        snprintf(err, n, "connect to %s:%d: %s", c->info.host, c->info.port,
-                 amqp_error_string2(st));
-        goto fail;
-    }
-    struct timeval hs = {RP_AMQP_HANDSHAKE_TIMEOUT_S, 0}, rpc = {RP_AMQP_RPC_TIMEOUT_S, 0};
-    (void)amqp_set_handshake_timeout(conn, &hs);
-    (void)amqp_set_rpc_timeout(conn, &rpc);
-
-    amqp_table_entry_t caps[] = {
-        {amqp_cstring_bytes("consumer_cancel_notify"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
-        {amqp_cstring_bytes("publisher_confirms"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
-        {amqp_cstring_bytes("basic.nack"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
-        {amqp_cstring_bytes("connection.blocked"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
-        {amqp_cstring_bytes("authentication_failure_close"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
-        {amqp_cstring_bytes("exchange_exchange_bindings"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
+    rp_amqp_open_opts o = {
+        .url = c->url,
+        .password = c->password,
+        .ca_file = c->ca_file,
+        .cert_file = c->cert_file,
+        .key_file = c->key_file,
+        .verify_peer = c->verify_peer,
+        .connect_timeout_ms = c->connect_timeout_ms,
+        .rpc_timeout_ms = RP_AMQP_RPC_TIMEOUT_S * 1000,
+        .heartbeat_s = c->heartbeat,
+        .frame_max = RP_AMQP_FRAME_MAX,
+        .connection_name = c->connection_name,
+        .capabilities = true,
     };
-    amqp_table_entry_t props[] = {
-        {amqp_cstring_bytes("capabilities"),
-         {AMQP_FIELD_KIND_TABLE, {.table = {(int)RP_ARRAY_LEN(caps), caps}}}},
-        {amqp_cstring_bytes("product"), {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes("reaper")}}},
-        {amqp_cstring_bytes("connection_name"),
-         {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes(c->connection_name)}}},
-    };
-    amqp_table_t props_table = {(int)RP_ARRAY_LEN(props), props};
-    amqp_rpc_reply_t r = amqp_login_with_properties(
-        conn, c->info.vhost, 0, RP_AMQP_FRAME_MAX, c->heartbeat, &props_table,
-        AMQP_SASL_METHOD_PLAIN, c->info.user, c->password);
-    if (!rp_amqp_rpc_ok(r, "login", err, n)) goto fail;
+    amqp_connection_state_t conn = rp_amqp_open(&o, err, n);
+    if (conn == NULL) return NULL;
     amqp_channel_open(conn, RP_AMQP_CHANNEL);
     if (!rp_amqp_rpc_ok(amqp_get_rpc_reply(conn), "channel open", err, n)) goto fail;
     if (c->hooks.on_setup && !c->hooks.on_setup(c->hooks.arg, conn, err, n)) goto fail;
@@ -422,6 +384,7 @@ void rp_amqp_conn_free(rp_amqp_conn *c) {
     if (c->retry_ev) event_free(c->retry_ev);
     if (c->tick_ev) event_free(c->tick_ev);
     if (c->done_ev) event_free(c->done_ev);
+    free(c->url);
     free(c->url_copy);
     if (c->password) {
         explicit_bzero(c->password, strlen(c->password));

@@ -2,13 +2,12 @@
  * the caller's thread (rp_amqp_peek.h). */
 #include "rp_amqp_peek.h"
 
-#include <amqp_ssl_socket.h>
-#include <amqp_tcp_socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 
+#include "rp_amqp_open.h"
 #include "rp_amqp_restore.h"
 #include "rp_amqp_table.h"
 #include "rp_log.h"
@@ -103,63 +102,31 @@ static bool rp_ok(amqp_rpc_reply_t r, const char *what, char *err, size_t n) {
 static rp_status rp_connect(rp_amqp_peek *p, const char *vhost, char *err, size_t errlen) {
     if (p->conn && p->conn_vhost && strcmp(p->conn_vhost, vhost) == 0) return RP_OK;
     rp_amqp_peek_close(p);
-    char *url = strdup(p->url);
-    if (url == NULL) return RP_ERR_NOMEM;
-    struct amqp_connection_info info;
-    amqp_default_connection_info(&info);
-    if (amqp_parse_url(url, &info) != AMQP_STATUS_OK) {
-        snprintf(err, errlen, "broker.url does not parse");
-        free(url);
-        return RP_ERR_UNAVAILABLE;
-    }
-    amqp_connection_state_t c = amqp_new_connection();
-    amqp_socket_t *s = c == NULL ? NULL : info.ssl ? amqp_ssl_socket_new(c) : amqp_tcp_socket_new(c);
-    rp_status st = RP_ERR_UNAVAILABLE;
-    if (s == NULL) {
-        snprintf(err, errlen, "cannot create a socket");
-        goto fail;
-    }
-    if (info.ssl) {
-        if (p->ca_file) (void)amqp_ssl_socket_set_cacert(s, p->ca_file);
-        if (p->cert_file && p->key_file) (void)amqp_ssl_socket_set_key(s, p->cert_file, p->key_file);
-        amqp_ssl_socket_set_verify_peer(s, p->verify_peer);
-        amqp_ssl_socket_set_verify_hostname(s, p->verify_peer);
-    }
-    struct timeval tv = {RP_PEEK_TIMEOUT_S, 0};
-    int rc = amqp_socket_open_noblock(s, info.host, info.port, &tv);
-    if (rc != AMQP_STATUS_OK) {
-        snprintf(err, errlen, "cannot connect to %s:%d: %s", info.host, info.port,
-                 amqp_error_string2(rc));
-        goto fail;
-    }
-    (void)amqp_set_handshake_timeout(c, &tv);
-    (void)amqp_set_rpc_timeout(c, &tv);
-    amqp_table_entry_t props_e[1];
-    props_e[0].key = amqp_cstring_bytes("connection_name");
-    props_e[0].value.kind = AMQP_FIELD_KIND_UTF8;
-    props_e[0].value.value.bytes = amqp_cstring_bytes("reaperd backfill");
-    amqp_table_t props = {1, props_e};
-    /* A heartbeat bounds every wait of the library (a broker that dies in
-     * the middle of a message ends the read instead of hanging the pass). */
-    if (!rp_ok(amqp_login_with_properties(c, vhost, 0, 131072, RP_PEEK_HEARTBEAT_S, &props,
-                                          AMQP_SASL_METHOD_PLAIN,
-                                          info.user, p->password),
-               "login", err, errlen))
-        goto fail_close;
+    rp_amqp_open_opts o = {
+        .url = p->url,
+        .password = p->password,
+        .vhost = vhost,
+        .ca_file = p->ca_file,
+        .cert_file = p->cert_file,
+        .key_file = p->key_file,
+        .verify_peer = p->verify_peer,
+        .connect_timeout_ms = RP_PEEK_TIMEOUT_S * 1000,
+        .rpc_timeout_ms = RP_PEEK_TIMEOUT_S * 1000,
+        /* A heartbeat bounds every wait of the library (a broker that dies
+         * in the middle of a message ends the read instead of hanging the
+         * pass). */
+        .heartbeat_s = RP_PEEK_HEARTBEAT_S,
+        .connection_name = "reaperd backfill",
+    };
+    amqp_connection_state_t c = rp_amqp_open(&o, err, errlen);
+    if (c == NULL) return RP_ERR_UNAVAILABLE;
     p->conn = c;
     p->conn_vhost = strdup(vhost);
-    free(url);
     if (p->conn_vhost == NULL) {
         rp_amqp_peek_close(p);
         return RP_ERR_NOMEM;
     }
     return RP_OK;
-fail_close:
-    (void)amqp_connection_close(c, AMQP_REPLY_SUCCESS);
-fail:
-    if (c) amqp_destroy_connection(c);
-    free(url);
-    return st;
 }
 
 /* ---- the header model ---------------------------------------------------- */

@@ -1,14 +1,14 @@
 #include "client.h"
 
 #include <amqp.h>
-#include <amqp_ssl_socket.h>
-#include <amqp_tcp_socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "rp_amqp_open.h"
 
 static long rp_now_ms(void) {
     struct timespec ts;
@@ -40,43 +40,26 @@ rp_status rp_ctl_request(const rp_config *cfg, const char *password, const char 
                          const void *body, size_t len, int timeout_ms, rp_ctl_reply *out,
                          char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    char *url = strdup(cfg->broker.url);
-    if (url == NULL) return RP_ERR_NOMEM;
-    struct amqp_connection_info info;
-    amqp_default_connection_info(&info);
-    if (amqp_parse_url(url, &info) != AMQP_STATUS_OK) {
+    char user[256];
+    if (!rp_amqp_url_user(cfg->broker.url, user, sizeof user)) {
         snprintf(err, errlen, "broker.url does not parse");
-        free(url);
         return RP_ERR_UNAVAILABLE;
     }
-    amqp_connection_state_t c = amqp_new_connection();
-    amqp_socket_t *s = info.ssl ? amqp_ssl_socket_new(c) : amqp_tcp_socket_new(c);
+    const rp_config_tls *t = &cfg->broker.tls;
+    rp_amqp_open_opts o = {
+        .url = cfg->broker.url,
+        .password = password,
+        .ca_file = t->ca_file,
+        .cert_file = t->cert_file,
+        .key_file = t->key_file,
+        .verify_peer = t->verify_peer,
+        .connect_timeout_ms = 5000,
+        .rpc_timeout_ms = 10000,
+        .connection_name = "reaperctl",
+    };
+    amqp_connection_state_t c = rp_amqp_open(&o, err, errlen);
+    if (c == NULL) return RP_ERR_UNAVAILABLE;
     rp_status st = RP_ERR_UNAVAILABLE;
-    if (s == NULL) {
-        snprintf(err, errlen, "cannot create a socket");
-        goto out;
-    }
-    if (info.ssl) {
-        const rp_config_tls *t = &cfg->broker.tls;
-        if (t->ca_file[0]) (void)amqp_ssl_socket_set_cacert(s, t->ca_file);
-        if (t->cert_file[0] && t->key_file[0])
-            (void)amqp_ssl_socket_set_key(s, t->cert_file, t->key_file);
-        amqp_ssl_socket_set_verify_peer(s, t->verify_peer);
-        amqp_ssl_socket_set_verify_hostname(s, t->verify_peer);
-    }
-    struct timeval connect_tv = {5, 0}, rpc_tv = {10, 0};
-    int rc = amqp_socket_open_noblock(s, info.host, info.port, &connect_tv);
-    if (rc != AMQP_STATUS_OK) {
-        snprintf(err, errlen, "cannot connect to the broker at %s:%d: %s", info.host, info.port,
-                 amqp_error_string2(rc));
-        goto out;
-    }
-    (void)amqp_set_handshake_timeout(c, &rpc_tv);
-    (void)amqp_set_rpc_timeout(c, &rpc_tv);
-    if (!rp_rpc_ok(amqp_login(c, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user,
-                              password ? password : ""),
-                   "broker login", err, errlen))
-        goto out_close;
     amqp_channel_open(c, 1);
     if (!rp_rpc_ok(amqp_get_rpc_reply(c), "channel open", err, errlen)) goto out_close;
     /* Direct reply-to: consume the pseudo-queue (no-ack) before publishing. */
@@ -97,9 +80,9 @@ rp_status rp_ctl_request(const rp_config *cfg, const char *password, const char 
     p.correlation_id = amqp_cstring_bytes(corr);
     /* The broker checks user_id against our login, so reaperd can trust it
      * for control.allowed_users. */
-    p.user_id = amqp_cstring_bytes(info.user);
+    p.user_id = amqp_cstring_bytes(user);
     p.delivery_mode = 1;
-    rc = amqp_basic_publish(c, 1, amqp_cstring_bytes(""),
+    int rc = amqp_basic_publish(c, 1, amqp_cstring_bytes(""),
                             amqp_cstring_bytes(cfg->broker.control_queue), 0, 0, &p,
                             (amqp_bytes_t){len, (void *)body});
     if (rc != AMQP_STATUS_OK) {
@@ -153,9 +136,7 @@ rp_status rp_ctl_request(const rp_config *cfg, const char *password, const char 
     }
 out_close:
     (void)amqp_connection_close(c, AMQP_REPLY_SUCCESS);
-out:
     amqp_destroy_connection(c);
-    free(url);
     return st;
 }
 
