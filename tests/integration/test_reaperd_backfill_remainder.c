@@ -14,6 +14,10 @@
  *     the depth as consumers take from the head) and clears it when the
  *     queue is empty;
  *   - reaper removes nothing from a dead-letter queue in any case.
+ * The queues are named outside the default owned pattern and the passes
+ * own only this run's (REAPER_REAP_OWNED_QUEUE_PATTERN), so that another
+ * test's reaperd on the same broker never reads them: a read of theirs
+ * would hold messages while ours counts, and spend quorum deliveries.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,6 +41,7 @@ typedef struct world {
     amqp_connection_state_t amqp;
     char prefix[64];
     char env_schema[128];
+    char env_owned[128];
     char made[8][160]; /* queues to delete at the end, whatever happened */
     int n_made;
 } world;
@@ -46,7 +51,9 @@ static world W;
 static int group_setup(void **state) {
     (void)state;
     W.f = pgfx_new("remainder");
-    snprintf(W.prefix, sizeof W.prefix, "vibey.itest.rem%d", (int)getpid());
+    snprintf(W.prefix, sizeof W.prefix, "itrem%d", (int)getpid());
+    snprintf(W.env_owned, sizeof W.env_owned, "REAPER_REAP_OWNED_QUEUE_PATTERN=^itrem%d\\.",
+             (int)getpid());
     snprintf(W.env_schema, sizeof W.env_schema, "REAPER_STORE_SCHEMA=%s", W.f->schema);
     W.amqp = itest_amqp_connect_plain();
     return 0;
@@ -162,7 +169,7 @@ static void take(const char *q, int k) {
 static json_t *once(bool dry_run) {
     char *argv[] = {(char *)itest_env("REAPERD"), "--once", "--json",
                     dry_run ? "--dry-run" : NULL, NULL};
-    char *env[] = {W.env_schema, "REAPER_LOG_FORMAT=json", LIMIT_ENV, NULL};
+    char *env[] = {W.env_schema, W.env_owned, "REAPER_LOG_FORMAT=json", LIMIT_ENV, NULL};
     char *out = NULL, *err = NULL;
     int rc = rp_run_capture(argv, env, &out, &err);
     json_error_t je;
