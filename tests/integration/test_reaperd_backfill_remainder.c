@@ -13,6 +13,8 @@
  *     a later pass that does not read it still knows "up to 2" (bounded by
  *     the depth as consumers take from the head) and clears it when the
  *     queue is empty;
+ *   - an owned STREAM dead-letter queue cannot be read at all: what it
+ *     holds is surfaced as unread, and cleared when the stream is gone;
  *   - reaper removes nothing from a dead-letter queue in any case.
  * The queues are named outside the default owned pattern and the passes
  * own only this run's (REAPER_REAP_OWNED_QUEUE_PATTERN), so that another
@@ -380,10 +382,61 @@ static void test_quorum_remainder_after_its_one_read(void **state) {
     assert_int_equal(parked_on(dlq), 3);
 }
 
+/* A stream cannot be read by the backfill (basic.get does not apply):
+ * everything an owned dead-letter stream holds is surfaced as unread, and
+ * cleared once the stream is gone. */
+static void test_stream_dlq_surfaced_as_unread(void **state) {
+    (void)state;
+    char dlq[160];
+    snprintf(dlq, sizeof dlq, "%s.streamed.dlq", W.prefix);
+    /* RabbitMQ 3.10 dropped what was dead-lettered into a stream here
+     * (rejected or expired: the stream stayed at 0), so the dead letters
+     * are put there as a shovel would. */
+    assert_true(W.n_made + 1 <= 8);
+    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", dlq);
+    amqp_table_entry_t qargs[1] = {te_str("x-queue-type", "stream")};
+    amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(dlq), 0, 1, 0, 0, (amqp_table_t){1, qargs});
+    ok_rpc("stream declare");
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(amqp_basic_publish(W.amqp, 1, amqp_cstring_bytes(""),
+                                            amqp_cstring_bytes(dlq), 0, 0, NULL,
+                                            amqp_cstring_bytes("dead")),
+                         AMQP_STATUS_OK);
+    json_t *rep = NULL;
+    const json_t *v = NULL;
+    for (int i = 0; i < 24; i++) {
+        json_decref(rep);
+        rep = once(false);
+        v = queue_verdict(rep, dlq, "SURFACED");
+        if (v && json_number_value(json_object_get(v, "measured")) == 2.0) break;
+        /* Surfaced with a count that lagged: the sighting is open and
+         * later passes say nothing, so it is opened afresh until it
+         * says 2. */
+        pgfx_exec(W.f, "DELETE FROM sighting WHERE key = 'broker|DEAD_LETTER|queue:/:%s'", dlq);
+        usleep(500 * 1000);
+    }
+    if (v == NULL) {
+        char *text = json_dumps(rep, JSON_COMPACT);
+        fprintf(stderr, "stream: the last report: %s\n", text ? text : "?");
+        free(text);
+    }
+    assert_verdict(v, 2.0, 0, "holds 2 messages that the backfill cannot read (a stream queue");
+    assert_true(has_note(rep, "a stream queue cannot be read by the backfill"));
+    json_decref(rep);
+    assert_int_equal(parked_on(dlq), 0);
+    assert_int_equal(sightings_of(dlq), 1);
+    amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(dlq), 0, 0);
+    ok_rpc("stream delete");
+    rep = once_until(dlq, "CLEARED");
+    json_decref(rep);
+    assert_int_equal(sightings_of(dlq), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_classic_remainder_surfaced_then_cleared),
         cmocka_unit_test(test_quorum_remainder_after_its_one_read),
+        cmocka_unit_test(test_stream_dlq_surfaced_as_unread),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
