@@ -38,8 +38,8 @@ void rp_peek_port_pass_over(rp_peek_port *pp) {
     if (pp->amqp) rp_amqp_peek_close(pp->amqp);
 }
 
-/* What a peek that reads nothing leaves unread (out->unread stays -1 when
- * the depth is unknown). */
+/* Tells the pass how many messages this peek leaves unread and why (a
+ * negative count, unknown, leaves out->unread as the pass set it: -1). */
 static void rp_left_unread(rp_dl_batch *out, int64_t unread, bool at_most,
                            rp_dl_unread_reason why) {
     if (unread < 0) return;

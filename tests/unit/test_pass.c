@@ -1222,6 +1222,49 @@ static void test_dead_letter_remainder_kept_when_unknown(void **state) {
     rp_report_cleanup(&r);
 }
 
+/* A dead-letter queue reaper does not own and an owned one's remainder
+ * share the queue's one sighting: when the queue becomes owned (the owned
+ * pattern changed) the open sighting stays open, without a second event,
+ * while the backfill leaves messages unread, and clears once it reads them
+ * all. */
+static void test_dead_letter_sighting_across_ownership(void **state) {
+    fixture *f = *state;
+    f->opt.dead_letter_peek_limit = 2;
+    put_queue(f, "other.x.dlq", RP_QUEUE_TYPE_CLASSIC, 3, 0, 0);
+    add_dead_letter(f, "other.x.dlq", "o-1", "1");
+    add_dead_letter(f, "other.x.dlq", "o-2", "2");
+    add_dead_letter(f, "other.x.dlq", "o-3", "3");
+    const char *key = "broker|DEAD_LETTER|queue:/:other.x.dlq";
+    rp_report r;
+    run(f, false, &r);
+    const rp_verdict *v = find(&r, "queue:/:other.x.dlq");
+    assert_non_null(v);
+    assert_true(v->measured == 3.0); /* not owned: its depth */
+    assert_int_equal(rp_memory_n_parked(f->m), 0);
+    assert_non_null(rp_memory_sighting(f->m, key));
+    size_t events = rp_memory_n_ledger(f->m);
+    rp_report_cleanup(&r);
+
+    pcre2_code *wider = compile("^(vibey|other)\\.");
+    f->opt.owned_queue_pattern = wider;
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 2);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_SURFACED), 0);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_CLEARED), 0);
+    assert_non_null(rp_memory_sighting(f->m, key));
+    assert_int_equal(rp_memory_n_ledger(f->m), events + 2); /* the parks only */
+    rp_report_cleanup(&r);
+
+    f->opt.dead_letter_peek_limit = 3;
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 1);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_CLEARED), 1);
+    assert_null(rp_memory_sighting(f->m, key));
+    rp_report_cleanup(&r);
+    f->opt.owned_queue_pattern = f->owned;
+    pcre2_code_free(wider);
+}
+
 typedef struct stop_after_listing_arg {
     rp_memory *m;
     size_t lists_before;
@@ -1316,6 +1359,7 @@ int main(void) {
         T(test_dead_letter_remainder_reasons),
         T(test_dead_letter_remainder_kept_when_unknown),
         T(test_dead_letter_remainder_kept_by_a_stop),
+        T(test_dead_letter_sighting_across_ownership),
         T(test_invalid_options),
     };
     return cmocka_run_group_tests_name("pass", tests, NULL, NULL);
