@@ -15,6 +15,9 @@
  *     queue is empty;
  *   - an owned STREAM dead-letter queue cannot be read at all: what it
  *     holds is surfaced as unread, and cleared when the stream is gone;
+ *   - the running daemon: an event check of the dead-letter queue (a
+ *     consumer of it went away), which does no backfill, keeps the
+ *     sighting the sweep opened instead of clearing it;
  *   - reaper removes nothing from a dead-letter queue in any case.
  * The queues are named outside the default owned pattern and the passes
  * own only this run's (REAPER_REAP_OWNED_QUEUE_PATTERN), so that another
@@ -28,6 +31,7 @@
 #include <cmocka.h>
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +48,7 @@ typedef struct world {
     char prefix[64];
     char env_schema[128];
     char env_owned[128];
-    char made[8][160]; /* queues to delete at the end, whatever happened */
+    char made[12][160]; /* queues to delete at the end, whatever happened */
     int n_made;
 } world;
 
@@ -105,7 +109,7 @@ static amqp_table_entry_t te_int(const char *k, int64_t v) {
 static void dead_letter(const char *origin, const char *dlq, int n, bool quorum) {
     char dlx[200];
     snprintf(dlx, sizeof dlx, "%s.dlx", origin);
-    assert_true(W.n_made + 2 <= 8);
+    assert_true(W.n_made + 2 <= 12);
     snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", origin);
     snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", dlq);
     amqp_exchange_declare(W.amqp, 1, amqp_cstring_bytes(dlx), amqp_cstring_bytes("fanout"), 0, 0,
@@ -392,7 +396,7 @@ static void test_stream_dlq_surfaced_as_unread(void **state) {
     /* RabbitMQ 3.10 dropped what was dead-lettered into a stream here
      * (rejected or expired: the stream stayed at 0), so the dead letters
      * are put there as a shovel would. */
-    assert_true(W.n_made + 1 <= 8);
+    assert_true(W.n_made + 1 <= 12);
     snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", dlq);
     amqp_table_entry_t qargs[1] = {te_str("x-queue-type", "stream")};
     amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(dlq), 0, 1, 0, 0, (amqp_table_t){1, qargs});
@@ -432,11 +436,101 @@ static void test_stream_dlq_surfaced_as_unread(void **state) {
     assert_int_equal(sightings_of(dlq), 0);
 }
 
+/* The first line of the child's log from *from on that holds a and b; a
+ * static copy, *from moved past it. Waits up to ms. NULL when none came. */
+static const char *wait_line(rp_child *c, size_t *from, const char *a, const char *b, int ms) {
+    static char line[4096];
+    long long until = itest_mono_ms() + ms;
+    for (;;) {
+        while (*from < c->log_len) {
+            const char *start = c->log + *from;
+            const char *nl = strchr(start, '\n');
+            if (nl == NULL) break; /* a line not finished yet */
+            size_t len = (size_t)(nl - start);
+            snprintf(line, sizeof line, "%.*s", (int)len, start);
+            *from += len + 1;
+            if (strstr(line, a) && strstr(line, b)) return line;
+        }
+        if (itest_mono_ms() > until) return NULL;
+        rp_child_drain(c, 100);
+    }
+}
+
+/* The daemon: the sweep opens the sighting; a consumer of the dead-letter
+ * queue goes away, so the queue is checked from the events (at once and
+ * after the statistics), with no backfill: the sighting stays open, never
+ * cleared (a wrong clear would be a CLEARED event, and the next sweep
+ * would open it again). */
+static void test_daemon_event_check_keeps_the_remainder(void **state) {
+    (void)state;
+    char origin[128], dlq[160], control[128], tap[128], env_control[200], env_tap[200];
+    snprintf(origin, sizeof origin, "%s.live", W.prefix);
+    snprintf(dlq, sizeof dlq, "%s.dlq", origin);
+    snprintf(control, sizeof control, "%s.control", W.prefix);
+    snprintf(tap, sizeof tap, "%s.tap", W.prefix);
+    snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
+    snprintf(env_tap, sizeof env_tap, "REAPER_BROKER_TAP_QUEUE=%s", tap);
+    assert_true(W.n_made + 2 <= 12);
+    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", control);
+    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", tap);
+    dead_letter(origin, dlq, 5, false);
+    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    char *env[] = {W.env_schema, W.env_owned, env_control, env_tap, LIMIT_ENV,
+                   "REAPER_REAP_INTERVAL_SECONDS=2", "REAPER_LOG_FORMAT=text",
+                   "REAPER_LOG_LEVEL=info", NULL};
+    rp_child *d = rp_child_start(argv, env);
+    assert_non_null(d);
+    for (int i = 0; i < 60 && sightings_of(dlq) == 0; i++) rp_child_drain(d, 500);
+    if (sightings_of(dlq) != 1) fprintf(stderr, "%s\n", d->log);
+    assert_int_equal(sightings_of(dlq), 1);
+    assert_int_equal(events_of(dlq, "SURFACED"), 1);
+
+    /* A consumer takes one message (prefetch 1), is cancelled, and its
+     * channel closes (the message goes back). */
+    size_t from = d->log_len;
+    amqp_channel_open(W.amqp, 2);
+    ok_rpc("channel open");
+    amqp_basic_qos(W.amqp, 2, 0, 1, 0);
+    ok_rpc("qos");
+    amqp_basic_consume(W.amqp, 2, amqp_cstring_bytes(dlq), amqp_cstring_bytes("rem.victim"), 0,
+                       0, 0, amqp_empty_table);
+    ok_rpc("consume");
+    amqp_envelope_t e;
+    struct timeval tv = {5, 0};
+    assert_int_equal(amqp_consume_message(W.amqp, &e, &tv, 0).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_destroy_envelope(&e);
+    amqp_basic_cancel(W.amqp, 2, amqp_cstring_bytes("rem.victim"));
+    ok_rpc("cancel");
+    amqp_channel_close(W.amqp, 2, AMQP_REPLY_SUCCESS);
+
+    char qfield[200];
+    snprintf(qfield, sizeof qfield, "queue=%s ", dlq);
+    const char *l = wait_line(d, &from, qfield, "phase=\"at once\"", 5000);
+    if (l == NULL) fprintf(stderr, "%s\n", d->log);
+    assert_non_null(l);
+    fprintf(stderr, "# %s\n", l);
+    l = wait_line(d, &from, qfield, "phase=\"after statistics\"", 25000);
+    if (l == NULL) fprintf(stderr, "%s\n", d->log);
+    assert_non_null(l);
+    fprintf(stderr, "# %s\n", l);
+    rp_child_drain(d, 500);
+    assert_int_equal(events_of(dlq, "CLEARED"), 0);
+    assert_int_equal(events_of(dlq, "SURFACED"), 1);
+    assert_int_equal(sightings_of(dlq), 1);
+    assert_int_equal(parked_on(dlq), 3);
+    assert_int_equal(depth(dlq), 5);
+    int rc = rp_child_stop(d, SIGTERM, 20000);
+    if (rc != 0) fprintf(stderr, "reaperd exit %d:\n%s\n", rc, d->log);
+    assert_int_equal(rc, 0);
+    rp_child_free(d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_classic_remainder_surfaced_then_cleared),
         cmocka_unit_test(test_quorum_remainder_after_its_one_read),
         cmocka_unit_test(test_stream_dlq_surfaced_as_unread),
+        cmocka_unit_test(test_daemon_event_check_keeps_the_remainder),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
