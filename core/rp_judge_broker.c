@@ -260,7 +260,7 @@ rp_status rp_judge_dead_letter_unread(const char *vhost, const char *dlq, int64_
             &detail,
             "dead-letter queue %s on vhost %s holds %s behind the first %zu, which this pass read "
             "(dead_letter_peek_limit): the backfill has not read them, so any that did not come "
-            "through the tap are not parked; nothing is removed. Raise "
+            "through the tap are not parked; nothing is removed; raise "
             "reap.dead_letter_peek_limit (at most 1000), or take messages whose gates are "
             "answered off the queue (reaper never removes one), so that a pass reaches the rest",
             dlq, vhost, count, peek_limit);
@@ -272,7 +272,7 @@ rp_status rp_judge_dead_letter_unread(const char *vhost, const char *dlq, int64_
             "dead-letter queue %s on vhost %s holds %s that lay behind what the backfill's one "
             "read of it took: a quorum queue is read once, ever (each read spends a delivery), "
             "so they are not read again, and any that did not come through the tap are not "
-            "parked; nothing is removed. Read them with a tool of your own (the management UI, "
+            "parked; nothing is removed; read them with a tool of your own (the management UI, "
             "or a shovel to a classic dead-letter queue, which the backfill reads at every pass)",
             dlq, vhost, count);
         break;
@@ -281,7 +281,7 @@ rp_status rp_judge_dead_letter_unread(const char *vhost, const char *dlq, int64_
             &detail,
             "dead-letter queue %s on vhost %s holds %s that the backfill cannot read (a stream "
             "queue: basic.get does not apply), so any that did not come through the tap are not "
-            "parked; nothing is removed. Read it with a stream consumer, or dead-letter into a "
+            "parked; nothing is removed; read it with a stream consumer, or dead-letter into a "
             "classic or quorum queue",
             dlq, vhost, count);
         break;
@@ -291,7 +291,7 @@ rp_status rp_judge_dead_letter_unread(const char *vhost, const char *dlq, int64_
             &detail,
             "dead-letter queue %s on vhost %s holds %s that this dry run did not read: each read "
             "of a quorum queue spends a delivery, so only a pass that is not a dry run reads it "
-            "(once, up to dead_letter_peek_limit); nothing is removed. Run the pass without "
+            "(once, up to dead_letter_peek_limit); nothing is removed; run the pass without "
             "--dry-run to park them",
             dlq, vhost, count);
         break;
