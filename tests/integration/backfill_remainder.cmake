@@ -8,3 +8,10 @@ if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_reaperd_backfill_remainde
       PkgConfig::JANSSON)
   set_property(TEST test_reaperd_backfill_remainder APPEND PROPERTY LABELS broker)
 endif()
+# The record of a quorum dead-letter queue's one read, with the count behind
+# it, against the database alone.
+if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_pg_backfill_record.c)
+  rp_integration_test(test_pg_backfill_record
+    SOURCES integration/test_pg_backfill_record.c integration/pg_fixture.c integration/itest.c
+    LIBS reaper::postgres reaper::core reaper::log PkgConfig::PQ)
+endif()
