@@ -41,6 +41,7 @@
 #define RP_JUDGE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rp_common.h"
@@ -227,6 +228,39 @@ rp_status rp_judge_consumer_timeout(const char *vhost, const char *queue,
  * (rp_untrusted.h). RP_ERR_INVALID for NULL arguments; RP_ERR_NOMEM. */
 rp_status rp_judge_dead_letter(const rp_dead_letter *d, const char *vhost, const char *dlq,
                                rp_verdict *out) RP_MUSTCHECK;
+
+/* Why the backfill left messages of an owned dead-letter queue unread
+ * (rp_dl_batch in rp_ports.h says how a port reports it). */
+typedef enum rp_dl_unread_reason {
+    RP_DL_UNREAD_NONE = 0,
+    /* They lie behind the first dead_letter_peek_limit messages, which this
+     * pass read (a classic queue: the next pass reads the same head again). */
+    RP_DL_UNREAD_PEEK_LIMIT,
+    /* A queue the backfill reads once, ever (quorum: every read spends a
+     * delivery): they lay behind what that one read took. */
+    RP_DL_UNREAD_READ_ONCE,
+    /* The backfill cannot read the queue at all (a stream: basic.get does
+     * not apply). */
+    RP_DL_UNREAD_NOT_READABLE,
+    /* A dry run does not read the queue (a read would spend a delivery). */
+    RP_DL_UNREAD_DRY_RUN,
+    RP_DL_UNREAD_COUNT_
+} rp_dl_unread_reason;
+
+/* The messages of owned dead-letter queue `dlq` on `vhost` that the
+ * backfill did not read (issue #5: dead letters that predate the tap):
+ * DEAD_LETTER / SURFACED, object "queue:<vhost>:<dlq>" (the sighting of the
+ * queue, the key a dead-letter queue reaper does not own is sighted by),
+ * queue dlq, project NULL, measured `unread` (unit messages; at_most: an
+ * upper bound, said "up to" in the detail), threshold the peek limit for
+ * PEEK_LIMIT and READ_ONCE (what a read takes) and 0 otherwise (none can
+ * be read), source broker, trusted; the detail says why they were not
+ * read, that nothing is removed, and what an operator can do.
+ * RP_ERR_INVALID for NULL names, unread < 1 or reason NONE or out of
+ * range; RP_ERR_NOMEM. */
+rp_status rp_judge_dead_letter_unread(const char *vhost, const char *dlq, int64_t unread,
+                                      bool at_most, rp_dl_unread_reason reason,
+                                      size_t peek_limit, rp_verdict *out) RP_MUSTCHECK;
 
 /* The CLEARED verdict for an open sighting that a pass which read its
  * source whole no longer sees. Condition and source from the sighting (its

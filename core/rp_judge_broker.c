@@ -1,6 +1,7 @@
 /* The broker half of the judge: queues, the consumer timeout, dead letters
  * (declared in rp_judge.h). */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,5 +228,80 @@ rp_status rp_judge_dead_letter(const rp_dead_letter *d, const char *vhost, const
         .unit = "messages",
         .trusted = false,
     };
+    return rp__judge_fill(out, &j, object, dlq, NULL, detail);
+}
+
+rp_status rp_judge_dead_letter_unread(const char *vhost, const char *dlq, int64_t unread,
+                                      bool at_most, rp_dl_unread_reason reason,
+                                      size_t peek_limit, rp_verdict *out) {
+    rp_verdict_init(out);
+    if (vhost == NULL || dlq == NULL || unread < 1 || (int)reason <= (int)RP_DL_UNREAD_NONE ||
+        reason >= RP_DL_UNREAD_COUNT_)
+        return RP_ERR_INVALID;
+    char count[48];
+    /* "up to 2 messages" when the port knows only a bound. */
+    snprintf(count, sizeof count, "%s%" PRId64 " message%s", at_most ? "up to " : "", unread,
+             unread == 1 ? "" : "s");
+    rp__judged j = {
+        .condition = RP_COND_DEAD_LETTER,
+        .action = RP_ACTION_SURFACED,
+        .source = RP_SOURCE_BROKER,
+        .measured = (double)unread,
+        .threshold = 0,
+        .unit = "messages",
+        .trusted = true,
+    };
+    char *detail = NULL;
+    rp_status st;
+    switch (reason) {
+    case RP_DL_UNREAD_PEEK_LIMIT:
+        j.threshold = (int64_t)peek_limit;
+        st = rp_text_format(
+            &detail,
+            "dead-letter queue %s on vhost %s holds %s behind the first %zu, which this pass read "
+            "(dead_letter_peek_limit): the backfill has not read them, so any that did not come "
+            "through the tap are not parked; nothing is removed; raise "
+            "reap.dead_letter_peek_limit (at most 1000), or take messages whose gates are "
+            "answered off the queue (reaper never removes one), so that a pass reaches the rest",
+            dlq, vhost, count, peek_limit);
+        break;
+    case RP_DL_UNREAD_READ_ONCE:
+        j.threshold = (int64_t)peek_limit;
+        st = rp_text_format(
+            &detail,
+            "dead-letter queue %s on vhost %s holds %s that lay behind what the backfill's one "
+            "read of it took: a quorum queue is read once, ever (each read spends a delivery), "
+            "so they are not read again, and any that did not come through the tap are not "
+            "parked; nothing is removed; read them with a tool of your own (the management UI, "
+            "or a shovel to a classic dead-letter queue, which the backfill reads at every pass)",
+            dlq, vhost, count);
+        break;
+    case RP_DL_UNREAD_NOT_READABLE:
+        st = rp_text_format(
+            &detail,
+            "dead-letter queue %s on vhost %s holds %s that the backfill cannot read (a stream "
+            "queue: basic.get does not apply), so any that did not come through the tap are not "
+            "parked; nothing is removed; read it with a stream consumer, or dead-letter into a "
+            "classic or quorum queue",
+            dlq, vhost, count);
+        break;
+    case RP_DL_UNREAD_DRY_RUN:
+    default:
+        st = rp_text_format(
+            &detail,
+            "dead-letter queue %s on vhost %s holds %s that this dry run did not read: each read "
+            "of a quorum queue spends a delivery, so only a pass that is not a dry run reads it "
+            "(once, up to dead_letter_peek_limit); nothing is removed; run the pass without "
+            "--dry-run to park them",
+            dlq, vhost, count);
+        break;
+    }
+    if (st != RP_OK) return st;
+    char *object = NULL;
+    st = rp_object_queue(vhost, dlq, &object);
+    if (st != RP_OK) {
+        free(detail);
+        return st;
+    }
     return rp__judge_fill(out, &j, object, dlq, NULL, detail);
 }

@@ -20,7 +20,15 @@
  * stale ready could not be judged (quorum queues report no head age). Each
  * owned dead-letter queue at or over its minimum depth is then backfilled:
  * up to dead_letter_peek_limit messages are peeked and parked
- * (rp_park.h).
+ * (rp_park.h). What the peek port says it left unread (rp_dl_batch.unread:
+ * behind the peek limit, behind a quorum queue's one read, a stream, a dry
+ * run's quorum queue) is surfaced as DEAD_LETTER / SURFACED on the queue's
+ * own object (rp_judge_dead_letter_unread), the same sighting key as a
+ * dead-letter queue reaper does not own; a backfill that finds nothing
+ * unread lets it clear. A queue whose remainder cannot be told this pass
+ * (unknown count, the peek or a park failed, a stop came first) keeps its
+ * sightings, and so does an owned dead-letter queue in a targeted check,
+ * which does no backfill.
  *
  * SURFACED CONDITIONS AND SIGHTINGS. A surfaced verdict is recorded once per
  * sighting (rp_sighting.h): when its key is not open it is opened through
@@ -132,7 +140,9 @@ typedef struct rp_queue_ref {
  * exists (get_queue RP_ERR_NOT_FOUND) holds nothing: its open sightings are
  * cleared. A queue that could not be read names "broker" unreadable and
  * clears nothing of its own; one read but not measured (statistics not
- * reported yet: rp_judge.h) clears nothing either. Sightings of queues not
+ * reported yet: rp_judge.h) clears nothing either, nor does an owned
+ * dead-letter queue at or over its minimum depth (only the sweep's backfill
+ * can tell whether what it could not read is gone). Sightings of queues not
  * listed, and of conditions the check does not judge, are never touched.
  * No backfill, no job table: the sweep does those. A dry run writes
  * nothing, as for rp_pass_run. opt->scope, the hooks of the lease reap and

@@ -73,6 +73,16 @@ static rp_status rp_note_queue(rp__pass *p, const rp_queue_facts *q, rp_queue_no
     }
 }
 
+/* Marks a queue's sightings as neither to be cleared by this pass: what
+ * was sighted on it could not be judged again (rp__pass.kept). */
+static rp_status rp_keep_queue(rp__pass *p, const char *vhost, const char *name) {
+    char *subject = NULL;
+    rp_status st = rp_object_queue(vhost, name, &subject);
+    if (st == RP_OK) st = rp__strs_add(&p->kept, subject);
+    free(subject);
+    return st;
+}
+
 static rp_status rp_add_target(rp__pass *p, const rp_queue_facts *q) {
     if (p->n_targets == p->cap_targets) {
         size_t cap = p->cap_targets ? p->cap_targets * 2 : 8;
@@ -110,6 +120,10 @@ rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *listed, bool b
         free(subject);
     }
     if (st == RP_OK && j.backfill && backfill) st = rp_add_target(p, &q);
+    /* An owned dead-letter queue whose messages are not read here (a
+     * targeted check does no backfill) keeps its sighting: only a backfill
+     * can tell whether what it could not read is still there. */
+    if (st == RP_OK && j.backfill && !backfill) st = rp_keep_queue(p, q.vhost, q.name);
     if (st == RP_OK && j.verdict.condition != RP_COND_NONE) st = rp__pass_surface(p, &j.verdict);
     rp_queue_judgement_cleanup(&j);
     return st;
@@ -138,17 +152,47 @@ static rp_status rp_list_and_judge(rp__pass *p) {
     }
 }
 
+/* Surfaces what the backfill of t could not read (issue #5), once per
+ * sighting like every surfaced condition; a later backfill that finds
+ * nothing unread clears it (rp__pass_clear). An unknown count keeps the
+ * sighting as it is. */
+static rp_status rp_surface_unread(rp__pass *p, const rp__target *t, const rp_dl_batch *b) {
+    if (b->unread < 0) return rp_keep_queue(p, t->vhost, t->queue);
+    if (b->unread == 0) return RP_OK;
+    rp_verdict v;
+    rp_status st = rp_judge_dead_letter_unread(t->vhost, t->queue, b->unread, b->unread_at_most,
+                                               b->unread_reason, p->opt->dead_letter_peek_limit,
+                                               &v);
+    if (st == RP_ERR_INVALID) { /* a port that gave no reason: said, and kept */
+        rp_verdict_cleanup(&v);
+        st = rp__pass_note(p, "dead-letter queue %s on vhost %s: %lld message(s) were not read, "
+                              "for a reason the pass was not told",
+                           t->queue, t->vhost, (long long)b->unread);
+        if (st == RP_OK) st = rp_keep_queue(p, t->vhost, t->queue);
+        return st;
+    }
+    if (st != RP_OK) return st;
+    return rp__pass_surface(p, &v);
+}
+
 static rp_status rp_backfill(rp__pass *p, const rp__target *t) {
     const rp_dead_letter_port *d = &p->ports->dead_letters;
     size_t limit = p->opt->dead_letter_peek_limit;
     rp_dl_batch batch = {0};
-    if (d->peek == NULL) /* no way to read a queue: surface that, never crash */
+    batch.unread = -1; /* unknown until the port says */
+    if (d->peek == NULL) { /* no way to read a queue: surface that, never crash */
+        rp_status st = rp_keep_queue(p, t->vhost, t->queue);
+        if (st != RP_OK) return st;
         return rp__pass_note(p, "dead-letter queue %s on vhost %s: not examined, this pass "
                                 "cannot read dead-letter queues",
                              t->queue, t->vhost);
+    }
     rp_status pst = d->peek(d->self, t->vhost, t->queue, limit, &batch);
-    if (pst != RP_OK)
+    if (pst != RP_OK) {
+        rp_status st = rp_keep_queue(p, t->vhost, t->queue);
+        if (st != RP_OK) return st;
         return rp__pass_unreadable(p, RP_SOURCE_BROKER, "peeking at a dead-letter queue", pst);
+    }
     if (batch.note != NULL) {
         rp_status nst = rp__pass_note(p, "dead-letter queue %s on vhost %s: %s", t->queue,
                                       t->vhost, batch.note);
@@ -166,15 +210,20 @@ static rp_status rp_backfill(rp__pass *p, const rp__target *t) {
             if (st != RP_OK) return st;
             continue;
         }
-        if (st != RP_OK) /* the park port failed: the store is not usable now */
+        if (st != RP_OK) { /* the park port failed: the store is not usable now */
+            rp_status kst = rp_keep_queue(p, t->vhost, t->queue);
+            if (kst != RP_OK) return kst;
             return rp__pass_unreadable(p, RP_SOURCE_JOB_QUEUE, "parking a dead letter", st);
+        }
     }
-    if (batch.n >= limit && t->depth > (int64_t)limit)
-        return rp__pass_note(p, "dead-letter queue %s on vhost %s: the first %zu messages were "
-                                "examined (dead_letter_peek_limit); the ones behind them were "
-                                "not examined by this pass",
-                             t->queue, t->vhost, limit);
-    return RP_OK;
+    if (batch.n >= limit && t->depth > (int64_t)limit) {
+        rp_status st = rp__pass_note(p, "dead-letter queue %s on vhost %s: the first %zu messages "
+                                        "were examined (dead_letter_peek_limit); the ones behind "
+                                        "them were not examined by this pass",
+                                     t->queue, t->vhost, limit);
+        if (st != RP_OK) return st;
+    }
+    return rp_surface_unread(p, t, &batch);
 }
 
 rp_status rp__pass_broker(rp__pass *p) {
@@ -192,9 +241,13 @@ rp_status rp__pass_broker(rp__pass *p) {
     }
     p->broker_ran = true;
     rp_status st = rp_list_and_judge(p);
-    for (size_t i = 0; i < p->n_targets && st == RP_OK; i++) {
+    size_t i = 0;
+    for (; i < p->n_targets && st == RP_OK; i++) {
         if (p->opt->should_stop && p->opt->should_stop(p->opt->stop_arg)) break;
         st = rp_backfill(p, &p->targets[i]);
     }
+    /* Queues a stop left unread keep their sightings. */
+    for (; i < p->n_targets && st == RP_OK; i++)
+        st = rp_keep_queue(p, p->targets[i].vhost, p->targets[i].queue);
     return st;
 }

@@ -201,6 +201,16 @@ typedef struct rp_dl_batch {
      * not read (or not read whole) though it holds messages; the pass adds
      * it to its notes. */
     const char *note;
+    /* How many messages of the queue the port knows it did NOT read, and
+     * why: the pass surfaces them (rp_judge_dead_letter_unread) while there
+     * are any, and clears that sighting once a pass finds none. 0: it read
+     * every message (or the queue is gone); -1 (what core sets before the
+     * call, so a port that says nothing clears nothing): unknown. With
+     * unread_at_most the count is an upper bound (a queue read once, long
+     * ago: what lay behind that read, bounded by the depth now). */
+    int64_t unread;
+    bool unread_at_most;
+    rp_dl_unread_reason unread_reason;  /* set when unread > 0 */
 } rp_dl_batch;
 
 typedef struct rp_park_result {
@@ -217,7 +227,10 @@ typedef struct rp_dead_letter_port {
      * the broker drop one (RABBITMQ.md, quorum queues). EXCEPTION to the
      * lending rule: the batch stays valid until the next peek on the same
      * self (is_parked and park do not end it), so each message can be
-     * parked while the batch is walked. */
+     * parked while the batch is walked. The port sets out->unread (and its
+     * reason) whenever it knows what it left unread, even when it read
+     * nothing; it leaves out->unread as it found it (-1) when it cannot
+     * tell. */
     rp_status (*peek)(void *self, const char *vhost, const char *queue, size_t limit,
                       rp_dl_batch *out);
     /* Whether a dead letter with this identity is parked already (read only;

@@ -143,6 +143,11 @@ rp_status rp_memory_set_timeout(rp_memory *m, const char *vhost, const char *nam
 /* Puts a message on a dead-letter queue (deep copy of headers and body). */
 rp_status rp_memory_add_dead_letter(rp_memory *m, const char *vhost, const char *queue,
                                     const rp_dl_headers *h, rp_bytes body) RP_MUSTCHECK;
+/* Removes every message of a dead-letter queue, as an operator's purge
+ * would; returns how many. (The memory peek reads a queue like a classic
+ * one: up to the limit from the head, reporting the rest as unread
+ * RP_DL_UNREAD_PEEK_LIMIT.) */
+size_t rp_memory_purge_dead_letters(rp_memory *m, const char *vhost, const char *queue);
 /* Adds a sighting row as another reaper would have (no ledger event). */
 rp_status rp_memory_add_sighting(rp_memory *m, const char *key, rp_condition c) RP_MUSTCHECK;
 

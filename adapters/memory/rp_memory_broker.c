@@ -197,6 +197,20 @@ rp_status rp_memory_add_dead_letter(rp_memory *m, const char *vhost, const char 
     return RP_OK;
 }
 
+size_t rp_memory_purge_dead_letters(rp_memory *m, const char *vhost, const char *queue) {
+    size_t kept = 0, removed = 0;
+    for (size_t i = 0; i < m->n_dls; i++) {
+        if (strcmp(m->dls[i].vhost, vhost) == 0 && strcmp(m->dls[i].queue, queue) == 0) {
+            rp__mem_dl_cleanup(&m->dls[i]);
+            removed++;
+            continue;
+        }
+        m->dls[kept++] = m->dls[i];
+    }
+    m->n_dls = kept;
+    return removed;
+}
+
 static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_t limit,
                          rp_dl_batch *out) {
     rp_memory *m = self;
@@ -206,19 +220,30 @@ static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_
     m->peek_view = NULL;
     out->messages = NULL;
     out->n = 0;
+    /* A queue that is read like a classic one: what lies behind the first
+     * `limit` messages is left unread. */
+    out->unread = 0;
+    out->unread_at_most = false;
+    out->unread_reason = RP_DL_UNREAD_NONE;
     if (m->n_dls == 0) return RP_OK;
     m->peek_view = malloc(m->n_dls * sizeof *m->peek_view);
     if (m->peek_view == NULL) return RP_ERR_NOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < m->n_dls && n < limit; i++) {
+    size_t n = 0, held = 0;
+    for (size_t i = 0; i < m->n_dls; i++) {
         rp__mem_dl *d = &m->dls[i];
         if (strcmp(d->vhost, vhost) != 0 || strcmp(d->queue, queue) != 0) continue;
+        held++;
+        if (n == limit) continue;
         m->peek_view[n] = d->msg;
         m->peek_view[n].handle = d;
         n++;
     }
     out->messages = m->peek_view;
     out->n = n;
+    if (held > n) {
+        out->unread = (int64_t)(held - n);
+        out->unread_reason = RP_DL_UNREAD_PEEK_LIMIT;
+    }
     return RP_OK;
 }
 

@@ -97,14 +97,20 @@ rp_status rp_pg_replay_read(rp_pg_store *s, int64_t gate_id, rp_pg_replay_row *o
 }
 
 rp_status rp_pg_backfill_was_read(rp_pg_store *s, const char *vhost, const char *queue,
-                                  bool *read) {
+                                  bool *read, int64_t *unread) {
     *read = false;
+    *unread = -1;
     rp_status st = rp__pg_enter(s, RP__PG_READ, "backfill_was_read");
     if (st != RP_OK) return st;
     char *sql = NULL;
+    /* The first record (there is one per queue); 'unread' is absent from
+     * records written before it was kept, and then unknown. */
     st = rp_sql(s,
-                "SELECT 1 FROM {s}.ledger WHERE kind = '" RP_PG_LEDGER_BACKFILL_READ "' "
-                "AND payload->>'vhost' = $1::text AND payload->>'queue' = $2::text LIMIT 1",
+                "SELECT CASE WHEN jsonb_typeof(payload->'unread') = 'number' "
+                "THEN (payload->>'unread')::numeric::int8 ELSE -1 END "
+                "FROM {s}.ledger WHERE kind = '" RP_PG_LEDGER_BACKFILL_READ "' "
+                "AND payload->>'vhost' = $1::text AND payload->>'queue' = $2::text "
+                "ORDER BY seq LIMIT 1",
                 &sql);
     if (st != RP_OK) return st;
     const char *vals[] = {vhost, queue};
@@ -114,24 +120,31 @@ rp_status rp_pg_backfill_was_read(rp_pg_store *s, const char *vhost, const char 
     free(sql);
     if (st != RP_OK) return st;
     *read = PQntuples(r) > 0;
+    if (*read) {
+        long long u = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        *unread = u < 0 ? -1 : (int64_t)u;
+    }
     PQclear(r);
     return RP_OK;
 }
 
 rp_status rp_pg_backfill_mark_read(rp_pg_store *s, const char *vhost, const char *queue,
-                                   size_t n) {
+                                   size_t n, int64_t unread) {
     rp_status st = rp__pg_enter(s, RP__PG_WRITE, "backfill_mark_read");
     if (st != RP_OK) return st;
     char *sql = NULL;
     st = rp_sql(s,
                 "INSERT INTO {s}.ledger (kind, project_id, payload) VALUES ('"
                 RP_PG_LEDGER_BACKFILL_READ "', '" RP_PG_BUS_PROJECT "', "
-                "jsonb_build_object('vhost', $1::text, 'queue', $2::text, 'read', $3::int8))",
+                "jsonb_build_object('vhost', $1::text, 'queue', $2::text, 'read', $3::int8, "
+                "'unread', $4::int8))",
                 &sql);
     if (st != RP_OK) return st;
-    char num[24];
-    const char *vals[] = {vhost, queue, rp__pg_itoa((int64_t)n, num)};
-    rp__pg_cmd k = {.stmt = -1, .sql = sql, .n = 3, .values = vals};
+    char num[24], left[24];
+    /* An unknown remainder is written as null. */
+    const char *vals[] = {vhost, queue, rp__pg_itoa((int64_t)n, num),
+                          unread < 0 ? NULL : rp__pg_itoa(unread, left)};
+    rp__pg_cmd k = {.stmt = -1, .sql = sql, .n = 4, .values = vals};
     PGresult *r = NULL;
     st = rp__pg_run(s, &k, 1, &r, "backfill_mark_read", NULL);
     free(sql);

@@ -6,7 +6,9 @@
  *   - the record that the backfill has read a quorum dead-letter queue, so
  *     that it never reads that queue again (rp_amqp_peek.h says why). The
  *     record is a ledger event of kind RP_PG_LEDGER_BACKFILL_READ, payload
- *     {"vhost", "queue", "read"}: append-only, like every other fact.
+ *     {"vhost", "queue", "read", "unread"} ("unread": the ready messages
+ *     behind what it read, null when unknown; absent in records written
+ *     before it was kept): append-only, like every other fact.
  *
  * Threading: the store thread, like the store (blocking). Ownership: a
  * replay row owns its strings and body (rp_pg_replay_row_cleanup frees
@@ -43,11 +45,15 @@ typedef struct rp_pg_replay_row {
 rp_status rp_pg_replay_read(rp_pg_store *s, int64_t gate_id, rp_pg_replay_row *out) RP_MUSTCHECK;
 void rp_pg_replay_row_cleanup(rp_pg_replay_row *r);
 
-/* Whether the backfill has read queue (on vhost) before. */
+/* Whether the backfill has read queue (on vhost) before, and, when it has,
+ * how many ready messages lay behind what that read took (*unread; -1 when
+ * the record does not say: written before the count was kept, or not
+ * known at the read). */
 rp_status rp_pg_backfill_was_read(rp_pg_store *s, const char *vhost, const char *queue,
-                                  bool *read) RP_MUSTCHECK;
-/* Records that the backfill read n messages of queue (on vhost). */
+                                  bool *read, int64_t *unread) RP_MUSTCHECK;
+/* Records that the backfill read n messages of queue (on vhost), with
+ * `unread` ready messages behind them (-1: unknown, stored as null). */
 rp_status rp_pg_backfill_mark_read(rp_pg_store *s, const char *vhost, const char *queue,
-                                   size_t n) RP_MUSTCHECK;
+                                   size_t n, int64_t unread) RP_MUSTCHECK;
 
 #endif

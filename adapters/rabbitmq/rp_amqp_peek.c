@@ -198,9 +198,12 @@ static rp_status rp_read_one(rp_amqp_peek *p, rp_peek_item *it, bool redelivered
 }
 
 rp_status rp_amqp_peek_read(rp_amqp_peek *p, const char *vhost, const char *queue, size_t limit,
-                            const rp_amqp_peeked **items, size_t *n, char *err, size_t errlen) {
+                            const rp_amqp_peeked **items, size_t *n, int64_t *behind, char *err,
+                            size_t errlen) {
     *items = NULL;
     *n = 0;
+    *behind = -1;
+    int64_t left = -1; /* message-count of the last get-ok */
     rp_items_clear(p);
     rp_status st = rp_connect(p, vhost, err, errlen);
     if (st != RP_OK) return st;
@@ -246,9 +249,13 @@ rp_status rp_amqp_peek_read(rp_amqp_peek *p, const char *vhost, const char *queu
             st = RP_ERR_UNAVAILABLE;
             break;
         }
-        if (r.reply.id == AMQP_BASIC_GET_EMPTY_METHOD) break;
+        if (r.reply.id == AMQP_BASIC_GET_EMPTY_METHOD) {
+            left = 0;
+            break;
+        }
         const amqp_basic_get_ok_t *ok = r.reply.decoded;
         bool redelivered = ok->redelivered;
+        left = (int64_t)ok->message_count;
         st = rp_read_one(p, &p->items[p->n], redelivered);
         if (st != RP_OK) {
             if (st == RP_ERR_UNAVAILABLE) snprintf(err, errlen, "reading a message of %s", queue);
@@ -280,5 +287,6 @@ rp_status rp_amqp_peek_read(rp_amqp_peek *p, const char *vhost, const char *queu
     for (size_t i = 0; i < p->n; i++) p->views[i] = p->items[i].pub;
     *items = p->views;
     *n = p->n;
+    *behind = left;
     return RP_OK;
 }

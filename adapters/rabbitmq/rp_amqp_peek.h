@@ -31,6 +31,7 @@
 #include <amqp.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rp_amqp_conn.h"
 #include "rp_common.h"
@@ -56,11 +57,16 @@ rp_amqp_peek *rp_amqp_peek_new(const rp_amqp_params *params);
 void rp_amqp_peek_free(rp_amqp_peek *p);
 
 /* Reads up to limit messages from the head of queue on vhost and returns
- * them all to the queue (see above). *items is lent. RP_ERR_UNAVAILABLE
- * when the broker cannot be reached or logged in to (err says why);
- * RP_ERR_NOT_FOUND when the queue does not exist; RP_ERR_NOMEM. */
+ * them all to the queue (see above). *items is lent. *behind is how many
+ * ready messages the queue held behind the last one read, as the broker
+ * said at that read (basic.get-ok's message-count): 0 when the queue
+ * answered get-empty (every ready message was read), -1 when unknown (an
+ * error). Messages held unacknowledged by another consumer are in neither
+ * count. RP_ERR_UNAVAILABLE when the broker cannot be reached or logged in
+ * to (err says why); RP_ERR_NOT_FOUND when the queue does not exist;
+ * RP_ERR_NOMEM. */
 rp_status rp_amqp_peek_read(rp_amqp_peek *p, const char *vhost, const char *queue, size_t limit,
-                            const rp_amqp_peeked **items, size_t *n, char *err,
+                            const rp_amqp_peeked **items, size_t *n, int64_t *behind, char *err,
                             size_t errlen) RP_MUSTCHECK;
 
 /* Closes the connection (the next read opens one again). */

@@ -38,10 +38,21 @@ void rp_peek_port_pass_over(rp_peek_port *pp) {
     if (pp->amqp) rp_amqp_peek_close(pp->amqp);
 }
 
+/* Tells the pass how many messages this peek leaves unread and why (a
+ * negative count, unknown, leaves out->unread as the pass set it: -1). */
+static void rp_left_unread(rp_dl_batch *out, int64_t unread, bool at_most,
+                           rp_dl_unread_reason why) {
+    if (unread < 0) return;
+    out->unread = unread;
+    out->unread_at_most = at_most;
+    out->unread_reason = unread > 0 ? why : RP_DL_UNREAD_NONE;
+}
+
 /* Whether the queue may be read by this pass, and whether it is quorum.
- * When it is not read though it holds messages, pp->note says why. */
+ * When it is not read though it holds messages, pp->note says why, and
+ * out->unread how many it leaves unread (issue #5). */
 static rp_status rp_may_read(rp_peek_port *pp, const char *vhost, const char *queue, bool *read,
-                             bool *once) {
+                             bool *once, rp_dl_batch *out) {
     *read = false;
     *once = true;
     rp_queue_type type = RP_QUEUE_TYPE_UNKNOWN;
@@ -50,16 +61,21 @@ static rp_status rp_may_read(rp_peek_port *pp, const char *vhost, const char *qu
         rp_queue_facts f;
         memset(&f, 0, sizeof f);
         rp_status st = pp->broker->get_queue(pp->broker->self, vhost, queue, &f);
-        if (st == RP_ERR_NOT_FOUND) return RP_OK; /* gone since the listing: nothing to read */
+        if (st == RP_ERR_NOT_FOUND) { /* gone since the listing: nothing to read */
+            rp_left_unread(out, 0, false, RP_DL_UNREAD_NONE);
+            return RP_OK;
+        }
         if (st != RP_OK) return st;
         type = f.type;
-        depth = (f.ready > 0 ? f.ready : 0) + (f.unacked > 0 ? f.unacked : 0);
+        if (f.counts_known)
+            depth = (f.ready > 0 ? f.ready : 0) + (f.unacked > 0 ? f.unacked : 0);
     }
     char held[64] = "";
     if (depth >= 0) snprintf(held, sizeof held, " (it holds %lld)", (long long)depth);
     if (type == RP_QUEUE_TYPE_STREAM) {
         snprintf(pp->note, sizeof pp->note,
                  "not read, a stream queue cannot be read by the backfill%s", held);
+        rp_left_unread(out, depth, false, RP_DL_UNREAD_NOT_READABLE);
         return RP_OK;
     }
     if (type == RP_QUEUE_TYPE_CLASSIC) {
@@ -67,14 +83,12 @@ static rp_status rp_may_read(rp_peek_port *pp, const char *vhost, const char *qu
         *read = true;
         return RP_OK;
     }
-    /* Quorum, or a type the broker does not report: read once, ever. */
-    if (pp->dry_run) {
-        snprintf(pp->note, sizeof pp->note,
-                 "not read by a dry run, each read of a quorum queue spends a delivery%s", held);
-        return RP_OK;
-    }
+    /* Quorum, or a type the broker does not report: read once, ever. A dry
+     * run reads the record too (it writes nothing), so that it reports
+     * what a real pass would. */
     bool was = false;
-    rp_status st = rp_pg_backfill_was_read(pp->store, vhost, queue, &was);
+    int64_t unread_then = -1;
+    rp_status st = rp_pg_backfill_was_read(pp->store, vhost, queue, &was, &unread_then);
     if (st != RP_OK) return st;
     if (was) {
         snprintf(pp->note, sizeof pp->note,
@@ -82,6 +96,17 @@ static rp_status rp_may_read(rp_peek_port *pp, const char *vhost, const char *qu
                  "read spends a delivery), and an earlier pass read it; what reaches it since "
                  "comes through the tap%s",
                  held);
+        /* Consumers take from the head, so of what lay behind that read no
+         * more than the depth now can still be there: an upper bound. */
+        int64_t bound = unread_then;
+        if (bound > 0 && depth >= 0 && depth < bound) bound = depth;
+        rp_left_unread(out, bound, true, RP_DL_UNREAD_READ_ONCE);
+        return RP_OK;
+    }
+    if (pp->dry_run) {
+        snprintf(pp->note, sizeof pp->note,
+                 "not read by a dry run, each read of a quorum queue spends a delivery%s", held);
+        rp_left_unread(out, depth, false, RP_DL_UNREAD_DRY_RUN);
         return RP_OK;
     }
     *read = true;
@@ -96,14 +121,18 @@ static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_
     if (vhost == NULL || queue == NULL || limit == 0) return RP_ERR_INVALID;
     pp->note[0] = '\0';
     bool read = false, once = true;
-    rp_status st = rp_may_read(pp, vhost, queue, &read, &once);
+    rp_status st = rp_may_read(pp, vhost, queue, &read, &once, out);
     if (st == RP_OK && !read && pp->note[0]) out->note = pp->note;
     if (st != RP_OK || !read) return st;
     const rp_amqp_peeked *items = NULL;
     size_t n = 0;
+    int64_t behind = -1;
     char err[300] = "";
-    st = rp_amqp_peek_read(pp->amqp, vhost, queue, limit, &items, &n, err, sizeof err);
-    if (st == RP_ERR_NOT_FOUND) return RP_OK;
+    st = rp_amqp_peek_read(pp->amqp, vhost, queue, limit, &items, &n, &behind, err, sizeof err);
+    if (st == RP_ERR_NOT_FOUND) {
+        rp_left_unread(out, 0, false, RP_DL_UNREAD_NONE);
+        return RP_OK;
+    }
     if (st != RP_OK) {
         RP_WARN("backfill: cannot read a dead-letter queue", "queue", queue, "vhost", vhost,
                 "reason", err, NULL);
@@ -111,14 +140,17 @@ static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_
     }
     if (once) {
         /* Recorded before anything is parked: a later pass must not read
-         * these messages again, whatever happens to the parks. */
-        st = rp_pg_backfill_mark_read(pp->store, vhost, queue, n);
+         * these messages again, whatever happens to the parks. What lay
+         * behind them is kept with the record: later passes surface it. */
+        st = rp_pg_backfill_mark_read(pp->store, vhost, queue, n, behind);
         if (st != RP_OK) return st;
-        char num[24];
+        char num[24], left[24];
         snprintf(num, sizeof num, "%zu", n);
+        snprintf(left, sizeof left, "%lld", (long long)behind);
         RP_INFO("backfill: quorum dead-letter queue read once", "queue", queue, "vhost", vhost,
-                "messages", num, NULL);
+                "messages", num, "behind", left, NULL);
     }
+    rp_left_unread(out, behind, false, once ? RP_DL_UNREAD_READ_ONCE : RP_DL_UNREAD_PEEK_LIMIT);
     if (n > pp->cap) {
         rp_dl_message *m = realloc(pp->msgs, n * sizeof *m);
         if (m == NULL) return RP_ERR_NOMEM;

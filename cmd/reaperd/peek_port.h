@@ -14,10 +14,17 @@
  * read by the backfill at most once and spends at most one delivery. What
  * reaches such a queue afterwards comes through the tap, not the backfill;
  * what lay behind the first dead_letter_peek_limit messages at that first
- * read is not examined (the pass says so in its notes). A dry run reads no
- * quorum queue at all (it would spend a delivery). Classic queues are read
- * at every pass: a read returned to a classic queue costs nothing. Stream
- * queues are not read (basic.get does not apply to them).
+ * read is not examined: the record keeps how many there were (the
+ * broker's message-count at the last get), and every later pass reports
+ * up to min(that, the depth now) as unread (consumers take from the head,
+ * so no more of them can be left), which the pass surfaces (issue #5); a
+ * record without the count (older) leaves it unknown. A dry run reads no
+ * quorum queue at all (it would spend a delivery): it reports the depth as
+ * unread, or, for a queue read before, what a real pass would. Classic
+ * queues are read at every pass: a read returned to a classic queue costs
+ * nothing, and what lies behind the limit is reported unread. Stream
+ * queues are not read (basic.get does not apply to them): their depth is
+ * reported unread.
  *
  * Threads: the thread that runs the pass (the store thread, or --once's
  * main thread). Ownership: borrows the store and the broker port (both

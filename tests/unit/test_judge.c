@@ -654,6 +654,72 @@ static void test_dead_letter_verdict_is_untrusted_and_quoted(void **state) {
     assert_int_equal(rp_judge_dead_letter(&d, "/", NULL, &v), RP_ERR_INVALID);
 }
 
+/* What the backfill left unread (issue #5): a surfaced, trusted verdict on
+ * the queue's own object (the key its sighting opens and clears by), for
+ * every reason; "up to" only for a bound; bad arguments refused. */
+static void test_dead_letter_unread_verdict(void **state) {
+    (void)state;
+    rp_verdict v;
+    assert_int_equal(rp_judge_dead_letter_unread("a:b", "vibey.x.dlq", 2, false,
+                                                 RP_DL_UNREAD_PEEK_LIMIT, 3, &v),
+                     RP_OK);
+    assert_complete(&v);
+    assert_int_equal(v.condition, RP_COND_DEAD_LETTER);
+    assert_int_equal(v.action, RP_ACTION_SURFACED);
+    assert_int_equal(v.source, RP_SOURCE_BROKER);
+    assert_true(v.trusted);
+    assert_string_equal(v.object, "queue:a%3Ab:vibey.x.dlq");
+    assert_string_equal(v.queue, "vibey.x.dlq");
+    assert_null(v.project);
+    assert_string_equal(v.unit, "messages");
+    assert_true(v.measured == 2.0);
+    assert_int_equal(v.threshold, 3);
+    assert_non_null(strstr(v.detail, "vibey.x.dlq on vhost a:b holds 2 messages behind the "
+                                     "first 3"));
+    assert_null(strstr(v.detail, "up to"));
+    char *key = NULL;
+    assert_int_equal(rp_sighting_key_for(&v, &key), RP_OK);
+    assert_string_equal(key, "broker|DEAD_LETTER|queue:a%3Ab:vibey.x.dlq");
+    free(key);
+    rp_verdict_cleanup(&v);
+
+    assert_int_equal(rp_judge_dead_letter_unread("/", "q.dlq", 1, true, RP_DL_UNREAD_READ_ONCE,
+                                                 100, &v),
+                     RP_OK);
+    assert_non_null(strstr(v.detail, "holds up to 1 message that lay behind"));
+    assert_int_equal(v.threshold, 100);
+    rp_verdict_cleanup(&v);
+    assert_int_equal(rp_judge_dead_letter_unread("/", "q.dlq", 7, false,
+                                                 RP_DL_UNREAD_NOT_READABLE, 100, &v),
+                     RP_OK);
+    assert_non_null(strstr(v.detail, "stream"));
+    assert_int_equal(v.threshold, 0);
+    rp_verdict_cleanup(&v);
+    assert_int_equal(rp_judge_dead_letter_unread("/", "q.dlq", 7, false, RP_DL_UNREAD_DRY_RUN,
+                                                 100, &v),
+                     RP_OK);
+    assert_non_null(strstr(v.detail, "dry run"));
+    assert_int_equal(v.threshold, 0);
+    rp_verdict_cleanup(&v);
+
+    assert_int_equal(rp_judge_dead_letter_unread("/", "q.dlq", 0, false,
+                                                 RP_DL_UNREAD_PEEK_LIMIT, 3, &v),
+                     RP_ERR_INVALID);
+    assert_int_equal(v.condition, RP_COND_NONE);
+    assert_int_equal(rp_judge_dead_letter_unread("/", "q.dlq", 2, false, RP_DL_UNREAD_NONE, 3,
+                                                 &v),
+                     RP_ERR_INVALID);
+    assert_int_equal(rp_judge_dead_letter_unread("/", "q.dlq", 2, false, RP_DL_UNREAD_COUNT_, 3,
+                                                 &v),
+                     RP_ERR_INVALID);
+    assert_int_equal(rp_judge_dead_letter_unread(NULL, "q.dlq", 2, false,
+                                                 RP_DL_UNREAD_PEEK_LIMIT, 3, &v),
+                     RP_ERR_INVALID);
+    assert_int_equal(rp_judge_dead_letter_unread("/", NULL, 2, false, RP_DL_UNREAD_PEEK_LIMIT,
+                                                 3, &v),
+                     RP_ERR_INVALID);
+}
+
 /* ---- Cleared sightings -------------------------------------------------- */
 
 static void test_cleared_verdicts(void **state) {
@@ -732,6 +798,7 @@ int main(void) {
         cmocka_unit_test(test_consumer_timeout_boundary),
         cmocka_unit_test(test_consumer_timeout_not_in_force_or_unknown),
         cmocka_unit_test(test_dead_letter_verdict_is_untrusted_and_quoted),
+        cmocka_unit_test(test_dead_letter_unread_verdict),
         cmocka_unit_test(test_cleared_verdicts),
         cmocka_unit_test(test_default_thresholds),
     };

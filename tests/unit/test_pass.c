@@ -943,6 +943,368 @@ static void test_dead_letter_peek_note(void **state) {
     rp_report_cleanup(&r);
 }
 
+/* ---- What the backfill could not read (issue #5) ---- */
+
+#define DLQ_KEY "broker|DEAD_LETTER|queue:/:vibey.x.dlq"
+
+/* The one DEAD_LETTER / SURFACED verdict about the queue vibey.x.dlq. */
+static const rp_verdict *remainder_verdict(const rp_report *r) {
+    const rp_verdict *v = find(r, "queue:/:vibey.x.dlq");
+    if (v == NULL || v->condition != RP_COND_DEAD_LETTER || v->action != RP_ACTION_SURFACED)
+        return NULL;
+    return v;
+}
+
+/* Five dead letters and a peek limit of three: the three are parked and
+ * the two behind them are surfaced on the queue's sighting, with the
+ * broker as source, measured 2 against the limit; a later pass that still
+ * finds them says nothing new; once they are gone (an operator purged the
+ * queue; the listing still shows the old depth, as lagging statistics do)
+ * a pass clears the sighting. Nothing is ever removed by the pass. */
+static void test_dead_letter_remainder_surfaced_then_cleared(void **state) {
+    fixture *f = *state;
+    f->opt.dead_letter_peek_limit = 3;
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 5, 0, 0);
+    const char *ids[] = {"m-1", "m-2", "m-3", "m-4", "m-5"};
+    for (size_t i = 0; i < 5; i++) add_dead_letter(f, "vibey.x.dlq", ids[i], ids[i]);
+    rp_report r;
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 3);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_SURFACED), 1);
+    const rp_verdict *v = remainder_verdict(&r);
+    assert_non_null(v);
+    assert_int_equal(v->source, RP_SOURCE_BROKER);
+    assert_string_equal(v->queue, "vibey.x.dlq");
+    assert_null(v->project);
+    assert_true(v->measured == 2.0);
+    assert_int_equal(v->threshold, 3);
+    assert_string_equal(v->unit, "messages");
+    assert_true(v->trusted);
+    assert_non_null(strstr(v->detail, "holds 2 messages behind the first 3"));
+    assert_non_null(strstr(v->detail, "dead_letter_peek_limit"));
+    assert_non_null(strstr(v->detail, "nothing is removed"));
+    /* The note stays, beside the verdict. */
+    assert_true(has_note(&r, "the first 3 messages were examined"));
+    const rp_sighting_row *row = rp_memory_sighting(f->m, DLQ_KEY);
+    assert_non_null(row);
+    assert_int_equal(row->condition, RP_COND_DEAD_LETTER);
+    /* Three parks and the sighting, each with its ledger event. */
+    assert_int_equal(rp_memory_n_ledger(f->m), 4);
+    const rp_mem_event *ev = rp_memory_ledger(f->m, 3);
+    assert_int_equal(ev->verdict.action, RP_ACTION_SURFACED);
+    assert_int_equal(row->opened_seq, ev->seq);
+    assert_int_equal(rp_memory_n_published(f->m), 4);
+    rp_report_cleanup(&r);
+
+    /* Still there: neither reported nor recorded again, not cleared. */
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(r.n_verdicts, 0);
+    assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
+    assert_int_equal(rp_memory_n_ledger(f->m), 4);
+    assert_int_equal(rp_memory_n_parked(f->m), 3);
+    rp_report_cleanup(&r);
+
+    /* Purged by a person; the listing lags and still says 5. */
+    assert_int_equal(rp_memory_purge_dead_letters(f->m, "/", "vibey.x.dlq"), 5);
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(r.n_verdicts, 1);
+    assert_int_equal(r.verdicts[0].condition, RP_COND_DEAD_LETTER);
+    assert_int_equal(r.verdicts[0].action, RP_ACTION_CLEARED);
+    assert_string_equal(r.verdicts[0].object, "queue:/:vibey.x.dlq");
+    assert_null(rp_memory_sighting(f->m, DLQ_KEY));
+    assert_int_equal(rp_memory_n_ledger(f->m), 5);
+    rp_report_cleanup(&r);
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 0);
+    rp_report_cleanup(&r);
+
+    /* More than the limit again: a new sighting. Then the listing shows
+     * the queue empty: no backfill, and the sighting clears. */
+    for (size_t i = 0; i < 4; i++) add_dead_letter(f, "vibey.x.dlq", ids[i], ids[i]);
+    run(f, false, &r);
+    v = remainder_verdict(&r);
+    assert_non_null(v);
+    assert_true(v->measured == 1.0);
+    assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
+    rp_report_cleanup(&r);
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 0, 0, 0);
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_CLEARED), 1);
+    assert_null(rp_memory_sighting(f->m, DLQ_KEY));
+    rp_report_cleanup(&r);
+}
+
+/* Every message read: nothing surfaced, no sighting (at the limit exactly,
+ * and under it). */
+static void test_dead_letter_all_read_surfaces_nothing(void **state) {
+    fixture *f = *state;
+    f->opt.dead_letter_peek_limit = 3;
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 3, 0, 0);
+    add_dead_letter(f, "vibey.x.dlq", "m-1", "1");
+    add_dead_letter(f, "vibey.x.dlq", "m-2", "2");
+    add_dead_letter(f, "vibey.x.dlq", "m-3", "3");
+    rp_report r;
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 3);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_SURFACED), 0);
+    assert_int_equal(rp_memory_n_sightings(f->m), 0);
+    rp_report_cleanup(&r);
+    f->opt.dead_letter_peek_limit = 10;
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 0);
+    assert_int_equal(rp_memory_n_sightings(f->m), 0);
+    rp_report_cleanup(&r);
+}
+
+/* A dry run reports the remainder as a real pass would, and writes
+ * nothing: no sighting, no event. */
+static void test_dead_letter_remainder_dry_run(void **state) {
+    fixture *f = *state;
+    f->opt.dead_letter_peek_limit = 1;
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 2, 0, 0);
+    add_dead_letter(f, "vibey.x.dlq", "m-1", "1");
+    add_dead_letter(f, "vibey.x.dlq", "m-2", "2");
+    char *before = dump(f);
+    rp_report r;
+    run(f, true, &r);
+    const rp_verdict *v = remainder_verdict(&r);
+    assert_non_null(v);
+    assert_true(v->measured == 1.0);
+    assert_int_equal(v->threshold, 1);
+    assert_non_null(strstr(v->detail, "holds 1 message behind the first 1"));
+    assert_int_equal(rp_memory_write_calls(f->m), 0);
+    char *after = dump(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    rp_report_cleanup(&r);
+}
+
+/* A peek port with its answer set by the test. */
+typedef struct scripted_peek {
+    rp_status status;
+    int64_t unread;      /* -2: leave it as core set it */
+    bool at_most;
+    rp_dl_unread_reason reason;
+    const char *note;
+    size_t calls;
+} scripted_peek;
+
+static scripted_peek SP;
+
+static rp_status peek_scripted(void *self, const char *vhost, const char *queue, size_t limit,
+                               rp_dl_batch *out) {
+    (void)self;
+    (void)vhost;
+    (void)queue;
+    (void)limit;
+    SP.calls++;
+    out->messages = NULL;
+    out->n = 0;
+    if (SP.status != RP_OK) return SP.status;
+    out->note = SP.note;
+    if (SP.unread != -2) {
+        out->unread = SP.unread;
+        out->unread_at_most = SP.at_most;
+        out->unread_reason = SP.reason;
+    }
+    return RP_OK;
+}
+
+static void script(rp_status st, int64_t unread, bool at_most, rp_dl_unread_reason why,
+                   const char *note) {
+    SP = (scripted_peek){st, unread, at_most, why, note, 0};
+}
+
+/* Each reason a port gives is said in the detail, with "up to" for a
+ * bound, and the threshold is the peek limit only where a read was
+ * bounded by it. */
+static void test_dead_letter_remainder_reasons(void **state) {
+    fixture *f = *state;
+    f->opt.dead_letter_peek_limit = 3;
+    f->ports.dead_letters.peek = peek_scripted;
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_QUORUM, 9, 0, 0);
+    struct {
+        int64_t unread;
+        bool at_most;
+        rp_dl_unread_reason why;
+        int64_t threshold;
+        const char *says;
+    } cases[] = {
+        {2, true, RP_DL_UNREAD_READ_ONCE, 3, "holds up to 2 messages that lay behind what the "
+                                             "backfill's one read of it took"},
+        {9, false, RP_DL_UNREAD_NOT_READABLE, 0, "holds 9 messages that the backfill cannot "
+                                                  "read (a stream queue"},
+        {9, false, RP_DL_UNREAD_DRY_RUN, 0, "holds 9 messages that this dry run did not read"},
+    };
+    for (size_t i = 0; i < RP_ARRAY_LEN(cases); i++) {
+        script(RP_OK, cases[i].unread, cases[i].at_most, cases[i].why, "a note of the port");
+        rp_report r;
+        run(f, true, &r);
+        const rp_verdict *v = remainder_verdict(&r);
+        assert_non_null(v);
+        assert_true(v->measured == (double)cases[i].unread);
+        assert_int_equal(v->threshold, cases[i].threshold);
+        if (strstr(v->detail, cases[i].says) == NULL) fprintf(stderr, "detail: %s\n", v->detail);
+        assert_non_null(strstr(v->detail, cases[i].says));
+        assert_true(has_note(&r, "vibey.x.dlq on vhost /: a note of the port"));
+        rp_report_cleanup(&r);
+    }
+    /* A count without a reason: said in a note, nothing surfaced. */
+    script(RP_OK, 4, false, RP_DL_UNREAD_NONE, NULL);
+    rp_report r;
+    run(f, false, &r);
+    assert_null(remainder_verdict(&r));
+    assert_true(has_note(&r, "4 message(s) were not read, for a reason the pass was not told"));
+    assert_int_equal(rp_memory_n_sightings(f->m), 0);
+    rp_report_cleanup(&r);
+}
+
+/* An open remainder sighting is kept, not cleared, by a pass that cannot
+ * tell whether the remainder is still there: the port does not know, the
+ * peek fails, a park fails, the pass cannot peek, or a stop came first. A
+ * port that says 0 clears it. */
+static void test_dead_letter_remainder_kept_when_unknown(void **state) {
+    fixture *f = *state;
+    f->opt.dead_letter_peek_limit = 3;
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_QUORUM, 5, 0, 0);
+    f->ports.dead_letters.peek = peek_scripted;
+    script(RP_OK, 2, false, RP_DL_UNREAD_READ_ONCE, NULL);
+    rp_report r;
+    run(f, false, &r);
+    assert_non_null(remainder_verdict(&r));
+    assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
+    rp_report_cleanup(&r);
+
+    script(RP_OK, -2, false, RP_DL_UNREAD_NONE, "an old record that says no count");
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(SP.calls, 1);
+    assert_int_equal(r.n_verdicts, 0);
+    assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
+    rp_report_cleanup(&r);
+
+    script(RP_ERR_UNAVAILABLE, 0, false, RP_DL_UNREAD_NONE, NULL);
+    run(f, false, &r);
+    assert_false(r.ok);
+    assert_true(unreadable(&r, "broker"));
+    assert_int_equal(r.n_verdicts, 0);
+    assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
+    rp_report_cleanup(&r);
+
+    f->ports.dead_letters.peek = NULL;
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 0);
+    assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
+    rp_report_cleanup(&r);
+
+    /* A park that fails: the store is not usable, the rest not judged. */
+    rp_memory_ports(f->m, &f->ports);
+    add_dead_letter(f, "vibey.x.dlq", "m-1", "1");
+    rp_memory_fail(f->m, RP_MEM_PARK, RP_ERR_UNAVAILABLE, 0);
+    run(f, false, &r);
+    assert_false(r.ok);
+    assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
+    rp_report_cleanup(&r);
+    rp_memory_fail(f->m, RP_MEM_PARK, RP_OK, 0);
+
+    /* The port says everything was read: cleared. */
+    f->ports.dead_letters.peek = peek_scripted;
+    script(RP_OK, 0, false, RP_DL_UNREAD_NONE, NULL);
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_CLEARED), 1);
+    assert_null(rp_memory_sighting(f->m, DLQ_KEY));
+    rp_report_cleanup(&r);
+}
+
+/* A dead-letter queue reaper does not own and an owned one's remainder
+ * share the queue's one sighting: when the queue becomes owned (the owned
+ * pattern changed) the open sighting stays open, without a second event,
+ * while the backfill leaves messages unread, and clears once it reads them
+ * all. */
+static void test_dead_letter_sighting_across_ownership(void **state) {
+    fixture *f = *state;
+    f->opt.dead_letter_peek_limit = 2;
+    put_queue(f, "other.x.dlq", RP_QUEUE_TYPE_CLASSIC, 3, 0, 0);
+    add_dead_letter(f, "other.x.dlq", "o-1", "1");
+    add_dead_letter(f, "other.x.dlq", "o-2", "2");
+    add_dead_letter(f, "other.x.dlq", "o-3", "3");
+    const char *key = "broker|DEAD_LETTER|queue:/:other.x.dlq";
+    rp_report r;
+    run(f, false, &r);
+    const rp_verdict *v = find(&r, "queue:/:other.x.dlq");
+    assert_non_null(v);
+    assert_true(v->measured == 3.0); /* not owned: its depth */
+    assert_int_equal(rp_memory_n_parked(f->m), 0);
+    assert_non_null(rp_memory_sighting(f->m, key));
+    size_t events = rp_memory_n_ledger(f->m);
+    rp_report_cleanup(&r);
+
+    pcre2_code *wider = compile("^(vibey|other)\\.");
+    f->opt.owned_queue_pattern = wider;
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 2);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_SURFACED), 0);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_CLEARED), 0);
+    assert_non_null(rp_memory_sighting(f->m, key));
+    assert_int_equal(rp_memory_n_ledger(f->m), events + 2); /* the parks only */
+    rp_report_cleanup(&r);
+
+    f->opt.dead_letter_peek_limit = 3;
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 1);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_CLEARED), 1);
+    assert_null(rp_memory_sighting(f->m, key));
+    rp_report_cleanup(&r);
+    f->opt.owned_queue_pattern = f->owned;
+    pcre2_code_free(wider);
+}
+
+typedef struct stop_after_listing_arg {
+    rp_memory *m;
+    size_t lists_before;
+} stop_after_listing_arg;
+
+/* Answers true once the broker has been listed: the first poll after the
+ * listing is the one before the first backfill. */
+static bool stop_after_listing(void *arg) {
+    stop_after_listing_arg *a = arg;
+    return rp_memory_calls(a->m, RP_MEM_LIST_QUEUES) > a->lists_before;
+}
+
+/* A stop between the listing and the backfill keeps the queue's
+ * sighting: it was not read. */
+static void test_dead_letter_remainder_kept_by_a_stop(void **state) {
+    fixture *f = *state;
+    f->opt.dead_letter_peek_limit = 1;
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 2, 0, 0);
+    add_dead_letter(f, "vibey.x.dlq", "m-1", "1");
+    add_dead_letter(f, "vibey.x.dlq", "m-2", "2");
+    rp_report r;
+    run(f, false, &r);
+    assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
+    rp_report_cleanup(&r);
+    assert_int_equal(rp_memory_purge_dead_letters(f->m, "/", "vibey.x.dlq"), 2);
+    stop_after_listing_arg stop = {f->m, rp_memory_calls(f->m, RP_MEM_LIST_QUEUES)};
+    f->opt.should_stop = stop_after_listing;
+    f->opt.stop_arg = &stop;
+    size_t peeks = rp_memory_calls(f->m, RP_MEM_PEEK);
+    run(f, false, &r);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_PEEK), peeks); /* not read */
+    assert_int_equal(r.n_verdicts, 0);
+    assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
+    rp_report_cleanup(&r);
+    f->opt.should_stop = NULL;
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_CLEARED), 1);
+    rp_report_cleanup(&r);
+}
+
 static void test_invalid_options(void **state) {
     fixture *f = *state;
     rp_report r;
@@ -991,6 +1353,13 @@ int main(void) {
         T(test_dead_letter_peek_note),
         T(test_dead_letter_queue_owned_by_its_base_name),
         T(test_dead_letter_park_failure),
+        T(test_dead_letter_remainder_surfaced_then_cleared),
+        T(test_dead_letter_all_read_surfaces_nothing),
+        T(test_dead_letter_remainder_dry_run),
+        T(test_dead_letter_remainder_reasons),
+        T(test_dead_letter_remainder_kept_when_unknown),
+        T(test_dead_letter_remainder_kept_by_a_stop),
+        T(test_dead_letter_sighting_across_ownership),
         T(test_invalid_options),
     };
     return cmocka_run_group_tests_name("pass", tests, NULL, NULL);

@@ -258,6 +258,47 @@ static void test_duplicates_and_dead_letter_queues(void **state) {
     rp_report_cleanup(&r);
 }
 
+/* An owned dead-letter queue whose backfill left messages unread has an
+ * open DEAD_LETTER sighting (issue #5). A targeted check does no backfill,
+ * so it cannot tell whether they are still there: it keeps the sighting
+ * while the queue holds messages, and clears it only when the queue is
+ * empty (or gone), as the sweep would. */
+static void test_owned_dead_letter_remainder_kept(void **state) {
+    fixture *f = *state;
+    rp_report r;
+    f->opt.dead_letter_peek_limit = 1;
+    put(f, "vibey.a.dlq", true, 2, 0, 0);
+    rp_xdeath e = {.queue = {true, {(const uint8_t *)"vibey.a", 7}}};
+    rp_dl_headers h = {.x_death = &e, .n_x_death = 1};
+    const char *ids[] = {"m-1", "m-2"};
+    for (size_t i = 0; i < 2; i++) {
+        h.message_id = (rp_opt_str){true, {(const uint8_t *)ids[i], 3}};
+        assert_int_equal(rp_memory_add_dead_letter(f->m, "/", "vibey.a.dlq", &h,
+                                                   (rp_bytes){(const uint8_t *)"b", 1}),
+                         RP_OK);
+    }
+    full(f, &r);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_SURFACED), 1);
+    rp_report_cleanup(&r);
+    const char *key = "broker|DEAD_LETTER|queue:/:vibey.a.dlq";
+    assert_non_null(rp_memory_sighting(f->m, key));
+    size_t events = rp_memory_n_ledger(f->m);
+
+    check1(f, "vibey.a.dlq", &r);
+    assert_true(r.ok);
+    assert_int_equal(r.n_verdicts, 0);
+    assert_non_null(rp_memory_sighting(f->m, key));
+    assert_int_equal(rp_memory_n_ledger(f->m), events);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_PEEK), 1); /* the sweep's only */
+    rp_report_cleanup(&r);
+
+    put(f, "vibey.a.dlq", true, 0, 0, 0);
+    check1(f, "vibey.a.dlq", &r);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_CLEARED), 1);
+    assert_null(rp_memory_sighting(f->m, key));
+    rp_report_cleanup(&r);
+}
+
 /* Bad arguments read and write nothing. */
 static void test_invalid(void **state) {
     fixture *f = *state;
@@ -327,6 +368,7 @@ int main(void) {
         T(test_gone_and_unreadable),
         T(test_dry_run_writes_nothing),
         T(test_duplicates_and_dead_letter_queues),
+        T(test_owned_dead_letter_remainder_kept),
         T(test_invalid),
     };
     return cmocka_run_group_tests_name("pass_queues", tests, NULL, NULL);
