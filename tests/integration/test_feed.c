@@ -45,6 +45,7 @@ typedef struct fixture {
     char schema[64];
     char exchange[128];
     char env_schema[96], env_exchange[192];
+    char env_owned[128]; /* no queue of other tests on the broker */
     feed_sub sub;
 } fixture;
 
@@ -58,6 +59,7 @@ static int setup(void **state) {
     snprintf(f->env_schema, sizeof f->env_schema, "REAPER_STORE_SCHEMA=%s", f->schema);
     snprintf(f->env_exchange, sizeof f->env_exchange, "REAPER_BROKER_EVENTS_EXCHANGE=%s",
              f->exchange);
+    itest_env_owned(f->env_owned, sizeof f->env_owned, "feed");
     if (itest_migrate(f->schema) != 0) return -1;
     feed_sub_open(&f->sub, f->exchange, NULL);
     *state = f;
@@ -99,7 +101,7 @@ static int once(fixture *f, const char *a1, const char *a2, const char *a3, cons
                 const char *env_extra, char **out, char **err) {
     char *argv[] = {(char *)itest_env("REAPERD"), "--once", (char *)a1, (char *)a2, (char *)a3,
                     (char *)a4, NULL};
-    char *env[] = {f->env_schema, f->env_exchange, "REAPER_LOG_FORMAT=json",
+    char *env[] = {f->env_schema, f->env_exchange, f->env_owned, "REAPER_LOG_FORMAT=json",
                    (char *)env_extra, NULL};
     return rp_run_capture(argv, env, out, err);
 }
@@ -323,8 +325,9 @@ static void test_once_exchange_of_another_type(void **state) {
 static rp_child *daemon_start(fixture *f, const char *queue_env, const char *extra1,
                               const char *extra2) {
     char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {f->env_schema, f->env_exchange, (char *)queue_env, "REAPER_LOG_FORMAT=json",
-                   "REAPER_REAP_INTERVAL_SECONDS=3600", (char *)extra1, (char *)extra2, NULL};
+    char *env[] = {f->env_schema, f->env_exchange, f->env_owned, (char *)queue_env,
+                   "REAPER_LOG_FORMAT=json", "REAPER_REAP_INTERVAL_SECONDS=3600", (char *)extra1,
+                   (char *)extra2, NULL};
     return rp_child_start(argv, env);
 }
 

@@ -51,8 +51,7 @@ static int group_setup(void **state) {
      * reaperd of this test would also read, park and note the dead-letter
      * queues of the other tests sharing the broker (and spend deliveries on
      * their quorum ones), and its notes could be about their queues. */
-    snprintf(W.env_owned, sizeof W.env_owned,
-             "REAPER_REAP_OWNED_QUEUE_PATTERN=^vibey\\.itest\\.bf%d\\.", (int)getpid());
+    itest_env_owned(W.env_owned, sizeof W.env_owned, "bf");
     W.amqp = itest_amqp_connect();
     return 0;
 }
