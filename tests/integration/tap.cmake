@@ -10,3 +10,5 @@ set_property(TEST test_reaperd_tap_storm APPEND PROPERTY LABELS broker)
 rp_integration_test(test_reaperd_tap_replay SOURCES integration/test_reaperd_tap_replay.c
   integration/tap_common.c integration/itest.c LIBS reaper::rabbitmq PkgConfig::PQ PkgConfig::JANSSON)
 set_property(TEST test_reaperd_tap_replay APPEND PROPERTY LABELS broker)
+# It stops PostgreSQL in the middle of a storm: nothing else may run then.
+set_tests_properties(test_reaperd_tap_storm PROPERTIES RUN_SERIAL TRUE)
