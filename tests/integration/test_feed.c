@@ -45,7 +45,7 @@ typedef struct fixture {
     char schema[64];
     char exchange[128];
     char env_schema[96], env_exchange[192];
-    char env_owned[128]; /* no queue of other tests on the broker */
+    char env_owned[128], env_dlq[160]; /* no queue of other tests on the broker */
     feed_sub sub;
 } fixture;
 
@@ -60,6 +60,7 @@ static int setup(void **state) {
     snprintf(f->env_exchange, sizeof f->env_exchange, "REAPER_BROKER_EVENTS_EXCHANGE=%s",
              f->exchange);
     itest_env_owned(f->env_owned, sizeof f->env_owned, "feed");
+    itest_env_dead_letters(f->env_dlq, sizeof f->env_dlq, "feed");
     if (itest_migrate(f->schema) != 0) return -1;
     feed_sub_open(&f->sub, f->exchange, NULL);
     *state = f;
@@ -325,7 +326,9 @@ static void test_once_exchange_of_another_type(void **state) {
 static rp_child *daemon_start(fixture *f, const char *queue_env, const char *extra1,
                               const char *extra2) {
     char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {f->env_schema, f->env_exchange, f->env_owned, (char *)queue_env,
+    /* Its tests count the ledger: not-owned dead-letter queues of other
+     * tests on the broker would add surfaced verdicts to it. */
+    char *env[] = {f->env_schema, f->env_exchange, f->env_owned, f->env_dlq, (char *)queue_env,
                    "REAPER_LOG_FORMAT=json", "REAPER_REAP_INTERVAL_SECONDS=3600", (char *)extra1,
                    (char *)extra2, NULL};
     return rp_child_start(argv, env);
