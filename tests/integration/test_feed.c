@@ -47,6 +47,7 @@ typedef struct fixture {
     char env_schema[96], env_exchange[192];
     char env_owned[128], env_dlq[160]; /* no queue of other tests on the broker */
     feed_sub sub;
+    rp_child *daemon; /* the reaperd running, killed by teardown if a test fails */
 } fixture;
 
 static int setup(void **state) {
@@ -69,6 +70,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     fixture *f = *state;
+    rp_child_free(f->daemon);
     feed_sub_delete(&f->sub);
     char sql[160];
     snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", f->schema);
@@ -331,7 +333,8 @@ static rp_child *daemon_start(fixture *f, const char *queue_env, const char *ext
     char *env[] = {f->env_schema, f->env_exchange, f->env_owned, f->env_dlq, (char *)queue_env,
                    "REAPER_LOG_FORMAT=json", "REAPER_REAP_INTERVAL_SECONDS=3600", (char *)extra1,
                    (char *)extra2, NULL};
-    return rp_child_start(argv, env);
+    f->daemon = rp_child_start(argv, env);
+    return f->daemon;
 }
 
 static void test_gate_answer_on_feed(void **state) {
@@ -398,6 +401,7 @@ static void test_gate_answer_on_feed(void **state) {
 
     assert_int_equal(rp_child_stop(d, SIGTERM, 20000), 0);
     rp_child_free(d);
+    f->daemon = NULL;
     c = itest_amqp_connect();
     amqp_queue_delete(c, 1, amqp_cstring_bytes(queue), 0, 0);
     itest_amqp_close(c);
@@ -440,6 +444,7 @@ static void test_daemon_drops_logged_when_broker_stays_away(void **state) {
     feed_ids_free(ids, n);
     feed_ids_free(kinds, n);
     rp_child_free(d);
+    f->daemon = NULL;
 }
 
 /* ---- broker.events_format: json ------------------------------------------ */
@@ -543,6 +548,7 @@ static void test_json_format_daemon(void **state) {
             n);
     assert_int_equal(rp_child_stop(d, SIGTERM, 20000), 0);
     rp_child_free(d);
+    f->daemon = NULL;
     amqp_connection_state_t c = itest_amqp_connect();
     char queue[160];
     snprintf(queue, sizeof queue, "vibey.reap.control.itest.feedjson.%d", (int)getpid());
