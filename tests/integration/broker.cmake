@@ -7,3 +7,7 @@ rp_integration_test(test_reaperd_events SOURCES integration/test_reaperd_events.
   LIBS reaper::management PkgConfig::PQ PkgConfig::JANSSON PkgConfig::CURL PkgConfig::EVENT
   Threads::Threads)
 set_property(TEST test_reaperd_events APPEND PROPERTY LABELS broker)
+# It deletes reaper's policy on vhost / and expects only its own reaperd to
+# write it back: every other reaperd on the broker would too, with its own
+# owned pattern. Nothing else may run then.
+set_tests_properties(test_reaperd_events PROPERTIES RUN_SERIAL TRUE)

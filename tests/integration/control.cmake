@@ -1,3 +1,5 @@
 rp_integration_test(test_control SOURCES integration/test_control.c integration/itest.c
   LIBS reaper::proto PkgConfig::PQ PkgConfig::JANSSON)
 set_property(TEST test_control APPEND PROPERTY LABELS broker)
+# It restarts the broker: nothing else may run then.
+set_tests_properties(test_control PROPERTIES RUN_SERIAL TRUE)

@@ -477,6 +477,18 @@ int itest_migrate(const char *schema) {
     return rc;
 }
 
+const char *itest_env_owned(char *buf, size_t n, const char *tag) {
+    snprintf(buf, n, "REAPER_REAP_OWNED_QUEUE_PATTERN=^vibey\\.itest\\.%s%d\\.", tag,
+             (int)getpid());
+    return buf;
+}
+
+const char *itest_env_dead_letters(char *buf, size_t n, const char *tag) {
+    snprintf(buf, n, "REAPER_REAP_DEAD_LETTER_QUEUE_PATTERN=^vibey\\.itest\\.%s%d\\..*\\.dlq$",
+             tag, (int)getpid());
+    return buf;
+}
+
 int itest_services(const char *verb, const char *what) {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "%s/scripts/services %s %s >/dev/null 2>&1",

@@ -130,6 +130,19 @@ void itest_drop_schema(PGconn *pg, const char *schema);
 /* Runs reaperd --migrate with REAPER_STORE_SCHEMA=schema; 0 on success
  * (its output on stderr otherwise). */
 int itest_migrate(const char *schema);
+/* Writes "REAPER_REAP_OWNED_QUEUE_PATTERN=^vibey\.itest\.<tag><pid>\." into
+ * buf (n bytes) and returns buf: the owned pattern for every reaperd of a
+ * test process, whose own queues are then named "vibey.itest.<tag><pid>.*".
+ * Tests share a broker and may run at once: with the default '^vibey\.' a
+ * test's reaperd owns every other test's queues too (its passes read, park
+ * and note their dead-letter queues, spending deliveries on quorum ones, and
+ * its tap binds to their dead-letter exchanges). */
+const char *itest_env_owned(char *buf, size_t n, const char *tag);
+/* Writes "REAPER_REAP_DEAD_LETTER_QUEUE_PATTERN=^vibey\.itest\.<tag><pid>\..*\.dlq$"
+ * into buf and returns buf: for a test that counts every verdict or ledger
+ * event of a whole pass, so that the dead-letter queues other tests leave
+ * on the shared broker (surfaced when not owned) do not add to its counts. */
+const char *itest_env_dead_letters(char *buf, size_t n, const char *tag);
 /* scripts/services verb what (e.g. "stop", "postgres"), quiet; the exit
  * code of the script. */
 int itest_services(const char *verb, const char *what);

@@ -7,3 +7,5 @@ rp_integration_test(test_reaperd_store SOURCES integration/test_reaperd_store.c 
   LIBS PkgConfig::PQ PkgConfig::JANSSON)
 # Both talk to the broker: scripts/test runs them against RabbitMQ 3.10 and 4.0.
 set_property(TEST test_services test_services_script APPEND PROPERTY LABELS broker)
+# It restarts PostgreSQL in the middle of a reap: nothing else may run then.
+set_tests_properties(test_reaperd_store PROPERTIES RUN_SERIAL TRUE)

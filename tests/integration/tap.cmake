@@ -10,3 +10,9 @@ set_property(TEST test_reaperd_tap_storm APPEND PROPERTY LABELS broker)
 rp_integration_test(test_reaperd_tap_replay SOURCES integration/test_reaperd_tap_replay.c
   integration/tap_common.c integration/itest.c LIBS reaper::rabbitmq PkgConfig::PQ PkgConfig::JANSSON)
 set_property(TEST test_reaperd_tap_replay APPEND PROPERTY LABELS broker)
+# It stops PostgreSQL in the middle of a storm: nothing else may run then.
+set_tests_properties(test_reaperd_tap_storm PROPERTIES RUN_SERIAL TRUE)
+# test_own_queues_get_no_policy runs reaperd with the DEFAULT names: it
+# deletes the shared vibey.reap.tap and owns every vibey.* queue, so its
+# policy fights every other reaperd's. Nothing else may run then.
+set_tests_properties(test_reaperd_tap_replay PROPERTIES RUN_SERIAL TRUE)

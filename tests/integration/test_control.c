@@ -30,6 +30,7 @@ typedef struct world {
     char schema[64];
     char queue[96];
     char env_schema[128], env_queue[160], env_users[160];
+    char env_owned[128], env_dlq[160]; /* no queue of other tests on the broker */
 } world;
 
 static world W;
@@ -38,8 +39,8 @@ static world W;
 #define sqln(...) itest_sqln(W.pg, W.schema, __VA_ARGS__)
 
 static rp_child *start_reaperd(const char *users_env) {
-    char *env[] = {W.env_schema, W.env_queue, (char *)users_env, "REAPER_LOG_FORMAT=json",
-                   "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
+    char *env[] = {W.env_schema, W.env_queue, (char *)users_env, W.env_owned, W.env_dlq,
+                   "REAPER_LOG_FORMAT=json", "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
     assert_int_equal(itest_migrate(W.schema), 0);
     return itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
 }
@@ -50,6 +51,8 @@ static int group_setup(void **state) {
     snprintf(W.queue, sizeof W.queue, "vibey.reap.control.itest.%d", (int)getpid());
     snprintf(W.env_schema, sizeof W.env_schema, "REAPER_STORE_SCHEMA=%s", W.schema);
     snprintf(W.env_queue, sizeof W.env_queue, "REAPER_BROKER_CONTROL_QUEUE=%s", W.queue);
+    itest_env_owned(W.env_owned, sizeof W.env_owned, "ctlq");
+    itest_env_dead_letters(W.env_dlq, sizeof W.env_dlq, "ctlq");
     W.pg = itest_pg_connect();
     W.reaperd = start_reaperd("REAPER_CONTROL_ALLOWED_USERS=");
     W.amqp = itest_amqp_connect();

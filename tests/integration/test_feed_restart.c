@@ -41,11 +41,12 @@ static void test_feed_across_broker_restart(void **state) {
     snprintf(exchange, sizeof exchange, "vibey.reap.events.itest.restart.%d", (int)getpid());
     snprintf(queue, sizeof queue, "itest.feed.restart.%d", (int)getpid());
     snprintf(control, sizeof control, "vibey.reap.control.itest.restart.%d", (int)getpid());
-    char env_schema[96], env_exchange[192], env_control[192];
+    char env_schema[96], env_exchange[192], env_control[192], env_owned[128];
     snprintf(env_schema, sizeof env_schema, "REAPER_STORE_SCHEMA=%s", schema);
+    itest_env_owned(env_owned, sizeof env_owned, "fr"); /* no queue of other tests */
     snprintf(env_exchange, sizeof env_exchange, "REAPER_BROKER_EVENTS_EXCHANGE=%s", exchange);
     snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
-    char *env[] = {env_schema, env_exchange, env_control, "REAPER_LOG_FORMAT=json",
+    char *env[] = {env_schema, env_exchange, env_control, env_owned, "REAPER_LOG_FORMAT=json",
                    "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
     assert_int_equal(itest_migrate(schema), 0);
 

@@ -28,7 +28,7 @@ typedef struct world {
     rp_child *reaperd;
     amqp_connection_state_t amqp;
     char control[96], prefix[64];
-    char env_schema[128], env_control[160];
+    char env_schema[128], env_control[160], env_owned[128];
     int seq;
 } world;
 
@@ -41,8 +41,9 @@ static int group_setup(void **state) {
     snprintf(W.control, sizeof W.control, "vibey.reap.control.itest.ctl.%d", (int)getpid());
     snprintf(W.env_schema, sizeof W.env_schema, "REAPER_STORE_SCHEMA=%s", W.f->schema);
     snprintf(W.env_control, sizeof W.env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", W.control);
+    itest_env_owned(W.env_owned, sizeof W.env_owned, "ctl"); /* this run's queues only */
     W.amqp = itest_amqp_connect();
-    char *env[] = {W.env_schema, W.env_control, "REAPER_LOG_FORMAT=json",
+    char *env[] = {W.env_schema, W.env_control, W.env_owned, "REAPER_LOG_FORMAT=json",
                    "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
     W.reaperd =
         itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");

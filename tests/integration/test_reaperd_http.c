@@ -39,6 +39,7 @@ typedef struct fixture {
     char queue[96];
     char env_schema[96];
     char env_queue[160];
+    char env_owned[128], env_dlq[160]; /* no queue of other tests on the broker */
     char config[128];
     rp_child *child; /* the reaperd running, killed by teardown if a test fails */
 } fixture;
@@ -53,6 +54,8 @@ static int setup(void **state) {
     n++;
     snprintf(f->env_schema, sizeof f->env_schema, "REAPER_STORE_SCHEMA=%s", f->schema);
     snprintf(f->env_queue, sizeof f->env_queue, "REAPER_BROKER_CONTROL_QUEUE=%s", f->queue);
+    itest_env_owned(f->env_owned, sizeof f->env_owned, "http");
+    itest_env_dead_letters(f->env_dlq, sizeof f->env_dlq, "http");
     *state = f;
     return 0;
 }
@@ -78,9 +81,9 @@ static void migrate(fixture *f) { assert_int_equal(itest_migrate(f->schema), 0);
 static rp_child *start(fixture *f, const char *a1, const char *a2, const char *e1,
                        const char *e2) {
     char *argv[] = {(char *)itest_env("REAPERD"), (char *)a1, (char *)a2, NULL};
-    char *env[] = {f->env_schema, f->env_queue, "REAPER_LOG_FORMAT=json",
-                   (char *)(e1 ? e1 : "REAPER_UNUSED_X="), (char *)(e2 ? e2 : "REAPER_UNUSED_Y="),
-                   NULL};
+    char *env[] = {f->env_schema, f->env_queue, f->env_owned, f->env_dlq,
+                   "REAPER_LOG_FORMAT=json", (char *)(e1 ? e1 : "REAPER_UNUSED_X="),
+                   (char *)(e2 ? e2 : "REAPER_UNUSED_Y="), NULL};
     rp_child *c = rp_child_start(argv, env);
     assert_non_null(c);
     f->child = c;

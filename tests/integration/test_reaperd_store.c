@@ -28,6 +28,7 @@ typedef struct fixture {
     PGconn *pg;
     char schema[64];
     char schema_env[96];
+    char owned_env[128], dlq_env[160]; /* no queue of other tests on the broker */
 } fixture;
 
 static int setup(void **state) {
@@ -36,6 +37,8 @@ static int setup(void **state) {
     static int n;
     snprintf(f->schema, sizeof f->schema, "itest_rd_%d_%d", (int)getpid(), n++);
     snprintf(f->schema_env, sizeof f->schema_env, "REAPER_STORE_SCHEMA=%s", f->schema);
+    itest_env_owned(f->owned_env, sizeof f->owned_env, "rd");
+    itest_env_dead_letters(f->dlq_env, sizeof f->dlq_env, "rd");
     *state = f;
     return 0;
 }
@@ -60,7 +63,7 @@ static int reaperd(fixture *f, char **out, char **err, const char *a1, const cha
                    const char *a3, const char *a4) {
     char *argv[] = {(char *)itest_env("REAPERD"), (char *)a1, (char *)a2, (char *)a3, (char *)a4,
                     NULL};
-    char *env[] = {f->schema_env, "REAPER_LOG_FORMAT=json", NULL};
+    char *env[] = {f->schema_env, f->owned_env, f->dlq_env, "REAPER_LOG_FORMAT=json", NULL};
     return rp_run_capture(argv, env, out, err);
 }
 
@@ -219,7 +222,7 @@ static void test_once_store_unreachable_exits_1(void **state) {
     fixture *f = *state;
     char *argv[] = {(char *)itest_env("REAPERD"), "--once", "--json", NULL};
     char *env[] = {"REAPER_STORE_DSN=host=127.0.0.1 port=1 dbname=vibey user=reaper",
-                   "REAPER_LOG_FORMAT=json", NULL};
+                   f->owned_env, f->dlq_env, "REAPER_LOG_FORMAT=json", NULL};
     char *out, *err;
     int rc = rp_run_capture(argv, env, &out, &err);
     assert_int_equal(rc, 1);
@@ -230,7 +233,6 @@ static void test_once_store_unreachable_exits_1(void **state) {
     assert_int_equal(json_array_size(un), 1);
     assert_string_equal(json_string_value(json_array_get(un, 0)), "job_queue");
     json_decref(rep);
-    (void)f;
     free(out);
     free(err);
 }
@@ -276,7 +278,7 @@ static void test_two_reapers_split_the_work(void **state) {
     add_expired(f, 5000, "alpha", 1, 7, 30);
     add_expired(f, 500, "beta", 7, 7, 30);
     char *argv[] = {(char *)itest_env("REAPERD"), "--once", "--json", NULL};
-    char *env[] = {f->schema_env, "REAPER_LOG_LEVEL=warn", NULL};
+    char *env[] = {f->schema_env, f->owned_env, f->dlq_env, "REAPER_LOG_LEVEL=warn", NULL};
     rp_child *a = rp_child_start(argv, env);
     rp_child *b = rp_child_start(argv, env);
     assert_int_equal(rp_child_wait_exit(a, 300000), 0);
@@ -304,8 +306,8 @@ static void test_daemon_reaps_on_the_deadline(void **state) {
               " SELECT 'alpha', 'k', 'leased', 1, 'w', now() + interval '2 seconds'"
               " FROM generate_series(1, 50)");
     char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {f->schema_env, "REAPER_REAP_INTERVAL_SECONDS=600", "REAPER_LOG_FORMAT=json",
-                   NULL};
+    char *env[] = {f->schema_env, f->owned_env, f->dlq_env, "REAPER_REAP_INTERVAL_SECONDS=600",
+                   "REAPER_LOG_FORMAT=json", NULL};
     rp_child *c = rp_child_start(argv, env);
     assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
     long t0 = itest_mono_ms();
@@ -332,7 +334,8 @@ static void test_sweep_off_still_reaps_leases(void **state) {
               "INSERT INTO job (project_id, kind, state, run_after) VALUES"
               " ('beta', 'k', 'ready', now() - interval '2 hours')");
     char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {f->schema_env, "REAPER_REAP_ENABLED=false", "REAPER_LOG_FORMAT=json", NULL};
+    char *env[] = {f->schema_env, f->owned_env, f->dlq_env, "REAPER_REAP_ENABLED=false",
+                   "REAPER_LOG_FORMAT=json", NULL};
     rp_child *c = rp_child_start(argv, env);
     assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
     assert_non_null(strstr(c->log, "\"scope\":\"lease reap\""));
@@ -352,8 +355,8 @@ static void test_database_restart_under_the_daemon(void **state) {
     migrate(f);
     add_expired(f, 40000, "alpha", 1, 7, 30);
     char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {f->schema_env, "REAPER_REAP_INTERVAL_SECONDS=2", "REAPER_LOG_FORMAT=json",
-                   NULL};
+    char *env[] = {f->schema_env, f->owned_env, f->dlq_env, "REAPER_REAP_INTERVAL_SECONDS=2",
+                   "REAPER_LOG_FORMAT=json", NULL};
     rp_child *c = rp_child_start(argv, env);
     /* Restart once the reap is under way. */
     long t0 = itest_mono_ms();

@@ -82,7 +82,11 @@ static char *reaperd_argv[] = {NULL, NULL};
 static void test_reaperd_connects_and_stops_on_sigterm(void **state) {
     (void)state;
     reaperd_argv[0] = (char *)itest_env("REAPERD");
-    char *env[] = {"REAPER_LOG_FORMAT=json", "REAPER_LOG_LEVEL=info", NULL};
+    /* Its passes leave the other tests' queues on the broker alone. */
+    char owned[128], dlq[160];
+    char *env[] = {"REAPER_LOG_FORMAT=json", "REAPER_LOG_LEVEL=info",
+                   (char *)itest_env_owned(owned, sizeof owned, "svc"),
+                   (char *)itest_env_dead_letters(dlq, sizeof dlq, "svc"), NULL};
     rp_child *c = rp_child_start(reaperd_argv, env);
     assert_non_null(c);
     bool broker = rp_child_wait_for(c, "\"msg\":\"broker connected\"", 30000);
