@@ -1,6 +1,7 @@
 /*
  * The dead-letter tap (tap.h): its declaration on the connect thread, its
- * consumer on the loop, the park on the store thread, and its bindings.
+ * consumer on the loop, the park on the tap's own thread (pipelined on its
+ * own session), and its bindings.
  */
 #include "tap.h"
 
@@ -38,7 +39,7 @@ typedef struct rp_tap_item {
     uint8_t *body;
     size_t body_len;
     bool truncated;
-    /* Set on the store thread, read on the loop after the batch. */
+    /* Set on the tap's thread, read on the loop after the batch. */
     rp_tap_result result;
     rp_park_outcome outcome;
     bool skipped;
