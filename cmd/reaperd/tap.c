@@ -62,6 +62,7 @@ struct rp_tap {
     struct rp_tap_batch *flight[RP_TAP_IN_FLIGHT];
     size_t in_flight;   /* how many of flight[] are set */
     size_t in_flight_n; /* their messages */
+    unsigned kept_gen; /* the connection of everything in waiting and stuck */
     bool paused; /* waiting for the retry timer */
     int backoff_ms;
     struct event *retry_ev;
@@ -580,8 +581,14 @@ static bool rp_tap_submit(rp_tap *t);
 static void rp_tap_kick(rp_tap *t) {
     rp_daemon *d = t->d;
     if (t->paused || t->stopped) return;
-    rp_list_drop_stale(&t->waiting, d->broker_generation);
-    rp_list_drop_stale(&t->stuck, d->broker_generation);
+    /* Only a new connection makes items stale (every item that joins a
+     * list after this is of the current one): walk the lists only then,
+     * not at every delivery. */
+    if (t->kept_gen != d->broker_generation) {
+        rp_list_drop_stale(&t->waiting, d->broker_generation);
+        rp_list_drop_stale(&t->stuck, d->broker_generation);
+        t->kept_gen = d->broker_generation;
+    }
     while (t->in_flight < RP_TAP_IN_FLIGHT && t->waiting.head && d->broker_up && !t->paused)
         if (!rp_tap_submit(t)) break;
 }
