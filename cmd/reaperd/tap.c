@@ -399,46 +399,54 @@ static void rp_tap_settle(rp_tap *t, rp_tap_chunk *c, bool *down) {
     c->n = 0;
 }
 
+/* The most transactions a batch has on the session at once: one being
+ * parked, the next ones waiting in the server's socket, so that the server
+ * never waits for this thread, even when it is not scheduled at once. */
+#define RP_TAP_DEPTH 3
+
+/* Reads the oldest outstanding chunk (c[*head], *count outstanding) and
+ * settles it. When its transaction failed on its own, reads the others
+ * first (its messages are then parked one by one on the session) and
+ * settles them all. */
+static void rp_tap_retire(rp_tap *t, rp_tap_chunk *c, size_t *head, size_t *count, bool *down) {
+    rp_tap_chunk *old = &c[*head];
+    rp_tap_receive(t, old, down);
+    if (old->n > 0 && old->st != RP_OK && !*down) {
+        for (size_t k = 1; k < *count; k++) rp_tap_receive(t, &c[(*head + k) % RP_TAP_DEPTH], down);
+        for (size_t k = 0; k < *count; k++) rp_tap_settle(t, &c[(*head + k) % RP_TAP_DEPTH], down);
+        *head = 0;
+        *count = 0;
+        return;
+    }
+    rp_tap_settle(t, old, down);
+    *head = (*head + 1) % RP_TAP_DEPTH;
+    (*count)--;
+}
+
 /* Parks one batch, in order, RP_TAP_TXN_MAX to a transaction, keeping the
- * session busy: the next chunk is prepared while the server parks the last
- * one, and sent before the last one's results are read, so that the server
- * goes from one transaction to the next without waiting for this thread
- * (and this thread prepares while the server parks). At most two chunks
- * are outstanding: prev (sent first) and cur. */
+ * session busy: the next chunks are prepared and sent while the server
+ * parks the earlier ones, and the oldest one's results are read only when
+ * RP_TAP_DEPTH are outstanding (or at the end), so that the server goes
+ * from one transaction to the next without waiting for this thread, and
+ * this thread prepares while the server parks. */
 static void rp_tap_work(void *ctx, void *job) {
     rp_tap *t = ctx;
     rp_tap_batch *b = job;
-    rp_tap_chunk *c = calloc(2, sizeof *c);
+    rp_tap_chunk *c = calloc(RP_TAP_DEPTH, sizeof *c);
     if (c == NULL) {
         for (size_t i = 0; i < b->n; i++) b->items[i]->result = RP_TAP_RETRY;
         return;
     }
     bool down = false;
-    rp_tap_chunk *prev = NULL, *cur = &c[0];
-    size_t i = 0;
+    size_t head = 0, count = 0, i = 0;
     while (i < b->n) {
+        rp_tap_chunk *cur = &c[(head + count) % RP_TAP_DEPTH];
         rp_tap_fill(t, b, &i, cur, &down);
         rp_tap_send(t, cur, &down);
-        if (prev != NULL) {
-            rp_tap_receive(t, prev, &down);
-            if (prev->st != RP_OK && !down) {
-                /* prev is parked one by one: nothing may be outstanding. */
-                rp_tap_receive(t, cur, &down);
-                rp_tap_settle(t, prev, &down);
-                rp_tap_settle(t, cur, &down);
-                prev = NULL;
-                cur = &c[0];
-                continue;
-            }
-            rp_tap_settle(t, prev, &down);
-        }
-        prev = cur;
-        cur = prev == &c[0] ? &c[1] : &c[0];
+        count++;
+        if (count == RP_TAP_DEPTH) rp_tap_retire(t, c, &head, &count, &down);
     }
-    if (prev != NULL) {
-        rp_tap_receive(t, prev, &down);
-        rp_tap_settle(t, prev, &down);
-    }
+    while (count > 0) rp_tap_retire(t, c, &head, &count, &down);
     free(c);
 }
 
