@@ -110,9 +110,12 @@ void rp__pg_forget_row(rp_pg_store *s) {
  * connects afresh and prepares again. */
 static void rp_lose_session(rp_pg_store *s) {
     rp_pg_conn_close(s->conn);
+    s->pending = 0;
     rp__pg_forget_row(s);
     s->ready = false;
 }
+
+void rp__pg_lose_session(rp_pg_store *s) { rp_lose_session(s); }
 
 /* ---- errors ---- */
 
@@ -183,24 +186,24 @@ static bool rp_ok_status(ExecStatusType t) {
     return t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK;
 }
 
-/* Sends and reads one pipeline. Returns RP_OK when every command succeeded
- * (res filled), RP_ERR_UNAVAILABLE when the session broke or timed out
- * (closed, res empty), or the mapped status of the first failed command
- * (res empty; the failure logged, code set). */
-static rp_status rp_pipeline(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,
-                             const char *op, char code[6]) {
+/* Sends n commands and their sync into the session's pipeline (entering
+ * pipeline mode when nothing is outstanding) and flushes, without reading.
+ * RP_OK, or RP_ERR_UNAVAILABLE when the session broke (closed; whatever was
+ * outstanding is lost with it). */
+rp_status rp__pg_send(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, const char *op) {
     PGconn *c = rp_pg_conn_handle(s->conn);
     int64_t deadline = rp_mono_ms() + s->timeout_ms;
-    for (size_t i = 0; i < n; i++) res[i] = NULL;
-    code[0] = '\0';
     const char *broke = NULL;
     rp_wait_result w = RP_WAIT_OK;
-
     if (c == NULL || PQstatus(c) != CONNECTION_OK) {
         broke = "not connected";
         goto lost;
     }
-    if (PQsetnonblocking(c, 1) != 0 || PQenterPipelineMode(c) != 1) {
+    if (s->pending > 0 && s->pending_gen != rp_pg_conn_generation(s->conn)) {
+        broke = "a new session under an open pipeline";
+        goto lost;
+    }
+    if (s->pending == 0 && (PQsetnonblocking(c, 1) != 0 || PQenterPipelineMode(c) != 1)) {
         broke = "cannot enter pipeline mode";
         goto lost;
     }
@@ -219,9 +222,36 @@ static rp_status rp_pipeline(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, P
         broke = "sync";
         goto lost;
     }
+    s->pending++;
+    s->pending_gen = rp_pg_conn_generation(s->conn);
     if ((w = rp_flush(c, deadline)) != RP_WAIT_OK) {
         broke = "flush";
         goto lost;
+    }
+    return RP_OK;
+lost: {
+    char line[300];
+    rp_pg_error_line(c ? PQerrorMessage(c) : "not connected", line, sizeof line);
+    RP_WARN("store connection lost", "op", op, "step", broke,
+            "error", w == RP_WAIT_TIMEOUT ? "timed out" : line, NULL);
+    rp_lose_session(s);
+    return RP_ERR_UNAVAILABLE;
+}
+}
+
+rp_status rp__pg_recv(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,
+                      const char *op, char code[6]) {
+    PGconn *c = rp_pg_conn_handle(s->conn);
+    int64_t deadline = rp_mono_ms() + s->timeout_ms;
+    for (size_t i = 0; i < n; i++) res[i] = NULL;
+    code[0] = '\0';
+    const char *broke = NULL;
+    rp_wait_result w = RP_WAIT_OK;
+    /* Nothing outstanding: the session that held it was lost (and logged). */
+    if (s->pending == 0 || c == NULL || PQstatus(c) != CONNECTION_OK ||
+        s->pending_gen != rp_pg_conn_generation(s->conn)) {
+        s->pending = 0;
+        return RP_ERR_UNAVAILABLE;
     }
 
     /* Each command gives its result(s) and a NULL; then the sync. */
@@ -254,7 +284,7 @@ static rp_status rp_pipeline(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, P
         goto lost_clear;
     }
     PQclear(sync);
-    if (PQexitPipelineMode(c) != 1 || PQsetnonblocking(c, 0) != 0) {
+    if (--s->pending == 0 && (PQexitPipelineMode(c) != 1 || PQsetnonblocking(c, 0) != 0)) {
         broke = "cannot leave pipeline mode";
         goto lost_clear;
     }
@@ -283,14 +313,34 @@ static rp_status rp_pipeline(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, P
 
 lost_clear:
     rp__pg_clear(res, n);
-lost: {
-    char line[300];
-    rp_pg_error_line(c ? PQerrorMessage(c) : "not connected", line, sizeof line);
-    RP_WARN("store connection lost", "op", op, "step", broke,
-            "error", w == RP_WAIT_TIMEOUT ? "timed out" : line, NULL);
+    {
+        char line[300];
+        rp_pg_error_line(PQerrorMessage(c), line, sizeof line);
+        RP_WARN("store connection lost", "op", op, "step", broke,
+                "error", w == RP_WAIT_TIMEOUT ? "timed out" : line, NULL);
+    }
     rp_lose_session(s);
     return RP_ERR_UNAVAILABLE;
 }
+
+/* Sends and reads one pipeline. Returns RP_OK when every command succeeded
+ * (res filled), RP_ERR_UNAVAILABLE when the session broke or timed out
+ * (closed, res empty), or the mapped status of the first failed command
+ * (res empty; the failure logged, code set). */
+static rp_status rp_pipeline(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,
+                             const char *op, char code[6]) {
+    for (size_t i = 0; i < n; i++) res[i] = NULL;
+    code[0] = '\0';
+    if (s->pending > 0) {
+        /* A caller that left segments unread (rp__pg_send): a bug, but
+         * never read their results as this one's. */
+        RP_ERROR("store pipeline used while results are outstanding", "op", op, NULL);
+        rp_lose_session(s);
+        return RP_ERR_UNAVAILABLE;
+    }
+    rp_status st = rp__pg_send(s, cmds, n, op);
+    if (st != RP_OK) return st;
+    return rp__pg_recv(s, cmds, n, res, op, code);
 }
 
 rp_status rp__pg_run(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,

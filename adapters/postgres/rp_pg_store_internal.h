@@ -91,6 +91,10 @@ struct rp_pg_store {
     PGresult *sight_res;
     rp_sighting_row *sight_view;
     bool clock_fell_back; /* logged once per outage */
+    /* Segments sent (rp__pg_send) whose results are not read yet, and the
+     * session they were sent on. */
+    size_t pending;
+    unsigned long pending_gen;
 };
 
 /* How a call relates to a taken row's open transaction. */
@@ -132,10 +136,32 @@ rp_status rp__pg_run(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult 
                      const char *op, char sqlstate[6]) RP_MUSTCHECK;
 void rp__pg_clear(PGresult **res, size_t n);
 
+/* rp__pg_run in two halves, so that a caller can send the next segment
+ * before reading the last one's results (the server then never waits for
+ * the client between them). rp__pg_send sends n commands and a sync (one
+ * segment; without BEGIN it is one implicit transaction, committed at its
+ * sync, or rolled back alone when one of its commands fails, the next
+ * segment unaffected) without reading. rp__pg_recv reads the oldest
+ * segment's results, the same n (cmds: the commands sent, only stmt and
+ * sql are read, to name a failure), as rp__pg_run reports them, except
+ * that it rolls nothing back (a failed implicit transaction is over at its
+ * sync). The caller reads every segment it sent, in order, before any other
+ * call on the store (rp__pg_enter, rp__pg_run...); call rp__pg_enter only
+ * when nothing is outstanding. When the session is lost every outstanding
+ * segment is lost with it: each later rp__pg_recv returns
+ * RP_ERR_UNAVAILABLE at once (whether it committed is unknown). */
+rp_status rp__pg_send(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n,
+                      const char *op) RP_MUSTCHECK;
+rp_status rp__pg_recv(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,
+                      const char *op, char sqlstate[6]) RP_MUSTCHECK;
+
 /* Ends the session's open transaction, if any, with ROLLBACK and forgets
  * the taken row. RP_OK, or the failure of the ROLLBACK (the connection is
  * then closed). */
 rp_status rp__pg_rollback(rp_pg_store *s, const char *op) RP_MUSTCHECK;
+/* Closes the session (whatever it held, outstanding segments included, is
+ * gone); the next port call connects afresh. */
+void rp__pg_lose_session(rp_pg_store *s);
 /* Forgets the taken row without touching the session. */
 void rp__pg_forget_row(rp_pg_store *s);
 

@@ -1,6 +1,7 @@
 /*
  * The dead-letter tap (tap.h): its declaration on the connect thread, its
- * consumer on the loop, the park on the store thread, and its bindings.
+ * consumer on the loop, the park on the tap's own thread (pipelined on its
+ * own session), and its bindings.
  */
 #include "tap.h"
 
@@ -38,7 +39,7 @@ typedef struct rp_tap_item {
     uint8_t *body;
     size_t body_len;
     bool truncated;
-    /* Set on the store thread, read on the loop after the batch. */
+    /* Set on the tap's thread, read on the loop after the batch. */
     rp_tap_result result;
     rp_park_outcome outcome;
     bool skipped;
@@ -61,6 +62,7 @@ struct rp_tap {
     struct rp_tap_batch *flight[RP_TAP_IN_FLIGHT];
     size_t in_flight;   /* how many of flight[] are set */
     size_t in_flight_n; /* their messages */
+    unsigned kept_gen; /* the connection of everything in waiting and stuck */
     bool paused; /* waiting for the retry timer */
     int backoff_ms;
     struct event *retry_ev;
@@ -281,99 +283,171 @@ static rp_tap_result rp_tap_result_of(rp_status st) {
     }
 }
 
-/* Parks the n prepared messages in one transaction; when that fails for a
- * reason of its own (not the store going away), one by one, so that only
- * the message that fails alone is held. */
-static void rp_tap_park_chunk(rp_tap *t, rp_tap_prep *p, size_t n, bool *down) {
+/* The most dead letters and body bytes parked in one transaction. */
+#define RP_TAP_TXN_MAX 50
+#define RP_TAP_TXN_BYTES (8u * 1024u * 1024u)
+
+/* One transaction's worth of a batch: its prepared messages and, once
+ * sent, the park items whose results rp_pg_park_recv fills. */
+typedef struct rp_tap_chunk {
+    rp_tap_prep p[RP_TAP_TXN_MAX];
+    rp_pg_park_item items[RP_TAP_TXN_MAX];
+    size_t n;
+    bool sent;       /* in the session's pipeline, its results not read */
+    bool received;   /* read (st is its outcome) */
+    rp_status st;    /* the outcome of its send or its receipt */
+} rp_tap_chunk;
+
+/* Prepares the next messages of b from *i into c (at most RP_TAP_TXN_MAX,
+ * RP_TAP_TXN_BYTES of bodies); messages not to park (not a dead letter, or
+ * failing on their own) are settled at once. */
+static void rp_tap_fill(rp_tap *t, rp_tap_batch *b, size_t *i, rp_tap_chunk *c, bool *down) {
     rp_daemon *d = t->d;
-    rp_pg_park_item *items = calloc(n, sizeof *items);
-    rp_status st = items ? RP_OK : RP_ERR_NOMEM;
-    for (size_t i = 0; st == RP_OK && i < n; i++)
-        items[i] = (rp_pg_park_item){d->mgmt_keep.vhost, d->cfg->broker.tap_queue, &p[i].msg,
-                                     &p[i].facts, &p[i].v, {0}};
-    if (st == RP_OK) st = rp_pg_park_batch(t->store, items, n);
-    if (st == RP_OK) {
-        for (size_t i = 0; i < n; i++) {
-            rp_tap_item *it = p[i].it;
+    size_t bytes = 0;
+    c->n = 0;
+    c->sent = c->received = false;
+    c->st = RP_OK;
+    for (; *i < b->n && c->n < RP_TAP_TXN_MAX && bytes < RP_TAP_TXN_BYTES; (*i)++) {
+        rp_tap_item *it = b->items[*i];
+        if (*down || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
+            it->result = RP_TAP_RETRY;
+            continue;
+        }
+        bool park = false;
+        rp_tap_prep *p = &c->p[c->n];
+        it->st = rp_tap_prepare(t, it, p, &park);
+        if (it->st != RP_OK || !park) {
+            it->result = rp_tap_result_of(it->st);
+            if (it->result == RP_TAP_RETRY) *down = true;
+            rp_tap_prep_cleanup(p);
+            continue;
+        }
+        bytes += it->body_len;
+        c->items[c->n] = (rp_pg_park_item){d->mgmt_keep.vhost, d->cfg->broker.tap_queue, &p->msg,
+                                           &p->facts, &p->v, {0}};
+        c->n++;
+    }
+}
+
+/* Sends c's transaction into the session's pipeline, unless there is
+ * nothing to park or the tap must not park now. */
+static void rp_tap_send(rp_tap *t, rp_tap_chunk *c, bool *down) {
+    if (c->n == 0) return;
+    if (*down || __atomic_load_n(&t->d->stopping, __ATOMIC_ACQUIRE)) {
+        c->st = RP_ERR_UNAVAILABLE; /* held and tried again */
+        return;
+    }
+    c->st = rp_pg_park_send(t->store, c->items, c->n);
+    c->sent = c->st == RP_OK;
+    if (rp_tap_result_of(c->st) == RP_TAP_RETRY) *down = true;
+}
+
+/* Reads c's results if it was sent and they are not read yet. */
+static void rp_tap_receive(rp_tap *t, rp_tap_chunk *c, bool *down) {
+    if (!c->sent || c->received) return;
+    c->st = rp_pg_park_recv(t->store, c->items, c->n);
+    c->received = true;
+    if (rp_tap_result_of(c->st) == RP_TAP_RETRY) *down = true;
+}
+
+/* Settles c's messages from its outcome (received, or a send that failed)
+ * and frees what was prepared. When its transaction failed for a reason of
+ * its own (not the store going away), its messages are parked one by one,
+ * so that only one that fails alone is held: nothing else may be
+ * outstanding on the session then. */
+static void rp_tap_settle(rp_tap *t, rp_tap_chunk *c, bool *down) {
+    rp_daemon *d = t->d;
+    if (c->n == 0) return;
+    if (c->st == RP_OK) {
+        for (size_t i = 0; i < c->n; i++) {
+            rp_tap_item *it = c->p[i].it;
             it->st = RP_OK;
             it->result = RP_TAP_DONE;
             it->outcome = RP_PARKED_ALREADY;
-            if (!items[i].result.parked) continue;
+            if (!c->items[i].result.parked) continue;
             it->outcome = RP_PARKED_NEW;
             /* Committed: the event may go out (a failure to publish loses
              * nothing; the ledger is the record). */
             rp_report rep;
             rp_report_init(&rep, false);
-            if (rp_publish_event(&t->ports, &items[i].result.event, &p[i].v, &rep) != RP_OK)
+            if (rp_publish_event(&t->ports, &c->items[i].result.event, &c->p[i].v, &rep) != RP_OK)
                 RP_DEBUG("a tap park's event was not handed to the feed", NULL);
             rp_report_cleanup(&rep);
         }
-        free(items);
-        return;
-    }
-    free(items);
-    if (rp_tap_result_of(st) == RP_TAP_RETRY) {
+    } else if (rp_tap_result_of(c->st) == RP_TAP_RETRY) {
         *down = true;
-        for (size_t i = 0; i < n; i++) p[i].it->result = RP_TAP_RETRY, p[i].it->st = st;
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        rp_tap_item *it = p[i].it;
-        if (*down || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
-            it->result = RP_TAP_RETRY;
-            continue;
-        }
-        rp_report rep;
-        rp_report_init(&rep, false);
-        rp_park_site site = {d->mgmt_keep.vhost, d->cfg->broker.tap_queue,
-                             d->cfg->reap.dead_letter_queue_pattern.code};
-        it->st = rp_park_dead_letter(&t->ports, &site, &p[i].msg, false, &rep, &it->outcome);
-        rp_report_cleanup(&rep);
-        it->result = rp_tap_result_of(it->st);
-        if (it->result == RP_TAP_RETRY) *down = true;
-    }
-}
-
-/* The most dead letters and body bytes parked in one transaction. */
-#define RP_TAP_TXN_MAX 50
-#define RP_TAP_TXN_BYTES (8u * 1024u * 1024u)
-
-static void rp_tap_work(void *ctx, void *job) {
-    rp_tap *t = ctx;
-    rp_daemon *d = t->d;
-    rp_tap_batch *b = job;
-    rp_tap_prep *p = calloc(RP_TAP_TXN_MAX, sizeof *p);
-    bool down = p == NULL;
-    size_t i = 0;
-    while (i < b->n) {
-        size_t np = 0, bytes = 0;
-        for (; i < b->n && np < RP_TAP_TXN_MAX && bytes < RP_TAP_TXN_BYTES; i++) {
-            rp_tap_item *it = b->items[i];
-            if (down || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
+        for (size_t i = 0; i < c->n; i++) c->p[i].it->result = RP_TAP_RETRY, c->p[i].it->st = c->st;
+    } else {
+        for (size_t i = 0; i < c->n; i++) {
+            rp_tap_item *it = c->p[i].it;
+            if (*down || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
                 it->result = RP_TAP_RETRY;
                 continue;
             }
-            bool park = false;
-            it->st = rp_tap_prepare(t, it, &p[np], &park);
-            if (it->st != RP_OK || !park) {
-                it->result = rp_tap_result_of(it->st);
-                if (it->result == RP_TAP_RETRY) down = true;
-                rp_tap_prep_cleanup(&p[np]);
-                continue;
-            }
-            bytes += it->body_len;
-            np++;
+            rp_report rep;
+            rp_report_init(&rep, false);
+            rp_park_site site = {d->mgmt_keep.vhost, d->cfg->broker.tap_queue,
+                                 d->cfg->reap.dead_letter_queue_pattern.code};
+            it->st = rp_park_dead_letter(&t->ports, &site, &c->p[i].msg, false, &rep,
+                                         &it->outcome);
+            rp_report_cleanup(&rep);
+            it->result = rp_tap_result_of(it->st);
+            if (it->result == RP_TAP_RETRY) *down = true;
         }
-        if (np > 0) {
-            if (down || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
-                for (size_t k = 0; k < np; k++) p[k].it->result = RP_TAP_RETRY;
-            } else {
-                rp_tap_park_chunk(t, p, np, &down);
-            }
-        }
-        for (size_t k = 0; k < np; k++) rp_tap_prep_cleanup(&p[k]);
     }
-    free(p);
+    for (size_t i = 0; i < c->n; i++) rp_tap_prep_cleanup(&c->p[i]);
+    c->n = 0;
+}
+
+/* The most transactions a batch has on the session at once: one being
+ * parked, the next ones waiting in the server's socket, so that the server
+ * never waits for this thread, even when it is not scheduled at once. */
+#define RP_TAP_DEPTH 3
+
+/* Reads the oldest outstanding chunk (c[*head], *count outstanding) and
+ * settles it. When its transaction failed on its own, reads the others
+ * first (its messages are then parked one by one on the session) and
+ * settles them all. */
+static void rp_tap_retire(rp_tap *t, rp_tap_chunk *c, size_t *head, size_t *count, bool *down) {
+    rp_tap_chunk *old = &c[*head];
+    rp_tap_receive(t, old, down);
+    if (old->n > 0 && old->st != RP_OK && !*down) {
+        for (size_t k = 1; k < *count; k++) rp_tap_receive(t, &c[(*head + k) % RP_TAP_DEPTH], down);
+        for (size_t k = 0; k < *count; k++) rp_tap_settle(t, &c[(*head + k) % RP_TAP_DEPTH], down);
+        *head = 0;
+        *count = 0;
+        return;
+    }
+    rp_tap_settle(t, old, down);
+    *head = (*head + 1) % RP_TAP_DEPTH;
+    (*count)--;
+}
+
+/* Parks one batch, in order, RP_TAP_TXN_MAX to a transaction, keeping the
+ * session busy: the next chunks are prepared and sent while the server
+ * parks the earlier ones, and the oldest one's results are read only when
+ * RP_TAP_DEPTH are outstanding (or at the end), so that the server goes
+ * from one transaction to the next without waiting for this thread, and
+ * this thread prepares while the server parks. */
+static void rp_tap_work(void *ctx, void *job) {
+    rp_tap *t = ctx;
+    rp_tap_batch *b = job;
+    rp_tap_chunk *c = calloc(RP_TAP_DEPTH, sizeof *c);
+    if (c == NULL) {
+        for (size_t i = 0; i < b->n; i++) b->items[i]->result = RP_TAP_RETRY;
+        return;
+    }
+    bool down = false;
+    size_t head = 0, count = 0, i = 0;
+    while (i < b->n) {
+        rp_tap_chunk *cur = &c[(head + count) % RP_TAP_DEPTH];
+        rp_tap_fill(t, b, &i, cur, &down);
+        rp_tap_send(t, cur, &down);
+        count++;
+        if (count == RP_TAP_DEPTH) rp_tap_retire(t, c, &head, &count, &down);
+    }
+    while (count > 0) rp_tap_retire(t, c, &head, &count, &down);
+    free(c);
 }
 
 /* ---- the loop ----------------------------------------------------------------- */
@@ -515,8 +589,14 @@ static bool rp_tap_submit(rp_tap *t);
 static void rp_tap_kick(rp_tap *t) {
     rp_daemon *d = t->d;
     if (t->paused || t->stopped) return;
-    rp_list_drop_stale(&t->waiting, d->broker_generation);
-    rp_list_drop_stale(&t->stuck, d->broker_generation);
+    /* Only a new connection makes items stale (every item that joins a
+     * list after this is of the current one): walk the lists only then,
+     * not at every delivery. */
+    if (t->kept_gen != d->broker_generation) {
+        rp_list_drop_stale(&t->waiting, d->broker_generation);
+        rp_list_drop_stale(&t->stuck, d->broker_generation);
+        t->kept_gen = d->broker_generation;
+    }
     while (t->in_flight < RP_TAP_IN_FLIGHT && t->waiting.head && d->broker_up && !t->paused)
         if (!rp_tap_submit(t)) break;
 }

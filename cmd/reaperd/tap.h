@@ -31,11 +31,17 @@
  * (so parking never waits behind a sweep on the store thread, and the two
  * sessions commit side by side). There the messages are examined and
  * judged as core's rp_park_dead_letter does, and parked up to 50 (and 8 MiB
- * of bodies) per transaction, in one round trip (rp_pg_park_batch): the
- * commit is the cost, so a storm is parked about as fast as it comes. When
- * such a transaction fails for a reason of its own (not the store going
- * away), its messages are parked one by one, each in its own transaction,
- * so that only one that fails alone is held. Idempotent by identity either
+ * of bodies) per transaction, in one round trip each: the commit is the
+ * cost, so a storm is parked about as fast as it comes. The session is
+ * kept busy: the thread prepares the next 50 while PostgreSQL parks the
+ * earlier ones, and sends their transaction (rp_pg_park_send) before it
+ * reads the results of the oldest (rp_pg_park_recv), up to three
+ * transactions outstanding, so that PostgreSQL goes from one to the next
+ * without waiting for the thread; each is a transaction of its own,
+ * committed or failed alone. When one fails for a reason of its own (not
+ * the store going away), the ones sent after it are read first, then its
+ * messages are parked one by one, each in its own transaction, so that
+ * only one that fails alone is held. Idempotent by identity either
  * way (a pass's backfill parking the same identity at once is settled by ON
  * CONFLICT). The ledger events of the parked ones go to the events exchange
  * through the daemon's feed, after the commit. Back on the loop, parked messages are

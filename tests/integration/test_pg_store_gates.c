@@ -190,6 +190,97 @@ static void test_park_edge_cases(void **state) {
                      0);
 }
 
+/* n letters examined and judged for the batch park (rp_pg_park_send/recv):
+ * message ids PREFIX-0.. (one with the headers jsonb refuses when bad >= 0). */
+typedef struct batch {
+    letter l[4];
+    char ids[4][32];
+    rp_dead_letter facts[4];
+    rp_verdict v[4];
+    rp_pg_park_item items[4];
+    size_t n;
+} batch;
+
+static void make_batch(pgfx *f, batch *b, const char *prefix, size_t n, int bad) {
+    static const uint8_t body[] = "hello";
+    memset(b, 0, sizeof *b);
+    b->n = n;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(b->ids[i], sizeof b->ids[i], "%s-%zu", prefix, i);
+        make_letter(&b->l[i], b->ids[i], body, 5);
+        if ((int)i == bad) b->l[i].handle.headers_json = "{not json";
+        assert_int_equal(rp_dead_letter_examine(&b->l[i].msg.headers, "vibey.orders.dlq", f->dlq,
+                                                b->l[i].msg.body, &b->facts[i]),
+                         RP_OK);
+        assert_int_equal(rp_judge_dead_letter(&b->facts[i], "/", "vibey.orders.dlq", &b->v[i]),
+                         RP_OK);
+        b->items[i] = (rp_pg_park_item){"/", "vibey.orders.dlq", &b->l[i].msg, &b->facts[i],
+                                        &b->v[i], {0}};
+    }
+}
+
+static void batch_cleanup(batch *b) {
+    for (size_t i = 0; i < b->n; i++) {
+        rp_verdict_cleanup(&b->v[i]);
+        rp_dead_letter_cleanup(&b->facts[i]);
+    }
+}
+
+static int64_t parked_like(pgfx *f, const char *prefix) {
+    return pgfx_i64(f, "SELECT (SELECT count(*) FROM dead_letter WHERE identity LIKE 'id:%s-%%')"
+                       " * 100 + (SELECT count(*) FROM job WHERE payload->>'identity' LIKE 'id:%s-%%')",
+                    prefix, prefix);
+}
+
+/* The tap's pipelined batch park: a batch sent before the last one's
+ * results are read commits or fails alone (one bad dead letter fails its
+ * whole batch and nothing of it stays; the next batch, already on its way,
+ * is parked), the session stays usable, a batch park while batches are
+ * unread is refused, and a session lost under two outstanding batches
+ * reports both unavailable and is replaced by the next call. */
+static void test_park_batches_pipelined(void **state) {
+    pgfx *f = *state;
+    batch a, b;
+    make_batch(f, &a, "pa", 3, 1);
+    make_batch(f, &b, "pb", 4, -1);
+    assert_int_equal(rp_pg_park_send(f->store, a.items, a.n), RP_OK);
+    assert_int_equal(rp_pg_park_send(f->store, b.items, b.n), RP_OK);
+    assert_int_equal(rp_pg_park_batch(f->store, b.items, b.n), RP_ERR_INVALID);
+    assert_int_equal(rp_pg_park_recv(f->store, a.items, a.n), RP_ERR_INTERNAL);
+    assert_int_equal(rp_pg_park_recv(f->store, b.items, b.n), RP_OK);
+    for (size_t i = 0; i < b.n; i++) {
+        assert_true(b.items[i].result.parked);
+        assert_true(b.items[i].result.job_id > 0);
+        assert_true(b.items[i].result.event.seq > 0);
+    }
+    assert_int_equal(parked_like(f, "pa"), 0);
+    assert_int_equal(parked_like(f, "pb"), 404);
+    /* Parked again: nothing new; the good ones of a on their own. */
+    a.l[1].handle.headers_json = "{}";
+    assert_int_equal(rp_pg_park_send(f->store, b.items, b.n), RP_OK);
+    assert_int_equal(rp_pg_park_send(f->store, a.items, a.n), RP_OK);
+    assert_int_equal(rp_pg_park_recv(f->store, b.items, b.n), RP_OK);
+    assert_int_equal(rp_pg_park_recv(f->store, a.items, a.n), RP_OK);
+    for (size_t i = 0; i < b.n; i++) assert_false(b.items[i].result.parked);
+    for (size_t i = 0; i < a.n; i++) assert_true(a.items[i].result.parked);
+    assert_int_equal(parked_like(f, "pa"), 303);
+    assert_int_equal(parked_like(f, "pb"), 404);
+    /* A session lost under two outstanding batches: both unavailable; the
+     * next call connects afresh, and the one parked before is found. */
+    batch c;
+    make_batch(f, &c, "pc", 2, -1);
+    assert_int_equal(rp_pg_park_send(f->store, c.items, c.n), RP_OK);
+    assert_int_equal(rp_pg_park_send(f->store, b.items, b.n), RP_OK);
+    rp_pg_conn_close(f->conn);
+    assert_int_equal(rp_pg_park_recv(f->store, c.items, c.n), RP_ERR_UNAVAILABLE);
+    assert_int_equal(rp_pg_park_recv(f->store, b.items, b.n), RP_ERR_UNAVAILABLE);
+    assert_int_equal(rp_pg_park_batch(f->store, c.items, c.n), RP_OK);
+    assert_int_equal(parked_like(f, "pc"), 202);
+    batch_cleanup(&a);
+    batch_cleanup(&b);
+    batch_cleanup(&c);
+}
+
 /* Gates: a delivery_exhausted gate for each of two poison jobs (alpha,
  * beta) and a bus_dead_lettered one. Returns their ids. */
 static void make_gates(pgfx *f, int64_t *alpha, int64_t *beta, int64_t *bus) {
@@ -392,6 +483,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_park_is_idempotent_by_identity),
         T(test_park_edge_cases),
+        T(test_park_batches_pipelined),
         T(test_gate_list),
         T(test_gate_answers),
         T(test_gate_answered_once_under_a_race),
