@@ -400,9 +400,12 @@ static void rp_tap_settle(rp_tap *t, rp_tap_chunk *c, bool *down) {
 }
 
 /* The most transactions a batch has on the session at once: one being
- * parked, the next ones waiting in the server's socket, so that the server
- * never waits for this thread, even when it is not scheduled at once. */
-#define RP_TAP_DEPTH 3
+ * parked, the next one waiting in the server's socket, so that the server
+ * never waits for this thread. Measured on the quiet 2-CPU machine
+ * (bench/tap, 100,000 storm): 2 gave 7,600-8,600/s in 5 of 5 runs; 3 gave
+ * the same or, in 5 of 12 storms, an unexplained slow mode of about
+ * 4,900/s with every process partly idle; 1 (no overlap) 7,100-7,900. */
+#define RP_TAP_DEPTH 2
 
 /* Reads the oldest outstanding chunk (c[*head], *count outstanding) and
  * settles it. When its transaction failed on its own, reads the others

@@ -35,8 +35,8 @@
  * cost, so a storm is parked about as fast as it comes. The session is
  * kept busy: the thread prepares the next 50 while PostgreSQL parks the
  * earlier ones, and sends their transaction (rp_pg_park_send) before it
- * reads the results of the oldest (rp_pg_park_recv), up to three
- * transactions outstanding, so that PostgreSQL goes from one to the next
+ * reads the results of the oldest (rp_pg_park_recv), two transactions
+ * outstanding (RP_TAP_DEPTH), so that PostgreSQL goes from one to the next
  * without waiting for the thread; each is a transaction of its own,
  * committed or failed alone. When one fails for a reason of its own (not
  * the store going away), the ones sent after it are read first, then its
