@@ -556,3 +556,66 @@ void itest_queue_delete(amqp_connection_state_t c, int channel, const char *queu
     if (r.reply_type != AMQP_RESPONSE_NORMAL)
         fail_msg("delete of %s failed (reply %d)", queue, r.reply_type);
 }
+
+static void itest_rpc_ok(amqp_connection_state_t c, const char *what, const char *name) {
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(c);
+    if (r.reply_type != AMQP_RESPONSE_NORMAL)
+        fail_msg("%s %s failed (reply %d)", what, name, r.reply_type);
+}
+
+void itest_dead_letters(amqp_connection_state_t c, const char *origin, const char *dlq, int n,
+                        int quorum_limit) {
+    char dlx[300];
+    snprintf(dlx, sizeof dlx, "%s.dlx", origin);
+    amqp_exchange_declare(c, 1, amqp_cstring_bytes(dlx), amqp_cstring_bytes("fanout"), 0, 0, 1, 0,
+                          amqp_empty_table);
+    itest_rpc_ok(c, "exchange declare", dlx);
+    amqp_table_entry_t qargs[2] = {
+        {amqp_cstring_bytes("x-queue-type"),
+         {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes("quorum")}}},
+        {amqp_cstring_bytes("x-delivery-limit"), {AMQP_FIELD_KIND_I64, {.i64 = quorum_limit}}},
+    };
+    bool quorum = quorum_limit > 0;
+    amqp_queue_declare(c, 1, amqp_cstring_bytes(dlq), 0, quorum, 0, 0,
+                       quorum ? (amqp_table_t){2, qargs} : amqp_empty_table);
+    itest_rpc_ok(c, "queue declare", dlq);
+    amqp_queue_bind(c, 1, amqp_cstring_bytes(dlq), amqp_cstring_bytes(dlx), amqp_cstring_bytes(""),
+                    amqp_empty_table);
+    itest_rpc_ok(c, "queue bind", dlq);
+    amqp_table_entry_t oargs[1] = {{amqp_cstring_bytes("x-dead-letter-exchange"),
+                                    {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes(dlx)}}}};
+    amqp_queue_declare(c, 1, amqp_cstring_bytes(origin), 0, 0, 0, 0, (amqp_table_t){1, oargs});
+    itest_rpc_ok(c, "queue declare", origin);
+    for (int i = 0; i < n; i++) {
+        char id[320], body[32];
+        snprintf(id, sizeof id, "%s-m%d", origin, i);
+        snprintf(body, sizeof body, "body %d", i);
+        amqp_basic_properties_t p;
+        memset(&p, 0, sizeof p);
+        p._flags = AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_CONTENT_TYPE_FLAG;
+        p.message_id = amqp_cstring_bytes(id);
+        p.content_type = amqp_cstring_bytes("text/plain");
+        if (amqp_basic_publish(c, 1, amqp_cstring_bytes(""), amqp_cstring_bytes(origin), 0, 0, &p,
+                               amqp_cstring_bytes(body)) != AMQP_STATUS_OK)
+            fail_msg("publish to %s failed", origin);
+    }
+    for (int i = 0; i < n; i++) {
+        amqp_rpc_reply_t r;
+        for (int tries = 0;; tries++) {
+            r = amqp_basic_get(c, 1, amqp_cstring_bytes(origin), 0);
+            if (r.reply_type != AMQP_RESPONSE_NORMAL) fail_msg("get from %s failed", origin);
+            if (r.reply.id == AMQP_BASIC_GET_OK_METHOD) break;
+            if (tries >= 100) fail_msg("%s never gave message %d", origin, i);
+            usleep(20 * 1000);
+        }
+        uint64_t tag = ((amqp_basic_get_ok_t *)r.reply.decoded)->delivery_tag;
+        amqp_message_t m;
+        if (amqp_read_message(c, 1, &m, 0).reply_type != AMQP_RESPONSE_NORMAL)
+            fail_msg("reading a message of %s failed", origin);
+        amqp_destroy_message(&m);
+        if (amqp_basic_reject(c, 1, tag, 0) != 0) fail_msg("reject on %s failed", origin);
+    }
+    for (int i = 0; i < 200 && itest_queue_depth(c, 1, dlq) != n; i++) usleep(20 * 1000);
+    long got = itest_queue_depth(c, 1, dlq);
+    if (got != n) fail_msg("%s holds %ld dead letters, not %d", dlq, got, n);
+}

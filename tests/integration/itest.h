@@ -93,6 +93,14 @@ void itest_amqp_close(amqp_connection_state_t c);
 long itest_queue_depth(amqp_connection_state_t c, int channel, const char *queue);
 /* Deletes queue (unconditionally) on channel; fails the test when refused. */
 void itest_queue_delete(amqp_connection_state_t c, int channel, const char *queue);
+/* Real dead letters, on channel 1 of c: declares a fanout dead-letter
+ * exchange "<origin>.dlx", dlq bound to it (quorum with x-delivery-limit
+ * quorum_limit when quorum_limit > 0, else classic) and origin dead-lettering
+ * to it; publishes n messages to origin (message_id "<origin>-m<i>",
+ * content_type text/plain, body "body <i>"), rejects each, and waits until
+ * dlq holds n. Fails the test on any refusal. */
+void itest_dead_letters(amqp_connection_state_t c, const char *origin, const char *dlq, int n,
+                        int quorum_limit);
 
 typedef struct itest_reply {
     char *body;          /* heap, NUL-terminated (msgpack may hold NULs: use len) */

@@ -161,44 +161,6 @@ static void test_wrong_ca_refused(void **state) {
     assert_int_equal(itest_reaperd_stop(c), 0);
 }
 
-/* Publishes one message to origin and rejects it, so that dlq (bound to
- * origin's dead-letter exchange) holds one dead letter; over plain AMQP. */
-static void make_dead_letter(const char *origin, const char *dlq) {
-    amqp_connection_state_t a = itest_amqp_connect();
-    char dlx[200];
-    snprintf(dlx, sizeof dlx, "%s.dlx", origin);
-    amqp_exchange_declare(a, 1, amqp_cstring_bytes(dlx), amqp_cstring_bytes("fanout"), 0, 0, 1, 0,
-                          amqp_empty_table);
-    assert_int_equal(amqp_get_rpc_reply(a).reply_type, AMQP_RESPONSE_NORMAL);
-    amqp_queue_declare(a, 1, amqp_cstring_bytes(dlq), 0, 0, 0, 0, amqp_empty_table);
-    assert_int_equal(amqp_get_rpc_reply(a).reply_type, AMQP_RESPONSE_NORMAL);
-    amqp_queue_bind(a, 1, amqp_cstring_bytes(dlq), amqp_cstring_bytes(dlx), amqp_cstring_bytes(""),
-                    amqp_empty_table);
-    assert_int_equal(amqp_get_rpc_reply(a).reply_type, AMQP_RESPONSE_NORMAL);
-    amqp_table_entry_t e = {amqp_cstring_bytes("x-dead-letter-exchange"),
-                            {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes(dlx)}}};
-    amqp_queue_declare(a, 1, amqp_cstring_bytes(origin), 0, 0, 0, 0, (amqp_table_t){1, &e});
-    assert_int_equal(amqp_get_rpc_reply(a).reply_type, AMQP_RESPONSE_NORMAL);
-    assert_int_equal(amqp_basic_publish(a, 1, amqp_cstring_bytes(""), amqp_cstring_bytes(origin), 0,
-                                        0, NULL, amqp_cstring_bytes("over tls")),
-                     AMQP_STATUS_OK);
-    amqp_rpc_reply_t r;
-    for (int i = 0;; i++) {
-        r = amqp_basic_get(a, 1, amqp_cstring_bytes(origin), 0);
-        if (r.reply.id == AMQP_BASIC_GET_OK_METHOD) break;
-        assert_true(i < 100);
-        usleep(20 * 1000);
-    }
-    uint64_t tag = ((amqp_basic_get_ok_t *)r.reply.decoded)->delivery_tag;
-    amqp_message_t m;
-    assert_int_equal(amqp_read_message(a, 1, &m, 0).reply_type, AMQP_RESPONSE_NORMAL);
-    amqp_destroy_message(&m);
-    assert_int_equal(amqp_basic_reject(a, 1, tag, 0), 0);
-    for (int i = 0; i < 200 && itest_queue_depth(a, 1, dlq) != 1; i++) usleep(20 * 1000);
-    assert_int_equal(itest_queue_depth(a, 1, dlq), 1);
-    itest_amqp_close(a);
-}
-
 static void delete_queues(const char *origin, const char *dlq) {
     amqp_connection_state_t a = itest_amqp_connect();
     itest_queue_delete(a, 1, origin);
@@ -217,7 +179,9 @@ static void test_once_over_tls(void **state) {
     char origin[128], dlq[160];
     snprintf(origin, sizeof origin, "vibey.%s.orders", W.tag);
     snprintf(dlq, sizeof dlq, "%s.dlq", origin);
-    make_dead_letter(origin, dlq);
+    amqp_connection_state_t a = itest_amqp_connect();
+    itest_dead_letters(a, origin, dlq, 1, 0); /* over plain AMQP */
+    itest_amqp_close(a);
     int64_t parked = 0;
     json_t *rep = NULL;
     for (int i = 0; i < 20 && parked < 1; i++) {
@@ -247,7 +211,7 @@ static void test_once_over_tls(void **state) {
     }
     json_decref(rep);
     assert_int_equal(pgfx_i64(W.f, "SELECT count(*) FROM dead_letter WHERE queue = '%s' AND "
-                                   "convert_from(body, 'UTF8') = 'over tls'",
+                                   "convert_from(body, 'UTF8') = 'body 0'",
                               dlq),
                      1);
     delete_queues(origin, dlq);

@@ -88,76 +88,13 @@ static void ok_rpc(const char *what) {
 
 static long depth(const char *queue) { return itest_queue_depth(W.amqp, 1, queue); }
 
-static amqp_table_entry_t te_str(const char *k, const char *v) {
-    amqp_table_entry_t e;
-    e.key = amqp_cstring_bytes(k);
-    e.value.kind = AMQP_FIELD_KIND_UTF8;
-    e.value.value.bytes = amqp_cstring_bytes(v);
-    return e;
-}
-
-static amqp_table_entry_t te_int(const char *k, int64_t v) {
-    amqp_table_entry_t e;
-    e.key = amqp_cstring_bytes(k);
-    e.value.kind = AMQP_FIELD_KIND_I64;
-    e.value.value.i64 = v;
-    return e;
-}
-
-/* Publishes n messages to origin and rejects each one, so that dlq (bound
- * to origin's fanout dead-letter exchange) holds n dead letters. quorum
- * makes dlq a quorum queue with a delivery limit of 5. */
+/* n dead letters on dlq from origin (itest_dead_letters); quorum makes dlq
+ * a quorum queue with a delivery limit of 5. Both are deleted at the end. */
 static void dead_letter(const char *origin, const char *dlq, int n, bool quorum) {
-    char dlx[200];
-    snprintf(dlx, sizeof dlx, "%s.dlx", origin);
     assert_true(W.n_made + 2 <= 12);
     snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", origin);
     snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", dlq);
-    amqp_exchange_declare(W.amqp, 1, amqp_cstring_bytes(dlx), amqp_cstring_bytes("fanout"), 0, 0,
-                          1, 0, amqp_empty_table);
-    ok_rpc("exchange declare");
-    amqp_table_entry_t qargs[2] = {te_str("x-queue-type", "quorum"),
-                                   te_int("x-delivery-limit", 5)};
-    amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(dlq), 0, quorum, 0, 0,
-                       quorum ? (amqp_table_t){2, qargs} : amqp_empty_table);
-    ok_rpc("dlq declare");
-    amqp_queue_bind(W.amqp, 1, amqp_cstring_bytes(dlq), amqp_cstring_bytes(dlx),
-                    amqp_cstring_bytes(""), amqp_empty_table);
-    ok_rpc("dlq bind");
-    amqp_table_entry_t oargs[1] = {te_str("x-dead-letter-exchange", dlx)};
-    amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(origin), 0, 0, 0, 0,
-                       (amqp_table_t){1, oargs});
-    ok_rpc("origin declare");
-    for (int i = 0; i < n; i++) {
-        char id[64], body[64];
-        snprintf(id, sizeof id, "%s-m%d", origin, i);
-        snprintf(body, sizeof body, "body %d", i);
-        amqp_basic_properties_t p;
-        memset(&p, 0, sizeof p);
-        p._flags = AMQP_BASIC_MESSAGE_ID_FLAG;
-        p.message_id = amqp_cstring_bytes(id);
-        assert_int_equal(amqp_basic_publish(W.amqp, 1, amqp_cstring_bytes(""),
-                                            amqp_cstring_bytes(origin), 0, 0, &p,
-                                            amqp_cstring_bytes(body)),
-                         AMQP_STATUS_OK);
-    }
-    for (int i = 0; i < n; i++) {
-        amqp_rpc_reply_t r;
-        for (int tries = 0;; tries++) {
-            r = amqp_basic_get(W.amqp, 1, amqp_cstring_bytes(origin), 0);
-            assert_int_equal(r.reply_type, AMQP_RESPONSE_NORMAL);
-            if (r.reply.id == AMQP_BASIC_GET_OK_METHOD) break;
-            assert_true(tries < 100);
-            usleep(20 * 1000);
-        }
-        uint64_t tag = ((amqp_basic_get_ok_t *)r.reply.decoded)->delivery_tag;
-        amqp_message_t m;
-        assert_int_equal(amqp_read_message(W.amqp, 1, &m, 0).reply_type, AMQP_RESPONSE_NORMAL);
-        amqp_destroy_message(&m);
-        assert_int_equal(amqp_basic_reject(W.amqp, 1, tag, 0), 0);
-    }
-    for (int i = 0; i < 200 && depth(dlq) != n; i++) usleep(20 * 1000);
-    assert_int_equal(depth(dlq), n);
+    itest_dead_letters(W.amqp, origin, dlq, n, quorum ? 5 : 0);
 }
 
 /* Takes k messages off the head of q, acknowledged (a consumer's work). */
@@ -399,7 +336,8 @@ static void test_stream_dlq_surfaced_as_unread(void **state) {
      * are put there as a shovel would. */
     assert_true(W.n_made + 1 <= 12);
     snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", dlq);
-    amqp_table_entry_t qargs[1] = {te_str("x-queue-type", "stream")};
+    amqp_table_entry_t qargs[1] = {{amqp_cstring_bytes("x-queue-type"),
+                                    {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes("stream")}}}};
     amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(dlq), 0, 1, 0, 0, (amqp_table_t){1, qargs});
     ok_rpc("stream declare");
     for (int i = 0; i < 2; i++)
