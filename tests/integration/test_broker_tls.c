@@ -158,6 +158,13 @@ static void test_wrong_ca_refused(void **state) {
     assert_int_equal(ctl_status("REAPER_BROKER_TLS_CA_FILE=/nonexistent/ca.pem", NULL, &err), 1);
     assert_non_null(strstr(err, "reaperctl: TLS: broker.tls.ca_file /nonexistent/ca.pem cannot be used"));
     free(err);
+    /* A client certificate that cannot be read: named too. */
+    err = NULL;
+    assert_int_equal(ctl_status("REAPER_BROKER_TLS_CERT_FILE=/nonexistent/client.pem",
+                                "REAPER_BROKER_TLS_KEY_FILE=/nonexistent/client.key", &err),
+                     1);
+    assert_non_null(strstr(err, "reaperctl: TLS: the client certificate /nonexistent/client.pem"));
+    free(err);
     assert_int_equal(itest_reaperd_stop(c), 0);
 }
 
