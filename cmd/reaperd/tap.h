@@ -30,10 +30,10 @@
  * own thread, which parks them in order and has its own PostgreSQL session
  * (so parking never waits behind a sweep on the store thread, and the two
  * sessions commit side by side). There the messages are examined and
- * judged as core's rp_park_dead_letter does, and parked up to 50 (and 8 MiB
- * of bodies) per transaction, in one round trip each: the commit is the
+ * judged as core's rp_park_dead_letter does, and parked up to 250 (and 8
+ * MiB of bodies) per transaction, in one round trip each: the commit is the
  * cost, so a storm is parked about as fast as it comes. The session is
- * kept busy: the thread prepares the next 50 while PostgreSQL parks the
+ * kept busy: the thread prepares the next 250 while PostgreSQL parks the
  * earlier ones, and sends their transaction (rp_pg_park_send) before it
  * reads the results of the oldest (rp_pg_park_recv), two transactions
  * outstanding (RP_TAP_DEPTH), so that PostgreSQL goes from one to the next
@@ -77,8 +77,8 @@
 
 #define RP_TAP_CHANNEL 3
 #define RP_TAP_CONSUMER_TAG "reaper.tap"
-#define RP_TAP_PREFETCH 1000
-#define RP_TAP_BATCH 250
+#define RP_TAP_PREFETCH 4000 /* two batches in flight and one gathering */
+#define RP_TAP_BATCH 2000
 #define RP_TAP_IN_FLIGHT 2
 
 struct rp_daemon;
