@@ -38,6 +38,7 @@ typedef struct rp_tap_item {
     amqp_basic_properties_t props;
     uint8_t *body;
     size_t body_len;
+    size_t weight; /* what it counts in held_bytes */
     bool truncated;
     /* Set on the tap's thread, read on the loop after the batch. */
     rp_tap_result result;
@@ -63,6 +64,9 @@ struct rp_tap {
     size_t in_flight;   /* how many of flight[] are set */
     size_t in_flight_n; /* their messages */
     unsigned kept_gen; /* the connection of everything in waiting and stuck */
+    /* The weight (body and bookkeeping) of every item alive: waiting,
+     * stuck and in flight; above RP_TAP_HOLD_BYTES reading is held. */
+    size_t held_bytes;
     bool paused; /* waiting for the retry timer */
     int backoff_ms;
     struct event *retry_ev;
@@ -83,8 +87,13 @@ typedef struct rp_tap_batch {
 
 /* ---- items ------------------------------------------------------------------ */
 
-static void rp_item_free(rp_tap_item *it) {
+/* What an item costs beyond its body: the item and its properties' pool
+ * (pages of 4,096 bytes). */
+#define RP_TAP_ITEM_OVERHEAD (sizeof(rp_tap_item) + 4096u)
+
+static void rp_item_free(rp_tap *t, rp_tap_item *it) {
     if (it == NULL) return;
+    t->held_bytes -= it->weight;
     empty_amqp_pool(&it->pool);
     free(it->body);
     free(it);
@@ -118,18 +127,18 @@ static void rp_list_prepend(rp_tap_list *l, rp_tap_list *front) {
     memset(front, 0, sizeof *front);
 }
 
-static void rp_list_clear(rp_tap_list *l) {
+static void rp_list_clear(rp_tap *t, rp_tap_list *l) {
     rp_tap_item *it;
-    while ((it = rp_list_pop(l)) != NULL) rp_item_free(it);
+    while ((it = rp_list_pop(l)) != NULL) rp_item_free(t, it);
 }
 
 /* Drops the items of older connections: the broker has them back. */
-static void rp_list_drop_stale(rp_tap_list *l, unsigned gen) {
+static void rp_list_drop_stale(rp_tap *t, rp_tap_list *l, unsigned gen) {
     rp_tap_list keep = {0};
     rp_tap_item *it;
     while ((it = rp_list_pop(l)) != NULL) {
         if (it->generation == gen) rp_list_push(&keep, it);
-        else rp_item_free(it);
+        else rp_item_free(t, it);
     }
     *l = keep;
 }
@@ -520,13 +529,23 @@ static void rp_tap_pause(rp_tap *t) {
     evtimer_add(t->retry_ev, &tv);
 }
 
+static void rp_tap_hold_check(rp_tap *t);
+
+static void rp_tap_settle_batch(rp_tap_batch *b, bool cancelled);
+
+/* Loop: a batch came back from the tap's thread. */
 static void rp_tap_done(void *job, bool cancelled) {
-    rp_tap_batch *b = job;
+    rp_tap *t = ((rp_tap_batch *)job)->t;
+    rp_tap_settle_batch(job, cancelled); /* frees the batch */
+    rp_tap_hold_check(t);
+}
+
+static void rp_tap_settle_batch(rp_tap_batch *b, bool cancelled) {
     rp_tap *t = b->t;
     rp_daemon *d = t->d;
     rp_tap_land(t, b);
     if (cancelled) {
-        for (size_t i = 0; i < b->n; i++) rp_item_free(b->items[i]);
+        for (size_t i = 0; i < b->n; i++) rp_item_free(t, b->items[i]);
         free(b);
         return;
     }
@@ -540,7 +559,7 @@ static void rp_tap_done(void *job, bool cancelled) {
             if (!it->skipped && it->outcome == RP_PARKED_NEW) parked++;
         }
         if (!live || it->generation != gen) {
-            rp_item_free(it); /* the broker delivers it again */
+            rp_item_free(t, it); /* the broker delivers it again */
             continue;
         }
         switch (it->result) {
@@ -568,7 +587,7 @@ static void rp_tap_done(void *job, bool cancelled) {
             for (rp_tap_item *it = done.head; ok && it; it = it->next)
                 ok = rp_tap_ack(t, it->tag, false);
         }
-        rp_list_clear(&done);
+        rp_list_clear(t, &done);
     }
     if (parked > 0 || stuck > 0) {
         char np[24], nh[24];
@@ -592,6 +611,31 @@ static void rp_tap_done(void *job, bool cancelled) {
 
 static bool rp_tap_submit(rp_tap *t);
 
+/* Holds reading from the broker while the tap holds more than
+ * RP_TAP_HOLD_BYTES, and reads again once parks bring it to half (tap.h):
+ * the broker's deliveries then wait in TCP and on the broker, not in this
+ * process. */
+static void rp_tap_hold_check(rp_tap *t) {
+    rp_daemon *d = t->d;
+    if (t->stopped || !d->broker_up) return;
+    bool held = rp_amqp_conn_reading_held(d->amqp);
+    bool over = t->held_bytes > RP_TAP_HOLD_BYTES;
+    bool under = t->held_bytes <= RP_TAP_HOLD_BYTES / 2;
+    if (held == over || (held && !under)) return;
+    char kib[24], n[24];
+    snprintf(kib, sizeof kib, "%zu", t->held_bytes / 1024);
+    snprintf(n, sizeof n, "%zu", t->waiting.n + t->stuck.n + t->in_flight_n);
+    if (over) {
+        rp_amqp_conn_hold_reading(d->amqp, true);
+        RP_INFO("the tap holds as much as it may keep in memory: reaperd stops reading from the "
+                "broker until parks bring it to half (control requests wait meanwhile)",
+                "held_kib", kib, "messages", n, NULL);
+    } else {
+        rp_amqp_conn_hold_reading(d->amqp, false);
+        RP_INFO("the tap reads from the broker again", "held_kib", kib, "messages", n, NULL);
+    }
+}
+
 /* Hands batches to the tap's thread while fewer than RP_TAP_IN_FLIGHT are
  * there: the next one is parked as soon as the last one commits, while the
  * loop acks the last one and gathers the one after. */
@@ -602,8 +646,8 @@ static void rp_tap_kick(rp_tap *t) {
      * list after this is of the current one): walk the lists only then,
      * not at every delivery. */
     if (t->kept_gen != d->broker_generation) {
-        rp_list_drop_stale(&t->waiting, d->broker_generation);
-        rp_list_drop_stale(&t->stuck, d->broker_generation);
+        rp_list_drop_stale(t, &t->waiting, d->broker_generation);
+        rp_list_drop_stale(t, &t->stuck, d->broker_generation);
         t->kept_gen = d->broker_generation;
     }
     while (t->in_flight < RP_TAP_IN_FLIGHT && t->waiting.head && d->broker_up && !t->paused)
@@ -662,12 +706,15 @@ void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
     if (!ok) {
         /* Out of memory: not acked, so the broker gives it again after
          * the reconnect this forces. */
-        rp_item_free(it);
+        rp_item_free(t, it);
         rp_amqp_conn_fail(d->amqp, "out of memory holding a tap delivery");
         return;
     }
+    it->weight = it->body_len + RP_TAP_ITEM_OVERHEAD;
+    t->held_bytes += it->weight;
     rp_list_push(&t->waiting, it);
     rp_tap_kick(t);
+    rp_tap_hold_check(t);
 }
 
 /* ---- bindings ------------------------------------------------------------------- */
@@ -767,8 +814,8 @@ void rp_tap_free(rp_tap *t) {
     if (t == NULL) return;
     rp_tap_stop(t);
     if (t->retry_ev) event_free(t->retry_ev);
-    rp_list_clear(&t->waiting);
-    rp_list_clear(&t->stuck);
+    rp_list_clear(t, &t->waiting);
+    rp_list_clear(t, &t->stuck);
     free(t);
 }
 

@@ -24,7 +24,10 @@
  * reads them.
  *
  * THE CONSUMER (loop thread). Prefetch RP_TAP_PREFETCH, manual acks.
- * Deliveries are copied and queued; batches (at most RP_TAP_BATCH each, at
+ * Deliveries are copied and queued, and what they weigh is counted: past
+ * RP_TAP_HOLD_BYTES the loop stops reading the broker connection
+ * (rp_amqp_conn_hold_reading) until parks bring it to half, so that a
+ * storm of large dead letters waits on the broker, not in this process; batches (at most RP_TAP_BATCH each, at
  * most RP_TAP_IN_FLIGHT handed over at once, so that the thread starts the
  * next as soon as one commits, while the loop acks that one) go to the tap's
  * own thread, which parks them in order and has its own PostgreSQL session
@@ -80,6 +83,13 @@
 #define RP_TAP_PREFETCH 4000 /* two batches in flight and one gathering */
 #define RP_TAP_BATCH 2000
 #define RP_TAP_IN_FLIGHT 2
+/* The most the tap keeps in memory (bodies, at most RP_PG_DL_BODY_MAX
+ * each, and bookkeeping) before it holds reading from the broker: a count
+ * prefetch cannot bound bytes (4,000 dead letters of 4 MiB would be 16
+ * GiB), so past this reaperd stops reading its broker connection and the
+ * broker's deliveries wait in TCP and on the broker until parks bring the
+ * tap to half. The chart's memory limit is 128 MiB. */
+#define RP_TAP_HOLD_BYTES (32u * 1024u * 1024u)
 
 struct rp_daemon;
 typedef struct rp_tap rp_tap;

@@ -16,3 +16,8 @@ set_tests_properties(test_reaperd_tap_storm PROPERTIES RUN_SERIAL TRUE)
 # deletes the shared vibey.reap.tap and owns every vibey.* queue, so its
 # policy fights every other reaperd's. Nothing else may run then.
 set_tests_properties(test_reaperd_tap_replay PROPERTIES RUN_SERIAL TRUE)
+# The tap's memory is bounded in bytes: past RP_TAP_HOLD_BYTES reaperd stops
+# reading from the broker (150 dead letters of 1 MiB while parking is blocked).
+rp_integration_test(test_reaperd_tap_memory SOURCES integration/test_reaperd_tap_memory.c
+  integration/tap_common.c integration/itest.c LIBS PkgConfig::PQ)
+set_property(TEST test_reaperd_tap_memory APPEND PROPERTY LABELS broker)
