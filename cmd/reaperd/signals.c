@@ -31,6 +31,7 @@
 #include "daemon_internal.h"
 #include "rp_config_load.h"
 #include "rp_log.h"
+#include "tap.h"
 
 extern char **environ;
 
@@ -58,18 +59,22 @@ static void rp_stop_check(evutil_socket_t fd, short what, void *arg) {
     RP_UNUSED(what);
     rp_daemon *d = arg;
     size_t unconfirmed = d->broker_up ? rp_amqp_publisher_pending(d->publisher) : 0;
-    bool busy = d->pass_running || d->store_jobs > 0 || unconfirmed > 0;
+    bool tap_busy = rp_tap_busy(d->tap);
+    bool busy = d->pass_running || d->store_jobs > 0 || unconfirmed > 0 || tap_busy;
     int64_t now = rp_mono_ms();
     if (busy && now < d->stop_deadline_ms) return;
-    bool store_busy = d->pass_running || d->store_jobs > 0;
+    bool store_busy = d->pass_running || d->store_jobs > 0 || tap_busy;
     if (store_busy && now < d->stop_deadline_ms + RP_STOP_CANCEL_MS) {
-        /* The grace ran out with the store thread still in a command (a
-         * lock wait, a slow query): cancel it, so the thread comes back and
-         * the join below does not wait for the store's own time-out. */
+        /* The grace ran out with the store thread or the tap's still in a
+         * command (a lock wait, a slow query): cancel it, so the thread
+         * comes back and the joins below do not wait for the store's own
+         * time-out (the tap's parks have none). */
         if (!d->stop_cancelled)
-            RP_WARN("stop grace ran out; cancelling the store's command in progress", NULL);
+            RP_WARN("stop grace ran out; cancelling the store's command in progress",
+                    "tap", tap_busy ? "true" : "false", NULL);
         d->stop_cancelled = true;
-        rp_pg_conn_cancel(d->runner.conn);
+        if (d->pass_running || d->store_jobs > 0) rp_pg_conn_cancel(d->runner.conn);
+        if (tap_busy) rp_tap_cancel(d->tap);
         return;
     }
     if (busy) {

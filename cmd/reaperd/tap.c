@@ -797,6 +797,12 @@ rp_tap *rp_tap_new(rp_daemon *d) {
     return t;
 }
 
+bool rp_tap_busy(const rp_tap *t) { return t != NULL && t->in_flight > 0; }
+
+void rp_tap_cancel(rp_tap *t) {
+    if (t != NULL && t->conn != NULL) rp_pg_conn_cancel(t->conn);
+}
+
 void rp_tap_stop(rp_tap *t) {
     if (t == NULL || t->stopped) return;
     t->stopped = true;

@@ -106,6 +106,13 @@ void rp_tap_free(rp_tap *t);
  * configuration and the connection's server properties. */
 bool rp_tap_setup(struct rp_daemon *d, amqp_connection_state_t c, char *err, size_t n);
 
+/* Loop thread: batches are on the tap's thread (a stop waits for them). */
+bool rp_tap_busy(const rp_tap *t);
+/* Any thread: cancels the command the tap's session runs (a stop whose
+ * grace ran out with a park waiting on a lock); its messages are held
+ * unacked and the broker delivers them again. */
+void rp_tap_cancel(rp_tap *t);
+
 /* A delivery for RP_TAP_CONSUMER_TAG (lent for the call). */
 void rp_tap_on_message(struct rp_daemon *d, const rp_amqp_message *msg);
 

@@ -7,7 +7,8 @@
  * to the channel, but held in TCP and the broker's buffers, not read), and
  * reaperd's peak memory stays far below the storm's 150 MiB.
  * Once the lock is gone, every dead letter is parked exactly once, the tap
- * drains, and the broker's dead-letter queue keeps every copy.
+ * drains, and the broker's dead-letter queue keeps every copy. And SIGTERM
+ * in that state (reading held, a park waiting on the lock) exits 0.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +27,15 @@
 
 #define N_DEAD 150
 #define BODY_BYTES (1024 * 1024)
+
+/* Dead letters parked from publish_big(..., prefix, ...): all, and with
+ * distinct bodies. */
+#define PARKED(prefix)                                                                             \
+    "SELECT count(*) FROM dead_letter WHERE encode(substring(body FROM 1 FOR 16), 'escape') "     \
+    "LIKE '" prefix "-%'"
+#define PARKED_DISTINCT(prefix)                                                                    \
+    "SELECT count(DISTINCT substring(body FROM 1 FOR 16)) FROM dead_letter WHERE "                \
+    "encode(substring(body FROM 1 FOR 16), 'escape') LIKE '" prefix "-%'"
 
 /* The session holding the lock (closed at teardown if a test fails). */
 static PGconn *lock;
@@ -52,13 +62,14 @@ static long peak_rss_kib(pid_t pid) {
     return kib;
 }
 
-/* n persistent messages of BODY_BYTES to queue, each beginning "<i> ". */
-static void publish_big(const char *queue, int n) {
+/* n persistent messages of BODY_BYTES to queue, each beginning
+ * "<prefix>-<i> ". */
+static void publish_big(const char *queue, const char *prefix, int n) {
     char *body = malloc(BODY_BYTES);
     assert_non_null(body);
     memset(body, 'x', BODY_BYTES);
     for (int i = 0; i < n; i++) {
-        int k = snprintf(body, 16, "%d ", i);
+        int k = snprintf(body, 32, "%s-%d ", prefix, i);
         body[k] = 'x'; /* snprintf's NUL */
         amqp_basic_properties_t p;
         memset(&p, 0, sizeof p);
@@ -95,7 +106,7 @@ static void test_held_in_bytes(void **state) {
     assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
     PQclear(r);
 
-    publish_big(work, N_DEAD);
+    publish_big(work, "h", N_DEAD);
     /* Not asserted here: without the bound there is no such line, and the
      * memory below tells. Then let whatever was on the way arrive. */
     (void)rp_child_wait_for(T.reaperd, "reaperd stops reading from the broker", 30000);
@@ -105,7 +116,7 @@ static void test_held_in_bytes(void **state) {
     fprintf(stderr, "while parking is blocked: reaperd stopped reading with %ld of %d held; its "
                     "peak memory %ld KiB (%ld KiB at the start)\n",
             held, N_DEAD, peak_kib, base_kib);
-    assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter"), 0);
+    assert_int_equal(tap_sqln("%s", PARKED("h")), 0);
     /* Peak memory grew by far less than the storm's 150 MiB (without the
      * bound reaperd reads all of it, the prefetch being 4,000: seen 260 MiB
      * more; with it 52 MiB here and 77 MiB once parking runs, when
@@ -119,13 +130,12 @@ static void test_held_in_bytes(void **state) {
     PQclear(r);
     PQfinish(lock);
     lock = NULL;
-    long got = tap_wait_count(N_DEAD, 120000, "SELECT count(*) FROM dead_letter");
+    long got = tap_wait_count(N_DEAD, 120000, PARKED("h"));
     if (got != N_DEAD) fprintf(stderr, "%s\n", T.reaperd->log);
     assert_int_equal(got, N_DEAD);
     assert_true(rp_child_wait_for(T.reaperd, "the tap reads from the broker again", 10000));
     /* Once each, whole. */
-    assert_int_equal(tap_sqln("SELECT count(DISTINCT substring(body FROM 1 FOR 8)) FROM dead_letter"),
-                     N_DEAD);
+    assert_int_equal(tap_sqln("%s", PARKED_DISTINCT("h")), N_DEAD);
     assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter WHERE length(body) <> %d OR "
                               "body_truncated",
                               BODY_BYTES),
@@ -138,6 +148,49 @@ static void test_held_in_bytes(void **state) {
     peak_kib = peak_rss_kib(T.reaperd->pid);
     fprintf(stderr, "after the storm: reaperd's peak memory %ld KiB\n", peak_kib);
     assert_true(peak_kib - base_kib < 110 * 1024);
+    tap_stop_reaperd(SIGTERM);
+    tap_delete_queue(work);
+    tap_delete_queue(dlq);
+}
+
+/* SIGTERM while reading is held and the tap's park waits on the lock:
+ * reaperd cancels the park once its stop grace (10 s) runs out and exits 0;
+ * nothing was acked, so a restart parks every dead letter once. */
+static void test_sigterm_while_held(void **state) {
+    (void)state;
+    char x[128], dlq[128], work[128];
+    tap_plain(x, sizeof x, "memt.dlx");
+    tap_exchange(x, "fanout");
+    tap_owned(dlq, sizeof dlq, "memt.dlq");
+    tap_queue(dlq, NULL, NULL, -1);
+    tap_bind(dlq, x, "", amqp_empty_table);
+    tap_owned(work, sizeof work, "memt.work");
+    tap_queue(work, x, NULL, 0);
+    tap_start_reaperd();
+    lock = itest_pg_connect();
+    assert_non_null(lock);
+    char sql[256];
+    snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE \"%s\".dead_letter IN EXCLUSIVE MODE", T.schema);
+    PGresult *r = PQexec(lock, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    publish_big(work, "s", 60);
+    assert_true(rp_child_wait_for(T.reaperd, "reaperd stops reading from the broker", 30000));
+    long long t0 = itest_mono_ms();
+    tap_stop_reaperd(SIGTERM); /* asserts exit 0 within 20 s */
+    fprintf(stderr, "reaperd stopped %lld ms after SIGTERM\n", itest_mono_ms() - t0);
+    r = PQexec(lock, "COMMIT");
+    PQclear(r);
+    PQfinish(lock);
+    lock = NULL;
+    assert_int_equal(tap_sqln("%s", PARKED("s")), 0);
+    tap_start_reaperd();
+    long got = tap_wait_count(60, 60000, PARKED("s"));
+    assert_int_equal(got, 60);
+    assert_int_equal(tap_sqln("%s", PARKED_DISTINCT("s")), 60);
+    for (int i = 0; i < 100 && tap_depth(T.tap) != 0; i++) rp_child_drain(T.reaperd, 100);
+    assert_int_equal(tap_depth(T.tap), 0);
+    assert_int_equal(tap_depth(dlq), 60);
     tap_stop_reaperd(SIGTERM);
     tap_delete_queue(work);
     tap_delete_queue(dlq);
@@ -158,6 +211,7 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_held_in_bytes),
+        cmocka_unit_test(test_sigterm_while_held),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
