@@ -300,7 +300,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg) {
  * holds everything from then on (without the hold, RabbitMQ 3.10 was seen
  * taking and confirming all 80 MB in the alarm), the loop keeps its timers,
  * and when the alarm is lifted every publish goes out and is confirmed, in
- * order. */
+ * order, with the loop still keeping its timers. */
 static void test_blocked_broker_holds_publishes(void **state) {
     (void)state;
     char exchange[128];
@@ -343,13 +343,18 @@ static void test_blocked_broker_holds_publishes(void **state) {
     assert_true(tick_gap_max < 1000);
     assert_int_equal(w.outcomes[RP_PUBLISH_CONFIRMED], 0);
     assert_int_equal(held, N);
-    alarm_lift();
+    alarm_lift(); /* rabbitmqctl: the loop does not turn meanwhile */
+    tick_last = tick_gap_max = 0;
     settled_want = N;
     run_until(&w, 60000, all_settled);
     event_free(tick);
     fprintf(stderr, "after the alarm: %zu confirmed, longest tick gap %lld ms\n",
             w.outcomes[RP_PUBLISH_CONFIRMED], tick_gap_max);
     assert_int_equal(w.outcomes[RP_PUBLISH_CONFIRMED], N);
+    /* The 80 MB backlog went out without holding the loop (500 publishes
+     * a turn: seen 25 ms at most). The 1.6 s once seen here was this
+     * test's own rabbitmqctl call in alarm_lift, counted as a gap. */
+    assert_true(tick_gap_max < 1000);
     feed_msgs got = {0};
     feed_sub_read(&sub, &got, N, 2000, 30000);
     assert_int_equal(got.n, N);
