@@ -87,9 +87,10 @@ typedef struct rp_tap_batch {
 
 /* ---- items ------------------------------------------------------------------ */
 
-/* What an item costs beyond its body: the item and its properties' pool
- * (pages of 4,096 bytes). */
-#define RP_TAP_ITEM_OVERHEAD (sizeof(rp_tap_item) + 4096u)
+/* An item's properties' pool page, and what an item costs beyond its
+ * body: the item and one page. */
+#define RP_TAP_POOL_PAGE 4096u
+#define RP_TAP_ITEM_OVERHEAD (sizeof(rp_tap_item) + RP_TAP_POOL_PAGE)
 
 static void rp_item_free(rp_tap *t, rp_tap_item *it) {
     if (it == NULL) return;
@@ -691,7 +692,7 @@ void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
     rp_tap_item *it = calloc(1, sizeof *it);
     bool ok = it != NULL;
     if (ok) {
-        init_amqp_pool(&it->pool, 4096);
+        init_amqp_pool(&it->pool, RP_TAP_POOL_PAGE);
         it->generation = d->broker_generation;
         it->tag = msg->delivery_tag;
         it->truncated = msg->truncated;

@@ -27,10 +27,10 @@
  * Deliveries are copied and queued, and what they weigh is counted: past
  * RP_TAP_HOLD_BYTES the loop stops reading the broker connection
  * (rp_amqp_conn_hold_reading) until parks bring it to half, so that a
- * storm of large dead letters waits on the broker, not in this process; batches (at most RP_TAP_BATCH each, at
- * most RP_TAP_IN_FLIGHT handed over at once, so that the thread starts the
- * next as soon as one commits, while the loop acks that one) go to the tap's
- * own thread, which parks them in order and has its own PostgreSQL session
+ * storm of large dead letters waits on the broker, not in this process.
+ * Batches (at most RP_TAP_BATCH each, at most RP_TAP_IN_FLIGHT handed
+ * over at once, so that the thread starts the next as soon as one commits,
+ * while the loop acks that one) go to the tap's own thread, which parks them in order and has its own PostgreSQL session
  * (so parking never waits behind a sweep on the store thread, and the two
  * sessions commit side by side). There the messages are examined and
  * judged as core's rp_park_dead_letter does, and parked up to 250 (and 8

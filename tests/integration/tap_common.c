@@ -241,3 +241,17 @@ int tap_broker_major(void) {
             return atoi((const char *)p->entries[i].value.value.bytes.bytes);
     return 0;
 }
+
+void tap_storm_source(const char *what, char *work, char *dlq, size_t n) {
+    char x[128], name[96];
+    snprintf(name, sizeof name, "%s.dlx", what);
+    tap_plain(x, sizeof x, name);
+    tap_exchange(x, "fanout");
+    snprintf(name, sizeof name, "%s.dlq", what);
+    tap_owned(dlq, n, name);
+    tap_queue(dlq, NULL, NULL, -1);
+    tap_bind(dlq, x, "", amqp_empty_table);
+    snprintf(name, sizeof name, "%s.work", what);
+    tap_owned(work, n, name);
+    tap_queue(work, x, NULL, 0);
+}

@@ -61,6 +61,12 @@ void tap_bind(const char *queue, const char *exchange, const char *key, amqp_tab
 void tap_delete_queue(const char *name);
 void tap_delete_exchange(const char *name);
 
+/* A storm's source named after what: an owned queue work (TTL 0, so the
+ * broker dead-letters each message as it arrives) whose dead-letter
+ * exchange (fanout, not owned) routes to the owned queue dlq; work and dlq
+ * are buffers of n bytes. */
+void tap_storm_source(const char *what, char *work, char *dlq, size_t n);
+
 /* Publishes n messages "<prefix>-<i>" to the default exchange with routing
  * key queue (message_id "<prefix>-<i>" on every other message). */
 void tap_publish(const char *queue, const char *prefix, int n);

@@ -40,6 +40,24 @@
 /* The session holding the lock (closed at teardown if a test fails). */
 static PGconn *lock;
 
+/* Parking blocked: the tap's park waits on a lock of the dead_letter
+ * table, held by this test's own session until unblock_parking. */
+static void block_parking(void) {
+    lock = itest_pg_connect();
+    assert_non_null(lock);
+    char sql[256];
+    snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE \"%s\".dead_letter IN EXCLUSIVE MODE", T.schema);
+    PGresult *r = PQexec(lock, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+}
+
+static void unblock_parking(void) {
+    PQclear(PQexec(lock, "COMMIT"));
+    PQfinish(lock);
+    lock = NULL;
+}
+
 /* The "messages" of reaperd's last "stops reading" line, -1 if none. */
 static long held_when_stopped(void) {
     const char *at = NULL;
@@ -85,26 +103,14 @@ static void publish_big(const char *queue, const char *prefix, int n) {
 
 static void test_held_in_bytes(void **state) {
     (void)state;
-    char x[128], dlq[128], work[128];
-    tap_plain(x, sizeof x, "mem.dlx");
-    tap_exchange(x, "fanout");
-    tap_owned(dlq, sizeof dlq, "mem.dlq");
-    tap_queue(dlq, NULL, NULL, -1);
-    tap_bind(dlq, x, "", amqp_empty_table);
-    tap_owned(work, sizeof work, "mem.work");
-    tap_queue(work, x, NULL, 0); /* TTL 0: dead-lettered as it arrives */
+    char dlq[128], work[128];
+    tap_storm_source("mem", work, dlq, sizeof work);
     tap_start_reaperd();
     long base_kib = peak_rss_kib(T.reaperd->pid);
     assert_true(base_kib > 0);
 
     /* Parking blocked: the tap's first transaction waits on the lock. */
-    lock = itest_pg_connect();
-    assert_non_null(lock);
-    char sql[256];
-    snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE \"%s\".dead_letter IN EXCLUSIVE MODE", T.schema);
-    PGresult *r = PQexec(lock, sql);
-    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-    PQclear(r);
+    block_parking();
 
     publish_big(work, "h", N_DEAD);
     /* Not asserted here: without the bound there is no such line, and the
@@ -126,10 +132,7 @@ static void test_held_in_bytes(void **state) {
      * bookkeeping). */
     assert_in_range(held, 30, 34);
 
-    r = PQexec(lock, "COMMIT");
-    PQclear(r);
-    PQfinish(lock);
-    lock = NULL;
+    unblock_parking();
     long got = tap_wait_count(N_DEAD, 120000, PARKED("h"));
     if (got != N_DEAD) fprintf(stderr, "%s\n", T.reaperd->log);
     assert_int_equal(got, N_DEAD);
@@ -158,31 +161,16 @@ static void test_held_in_bytes(void **state) {
  * nothing was acked, so a restart parks every dead letter once. */
 static void test_sigterm_while_held(void **state) {
     (void)state;
-    char x[128], dlq[128], work[128];
-    tap_plain(x, sizeof x, "memt.dlx");
-    tap_exchange(x, "fanout");
-    tap_owned(dlq, sizeof dlq, "memt.dlq");
-    tap_queue(dlq, NULL, NULL, -1);
-    tap_bind(dlq, x, "", amqp_empty_table);
-    tap_owned(work, sizeof work, "memt.work");
-    tap_queue(work, x, NULL, 0);
+    char dlq[128], work[128];
+    tap_storm_source("memt", work, dlq, sizeof work);
     tap_start_reaperd();
-    lock = itest_pg_connect();
-    assert_non_null(lock);
-    char sql[256];
-    snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE \"%s\".dead_letter IN EXCLUSIVE MODE", T.schema);
-    PGresult *r = PQexec(lock, sql);
-    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-    PQclear(r);
+    block_parking();
     publish_big(work, "s", 60);
     assert_true(rp_child_wait_for(T.reaperd, "reaperd stops reading from the broker", 30000));
     long long t0 = itest_mono_ms();
     tap_stop_reaperd(SIGTERM); /* asserts exit 0 within 20 s */
     fprintf(stderr, "reaperd stopped %lld ms after SIGTERM\n", itest_mono_ms() - t0);
-    r = PQexec(lock, "COMMIT");
-    PQclear(r);
-    PQfinish(lock);
-    lock = NULL;
+    unblock_parking();
     assert_int_equal(tap_sqln("%s", PARKED("s")), 0);
     tap_start_reaperd();
     long got = tap_wait_count(60, 60000, PARKED("s"));

@@ -29,20 +29,6 @@
 
 #include "tap_common.h"
 
-static void storm_setup(const char *what, char *work, char *dlq, size_t n) {
-    char x[128], name[96];
-    snprintf(name, sizeof name, "%s.dlx", what);
-    tap_plain(x, sizeof x, name);
-    tap_exchange(x, "fanout");
-    snprintf(name, sizeof name, "%s.dlq", what);
-    tap_owned(dlq, n, name);
-    tap_queue(dlq, NULL, NULL, -1);
-    tap_bind(dlq, x, "", amqp_empty_table);
-    snprintf(name, sizeof name, "%s.work", what);
-    tap_owned(work, n, name);
-    tap_queue(work, x, NULL, 0);
-}
-
 static long parked(const char *prefix) {
     return tap_sqln("SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') LIKE '%s-%%'",
                     prefix);
@@ -135,7 +121,7 @@ static void wait_all(const char *prefix, long want, int timeout_ms) {
 static void test_kill9_mid_storm(void **state) {
     (void)state;
     char work[128], dlq[128];
-    storm_setup("kill", work, dlq, sizeof work);
+    tap_storm_source("kill", work, dlq, sizeof work);
     tap_start_reaperd();
     tap_publish(work, "s", 10000);
     /* Kill it while it parks: some parked, most not. */
@@ -183,7 +169,7 @@ static void test_kill9_mid_storm(void **state) {
  * command: cmd/reaperd/signals.c); a restart parks the rest, once. */
 static void stop_mid_storm(int sig, const char *what, const char *prefix, int n) {
     char work[128], dlq[128];
-    storm_setup(what, work, dlq, sizeof work);
+    tap_storm_source(what, work, dlq, sizeof work);
     tap_start_reaperd();
     tap_publish(work, prefix, n);
     for (int i = 0; i < 300 && parked(prefix) < n / 20; i++) usleep(20 * 1000);
@@ -245,7 +231,7 @@ static int count_in(const char *log, const char *needle) {
 static void test_store_down_mid_storm(void **state) {
     (void)state;
     char work[128], dlq[128];
-    storm_setup("pgdown", work, dlq, sizeof work);
+    tap_storm_source("pgdown", work, dlq, sizeof work);
     tap_start_reaperd();
     tap_publish(work, "p", 2500);
     for (int i = 0; i < 300 && parked("p") < 200; i++) usleep(20 * 1000);
