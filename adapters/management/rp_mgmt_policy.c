@@ -26,8 +26,11 @@ static pcre2_code *rp_compile(const char *text, char *err, size_t errlen, const 
     if (re == NULL && err && errlen) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(code, msg, sizeof msg);
-        snprintf(err, errlen, "%s does not compile at offset %zu: %s", what, (size_t)off,
-                 (const char *)msg);
+        /* Cut to errlen when it must be (the return value read says so to
+         * GCC's -Wformat-truncation at -O3). */
+        if (snprintf(err, errlen, "%s does not compile at offset %zu: %s", what, (size_t)off,
+                     (const char *)msg) < 0)
+            err[0] = '\0';
     }
     return re;
 }
