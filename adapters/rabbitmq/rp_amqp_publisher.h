@@ -90,9 +90,10 @@ void rp_amqp_publisher_on_down(rp_amqp_publisher *p);
  * unblocked (consumed). */
 bool rp_amqp_publisher_frame(rp_amqp_publisher *p, const amqp_frame_t *f);
 
-/* Queues (and, when possible, sends now) one publish. The done callback is
- * called later, never from inside this call. Returns RP_ERR_NOMEM (done is
- * then never called). */
+/* Queues one publish; it is sent on this loop pass, after the callbacks
+ * running now, with every other publish they queue (one corked write of
+ * them all). The done callback is called later, never from inside this
+ * call. Returns RP_ERR_NOMEM (done is then never called). */
 rp_status rp_amqp_publisher_publish(rp_amqp_publisher *p, const rp_publish *pub) RP_MUSTCHECK;
 
 /* Publishes not settled yet (queued, in flight, or with a callback due):
