@@ -46,9 +46,6 @@ struct rp_amqp_conn {
     amqp_connection_state_t result;
     char result_err[256];
 
-    /* Reading is held (rp_amqp_conn_hold_reading): read_ev is off and
-     * the drain reads nothing. */
-    bool holding;
     /* A failure seen while draining is finished after the drain returns. */
     bool draining;
     bool failed;
@@ -201,7 +198,6 @@ static void rp_amqp_schedule_retry(rp_amqp_conn *c) {
 }
 
 static void rp_amqp_teardown(rp_amqp_conn *c, bool polite) {
-    c->holding = false; /* a new connection starts reading */
     if (c->read_ev) event_del(c->read_ev);
     if (c->tick_ev) event_del(c->tick_ev);
     if (c->conn) {
@@ -282,9 +278,17 @@ static void rp_amqp_dispatch(rp_amqp_conn *c, const amqp_frame_t *f) {
     if (c->hooks.on_frame) c->hooks.on_frame(c->hooks.arg, f);
 }
 
+/* Frames decoded in one drain live in the library's pools until they are
+ * released: after this many body bytes the drain releases them on the way,
+ * not only at its end, so that a burst of large deliveries (the tap's,
+ * when it consumes again with a backlog of big dead letters) does not pile
+ * up in memory before the socket runs dry. */
+#define RP_AMQP_RELEASE_BYTES (4u * 1024u * 1024u)
+
 void rp_amqp_conn_drain(rp_amqp_conn *c) {
-    if (c->state != RP_AMQP_UP || c->draining || c->holding || c->conn == NULL) return;
+    if (c->state != RP_AMQP_UP || c->draining || c->conn == NULL) return;
     c->draining = true;
+    size_t body_bytes = 0;
     for (;;) {
         amqp_frame_t frame;
         struct timeval zero = {0, 0};
@@ -297,8 +301,13 @@ void rp_amqp_conn_drain(rp_amqp_conn *c) {
             c->failed = true;
             break;
         }
+        if (frame.frame_type == AMQP_FRAME_BODY) body_bytes += frame.payload.body_fragment.len;
         rp_amqp_dispatch(c, &frame);
-        if (c->failed || c->holding) break; /* a frame's handler may hold reading */
+        if (c->failed) break;
+        if (body_bytes >= RP_AMQP_RELEASE_BYTES) {
+            amqp_maybe_release_buffers(c->conn);
+            body_bytes = 0;
+        }
     }
     c->draining = false;
     if (c->failed) {
@@ -315,49 +324,6 @@ static void rp_amqp_on_io(evutil_socket_t fd, short what, void *arg) {
     RP_UNUSED(what);
     rp_amqp_conn_drain(arg);
 }
-
-/* Every heartbeat/2: the drain sends and checks heartbeats inside the
- * library; while reading is held, a heartbeat is sent here instead, so
- * the broker keeps the connection however long the hold lasts. */
-static void rp_amqp_on_tick(evutil_socket_t fd, short what, void *arg) {
-    RP_UNUSED(fd);
-    RP_UNUSED(what);
-    rp_amqp_conn *c = arg;
-    if (!c->holding) {
-        rp_amqp_conn_drain(c);
-        return;
-    }
-    if (c->state != RP_AMQP_UP || c->conn == NULL || c->heartbeat <= 0) return;
-    amqp_frame_t hb;
-    memset(&hb, 0, sizeof hb);
-    hb.frame_type = AMQP_FRAME_HEARTBEAT;
-    hb.channel = 0;
-    int st = amqp_send_frame(c->conn, &hb);
-    if (st != AMQP_STATUS_OK) {
-        char why[160];
-        snprintf(why, sizeof why, "heartbeat: %s", amqp_error_string2(st));
-        rp_amqp_lost(c, why);
-    }
-}
-
-void rp_amqp_conn_hold_reading(rp_amqp_conn *c, bool hold) {
-    if (c->state != RP_AMQP_UP || c->conn == NULL || c->read_ev == NULL) return;
-    if (hold == c->holding) return;
-    c->holding = hold;
-    if (hold) {
-        event_del(c->read_ev);
-        return;
-    }
-    /* Frames may wait in the library's buffer, which the socket does not
-     * signal: drain on the next turn (not inside the caller). */
-    if (event_add(c->read_ev, NULL) != 0) {
-        rp_amqp_conn_fail(c, "cannot watch the broker socket");
-        return;
-    }
-    event_active(c->read_ev, EV_READ, 0);
-}
-
-bool rp_amqp_conn_reading_held(const rp_amqp_conn *c) { return c->holding; }
 
 static void rp_amqp_start_connect(rp_amqp_conn *c);
 
@@ -414,7 +380,7 @@ static void rp_amqp_start_connect(rp_amqp_conn *c) {
 
 rp_status rp_amqp_conn_start(rp_amqp_conn *c) {
     c->retry_ev = evtimer_new(c->base, rp_amqp_on_retry, c);
-    c->tick_ev = event_new(c->base, -1, EV_PERSIST, rp_amqp_on_tick, c);
+    c->tick_ev = event_new(c->base, -1, EV_PERSIST, rp_amqp_on_io, c);
     c->done_ev = event_new(c->base, -1, 0, rp_amqp_on_connected, c);
     if (c->retry_ev == NULL || c->tick_ev == NULL || c->done_ev == NULL) return RP_ERR_NOMEM;
     rp_amqp_start_connect(c);

@@ -90,16 +90,6 @@ struct event_base *rp_amqp_conn_base(const rp_amqp_conn *c);
 const char *rp_amqp_conn_peer(const rp_amqp_conn *c);
 /* Serves frames already buffered; call after every RPC and publish. */
 void rp_amqp_conn_drain(rp_amqp_conn *c);
-/* Stops (hold) or resumes reading frames from the broker, so that the
- * broker's writes to this connection wait in TCP (back-pressure) while a
- * consumer holds too much. While held nothing is read or dispatched
- * (deliveries, confirms, replies and heartbeats wait in the library's
- * buffer, the socket and the broker), writes go on, and a heartbeat is
- * sent every heartbeat/2 so the broker keeps the connection. Resuming
- * drains on the next loop turn. A new connection starts unheld; no-op
- * while not UP. */
-void rp_amqp_conn_hold_reading(rp_amqp_conn *c, bool hold);
-bool rp_amqp_conn_reading_held(const rp_amqp_conn *c);
 /* A caller saw a failure on the handle (an RPC error): drop and rebuild. */
 void rp_amqp_conn_fail(rp_amqp_conn *c, const char *why);
 /* Closes (politely when up), joins the connect thread, frees. */

@@ -65,8 +65,15 @@ struct rp_tap {
     size_t in_flight_n; /* their messages */
     unsigned kept_gen; /* the connection of everything in waiting and stuck */
     /* The weight (body and bookkeeping) of every item alive: waiting,
-     * stuck and in flight; above RP_TAP_HOLD_BYTES reading is held. */
+     * stuck and in flight; above RP_TAP_HOLD_BYTES the tap stops
+     * consuming. */
     size_t held_bytes;
+    /* Past RP_TAP_HOLD_BYTES the tap stops consuming (basic.cancel) on
+     * connection off_gen until parks bring it to half; what the broker
+     * had already sent meanwhile is returned to it (returned counts). */
+    bool off;
+    unsigned off_gen;
+    uint64_t returned;
     bool paused; /* waiting for the retry timer */
     int backoff_ms;
     struct event *retry_ev;
@@ -612,29 +619,59 @@ static void rp_tap_settle_batch(rp_tap_batch *b, bool cancelled) {
 
 static bool rp_tap_submit(rp_tap *t);
 
-/* Holds reading from the broker while the tap holds more than
- * RP_TAP_HOLD_BYTES, and reads again once parks bring it to half (tap.h):
- * the broker's deliveries then wait in TCP and on the broker, not in this
- * process. */
+/* Sends a method on the tap's channel; a failure drops the connection. */
+static bool rp_tap_send_method(rp_tap *t, amqp_method_number_t id, void *method,
+                               const char *what) {
+    amqp_connection_state_t c = rp_amqp_conn_handle(t->d->amqp);
+    if (c == NULL) return false;
+    int st = amqp_send_method(c, RP_TAP_CHANNEL, id, method);
+    if (st != AMQP_STATUS_OK) {
+        char why[160];
+        snprintf(why, sizeof why, "%s: %s", what, amqp_error_string2(st));
+        rp_amqp_conn_fail(t->d->amqp, why);
+        return false;
+    }
+    return true;
+}
+
+/* Whether the tap has stopped consuming on the current connection (a new
+ * one consumes from its setup). */
+static bool rp_tap_off(const rp_tap *t) { return t->off && t->off_gen == t->d->broker_generation; }
+
+/* Stops consuming while the tap holds more than RP_TAP_HOLD_BYTES, and
+ * consumes again once parks bring it to half (tap.h): the broker keeps the
+ * rest meanwhile, and the connection goes on serving everything else.
+ * Both without waiting for a reply (nowait). */
 static void rp_tap_hold_check(rp_tap *t) {
     rp_daemon *d = t->d;
     if (t->stopped || !d->broker_up) return;
-    bool held = rp_amqp_conn_reading_held(d->amqp);
+    bool off = rp_tap_off(t);
     bool over = t->held_bytes > RP_TAP_HOLD_BYTES;
     bool under = t->held_bytes <= RP_TAP_HOLD_BYTES / 2;
-    if (held == over || (held && !under)) return;
-    char kib[24], n[24];
+    if (off ? !under : !over) return;
+    char kib[24], n[24], back[24];
     snprintf(kib, sizeof kib, "%zu", t->held_bytes / 1024);
     snprintf(n, sizeof n, "%zu", t->waiting.n + t->stuck.n + t->in_flight_n);
-    if (over) {
-        rp_amqp_conn_hold_reading(d->amqp, true);
-        RP_INFO("the tap holds as much as it may keep in memory: reaperd stops reading from the "
-                "broker until parks bring it to half (control requests wait meanwhile)",
+    amqp_bytes_t tag = amqp_cstring_bytes(RP_TAP_CONSUMER_TAG);
+    if (!off) {
+        amqp_basic_cancel_t m = {.consumer_tag = tag, .nowait = 1};
+        if (!rp_tap_send_method(t, AMQP_BASIC_CANCEL_METHOD, &m, "tap cancel")) return;
+        t->off = true;
+        t->off_gen = d->broker_generation;
+        t->returned = 0;
+        RP_INFO("the tap holds as much as it may keep in memory: it stops consuming until parks "
+                "bring it to half (deliveries already on the way go back to the broker)",
                 "held_kib", kib, "messages", n, NULL);
-    } else {
-        rp_amqp_conn_hold_reading(d->amqp, false);
-        RP_INFO("the tap reads from the broker again", "held_kib", kib, "messages", n, NULL);
+        return;
     }
+    amqp_basic_consume_t m = {.queue = amqp_cstring_bytes(d->cfg->broker.tap_queue),
+                              .consumer_tag = tag,
+                              .nowait = 1,
+                              .arguments = amqp_empty_table};
+    if (!rp_tap_send_method(t, AMQP_BASIC_CONSUME_METHOD, &m, "tap consume")) return;
+    t->off = false;
+    snprintf(back, sizeof back, "%" PRIu64, t->returned);
+    RP_INFO("the tap consumes again", "held_kib", kib, "messages", n, "returned", back, NULL);
 }
 
 /* Hands batches to the tap's thread while fewer than RP_TAP_IN_FLIGHT are
@@ -689,6 +726,22 @@ static bool rp_tap_submit(rp_tap *t) {
 void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
     rp_tap *t = d->tap;
     if (t == NULL) return;
+    if (rp_tap_off(t)) {
+        /* Sent before the broker had our cancel: back to it, kept in the
+         * queue for when the tap consumes again (its x-delivery-limit -1
+         * on RabbitMQ 4 makes a return cost nothing). */
+        amqp_connection_state_t c = rp_amqp_conn_handle(d->amqp);
+        int st = c ? amqp_basic_nack(c, RP_TAP_CHANNEL, msg->delivery_tag, 0, 1)
+                   : AMQP_STATUS_OK;
+        if (st != AMQP_STATUS_OK) {
+            char why[160];
+            snprintf(why, sizeof why, "tap nack: %s", amqp_error_string2(st));
+            rp_amqp_conn_fail(d->amqp, why);
+            return;
+        }
+        t->returned++;
+        return;
+    }
     rp_tap_item *it = calloc(1, sizeof *it);
     bool ok = it != NULL;
     if (ok) {

@@ -25,9 +25,15 @@
  *
  * THE CONSUMER (loop thread). Prefetch RP_TAP_PREFETCH, manual acks.
  * Deliveries are copied and queued, and what they weigh is counted: past
- * RP_TAP_HOLD_BYTES the loop stops reading the broker connection
- * (rp_amqp_conn_hold_reading) until parks bring it to half, so that a
- * storm of large dead letters waits on the broker, not in this process.
+ * RP_TAP_HOLD_BYTES the tap cancels its consumer (basic.cancel, nowait)
+ * until parks bring it to half, then consumes again (basic.consume,
+ * nowait), so that a storm of large dead letters waits on the broker, not
+ * in this process. Deliveries the broker sent before it had the cancel are
+ * returned to it at once (basic.nack, requeue), unkept. The connection
+ * goes on reading meanwhile: control requests, confirms and heartbeats are
+ * served, and the broker never finds its writes blocked (it closes a
+ * connection whose writes wait 30 s: seen on 3.10.8 when this tap stopped
+ * reading its socket instead).
  * Batches (at most RP_TAP_BATCH each, at most RP_TAP_IN_FLIGHT handed
  * over at once, so that the thread starts the next as soon as one commits,
  * while the loop acks that one) go to the tap's own thread, which parks them in order and has its own PostgreSQL session
@@ -84,11 +90,10 @@
 #define RP_TAP_BATCH 2000
 #define RP_TAP_IN_FLIGHT 2
 /* The most the tap keeps in memory (bodies, at most RP_PG_DL_BODY_MAX
- * each, and bookkeeping) before it holds reading from the broker: a count
- * prefetch cannot bound bytes (4,000 dead letters of 4 MiB would be 16
- * GiB), so past this reaperd stops reading its broker connection and the
- * broker's deliveries wait in TCP and on the broker until parks bring the
- * tap to half. The chart's memory limit is 128 MiB. */
+ * each, and bookkeeping) before it stops consuming: a count prefetch
+ * cannot bound bytes (4,000 dead letters of 4 MiB would be 16 GiB), so
+ * past this the tap cancels its consumer and the broker keeps the rest
+ * until parks bring the tap to half. The chart's memory limit is 128 MiB. */
 #define RP_TAP_HOLD_BYTES (32u * 1024u * 1024u)
 
 struct rp_daemon;

@@ -529,6 +529,7 @@ rp_child *itest_reaperd_start(char *const env[], const char *ready1, const char 
     for (int i = 0; i < 2; i++) {
         if (ready[i] == NULL || rp_child_wait_for(c, ready[i], 60000)) continue;
         fprintf(stderr, "reaperd never said %s; it said:\n%s\n", ready[i], c->log);
+        rp_child_free(c); /* killed: a failed test must not leave it running */
         fail();
     }
     return c;

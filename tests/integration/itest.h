@@ -45,7 +45,8 @@ void rp_child_free(rp_child *c);
 
 /* Starts REAPERD (no arguments) with env added (as rp_child_start), then
  * waits for the log to contain ready1 and then ready2 (either may be NULL),
- * 60 s each; on time-out prints the log and fails the test (cmocka). */
+ * 60 s each; on time-out prints the log, kills it and fails the test
+ * (cmocka). */
 rp_child *itest_reaperd_start(char *const env[], const char *ready1, const char *ready2);
 /* SIGTERM, up to 20 s for the exit; prints the log when the exit code is
  * not 0; frees c. Returns the exit code (rp_child_stop's values). */

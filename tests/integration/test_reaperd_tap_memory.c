@@ -2,13 +2,17 @@
  * The tap's memory is bounded in bytes, not only by its prefetch count
  * (cmd/reaperd/tap.h, RP_TAP_HOLD_BYTES): 150 dead letters of 1 MiB arrive
  * while parking is blocked (the dead_letter table locked by this test), so
- * everything the broker hands over stays in reaperd. Past 32 MiB reaperd
- * stops reading from the broker: the rest waits on the broker (delivered
- * to the channel, but held in TCP and the broker's buffers, not read), and
- * reaperd's peak memory stays far below the storm's 150 MiB.
+ * everything the broker hands over stays in reaperd. Past 32 MiB the tap
+ * stops consuming: the rest waits on the broker (what it had already sent
+ * is returned to it), and reaperd's peak memory stays far below the
+ * storm's 150 MiB.
  * Once the lock is gone, every dead letter is parked exactly once, the tap
  * drains, and the broker's dead-letter queue keeps every copy. And SIGTERM
  * in that state (reading held, a park waiting on the lock) exits 0.
+ * While the tap holds, the connection goes on: the broker keeps it longer
+ * than its 30 s write time-out (it closed it when reaperd stopped reading
+ * its socket instead), and control requests are answered; a connection
+ * lost meanwhile is followed by one that consumes again.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -58,10 +62,13 @@ static void unblock_parking(void) {
     lock = NULL;
 }
 
-/* The "messages" of reaperd's last "stops reading" line, -1 if none. */
+#define STOPS "it stops consuming until parks bring it to half"
+#define CONSUMES_AGAIN "the tap consumes again"
+
+/* The "messages" of reaperd's last "stops consuming" line, -1 if none. */
 static long held_when_stopped(void) {
     const char *at = NULL;
-    for (const char *p = T.reaperd->log; (p = strstr(p, "reaperd stops reading")); p++) at = p;
+    for (const char *p = T.reaperd->log; (p = strstr(p, STOPS)); p++) at = p;
     if (at == NULL) return -1;
     const char *m = strstr(at, "\"messages\":\"");
     return m ? atol(m + strlen("\"messages\":\"")) : -1;
@@ -115,11 +122,11 @@ static void test_held_in_bytes(void **state) {
     publish_big(work, "h", N_DEAD);
     /* Not asserted here: without the bound there is no such line, and the
      * memory below tells. Then let whatever was on the way arrive. */
-    (void)rp_child_wait_for(T.reaperd, "reaperd stops reading from the broker", 30000);
+    (void)rp_child_wait_for(T.reaperd, STOPS, 30000);
     rp_child_drain(T.reaperd, 3000);
     long held = held_when_stopped();
     long peak_kib = peak_rss_kib(T.reaperd->pid);
-    fprintf(stderr, "while parking is blocked: reaperd stopped reading with %ld of %d held; its "
+    fprintf(stderr, "while parking is blocked: the tap stopped consuming with %ld of %d held; its "
                     "peak memory %ld KiB (%ld KiB at the start)\n",
             held, N_DEAD, peak_kib, base_kib);
     assert_int_equal(tap_sqln("%s", PARKED("h")), 0);
@@ -136,7 +143,7 @@ static void test_held_in_bytes(void **state) {
     long got = tap_wait_count(N_DEAD, 120000, PARKED("h"));
     if (got != N_DEAD) fprintf(stderr, "%s\n", T.reaperd->log);
     assert_int_equal(got, N_DEAD);
-    assert_true(rp_child_wait_for(T.reaperd, "the tap reads from the broker again", 10000));
+    assert_true(rp_child_wait_for(T.reaperd, CONSUMES_AGAIN, 10000));
     /* Once each, whole. */
     assert_int_equal(tap_sqln("%s", PARKED_DISTINCT("h")), N_DEAD);
     assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter WHERE length(body) <> %d OR "
@@ -166,7 +173,7 @@ static void test_sigterm_while_held(void **state) {
     tap_start_reaperd();
     block_parking();
     publish_big(work, "s", 60);
-    assert_true(rp_child_wait_for(T.reaperd, "reaperd stops reading from the broker", 30000));
+    assert_true(rp_child_wait_for(T.reaperd, STOPS, 30000));
     long long t0 = itest_mono_ms();
     tap_stop_reaperd(SIGTERM); /* asserts exit 0 within 20 s */
     fprintf(stderr, "reaperd stopped %lld ms after SIGTERM\n", itest_mono_ms() - t0);
@@ -177,6 +184,93 @@ static void test_sigterm_while_held(void **state) {
     assert_int_equal(got, 60);
     assert_int_equal(tap_sqln("%s", PARKED_DISTINCT("s")), 60);
     for (int i = 0; i < 100 && tap_depth(T.tap) != 0; i++) rp_child_drain(T.reaperd, 100);
+    assert_int_equal(tap_depth(T.tap), 0);
+    assert_int_equal(tap_depth(dlq), 60);
+    tap_stop_reaperd(SIGTERM);
+    tap_delete_queue(work);
+    tap_delete_queue(dlq);
+}
+
+/* How many times needle is in reaperd's log. */
+static int log_count(const char *needle) {
+    int n = 0;
+    for (const char *p = T.reaperd->log; (p = strstr(p, needle)); p++) n++;
+    return n;
+}
+
+/* A hold longer than the broker's 30 s write time-out (RabbitMQ closes a
+ * connection whose writes wait that long; it did, every time, when the tap
+ * held by not reading its socket): one connection all along, a control
+ * request answered in the middle of it, and everything parked once the
+ * lock is gone. */
+static void test_long_hold(void **state) {
+    (void)state;
+    char dlq[128], work[128], control[160];
+    tap_storm_source("memhb", work, dlq, sizeof work);
+    tap_start_reaperd();
+    assert_int_equal(log_count("\"broker connected\""), 1);
+    block_parking();
+    publish_big(work, "b", 60);
+    assert_true(rp_child_wait_for(T.reaperd, STOPS, 30000));
+    long long t0 = itest_mono_ms();
+    while (itest_mono_ms() - t0 < 10000) rp_child_drain(T.reaperd, 500);
+    snprintf(control, sizeof control, "%s.control", T.tag);
+    itest_reply r;
+    long long asked = itest_mono_ms();
+    int rc = itest_request(T.amqp, control, "application/json", "{\"v\":1,\"op\":\"status\"}",
+                           strlen("{\"v\":1,\"op\":\"status\"}"), NULL, true, "hold-status", &r,
+                           10000);
+    fprintf(stderr, "status answered during the hold in %lld ms\n", itest_mono_ms() - asked);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(r.body, "\"ok\":true"));
+    itest_reply_free(&r);
+    while (itest_mono_ms() - t0 < 33000) rp_child_drain(T.reaperd, 500);
+    if (log_count("\"broker unreachable") != 0) fprintf(stderr, "%s\n", T.reaperd->log);
+    assert_int_equal(log_count("\"broker unreachable"), 0);
+    unblock_parking();
+    assert_int_equal(tap_wait_count(60, 60000, PARKED("b")), 60);
+    assert_true(rp_child_wait_for(T.reaperd, CONSUMES_AGAIN, 10000));
+    assert_int_equal(tap_sqln("%s", PARKED_DISTINCT("b")), 60);
+    for (int i = 0; i < 100 && tap_depth(T.tap) != 0; i++) rp_child_drain(T.reaperd, 100);
+    assert_int_equal(tap_depth(T.tap), 0);
+    assert_int_equal(tap_depth(dlq), 60);
+    assert_int_equal(log_count("\"broker unreachable"), 0);
+    assert_int_equal(log_count("\"broker connected\""), 1);
+    tap_stop_reaperd(SIGTERM);
+    tap_delete_queue(work);
+    tap_delete_queue(dlq);
+}
+
+/* The broker closes every connection while the tap holds (parking
+ * blocked). reaperd connects again and the new connection consumes (the
+ * stop belongs to the connection it was sent on); once
+ * the lock is gone, every dead letter is parked exactly once (those the
+ * broker hands over again are parked already, and acked) and the tap
+ * drains. */
+static void test_lost_while_held(void **state) {
+    (void)state;
+    char dlq[128], work[128];
+    tap_storm_source("memlost", work, dlq, sizeof work);
+    tap_start_reaperd();
+    block_parking();
+    publish_big(work, "l", 60);
+    assert_true(rp_child_wait_for(T.reaperd, STOPS, 30000));
+    assert_int_equal(itest_broker_ctl("close_all_connections itest-tap-lost-while-held"), 0);
+    itest_amqp_close(T.amqp); /* this test's own went too */
+    T.amqp = itest_amqp_connect();
+    assert_non_null(T.amqp);
+    long long t0 = itest_mono_ms();
+    while (log_count("\"broker connected\"") < 2 && itest_mono_ms() - t0 < 60000)
+        rp_child_drain(T.reaperd, 200);
+    fprintf(stderr, "reaperd connected again %lld ms after the broker closed its connection\n",
+            itest_mono_ms() - t0);
+    assert_int_equal(log_count("\"broker connected\""), 2);
+    unblock_parking();
+    long got = tap_wait_count(60, 60000, PARKED("l"));
+    if (got != 60) fprintf(stderr, "%s\n", T.reaperd->log);
+    assert_int_equal(got, 60);
+    assert_int_equal(tap_sqln("%s", PARKED_DISTINCT("l")), 60);
+    for (int i = 0; i < 150 && tap_depth(T.tap) != 0; i++) rp_child_drain(T.reaperd, 100);
     assert_int_equal(tap_depth(T.tap), 0);
     assert_int_equal(tap_depth(dlq), 60);
     tap_stop_reaperd(SIGTERM);
@@ -200,6 +294,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_held_in_bytes),
         cmocka_unit_test(test_sigterm_while_held),
+        cmocka_unit_test(test_long_hold),
+        cmocka_unit_test(test_lost_while_held),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
