@@ -32,8 +32,9 @@
  * returned to it at once (basic.nack, requeue), unkept. The connection
  * goes on reading meanwhile: control requests, confirms and heartbeats are
  * served, and the broker never finds its writes blocked (it closes a
- * connection whose writes wait 30 s: seen on 3.10.8 when this tap stopped
- * reading its socket instead).
+ * connection whose writes wait 30 s, Ranch's default send_timeout with
+ * send_timeout_close: seen on 3.10.8 when this tap stopped reading its
+ * socket instead).
  * Batches (at most RP_TAP_BATCH each, at most RP_TAP_IN_FLIGHT handed
  * over at once, so that the thread starts the next as soon as one commits,
  * while the loop acks that one) go to the tap's own thread, which parks them in order and has its own PostgreSQL session
