@@ -107,6 +107,21 @@ static void rp_item_free(rp_tap *t, rp_tap_item *it) {
     free(it);
 }
 
+/* A stuck item needs only its tag and generation until the reconnect that
+ * gives it back: its body and properties go, and their weight with them,
+ * so that dead letters stuck on their own never keep the tap from
+ * consuming (past half of RP_TAP_HOLD_BYTES it would not consume again). */
+static void rp_item_shed(rp_tap *t, rp_tap_item *it) {
+    empty_amqp_pool(&it->pool);
+    memset(&it->props, 0, sizeof it->props);
+    free(it->body);
+    it->body = NULL;
+    it->body_len = 0;
+    t->held_bytes -= it->weight;
+    it->weight = sizeof *it;
+    t->held_bytes += it->weight;
+}
+
 static void rp_list_push(rp_tap_list *l, rp_tap_item *it) {
     it->next = NULL;
     if (l->tail) l->tail->next = it;
@@ -578,6 +593,7 @@ static void rp_tap_settle_batch(rp_tap_batch *b, bool cancelled) {
             RP_ERROR("a dead letter could not be parked; it stays unacked on the tap until the "
                      "next reconnect",
                      "status", rp_status_string(it->st), NULL);
+            rp_item_shed(t, it);
             rp_list_push(&t->stuck, it);
             break;
         }

@@ -278,6 +278,51 @@ static void test_lost_while_held(void **state) {
     tap_delete_queue(dlq);
 }
 
+static void exec_sql(const char *sql) {
+    char set[128];
+    snprintf(set, sizeof set, "SET search_path TO %s", T.schema);
+    PQclear(PQexec(T.pg, set));
+    PGresult *r = PQexec(T.pg, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+}
+
+/* Dead letters whose park fails on their own (a trigger refuses them) are
+ * held unacked until the next reconnect, but not their bodies: 20 of 1
+ * MiB stuck must not keep the tap from consuming again (they would weigh
+ * more than half of its 32 MiB), so the 40 good ones after them are all
+ * parked. */
+static void test_stuck_weigh_nothing(void **state) {
+    (void)state;
+    char dlq[128], work[128];
+    tap_storm_source("memstuck", work, dlq, sizeof work);
+    exec_sql("CREATE FUNCTION itest_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+             "IF encode(substring(NEW.body FROM 1 FOR 2), 'escape') = 'k-' THEN RAISE "
+             "EXCEPTION 'refused'; END IF; RETURN NEW; END $$");
+    exec_sql("CREATE TRIGGER itest_refuse BEFORE INSERT ON dead_letter FOR EACH ROW "
+             "EXECUTE FUNCTION itest_refuse()");
+    tap_start_reaperd();
+    publish_big(work, "k", 20);
+    long long t0 = itest_mono_ms();
+    while (log_count("could not be parked") < 20 && itest_mono_ms() - t0 < 60000)
+        rp_child_drain(T.reaperd, 200);
+    assert_int_equal(log_count("could not be parked"), 20);
+    publish_big(work, "g", 40);
+    long got = tap_wait_count(40, 60000, PARKED("g"));
+    if (got != 40) fprintf(stderr, "%s\n", T.reaperd->log);
+    assert_int_equal(got, 40);
+    assert_int_equal(tap_sqln("%s", PARKED("k")), 0);
+    tap_stop_reaperd(SIGTERM);
+    exec_sql("DROP TRIGGER itest_refuse ON dead_letter");
+    exec_sql("DROP FUNCTION itest_refuse()");
+    /* The broker has the 20 back; they are parked at the next start. */
+    tap_start_reaperd();
+    assert_int_equal(tap_wait_count(20, 60000, PARKED("k")), 20);
+    tap_stop_reaperd(SIGTERM);
+    tap_delete_queue(work);
+    tap_delete_queue(dlq);
+}
+
 static int setup(void **state) {
     (void)state;
     return tap_world_setup("tapmem");
@@ -296,6 +341,7 @@ int main(void) {
         cmocka_unit_test(test_sigterm_while_held),
         cmocka_unit_test(test_long_hold),
         cmocka_unit_test(test_lost_while_held),
+        cmocka_unit_test(test_stuck_weigh_nothing),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
