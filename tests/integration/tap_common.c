@@ -242,7 +242,7 @@ int tap_broker_major(void) {
     return 0;
 }
 
-void tap_storm_source(const char *what, char *work, char *dlq, size_t n) {
+void tap_dead_letter_source(const char *what, long ttl_ms, char *work, char *dlq, size_t n) {
     char x[128], name[96];
     snprintf(name, sizeof name, "%s.dlx", what);
     tap_plain(x, sizeof x, name);
@@ -253,5 +253,30 @@ void tap_storm_source(const char *what, char *work, char *dlq, size_t n) {
     tap_bind(dlq, x, "", amqp_empty_table);
     snprintf(name, sizeof name, "%s.work", what);
     tap_owned(work, n, name);
-    tap_queue(work, x, NULL, 0);
+    tap_queue(work, x, NULL, ttl_ms);
+}
+
+static void tap_exec(const char *sql) {
+    char set[128];
+    snprintf(set, sizeof set, "SET search_path TO %s", T.schema);
+    PQclear(PQexec(T.pg, set));
+    PGresult *r = PQexec(T.pg, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+}
+
+void tap_refuse_parks(const char *condition) {
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "CREATE FUNCTION itest_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF %s "
+             "THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$",
+             condition);
+    tap_exec(sql);
+    tap_exec("CREATE TRIGGER itest_refuse BEFORE INSERT ON dead_letter FOR EACH ROW "
+             "EXECUTE FUNCTION itest_refuse()");
+}
+
+void tap_accept_parks(void) {
+    tap_exec("DROP TRIGGER itest_refuse ON dead_letter");
+    tap_exec("DROP FUNCTION itest_refuse()");
 }

@@ -61,11 +61,17 @@ void tap_bind(const char *queue, const char *exchange, const char *key, amqp_tab
 void tap_delete_queue(const char *name);
 void tap_delete_exchange(const char *name);
 
-/* A storm's source named after what: an owned queue work (TTL 0, so the
- * broker dead-letters each message as it arrives) whose dead-letter
- * exchange (fanout, not owned) routes to the owned queue dlq; work and dlq
- * are buffers of n bytes. */
-void tap_storm_source(const char *what, char *work, char *dlq, size_t n);
+/* A dead-letter source named after what: an owned queue work whose
+ * dead-letter exchange (fanout, not owned) routes to the owned queue dlq;
+ * work and dlq are buffers of n bytes. ttl_ms is work's message TTL, < 0
+ * for none (dead letters come from rejects); 0 makes a storm's source (the
+ * broker dead-letters each message as it arrives). */
+void tap_dead_letter_source(const char *what, long ttl_ms, char *work, char *dlq, size_t n);
+
+/* A trigger makes every park whose new dead_letter row meets condition (SQL
+ * over NEW) fail on its own, until tap_accept_parks. */
+void tap_refuse_parks(const char *condition);
+void tap_accept_parks(void);
 
 /* Publishes n messages "<prefix>-<i>" to the default exchange with routing
  * key queue (message_id "<prefix>-<i>" on every other message). */

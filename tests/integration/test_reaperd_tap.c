@@ -53,26 +53,10 @@ static void wait_parked(const char *prefix, long want, int timeout_ms) {
     assert_int_equal(got, want);
 }
 
-/* A fanout dead-letter exchange with its dead-letter queue and an owned
- * queue dead-lettering to it. */
-static void fanout_setup(const char *what, char *work, char *dlq, size_t n) {
-    char x[128], name[96];
-    snprintf(name, sizeof name, "%s.dlx", what);
-    tap_plain(x, sizeof x, name);
-    tap_exchange(x, "fanout");
-    snprintf(name, sizeof name, "%s.work.dlq", what);
-    tap_owned(dlq, n, name);
-    tap_queue(dlq, NULL, NULL, -1);
-    tap_bind(dlq, x, "", amqp_empty_table);
-    snprintf(name, sizeof name, "%s.work", what);
-    tap_owned(work, n, name);
-    tap_queue(work, x, NULL, -1);
-}
-
 static void test_thousand_rejected_parked_once(void **state) {
     (void)state;
     char work[128], dlq[128];
-    fanout_setup("k", work, dlq, sizeof work);
+    tap_dead_letter_source("k", -1, work, dlq, sizeof work);
     tap_start_reaperd();
     tap_publish(work, "k", 1000);
     tap_reject(work, 1000);
@@ -212,7 +196,7 @@ static amqp_field_value_t str_value(const char *s, size_t len) {
 static void test_forged_and_hostile_headers(void **state) {
     (void)state;
     char work[128], dlq[128];
-    fanout_setup("f", work, dlq, sizeof work);
+    tap_dead_letter_source("f", -1, work, dlq, sizeof work);
     tap_start_reaperd();
 
     static char longq[301];
@@ -342,7 +326,7 @@ static void test_forged_and_hostile_headers(void **state) {
 static void test_down_then_start_and_fifty_returns(void **state) {
     (void)state;
     char work[128], dlq[128];
-    fanout_setup("w", work, dlq, sizeof work);
+    tap_dead_letter_source("w", -1, work, dlq, sizeof work);
     tap_start_reaperd();
     tap_stop_reaperd(SIGTERM);
     tap_publish(work, "w", 1);
@@ -394,7 +378,7 @@ static void test_down_then_start_and_fifty_returns(void **state) {
 static void test_tap_declared_before_without_limit(void **state) {
     (void)state;
     char work[128], dlq[128];
-    fanout_setup("old", work, dlq, sizeof work);
+    tap_dead_letter_source("old", -1, work, dlq, sizeof work);
     amqp_queue_delete(T.amqp, 1, amqp_cstring_bytes(T.tap), 0, 0);
     amqp_table_entry_t e = {amqp_cstring_bytes("x-queue-type"), {AMQP_FIELD_KIND_UTF8, {0}}};
     e.value.value.bytes = amqp_cstring_bytes("quorum");
@@ -412,15 +396,6 @@ static void test_tap_declared_before_without_limit(void **state) {
     assert_int_equal(amqp_get_rpc_reply(T.amqp).reply_type, AMQP_RESPONSE_NORMAL);
 }
 
-static void exec_sql(const char *sql) {
-    char set[128];
-    snprintf(set, sizeof set, "SET search_path TO %s", T.schema);
-    PQclear(PQexec(T.pg, set));
-    PGresult *r = PQexec(T.pg, sql);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) fail_msg("%s: %s", sql, PQresultErrorMessage(r));
-    PQclear(r);
-}
-
 /* One dead letter whose park fails on its own (a trigger refuses its row)
  * in a batch of ten: the other nine are parked (the batch's transaction
  * fails, then each is parked alone), the bad one is held unacked and
@@ -429,12 +404,8 @@ static void exec_sql(const char *sql) {
 static void test_one_bad_dead_letter_in_a_batch(void **state) {
     (void)state;
     char work[128], dlq[128];
-    fanout_setup("bad", work, dlq, sizeof work);
-    exec_sql("CREATE FUNCTION itest_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-             "IF encode(NEW.body, 'escape') = 'bad-3' THEN RAISE EXCEPTION 'refused'; END IF; "
-             "RETURN NEW; END $$");
-    exec_sql("CREATE TRIGGER itest_refuse BEFORE INSERT ON dead_letter FOR EACH ROW "
-             "EXECUTE FUNCTION itest_refuse()");
+    tap_dead_letter_source("bad", -1, work, dlq, sizeof work);
+    tap_refuse_parks("encode(NEW.body, 'escape') = 'bad-3'");
     tap_start_reaperd();
     tap_publish(work, "bad", 10);
     tap_reject(work, 10);
@@ -447,8 +418,7 @@ static void test_one_bad_dead_letter_in_a_batch(void **state) {
     assert_int_equal(tap_depth(T.tap), 0);
     assert_consistent();
     tap_stop_reaperd(SIGTERM);
-    exec_sql("DROP TRIGGER itest_refuse ON dead_letter");
-    exec_sql("DROP FUNCTION itest_refuse()");
+    tap_accept_parks();
     /* Given back by the broker when reaperd went, parked at the next start. */
     assert_int_equal(tap_depth(T.tap), 1);
     tap_start_reaperd();

@@ -111,7 +111,7 @@ static void publish_big(const char *queue, const char *prefix, int n) {
 static void test_held_in_bytes(void **state) {
     (void)state;
     char dlq[128], work[128];
-    tap_storm_source("mem", work, dlq, sizeof work);
+    tap_dead_letter_source("mem", 0, work, dlq, sizeof work);
     tap_start_reaperd();
     long base_kib = peak_rss_kib(T.reaperd->pid);
     assert_true(base_kib > 0);
@@ -169,7 +169,7 @@ static void test_held_in_bytes(void **state) {
 static void test_sigterm_while_held(void **state) {
     (void)state;
     char dlq[128], work[128];
-    tap_storm_source("memt", work, dlq, sizeof work);
+    tap_dead_letter_source("memt", 0, work, dlq, sizeof work);
     tap_start_reaperd();
     block_parking();
     publish_big(work, "s", 60);
@@ -206,7 +206,7 @@ static int log_count(const char *needle) {
 static void test_long_hold(void **state) {
     (void)state;
     char dlq[128], work[128], control[160];
-    tap_storm_source("memhb", work, dlq, sizeof work);
+    tap_dead_letter_source("memhb", 0, work, dlq, sizeof work);
     tap_start_reaperd();
     assert_int_equal(log_count("\"broker connected\""), 1);
     block_parking();
@@ -250,7 +250,7 @@ static void test_long_hold(void **state) {
 static void test_lost_while_held(void **state) {
     (void)state;
     char dlq[128], work[128];
-    tap_storm_source("memlost", work, dlq, sizeof work);
+    tap_dead_letter_source("memlost", 0, work, dlq, sizeof work);
     tap_start_reaperd();
     block_parking();
     publish_big(work, "l", 60);
@@ -278,15 +278,6 @@ static void test_lost_while_held(void **state) {
     tap_delete_queue(dlq);
 }
 
-static void exec_sql(const char *sql) {
-    char set[128];
-    snprintf(set, sizeof set, "SET search_path TO %s", T.schema);
-    PQclear(PQexec(T.pg, set));
-    PGresult *r = PQexec(T.pg, sql);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) fail_msg("%s: %s", sql, PQresultErrorMessage(r));
-    PQclear(r);
-}
-
 /* Dead letters whose park fails on their own (a trigger refuses them) are
  * held unacked until the next reconnect, but not their bodies: 20 of 1
  * MiB stuck must not keep the tap from consuming again (they would weigh
@@ -295,12 +286,8 @@ static void exec_sql(const char *sql) {
 static void test_stuck_weigh_nothing(void **state) {
     (void)state;
     char dlq[128], work[128];
-    tap_storm_source("memstuck", work, dlq, sizeof work);
-    exec_sql("CREATE FUNCTION itest_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-             "IF encode(substring(NEW.body FROM 1 FOR 2), 'escape') = 'k-' THEN RAISE "
-             "EXCEPTION 'refused'; END IF; RETURN NEW; END $$");
-    exec_sql("CREATE TRIGGER itest_refuse BEFORE INSERT ON dead_letter FOR EACH ROW "
-             "EXECUTE FUNCTION itest_refuse()");
+    tap_dead_letter_source("memstuck", 0, work, dlq, sizeof work);
+    tap_refuse_parks("encode(substring(NEW.body FROM 1 FOR 2), 'escape') = 'k-'");
     tap_start_reaperd();
     publish_big(work, "k", 20);
     long long t0 = itest_mono_ms();
@@ -313,8 +300,7 @@ static void test_stuck_weigh_nothing(void **state) {
     assert_int_equal(got, 40);
     assert_int_equal(tap_sqln("%s", PARKED("k")), 0);
     tap_stop_reaperd(SIGTERM);
-    exec_sql("DROP TRIGGER itest_refuse ON dead_letter");
-    exec_sql("DROP FUNCTION itest_refuse()");
+    tap_accept_parks();
     /* The broker has the 20 back; they are parked at the next start. */
     tap_start_reaperd();
     assert_int_equal(tap_wait_count(20, 60000, PARKED("k")), 20);

@@ -121,7 +121,7 @@ static void wait_all(const char *prefix, long want, int timeout_ms) {
 static void test_kill9_mid_storm(void **state) {
     (void)state;
     char work[128], dlq[128];
-    tap_storm_source("kill", work, dlq, sizeof work);
+    tap_dead_letter_source("kill", 0, work, dlq, sizeof work);
     tap_start_reaperd();
     tap_publish(work, "s", 10000);
     /* Kill it while it parks: some parked, most not. */
@@ -169,7 +169,7 @@ static void test_kill9_mid_storm(void **state) {
  * command: cmd/reaperd/signals.c); a restart parks the rest, once. */
 static void stop_mid_storm(int sig, const char *what, const char *prefix, int n) {
     char work[128], dlq[128];
-    tap_storm_source(what, work, dlq, sizeof work);
+    tap_dead_letter_source(what, 0, work, dlq, sizeof work);
     tap_start_reaperd();
     tap_publish(work, prefix, n);
     for (int i = 0; i < 300 && parked(prefix) < n / 20; i++) usleep(20 * 1000);
@@ -231,7 +231,7 @@ static int count_in(const char *log, const char *needle) {
 static void test_store_down_mid_storm(void **state) {
     (void)state;
     char work[128], dlq[128];
-    tap_storm_source("pgdown", work, dlq, sizeof work);
+    tap_dead_letter_source("pgdown", 0, work, dlq, sizeof work);
     tap_start_reaperd();
     tap_publish(work, "p", 2500);
     for (int i = 0; i < 300 && parked("p") < 200; i++) usleep(20 * 1000);
