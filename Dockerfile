@@ -18,7 +18,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config \
       librabbitmq-dev libpq-dev libevent-dev libmsgpack-dev libyaml-dev \
-      libcurl4-openssl-dev libjansson-dev libpcre2-dev libssl-dev \
+      libcurl4-openssl-dev libjansson-dev libpcre2-dev libssl-dev libjemalloc-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -33,7 +33,7 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREAPER_TESTS=OFF \
  && strip --strip-debug /out/usr/local/bin/reaperd /out/usr/local/bin/reaperctl
 
 FROM debian:12-slim AS runtime
-ARG RUNTIME_PACKAGES="ca-certificates libcurl4 libevent-2.1-7 libevent-pthreads-2.1-7 libjansson4 libpcre2-8-0 libpq5 librabbitmq4 libssl3 libyaml-0-2"
+ARG RUNTIME_PACKAGES="ca-certificates libcurl4 libevent-2.1-7 libevent-pthreads-2.1-7 libjansson4 libjemalloc2 libpcre2-8-0 libpq5 librabbitmq4 libssl3 libyaml-0-2"
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${RUNTIME_PACKAGES} \
  && rm -rf /var/lib/apt/lists/* \
