@@ -9,6 +9,9 @@
  *   tap_load wait QUEUE N TIMEOUT_S  polls QUEUE's ready count (passive
  *       declare, every 2 ms) until it reaches N; prints the seconds since
  *       the call began, or exits 1 on time-out.
+ *   tap_load consume QUEUE N PREFETCH  consumes N messages from QUEUE with
+ *       that prefetch and a multiple ack every 250 (as reaperd's tap acks a
+ *       transaction's worth), then acks the rest; prints the seconds it took.
  *
  * Connection from REAPER_BROKER_URL and REAPER_BROKER_PASSWORD_FILE.
  */
@@ -57,7 +60,8 @@ static amqp_connection_state_t connect_broker(void) {
 
 int main(int argc, char **argv) {
     if (argc != 5) {
-        fprintf(stderr, "usage: tap_load publish QUEUE N RATE | wait QUEUE N TIMEOUT_S\n");
+        fprintf(stderr, "usage: tap_load publish QUEUE N RATE | wait QUEUE N TIMEOUT_S | "
+                        "consume QUEUE N PREFETCH\n");
         return 2;
     }
     amqp_connection_state_t c = connect_broker();
@@ -98,6 +102,26 @@ int main(int argc, char **argv) {
             amqp_maybe_release_buffers(c);
             usleep(2000);
         }
+        printf("%.3f\n", now_s() - t0);
+    } else if (strcmp(argv[1], "consume") == 0) {
+        long prefetch = atol(argv[4]);
+        if (prefetch < 1 || prefetch > 65535) die("PREFETCH: 1 to 65535");
+        amqp_basic_qos(c, 1, 0, (uint16_t)prefetch, 0);
+        if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL) die("basic.qos failed");
+        amqp_basic_consume(c, 1, amqp_cstring_bytes(queue), amqp_empty_bytes, 0, 0, 0,
+                           amqp_empty_table);
+        if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL) die("basic.consume failed");
+        uint64_t last = 0;
+        for (long got = 1; got <= n; got++) {
+            amqp_envelope_t e;
+            amqp_maybe_release_buffers(c);
+            if (amqp_consume_message(c, &e, NULL, 0).reply_type != AMQP_RESPONSE_NORMAL)
+                die("consuming failed");
+            last = e.delivery_tag;
+            amqp_destroy_envelope(&e);
+            if (got % 250 == 0 && amqp_basic_ack(c, 1, last, 1) != AMQP_STATUS_OK) die("ack failed");
+        }
+        if (n > 0 && amqp_basic_ack(c, 1, last, 1) != AMQP_STATUS_OK) die("ack failed");
         printf("%.3f\n", now_s() - t0);
     } else {
         die("unknown mode");
