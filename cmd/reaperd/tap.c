@@ -22,6 +22,15 @@
 
 #define RP_TAP_BACKOFF_MIN_MS 1000
 #define RP_TAP_BACKOFF_MAX_MS 8000
+/* The tap parks on two PostgreSQL sessions, its transactions sent to them
+ * in turn. With one, the end of a storm (the broker done dead-lettering,
+ * only the tap's deliveries left) was bound by that one backend: it ran
+ * 75-90% of one CPU, waited on its commits' WAL flushes in between, and
+ * 20-25% of the two CPUs stood idle (bench/tap, 100,000 storm, /proc/stat
+ * sampled every 0.1 s). Two sessions, interleaved runs: 10,000 storm
+ * 9,637-10,014/s against 8,355-8,744; 100,000 storm 9,693-10,368 against
+ * 8,606-9,088. */
+#define RP_TAP_SESSIONS 2
 
 typedef enum rp_tap_result {
     RP_TAP_PENDING = 0,
@@ -79,11 +88,11 @@ struct rp_tap {
     struct event *retry_ev;
     bool bind_queued;
     bool stopped; /* rp_tap_stop ran: nothing more is parked */
-    /* The tap's own store session and thread (see tap.h). */
+    /* The tap's own store sessions and thread (see tap.h). */
     rp_worker *worker;
-    rp_pg_conn *conn;
-    rp_pg_store *store;
-    rp_ports ports; /* dead_letters and clock over store; publisher: the feed */
+    rp_pg_conn *conn[RP_TAP_SESSIONS];
+    rp_pg_store *store[RP_TAP_SESSIONS];
+    rp_ports ports; /* dead_letters and clock over store[0]; publisher: the feed */
 };
 
 typedef struct rp_tap_batch {
@@ -331,6 +340,7 @@ typedef struct rp_tap_chunk {
     rp_tap_prep p[RP_TAP_TXN_MAX];
     rp_pg_park_item items[RP_TAP_TXN_MAX];
     size_t n;
+    size_t session;  /* the store session it is sent on */
     bool sent;       /* in the session's pipeline, its results not read */
     bool received;   /* read (st is its outcome) */
     rp_status st;    /* the outcome of its send or its receipt */
@@ -375,7 +385,7 @@ static void rp_tap_send(rp_tap *t, rp_tap_chunk *c, bool *down) {
         c->st = RP_ERR_UNAVAILABLE; /* held and tried again */
         return;
     }
-    c->st = rp_pg_park_send(t->store, c->items, c->n);
+    c->st = rp_pg_park_send(t->store[c->session], c->items, c->n);
     c->sent = c->st == RP_OK;
     if (rp_tap_result_of(c->st) == RP_TAP_RETRY) *down = true;
 }
@@ -383,7 +393,7 @@ static void rp_tap_send(rp_tap *t, rp_tap_chunk *c, bool *down) {
 /* Reads c's results if it was sent and they are not read yet. */
 static void rp_tap_receive(rp_tap *t, rp_tap_chunk *c, bool *down) {
     if (!c->sent || c->received) return;
-    c->st = rp_pg_park_recv(t->store, c->items, c->n);
+    c->st = rp_pg_park_recv(t->store[c->session], c->items, c->n);
     c->received = true;
     if (rp_tap_result_of(c->st) == RP_TAP_RETRY) *down = true;
 }
@@ -437,13 +447,15 @@ static void rp_tap_settle(rp_tap *t, rp_tap_chunk *c, bool *down) {
     c->n = 0;
 }
 
-/* The most transactions a batch has on the session at once: one being
- * parked, the next one waiting in the server's socket, so that the server
- * never waits for this thread. Measured on the quiet 2-CPU machine
- * (bench/tap, 100,000 storm): 2 gave 7,600-8,600/s in 5 of 5 runs; 3 gave
- * the same or, in 5 of 12 storms, an unexplained slow mode of about
- * 4,900/s with every process partly idle; 1 (no overlap) 7,100-7,900. */
-#define RP_TAP_DEPTH 2
+/* The most transactions a batch has outstanding at once, over all
+ * sessions: two on each, one being parked and the next one waiting in the
+ * server's socket, so that neither server waits for this thread. With one
+ * session, measured on the quiet 2-CPU machine (bench/tap, 100,000 storm):
+ * 2 gave 7,600-8,600/s in 5 of 5 runs; 3 gave the same or, in 5 of 12
+ * storms, an unexplained slow mode of about 4,900/s with every process
+ * partly idle; 1 (no overlap) 7,100-7,900. With two sessions, 4 (two on
+ * each) and 2 (one on each) were within each other's noise. */
+#define RP_TAP_DEPTH 4
 
 /* Reads the oldest outstanding chunk (c[*head], *count outstanding) and
  * settles it. When its transaction failed on its own, reads the others
@@ -479,9 +491,13 @@ static void rp_tap_work(void *ctx, void *job) {
         return;
     }
     bool down = false;
-    size_t head = 0, count = 0, i = 0;
+    size_t head = 0, count = 0, i = 0, next_session = 0;
     while (i < b->n) {
         rp_tap_chunk *cur = &c[(head + count) % RP_TAP_DEPTH];
+        /* In turn, so that each session's results are read in the order
+         * its transactions were sent (chunks retire in sending order). */
+        cur->session = next_session;
+        next_session = (next_session + 1) % RP_TAP_SESSIONS;
         rp_tap_fill(t, b, &i, cur, &down);
         rp_tap_send(t, cur, &down);
         count++;
@@ -853,10 +869,14 @@ rp_tap *rp_tap_new(rp_daemon *d) {
     if (t == NULL) return NULL;
     t->d = d;
     t->retry_ev = evtimer_new(d->base, rp_tap_on_retry, t);
-    t->conn = rp_pg_conn_new(d->cfg->store.dsn, 5);
-    t->store = t->conn ? rp_pg_store_new(t->conn, d->cfg->store.schema) : NULL;
-    if (t->store) {
-        rp_pg_store_ports(t->store, &t->ports);
+    bool stores = true;
+    for (size_t k = 0; k < RP_TAP_SESSIONS; k++) {
+        t->conn[k] = rp_pg_conn_new(d->cfg->store.dsn, 5);
+        t->store[k] = t->conn[k] ? rp_pg_store_new(t->conn[k], d->cfg->store.schema) : NULL;
+        stores = stores && t->store[k] != NULL;
+    }
+    if (stores) {
+        rp_pg_store_ports(t->store[0], &t->ports);
         rp_feed_port(d, &t->ports.publisher);
         t->worker = rp_worker_new(d->base, "tap", NULL, t, 0);
     }
@@ -870,7 +890,9 @@ rp_tap *rp_tap_new(rp_daemon *d) {
 bool rp_tap_busy(const rp_tap *t) { return t != NULL && t->in_flight > 0; }
 
 void rp_tap_cancel(rp_tap *t) {
-    if (t != NULL && t->conn != NULL) rp_pg_conn_cancel(t->conn);
+    if (t == NULL) return;
+    for (size_t k = 0; k < RP_TAP_SESSIONS; k++)
+        if (t->conn[k] != NULL) rp_pg_conn_cancel(t->conn[k]);
 }
 
 void rp_tap_stop(rp_tap *t) {
@@ -880,10 +902,12 @@ void rp_tap_stop(rp_tap *t) {
      * function runs here and acks what was parked. */
     if (t->worker) rp_worker_free(t->worker);
     t->worker = NULL;
-    rp_pg_store_free(t->store);
-    t->store = NULL;
-    rp_pg_conn_free(t->conn);
-    t->conn = NULL;
+    for (size_t k = 0; k < RP_TAP_SESSIONS; k++) {
+        rp_pg_store_free(t->store[k]);
+        t->store[k] = NULL;
+        rp_pg_conn_free(t->conn[k]);
+        t->conn[k] = NULL;
+    }
 }
 
 void rp_tap_free(rp_tap *t) {

@@ -37,18 +37,24 @@
  * socket instead).
  * Batches (at most RP_TAP_BATCH each, at most RP_TAP_IN_FLIGHT handed
  * over at once, so that the thread starts the next as soon as one commits,
- * while the loop acks that one) go to the tap's own thread, which parks them in order and has its own PostgreSQL session
- * (so parking never waits behind a sweep on the store thread, and the two
- * sessions commit side by side). There the messages are examined and
+ * while the loop acks that one) go to the tap's own thread, which parks them in order and has two PostgreSQL sessions of
+ * its own (so parking never waits behind a sweep on the store thread, and
+ * the sessions commit side by side); its transactions go to them in turn,
+ * so that one backend parks while the other flushes its commit. There the messages are examined and
  * judged as core's rp_park_dead_letter does, and parked up to 250 (and 8
  * MiB of bodies) per transaction, in one round trip each: the commit is the
  * cost, so a storm is parked about as fast as it comes. The session is
  * kept busy: the thread prepares the next 250 while PostgreSQL parks the
  * earlier ones, and sends their transaction (rp_pg_park_send) before it
  * reads the results of the oldest (rp_pg_park_recv), two transactions
- * outstanding (RP_TAP_DEPTH), so that PostgreSQL goes from one to the next
- * without waiting for the thread; each is a transaction of its own,
- * committed or failed alone. When one fails for a reason of its own (not
+ * outstanding on each session (RP_TAP_DEPTH), so that PostgreSQL goes from
+ * one to the next without waiting for the thread; each is a transaction of
+ * its own, committed or failed alone, and they may commit in any order
+ * (their results are read, and their messages settled, in sending order).
+ * The same identity in two transactions on the two sessions at once (a
+ * message dead-lettered twice alike) waits on the unique index and ends
+ * in ON CONFLICT, or, crossed, in a deadlock PostgreSQL breaks by failing
+ * one: that one's messages are then parked one by one like any failure. When one fails for a reason of its own (not
  * the store going away), the ones sent after it are read first, then its
  * messages are parked one by one, each in its own transaction, so that
  * only one that fails alone is held. Idempotent by identity either
