@@ -25,8 +25,11 @@
 #define RP_DELIVERY_BODY_LIMIT 65536
 #define RP_TAP_BODY_LIMIT RP_PG_DL_BODY_MAX
 
-static const char *const rp_event_keys[] = {"queue.*", "consumer.*", "channel.closed",
-                                            "connection.closed", "policy.*"};
+/* binding.* and exchange.*: the tap follows every route a dead letter can
+ * take (tap.h). */
+static const char *const rp_event_keys[] = {"queue.*",           "consumer.*", "channel.closed",
+                                            "connection.closed", "policy.*",   "binding.*",
+                                            "exchange.*"};
 
 static bool rp_rpc_ok(amqp_connection_state_t c, const char *what, char *err, size_t n) {
     amqp_rpc_reply_t r = amqp_get_rpc_reply(c);

@@ -117,7 +117,7 @@ static void rp_pass_work(void *ctx, void *arg) {
     rp_pass_runner_run(&d->runner, &job->req);
     rp_observe_pass_store(d, &job->req);
     if (job->req.scope == RP_PASS_FULL && !job->req.dry_run && job->req.project == NULL)
-        rp_tap_reconcile_bindings(d);
+        rp_tap_reconcile_bindings(d, d->runner.broker);
     rp_store_tell(d->store, d, rp_pg_conn_is_up(d->runner.conn), "lost during a pass");
 }
 

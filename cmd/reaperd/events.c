@@ -1198,6 +1198,21 @@ void rp_events_on_message(rp_events *e, const rp_amqp_message *msg) {
             rp_run_hooks(e, ev.vhost, NULL, false, true);
         }
         return;
+    case RP_BEV_BINDING_CREATED:
+    case RP_BEV_BINDING_DELETED:
+        /* The tap's own bindings are what a reconcile writes: following
+         * them would only reconcile again. */
+        if (strcmp(ev.name, cfg->broker.tap_queue) == 0) return;
+        /* fallthrough */
+    case RP_BEV_EXCHANGE_CREATED:
+    case RP_BEV_EXCHANGE_DELETED:
+        /* A route a dead letter can take may have changed (a dead-letter
+         * queue bound after its owned queue was declared, a dead-letter
+         * exchange declared late, a binding moved): the tap's bindings are
+         * derived again now, not at the next sweep. Name NULL: "the owned
+         * queues of this vhost changed" (events.h). */
+        rp_run_hooks(e, ev.vhost, NULL, false, true);
+        return;
     case RP_BEV_CONNECTION_CLOSED: /* its channels' channel.closed follow */
     case RP_BEV_OTHER:
     default:

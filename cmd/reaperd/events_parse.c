@@ -16,6 +16,10 @@ static const rp_kind_name rp_kinds[] = {
     {"connection.closed", RP_BEV_CONNECTION_CLOSED},
     {"policy.set", RP_BEV_POLICY_SET},
     {"policy.cleared", RP_BEV_POLICY_CLEARED},
+    {"binding.created", RP_BEV_BINDING_CREATED},
+    {"binding.deleted", RP_BEV_BINDING_DELETED},
+    {"exchange.created", RP_BEV_EXCHANGE_CREATED},
+    {"exchange.deleted", RP_BEV_EXCHANGE_DELETED},
 };
 
 static const amqp_field_value_t *rp_field(const amqp_table_t *t, const char *key) {
@@ -119,6 +123,25 @@ bool rp_broker_event_parse(amqp_bytes_t routing_key, const amqp_basic_properties
             return false;
         }
         out->has_pattern = rp_str(h, "pattern", out->pattern, sizeof out->pattern);
+        return true;
+    case RP_BEV_BINDING_CREATED:
+    case RP_BEV_BINDING_DELETED:
+        if (!rp_str(h, "vhost", out->vhost, sizeof out->vhost)) {
+            *why = "binding event without a usable vhost";
+            return false;
+        }
+        /* Without a usable destination the event still says that a route
+         * in that vhost changed. */
+        (void)rp_str(h, "destination_name", out->name, sizeof out->name);
+        (void)rp_str(h, "source_name", out->source, sizeof out->source);
+        return true;
+    case RP_BEV_EXCHANGE_CREATED:
+    case RP_BEV_EXCHANGE_DELETED:
+        if (!rp_str(h, "name", out->name, sizeof out->name) ||
+            !rp_str(h, "vhost", out->vhost, sizeof out->vhost)) {
+            *why = "exchange event without a usable name or vhost";
+            return false;
+        }
         return true;
     case RP_BEV_OTHER:
     default:

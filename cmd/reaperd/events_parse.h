@@ -12,6 +12,10 @@
  *   channel.closed                      pid
  *   connection.closed                   pid (read, not used)
  *   policy.set / policy.cleared         name, vhost; pattern when present
+ *   binding.created / binding.deleted   vhost, destination_name (into name;
+ *                                       "" when absent: the tap then takes
+ *                                       it as any binding), source_name
+ *   exchange.created / exchange.deleted name, vhost
  *   every event                         timestamp_in_ms (optional),
  *                                       user_who_performed_action (optional)
  * Strings are longtext ('S') or bytes ('x'); numbers any integer kind.
@@ -38,6 +42,10 @@ typedef enum rp_broker_event_kind {
     RP_BEV_CONNECTION_CLOSED,
     RP_BEV_POLICY_SET,
     RP_BEV_POLICY_CLEARED,
+    RP_BEV_BINDING_CREATED,
+    RP_BEV_BINDING_DELETED,
+    RP_BEV_EXCHANGE_CREATED,
+    RP_BEV_EXCHANGE_DELETED,
 } rp_broker_event_kind;
 
 /* Queue names are at most 255 bytes (AMQP shortstr); vhosts likewise. */
@@ -48,7 +56,9 @@ typedef struct rp_broker_event {
     rp_broker_event_kind kind;
     char routing_key[64];
     char vhost[RP_BEV_NAME_MAX];
-    char name[RP_BEV_NAME_MAX];     /* queue.* and policy.*: name; consumer.*: queue */
+    char name[RP_BEV_NAME_MAX];     /* queue.*, policy.*, exchange.*: name; consumer.*: queue;
+                                       binding.*: the destination */
+    char source[RP_BEV_NAME_MAX];   /* binding.*: the source exchange */
     char consumer_tag[RP_BEV_NAME_MAX];
     char pid[RP_BEV_PID_MAX];       /* consumer.*: channel; channel/connection.closed: pid */
     char user[RP_BEV_NAME_MAX];     /* user_who_performed_action, "" when absent */

@@ -86,7 +86,13 @@ struct rp_tap {
     bool paused; /* waiting for the retry timer */
     int backoff_ms;
     struct event *retry_ev;
-    bool bind_queued;
+    /* The bindings' reconcile runs on a thread of its own with a
+     * management client of its own, so that it never waits behind a sweep
+     * (issue #14): bind_queued while one is wanted or running; bind_again
+     * when another was asked for meanwhile (a change it may have missed). */
+    rp_worker *bind_worker;
+    rp_mgmt_broker *bind_broker;
+    bool bind_queued, bind_again;
     bool stopped; /* rp_tap_stop ran: nothing more is parked */
     /* The tap's own store sessions and thread (see tap.h). */
     rp_worker *worker;
@@ -805,8 +811,7 @@ void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
 
 /* ---- bindings ------------------------------------------------------------------- */
 
-void rp_tap_reconcile_bindings(rp_daemon *d) {
-    rp_mgmt_broker *b = d->runner.broker;
+void rp_tap_reconcile_bindings(rp_daemon *d, rp_mgmt_broker *b) {
     if (b == NULL || d->mgmt_keep.vhost == NULL) return;
     const rp_config *cfg = d->cfg;
     const char *skip[] = {cfg->broker.control_queue};
@@ -845,20 +850,31 @@ void rp_tap_reconcile_bindings(rp_daemon *d) {
 }
 
 static void rp_tap_bind_work(void *ctx, void *job) {
-    RP_UNUSED(job);
-    rp_tap_reconcile_bindings(ctx);
+    rp_tap *t = job;
+    rp_tap_reconcile_bindings(ctx, t->bind_broker);
 }
 
 static void rp_tap_bind_done(void *job, bool cancelled) {
-    RP_UNUSED(cancelled);
-    ((rp_tap *)job)->bind_queued = false;
+    rp_tap *t = job;
+    t->bind_queued = false;
+    if (cancelled || t->stopped) return;
+    if (t->bind_again) {
+        t->bind_again = false;
+        rp_tap_bindings_soon(t->d);
+    }
 }
 
 void rp_tap_bindings_soon(rp_daemon *d) {
     rp_tap *t = d->tap;
-    if (t == NULL || t->bind_queued) return;
+    if (t == NULL || t->stopped || t->bind_worker == NULL) return;
+    if (t->bind_queued) {
+        /* One is waiting or running: it may have read the broker before
+         * this change, so one more follows it. */
+        t->bind_again = true;
+        return;
+    }
     t->bind_queued = true;
-    if (rp_daemon_store_job(d, rp_tap_bind_work, rp_tap_bind_done, t) != RP_OK)
+    if (rp_worker_submit(t->bind_worker, rp_tap_bind_work, rp_tap_bind_done, t) != RP_OK)
         t->bind_queued = false;
 }
 
@@ -880,7 +896,12 @@ rp_tap *rp_tap_new(rp_daemon *d) {
         rp_feed_port(d, &t->ports.publisher);
         t->worker = rp_worker_new(d->base, "tap", NULL, t, 0);
     }
-    if (t->retry_ev == NULL || t->worker == NULL) {
+    if (d->mgmt != NULL) {
+        t->bind_broker = rp_mgmt_broker_new(d->mgmt, NULL);
+        t->bind_worker = t->bind_broker ? rp_worker_new(d->base, "tapbind", NULL, d, 0) : NULL;
+    }
+    if (t->retry_ev == NULL || t->worker == NULL ||
+        (d->mgmt != NULL && t->bind_worker == NULL)) {
         rp_tap_free(t);
         return NULL;
     }
@@ -902,6 +923,10 @@ void rp_tap_stop(rp_tap *t) {
      * function runs here and acks what was parked. */
     if (t->worker) rp_worker_free(t->worker);
     t->worker = NULL;
+    if (t->bind_worker) rp_worker_free(t->bind_worker);
+    t->bind_worker = NULL;
+    rp_mgmt_broker_free(t->bind_broker);
+    t->bind_broker = NULL;
     for (size_t k = 0; k < RP_TAP_SESSIONS; k++) {
         rp_pg_store_free(t->store[k]);
         t->store[k] = NULL;

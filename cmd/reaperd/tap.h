@@ -19,7 +19,10 @@
  * THE BINDINGS follow the dead-letter exchanges of the owned queues
  * (adapters/management/rp_mgmt_dlx.h): reconciled after every sweep, at
  * every broker (re)connect, and whenever rp_tap_bindings_soon() is called
- * (the event inventory calls it when an owned queue appears or vanishes).
+ * (the event inventory calls it when an owned queue appears or vanishes, a
+ * policy changes, or any binding or exchange is created or deleted: an
+ * application that declares its dead-letter queue and binding a moment
+ * after its queue is followed within a second, not at the next sweep).
  * The broker's own dead-letter queues keep their copies: the tap never
  * reads them.
  *
@@ -78,7 +81,7 @@
  * exists; rp_tap_stop BEFORE the store thread is freed, since the feed
  * posts through it; rp_tap_free after the broker is stopped). Threads:
  * every function on the loop thread, except rp_tap_setup (the connect
- * thread) and rp_tap_reconcile_bindings (the store thread).
+ * thread) and rp_tap_reconcile_bindings (the binding or the store thread).
  */
 #ifndef RP_TAP_H
 #define RP_TAP_H
@@ -128,13 +131,18 @@ void rp_tap_cancel(rp_tap *t);
 /* A delivery for RP_TAP_CONSUMER_TAG (lent for the call). */
 void rp_tap_on_message(struct rp_daemon *d, const rp_amqp_message *msg);
 
-/* Asks for a binding reconcile on the store thread soon (coalesced: one
- * waits at most). For the event inventory: call it when an owned queue is
- * created or deleted, or a policy changes. */
+/* Asks for a binding reconcile soon, on the tap's binding thread (its own
+ * management client: it never waits behind a sweep). Coalesced: while one
+ * waits or runs, a second call makes exactly one more follow it (the
+ * running one may have read the broker before the change). For the event
+ * inventory: call it when an owned queue is created or deleted, a policy
+ * changes, a binding or an exchange is created or deleted. */
 void rp_tap_bindings_soon(struct rp_daemon *d);
 
-/* Store thread: the binding reconcile itself (also run after every sweep). */
-void rp_tap_reconcile_bindings(struct rp_daemon *d);
+struct rp_mgmt_broker;
+/* The binding reconcile itself, on the thread that owns b (the binding
+ * thread, or the store thread after every sweep with the pass's client). */
+void rp_tap_reconcile_bindings(struct rp_daemon *d, struct rp_mgmt_broker *b);
 
 
 #endif

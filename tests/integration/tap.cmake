@@ -21,3 +21,8 @@ set_tests_properties(test_reaperd_tap_replay PROPERTIES RUN_SERIAL TRUE)
 rp_integration_test(test_reaperd_tap_memory SOURCES integration/test_reaperd_tap_memory.c
   integration/tap_common.c integration/itest.c LIBS PkgConfig::PQ)
 set_property(TEST test_reaperd_tap_memory APPEND PROPERTY LABELS broker)
+# The tap follows the order applications declare things in: a dead-letter
+# queue bound after its queue, a binding moved, the dead-letter queue first.
+rp_integration_test(test_reaperd_tap_topology SOURCES integration/test_reaperd_tap_topology.c
+  integration/tap_common.c integration/itest.c LIBS PkgConfig::PQ)
+set_property(TEST test_reaperd_tap_topology APPEND PROPERTY LABELS broker)

@@ -88,8 +88,41 @@ static void test_channel_closed_4_0_and_others(void **state) {
     /* A routing key reaper does not act on parses as OTHER, headers or not. */
     init(&h);
     h.p._flags = 0;
-    assert_true(parse(&h, "binding.created", &ev, &why));
+    assert_true(parse(&h, "exchange.declared", &ev, &why));
     assert_int_equal(ev.kind, RP_BEV_OTHER);
+    /* Bindings and exchanges: the tap follows the routes of dead-letter
+     * exchanges (issue #14). A binding names its vhost; its destination is
+     * read when usable. */
+    init(&h);
+    str(&h, "vhost", "/");
+    str(&h, "source_name", "vibey.dlx");
+    str(&h, "source_kind", "exchange");
+    str(&h, "destination_name", "vibey.x.dlq");
+    str(&h, "destination_kind", "queue");
+    str(&h, "routing_key", "");
+    assert_true(parse(&h, "binding.created", &ev, &why));
+    assert_int_equal(ev.kind, RP_BEV_BINDING_CREATED);
+    assert_string_equal(ev.name, "vibey.x.dlq");
+    assert_string_equal(ev.source, "vibey.dlx");
+    init(&h);
+    str(&h, "vhost", "/");
+    i64(&h, "destination_name", 7); /* not text: still a route change */
+    assert_true(parse(&h, "binding.deleted", &ev, &why));
+    assert_int_equal(ev.kind, RP_BEV_BINDING_DELETED);
+    assert_string_equal(ev.name, "");
+    init(&h);
+    str(&h, "destination_name", "vibey.x.dlq");
+    assert_false(parse(&h, "binding.created", &ev, &why)); /* no vhost */
+    assert_non_null(why);
+    init(&h);
+    str(&h, "name", "vibey.dlx");
+    str(&h, "vhost", "/");
+    assert_true(parse(&h, "exchange.created", &ev, &why));
+    assert_int_equal(ev.kind, RP_BEV_EXCHANGE_CREATED);
+    assert_string_equal(ev.name, "vibey.dlx");
+    init(&h);
+    str(&h, "vhost", "/");
+    assert_false(parse(&h, "exchange.deleted", &ev, &why)); /* no name */
     /* policy.set with and without a pattern. */
     init(&h);
     str(&h, "name", "ops");

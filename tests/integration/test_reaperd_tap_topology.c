@@ -1,0 +1,162 @@
+/*
+ * The tap follows the order in which applications really declare things
+ * (issue #14): an owned queue is declared first, naming a dead-letter
+ * exchange that does not exist yet; the exchange, the dead-letter queue and
+ * its binding come a moment later. The tap's bindings must follow within
+ * seconds (binding.* and exchange.* events), not at the next sweep: every
+ * reaperd here sweeps once an hour, so only the events can bind the tap.
+ * Also: a dead-letter queue's binding moved to another routing key while
+ * messages flow; the dead-letter queue declared before its owned queue.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tap_common.h"
+
+#define RECONCILED "\"msg\":\"tap bindings reconciled\""
+
+/* How many times needle stands in reaperd's log so far. */
+static int log_count(const char *needle) {
+    int n = 0;
+    for (const char *p = T.reaperd->log; p && (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* Reads reaperd's log until needle stands in it more than `after` times. */
+static void wait_log_more(const char *needle, int after, int timeout_ms) {
+    long long end = itest_mono_ms() + timeout_ms;
+    while (log_count(needle) <= after && itest_mono_ms() < end) rp_child_drain(T.reaperd, 50);
+    if (log_count(needle) <= after) {
+        fprintf(stderr, "%s\n", T.reaperd->log);
+        fail_msg("reaperd did not log %s again within %d ms", needle, timeout_ms);
+    }
+}
+
+/* reaperd, once its first sweep is over (that sweep ends with a binding
+ * reconcile of its own: what changes after it is left to the events). */
+static void start_swept(void) {
+    tap_start_reaperd();
+    wait_log_more("\"msg\":\"pass finished\"", 0, 60000);
+}
+
+static void wait_parked(const char *prefix, long want, int timeout_ms) {
+    char q[256];
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') LIKE '%s-%%'", prefix);
+    long got = tap_wait_count(want, timeout_ms, q);
+    if (got != want && T.reaperd) fprintf(stderr, "%s\n", T.reaperd->log);
+    assert_int_equal(got, want);
+}
+
+/* Queue first, naming a dead-letter exchange not declared yet; then the
+ * exchange, the dead-letter queue and its binding: the tap is bound by the
+ * events, and 200 rejects are all parked, with no sweep. */
+static void test_dead_letter_queue_bound_after_its_queue(void **state) {
+    (void)state;
+    char x[128], work[128], dlq[128];
+    tap_plain(x, sizeof x, "late.dlx");
+    tap_owned(work, sizeof work, "late.work");
+    tap_owned(dlq, sizeof dlq, "late.work.dlq");
+    start_swept();
+    tap_queue(work, x, NULL, -1);
+    tap_exchange(x, "fanout");
+    tap_queue(dlq, NULL, NULL, -1);
+    /* "A moment later": the reconciles the queues' own events asked for
+     * are over by then (they found no route to the dead-letter queue). */
+    rp_child_drain(T.reaperd, 1500);
+    int before = log_count(RECONCILED);
+    tap_bind(dlq, x, "", amqp_empty_table);
+    wait_log_more(RECONCILED, before, 15000);
+    tap_publish(work, "late", 200);
+    tap_reject(work, 200);
+    wait_parked("late", 200, 30000);
+    assert_int_equal(tap_depth(dlq), 200);
+    tap_stop_reaperd(SIGTERM);
+    tap_delete_queue(work);
+    tap_delete_queue(dlq);
+    tap_delete_exchange(x);
+}
+
+/* A direct dead-letter exchange whose dead-letter queue is first bound
+ * under a key no dead letter carries, then under the one they carry (the
+ * original routing key: the work queue's name), while the first messages
+ * are already rejected: those after the new binding are parked. */
+static void test_binding_moved_while_messages_flow(void **state) {
+    (void)state;
+    char x[128], work[128], dlq[128];
+    tap_plain(x, sizeof x, "moved.dlx");
+    tap_owned(work, sizeof work, "moved.work");
+    tap_owned(dlq, sizeof dlq, "moved.work.dlq");
+    tap_exchange(x, "direct");
+    tap_queue(dlq, NULL, NULL, -1);
+    tap_bind(dlq, x, "nothing-carries-this", amqp_empty_table);
+    tap_queue(work, x, NULL, -1);
+    start_swept();
+    /* Routed nowhere by the broker itself (no queue under that key). */
+    tap_publish(work, "early", 20);
+    tap_reject(work, 20);
+    int before = log_count(RECONCILED);
+    tap_bind(dlq, x, work, amqp_empty_table);
+    wait_log_more(RECONCILED, before, 15000);
+    tap_publish(work, "moved", 100);
+    tap_reject(work, 100);
+    wait_parked("moved", 100, 30000);
+    assert_int_equal(tap_depth(dlq), 100);
+    wait_parked("early", 0, 100);
+    tap_stop_reaperd(SIGTERM);
+    tap_delete_queue(work);
+    tap_delete_queue(dlq);
+    tap_delete_exchange(x);
+}
+
+/* The dead-letter queue, its exchange and binding first, the owned queue
+ * last (queue.created binds the tap). */
+static void test_dead_letter_queue_first(void **state) {
+    (void)state;
+    char x[128], work[128], dlq[128];
+    tap_plain(x, sizeof x, "first.dlx");
+    tap_owned(work, sizeof work, "first.work");
+    tap_owned(dlq, sizeof dlq, "first.work.dlq");
+    start_swept();
+    tap_exchange(x, "fanout");
+    tap_queue(dlq, NULL, NULL, -1);
+    tap_bind(dlq, x, "", amqp_empty_table);
+    int before = log_count(RECONCILED);
+    tap_queue(work, x, NULL, -1);
+    wait_log_more(RECONCILED, before, 15000);
+    tap_publish(work, "first", 100);
+    tap_reject(work, 100);
+    wait_parked("first", 100, 30000);
+    assert_int_equal(tap_depth(dlq), 100);
+    tap_stop_reaperd(SIGTERM);
+    tap_delete_queue(work);
+    tap_delete_queue(dlq);
+    tap_delete_exchange(x);
+}
+
+static int setup(void **state) {
+    (void)state;
+    return tap_world_setup("topo");
+}
+
+static int teardown(void **state) {
+    (void)state;
+    return tap_world_teardown();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dead_letter_queue_bound_after_its_queue),
+        cmocka_unit_test(test_binding_moved_while_messages_flow),
+        cmocka_unit_test(test_dead_letter_queue_first),
+    };
+    return cmocka_run_group_tests_name("reaperd_tap_topology", tests, setup, teardown);
+}
