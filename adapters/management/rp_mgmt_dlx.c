@@ -265,9 +265,17 @@ static rp_status rp_binds_add(rp_binds *w, const char *src, const char *key, jso
     return RP_OK;
 }
 
-/* Step 2: the routes of one dead-letter exchange to queues. */
+/* The most exchanges followed from the dead-letter exchanges (a bound on
+ * a hostile or runaway topology; past it the rest is not followed). */
+#define RP_DLX_MAX_EXCHANGES 1024
+
+/* Step 2: the routes of one dead-letter exchange to queues. An
+ * exchange-to-exchange binding from it joins the exchange at its other end
+ * to the set walked (xs, deduplicated: cycles end), so that routes at any
+ * depth are followed: a dead letter that goes X -> E -> queue reaches the
+ * tap through the tap's copy of E's binding to that queue. */
 static rp_status rp_read_routes(rp_mgmt_broker *b, const rp_mgmt_dlx_options *o, const char *vh,
-                                const char *x, rp_binds *w) {
+                                const char *x, rp_binds *w, rp_names *xs) {
     char *xe = rp_mgmt_url_encode(x);
     if (xe == NULL) return RP_ERR_NOMEM;
     char path[1024];
@@ -288,6 +296,13 @@ static rp_status rp_read_routes(rp_mgmt_broker *b, const rp_mgmt_dlx_options *o,
         const char *dtype = json_string_value(json_object_get(bd, "destination_type"));
         const char *dest = json_string_value(json_object_get(bd, "destination"));
         const char *key = json_string_value(json_object_get(bd, "routing_key"));
+        if (dtype != NULL && dest != NULL && dest[0] != '\0' && strcmp(dtype, "exchange") == 0) {
+            if (xs->n < RP_DLX_MAX_EXCHANGES) {
+                st = rp_names_add(xs, dest);
+                if (st != RP_OK) return st;
+            }
+            continue;
+        }
         if (dtype == NULL || dest == NULL || key == NULL || strcmp(dtype, "queue") != 0 ||
             strcmp(dest, o->tap_queue) == 0)
             continue;
@@ -325,8 +340,10 @@ rp_status rp_mgmt_dlx_reconcile(rp_mgmt_broker *b, const rp_mgmt_dlx_options *o,
     want.keep = json_array();
     rp_status st = vh && tq && want.keep ? RP_OK : RP_ERR_NOMEM;
     if (st == RP_OK) st = rp_read_dlx(b, o, vh, &dlx, &s);
+    /* dlx grows as exchange-to-exchange bindings are found. */
+    for (size_t i = 0; st == RP_OK && i < dlx.n; i++)
+        st = rp_read_routes(b, o, vh, dlx.v[i], &want, &dlx);
     s.exchanges = dlx.n;
-    for (size_t i = 0; st == RP_OK && i < dlx.n; i++) st = rp_read_routes(b, o, vh, dlx.v[i], &want);
     s.wanted = want.n;
     char path[2048];
     if (st == RP_OK) {

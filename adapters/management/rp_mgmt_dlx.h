@@ -31,8 +31,11 @@
  *      /api/bindings/{vhost}/e/{x}/q/{tap}), one from an exchange whose
  *      binding is no longer wanted is deleted (DELETE .../{properties_key}).
  *      The default exchange's implicit binding is left alone.
- * Exchange-to-exchange bindings from a dead-letter exchange are not
- * followed. Nothing here reads, consumes or purges a queue's messages.
+ * Exchange-to-exchange bindings from a dead-letter exchange are followed,
+ * at any depth (each exchange once, so a cycle ends; at most 1,024): the
+ * queue bindings of every exchange a dead letter can reach are copied to
+ * the tap from that exchange. A message that reaches such an exchange by
+ * another road and is not a dead letter is skipped by the tap. Nothing here reads, consumes or purges a queue's messages.
  *
  * Threads: like rp_mgmt_broker (one non-loop thread; blocking through the
  * bridge). Ownership: everything borrowed for the call.
@@ -58,7 +61,7 @@ typedef struct rp_mgmt_dlx_stats {
     size_t owned;       /* owned queues seen */
     size_t with_dlx;    /* of them, with a dead-letter exchange */
     size_t unbindable;  /* of them, dead-lettering through the default exchange */
-    size_t exchanges;   /* distinct dead-letter exchanges */
+    size_t exchanges;   /* distinct exchanges dead letters can reach */
     size_t wanted;      /* tap bindings wanted */
     size_t added, removed;
     size_t failed;      /* writes that failed (the next reconcile retries) */

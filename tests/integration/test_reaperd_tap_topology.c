@@ -6,7 +6,8 @@
  * seconds (binding.* and exchange.* events), not at the next sweep: every
  * reaperd here sweeps once an hour, so only the events can bind the tap.
  * Also: a dead-letter queue's binding moved to another routing key while
- * messages flow; the dead-letter queue declared before its owned queue.
+ * messages flow; the dead-letter queue declared before its owned queue;
+ * routes through exchange-to-exchange bindings, with a cycle.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -142,6 +143,46 @@ static void test_dead_letter_queue_first(void **state) {
     tap_delete_exchange(x);
 }
 
+static void bind_exchange(const char *dest, const char *source, const char *key) {
+    amqp_exchange_bind(T.amqp, 1, amqp_cstring_bytes(dest), amqp_cstring_bytes(source),
+                       amqp_cstring_bytes(key), amqp_empty_table);
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(T.amqp);
+    if (r.reply_type != AMQP_RESPONSE_NORMAL) fail_msg("exchange.bind failed");
+}
+
+/* The dead-letter exchange routes on to other exchanges (X -> E1 -> E2 ->
+ * the dead-letter queue), with a cycle back to X: the tap follows the
+ * routes at any depth and the cycle ends. */
+static void test_exchange_to_exchange_routes(void **state) {
+    (void)state;
+    char x[128], e1[128], e2[128], work[128], dlq[128];
+    tap_plain(x, sizeof x, "e2e.dlx");
+    tap_plain(e1, sizeof e1, "e2e.one");
+    tap_plain(e2, sizeof e2, "e2e.two");
+    tap_owned(work, sizeof work, "e2e.work");
+    tap_owned(dlq, sizeof dlq, "e2e.work.dlq");
+    tap_exchange(x, "fanout");
+    tap_exchange(e1, "topic");
+    tap_exchange(e2, "direct");
+    bind_exchange(e1, x, "");
+    bind_exchange(e2, e1, "#");
+    bind_exchange(x, e2, "never"); /* a cycle: routes nothing, must end */
+    tap_queue(dlq, NULL, NULL, -1);
+    tap_bind(dlq, e2, work, amqp_empty_table);
+    tap_queue(work, x, NULL, -1);
+    start_swept();
+    tap_publish(work, "e2e", 100);
+    tap_reject(work, 100);
+    wait_parked("e2e", 100, 30000);
+    assert_int_equal(tap_depth(dlq), 100);
+    tap_stop_reaperd(SIGTERM);
+    tap_delete_queue(work);
+    tap_delete_queue(dlq);
+    tap_delete_exchange(x);
+    tap_delete_exchange(e1);
+    tap_delete_exchange(e2);
+}
+
 static int setup(void **state) {
     (void)state;
     return tap_world_setup("topo");
@@ -157,6 +198,7 @@ int main(void) {
         cmocka_unit_test(test_dead_letter_queue_bound_after_its_queue),
         cmocka_unit_test(test_binding_moved_while_messages_flow),
         cmocka_unit_test(test_dead_letter_queue_first),
+        cmocka_unit_test(test_exchange_to_exchange_routes),
     };
     return cmocka_run_group_tests_name("reaperd_tap_topology", tests, setup, teardown);
 }
