@@ -3,8 +3,9 @@
  * on the daemon's loop:
  *   GET /metrics  the Prometheus text format (rp_metrics_render)
  *   GET /healthz  200 while the loop runs (the loop answers it)
- *   GET /readyz   200 only while the broker and the store are connected,
- *                 else 503 naming what is down
+ *   GET /readyz   200 only while the broker and the store are connected
+ *                 and the tap is bound (daemon's ready hook), else 503
+ *                 naming what is missing
  * Anything else is 404; a method other than GET or HEAD is refused by
  * evhttp. A scrape renders from the metrics' atomics on the loop: it never
  * waits on the store thread, the database or the broker.

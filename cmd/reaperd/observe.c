@@ -44,7 +44,11 @@ static bool rp_observe_ready(void *arg, char *why, size_t cap) {
         snprintf(why, cap, "stopping");
         return false;
     }
-    if (d->broker_up && d->store_up) return true;
+    if (d->broker_up && d->store_up) {
+        if (rp_tap_bound(d->tap)) return true;
+        snprintf(why, cap, "dead-letter tap not bound yet");
+        return false;
+    }
     snprintf(why, cap, "%s%s%s", d->broker_up ? "" : "broker down",
              !d->broker_up && !d->store_up ? ", " : "", d->store_up ? "" : "store down");
     return false;

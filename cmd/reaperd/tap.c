@@ -93,6 +93,13 @@ struct rp_tap {
     rp_worker *bind_worker;
     rp_mgmt_broker *bind_broker;
     bool bind_queued, bind_again;
+    /* Readiness: the connection (broker_generation) the running reconcile
+     * was asked for, whether it succeeded (written by the binding thread,
+     * read in its done function), and the last connection whose bindings
+     * are in place. A failed reconcile is tried again after a while. */
+    unsigned bind_gen, bound_gen;
+    bool bind_ok;
+    struct event *bind_retry_ev;
     bool stopped; /* rp_tap_stop ran: nothing more is parked */
     /* The tap's own store sessions and thread (see tap.h). */
     rp_worker *worker;
@@ -811,8 +818,8 @@ void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
 
 /* ---- bindings ------------------------------------------------------------------- */
 
-void rp_tap_reconcile_bindings(rp_daemon *d, rp_mgmt_broker *b) {
-    if (b == NULL || d->mgmt_keep.vhost == NULL) return;
+bool rp_tap_reconcile_bindings(rp_daemon *d, rp_mgmt_broker *b) {
+    if (b == NULL || d->mgmt_keep.vhost == NULL) return false;
     const rp_config *cfg = d->cfg;
     const char *skip[] = {cfg->broker.control_queue};
     rp_mgmt_dlx_options o = {
@@ -847,21 +854,43 @@ void rp_tap_reconcile_bindings(rp_daemon *d, rp_mgmt_broker *b) {
         RP_WARN("owned queues dead-letter through the default exchange, which the tap cannot "
                 "bind: their dead letters are parked only by the sweep's backfill",
                 "queues", unb, NULL);
+    return st == RP_OK && s.failed == 0 && !s.tap_missing;
 }
+
+/* How long after a failed reconcile it is tried again. */
+#define RP_TAP_BIND_RETRY_MS 2000
 
 static void rp_tap_bind_work(void *ctx, void *job) {
     rp_tap *t = job;
-    rp_tap_reconcile_bindings(ctx, t->bind_broker);
+    t->bind_ok = rp_tap_reconcile_bindings(ctx, t->bind_broker);
 }
 
 static void rp_tap_bind_done(void *job, bool cancelled) {
     rp_tap *t = job;
     t->bind_queued = false;
     if (cancelled || t->stopped) return;
+    if (t->bind_ok) {
+        t->bound_gen = t->bind_gen;
+    } else if (!t->bind_again && t->bind_retry_ev != NULL) {
+        struct timeval tv = {RP_TAP_BIND_RETRY_MS / 1000, (RP_TAP_BIND_RETRY_MS % 1000) * 1000};
+        evtimer_add(t->bind_retry_ev, &tv);
+    }
     if (t->bind_again) {
         t->bind_again = false;
         rp_tap_bindings_soon(t->d);
     }
+}
+
+static void rp_tap_on_bind_retry(evutil_socket_t fd, short what, void *arg) {
+    RP_UNUSED(fd);
+    RP_UNUSED(what);
+    rp_tap *t = arg;
+    if (t->d->broker_up) rp_tap_bindings_soon(t->d);
+}
+
+bool rp_tap_bound(const rp_tap *t) {
+    if (t == NULL || t->bind_worker == NULL) return true; /* no management API: no bindings */
+    return t->bound_gen != 0 && t->bound_gen == t->d->broker_generation;
 }
 
 void rp_tap_bindings_soon(rp_daemon *d) {
@@ -874,6 +903,8 @@ void rp_tap_bindings_soon(rp_daemon *d) {
         return;
     }
     t->bind_queued = true;
+    t->bind_gen = d->broker_generation;
+    if (t->bind_retry_ev) evtimer_del(t->bind_retry_ev);
     if (rp_worker_submit(t->bind_worker, rp_tap_bind_work, rp_tap_bind_done, t) != RP_OK)
         t->bind_queued = false;
 }
@@ -885,6 +916,7 @@ rp_tap *rp_tap_new(rp_daemon *d) {
     if (t == NULL) return NULL;
     t->d = d;
     t->retry_ev = evtimer_new(d->base, rp_tap_on_retry, t);
+    t->bind_retry_ev = evtimer_new(d->base, rp_tap_on_bind_retry, t);
     bool stores = true;
     for (size_t k = 0; k < RP_TAP_SESSIONS; k++) {
         t->conn[k] = rp_pg_conn_new(d->cfg->store.dsn, 5);
@@ -900,7 +932,7 @@ rp_tap *rp_tap_new(rp_daemon *d) {
         t->bind_broker = rp_mgmt_broker_new(d->mgmt, NULL);
         t->bind_worker = t->bind_broker ? rp_worker_new(d->base, "tapbind", NULL, d, 0) : NULL;
     }
-    if (t->retry_ev == NULL || t->worker == NULL ||
+    if (t->retry_ev == NULL || t->bind_retry_ev == NULL || t->worker == NULL ||
         (d->mgmt != NULL && t->bind_worker == NULL)) {
         rp_tap_free(t);
         return NULL;
@@ -939,6 +971,7 @@ void rp_tap_free(rp_tap *t) {
     if (t == NULL) return;
     rp_tap_stop(t);
     if (t->retry_ev) event_free(t->retry_ev);
+    if (t->bind_retry_ev) event_free(t->bind_retry_ev);
     rp_list_clear(t, &t->waiting);
     rp_list_clear(t, &t->stuck);
     free(t);

@@ -141,8 +141,16 @@ void rp_tap_bindings_soon(struct rp_daemon *d);
 
 struct rp_mgmt_broker;
 /* The binding reconcile itself, on the thread that owns b (the binding
- * thread, or the store thread after every sweep with the pass's client). */
-void rp_tap_reconcile_bindings(struct rp_daemon *d, struct rp_mgmt_broker *b);
+ * thread, or the store thread after every sweep with the pass's client).
+ * True when the tap's bindings are all in place; a reconcile that failed
+ * on the binding thread is tried again 2 s later. */
+bool rp_tap_reconcile_bindings(struct rp_daemon *d, struct rp_mgmt_broker *b);
+
+/* Loop thread: the tap's bindings were derived from the broker's
+ * definitions since the current connection came up (so /readyz says
+ * ready only once every route a dead letter can take reaches the tap;
+ * true when there is no management API to bind through). */
+bool rp_tap_bound(const rp_tap *t);
 
 
 #endif

@@ -328,6 +328,28 @@ static int readyz_until(rp_child *c, int port, int want, char **body, int timeou
     return code;
 }
 
+/* /readyz waits for the dead-letter tap's bindings (issue #14): with the
+ * broker and the store connected but the management API unreachable, the
+ * tap cannot be bound, and reaperd does not call itself ready. */
+static void test_readyz_waits_for_the_tap(void **state) {
+    fixture *f = *state;
+    migrate(f);
+    char mgmt[96];
+    snprintf(mgmt, sizeof mgmt, "REAPER_BROKER_MANAGEMENT_URL=http://127.0.0.1:%d",
+             itest_closed_port());
+    rp_child *c = start(f, NULL, NULL, "REAPER_REAP_INTERVAL_SECONDS=3600", mgmt);
+    int port = itest_reaperd_http_port(c, 30000);
+    assert_true(port > 0);
+    assert_true(rp_child_wait_for(c, "\"msg\":\"broker connected\"", 30000));
+    char *body = NULL;
+    /* Given time to be ready (broker and store are up), it still is not. */
+    assert_int_equal(readyz_until(c, port, 200, &body, 4000), 503);
+    assert_non_null(strstr(body, "dead-letter tap not bound yet"));
+    free(body);
+    assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
+    finish(f, c);
+}
+
 /* /readyz follows the broker: 503 while it is stopped, 200 once it is
  * back; /healthz stays 200 throughout. */
 static void test_readyz_follows_the_broker(void **state) {
@@ -594,6 +616,7 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bad_listen_is_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readyz_follows_the_broker, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_readyz_waits_for_the_tap, setup, teardown),
     };
     return cmocka_run_group_tests_name("reaperd_http", tests, NULL, NULL);
 }
