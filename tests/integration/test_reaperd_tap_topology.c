@@ -16,8 +16,11 @@
 #include <cmocka.h>
 
 #include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tap_common.h"
 
@@ -183,6 +186,125 @@ static void test_exchange_to_exchange_routes(void **state) {
     tap_delete_exchange(e2);
 }
 
+/* Waits until reaperd has logged a binding reconcile's end after `after`
+ * and then none for quiet_ms: every change made before is reconciled. */
+static void wait_bindings_settled(int after, int quiet_ms, int timeout_ms) {
+    static const char *needle = "\"msg\":\"tap bindings ";
+    long long end = itest_mono_ms() + timeout_ms;
+    int last = log_count(needle);
+    long long since = itest_mono_ms();
+    while (itest_mono_ms() < end) {
+        rp_child_drain(T.reaperd, 100);
+        int now = log_count(needle);
+        if (now != last) {
+            last = now;
+            since = itest_mono_ms();
+        } else if (now > after && itest_mono_ms() - since >= quiet_ms) {
+            return;
+        }
+    }
+    fprintf(stderr, "%s\n", T.reaperd->log);
+    fail_msg("the tap's bindings did not settle within %d ms", timeout_ms);
+}
+
+/* One topology drawn at random: the dead-letter exchange's type (fanout,
+ * direct or topic), with or without a dead-letter routing key, reached
+ * through 0 to 2 exchange-to-exchange hops, declared in one of three
+ * orders (owned queue first, dead-letter queue first, or the owned queue
+ * between the exchanges and the binding). */
+typedef struct topo {
+    char x[4][128]; /* x[0] the dead-letter exchange, x[1..hops] the hops */
+    int hops;
+    const char *type;
+    char key[128];  /* the dead letters' routing key */
+    bool dlrk;      /* key is the queue's x-dead-letter-routing-key */
+    char work[128], dlq[128], prefix[16];
+    int order, n;
+} topo;
+
+static const char *topo_bind_key(const topo *t) {
+    if (strcmp(t->type, "fanout") == 0) return "";
+    if (strcmp(t->type, "topic") == 0) return "#";
+    return t->key;
+}
+
+static void topo_declare(topo *t) {
+    if (t->order == 0) tap_queue(t->work, t->x[0], t->dlrk ? t->key : NULL, -1);
+    for (int h = 0; h <= t->hops; h++) tap_exchange(t->x[h], t->type);
+    if (t->order == 2) tap_queue(t->work, t->x[0], t->dlrk ? t->key : NULL, -1);
+    for (int h = 1; h <= t->hops; h++) {
+        amqp_exchange_bind(T.amqp, 1, amqp_cstring_bytes(t->x[h]), amqp_cstring_bytes(t->x[h - 1]),
+                           amqp_cstring_bytes(topo_bind_key(t)), amqp_empty_table);
+        amqp_rpc_reply_t r = amqp_get_rpc_reply(T.amqp);
+        if (r.reply_type != AMQP_RESPONSE_NORMAL) fail_msg("exchange.bind failed");
+    }
+    tap_queue(t->dlq, NULL, NULL, -1);
+    tap_bind(t->dlq, t->x[t->hops], topo_bind_key(t), amqp_empty_table);
+    if (t->order == 1) tap_queue(t->work, t->x[0], t->dlrk ? t->key : NULL, -1);
+}
+
+/* Ten topologies drawn at random (seeded; the seed is printed, and
+ * RP_TOPOLOGY_SEED replays one): every dead letter of each is parked
+ * exactly once, and each dead-letter queue keeps all of its own. */
+static void test_random_topologies(void **state) {
+    (void)state;
+    static const char *const types[] = {"fanout", "direct", "topic"};
+    const char *fixed = getenv("RP_TOPOLOGY_SEED");
+    unsigned seed = fixed && *fixed ? (unsigned)strtoul(fixed, NULL, 10)
+                                    : (unsigned)time(NULL) ^ (unsigned)getpid();
+    fprintf(stderr, "random topologies: seed %u (RP_TOPOLOGY_SEED=%u replays it)\n", seed, seed);
+    srand(seed);
+    enum { N = 10 };
+    static topo t[N];
+    start_swept();
+    int before = log_count("\"msg\":\"tap bindings ");
+    for (int i = 0; i < N; i++) {
+        topo *p = &t[i];
+        memset(p, 0, sizeof *p);
+        p->type = types[rand() % 3];
+        p->hops = rand() % 3;
+        p->order = rand() % 3;
+        p->n = 20 + rand() % 60;
+        snprintf(p->prefix, sizeof p->prefix, "r%d", i);
+        char name[64];
+        for (int h = 0; h <= p->hops; h++) {
+            snprintf(name, sizeof name, "rnd%d.x%d", i, h);
+            tap_plain(p->x[h], sizeof p->x[h], name);
+        }
+        snprintf(name, sizeof name, "rnd%d.work", i);
+        tap_owned(p->work, sizeof p->work, name);
+        snprintf(name, sizeof name, "rnd%d.work.dlq", i);
+        tap_owned(p->dlq, sizeof p->dlq, name);
+        p->dlrk = rand() % 2;
+        if (p->dlrk)
+            snprintf(p->key, sizeof p->key, "dl.%d", i);
+        else
+            snprintf(p->key, sizeof p->key, "%s", p->work); /* the original key */
+        fprintf(stderr, "  %d: %s, %d hop(s), order %d, key %s, %d dead letters\n", i, p->type,
+                p->hops, p->order, p->dlrk ? p->key : "(original)", p->n);
+        topo_declare(p);
+    }
+    wait_bindings_settled(before, 2000, 60000);
+    for (int i = 0; i < N; i++) {
+        tap_publish(t[i].work, t[i].prefix, t[i].n);
+        tap_reject(t[i].work, t[i].n);
+    }
+    for (int i = 0; i < N; i++) {
+        wait_parked(t[i].prefix, t[i].n, 30000);
+        assert_int_equal(tap_sqln("SELECT count(DISTINCT body) FROM dead_letter WHERE "
+                                  "encode(body, 'escape') LIKE '%s-%%'",
+                                  t[i].prefix),
+                         t[i].n);
+        assert_int_equal(tap_depth(t[i].dlq), t[i].n);
+    }
+    tap_stop_reaperd(SIGTERM);
+    for (int i = 0; i < N; i++) {
+        tap_delete_queue(t[i].work);
+        tap_delete_queue(t[i].dlq);
+        for (int h = 0; h <= t[i].hops; h++) tap_delete_exchange(t[i].x[h]);
+    }
+}
+
 static int setup(void **state) {
     (void)state;
     return tap_world_setup("topo");
@@ -199,6 +321,7 @@ int main(void) {
         cmocka_unit_test(test_binding_moved_while_messages_flow),
         cmocka_unit_test(test_dead_letter_queue_first),
         cmocka_unit_test(test_exchange_to_exchange_routes),
+        cmocka_unit_test(test_random_topologies),
     };
     return cmocka_run_group_tests_name("reaperd_tap_topology", tests, setup, teardown);
 }
