@@ -7,7 +7,9 @@
  * reaperd here sweeps once an hour, so only the events can bind the tap.
  * Also: a dead-letter queue's binding moved to another routing key while
  * messages flow; the dead-letter queue declared before its owned queue;
- * routes through exchange-to-exchange bindings, with a cycle.
+ * routes through exchange-to-exchange bindings, with a cycle; the owned
+ * queue deleted and declared again with another dead-letter exchange; ten
+ * topologies drawn at random.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -207,6 +209,45 @@ static void wait_bindings_settled(int after, int quiet_ms, int timeout_ms) {
     fail_msg("the tap's bindings did not settle within %d ms", timeout_ms);
 }
 
+/* The owned queue deleted and declared again with another dead-letter
+ * exchange while reaperd runs: the new route is tapped. */
+static void test_owned_queue_recreated(void **state) {
+    (void)state;
+    char x1[128], x2[128], work[128], dlq1[128], dlq2[128];
+    tap_plain(x1, sizeof x1, "again.dlx1");
+    tap_plain(x2, sizeof x2, "again.dlx2");
+    tap_owned(work, sizeof work, "again.work");
+    tap_owned(dlq1, sizeof dlq1, "again.work.dlq1");
+    tap_owned(dlq2, sizeof dlq2, "again.work.dlq2");
+    tap_exchange(x1, "fanout");
+    tap_exchange(x2, "fanout");
+    tap_queue(dlq1, NULL, NULL, -1);
+    tap_queue(dlq2, NULL, NULL, -1);
+    tap_bind(dlq1, x1, "", amqp_empty_table);
+    tap_bind(dlq2, x2, "", amqp_empty_table);
+    tap_queue(work, x1, NULL, -1);
+    start_swept();
+    tap_publish(work, "before", 30);
+    tap_reject(work, 30);
+    wait_parked("before", 30, 30000);
+    int before = log_count(RECONCILED);
+    tap_delete_queue(work);
+    tap_queue(work, x2, NULL, -1);
+    wait_log_more(RECONCILED, before, 15000);
+    wait_bindings_settled(before, 1500, 30000);
+    tap_publish(work, "after", 40);
+    tap_reject(work, 40);
+    wait_parked("after", 40, 30000);
+    assert_int_equal(tap_depth(dlq1), 30);
+    assert_int_equal(tap_depth(dlq2), 40);
+    tap_stop_reaperd(SIGTERM);
+    tap_delete_queue(work);
+    tap_delete_queue(dlq1);
+    tap_delete_queue(dlq2);
+    tap_delete_exchange(x1);
+    tap_delete_exchange(x2);
+}
+
 /* One topology drawn at random: the dead-letter exchange's type (fanout,
  * direct or topic), with or without a dead-letter routing key, reached
  * through 0 to 2 exchange-to-exchange hops, declared in one of three
@@ -321,6 +362,7 @@ int main(void) {
         cmocka_unit_test(test_binding_moved_while_messages_flow),
         cmocka_unit_test(test_dead_letter_queue_first),
         cmocka_unit_test(test_exchange_to_exchange_routes),
+        cmocka_unit_test(test_owned_queue_recreated),
         cmocka_unit_test(test_random_topologies),
     };
     return cmocka_run_group_tests_name("reaperd_tap_topology", tests, setup, teardown);
