@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "daemon_internal.h"
+#include "rp_pg_listen.h"
 #include "replay.h"
 #include "report_text.h"
 #include "rp_log.h"
@@ -123,9 +124,17 @@ static void rp_pass_work(void *ctx, void *arg) {
 
 static void rp_submit_pass(rp_daemon *d, rp_pass_scope scope);
 
+static void rp_deadline_at(rp_daemon *d, int64_t wait_ms) {
+    if (wait_ms < 0) wait_ms = 0;
+    struct timeval tv = {wait_ms / 1000, (wait_ms % 1000) * 1000};
+    evtimer_add(d->deadline_ev, &tv);
+    d->deadline_fire_ms = rp_wall_ms() + wait_ms;
+}
+
 static void rp_arm_deadline(rp_daemon *d, const rp_pass_request *req) {
     int64_t interval_ms = d->cfg->reap.interval_seconds * 1000;
     int64_t wait_ms = interval_ms;
+    d->clock_offset_ms = req->clock_offset_ms;
     if (req->deadline_known) {
         /* The deadline is on the database's clock, as the judgement is:
          * move it to ours with the offset measured at the pass's start.
@@ -134,8 +143,36 @@ static void rp_arm_deadline(rp_daemon *d, const rp_pass_request *req) {
         int64_t until = req->deadline_at + req->clock_offset_ms + 1 - rp_wall_ms();
         if (until < wait_ms) wait_ms = until < 0 ? 0 : until;
     }
-    struct timeval tv = {wait_ms / 1000, (wait_ms % 1000) * 1000};
-    evtimer_add(d->deadline_ev, &tv);
+    /* A lease set after this pass read its deadline may have armed the
+     * timer earlier meanwhile (rp_on_lease_deadline): keep that one. */
+    int64_t now = rp_wall_ms();
+    if (d->deadline_fire_ms != INT64_MAX && d->deadline_fire_ms > now &&
+        d->deadline_fire_ms - now < wait_ms)
+        wait_ms = d->deadline_fire_ms - now;
+    rp_deadline_at(d, wait_ms);
+}
+
+/* Listener hook (loop thread): a lease was set expiring at at_ms on the
+ * database's clock. The timer moves only when this is earlier than the
+ * one armed, so a thousand claims a second cost a comparison each. */
+static void rp_on_lease_deadline(void *arg, int64_t at_ms) {
+    rp_daemon *d = arg;
+    int64_t grace_ms = d->cfg->reap.lease_grace_seconds * 1000;
+    /* Strictly past the grace, on this host's clock (rp_arm_deadline). */
+    int64_t fire = at_ms + grace_ms + d->clock_offset_ms + 1;
+    if (fire >= d->deadline_fire_ms) return;
+    d->deadline_rearms++;
+    char in[24];
+    snprintf(in, sizeof in, "%" PRId64, fire - rp_wall_ms());
+    RP_DEBUG("lease deadline brought forward", "in_ms", in, NULL);
+    rp_deadline_at(d, fire - rp_wall_ms());
+}
+
+/* Listener hook: listening (again). What was set while it was down was
+ * not heard: the lease reap reads the earliest deadline from the table. */
+static void rp_on_lease_listen_up(void *arg) {
+    rp_daemon *d = arg;
+    rp_submit_pass(d, RP_PASS_LEASES);
 }
 
 /* Loop thread: log the outcome, arm the deadline, run what was wished. */
@@ -232,7 +269,9 @@ static void rp_on_sweep(evutil_socket_t fd, short what, void *arg) {
 static void rp_on_deadline(evutil_socket_t fd, short what, void *arg) {
     RP_UNUSED(fd);
     RP_UNUSED(what);
-    rp_submit_pass(arg, RP_PASS_LEASES);
+    rp_daemon *d = arg;
+    d->deadline_fire_ms = INT64_MAX; /* armed again when the pass is done */
+    rp_submit_pass(d, RP_PASS_LEASES);
 }
 
 /* ---- the run ---------------------------------------------------------------- */
@@ -313,6 +352,15 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         return RP_ERR_NOMEM;
     }
     if (rp_broker_start(d, broker_password) != RP_OK) return RP_ERR_INTERNAL;
+    rp_pg_listen_hooks lh = {.on_deadline = rp_on_lease_deadline,
+                             .on_up = rp_on_lease_listen_up,
+                             .arg = d};
+    d->deadline_fire_ms = INT64_MAX;
+    d->lease_listen = rp_pg_listen_new(d->base, cfg->store.dsn, cfg->store.schema, &lh);
+    if (d->lease_listen == NULL) {
+        RP_ERROR("out of memory", NULL);
+        return RP_ERR_NOMEM;
+    }
 
     /* The first pass now: it connects the store and reaps what expired
      * while no reaper ran. Then the sweep on its interval. */
@@ -360,6 +408,7 @@ int rp_daemon_run(const rp_config *cfg, const char *broker_password) {
     rp_http_free(d.http);
     rp_signals_cleanup(&d);
     if (d.sweep_ev) event_free(d.sweep_ev);
+    rp_pg_listen_free(d.lease_listen);
     if (d.deadline_ev) event_free(d.deadline_ev);
     if (d.gauges_ev) event_free(d.gauges_ev);
     event_base_free(d.base);

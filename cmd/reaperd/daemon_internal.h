@@ -45,6 +45,14 @@ typedef struct rp_daemon {
     struct event *sig_term, *sig_int;
     struct event *sweep_ev;    /* every interval_seconds, when reap.enabled */
     struct event *deadline_ev; /* the next lease deadline */
+    /* Lease deadlines as they are set (rp_pg_listen.h): the deadline timer
+     * is armed earlier when a new lease expires before it fires. When it
+     * fires, on this host's wall clock (INT64_MAX: not armed), and the
+     * store's clock offset measured by the last pass. */
+    struct rp_pg_listen *lease_listen;
+    int64_t deadline_fire_ms;
+    int64_t clock_offset_ms;
+    uint64_t deadline_rearms; /* times a notification brought the timer forward */
     rp_worker *store;
 
     /* The broker (loop thread). */

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "daemon_internal.h"
+#include "rp_pg_listen.h"
 #include "rp_config_load.h"
 #include "rp_log.h"
 #include "tap.h"
@@ -109,6 +110,8 @@ static void rp_on_stop_signal(evutil_socket_t sig, short what, void *arg) {
     __atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
     if (d->sweep_ev) event_del(d->sweep_ev);
     if (d->deadline_ev) event_del(d->deadline_ev);
+    rp_pg_listen_free(d->lease_listen); /* no more deadlines to hear */
+    d->lease_listen = NULL;
     /* A pass waiting on the management API is released at once. */
     if (d->mgmt) rp_mgmt_bridge_close(d->mgmt);
     d->stop_deadline_ms = rp_mono_ms() + RP_STOP_GRACE_MS;

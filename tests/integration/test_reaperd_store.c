@@ -326,6 +326,93 @@ static void test_daemon_reaps_on_the_deadline(void **state) {
     rp_child_free(c);
 }
 
+/* How many times needle stands in the child's log so far. */
+static int log_count(const rp_child *c, const char *needle) {
+    int n = 0;
+    for (const char *p = c->log; p && (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+/* A lease claimed AFTER the daemon's pass (so the timer was armed an hour
+ * away, and nothing in the table told it otherwise) is still reaped within
+ * a second of running out: the job table's trigger tells reaperd
+ * (LISTEN/NOTIFY, issue #15). */
+static void test_lease_claimed_after_the_pass(void **state) {
+    fixture *f = *state;
+    migrate(f);
+    itest_sql(f->pg, f->schema, "INSERT INTO job (project_id, kind, state) VALUES ('alpha', 'k', "
+                                "'ready')");
+    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    char *env[] = {f->schema_env, f->owned_env, f->dlq_env, "REAPER_REAP_INTERVAL_SECONDS=3600",
+                   "REAPER_LOG_FORMAT=json", "REAPER_LOG_LEVEL=debug", NULL};
+    rp_child *c = rp_child_start(argv, env);
+    assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
+    assert_true(rp_child_wait_for(c, "\"msg\":\"lease deadlines: listening\"", 30000));
+    rp_child_drain(c, 300);
+    /* A worker's claim, as CONTRACT section 6 has it, with a 2 s lease. */
+    itest_sql(f->pg, f->schema,
+              "UPDATE job SET state = 'leased', attempts = attempts + 1, lease_owner = 'w1', "
+              "lease_expires_at = now() + interval '2 seconds' WHERE id = (SELECT id FROM job "
+              "WHERE state = 'ready' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)");
+    long t0 = itest_mono_ms();
+    while (itest_mono_ms() - t0 < 10000 &&
+           qn(f, "SELECT count(*) FROM job WHERE state = 'ready'") < 1)
+        rp_child_drain(c, 50);
+    if (qn(f, "SELECT count(*) FROM job WHERE state = 'ready'") != 1) fprintf(stderr, "%s", c->log);
+    assert_int_equal(qn(f, "SELECT count(*) FROM job WHERE state = 'ready'"), 1);
+    /* Within a second of its deadline, on the database's clock. */
+    double past = atof(itest_sql(f->pg, f->schema,
+                                 "SELECT max((payload->>'measured')::float) FROM ledger WHERE "
+                                 "payload->>'condition' = 'LEASE_EXPIRED'"));
+    fprintf(stderr, "a lease claimed after the pass was requeued %.3f s past its deadline\n", past);
+    assert_true(past >= 0.0);
+    assert_true(past < 1.0);
+    assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
+    rp_child_free(c);
+}
+
+/* A thousand claims in a second, each expiring later than the one before:
+ * one deadline change (the first), so one re-arm and no pass meanwhile;
+ * then ten claims each earlier than the one before: one re-arm each. */
+static void test_claims_cost_one_wakeup_per_deadline_change(void **state) {
+    fixture *f = *state;
+    migrate(f);
+    itest_sql(f->pg, f->schema,
+              "INSERT INTO job (project_id, kind, state) SELECT 'alpha', 'k', 'ready' FROM "
+              "generate_series(1, 1010)");
+    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    char *env[] = {f->schema_env, f->owned_env, f->dlq_env, "REAPER_REAP_INTERVAL_SECONDS=3600",
+                   "REAPER_LOG_FORMAT=json", "REAPER_LOG_LEVEL=debug", NULL};
+    rp_child *c = rp_child_start(argv, env);
+    assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
+    assert_true(rp_child_wait_for(c, "\"msg\":\"lease deadlines: listening\"", 30000));
+    rp_child_drain(c, 300);
+    const char *fwd = "\"msg\":\"lease deadline brought forward\"";
+    const char *done = "\"msg\":\"pass finished\"";
+    int passes = log_count(c, done);
+    /* One claim per statement (each statement notifies), 1,000 of them,
+     * the n-th expiring 600 s + n ms from now. */
+    itest_sql(f->pg, f->schema,
+              "DO $$ BEGIN FOR i IN 1..1000 LOOP UPDATE job SET state = 'leased', attempts = "
+              "attempts + 1, lease_owner = 'w', lease_expires_at = now() + interval '600 "
+              "seconds' + i * interval '1 millisecond' WHERE id = i; END LOOP; END $$");
+    rp_child_drain(c, 1500);
+    assert_int_equal(log_count(c, fwd), 1);
+    assert_int_equal(log_count(c, done), passes);
+    /* Ten more, each earlier than the last (and than all before). */
+    for (int i = 0; i < 10; i++)
+        itest_sql(f->pg, f->schema,
+                  "UPDATE job SET state = 'leased', attempts = attempts + 1, lease_owner = 'w', "
+                  "lease_expires_at = now() + interval '500 seconds' - %d * interval '1 second' "
+                  "WHERE id = %d",
+                  i, 1001 + i);
+    rp_child_drain(c, 1500);
+    assert_int_equal(log_count(c, fwd), 11);
+    assert_int_equal(log_count(c, done), passes);
+    assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
+    rp_child_free(c);
+}
+
 static void test_sweep_off_still_reaps_leases(void **state) {
     fixture *f = *state;
     migrate(f);
@@ -396,6 +483,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_two_reapers_split_the_work, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_reaps_on_the_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweep_off_still_reaps_leases, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lease_claimed_after_the_pass, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_claims_cost_one_wakeup_per_deadline_change, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_database_restart_under_the_daemon, setup, teardown),
     };
     return cmocka_run_group_tests_name("reaperd_store", tests, NULL, NULL);

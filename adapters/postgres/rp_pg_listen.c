@@ -1,0 +1,299 @@
+/* The lease-deadline listener (rp_pg_listen.h): one non-blocking libpq
+ * session driven by the loop. */
+#include "rp_pg_listen.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_log.h"
+#include "rp_pg_conn.h"
+
+#define RP_LISTEN_RETRY_MIN_MS 1000
+#define RP_LISTEN_RETRY_MAX_MS 30000
+
+typedef enum rp_listen_state {
+    RP_LISTEN_WAITING,    /* down; the retry timer runs */
+    RP_LISTEN_CONNECTING, /* PQconnectPoll in progress */
+    RP_LISTEN_FIND_TABLE, /* the job table's oid asked for */
+    RP_LISTEN_LISTENING,  /* LISTEN sent */
+    RP_LISTEN_UP,         /* hearing notifications */
+} rp_listen_state;
+
+struct rp_pg_listen {
+    struct event_base *base;
+    char *dsn, *schema;
+    rp_pg_listen_hooks hooks;
+    PGconn *conn;
+    rp_listen_state state;
+    struct event *io;    /* on the session's socket */
+    int io_fd;
+    short io_what;
+    struct event *retry; /* the next connect */
+    int backoff_ms;
+    uint64_t heard;
+    char channel[64];
+    bool warned; /* a failure was logged since the session was last up */
+};
+
+static void rp_listen_connect(rp_pg_listen *l);
+
+static void rp_listen_io_off(rp_pg_listen *l) {
+    if (l->io) event_free(l->io);
+    l->io = NULL;
+    l->io_fd = -1;
+    l->io_what = 0;
+}
+
+/* Drops the session and tries again later, saying why once per outage. */
+static void rp_listen_fail(rp_pg_listen *l, const char *why) {
+    char line[300];
+    rp_pg_error_line(l->conn ? PQerrorMessage(l->conn) : "", line, sizeof line);
+    if (!l->warned) {
+        RP_WARN("lease deadlines: cannot listen; leases are reaped at the deadline last read "
+                "from the table until the session is back",
+                "reason", why, "detail", line[0] ? line : NULL, NULL);
+        l->warned = true;
+    }
+    rp_listen_io_off(l);
+    if (l->conn) PQfinish(l->conn);
+    l->conn = NULL;
+    l->state = RP_LISTEN_WAITING;
+    struct timeval tv = {l->backoff_ms / 1000, (l->backoff_ms % 1000) * 1000};
+    evtimer_add(l->retry, &tv);
+    l->backoff_ms = l->backoff_ms * 2 > RP_LISTEN_RETRY_MAX_MS ? RP_LISTEN_RETRY_MAX_MS
+                                                               : l->backoff_ms * 2;
+}
+
+static void rp_listen_on_io(evutil_socket_t fd, short what, void *arg);
+
+/* Watches the session's socket for what (EV_READ or EV_WRITE). */
+static bool rp_listen_watch(rp_pg_listen *l, short what) {
+    int fd = PQsocket(l->conn);
+    if (fd < 0) return false;
+    if (l->io && l->io_fd == fd && l->io_what == what) return true;
+    rp_listen_io_off(l);
+    l->io = event_new(l->base, fd, what | EV_PERSIST, rp_listen_on_io, l);
+    if (l->io == NULL || event_add(l->io, NULL) != 0) return false;
+    l->io_fd = fd;
+    l->io_what = what;
+    return true;
+}
+
+/* Reads whatever the session has; false when it broke. */
+static bool rp_listen_consume(rp_pg_listen *l) {
+    return PQconsumeInput(l->conn) == 1;
+}
+
+/* Drains the results of the query in flight; *done when all are read. The
+ * first non-OK result fails the step. */
+static bool rp_listen_results(rp_pg_listen *l, ExecStatusType want, PGresult **keep, bool *done) {
+    *done = false;
+    while (!PQisBusy(l->conn)) {
+        PGresult *r = PQgetResult(l->conn);
+        if (r == NULL) {
+            *done = true;
+            return true;
+        }
+        bool ok = PQresultStatus(r) == want;
+        if (ok && keep && *keep == NULL) {
+            *keep = r;
+        } else {
+            PQclear(r);
+        }
+        if (!ok) return false;
+    }
+    return true;
+}
+
+static void rp_listen_hear(rp_pg_listen *l) {
+    PGnotify *n;
+    while ((n = PQnotifies(l->conn)) != NULL) {
+        if (n->relname && strcmp(n->relname, l->channel) == 0 && n->extra) {
+            char *end = NULL;
+            errno = 0;
+            long long at = strtoll(n->extra, &end, 10);
+            if (errno == 0 && end != n->extra && *end == '\0' && at > 0) {
+                l->heard++;
+                if (l->hooks.on_deadline) l->hooks.on_deadline(l->hooks.arg, (int64_t)at);
+            }
+        }
+        PQfreemem(n);
+    }
+}
+
+/* Sends what libpq still holds of a query; watches the socket for reading,
+ * and for writing too while something is left. False when it broke. */
+static bool rp_listen_flush(rp_pg_listen *l) {
+    int f = PQflush(l->conn);
+    if (f < 0) return false;
+    return rp_listen_watch(l, f == 1 ? (short)(EV_READ | EV_WRITE) : EV_READ);
+}
+
+static void rp_listen_step(rp_pg_listen *l) {
+    if ((l->state == RP_LISTEN_FIND_TABLE || l->state == RP_LISTEN_LISTENING) &&
+        !rp_listen_flush(l)) {
+        rp_listen_fail(l, "session lost");
+        return;
+    }
+    switch (l->state) {
+    case RP_LISTEN_CONNECTING: {
+        PostgresPollingStatusType p = PQconnectPoll(l->conn);
+        if (p == PGRES_POLLING_FAILED) {
+            rp_listen_fail(l, "connect failed");
+            return;
+        }
+        if (p == PGRES_POLLING_READING || p == PGRES_POLLING_WRITING) {
+            if (!rp_listen_watch(l, p == PGRES_POLLING_READING ? EV_READ : EV_WRITE))
+                rp_listen_fail(l, "cannot watch the session's socket");
+            return;
+        }
+        /* PGRES_POLLING_OK: find the job table. */
+        PQsetnonblocking(l->conn, 1);
+        const char *vals[] = {l->schema};
+        if (!PQsendQueryParams(l->conn,
+                               "SELECT c.oid FROM pg_catalog.pg_class c JOIN "
+                               "pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+                               "WHERE n.nspname = $1 AND c.relname = 'job'",
+                               1, NULL, vals, NULL, NULL, 0)) {
+            rp_listen_fail(l, "cannot ask for the job table");
+            return;
+        }
+        l->state = RP_LISTEN_FIND_TABLE;
+        if (!rp_listen_flush(l)) rp_listen_fail(l, "session lost");
+        return;
+    }
+    case RP_LISTEN_FIND_TABLE: {
+        if (!rp_listen_consume(l)) {
+            rp_listen_fail(l, "session lost");
+            return;
+        }
+        PGresult *r = NULL;
+        bool done = false;
+        bool ok = rp_listen_results(l, PGRES_TUPLES_OK, &r, &done);
+        if (!ok || !done) {
+            PQclear(r);
+            if (!ok) rp_listen_fail(l, "looking for the job table failed");
+            return;
+        }
+        if (r == NULL || PQntuples(r) != 1) {
+            PQclear(r);
+            rp_listen_fail(l, "no job table in the schema yet (run reaperd --migrate)");
+            return;
+        }
+        snprintf(l->channel, sizeof l->channel, "reaper_lease_%s", PQgetvalue(r, 0, 0));
+        PQclear(r);
+        /* The channel is "reaper_lease_" and digits: no quoting is needed,
+         * and quoting keeps its case as the trigger wrote it. */
+        char sql[96];
+        snprintf(sql, sizeof sql, "LISTEN \"%s\"", l->channel);
+        if (!PQsendQuery(l->conn, sql)) {
+            rp_listen_fail(l, "cannot send LISTEN");
+            return;
+        }
+        l->state = RP_LISTEN_LISTENING;
+        if (!rp_listen_flush(l)) rp_listen_fail(l, "session lost");
+        return;
+    }
+    case RP_LISTEN_LISTENING: {
+        if (!rp_listen_consume(l)) {
+            rp_listen_fail(l, "session lost");
+            return;
+        }
+        bool done = false;
+        if (!rp_listen_results(l, PGRES_COMMAND_OK, NULL, &done)) {
+            rp_listen_fail(l, "LISTEN failed");
+            return;
+        }
+        if (!done) return;
+        l->state = RP_LISTEN_UP;
+        l->backoff_ms = RP_LISTEN_RETRY_MIN_MS;
+        if (l->warned) RP_INFO("lease deadlines: listening again", "channel", l->channel, NULL);
+        else RP_DEBUG("lease deadlines: listening", "channel", l->channel, NULL);
+        l->warned = false;
+        rp_listen_hear(l);
+        if (l->hooks.on_up) l->hooks.on_up(l->hooks.arg);
+        return;
+    }
+    case RP_LISTEN_UP:
+        if (!rp_listen_consume(l)) {
+            rp_listen_fail(l, "session lost");
+            return;
+        }
+        rp_listen_hear(l);
+        return;
+    case RP_LISTEN_WAITING:
+    default:
+        return;
+    }
+}
+
+static void rp_listen_on_io(evutil_socket_t fd, short what, void *arg) {
+    RP_UNUSED(fd);
+    RP_UNUSED(what);
+    rp_listen_step(arg);
+}
+
+static void rp_listen_on_retry(evutil_socket_t fd, short what, void *arg) {
+    RP_UNUSED(fd);
+    RP_UNUSED(what);
+    rp_listen_connect(arg);
+}
+
+static void rp_listen_connect(rp_pg_listen *l) {
+    /* The DSN is expanded as dbname; keepalives and a user timeout bound
+     * how long a black-holed server goes unnoticed (the notifications are
+     * the only traffic). */
+    const char *keys[] = {"dbname", "connect_timeout", "keepalives", "keepalives_idle",
+                          "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+                          "application_name", NULL};
+    const char *vals[] = {l->dsn, "10", "1", "30", "10", "3", "60000", "reaperd-lease-listen",
+                          NULL};
+    l->conn = PQconnectStartParams(keys, vals, 1);
+    if (l->conn == NULL || PQstatus(l->conn) == CONNECTION_BAD) {
+        rp_listen_fail(l, "cannot start a connection");
+        return;
+    }
+    l->state = RP_LISTEN_CONNECTING;
+    /* libpq: after PQconnectStart, wait for the socket to be writable. */
+    if (!rp_listen_watch(l, EV_WRITE)) rp_listen_fail(l, "cannot watch the session's socket");
+}
+
+rp_pg_listen *rp_pg_listen_new(struct event_base *base, const char *dsn, const char *schema,
+                               const rp_pg_listen_hooks *hooks) {
+    rp_pg_listen *l = calloc(1, sizeof *l);
+    if (l == NULL) return NULL;
+    l->base = base;
+    l->dsn = strdup(dsn ? dsn : "");
+    l->schema = strdup(schema ? schema : "");
+    if (hooks) l->hooks = *hooks;
+    l->io_fd = -1;
+    l->backoff_ms = RP_LISTEN_RETRY_MIN_MS;
+    l->retry = evtimer_new(base, rp_listen_on_retry, l);
+    if (l->dsn == NULL || l->schema == NULL || l->retry == NULL) {
+        rp_pg_listen_free(l);
+        return NULL;
+    }
+    /* Started from the loop, so that no hook runs inside this call. */
+    l->state = RP_LISTEN_WAITING;
+    struct timeval now = {0, 0};
+    evtimer_add(l->retry, &now);
+    return l;
+}
+
+void rp_pg_listen_free(rp_pg_listen *l) {
+    if (l == NULL) return;
+    rp_listen_io_off(l);
+    if (l->retry) event_free(l->retry);
+    if (l->conn) PQfinish(l->conn);
+    free(l->dsn);
+    free(l->schema);
+    free(l);
+}
+
+bool rp_pg_listen_is_up(const rp_pg_listen *l) { return l != NULL && l->state == RP_LISTEN_UP; }
+
+uint64_t rp_pg_listen_heard(const rp_pg_listen *l) { return l ? l->heard : 0; }

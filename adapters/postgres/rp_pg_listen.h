@@ -1,0 +1,49 @@
+/*
+ * rp_pg_listen.h - hearing lease deadlines as they are set (issue #15).
+ *
+ * The job table's statement triggers (migration 0004) NOTIFY channel
+ * 'reaper_lease_<oid of the job table>' with the earliest deadline a
+ * statement leased, in Unix milliseconds. A listener keeps one PostgreSQL
+ * session of its own that LISTENs there, driven entirely by the libevent
+ * loop: the connect (PQconnectStartParams/PQconnectPoll), the two setup
+ * queries (the table's oid, LISTEN) and the notifications (PQconsumeInput,
+ * PQnotifies) are all non-blocking, so the loop never waits on the
+ * database. A session lost or refused is opened again after 1 s, doubling
+ * to 30 s; each time it is up again, on_up runs (notifications sent while
+ * it was down are lost: the owner looks at the table once then).
+ *
+ * Ownership: the DSN and schema are copied; the PGconn and the events are
+ * the listener's. Callbacks run on the loop thread, never from inside
+ * rp_pg_listen_new or rp_pg_listen_free. Threads: the loop thread only.
+ */
+#ifndef RP_PG_LISTEN_H
+#define RP_PG_LISTEN_H
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rp_common.h"
+
+typedef struct rp_pg_listen rp_pg_listen;
+
+typedef struct rp_pg_listen_hooks {
+    /* A deadline was set: at_ms is the lease's expiry on the database's
+     * clock (Unix milliseconds). */
+    void (*on_deadline)(void *arg, int64_t at_ms);
+    /* The session is LISTENing (at start and after every reconnect). */
+    void (*on_up)(void *arg);
+    void *arg;
+} rp_pg_listen_hooks;
+
+/* Starts connecting at once. NULL when out of memory. */
+rp_pg_listen *rp_pg_listen_new(struct event_base *base, const char *dsn, const char *schema,
+                               const rp_pg_listen_hooks *hooks);
+void rp_pg_listen_free(rp_pg_listen *l);
+
+/* Whether the session is LISTENing now. */
+bool rp_pg_listen_is_up(const rp_pg_listen *l);
+/* Notifications heard so far (each a deadline handed to on_deadline). */
+uint64_t rp_pg_listen_heard(const rp_pg_listen *l);
+
+#endif
