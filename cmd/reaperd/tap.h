@@ -128,6 +128,11 @@ void rp_tap_cancel(rp_tap *t);
 /* A delivery for RP_TAP_CONSUMER_TAG (lent for the call). */
 void rp_tap_on_message(struct rp_daemon *d, const rp_amqp_message *msg);
 
+/* For the metrics (loop): the bytes the tap holds, and whether it is
+ * paused (not consuming at its memory bound, or waiting to retry the
+ * store). */
+void rp_tap_gauges(const rp_tap *t, int64_t *held_bytes, bool *paused);
+
 /* Asks for a binding reconcile on the store thread soon (coalesced: one
  * waits at most). For the event inventory: call it when an owned queue is
  * created or deleted, or a policy changes. */
