@@ -306,6 +306,14 @@ rp_status rp_config_format(const rp_config *cfg, char **out, size_t *out_len) RP
  * start: broker.*, store.* and http.listen (connections and the listening
  * socket are made once). Every other key applies on reload. */
 bool rp_config_key_needs_restart(rp_config_key_id id);
+
+/* What the key does, one or two sentences (static; NULL for an id out of
+ * range). */
+const char *rp_config_key_doc(rp_config_key_id id);
+/* The configuration reference as Markdown (docs/CONFIGURATION.md), from the
+ * table: key, environment variable, type, default, reload or restart, what
+ * it does. *out is a heap string the caller frees. RP_ERR_NOMEM. */
+rp_status rp_config_reference(char **out) RP_MUSTCHECK;
 /* Whether key id has the same value in a and b (patterns by their text,
  * lists item by item; origins are not compared). */
 bool rp_config_key_equal(const rp_config *a, const rp_config *b, rp_config_key_id id);

@@ -11,7 +11,12 @@
  * the start and the end of the render, never a torn value.
  *
  * The names, kept exactly (dashboards and alert rules use them):
- *   reaper_build_info{version} 1
+ *   process_cpu_seconds_total, process_resident_memory_bytes,
+ *   process_open_fds, process_max_fds, process_start_time_seconds
+ *     (the names every Prometheus client library uses; set by the caller
+ *     before each render with rp_metrics_set_process)
+ *   reaper_build_info{version,revision} 1
+ *   reaper_reconnects_total{backend}
  *   reaper_up{backend="broker"|"store"}
  *   reaper_reaped_total{source,condition,action}
  *   reaper_sightings_open{condition}
@@ -20,16 +25,29 @@
  *   reaper_gates_answered_total{kind,choice}
  *   reaper_pass_duration_seconds{scope="full"|"leases"} (histogram)
  *   reaper_passes_total{scope,result="ok"|"unreadable"|"error"}
+ *   reaper_last_successful_pass_timestamp_seconds{scope}
+ *   reaper_oldest_open_gate_age_seconds{kind}
  *   reaper_event_lag_seconds
  *   reaper_control_requests_total{op,outcome}
  *   reaper_feed_publish_failures_total
+ *   reaper_feed_published_total
+ *   reaper_tap_held_bytes, reaper_tap_paused
+ *   reaper_tap_park_delay_seconds (histogram)
  *
  * Which series appear: every gauge and every series with a fixed, small
- * label set always appears (zero until set); reaper_reaped_total and the
- * error outcomes of reaper_control_requests_total appear once non-zero
- * (most of their label combinations can never happen). A gauge that was
+ * label set always appears (zero until set); reaper_reaped_total has every
+ * combination of source, condition and action a ledger event can carry
+ * (rp_metrics_reaped_valid) from the start at 0, so that rate() and
+ * increase() see the first event; the error outcomes of
+ * reaper_control_requests_total appear once non-zero. A gauge that was
  * never measured (gates open before the first count, the event lag before
- * the first event) is left out rather than reported as zero.
+ * the first event, the last successful pass before the first one, the
+ * process and the tap before they are set) is left out rather than
+ * reported as zero.
+ *
+ * Time: the core has no clock. Gauges that are ages are kept as the
+ * moment they started (wall clock, ms) and rendered against the wall
+ * clock the caller gives with rp_metrics_set_clock before the render.
  *
  * Ownership: an rp_metrics is plain memory the caller places (embedded or
  * static); rp_metrics_init zeroes it and copies the version. The rendered
@@ -50,6 +68,8 @@
 /* The pass-duration buckets, in seconds (upper bounds; +Inf is implied). */
 #define RP_METRICS_BUCKETS 14
 extern const double rp_metrics_bucket_bounds[RP_METRICS_BUCKETS];
+/* The tap's park-delay buckets, in seconds (same count, shorter). */
+extern const double rp_metrics_delay_bounds[RP_METRICS_BUCKETS];
 
 typedef enum rp_metrics_backend {
     RP_METRICS_BROKER = 0,
@@ -82,8 +102,22 @@ typedef struct rp_metrics_histogram {
     uint64_t sum_us; /* microseconds */
 } rp_metrics_histogram;
 
+/* What the process uses, read by the caller (cmd/) from the system. */
+typedef struct rp_metrics_process {
+    int64_t cpu_us;         /* user + system CPU time */
+    int64_t resident_bytes; /* resident set size */
+    int64_t open_fds;
+    int64_t max_fds;       /* the soft limit on open files */
+    int64_t start_time_ms; /* wall clock, since the epoch */
+} rp_metrics_process;
+
 typedef struct rp_metrics {
     char version[64];
+    char revision[64];
+    int64_t now_ms; /* wall clock of the coming render (rp_metrics_set_clock) */
+    uint32_t process_known;
+    rp_metrics_process process;
+    uint64_t connects[RP_METRICS_BACKEND_COUNT_];
     uint32_t up[RP_METRICS_BACKEND_COUNT_];
     uint64_t reaped[RP_SOURCE_COUNT_][RP_COND_COUNT_][RP_ACTION_COUNT_];
     int64_t sightings_open[RP_COND_COUNT_];
@@ -98,14 +132,34 @@ typedef struct rp_metrics {
     uint32_t event_lag_known;
     uint64_t control[RP_METRICS_OPS][RP_METRICS_OUTCOMES];
     uint64_t feed_publish_failures;
+    uint64_t feed_published;
+    int64_t last_ok_ms[RP_METRICS_SCOPE_COUNT_]; /* wall clock; 0: none yet */
+    int64_t oldest_gate_ms[RP_GATE_KIND_COUNT_]; /* wall clock it opened; 0: none open */
+    uint32_t oldest_gate_known;
+    uint32_t tap_known;
+    int64_t tap_held_bytes;
+    uint32_t tap_paused;
+    rp_metrics_histogram tap_park_delay;
 } rp_metrics;
 
-/* Zeroes *m and records the version for reaper_build_info (cut to 63 bytes). */
-void rp_metrics_init(rp_metrics *m, const char *version);
+/* Zeroes *m and records the version and revision for reaper_build_info
+ * (each cut to 63 bytes; NULL is ""). */
+void rp_metrics_init(rp_metrics *m, const char *version, const char *revision);
+
+/* Whether a ledger event can carry this source, condition and action (the
+ * series of reaper_reaped_total rendered from the start). */
+bool rp_metrics_reaped_valid(rp_source s, rp_condition c, rp_action a);
 
 /* ---- the hooks: one per event, any thread ------------------------------ */
 
 void rp_metrics_set_up(rp_metrics *m, rp_metrics_backend b, bool up);
+/* A connection to the backend was established; every one after the first
+ * counts in reaper_reconnects_total. */
+void rp_metrics_connected(rp_metrics *m, rp_metrics_backend b);
+/* The wall clock (ms since the epoch) the next render measures ages at. */
+void rp_metrics_set_clock(rp_metrics *m, int64_t now_ms);
+/* The process's figures, as read just now. */
+void rp_metrics_set_process(rp_metrics *m, const rp_metrics_process *p);
 /* A committed ledger event (the events feed sees every one). Values outside
  * the enums are ignored. */
 void rp_metrics_reaped(rp_metrics *m, rp_source s, rp_condition c, rp_action a);
@@ -121,6 +175,18 @@ void rp_metrics_gate_answered(rp_metrics *m, rp_gate_kind k, rp_choice c);
 /* A pass ended: its scope, result and duration (negative counts as 0). */
 void rp_metrics_pass(rp_metrics *m, rp_metrics_scope scope, rp_metrics_result result,
                      int64_t duration_us);
+/* A pass of this scope ended ok at wall clock at_ms. */
+void rp_metrics_pass_succeeded(rp_metrics *m, rp_metrics_scope scope, int64_t at_ms);
+/* The oldest open gate of each kind: the wall-clock moment it opened (ms),
+ * 0 when none of that kind is open. */
+void rp_metrics_set_oldest_gates(rp_metrics *m, const int64_t opened_ms[RP_GATE_KIND_COUNT_]);
+/* The dead-letter tap: what it holds in memory, whether it is paused (not
+ * consuming at its memory bound, or waiting to retry the store). */
+void rp_metrics_set_tap(rp_metrics *m, int64_t held_bytes, bool paused);
+/* A dead letter parked by the tap, delay_us after reaperd received it. */
+void rp_metrics_tap_parked(rp_metrics *m, int64_t delay_us);
+/* A ledger event the events exchange confirmed. */
+void rp_metrics_feed_published(rp_metrics *m);
 /* The lag of the last broker event handled (now - its timestamp_in_ms). */
 void rp_metrics_set_event_lag_ms(rp_metrics *m, int64_t lag_ms);
 /* A control request answered. op: the wire name ("reap", "answer", "gates",

@@ -146,6 +146,10 @@ void rp_pg_store_ports(rp_pg_store *s, rp_ports *ports);
  * (by_kind all zero then). */
 rp_status rp_pg_store_count_open_gates(rp_pg_store *s,
                                        int64_t by_kind[RP_GATE_KIND_COUNT_]) RP_MUSTCHECK;
+/* The same, and how long ago the oldest open gate of each kind was
+ * created (ms, on the database's clock; 0 where none is open). */
+rp_status rp_pg_store_count_open_gates_aged(rp_pg_store *s, int64_t by_kind[RP_GATE_KIND_COUNT_],
+                                            int64_t oldest_age_ms[RP_GATE_KIND_COUNT_]) RP_MUSTCHECK;
 /* The open sightings by condition (the same statuses). */
 rp_status rp_pg_store_count_open_sightings(rp_pg_store *s,
                                            int64_t by_condition[RP_COND_COUNT_]) RP_MUSTCHECK;

@@ -127,6 +127,7 @@ static void rp_broker_on_state(void *arg, rp_amqp_state state, const char *why) 
     case RP_AMQP_UP:
         d->broker_up = true;
         d->broker_generation++;
+        rp_metrics_connected(&d->metrics, RP_METRICS_BROKER);
         RP_INFO("broker connected", "broker", why, "control_queue", d->cfg->broker.control_queue,
                 NULL);
         rp_amqp_publisher_on_up(d->publisher);

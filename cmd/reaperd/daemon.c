@@ -53,6 +53,7 @@ static void rp_store_news_on_loop(void *job, bool cancelled) {
     rp_store_news *n = job;
     if (!cancelled) {
         n->d->store_up = n->up;
+        if (n->up) rp_metrics_connected(&n->d->metrics, RP_METRICS_STORE);
         if (n->up)
             RP_INFO("store connected", "store", n->detail, NULL);
         else

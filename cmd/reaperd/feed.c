@@ -38,6 +38,7 @@ typedef struct rp_feed_sent {
 
 static void rp_feed_settled(void *arg, rp_publish_outcome outcome) {
     rp_feed_sent *sent = arg;
+    if (outcome == RP_PUBLISH_CONFIRMED) rp_metrics_feed_published(&sent->d->metrics);
     if (outcome != RP_PUBLISH_CONFIRMED) {
         rp_metrics_feed_publish_failed(&sent->d->metrics);
         RP_WARN("ledger event not published to the events exchange (it stays on the ledger)",

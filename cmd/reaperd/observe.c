@@ -11,6 +11,9 @@
  *   rp_metrics_gate_answered        control.c, an answer that changed a gate
  *   rp_metrics_control              control.c, once per reply
  *   rp_metrics_feed_publish_failed  feed.c
+ *   rp_metrics_feed_published       feed.c, an event the exchange confirmed
+ *   rp_metrics_connected            broker.c and daemon.c, each connection made
+ *   rp_metrics_tap_parked           tap.c, each dead letter it parked
  *   rp_observe_event                broker.c, each broker event
  *   rp_observe_pass_store           daemon.c, store thread, after a pass
  *   rp_observe_pass_done            daemon.c, loop, when a pass is done
@@ -20,11 +23,19 @@
  *                                   RP_OBSERVE_GAUGES_MS (a park, an answer,
  *                                   a sighting opened or cleared between
  *                                   passes shows within that)
+ *
+ * Before each scrape (rp_observe_refresh, on the loop) it reads what the
+ * process uses from /proc (CPU, resident memory, open descriptors) and
+ * the tap's gauges, and sets the wall clock the gate ages are measured at.
  */
 #include <amqp.h>
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "daemon_internal.h"
 #include "rp_log.h"
@@ -32,10 +43,99 @@
 
 #define RP_OBSERVE_GAUGES_MS 2000
 
+static rp_time_ms rp_observe_wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (rp_time_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Fields 14 (utime), 15 (stime), 22 (starttime, clock ticks after boot) and
+ * 24 (rss, pages) of /proc/self/stat. false when it cannot be read. */
+static bool rp_proc_stat(int64_t *cpu_ticks, int64_t *start_ticks, int64_t *rss_pages) {
+    FILE *f = fopen("/proc/self/stat", "re");
+    if (f == NULL) return false;
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* The command name (field 2) may hold spaces and parentheses: the
+     * fields after it start past its last ')'. */
+    char *p = strrchr(buf, ')');
+    if (p == NULL) return false;
+    p++;
+    long long v[24] = {0};
+    for (int field = 3; field <= 24; field++) {
+        while (*p == ' ') p++;
+        if (field == 3) { /* the state, a letter */
+            while (*p && *p != ' ') p++;
+            continue;
+        }
+        char *end;
+        v[field - 1] = strtoll(p, &end, 10);
+        if (end == p) return false;
+        p = end;
+    }
+    *cpu_ticks = v[13] + v[14];
+    *start_ticks = v[21];
+    *rss_pages = v[23];
+    return true;
+}
+
+/* The wall clock of the machine's boot (btime in /proc/stat), in ms; 0
+ * when unknown. */
+static int64_t rp_boot_time_ms(void) {
+    FILE *f = fopen("/proc/stat", "re");
+    if (f == NULL) return 0;
+    char line[256];
+    long long btime = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "btime %lld", &btime) == 1) break;
+    fclose(f);
+    return (int64_t)btime * 1000;
+}
+
+static int64_t rp_open_fds(void) {
+    DIR *dir = opendir("/proc/self/fd");
+    if (dir == NULL) return -1;
+    int64_t n = 0;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;)
+        if (e->d_name[0] != '.') n++;
+    closedir(dir);
+    return n - 1; /* not the one opendir held */
+}
+
+static void rp_observe_process(rp_daemon *d) {
+    static int64_t boot_ms = -1;
+    if (boot_ms < 0) boot_ms = rp_boot_time_ms();
+    int64_t cpu, start, rss;
+    if (!rp_proc_stat(&cpu, &start, &rss)) return;
+    long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    if (tick <= 0 || page <= 0) return;
+    struct rlimit rl;
+    rp_metrics_process p = {
+        .cpu_us = cpu * 1000000 / tick,
+        .resident_bytes = rss * page,
+        .open_fds = rp_open_fds(),
+        .max_fds = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                       ? (int64_t)rl.rlim_cur
+                       : -1,
+        .start_time_ms = boot_ms + start * 1000 / tick,
+    };
+    rp_metrics_set_process(&d->metrics, &p);
+}
+
 static void rp_observe_refresh(void *arg) {
     rp_daemon *d = arg;
     rp_metrics_set_up(&d->metrics, RP_METRICS_BROKER, d->broker_up);
     rp_metrics_set_up(&d->metrics, RP_METRICS_STORE, d->store_up);
+    rp_metrics_set_clock(&d->metrics, rp_observe_wall_ms());
+    rp_observe_process(d);
+    if (d->tap) {
+        int64_t held;
+        bool paused;
+        rp_tap_gauges(d->tap, &held, &paused);
+        rp_metrics_set_tap(&d->metrics, held, paused);
+    }
 }
 
 static bool rp_observe_ready(void *arg, char *why, size_t cap) {
@@ -55,7 +155,7 @@ static bool rp_observe_ready(void *arg, char *why, size_t cap) {
 }
 
 rp_status rp_observe_start(rp_daemon *d) {
-    rp_metrics_init(&d->metrics, RP_VERSION_STRING);
+    rp_metrics_init(&d->metrics, REAPER_VERSION, REAPER_GIT_REV);
     rp_http_hooks hooks = {.refresh = rp_observe_refresh, .ready = rp_observe_ready, .arg = d};
     char err[300];
     d->http = rp_http_new(d->base, d->cfg->http.listen, &d->metrics, &hooks, err, sizeof err);
@@ -67,12 +167,6 @@ rp_status rp_observe_start(rp_daemon *d) {
     RP_INFO("http listening", "listen", rp_http_bound(d->http), "paths",
             "/metrics /healthz /readyz", NULL);
     return RP_OK;
-}
-
-static rp_time_ms rp_observe_wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (rp_time_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The broker stamps each event with a timestamp_in_ms header (a long). */
@@ -96,12 +190,24 @@ void rp_observe_event(rp_daemon *d, const rp_amqp_message *msg) {
     }
 }
 
+/* The open gates and how old the oldest of each kind is, into the metrics
+ * (the age from the database's clock, put on ours as the moment it
+ * opened). Store thread. */
+static void rp_observe_gates(rp_daemon *d, const int64_t gates[RP_GATE_KIND_COUNT_],
+                             const int64_t age_ms[RP_GATE_KIND_COUNT_]) {
+    rp_time_ms now = rp_observe_wall_ms();
+    int64_t opened[RP_GATE_KIND_COUNT_];
+    for (int k = 0; k < RP_GATE_KIND_COUNT_; k++) opened[k] = gates[k] > 0 ? now - age_ms[k] : 0;
+    rp_metrics_set_gates_open(&d->metrics, gates);
+    rp_metrics_set_oldest_gates(&d->metrics, opened);
+}
+
 void rp_observe_pass_store(rp_daemon *d, const rp_pass_request *req) {
     if (req->open_sightings >= 0) rp_metrics_set_sightings_open(&d->metrics, req->open_by_condition);
     if (!rp_pg_conn_is_up(d->runner.conn)) return;
-    int64_t gates[RP_GATE_KIND_COUNT_];
-    if (rp_pg_store_count_open_gates(d->runner.store, gates) == RP_OK)
-        rp_metrics_set_gates_open(&d->metrics, gates);
+    int64_t gates[RP_GATE_KIND_COUNT_], age[RP_GATE_KIND_COUNT_];
+    if (rp_pg_store_count_open_gates_aged(d->runner.store, gates, age) == RP_OK)
+        rp_observe_gates(d, gates, age);
 }
 
 void rp_observe_pass_done(rp_daemon *d, const rp_pass_request *req) {
@@ -111,12 +217,17 @@ void rp_observe_pass_done(rp_daemon *d, const rp_pass_request *req) {
     rp_metrics_pass(&d->metrics,
                     req->scope == RP_PASS_FULL ? RP_METRICS_SCOPE_FULL : RP_METRICS_SCOPE_LEASES,
                     result, req->duration_ms * 1000);
+    if (result == RP_METRICS_RESULT_OK)
+        rp_metrics_pass_succeeded(
+            &d->metrics, req->scope == RP_PASS_FULL ? RP_METRICS_SCOPE_FULL : RP_METRICS_SCOPE_LEASES,
+            rp_observe_wall_ms());
 }
 
 typedef struct rp_gauge_job {
     rp_daemon *d;
     bool gates_ok, sightings_ok;
     int64_t gates[RP_GATE_KIND_COUNT_];
+    int64_t gate_age[RP_GATE_KIND_COUNT_];
     int64_t sightings[RP_COND_COUNT_];
 } rp_gauge_job;
 
@@ -125,7 +236,9 @@ static void rp_gauges_count(void *ctx, void *arg) {
     RP_UNUSED(ctx);
     rp_gauge_job *j = arg;
     if (!rp_pg_conn_is_up(j->d->runner.conn)) return;
-    j->gates_ok = rp_pg_store_count_open_gates(j->d->runner.store, j->gates) == RP_OK;
+    j->gates_ok =
+        rp_pg_store_count_open_gates_aged(j->d->runner.store, j->gates, j->gate_age) == RP_OK;
+    if (j->gates_ok) rp_observe_gates(j->d, j->gates, j->gate_age);
     j->sightings_ok = rp_pg_store_count_open_sightings(j->d->runner.store, j->sightings) == RP_OK;
 }
 
@@ -133,7 +246,6 @@ static void rp_gauges_count(void *ctx, void *arg) {
 static void rp_gauges_done(void *arg, bool cancelled) {
     rp_gauge_job *j = arg;
     j->d->gauges_queued = false;
-    if (!cancelled && j->gates_ok) rp_metrics_set_gates_open(&j->d->metrics, j->gates);
     if (!cancelled && j->sightings_ok) rp_metrics_set_sightings_open(&j->d->metrics, j->sightings);
     free(j);
 }

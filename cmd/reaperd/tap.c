@@ -6,6 +6,7 @@
 #include "tap.h"
 
 #include <inttypes.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,7 @@ typedef struct rp_tap_item {
     uint8_t *body;
     size_t body_len;
     size_t weight; /* what it counts in held_bytes */
+    int64_t received_us; /* monotonic, for reaper_tap_park_delay_seconds */
     bool truncated;
     /* Set on the tap's thread, read on the loop after the batch. */
     rp_tap_result result;
@@ -115,6 +117,12 @@ typedef struct rp_tap_batch {
 } rp_tap_batch;
 
 /* ---- items ------------------------------------------------------------------ */
+
+static int64_t rp_tap_mono_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 /* An item's properties' pool page, and what an item costs beyond its
  * body: the item and one page. */
@@ -605,10 +613,12 @@ static void rp_tap_settle_batch(rp_tap_batch *b, bool cancelled) {
     bool live = d->broker_up;
     rp_tap_list retry = {0}, done = {0};
     uint64_t parked = 0, stuck = 0;
+    int64_t now_us = rp_tap_mono_us();
     for (size_t i = 0; i < b->n; i++) {
         rp_tap_item *it = b->items[i];
         if (it->result == RP_TAP_DONE) {
             if (!it->skipped && it->outcome == RP_PARKED_NEW) parked++;
+            rp_metrics_tap_parked(&d->metrics, now_us - it->received_us);
         }
         if (!live || it->generation != gen) {
             rp_item_free(t, it); /* the broker delivers it again */
@@ -810,10 +820,16 @@ void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         return;
     }
     it->weight = it->body_len + RP_TAP_ITEM_OVERHEAD;
+    it->received_us = rp_tap_mono_us();
     t->held_bytes += it->weight;
     rp_list_push(&t->waiting, it);
     rp_tap_kick(t);
     rp_tap_hold_check(t);
+}
+
+void rp_tap_gauges(const rp_tap *t, int64_t *held_bytes, bool *paused) {
+    *held_bytes = (int64_t)t->held_bytes;
+    *paused = rp_tap_off(t) || t->paused;
 }
 
 /* ---- bindings ------------------------------------------------------------------- */

@@ -131,6 +131,11 @@ void rp_tap_cancel(rp_tap *t);
 /* A delivery for RP_TAP_CONSUMER_TAG (lent for the call). */
 void rp_tap_on_message(struct rp_daemon *d, const rp_amqp_message *msg);
 
+/* For the metrics (loop): the bytes the tap holds, and whether it is
+ * paused (not consuming at its memory bound, or waiting to retry the
+ * store). */
+void rp_tap_gauges(const rp_tap *t, int64_t *held_bytes, bool *paused);
+
 /* Asks for a binding reconcile soon, on the tap's binding thread (its own
  * management client: it never waits behind a sweep). Coalesced: while one
  * waits or runs, a second call makes exactly one more follow it (the

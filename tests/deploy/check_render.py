@@ -11,6 +11,7 @@ ConfigMap is values.yaml's config and reaperd --check-config accepts it.
 Prints one line per check; exit 1 when any failed.
 """
 import copy
+import shutil
 import json
 import os
 import re
@@ -20,6 +21,10 @@ import sys
 import yaml
 
 failures = []
+
+ALERTS = ["ReaperBackendUnreadable", "ReaperDown", "ReaperFeedFailures", "ReaperGateBacklog",
+          "ReaperGateTooOld", "ReaperNoSuccessfulPass", "ReaperReplicasNotReady",
+          "ReaperSightingOpenTooLong"]
 
 
 def check(cond, msg, detail=""):
@@ -77,6 +82,11 @@ def merged(base, over):
     return out
 
 
+def cfg_allowed(docs):
+    cm = [d for d in docs if d["kind"] == "ConfigMap" and "reaper.yaml" in d.get("data", {})]
+    return yaml.safe_load(cm[0]["data"]["reaper.yaml"])["control"]["allowed_users"] if cm else None
+
+
 def main():
     if len(sys.argv) != 5:
         print(__doc__, file=sys.stderr)
@@ -106,9 +116,10 @@ def main():
     docs = docs_of("defaults", out)
     objs = by_kind(docs)
     kinds = sorted(d["kind"] for d in docs)
-    check(kinds == sorted(["ConfigMap", "ConfigMap", "Deployment", "PodDisruptionBudget",
+    check(kinds == sorted(["ConfigMap", "Deployment", "PodDisruptionBudget",
                            "Service", "ServiceAccount"]),
-          "defaults make the ConfigMaps, Deployment, PDB, Service and ServiceAccount only", kinds)
+          "defaults make the ConfigMap, Deployment, PDB, Service and ServiceAccount only "
+          "(no broker-wide conf.d snippet)", kinds)
     for d in docs:
         md = d.get("metadata", {})
         check(md.get("name", "").startswith("reaper") and
@@ -157,7 +168,7 @@ def main():
     check(main_c["readinessProbe"] == dict(values["readinessProbe"],
                                            httpGet={"path": "/readyz", "port": "http"}),
           "readiness probe: GET /readyz with readinessProbe's timings", main_c["readinessProbe"])
-    container_fields = {"name", "image", "imagePullPolicy", "args", "command", "env", "ports",
+    container_fields = {"name", "image", "imagePullPolicy", "args", "command", "env", "envFrom", "ports",
                         "livenessProbe", "readinessProbe", "startupProbe", "securityContext",
                         "resources", "volumeMounts"}
     pod_fields = {"imagePullSecrets", "serviceAccountName", "automountServiceAccountToken",
@@ -170,6 +181,11 @@ def main():
     check(set(pod) <= pod_fields, "the pod spec has only pod fields", sorted(set(pod) - pod_fields))
     check(set(spec) == {"replicas", "selector", "template"}, "the Deployment spec has its fields only",
           sorted(spec))
+    check(pod.get("affinity") == {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                            "labelSelector": {"matchLabels": spec["selector"]["matchLabels"]}}}]}},
+          "soft pod anti-affinity over nodes by default", pod.get("affinity"))
+    check(cfg_allowed(docs) == ["reaper"], "control.allowed_users is the reaper user by default")
     vols = {v["name"]: v for v in pod["volumes"]}
     check(vols["broker-password"]["secret"]["secretName"] == "reaper-broker"
           and vols["broker-password"]["secret"]["items"] == [{"key": "password", "path": "broker-password"}],
@@ -200,7 +216,14 @@ def main():
     pdb = one(objs, "PodDisruptionBudget")
     check(pdb["spec"]["minAvailable"] == 1 and pdb["spec"]["selector"] == spec["selector"],
           "the PDB keeps one reaperd")
-    confd = one(objs, "ConfigMap", "reaper-broker-confd")
+    rc, out, err = render(tool, chart, work, "confd-noack",
+                          merged(SECRETS, {"brokerConfd": {"enabled": True}}))
+    check(rc != 0 and "acknowledgeBrokerWide" in err,
+          "brokerConfd.enabled without acknowledgeBrokerWide is refused (broker-wide)", err.strip()[-200:])
+    rc, out, err = render(tool, chart, work, "confd",
+                          merged(SECRETS, {"brokerConfd": {"enabled": True, "acknowledgeBrokerWide": True}}))
+    check(rc == 0, "brokerConfd renders with acknowledgeBrokerWide: true", err)
+    confd = one(by_kind(docs_of("confd", out)), "ConfigMap", "reaper-broker-confd")
     snippet = confd["data"].get("90-reaper-consumer-timeout.conf", "")
     check(re.search(r"^consumer_timeout = 21600000$", snippet, re.M) is not None,
           "the broker snippet sets consumer_timeout = 21600000 (21600 s in ms)", snippet)
@@ -211,7 +234,7 @@ def main():
 
     # --- everything switched on ---------------------------------------------
     on = merged(SECRETS, {"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}},
-                          "prometheusRule": {"enabled": True, "sightingOpenFor": "2h"},
+                          "prometheusRule": {"enabled": True, "alerts": {"sightingOpen": {"for": "2h"}}},
                           "grafanaDashboard": {"enabled": True}})
     rc, out, err = render(tool, chart, work, "all", on)
     check(rc == 0, "renders with every optional object on", err)
@@ -224,20 +247,65 @@ def main():
           "the ServiceMonitor scrapes /metrics on the Service's http port")
     rule = one(objs, "PrometheusRule")
     rules = {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"]} if rule else {}
-    check(sorted(rules) == ["ReaperBackendUnreadable", "ReaperDeadLettersArriving", "ReaperDown",
-                            "ReaperSightingOpenTooLong"], "the four alerts", sorted(rules))
+    check(sorted(rules) == sorted(ALERTS), "every alert", sorted(rules))
     for name, r in rules.items():
         check('job="reaper", namespace="vibey"' in r["expr"] and r["expr"].count("(") == r["expr"].count(")"),
               "%s is scoped to the release and balanced" % name, r["expr"])
         for text in r.get("annotations", {}).values():
             check("{{ $labels" in text or "{{ $value" in text or "{{" not in text,
                   "%s: Prometheus template syntax kept in its annotations" % name, text)
+        check(r.get("annotations", {}).get("runbook_url") == values["prometheusRule"]["runbookBaseUrl"] + "#" + name.lower(),
+              "%s: runbook_url points at its README section" % name)
     check(rules.get("ReaperSightingOpenTooLong", {}).get("for") == "2h"
           and "reaper_sightings_open" in rules.get("ReaperSightingOpenTooLong", {}).get("expr", ""),
-          "the sighting alert waits prometheusRule.sightingOpenFor")
+          "the sighting alert waits prometheusRule.alerts.sightingOpen.for")
     check("reaper_up" in rules.get("ReaperBackendUnreadable", {}).get("expr", "")
           and "{{ $labels.backend }}" in rules.get("ReaperBackendUnreadable", {}).get("annotations", {}).get("summary", ""),
           "the backend alert names the backend")
+    check("> 180" in rules.get("ReaperNoSuccessfulPass", {}).get("expr", ""),
+          "no successful pass: 3 x reap.interval_seconds (60) = 180 s")
+    check("< 2" in rules.get("ReaperReplicasNotReady", {}).get("expr", ""), "replicas: fewer ready than replicaCount 2")
+    # promtool: the rendered group checked and unit-tested, one test per alert.
+    rules_path = os.path.join(work, "reaper-rules.yaml")
+    with open(rules_path, "w") as f:
+        yaml.safe_dump(rule["spec"], f, sort_keys=False)
+    promtool = shutil.which("promtool")
+    if check(promtool is not None, "promtool is installed (Debian's prometheus package; scripts/install-deps)"):
+        p = subprocess.run([promtool, "check", "rules", rules_path], capture_output=True, text=True)
+        check(p.returncode == 0, "promtool check rules accepts the rendered rules", (p.stdout + p.stderr)[-600:])
+        test_src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "alerts_test.yaml")
+        tests = yaml.safe_load(open(test_src))
+        tested = {a["alertname"] for t in tests["tests"] for a in t.get("alert_rule_test", [])
+                  if a.get("exp_alerts")}
+        check(tested == set(ALERTS), "alerts_test.yaml fires every alert at least once", sorted(tested))
+        test_path = os.path.join(work, "alerts_test.yaml")
+        shutil.copy(test_src, test_path)
+        p = subprocess.run([promtool, "test", "rules", test_path], capture_output=True, text=True, cwd=work)
+        check(p.returncode == 0, "promtool test rules: every alert fires when it should and only then",
+              (p.stdout + p.stderr)[-1500:])
+    # Switches: every alert off, and additionalRules appended.
+    alerts_off = {k: {"enabled": False} for k in values["prometheusRule"]["alerts"]}
+    mine = {"alert": "MyReaperAlert", "expr": "vector(1)", "labels": {"severity": "info"}}
+    rc, out, err = render(tool, chart, work, "alerts-off",
+                          merged(SECRETS, {"prometheusRule": {"enabled": True, "alerts": alerts_off,
+                                                              "additionalRules": [mine]}}))
+    rule_off = one(by_kind(docs_of("alerts-off", out)), "PrometheusRule") if rc == 0 else None
+    check(rule_off is not None and rule_off["spec"]["groups"][0]["rules"] == [mine],
+          "every alert can be switched off; additionalRules are appended as they are", err)
+    # extraEnv, extraEnvFrom, extraVolumes, extraVolumeMounts
+    extra = {"extraEnv": [{"name": "PGSSLROOTCERT", "value": "/run/tls/ca.crt"}],
+             "extraEnvFrom": [{"secretRef": {"name": "reaper-env"}}],
+             "extraVolumes": [{"name": "tls", "secret": {"secretName": "reaper-tls"}}],
+             "extraVolumeMounts": [{"name": "tls", "mountPath": "/run/tls", "readOnly": True}]}
+    rc, out, err = render(tool, chart, work, "extra", merged(SECRETS, extra))
+    check(rc == 0, "renders with extraEnv, extraEnvFrom, extraVolumes, extraVolumeMounts", err)
+    podx = one(by_kind(docs_of("extra", out)), "Deployment")["spec"]["template"]["spec"]
+    check(extra["extraVolumes"][0] in podx["volumes"], "extraVolumes are pod volumes")
+    for c in podx["containers"] + podx["initContainers"]:
+        check(extra["extraEnv"][0] in c["env"] and c["env"][0]["name"] == "PGPASSWORD"
+              and c.get("envFrom") == extra["extraEnvFrom"]
+              and extra["extraVolumeMounts"][0] in c["volumeMounts"],
+              "container %s gets extraEnv, extraEnvFrom and extraVolumeMounts" % c["name"])
     dash = one(objs, "ConfigMap", "reaper-dashboard")
     check(dash is not None and dash["metadata"]["labels"].get("grafana_dashboard") == "1"
           and json.loads(dash["data"]["reaper.json"]) == dashboard,
@@ -245,7 +313,7 @@ def main():
 
     # --- switches off, and a changed timeout ------------------------------------
     off = merged(SECRETS, {"replicaCount": 1, "migrate": {"enabled": False},
-                           "brokerConfd": {"enabled": False}, "serviceAccount": {"create": False},
+                           "serviceAccount": {"create": False}, "podAntiAffinityPreset": "hard",
                            "config": {"http": {"listen": "0.0.0.0:9100"},
                                       "reap": {"consumer_timeout_seconds": 30000}}})
     rc, out, err = render(tool, chart, work, "off", off)
@@ -257,13 +325,16 @@ def main():
     dep2 = one(objs, "Deployment")
     pod2 = dep2["spec"]["template"]["spec"]
     check("initContainers" not in pod2, "no migration initContainer when migrate is off")
+    check(list(pod2.get("affinity", {}).get("podAntiAffinity", {})) == ["requiredDuringSchedulingIgnoredDuringExecution"],
+          "podAntiAffinityPreset hard requires the replicas on different nodes")
     check(pod2["serviceAccountName"] == "default", "the default ServiceAccount is used")
     check(pod2["containers"][0]["ports"][0]["containerPort"] == 9100,
           "the container port follows config.http.listen")
     check(dep2["spec"]["template"]["metadata"]["annotations"]["checksum/config"] != checksum,
           "a changed config changes checksum/config (the pods restart)")
     rc, out, err = render(tool, chart, work, "timeout",
-                          merged(SECRETS, {"config": {"reap": {"consumer_timeout_seconds": 30000}}}))
+                          merged(SECRETS, {"config": {"reap": {"consumer_timeout_seconds": 30000}},
+                                           "brokerConfd": {"enabled": True, "acknowledgeBrokerWide": True}}))
     confd2 = one(by_kind(docs_of("timeout", out)), "ConfigMap", "reaper-broker-confd")
     check(confd2 is not None and "consumer_timeout = 30000000" in confd2["data"]["90-reaper-consumer-timeout.conf"]
           and confd2["metadata"]["annotations"]["reaper.vibey.io/restart-checksum"] != restart,

@@ -29,3 +29,8 @@ if(NOT REAPER_SANITIZE AND NOT REAPER_FUZZ)
   set_tests_properties(test_deploy_image PROPERTIES LABELS "integration;deploy" TIMEOUT 600
     ENVIRONMENT "REAPER_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHON3=${RP_DEPLOY_PYTHON3};REAPERD=$<TARGET_FILE:reaperd>;REAPERCTL=$<TARGET_FILE:reaperctl>")
 endif()
+# The documentation stands alone (#16 item 6): every relative link of every
+# Markdown file resolves inside the repository, the README's shape, LICENSE.
+add_test(NAME test_docs
+  COMMAND ${RP_DEPLOY_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/deploy/check_docs.py ${CMAKE_SOURCE_DIR})
+set_tests_properties(test_docs PROPERTIES LABELS "unit;deploy" TIMEOUT 60)

@@ -3,7 +3,10 @@
  * real broker and database (issue #6):
  *  - /metrics after a pass with known reaps: the values agree with the
  *    ledger, the text is well formed; control requests, gate answers and
- *    the broker event lag are counted;
+ *    the broker event lag are counted; the process's metrics, the build's
+ *    revision, every reaped series from the start, the last successful
+ *    pass, the oldest open gate's age (it grows), the events published;
+ *  - reaper_reconnects_total{backend="broker"} counts the broker's return;
  *  - /healthz and /metrics answer while the store thread is stuck in a pass;
  *  - /readyz is 503 while the broker is stopped and 200 once it is back;
  *  - SIGHUP applies a valid change (the sweep's interval, the log level),
@@ -105,7 +108,7 @@ static void assert_text_format(const char *text) {
         size_t len = (size_t)(end - line);
         assert_true(len > 0 && len < 200);
         if (line[0] != '#') {
-            assert_true(strncmp(line, "reaper_", 7) == 0);
+            assert_true(strncmp(line, "reaper_", 7) == 0 || strncmp(line, "process_", 8) == 0);
             const char *sp = NULL; /* the last space: label values may hold spaces */
             for (const char *x = line; x < end; x++)
                 if (*x == ' ') sp = x;
@@ -148,11 +151,34 @@ static void test_metrics_after_a_pass(void **state) {
     itest_sql(f->pg, f->schema,
               "INSERT INTO job (project_id, kind, state, run_after) VALUES"
               " ('beta', 'k', 'ready', now() - interval '2 hours')");
+    double started = (double)time(NULL);
     rp_child *c = start(f, NULL, NULL, "REAPER_REAP_INTERVAL_SECONDS=3600", NULL);
     int port = itest_reaperd_http_port(c, 30000);
     assert_true(port > 0);
-    assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
+    /* Before any pass: every series a ledger event can carry, at 0 (so
+     * that increase() sees the first event); the process's metrics. */
     char *t = itest_scrape(port);
+    assert_text_format(t);
+    assert_true(itest_metric(t, "reaper_reaped_total{source=\"broker\",condition=\"dead_letter\","
+                                "action=\"parked\"}") >= 0);
+    assert_true(itest_metric(t, "reaper_reaped_total{source=\"broker\",condition=\"holder_gone\","
+                                "action=\"cleared\"}") == 0);
+    assert_true(itest_metric(t, "reaper_reaped_total{source=\"job_queue\",condition=\"dead_letter\","
+                                "action=\"parked\"}") == -1); /* cannot happen: not there */
+    double cpu0 = itest_metric(t, "process_cpu_seconds_total");
+    assert_true(cpu0 >= 0);
+    assert_true(itest_metric(t, "process_resident_memory_bytes") > 1024 * 1024);
+    double fds = itest_metric(t, "process_open_fds"), max_fds = itest_metric(t, "process_max_fds");
+    assert_true(fds >= 4 && fds < max_fds);
+    double start_s = itest_metric(t, "process_start_time_seconds");
+    assert_true(start_s >= started - 2 && start_s <= (double)time(NULL) + 1);
+    /* The revision CMake saw, beside the version. */
+    assert_non_null(strstr(t, "\nreaper_build_info{version=\""));
+    assert_non_null(strstr(t, "\",revision=\""));
+    assert_null(strstr(t, "revision=\"\""));
+    free(t);
+    assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
+    t = itest_scrape(port);
     assert_text_format(t);
     /* What the ledger holds, the counters say. */
     assert_int_equal(atol(itest_sql(f->pg, f->schema,
@@ -190,6 +216,35 @@ static void test_metrics_after_a_pass(void **state) {
     assert_true(itest_metric(t, "reaper_up{backend=\"store\"}") == 1);
     assert_non_null(strstr(t, "reaper_build_info{version=\""));
     assert_true(itest_metric(t, "reaper_dead_letters_parked_total") == 0);
+    /* The last successful pass: when it ended ok, its time, now or just
+     * before; never before this test started. */
+    if (itest_metric(t, "reaper_passes_total{scope=\"full\",result=\"ok\"}") == 1) {
+        double last = itest_metric(t, "reaper_last_successful_pass_timestamp_seconds{scope=\"full\"}");
+        assert_true(last >= started - 1 && last <= (double)time(NULL) + 1);
+    } else {
+        assert_true(itest_metric(t, "reaper_last_successful_pass_timestamp_seconds{scope=\"full\"}") == -1);
+    }
+    /* The two gates opened in this pass: their age grows with the clock. */
+    double age0 = itest_metric(t, "reaper_oldest_open_gate_age_seconds{kind=\"delivery_exhausted\"}");
+    assert_true(age0 >= 0 && age0 < 30);
+    assert_true(itest_metric(t, "reaper_oldest_open_gate_age_seconds{kind=\"bus_dead_lettered\"}") == 0);
+    assert_true(itest_metric(t, "process_cpu_seconds_total") >= cpu0);
+    free(t);
+    /* The pass's 6 ledger events are published to the events exchange. */
+    double published = -1;
+    for (long p0 = itest_mono_ms(); itest_mono_ms() - p0 < 10000 && published < 6;) {
+        rp_child_drain(c, 200);
+        t = itest_scrape(port);
+        published = itest_metric(t, "reaper_feed_published_total");
+        free(t);
+    }
+    assert_true(published == 6);
+    rp_child_drain(c, 1500);
+    t = itest_scrape(port);
+    double age1 = itest_metric(t, "reaper_oldest_open_gate_age_seconds{kind=\"delivery_exhausted\"}");
+    assert_true(age1 >= age0 + 1.4);
+    assert_true(itest_metric(t, "reaper_reconnects_total{backend=\"broker\"}") == 0);
+    assert_true(itest_metric(t, "reaper_reconnects_total{backend=\"store\"}") == 0);
     free(t);
     /* Other paths and methods. */
     assert_int_equal(itest_http(port, "GET", "/nope", NULL, 5000), 404);
@@ -373,12 +428,15 @@ static void test_readyz_follows_the_broker(void **state) {
     char *t = itest_scrape(port);
     assert_true(itest_metric(t, "reaper_up{backend=\"broker\"}") == 0);
     assert_true(itest_metric(t, "reaper_up{backend=\"store\"}") == 1);
+    assert_true(itest_metric(t, "reaper_reconnects_total{backend=\"broker\"}") == 0);
     free(t);
     assert_int_equal(itest_services("start", itest_broker_service()), 0);
     assert_int_equal(readyz_until(c, port, 200, &body, 90000), 200);
     free(body);
     t = itest_scrape(port);
     assert_true(itest_metric(t, "reaper_up{backend=\"broker\"}") == 1);
+    assert_true(itest_metric(t, "reaper_reconnects_total{backend=\"broker\"}") >= 1);
+    assert_true(itest_metric(t, "reaper_reconnects_total{backend=\"store\"}") == 0);
     free(t);
     assert_false(c->exited);
     assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);

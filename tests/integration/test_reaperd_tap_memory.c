@@ -138,12 +138,30 @@ static void test_held_in_bytes(void **state) {
     /* It stopped just past 32 MiB of 1 MiB bodies (each counted with its
      * bookkeeping). */
     assert_in_range(held, 30, 34);
+    /* The metrics say so too: past 32 MiB held, paused, nothing parked. */
+    int port = itest_reaperd_http_port(T.reaperd, 10000);
+    assert_true(port > 0);
+    char *text = itest_scrape(port);
+    assert_true(itest_metric(text, "reaper_tap_held_bytes") > 32.0 * 1024 * 1024);
+    assert_true(itest_metric(text, "reaper_tap_paused") == 1);
+    assert_true(itest_metric(text, "reaper_tap_park_delay_seconds_count") == 0);
+    free(text);
 
     unblock_parking();
     long got = tap_wait_count(N_DEAD, 120000, PARKED("h"));
     if (got != N_DEAD) fprintf(stderr, "%s\n", T.reaperd->log);
     assert_int_equal(got, N_DEAD);
     assert_true(rp_child_wait_for(T.reaperd, CONSUMES_AGAIN, 10000));
+    /* Every park timed, from arrival to commit: the first waited behind the
+     * lock for a second or more; the tap holds little and consumes again. */
+    text = itest_scrape(port);
+    assert_true(itest_metric(text, "reaper_tap_park_delay_seconds_count") >= N_DEAD);
+    assert_true(itest_metric(text, "reaper_tap_park_delay_seconds_bucket{le=\"0.5\"}") <
+                itest_metric(text, "reaper_tap_park_delay_seconds_count"));
+    assert_true(itest_metric(text, "reaper_tap_paused") == 0);
+    assert_true(itest_metric(text, "reaper_tap_held_bytes") < 16.0 * 1024 * 1024);
+    assert_true(itest_metric(text, "reaper_dead_letters_parked_total") == N_DEAD);
+    free(text);
     /* Once each, whole. */
     assert_int_equal(tap_sqln("%s", PARKED_DISTINCT("h")), N_DEAD);
     assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter WHERE length(body) <> %d OR "

@@ -122,10 +122,32 @@ static void assert_well_formed(const char *text) {
 static void test_a_fresh_registry(void **state) {
     (void)state;
     rp_metrics m;
-    rp_metrics_init(&m, "1.2.3");
+    rp_metrics_init(&m, "1.2.3", "abc1234");
     char *t = render(&m);
     assert_well_formed(t);
-    assert_true(value_of(t, "reaper_build_info{version=\"1.2.3\"}") == 1);
+    assert_true(value_of(t, "reaper_build_info{version=\"1.2.3\",revision=\"abc1234\"}") == 1);
+    assert_true(value_of(t, "reaper_reconnects_total{backend=\"broker\"}") == 0);
+    assert_true(value_of(t, "reaper_feed_published_total") == 0);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_count") == 0);
+    /* Every series a ledger event can carry is there from the start, at 0
+     * (so that increase() sees the first one), and only those. */
+    size_t reaped = 0, valid = 0;
+    for (const char *p = strstr(t, "\nreaper_reaped_total{"); p; p = strstr(p + 1, "\nreaper_reaped_total{")) {
+        const char *eol = strchr(p + 1, '\n');
+        assert_true(eol - p > 3 && strncmp(eol - 2, " 0", 2) == 0);
+        reaped++;
+    }
+    for (int so = 0; so < RP_SOURCE_COUNT_; so++)
+        for (int c = 0; c < RP_COND_COUNT_; c++)
+            for (int a = 0; a < RP_ACTION_COUNT_; a++)
+                valid += rp_metrics_reaped_valid((rp_source)so, (rp_condition)c, (rp_action)a);
+    assert_int_equal(reaped, valid);
+    assert_true(valid >= 10);
+    assert_true(value_of(t, "reaper_reaped_total{source=\"job_queue\",condition=\"lease_expired\",action=\"requeued\"}") == 0);
+    assert_true(value_of(t, "reaper_reaped_total{source=\"job_queue\",condition=\"poison\",action=\"parked\"}") == 0);
+    assert_true(value_of(t, "reaper_reaped_total{source=\"broker\",condition=\"dead_letter\",action=\"parked\"}") == 0);
+    assert_true(value_of(t, "reaper_reaped_total{source=\"broker\",condition=\"holder_gone\",action=\"cleared\"}") == 0);
+    assert_false(has_series(t, "reaper_reaped_total{source=\"job_queue\",condition=\"dead_letter\",action=\"parked\"}"));
     assert_true(value_of(t, "reaper_up{backend=\"broker\"}") == 0);
     assert_true(value_of(t, "reaper_up{backend=\"store\"}") == 0);
     assert_true(value_of(t, "reaper_dead_letters_parked_total") == 0);
@@ -137,7 +159,10 @@ static void test_a_fresh_registry(void **state) {
     assert_false(has_series(t, "reaper_event_lag_seconds"));
     assert_null(strstr(t, "reaper_gates_open{"));
     assert_null(strstr(t, "reaper_sightings_open{"));
-    assert_null(strstr(t, "reaper_reaped_total{"));
+    assert_null(strstr(t, "\nprocess_"));
+    assert_null(strstr(t, "reaper_oldest_open_gate_age_seconds{"));
+    assert_null(strstr(t, "reaper_last_successful_pass_timestamp_seconds{"));
+    assert_false(has_series(t, "reaper_tap_held_bytes"));
     /* But every family is declared. */
     assert_non_null(strstr(t, "# TYPE reaper_reaped_total counter\n"));
     assert_non_null(strstr(t, "# TYPE reaper_event_lag_seconds gauge\n"));
@@ -148,7 +173,7 @@ static void test_a_fresh_registry(void **state) {
 static void test_hooks_change_their_series(void **state) {
     (void)state;
     rp_metrics m;
-    rp_metrics_init(&m, "v");
+    rp_metrics_init(&m, "v", NULL);
     rp_metrics_set_up(&m, RP_METRICS_STORE, true);
     rp_metrics_reaped(&m, RP_SOURCE_JOB_QUEUE, RP_COND_LEASE_EXPIRED, RP_ACTION_REQUEUED);
     rp_metrics_reaped(&m, RP_SOURCE_JOB_QUEUE, RP_COND_LEASE_EXPIRED, RP_ACTION_REQUEUED);
@@ -167,6 +192,24 @@ static void test_hooks_change_their_series(void **state) {
     rp_metrics_control(&m, NULL, "forbidden");
     rp_metrics_control(&m, "bogus", "weird");
     rp_metrics_feed_publish_failed(&m);
+    rp_metrics_feed_published(&m);
+    rp_metrics_feed_published(&m);
+    rp_metrics_connected(&m, RP_METRICS_BROKER);
+    rp_metrics_connected(&m, RP_METRICS_BROKER);
+    rp_metrics_connected(&m, RP_METRICS_BROKER);
+    rp_metrics_connected(&m, RP_METRICS_STORE);
+    rp_metrics_process proc = {.cpu_us = 1500000, .resident_bytes = 4096, .open_fds = 12,
+                               .max_fds = 1024, .start_time_ms = 1700000000123};
+    rp_metrics_set_process(&m, &proc);
+    rp_metrics_set_clock(&m, 1700000100000);
+    int64_t opened[RP_GATE_KIND_COUNT_] = {0};
+    opened[RP_GATE_BUS_DEAD_LETTERED] = 1700000090500; /* 9.5 s before the clock */
+    rp_metrics_set_oldest_gates(&m, opened);
+    rp_metrics_pass_succeeded(&m, RP_METRICS_SCOPE_FULL, 1700000099250);
+    rp_metrics_set_tap(&m, 65536, true);
+    rp_metrics_tap_parked(&m, 700);      /* 0.0007 s: le 0.001 */
+    rp_metrics_tap_parked(&m, 20000);    /* 0.02 s: le 0.025 */
+    rp_metrics_tap_parked(&m, 99000000); /* 99 s: +Inf only */
     char *t = render(&m);
     assert_well_formed(t);
     assert_true(value_of(t, "reaper_up{backend=\"store\"}") == 1);
@@ -186,6 +229,31 @@ static void test_hooks_change_their_series(void **state) {
     assert_true(value_of(t, "reaper_control_requests_total{op=\"unknown\",outcome=\"forbidden\"}") == 1);
     assert_true(value_of(t, "reaper_control_requests_total{op=\"unknown\",outcome=\"internal\"}") == 1);
     assert_true(value_of(t, "reaper_feed_publish_failures_total") == 1);
+    assert_true(value_of(t, "reaper_feed_published_total") == 2);
+    assert_true(value_of(t, "reaper_reconnects_total{backend=\"broker\"}") == 2);
+    assert_true(value_of(t, "reaper_reconnects_total{backend=\"store\"}") == 0);
+    assert_true(value_of(t, "process_cpu_seconds_total") == 1.5);
+    assert_true(value_of(t, "process_resident_memory_bytes") == 4096);
+    assert_true(value_of(t, "process_open_fds") == 12);
+    assert_true(value_of(t, "process_max_fds") == 1024);
+    assert_non_null(strstr(t, "\nprocess_start_time_seconds 1700000000.123\n"));
+    assert_true(value_of(t, "reaper_oldest_open_gate_age_seconds{kind=\"bus_dead_lettered\"}") == 9.5);
+    assert_true(value_of(t, "reaper_oldest_open_gate_age_seconds{kind=\"delivery_exhausted\"}") == 0);
+    assert_non_null(strstr(t, "\nreaper_last_successful_pass_timestamp_seconds{scope=\"full\"} 1700000099.250\n"));
+    assert_false(has_series(t, "reaper_last_successful_pass_timestamp_seconds{scope=\"leases\"}"));
+    assert_true(value_of(t, "reaper_tap_held_bytes") == 65536);
+    assert_true(value_of(t, "reaper_tap_paused") == 1);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_bucket{le=\"0.001\"}") == 1);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_bucket{le=\"0.025\"}") == 2);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_bucket{le=\"30\"}") == 2);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_bucket{le=\"+Inf\"}") == 3);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_count") == 3);
+    assert_non_null(strstr(t, "\nreaper_tap_park_delay_seconds_sum 99.020700\n"));
+    free(t);
+    /* The clock moves: the gate's age with it. */
+    rp_metrics_set_clock(&m, 1700000110500);
+    t = render(&m);
+    assert_true(value_of(t, "reaper_oldest_open_gate_age_seconds{kind=\"bus_dead_lettered\"}") == 20);
     free(t);
     /* A negative lag (clocks apart) reads as zero, not as a negative age. */
     rp_metrics_set_event_lag_ms(&m, -50);
@@ -197,7 +265,7 @@ static void test_hooks_change_their_series(void **state) {
 static void test_histogram_buckets_are_cumulative(void **state) {
     (void)state;
     rp_metrics m;
-    rp_metrics_init(&m, "v");
+    rp_metrics_init(&m, "v", NULL);
     rp_metrics_pass(&m, RP_METRICS_SCOPE_FULL, RP_METRICS_RESULT_OK, 5000);       /* 0.005 s */
     rp_metrics_pass(&m, RP_METRICS_SCOPE_FULL, RP_METRICS_RESULT_OK, 1000000);    /* 1 s: le="1" */
     rp_metrics_pass(&m, RP_METRICS_SCOPE_FULL, RP_METRICS_RESULT_UNREADABLE, 1000001);
@@ -256,10 +324,10 @@ static void test_label_escaping(void **state) {
     assert_string_equal(buf, "");
     /* In the rendering: the version label is escaped. */
     rp_metrics m;
-    rp_metrics_init(&m, "1.0 \"odd\"\\\nbuild");
+    rp_metrics_init(&m, "1.0 \"odd\"\\\nbuild", "r\"1");
     char *t = render(&m);
     assert_well_formed(t);
-    assert_non_null(strstr(t, "reaper_build_info{version=\"1.0 \\\"odd\\\"\\\\\\nbuild\"} 1\n"));
+    assert_non_null(strstr(t, "reaper_build_info{version=\"1.0 \\\"odd\\\"\\\\\\nbuild\",revision=\"r\\\"1\"} 1\n"));
     free(t);
 }
 
