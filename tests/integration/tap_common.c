@@ -280,3 +280,12 @@ void tap_accept_parks(void) {
     tap_exec("DROP TRIGGER itest_refuse ON dead_letter");
     tap_exec("DROP FUNCTION itest_refuse()");
 }
+
+void tap_wait_parked(const char *prefix, long want, int timeout_ms) {
+    char q[256];
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') LIKE '%s-%%'", prefix);
+    long got = tap_wait_count(want, timeout_ms, q);
+    if (got != want && T.reaperd) fprintf(stderr, "%s\n", T.reaperd->log);
+    assert_int_equal(got, want);
+}

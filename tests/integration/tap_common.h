@@ -89,6 +89,11 @@ long tap_sqln(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * last value. */
 long tap_wait_count(long want, int timeout_ms, const char *query);
 
+/* Polls until exactly want dead letters whose body starts "<prefix>-" are
+ * parked, or timeout_ms passes; fails the test (with reaperd's log) when
+ * the count is not want then. */
+void tap_wait_parked(const char *prefix, long want, int timeout_ms);
+
 /* 3 for RabbitMQ 3.x, 4 for 4.x (from the server properties). */
 int tap_broker_major(void);
 

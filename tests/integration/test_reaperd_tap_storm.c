@@ -110,15 +110,6 @@ static void assert_gates_gauge_after_next_pass(void) {
     free(text);
 }
 
-static void wait_all(const char *prefix, long want, int timeout_ms) {
-    char q[256];
-    snprintf(q, sizeof q,
-             "SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') LIKE '%s-%%'", prefix);
-    long got = tap_wait_count(want, timeout_ms, q);
-    if (got != want && T.reaperd) fprintf(stderr, "%s\n", T.reaperd->log);
-    assert_int_equal(got, want);
-}
-
 static void test_kill9_mid_storm(void **state) {
     (void)state;
     char work[128], dlq[128];
@@ -149,7 +140,7 @@ static void test_kill9_mid_storm(void **state) {
     assert_true(at_kill < 10000);
     long seq0 = tap_sqln("SELECT coalesce(max(seq), 0) FROM ledger");
     tap_start_reaperd();
-    wait_all("s", 10000, 60000);
+    tap_wait_parked("s", 10000, 60000);
     /* The restarted reaperd's parks are the ledger events after the kill. */
     assert_int_equal(tap_sqln("SELECT count(*) FROM ledger WHERE seq > %ld", seq0),
                      10000 - at_kill);
@@ -199,7 +190,7 @@ static void stop_mid_storm(int sig, const char *what, const char *prefix, int n)
 
     long seq0 = tap_sqln("SELECT coalesce(max(seq), 0) FROM ledger");
     tap_start_reaperd_every(2);
-    wait_all(prefix, n, 60000);
+    tap_wait_parked(prefix, n, 60000);
     assert_int_equal(tap_sqln("SELECT count(*) FROM ledger WHERE seq > %ld", seq0), n - at_stop);
     assert_consistent();
     assert_once(prefix, n);
@@ -248,8 +239,8 @@ static void test_store_down_mid_storm(void **state) {
     size_t before = strlen(T.reaperd->log);
     assert_int_equal(itest_services("start", "postgres"), 0);
     PQreset(T.pg);
-    wait_all("p", 2500, 60000);
-    wait_all("p2", 2500, 60000);
+    tap_wait_parked("p", 2500, 60000);
+    tap_wait_parked("p2", 2500, 60000);
     assert_non_null(strstr(T.reaperd->log + before, "the tap parks again"));
     assert_consistent();
     assert_once("p", 2500);
@@ -293,7 +284,7 @@ static void test_one_tap_session_lost_mid_storm(void **state) {
     long at_kill = parked("o");
     fprintf(stderr, "one tap session terminated with %ld of 6000 parked\n", at_kill);
     assert_true(at_kill < 6000);
-    wait_all("o", 6000, 60000);
+    tap_wait_parked("o", 6000, 60000);
     assert_non_null(strstr(T.reaperd->log, "the tap holds its dead letters unacked"));
     assert_consistent();
     assert_once("o", 6000);

@@ -53,15 +53,6 @@ static void start_swept(void) {
     wait_log_more("\"msg\":\"pass finished\"", 0, 60000);
 }
 
-static void wait_parked(const char *prefix, long want, int timeout_ms) {
-    char q[256];
-    snprintf(q, sizeof q,
-             "SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') LIKE '%s-%%'", prefix);
-    long got = tap_wait_count(want, timeout_ms, q);
-    if (got != want && T.reaperd) fprintf(stderr, "%s\n", T.reaperd->log);
-    assert_int_equal(got, want);
-}
-
 /* Queue first, naming a dead-letter exchange not declared yet; then the
  * exchange, the dead-letter queue and its binding: the tap is bound by the
  * events, and 200 rejects are all parked, with no sweep. */
@@ -83,7 +74,7 @@ static void test_dead_letter_queue_bound_after_its_queue(void **state) {
     wait_log_more(RECONCILED, before, 15000);
     tap_publish(work, "late", 200);
     tap_reject(work, 200);
-    wait_parked("late", 200, 30000);
+    tap_wait_parked("late", 200, 30000);
     assert_int_equal(tap_depth(dlq), 200);
     tap_stop_reaperd(SIGTERM);
     tap_delete_queue(work);
@@ -114,9 +105,9 @@ static void test_binding_moved_while_messages_flow(void **state) {
     wait_log_more(RECONCILED, before, 15000);
     tap_publish(work, "moved", 100);
     tap_reject(work, 100);
-    wait_parked("moved", 100, 30000);
+    tap_wait_parked("moved", 100, 30000);
     assert_int_equal(tap_depth(dlq), 100);
-    wait_parked("early", 0, 100);
+    tap_wait_parked("early", 0, 100);
     tap_stop_reaperd(SIGTERM);
     tap_delete_queue(work);
     tap_delete_queue(dlq);
@@ -140,7 +131,7 @@ static void test_dead_letter_queue_first(void **state) {
     wait_log_more(RECONCILED, before, 15000);
     tap_publish(work, "first", 100);
     tap_reject(work, 100);
-    wait_parked("first", 100, 30000);
+    tap_wait_parked("first", 100, 30000);
     assert_int_equal(tap_depth(dlq), 100);
     tap_stop_reaperd(SIGTERM);
     tap_delete_queue(work);
@@ -178,7 +169,7 @@ static void test_exchange_to_exchange_routes(void **state) {
     start_swept();
     tap_publish(work, "e2e", 100);
     tap_reject(work, 100);
-    wait_parked("e2e", 100, 30000);
+    tap_wait_parked("e2e", 100, 30000);
     assert_int_equal(tap_depth(dlq), 100);
     tap_stop_reaperd(SIGTERM);
     tap_delete_queue(work);
@@ -229,7 +220,7 @@ static void test_owned_queue_recreated(void **state) {
     start_swept();
     tap_publish(work, "before", 30);
     tap_reject(work, 30);
-    wait_parked("before", 30, 30000);
+    tap_wait_parked("before", 30, 30000);
     int before = log_count(RECONCILED);
     tap_delete_queue(work);
     tap_queue(work, x2, NULL, -1);
@@ -237,7 +228,7 @@ static void test_owned_queue_recreated(void **state) {
     wait_bindings_settled(before, 1500, 30000);
     tap_publish(work, "after", 40);
     tap_reject(work, 40);
-    wait_parked("after", 40, 30000);
+    tap_wait_parked("after", 40, 30000);
     assert_int_equal(tap_depth(dlq1), 30);
     assert_int_equal(tap_depth(dlq2), 40);
     tap_stop_reaperd(SIGTERM);
@@ -331,7 +322,7 @@ static void test_random_topologies(void **state) {
         tap_reject(t[i].work, t[i].n);
     }
     for (int i = 0; i < N; i++) {
-        wait_parked(t[i].prefix, t[i].n, 30000);
+        tap_wait_parked(t[i].prefix, t[i].n, 30000);
         assert_int_equal(tap_sqln("SELECT count(DISTINCT body) FROM dead_letter WHERE "
                                   "encode(body, 'escape') LIKE '%s-%%'",
                                   t[i].prefix),
