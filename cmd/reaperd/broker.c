@@ -88,7 +88,7 @@ static void rp_broker_on_message(void *arg, const rp_amqp_message *msg) {
     if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) return;
     if (rp_tag_is(msg->consumer_tag, RP_CONTROL_CONSUMER_TAG)) {
         rp_control_on_message(d, msg);
-    } else if (rp_tag_is(msg->consumer_tag, RP_TAP_CONSUMER_TAG)) {
+    } else if (rp_tap_owns_tag(msg->consumer_tag.bytes, msg->consumer_tag.len)) {
         rp_tap_on_message(d, msg);
     } else if (rp_tag_is(msg->consumer_tag, RP_EVENTS_CONSUMER_TAG)) {
         rp_observe_event(d, msg);

@@ -84,6 +84,17 @@ struct rp_tap {
      * had already sent meanwhile is returned to it (returned counts). */
     bool off;
     unsigned off_gen;
+    /* The consumer tag in use: RP_TAP_CONSUMER_TAG as the connection's
+     * setup consumed (tag_gen not the current connection), else
+     * "reaper.tap.<n>" from the n-th consume again. A quorum queue on
+     * RabbitMQ 3.10.8 crashes the channel (541, function_clause in
+     * rabbit_channel:handle_deliver0) when a consumer is cancelled and
+     * consumes again under the SAME tag while deliveries are in flight
+     * (rabbitmq-server #5927, fixed in 3.10.9): each consume again takes a
+     * tag never used on the connection. */
+    char tag[32];
+    unsigned tag_gen;
+    unsigned long consumes;
     uint64_t returned;
     bool paused; /* waiting for the retry timer */
     int backoff_ms;
@@ -707,8 +718,11 @@ static void rp_tap_hold_check(rp_tap *t) {
     char kib[24], n[24], back[24];
     snprintf(kib, sizeof kib, "%zu", t->held_bytes / 1024);
     snprintf(n, sizeof n, "%zu", t->waiting.n + t->stuck.n + t->in_flight_n);
-    amqp_bytes_t tag = amqp_cstring_bytes(RP_TAP_CONSUMER_TAG);
+    if (t->tag_gen != d->broker_generation)
+        snprintf(t->tag, sizeof t->tag, "%s", RP_TAP_CONSUMER_TAG);
+    t->tag_gen = d->broker_generation;
     if (!off) {
+        amqp_bytes_t tag = amqp_cstring_bytes(t->tag);
         amqp_basic_cancel_t m = {.consumer_tag = tag, .nowait = 1};
         if (!rp_tap_send_method(t, AMQP_BASIC_CANCEL_METHOD, &m, "tap cancel")) return;
         t->off = true;
@@ -719,8 +733,9 @@ static void rp_tap_hold_check(rp_tap *t) {
                 "held_kib", kib, "messages", n, NULL);
         return;
     }
+    snprintf(t->tag, sizeof t->tag, "%s.%lu", RP_TAP_CONSUMER_TAG, ++t->consumes);
     amqp_basic_consume_t m = {.queue = amqp_cstring_bytes(d->cfg->broker.tap_queue),
-                              .consumer_tag = tag,
+                              .consumer_tag = amqp_cstring_bytes(t->tag),
                               .nowait = 1,
                               .arguments = amqp_empty_table};
     if (!rp_tap_send_method(t, AMQP_BASIC_CONSUME_METHOD, &m, "tap consume")) return;
@@ -993,3 +1008,8 @@ void rp_tap_free(rp_tap *t) {
     free(t);
 }
 
+bool rp_tap_owns_tag(const void *bytes, size_t len) {
+    size_t n = strlen(RP_TAP_CONSUMER_TAG);
+    if (len < n || memcmp(bytes, RP_TAP_CONSUMER_TAG, n) != 0) return false;
+    return len == n || ((const char *)bytes)[n] == '.';
+}

@@ -128,7 +128,11 @@ bool rp_tap_busy(const rp_tap *t);
  * unacked and the broker delivers them again. */
 void rp_tap_cancel(rp_tap *t);
 
-/* A delivery for RP_TAP_CONSUMER_TAG (lent for the call). */
+/* Whether a delivery's consumer tag is one of the tap's: RP_TAP_CONSUMER_TAG
+ * or RP_TAP_CONSUMER_TAG ".<n>" (a consume again takes a new tag). */
+bool rp_tap_owns_tag(const void *bytes, size_t len);
+
+/* A delivery for one of the tap's consumer tags (lent for the call). */
 void rp_tap_on_message(struct rp_daemon *d, const rp_amqp_message *msg);
 
 /* For the metrics (loop): the bytes the tap holds, and whether it is
