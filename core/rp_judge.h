@@ -220,6 +220,28 @@ rp_status rp_judge_consumer_timeout(const char *vhost, const char *queue,
                                     const rp_timeout_in_force *f, const rp_thresholds *t,
                                     rp_verdict *out) RP_MUSTCHECK;
 
+/* The broker-wide consumer_timeout, as the management API gave it. */
+typedef enum rp_wide_timeout_state {
+    RP_WIDE_TIMEOUT_UNREADABLE = 0, /* not exposed (3.10 has no endpoint), or refused */
+    RP_WIDE_TIMEOUT_VALUE,          /* value_ms */
+    RP_WIDE_TIMEOUT_OFF,            /* not set: no broker-wide bound */
+} rp_wide_timeout_state;
+
+/* RabbitMQ's default consumer_timeout (30 minutes since 3.8.17). */
+#define RP_BROKER_DEFAULT_CONSUMER_TIMEOUT_MS INT64_C(1800000)
+
+/* A note for the pass report on a broker where the broker-wide
+ * consumer_timeout is what bounds hung handlers (before 3.12): out of step
+ * when longer than consumer_timeout_seconds (a hung handler is held longer
+ * than declared), shorter than longest_lease_seconds (the broker cuts off
+ * a handler that legitimately holds a message that long), or off; when it
+ * cannot be read, what RabbitMQ's default would mean and how to look. why:
+ * why it could not be read (may be NULL). *note is a heap string the caller
+ * frees. RP_ERR_NOMEM, RP_ERR_INVALID. */
+rp_status rp_judge_wide_timeout(rp_wide_timeout_state state, int64_t value_ms, const char *why,
+                                int64_t consumer_timeout_seconds, int64_t longest_lease_seconds,
+                                char **note) RP_MUSTCHECK;
+
 /* One dead letter found on dead-letter queue `dlq` of `vhost`, examined by
  * rp_dead_letter_examine(): DEAD_LETTER / PARKED, object
  * "dead_letter:<identity>", queue dlq, project NULL, measured 1, threshold 1,

@@ -193,6 +193,58 @@ rp_status rp_judge_consumer_timeout(const char *vhost, const char *queue,
     return rp__judge_fill(out, &j, object, queue, NULL, detail);
 }
 
+rp_status rp_judge_wide_timeout(rp_wide_timeout_state state, int64_t value_ms, const char *why,
+                                int64_t consumer_timeout_seconds, int64_t longest_lease_seconds,
+                                char **note) {
+    if (note == NULL) return RP_ERR_INVALID;
+    *note = NULL;
+    int64_t want_ms = rp__s_to_ms(consumer_timeout_seconds);
+    int64_t lease_ms = rp__s_to_ms(longest_lease_seconds);
+    switch (state) {
+    case RP_WIDE_TIMEOUT_OFF:
+        return rp_text_format(note,
+                              "the broker-wide consumer_timeout is off: the broker bounds no hung "
+                              "handler (reap.consumer_timeout_seconds is %" PRId64 " s)",
+                              consumer_timeout_seconds);
+    case RP_WIDE_TIMEOUT_VALUE:
+        if (value_ms > want_ms)
+            return rp_text_format(note,
+                                  "the broker-wide consumer_timeout is %.3f s, longer than "
+                                  "reap.consumer_timeout_seconds (%" PRId64
+                                  " s): a hung handler holds its message longer than declared",
+                                  rp__judge_seconds(value_ms), consumer_timeout_seconds);
+        if (value_ms < lease_ms)
+            return rp_text_format(note,
+                                  "the broker-wide consumer_timeout is %.3f s, shorter than "
+                                  "reap.longest_lease_seconds (%" PRId64
+                                  " s): the broker cuts off a handler that legitimately holds a "
+                                  "message that long",
+                                  rp__judge_seconds(value_ms), longest_lease_seconds);
+        return rp_text_format(note,
+                              "the broker-wide consumer_timeout is %.3f s: within "
+                              "reap.consumer_timeout_seconds (%" PRId64
+                              " s) and not under reap.longest_lease_seconds (%" PRId64 " s)",
+                              rp__judge_seconds(value_ms), consumer_timeout_seconds,
+                              longest_lease_seconds);
+    case RP_WIDE_TIMEOUT_UNREADABLE: break;
+    }
+    const char *at_default =
+        RP_BROKER_DEFAULT_CONSUMER_TIMEOUT_MS < lease_ms
+            ? "; at RabbitMQ's default of 1800 s it is shorter than reap.longest_lease_seconds, "
+              "so the broker would cut off a handler that legitimately holds a message that long"
+        : RP_BROKER_DEFAULT_CONSUMER_TIMEOUT_MS > want_ms
+            ? "; at RabbitMQ's default of 1800 s it is longer than reap.consumer_timeout_seconds"
+            : "";
+    return rp_text_format(note,
+                          "the broker-wide consumer_timeout could not be read (%s), so it is not "
+                          "checked against reap.consumer_timeout_seconds (%" PRId64
+                          " s) and reap.longest_lease_seconds (%" PRId64
+                          " s)%s; on a broker node: rabbitmqctl eval "
+                          "'application:get_env(rabbit, consumer_timeout).'",
+                          why && *why ? why : "not exposed", consumer_timeout_seconds,
+                          longest_lease_seconds, at_default);
+}
+
 rp_status rp_judge_dead_letter(const rp_dead_letter *d, const char *vhost, const char *dlq,
                                rp_verdict *out) {
     rp_verdict_init(out);

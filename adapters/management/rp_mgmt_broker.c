@@ -299,6 +299,24 @@ static rp_status rp_read_wide(rp_mgmt_broker *b) {
     return RP_OK;
 }
 
+rp_status rp_mgmt_broker_wide_timeout(rp_mgmt_broker *b, rp_wide_timeout_state *state,
+                                      int64_t *value_ms, const char **why) {
+    *state = RP_WIDE_TIMEOUT_UNREADABLE;
+    *value_ms = 0;
+    *why = "";
+    b->wide = RP_WIDE_UNREAD; /* read now, not from the cache */
+    rp_status st = rp_read_wide(b);
+    if (st != RP_OK) return st;
+    if (b->wide == RP_WIDE_VALUE) {
+        *state = RP_WIDE_TIMEOUT_VALUE;
+        *value_ms = b->wide_ms;
+    } else if (b->wide == RP_WIDE_OFF) {
+        *state = RP_WIDE_TIMEOUT_OFF;
+    }
+    *why = b->wide_why;
+    return RP_OK;
+}
+
 static rp_status rp_port_get_timeout(void *self, const char *vhost, const char *name,
                                      rp_timeout_in_force *out) {
     rp_mgmt_broker *b = self;

@@ -83,6 +83,13 @@ const char *rp_mgmt_broker_last_error(const rp_mgmt_broker *b);
  * read again). */
 rp_status rp_mgmt_broker_version(rp_mgmt_broker *b, rp_mgmt_version *out) RP_MUSTCHECK;
 
+/* The broker-wide consumer_timeout, read now from GET /api/config/effective
+ * (RabbitMQ 4.0.5 has it, administrators only; 3.10.8 answers 404, and
+ * then *state is RP_WIDE_TIMEOUT_UNREADABLE with why saying so). why is
+ * lent until the next call on b. RP_OK, or the transport's status. */
+rp_status rp_mgmt_broker_wide_timeout(rp_mgmt_broker *b, rp_wide_timeout_state *state,
+                                      int64_t *value_ms, const char **why) RP_MUSTCHECK;
+
 /* The extra fields of the queues of the last list_queues page, parallel to
  * its queues (lent likewise); NULL when there is none. */
 const rp_mgmt_queue_extra *rp_mgmt_broker_page_extra(const rp_mgmt_broker *b);

@@ -219,6 +219,7 @@ typedef struct rp_rec {
 void rp_mgmt_policy_options_default(rp_mgmt_policy_options *o) {
     memset(o, 0, sizeof *o);
     o->consumer_timeout_seconds = 21600;
+    o->longest_lease_seconds = 7200;
     o->delivery_limit = 20;
     o->priority = 0;
     o->vhost = "/";
@@ -900,6 +901,22 @@ static rp_status rp_reconcile(rp_rec *r) {
                      " only, which the broker applies to quorum queues), and the broker-wide "
                      "consumer_timeout is what bounds hung handlers (a)",
                      r->v.text, RP_MGMT_POLICY_NAME, o->delivery_limit);
+        /* So that value is read on every pass and said when it is out of
+         * step with the configuration (or cannot be read). */
+        if (st == RP_OK) {
+            rp_wide_timeout_state ws;
+            int64_t wms;
+            const char *wwhy;
+            if (rp_mgmt_broker_wide_timeout(r->b, &ws, &wms, &wwhy) != RP_OK) {
+                ws = RP_WIDE_TIMEOUT_UNREADABLE;
+                wwhy = rp_mgmt_broker_last_error(r->b);
+            }
+            char *text = NULL;
+            st = rp_judge_wide_timeout(ws, wms, wwhy, o->consumer_timeout_seconds,
+                                       o->longest_lease_seconds, &text);
+            if (st == RP_OK) st = rp_note(r, "%s", text);
+            free(text);
+        }
     } else if (rp_mgmt_version_at_least(&r->v, 4, 3)) {
         st = rp_note(r,
                      "RabbitMQ %s enforces consumer timeouts on quorum queues only: %s sets "

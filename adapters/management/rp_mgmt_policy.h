@@ -83,6 +83,7 @@ typedef struct rp_mgmt_policy_options {
     const char *exclude[4];           /* reaper's own queues (control, tap): never selected */
     size_t n_exclude;                 /* entries of exclude used */
     int64_t consumer_timeout_seconds; /* >= 1 */
+    int64_t longest_lease_seconds;    /* >= 0; the broker-wide timeout is checked against it */
     int64_t delivery_limit;           /* >= 1 */
     int64_t priority;                 /* >= 0 */
     bool dry_run;

@@ -35,6 +35,7 @@ void rp_broker_policy_options(const rp_config *cfg, const rp_broker_http_keep *k
     out->exclude[1] = cfg->broker.tap_queue;
     out->n_exclude = 2;
     out->consumer_timeout_seconds = cfg->reap.consumer_timeout_seconds;
+    out->longest_lease_seconds = cfg->reap.longest_lease_seconds;
     out->delivery_limit = cfg->reap.delivery_limit;
     out->priority = cfg->reap.policy_priority;
     out->dry_run = dry_run;

@@ -213,6 +213,18 @@ static void test_timeout_in_force(void **state) {
         assert_false(t.value_known);
         assert_non_null(strstr(t.origin, "has no /api/config/effective"));
     }
+    /* The same value as the policy reconcile reads it on every pass. */
+    rp_wide_timeout_state ws;
+    int64_t wms;
+    const char *wwhy;
+    assert_int_equal(rp_mgmt_broker_wide_timeout(broker, &ws, &wms, &wwhy), RP_OK);
+    if (code == 200) {
+        assert_int_equal(ws, RP_WIDE_TIMEOUT_VALUE);
+        assert_int_equal(wms, t.value_ms);
+    } else {
+        assert_int_equal(ws, RP_WIDE_TIMEOUT_UNREADABLE);
+        assert_non_null(strstr(wwhy, "has no /api/config/effective"));
+    }
     free(eff);
 
     /* Assumed, when the daemon chooses to. */

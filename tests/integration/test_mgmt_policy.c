@@ -201,7 +201,20 @@ static void test_writes_then_leaves_alone(void **state) {
         assert_int_equal(json_object_size(json_object_get(pol, "definition")), 1);
         assert_non_null(find_note(&r, "broker-wide consumer_timeout is what bounds hung handlers"));
         assert_null(get_policy(e, RP_MGMT_POLICY_CLASSIC_NAME));
+        /* And that value is read on every pass: 3.10.8 does not expose it
+         * (no /api/config/effective), so the note says it is not checked,
+         * what RabbitMQ's default would mean against the 7200 s longest
+         * lease, and how to look. */
+        const char *wide = find_note(&r, "the broker-wide consumer_timeout could not be read");
+        assert_non_null(wide);
+        assert_non_null(strstr(wide, "has no /api/config/effective"));
+        assert_non_null(strstr(wide, "shorter than reap.longest_lease_seconds"));
+        assert_non_null(strstr(wide, "rabbitmqctl eval"));
     }
+    if (per_type())
+        /* 3.12 and later: reaper's own policy sets the timeout per queue,
+         * the broker-wide value is not what bounds owned queues. */
+        assert_null(find_note(&r, "the broker-wide consumer_timeout"));
     json_decref(pol);
     /* On the queues themselves. */
     assert_true(mt_wait_queue_field(e->vhost, orders, "policy", RP_MGMT_POLICY_NAME, 0, 10000));

@@ -614,6 +614,49 @@ static void test_consumer_timeout_not_in_force_or_unknown(void **state) {
     rp_verdict_cleanup(&v);
 }
 
+/* The broker-wide consumer_timeout (before 3.12), against the configured
+ * bound and the longest lease (defaults 21600 s and 7200 s). */
+static char *wide_note(rp_wide_timeout_state s, int64_t ms, const char *why, int64_t lease) {
+    char *note = NULL;
+    assert_int_equal(rp_judge_wide_timeout(s, ms, why, 21600, lease, &note), RP_OK);
+    assert_non_null(note);
+    return note;
+}
+
+static void test_broker_wide_timeout(void **state) {
+    (void)state;
+    char *n = wide_note(RP_WIDE_TIMEOUT_VALUE, 21600000, NULL, 7200); /* equal: in step */
+    assert_non_null(strstr(n, "is 21600.000 s: within"));
+    free(n);
+    n = wide_note(RP_WIDE_TIMEOUT_VALUE, 7200000, NULL, 7200); /* the lease, exactly: in step */
+    assert_non_null(strstr(n, ": within"));
+    free(n);
+    n = wide_note(RP_WIDE_TIMEOUT_VALUE, 21600001, NULL, 7200);
+    assert_non_null(strstr(n, "longer than reap.consumer_timeout_seconds (21600 s)"));
+    free(n);
+    n = wide_note(RP_WIDE_TIMEOUT_VALUE, 7199999, NULL, 7200);
+    assert_non_null(strstr(n, "shorter than reap.longest_lease_seconds (7200 s)"));
+    free(n);
+    n = wide_note(RP_WIDE_TIMEOUT_VALUE, 1800000, NULL, 7200); /* RabbitMQ's default */
+    assert_non_null(strstr(n, "is 1800.000 s, shorter"));
+    free(n);
+    n = wide_note(RP_WIDE_TIMEOUT_OFF, 0, NULL, 7200);
+    assert_non_null(strstr(n, "is off"));
+    free(n);
+    n = wide_note(RP_WIDE_TIMEOUT_UNREADABLE, 0, "RabbitMQ 3.10.8 has no /api/config/effective",
+                  7200);
+    assert_non_null(strstr(n, "could not be read (RabbitMQ 3.10.8 has no /api/config/effective)"));
+    assert_non_null(strstr(n, "default of 1800 s it is shorter than reap.longest_lease_seconds"));
+    assert_non_null(strstr(n, "rabbitmqctl eval"));
+    free(n);
+    n = wide_note(RP_WIDE_TIMEOUT_UNREADABLE, 0, NULL, 600); /* the default would be in step */
+    assert_non_null(strstr(n, "could not be read (not exposed)"));
+    assert_null(strstr(n, "default of 1800 s"));
+    free(n);
+    assert_int_equal(rp_judge_wide_timeout(RP_WIDE_TIMEOUT_OFF, 0, NULL, 1, 1, NULL),
+                     RP_ERR_INVALID);
+}
+
 /* ---- Dead letters ------------------------------------------------------- */
 
 static void test_dead_letter_verdict_is_untrusted_and_quoted(void **state) {
@@ -797,6 +840,7 @@ int main(void) {
         cmocka_unit_test(test_queue_type_names),
         cmocka_unit_test(test_consumer_timeout_boundary),
         cmocka_unit_test(test_consumer_timeout_not_in_force_or_unknown),
+        cmocka_unit_test(test_broker_wide_timeout),
         cmocka_unit_test(test_dead_letter_verdict_is_untrusted_and_quoted),
         cmocka_unit_test(test_dead_letter_unread_verdict),
         cmocka_unit_test(test_cleared_verdicts),
