@@ -105,13 +105,15 @@ DPKG
 # rp_podman_build: builds the image from the Dockerfile as it is, tagged
 # $RP_IMAGE. podman's layer cache makes a rebuild of unchanged sources
 # take seconds; a change under the context recompiles (a few minutes).
+# --format docker: the OCI image format has no HEALTHCHECK (podman drops
+# it), the Docker one keeps it, as `docker build` would.
 rp_podman_build() {
     local src=$1 rev
     rev=$(git -C "$src" describe --always --dirty 2>/dev/null || echo unknown)
     exec 8>"$RP_PODMAN_DIR/build.lock"
     flock 8
     local t0=$SECONDS
-    if ! nice podman build --layers --build-arg REAPER_GIT_REV="$rev" -t "$RP_IMAGE" \
+    if ! nice podman build --layers --format docker --build-arg REAPER_GIT_REV="$rev" -t "$RP_IMAGE" \
             -f "$src/Dockerfile" "$src" > "$RP_PODMAN_DIR/build.log" 2>&1; then
         tail -n 30 "$RP_PODMAN_DIR/build.log" >&2
         rp_die "podman build failed (log $RP_PODMAN_DIR/build.log)"
