@@ -39,3 +39,13 @@ add_test(NAME test_deploy_podman_image
 set_tests_properties(test_deploy_podman_image PROPERTIES LABELS "integration;deploy;broker"
   TIMEOUT 1500 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
   ENVIRONMENT "REAPER_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+# Issue #16: the chart rendered (helmrender) with http.listen :9100 and two
+# replicas, its Deployment's pod played by podman kube play with the
+# service-link variables of every rendered Service injected; each replica
+# ready against the private services, the init container's --migrate, the
+# probe port, the securityContext; skipped (exit 77) where podman cannot run.
+add_test(NAME test_deploy_chart_pod
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/deploy/test_chart_pod.sh)
+set_tests_properties(test_deploy_chart_pod PROPERTIES LABELS "integration;deploy;broker"
+  TIMEOUT 1500 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
+  ENVIRONMENT "REAPER_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHON3=${RP_DEPLOY_PYTHON3}")
