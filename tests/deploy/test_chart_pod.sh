@@ -142,7 +142,9 @@ for i in 0 1; do
         fail "replica $i: probe port $probe_port, containerPort $container_port, listen :$port"
     start=$(date +%s%N)
     if ! out=$(podman kube play --network slirp4netns:allow_host_loopback=true "$work/pod.yaml" 2>&1); then
-        fail "replica $i: podman kube play: $(grep -v systemd <<<"$out" | tail -n 5)"
+        fail "replica $i: podman kube play: $(grep -v systemd <<<"$out" | tail -n 5)" \
+            "; init container: $(podman logs "$pod-migrate" 2>&1 | tail -n 3)"
+        podman pod rm -f -t 2 "$pod" >/dev/null 2>&1 || true
         continue
     fi
     code=000
