@@ -118,6 +118,14 @@ rp_podman_build() {
         tail -n 30 "$RP_PODMAN_DIR/build.log" >&2
         rp_die "podman build failed (log $RP_PODMAN_DIR/build.log)"
     fi
+    # The build stage tagged too (from the cache: a second), so that the
+    # prune below keeps its layers (apt's, then the compile) for the next
+    # build; the prune drops what earlier builds left untagged (about 1 GB
+    # each), so the store does not grow with every commit.
+    nice podman build --layers --format docker --target build --build-arg REAPER_GIT_REV="$rev" \
+        -t "${RP_IMAGE%:*}-build:${RP_IMAGE##*:}" -f "$src/Dockerfile" "$src" \
+        >> "$RP_PODMAN_DIR/build.log" 2>&1 || rp_die "podman build --target build failed"
+    podman image prune -f >/dev/null 2>&1 || true
     rp_log "image $RP_IMAGE built in $((SECONDS - t0)) s (log $RP_PODMAN_DIR/build.log)"
     exec 8>&-
 }
