@@ -24,8 +24,13 @@ rp_podman_skip() {
     podman info >/dev/null 2>&1 || { echo "podman info fails: $(podman info 2>&1 | tail -n 1)"; return; }
 }
 
-# rp_podman_setup: writes the containers.conf and exports CONTAINERS_CONF.
+# rp_podman_setup: writes the containers.conf and exports CONTAINERS_CONF,
+# then waits for the machine-wide lock of these tests (fd 7, held until the
+# test exits): podman's store is the machine's, so two checkouts testing at
+# once would build the same tag and play pods whose volumes share names.
 rp_podman_setup() {
+    exec 7>/tmp/reaper-podman-deploy.lock
+    flock -w 1800 7 || rp_die "another checkout's podman deploy test held the lock for 30 min"
     mkdir -p "$RP_PODMAN_DIR"
     cat > "$RP_PODMAN_DIR/containers.conf.tmp" <<'CONF'
 [containers]
