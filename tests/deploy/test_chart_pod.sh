@@ -148,8 +148,9 @@ for i in 0 1; do
         continue
     fi
     code=000
-    for _ in $(seq 600); do
-        code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz" || true)
+    deadline=$((SECONDS + 60))
+    while [ "$SECONDS" -lt "$deadline" ]; do
+        code=$(curl -s --max-time 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz" || true)
         [ "$code" = 200 ] && break
         sleep 0.1
     done
@@ -160,7 +161,7 @@ for i in 0 1; do
     else
         fail "replica $i: /readyz never 200 (last $code); reaperd: $(podman logs "$pod-reaperd" 2>&1 | tail -n 3)"
     fi
-    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz" || true)
+    code=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz" || true)
     [ "$code" = 200 ] && pass "replica $i: liveness GET /healthz 200" || fail "replica $i: /healthz $code"
 
     rc=$(podman inspect --format '{{.State.ExitCode}} {{.State.Status}}' "$pod-migrate" 2>&1 || true)

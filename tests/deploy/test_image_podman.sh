@@ -113,8 +113,9 @@ t2=$(date +%s%N)
 podman run -d --name "$name" "${run_opts[@]}" "$RP_IMAGE" --config /etc/reaper/reaper.yaml \
     >/dev/null 2>"$work/run.err" || { cat "$work/run.err" >&2; exit 1; }
 code=000
-for _ in $(seq 300); do
-    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz" || true)
+deadline=$((SECONDS + 60))
+while [ "$SECONDS" -lt "$deadline" ]; do
+    code=$(curl -s --max-time 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz" || true)
     [ "$code" = 200 ] && break
     [ "$(podman inspect --format '{{.State.Running}}' "$name")" = true ] || break
     sleep 0.1
