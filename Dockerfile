@@ -41,13 +41,17 @@ RUN apt-get update \
  && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home \
       --shell /usr/sbin/nologin reaper
 COPY --from=build /out/ /
-# In a container the HTTP endpoints must be reachable from outside the pod.
-ENV REAPER_HTTP_LISTEN=0.0.0.0:9464
+# No configuration through ENV: the environment wins over reaper.yaml, so a
+# value set here would silently beat the file an operator mounts (the Helm
+# chart sets http.listen in its ConfigMap). reaperd's own default for
+# http.listen is 127.0.0.1:9464: give 0.0.0.0:9464 (file or
+# REAPER_HTTP_LISTEN) to reach it from outside the container.
 USER 10001:10001
 EXPOSE 9464
-# /healthz answers 200 while the loop runs. No curl in the image: bash's
-# /dev/tcp speaks the one request, to the port http.listen names.
+# /healthz answers 200 while the loop runs. reaperd --healthcheck asks it at
+# the http.listen of the configuration in force: the same environment, and
+# the --config of the reaperd running as process 1.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
-  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${REAPER_HTTP_LISTEN##*:} && printf 'GET /healthz HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
+  CMD ["/usr/local/bin/reaperd", "--healthcheck"]
 ENTRYPOINT ["/usr/local/bin/reaperd"]
 CMD []

@@ -164,6 +164,150 @@ int rp_config_env_lookup(const char *name, size_t len) {
     return -1;
 }
 
+/* ---- service links ------------------------------------------------------ */
+
+/* The shapes of a service link's value, each over exactly [s, s+len). */
+
+/* A port number, 1-65535, no sign, no leading zero. */
+static bool rp_sl_port(const char *s, size_t len) {
+    if (len == 0 || len > 5 || s[0] == '0') return false;
+    unsigned v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') return false;
+        v = v * 10 + (unsigned)(s[i] - '0');
+    }
+    return v <= 65535;
+}
+
+/* An IPv4 dotted quad or an IPv6 literal (hex digits, colons, dots for an
+ * embedded IPv4 tail; at least two colons), as a ClusterIP is written. */
+static bool rp_sl_ip(const char *s, size_t len) {
+    if (len == 0 || len > 45) return false;
+    size_t colons = 0, dots = 0, digits = 0;
+    bool hex = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == ':') colons++;
+        else if (c == '.') dots++;
+        else if (c >= '0' && c <= '9') digits++;
+        else if ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')) hex = true;
+        else return false;
+    }
+    if (colons >= 2) return true;
+    if (colons != 0 || hex || dots != 3) return false;
+    unsigned part = 0;
+    size_t nd = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i == len || s[i] == '.') {
+            if (nd == 0 || nd > 3 || part > 255) return false;
+            part = 0;
+            nd = 0;
+        } else {
+            part = part * 10 + (unsigned)(s[i] - '0');
+            nd++;
+        }
+    }
+    return digits > 0;
+}
+
+/* The protocol as a name part ("TCP") and as a value part ("tcp"). */
+static const char *const rp_sl_protos[][2] = {{"TCP", "tcp"}, {"UDP", "udp"}, {"SCTP", "sctp"}};
+
+static bool rp_sl_ends(const char *s, size_t len, const char *tail, size_t *head) {
+    size_t t = strlen(tail);
+    if (len < t || memcmp(s + len - t, tail, t) != 0) return false;
+    *head = len - t;
+    return true;
+}
+
+/* "<proto>://<ip>:<port>", the proto in lower case; when want_port is not
+ * NULL the port must be that text. */
+static bool rp_sl_url(const char *v, size_t vlen, const char *proto, const char *want_port,
+                      size_t want_len) {
+    size_t pl = strlen(proto);
+    if (vlen < pl + 3 || memcmp(v, proto, pl) != 0 || memcmp(v + pl, "://", 3) != 0)
+        return false;
+    const char *hp = v + pl + 3;
+    size_t hl = vlen - pl - 3;
+    const char *colon = NULL;
+    for (size_t i = hl; i > 0; i--)
+        if (hp[i - 1] == ':') {
+            colon = hp + i - 1;
+            break;
+        }
+    if (colon == NULL) return false;
+    const char *host = hp, *port = colon + 1;
+    size_t hostl = (size_t)(colon - hp), portl = hl - hostl - 1;
+    /* An IPv6 ClusterIP is bracketed in the URL form. */
+    if (hostl >= 2 && host[0] == '[' && host[hostl - 1] == ']') {
+        host++;
+        hostl -= 2;
+    }
+    if (!rp_sl_ip(host, hostl) || !rp_sl_port(port, portl)) return false;
+    return want_port == NULL || (portl == want_len && memcmp(port, want_port, portl) == 0);
+}
+
+/* A Service name as the kubelet writes it in a variable: upper case,
+ * digits and underscores (the dashes of the DNS label), not empty. */
+static bool rp_sl_service(const char *s, size_t len) {
+    if (len == 0) return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    }
+    return s[0] != '_' && s[len - 1] != '_';
+}
+
+bool rp_config_env_is_service_link(const char *name, size_t nlen, const char *v, size_t vlen) {
+    size_t h;
+    /* <SVC>_SERVICE_HOST=<ip> */
+    if (rp_sl_ends(name, nlen, "_SERVICE_HOST", &h))
+        return rp_sl_service(name, h) && rp_sl_ip(v, vlen);
+    /* <SVC>_SERVICE_PORT=<port> */
+    if (rp_sl_ends(name, nlen, "_SERVICE_PORT", &h))
+        return rp_sl_service(name, h) && rp_sl_port(v, vlen);
+    /* <SVC>_SERVICE_PORT_<PORTNAME>=<port>: the service part ends at the
+     * last "_SERVICE_PORT_" (a port name has no "SERVICE_PORT" in it that
+     * matters: either split gives a service-shaped name). */
+    for (size_t i = nlen; i-- > 0;) {
+        static const char mid[] = "_SERVICE_PORT_";
+        size_t ml = sizeof mid - 1;
+        if (i + ml < nlen && memcmp(name + i, mid, ml) == 0)
+            return rp_sl_service(name, i) && rp_sl_service(name + i + ml, nlen - i - ml) &&
+                   rp_sl_port(v, vlen);
+    }
+    /* <SVC>_PORT=<proto>://<ip>:<port> */
+    if (rp_sl_ends(name, nlen, "_PORT", &h) && rp_sl_service(name, h)) {
+        for (size_t p = 0; p < RP_ARRAY_LEN(rp_sl_protos); p++)
+            if (rp_sl_url(v, vlen, rp_sl_protos[p][1], NULL, 0)) return true;
+    }
+    /* <SVC>_PORT_<n>_<PROTO>[_PROTO|_PORT|_ADDR]: find "_PORT_<n>_<PROTO>"
+     * followed by the end or one of the three suffixes. */
+    for (size_t i = 0; i + 6 < nlen; i++) {
+        if (memcmp(name + i, "_PORT_", 6) != 0 || !rp_sl_service(name, i)) continue;
+        const char *num = name + i + 6;
+        size_t nl = 0;
+        while (i + 6 + nl < nlen && num[nl] >= '0' && num[nl] <= '9') nl++;
+        if (!rp_sl_port(num, nl) || i + 6 + nl >= nlen || num[nl] != '_') continue;
+        const char *pr = num + nl + 1;
+        size_t rest = nlen - (size_t)(pr - name);
+        for (size_t p = 0; p < RP_ARRAY_LEN(rp_sl_protos); p++) {
+            const char *up = rp_sl_protos[p][0], *low = rp_sl_protos[p][1];
+            size_t ul = strlen(up);
+            if (rest < ul || memcmp(pr, up, ul) != 0) continue;
+            const char *sfx = pr + ul;
+            size_t sl = rest - ul;
+            if (sl == 0) return rp_sl_url(v, vlen, low, num, nl);
+            if (sl == 6 && memcmp(sfx, "_PROTO", 6) == 0)
+                return vlen == strlen(low) && memcmp(v, low, vlen) == 0;
+            if (sl == 5 && memcmp(sfx, "_PORT", 5) == 0)
+                return vlen == nl && memcmp(v, num, nl) == 0;
+            if (sl == 5 && memcmp(sfx, "_ADDR", 5) == 0) return rp_sl_ip(v, vlen);
+        }
+    }
+    return false;
+}
+
 bool rp_config_is_section(const char *key, size_t len) {
     for (size_t i = 0; i < RP_ARRAY_LEN(rp_config_sections); i++) {
         const char *s = rp_config_sections[i];

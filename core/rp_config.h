@@ -248,6 +248,18 @@ size_t rp_config_env_name(rp_config_key_id id, char *buf, size_t cap);
 /* The id of a dotted key or of an environment name; -1 when unknown. */
 int rp_config_key_lookup(const char *key, size_t len);
 int rp_config_env_lookup(const char *name, size_t len);
+/* Whether NAME=value (name of nlen bytes, value of vlen) is a variable a
+ * kubelet injects for a Service of the namespace (a "service link") rather
+ * than a configuration key gone wrong. For a Service "reaper-metrics" with
+ * port 9464/TCP the kubelet sets REAPER_METRICS_SERVICE_HOST (an IP),
+ * REAPER_METRICS_SERVICE_PORT and REAPER_METRICS_SERVICE_PORT_<PORTNAME> (a
+ * port number), REAPER_METRICS_PORT and REAPER_METRICS_PORT_9464_TCP
+ * ("tcp://<ip>:9464"), REAPER_METRICS_PORT_9464_TCP_PROTO ("tcp"), _PORT
+ * ("9464") and _ADDR (an IP). Both the name's shape and the value's must
+ * match, so a misspelt key (REAPER_HTTP_PORT=9100) is not taken for one.
+ * Call it only for a name that is not a configuration key. */
+bool rp_config_env_is_service_link(const char *name, size_t nlen, const char *value,
+                                   size_t vlen);
 /* Whether a dotted name is a section (a mapping): "broker", "broker.tls"... */
 bool rp_config_is_section(const char *key, size_t len);
 

@@ -17,7 +17,11 @@
  * joined the same way (REAPER_BROKER_TLS_CA_FILE); its value is typed as an
  * unquoted YAML scalar, a list is comma-separated. It wins over the file.
  * An unknown REAPER_* variable is a problem (with "did you mean"), except the
- * names in RP_CONFIG_ENV_IGNORED, which belong to the build and test tools.
+ * names in RP_CONFIG_ENV_IGNORED, which belong to the build and test tools,
+ * and the service links a kubelet injects for a Service whose name starts
+ * with "reaper" (REAPER_SERVICE_HOST, REAPER_PORT_9464_TCP_ADDR...: name and
+ * value both of that shape, rp_config_env_is_service_link), which are
+ * passed over: rp_config_env_service_links() lists them for a debug line.
  * When a variable appears twice in envp the first one counts, as getenv().
  *
  * Ownership: nothing here keeps a pointer to an argument. Problems are
@@ -70,6 +74,12 @@ rp_status rp_config_load_yaml_buffer(const void *data, size_t len, const char *n
  * RP_ERR_CONFIG (problems were added) or RP_ERR_NOMEM. */
 rp_status rp_config_apply_env(rp_config *cfg, char *const *envp,
                               rp_config_problems *problems) RP_MUSTCHECK;
+
+/* Counts the REAPER_* variables of envp that rp_config_apply_env() passed
+ * over as service links, and writes their names, comma-separated, into buf
+ * (NUL-terminated; names that do not fit whole are left out; cap 0 for
+ * none). Never the values. Returns the count. */
+size_t rp_config_env_service_links(char *const *envp, char *buf, size_t cap);
 
 /* Reads a whole regular file of at most max bytes into a heap buffer
  * (*data, NUL-terminated, the caller frees; *len its length). A failure is

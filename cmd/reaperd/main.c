@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "healthcheck.h"
 #include "migrate_cli.h"
 #include "once.h"
 #include "rp_config.h"
@@ -26,6 +27,7 @@ static void rp_usage(FILE *f) {
     fprintf(f,
             "usage: reaperd [--config FILE] [--check-config] [--migrate] [--version] [--help]\n"
             "       reaperd [--config FILE] --once [--project P] [--dry-run] [--json]\n"
+            "       reaperd [--config FILE] --healthcheck\n"
             "\n"
             "Finds work that stopped moving in RabbitMQ and in the PostgreSQL job table,\n"
             "and deals with it by measurement (see README.md).\n"
@@ -45,11 +47,19 @@ static void rp_usage(FILE *f) {
             "                      the pass report (logs stay on standard error)\n"
             "      --migrate       apply the schema migrations to store.schema and exit\n"
             "                      (0 applied or already current, 1 the store refused)\n"
+            "      --healthcheck   GET /healthz of the reaperd running on this machine, at\n"
+            "                      the http.listen of the configuration in force (a\n"
+            "                      wildcard host is asked on loopback); without --config,\n"
+            "                      the --config of process 1 when it is reaperd (a\n"
+            "                      container); exit 0 on 200, 1 otherwise (a container's\n"
+            "                      HEALTHCHECK)\n"
             "  -V, --version       print the version and exit\n"
             "  -h, --help          print this help and exit\n"
             "\n"
             "Every key can be set as REAPER_<SECTION>_<KEY> (e.g. REAPER_REAP_INTERVAL_SECONDS);\n"
-            "the environment wins over the file.\n"
+            "the environment wins over the file. An unknown REAPER_* variable is refused,\n"
+            "except the ones a kubelet injects for a Service named reaper...\n"
+            "(REAPER_SERVICE_HOST, REAPER_PORT_9464_TCP_ADDR...), which are ignored.\n"
             "\n"
             "The daemon serves GET /metrics, /healthz and /readyz on http.listen (port 0:\n"
             "any free port, logged at start). SIGTERM or SIGINT: stop taking work, finish\n"
@@ -62,7 +72,7 @@ static void rp_usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    enum { OPT_CHECK = 256, OPT_MIGRATE, OPT_ONCE, OPT_PROJECT, OPT_DRY_RUN, OPT_JSON };
+    enum { OPT_CHECK = 256, OPT_MIGRATE, OPT_ONCE, OPT_PROJECT, OPT_DRY_RUN, OPT_JSON, OPT_HEALTH };
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"check-config", no_argument, NULL, OPT_CHECK},
@@ -71,12 +81,14 @@ int main(int argc, char **argv) {
         {"project", required_argument, NULL, OPT_PROJECT},
         {"dry-run", no_argument, NULL, OPT_DRY_RUN},
         {"json", no_argument, NULL, OPT_JSON},
+        {"healthcheck", no_argument, NULL, OPT_HEALTH},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *path = NULL;
     bool check = false, migrate = false, once = false, dry_run = false, json = false;
+    bool health = false;
     const char *project = NULL;
     int ch;
     opterr = 0;
@@ -103,6 +115,9 @@ int main(int argc, char **argv) {
         case OPT_JSON:
             json = true;
             break;
+        case OPT_HEALTH:
+            health = true;
+            break;
         case 'V':
             printf("reaperd %s\n", RP_VERSION_STRING);
             return 0;
@@ -124,8 +139,9 @@ int main(int argc, char **argv) {
         rp_usage(stderr);
         return 2;
     }
-    if ((int)check + (int)migrate + (int)once > 1) {
-        fprintf(stderr, "reaperd: choose one of --check-config, --migrate and --once\n");
+    if ((int)check + (int)migrate + (int)once + (int)health > 1) {
+        fprintf(stderr,
+                "reaperd: choose one of --check-config, --migrate, --once and --healthcheck\n");
         rp_usage(stderr);
         return 2;
     }
@@ -138,6 +154,11 @@ int main(int argc, char **argv) {
         rp_usage(stderr);
         return 2;
     }
+
+    /* In a container, HEALTHCHECK runs reaperd --healthcheck beside the
+     * daemon (process 1) without its arguments: take its --config. */
+    char pid1_config[1024];
+    if (health && path == NULL) path = rp_healthcheck_pid1_config(pid1_config, sizeof pid1_config);
 
     rp_config cfg;
     rp_config_problems problems;
@@ -158,6 +179,14 @@ int main(int argc, char **argv) {
         return 2;
     }
     rp_config_problems_cleanup(&problems);
+
+    if (health) {
+        char why[512];
+        int rc = rp_healthcheck(cfg.http.listen, 5000, why, sizeof why);
+        fprintf(rc == 0 ? stdout : stderr, "reaperd: %s\n", why);
+        rp_config_cleanup(&cfg);
+        return rc;
+    }
 
     /* The broker password: the environment, else the password file. Only
      * --migrate (which talks to the store alone) goes without. */
@@ -189,6 +218,19 @@ int main(int argc, char **argv) {
     }
 
     rp_log_setup(cfg.log.level, cfg.log.format);
+    /* Once, at start: the Service variables passed over (a reload reads
+     * the same environment). */
+    if (rp_log_level_now() <= RP_LOG_DEBUG) {
+        char names[1024];
+        size_t n = rp_config_env_service_links(environ, names, sizeof names);
+        if (n > 0) {
+            char count[24];
+            snprintf(count, sizeof count, "%zu", n);
+            RP_DEBUG("ignored the environment variables a kubelet sets for Services (service "
+                     "links), not configuration keys",
+                     "count", count, "variables", names, NULL);
+        }
+    }
     if (migrate || once) {
         int rc = migrate ? rp_cli_migrate(&cfg) : rp_once_run(&cfg, password, project, dry_run, json);
         rp_secret_free(password);

@@ -171,7 +171,10 @@ def main():
     container_fields = {"name", "image", "imagePullPolicy", "args", "command", "env", "envFrom", "ports",
                         "livenessProbe", "readinessProbe", "startupProbe", "securityContext",
                         "resources", "volumeMounts"}
+    check(pod.get("enableServiceLinks") is False,
+          "the pod sets enableServiceLinks: false (no REAPER_SERVICE_* from the Service)")
     pod_fields = {"imagePullSecrets", "serviceAccountName", "automountServiceAccountToken",
+                  "enableServiceLinks",
                   "terminationGracePeriodSeconds", "securityContext", "initContainers",
                   "containers", "volumes", "nodeSelector", "affinity", "tolerations",
                   "topologySpreadConstraints"}

@@ -147,9 +147,16 @@ def check(path):
     entry = exec_form(last(path, "ENTRYPOINT"), "ENTRYPOINT")
     if not entry[0].endswith("/reaperd"):
         fail("the entry point must be reaperd, not " + entry[0])
-    healthcheck(path)
+    hc = healthcheck(path)
+    if hc[0].endswith("/reaperd") and "--healthcheck" not in hc:
+        fail("HEALTHCHECK runs reaperd without --healthcheck")
     packages(path)
-    env(path)
+    # The environment wins over reaper.yaml: configuration set by ENV in the
+    # image would beat the file an operator mounts (issue #16).
+    conf = [w for w in env(path) if w.startswith("REAPER_")]
+    if conf:
+        fail("the runtime stage sets configuration through ENV (" + ", ".join(conf) +
+             "): it would beat reaper.yaml; leave it to the file or the pod's env")
     # The context has no .git: the revision --version shows comes in as a
     # build argument handed to CMake.
     build = st[0][1]

@@ -11,9 +11,11 @@
 #   - reaperd --version and reaperctl --version exit 0;
 #   - reaperd --check-config accepts the Helm chart's default reaper.yaml
 #     (values.yaml's config, as the chart's ConfigMap carries it) with the
-#     Dockerfile's ENV, and refuses a broken one with exit 2;
-#   - the HEALTHCHECK command passes against a /healthz answering 200 and
-#     fails against 503 and against nothing listening.
+#     Dockerfile's ENV (none that configures: dockerfile.py check), and
+#     refuses a broken one with exit 2;
+#   - the HEALTHCHECK command (reaperd --healthcheck) passes against a
+#     /healthz answering 200 at the http.listen of the configuration in
+#     force, and fails against 503 and against nothing listening.
 # A library the Dockerfile forgot makes the first two fail.
 #
 # The root is kept in $RP_RUN/image-root-<hash of the package list> and made
@@ -37,7 +39,7 @@ df=$src/Dockerfile
 parse() { "$py" "$src/tests/deploy/dockerfile.py" "$df" "$@"; }
 parse check
 mapfile -t pkgs < <(parse packages)
-mapfile -t image_env < <(parse env)
+mapfile -t image_env < <(parse env | grep -v "^$" || true)
 user=$(parse user)
 entry=$(parse entrypoint)
 bindir=$(dirname "$entry")

@@ -34,3 +34,23 @@ endif()
 add_test(NAME test_docs
   COMMAND ${RP_DEPLOY_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/deploy/check_docs.py ${CMAKE_SOURCE_DIR})
 set_tests_properties(test_docs PROPERTIES LABELS "unit;deploy" TIMEOUT 60)
+# Issue #16: the image built by podman from the Dockerfile as it is and run
+# against the private broker and database; skipped (exit 77, the reason
+# printed) where podman cannot run. The first run makes the base images
+# (debootstrap, about 2 min) and compiles reaper inside (a few minutes);
+# later runs reuse both (podman's store and layer cache).
+add_test(NAME test_deploy_podman_image
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/deploy/test_image_podman.sh)
+set_tests_properties(test_deploy_podman_image PROPERTIES LABELS "integration;deploy;broker"
+  TIMEOUT 1500 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
+  ENVIRONMENT "REAPER_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+# Issue #16: the chart rendered (helmrender) with http.listen :9100 and two
+# replicas, its Deployment's pod played by podman kube play with the
+# service-link variables of every rendered Service injected; each replica
+# ready against the private services, the init container's --migrate, the
+# probe port, the securityContext; skipped (exit 77) where podman cannot run.
+add_test(NAME test_deploy_chart_pod
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/deploy/test_chart_pod.sh)
+set_tests_properties(test_deploy_chart_pod PROPERTIES LABELS "integration;deploy;broker"
+  TIMEOUT 1500 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
+  ENVIRONMENT "REAPER_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHON3=${RP_DEPLOY_PYTHON3}")

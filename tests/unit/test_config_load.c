@@ -469,6 +469,83 @@ static void test_environment_problems(void **state) {
     rp_config_cleanup(&c);
 }
 
+/* Issue #16: the variables a kubelet injects into every container of a
+ * namespace for each Service (service links). For Services named "reaper"
+ * and "reaper-metrics" they all start with REAPER_: reaperd must pass over
+ * them, every shape, while still refusing a misspelt key, and a name of a
+ * service link's shape whose value is not (REAPER_PORT=9100). */
+static void test_environment_service_links(void **state) {
+    (void)state;
+    char *envp[] = {
+        "REAPER_SERVICE_HOST=10.96.12.34",
+        "REAPER_SERVICE_PORT=9464",
+        "REAPER_SERVICE_PORT_HTTP=9464",
+        "REAPER_PORT=tcp://10.96.12.34:9464",
+        "REAPER_PORT_9464_TCP=tcp://10.96.12.34:9464",
+        "REAPER_PORT_9464_TCP_PROTO=tcp",
+        "REAPER_PORT_9464_TCP_PORT=9464",
+        "REAPER_PORT_9464_TCP_ADDR=10.96.12.34",
+        "REAPER_METRICS_SERVICE_HOST=fd00:10:96::a",
+        "REAPER_METRICS_SERVICE_PORT=9100",
+        "REAPER_METRICS_SERVICE_PORT_METRICS_HTTP=9100",
+        "REAPER_METRICS_PORT=udp://[fd00:10:96::a]:9100",
+        "REAPER_METRICS_PORT_9100_UDP=udp://[fd00:10:96::a]:9100",
+        "REAPER_METRICS_PORT_9100_UDP_PROTO=udp",
+        "REAPER_METRICS_PORT_9100_UDP_PORT=9100",
+        "REAPER_METRICS_PORT_9100_UDP_ADDR=fd00:10:96::a",
+        "REAPER_2_PORT_36412_SCTP=sctp://10.0.0.7:36412",
+        "REAPER_REAP_INTERVAL_SECONDS=15",
+        NULL,
+    };
+    rp_config c;
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    rp_status st = rp_config_load(NULL, envp, &c, &p);
+    if (st != RP_OK) print_problems(&p);
+    assert_int_equal(st, RP_OK);
+    assert_int_equal(c.reap.interval_seconds, 15);
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+
+    /* The list for reaperd's debug line: the names, never the values. */
+    char names[512];
+    assert_int_equal(rp_config_env_service_links(envp, names, sizeof names), 17);
+    assert_non_null(strstr(names, "REAPER_SERVICE_HOST,REAPER_SERVICE_PORT,"));
+    assert_null(strstr(names, "10.96"));
+    assert_null(strstr(names, "REAPER_REAP_INTERVAL_SECONDS"));
+    /* Cut to whole names. */
+    assert_int_equal(rp_config_env_service_links(envp, names, 30), 17);
+    assert_string_equal(names, "REAPER_SERVICE_HOST");
+
+    /* Misspelt keys, and service-link names with values of another shape,
+     * are still refused, each naming the variable. */
+    char *bad[] = {
+        "REAPER_SERVICE_HOST=10.96.12.34",
+        "REAPER_REAP_INTERVAL_SECOND=30",
+        "REAPER_PORT=9100",                         /* not <proto>://<ip>:<port> */
+        "REAPER_HTTP_SERVICE_HOST=reaper.local",    /* not an IP */
+        "REAPER_SERVICE_PORT=http",                 /* not a port number */
+        "REAPER_PORT_9464_TCP=tcp://10.0.0.1:9100", /* the port differs */
+        "REAPER_PORT_9464_TCP_PROTO=udp",           /* the protocol differs */
+        "REAPER_PORT_9464_TCP_PORT=9100",
+        "REAPER_PORT_9464_TCP_ADDR=999.1.1.1",
+        "REAPER_PORT_9464_HTTP=tcp://10.0.0.1:9464", /* no such protocol */
+        "REAPER_PORT_99999_TCP_PORT=99999",
+        "REAPER_HTTP_LISTEN_PORT=9100",
+        NULL,
+    };
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_load(NULL, bad, &c, &p), RP_ERR_CONFIG);
+    assert_count(&p, 11);
+    assert_problem(&p, "REAPER_REAP_INTERVAL_SECOND", "did you mean REAPER_REAP_INTERVAL_SECONDS?");
+    assert_problem(&p, "REAPER_PORT", "unknown variable");
+    assert_problem(&p, "REAPER_HTTP_SERVICE_HOST", "unknown variable");
+    assert_problem(&p, "REAPER_HTTP_LISTEN_PORT", "unknown variable");
+    assert_problem(&p, "REAPER_PORT_9464_TCP_ADDR", "unknown variable");
+    rp_config_problems_cleanup(&p);
+    rp_config_cleanup(&c);
+}
+
 /* broker.events_format (issue #4: the feed's body, msgpack or JSON): from
  * the file and from the environment, shown by --check-config with where it
  * came from, and a bad value refused naming the key (reaperd then exits 2). */
@@ -677,6 +754,7 @@ int main(void) {
         cmocka_unit_test(test_environment_alone),
         cmocka_unit_test(test_events_format),
         cmocka_unit_test(test_environment_problems),
+        cmocka_unit_test(test_environment_service_links),
         cmocka_unit_test(test_passwords_in_file_refused_never_shown),
         cmocka_unit_test(test_many_problems_collected),
         cmocka_unit_test(test_format_round_trips),
