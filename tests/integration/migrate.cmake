@@ -1,2 +1,2 @@
 rp_integration_test(test_migrate SOURCES integration/test_migrate.c integration/itest.c
-  LIBS reaper::postgres PkgConfig::PQ)
+  integration/pg_fixture.c LIBS reaper::postgres reaper::core reaper::log PkgConfig::PQ)
