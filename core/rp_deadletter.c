@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 
 #include "rp_match.h"
+#include "rp_text.h"
 #include "rp_utf8.h"
 
 void rp_dead_letter_init(rp_dead_letter *d) { memset(d, 0, sizeof *d); }
@@ -16,6 +17,7 @@ void rp_dead_letter_cleanup(rp_dead_letter *d) {
     free(d->identity);
     free(d->origin_queue);
     free(d->reason);
+    free(d->death);
     memset(d, 0, sizeof *d);
 }
 
@@ -89,6 +91,39 @@ rp_status rp_dl_digest_identity(rp_bytes origin, bool first_death_known, int64_t
     return RP_OK;
 }
 
+rp_status rp_dl_escape(rp_bytes in, char **out) {
+    *out = NULL;
+    if (!rp_slice_ok(in)) return RP_ERR_INVALID;
+    if (in.len > (SIZE_MAX - 1) / 3) return RP_ERR_TOO_LARGE;
+    char *s = malloc(in.len * 3 + 1);
+    if (s == NULL) return RP_ERR_NOMEM;
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    for (size_t i = 0; i < in.len; i++) {
+        uint8_t c = in.ptr[i];
+        if (c >= '!' && c <= '~' && c != '%' && c != '/') {
+            s[n++] = (char)c;
+        } else {
+            s[n++] = '%';
+            s[n++] = hex[c >> 4];
+            s[n++] = hex[c & 0x0F];
+        }
+    }
+    s[n] = '\0';
+    *out = s;
+    return RP_OK;
+}
+
+int64_t rp_dl_death_count(const rp_dl_headers *h) {
+    int64_t sum = 0;
+    for (size_t i = 0; h->x_death != NULL && i < h->n_x_death; i++) {
+        const rp_opt_i64 *c = &h->x_death[i].count;
+        int64_t add = c->present && c->value >= 1 ? c->value : 1;
+        sum = sum > INT64_MAX - add ? INT64_MAX : sum + add;
+    }
+    return sum;
+}
+
 /* Copies len bytes into a new heap buffer with a NUL after them. */
 static rp_status rp_dup_bytes(const uint8_t *p, size_t len, char **out, size_t *out_len) {
     if (len == SIZE_MAX) return RP_ERR_TOO_LARGE;
@@ -141,33 +176,44 @@ static rp_status rp_find_reason(const rp_dl_headers *h, const rp_xdeath *oldest,
     return rp_dup_bytes((const uint8_t *)"unknown", 7, &d->reason, &d->reason_len);
 }
 
-static rp_status rp_find_identity(const rp_dl_headers *h, rp_bytes body, rp_dead_letter *d) {
-    if (h->message_id.present && rp_dl_message_id_usable(h->message_id.value)) {
-        size_t n = h->message_id.value.len;
-        char *s = malloc(3 + n + 1);
-        if (s == NULL) return RP_ERR_NOMEM;
-        memcpy(s, "id:", 3);
-        memcpy(s + 3, h->message_id.value.ptr, n);
-        s[3 + n] = '\0';
-        d->identity = s;
-        d->identity_by_id = true;
-        return RP_OK;
-    }
-    char digest[RP_DL_DIGEST_IDENTITY_LEN + 1];
-    rp_bytes origin = {(const uint8_t *)d->origin_queue, d->origin_queue_len};
-    rp_status st =
-        rp_dl_digest_identity(origin, d->first_death_known, d->first_death_at, body, digest);
+static rp_status rp_find_identity(const rp_dl_headers *h, const char *vhost, rp_bytes body,
+                                  rp_dead_letter *d) {
+    char *ev = NULL, *eo = NULL;
+    rp_status st = rp_dl_escape((rp_bytes){(const uint8_t *)vhost, strlen(vhost)}, &ev);
     if (st != RP_OK) return st;
-    d->identity = strdup(digest);
-    d->identity_by_id = false;
-    return d->identity ? RP_OK : RP_ERR_NOMEM;
+    if (h->message_id.present && rp_dl_message_id_usable(h->message_id.value) &&
+        d->origin_queue_len <= RP_DL_ORIGIN_ID_MAX) {
+        st = rp_dl_escape((rp_bytes){(const uint8_t *)d->origin_queue, d->origin_queue_len}, &eo);
+        if (st == RP_OK)
+            st = rp_text_format(&d->identity, "id:%s/%s/%.*s", ev, eo,
+                                (int)h->message_id.value.len,
+                                (const char *)h->message_id.value.ptr);
+        d->identity_by_id = true;
+    } else {
+        char digest[RP_DL_DIGEST_IDENTITY_LEN + 1];
+        rp_bytes origin = {(const uint8_t *)d->origin_queue, d->origin_queue_len};
+        st = rp_dl_digest_identity(origin, d->first_death_known, d->first_death_at, body, digest);
+        if (st == RP_OK) st = rp_text_format(&d->identity, "sha256:%s/%s", ev, digest + 7);
+        d->identity_by_id = false;
+    }
+    free(ev);
+    free(eo);
+    return st;
 }
 
-rp_status rp_dead_letter_examine(const rp_dl_headers *h, const char *dlq_name,
+static rp_status rp_find_death(const rp_dl_headers *h, rp_dead_letter *d) {
+    char when[RP_DL_TIME_BUF];
+    rp_dl_render_time(d->first_death_known, d->first_death_at, when);
+    d->deaths = rp_dl_death_count(h);
+    return rp_text_format(&d->death, "%s/%" PRId64, when, d->deaths);
+}
+
+rp_status rp_dead_letter_examine(const rp_dl_headers *h, const char *vhost, const char *dlq_name,
                                  const pcre2_code *dlq_pattern, rp_bytes body,
                                  rp_dead_letter *out) {
     rp_dead_letter_init(out);
-    if (h == NULL || dlq_name == NULL || !rp_slice_ok(body)) return RP_ERR_INVALID;
+    if (h == NULL || vhost == NULL || dlq_name == NULL || !rp_slice_ok(body))
+        return RP_ERR_INVALID;
     if (h->n_x_death != 0 && h->x_death == NULL) return RP_ERR_INVALID;
     const rp_xdeath *oldest = rp_dl_oldest_entry(h);
     if (oldest != NULL && oldest->time.present) {
@@ -176,6 +222,7 @@ rp_status rp_dead_letter_examine(const rp_dl_headers *h, const char *dlq_name,
     }
     rp_status st = rp_find_origin(h, oldest, dlq_name, dlq_pattern, out);
     if (st == RP_OK) st = rp_find_reason(h, oldest, out);
-    if (st == RP_OK) st = rp_find_identity(h, body, out);
+    if (st == RP_OK) st = rp_find_identity(h, vhost, body, out);
+    if (st == RP_OK) st = rp_find_death(h, out);
     return st;
 }

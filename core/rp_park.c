@@ -10,14 +10,14 @@ rp_status rp_park_dead_letter(const rp_ports *ports, const rp_park_site *site,
     rp_dead_letter d;
     rp_verdict v;
     rp_verdict_init(&v);
-    rp_status st = rp_dead_letter_examine(&msg->headers, site->queue, site->dlq_pattern,
+    rp_status st = rp_dead_letter_examine(&msg->headers, site->vhost ? site->vhost : "", site->queue, site->dlq_pattern,
                                           msg->body, &d);
     if (st == RP_OK) st = rp_judge_dead_letter(&d, site->vhost, site->queue, &v);
     if (st != RP_OK) goto done;
 
     if (dry_run) {
         bool parked = false;
-        st = ports->dead_letters.is_parked(ports->dead_letters.self, d.identity, &parked);
+        st = ports->dead_letters.is_parked(ports->dead_letters.self, &d, &parked);
         if (st != RP_OK || parked) goto done;
         st = rp_report_add_verdict(report, &v);
         if (st == RP_OK) *outcome = RP_PARKED_WOULD;

@@ -1,7 +1,8 @@
 /*
  * rp_park.h - parking one dead letter (CONTRACT section 2, condition e):
  * examine its headers (rp_deadletter.h), judge it (DEAD_LETTER / PARKED),
- * park it through the dead-letter port idempotently by identity, publish the
+ * park it through the dead-letter port idempotently by identity and death
+ * (rp_deadletter.h: a new death may open a new occurrence), publish the
  * committed event and add the verdict to the report.
  *
  * Used by the pass's backfill of owned dead-letter queues (rp_pass.h) and by
@@ -31,12 +32,13 @@ typedef struct rp_park_site {
 
 typedef enum rp_park_outcome {
     RP_PARKED_NEW = 0,       /* parked now; its verdict is in the report */
-    RP_PARKED_ALREADY,       /* that identity was parked before; nothing added */
+    RP_PARKED_ALREADY,       /* that death was parked before, or is covered by its
+                                identity's open gate; nothing added */
     RP_PARKED_WOULD,         /* dry run, not parked yet: its verdict is in the report */
 } rp_park_outcome;
 
 /* Parks one dead letter. With dry_run nothing is written: the port is only
- * asked whether the identity is parked already. Returns RP_OK with *outcome
+ * asked whether it would open a gate. Returns RP_OK with *outcome
  * set; the status of the dead-letter port when it failed (nothing was added
  * to the report; the caller records the source as unreadable); RP_ERR_NOMEM;
  * RP_ERR_INVALID / RP_ERR_INTERNAL from rp_dead_letter_examine(). */

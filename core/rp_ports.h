@@ -214,7 +214,8 @@ typedef struct rp_dl_batch {
 } rp_dl_batch;
 
 typedef struct rp_park_result {
-    bool parked;          /* false: that identity was already parked */
+    bool parked;          /* false: that death was parked already, or is covered
+                             by its identity's open gate (rp_deadletter.h) */
     rp_event_ref event;   /* set only when parked */
     int64_t job_id;       /* set only when parked */
     int64_t gate_id;      /* set only when parked */
@@ -233,13 +234,18 @@ typedef struct rp_dead_letter_port {
      * tell. */
     rp_status (*peek)(void *self, const char *vhost, const char *queue, size_t limit,
                       rp_dl_batch *out);
-    /* Whether a dead letter with this identity is parked already (read only;
-     * used by dry runs). */
-    rp_status (*is_parked)(void *self, const char *identity, bool *parked);
-    /* Parks one message idempotently by facts->identity, in one transaction:
-     * the dead_letter row first (ON CONFLICT DO NOTHING) and, only when it
-     * was new, the job bus.dead_letter (state awaiting_human), the gate
-     * bus_dead_lettered and v's ledger event. `vhost`/`queue` name the
+    /* Whether park() would park nothing for this dead letter (read only; used
+     * by dry runs): *parked is true when its (identity, death) is parked, or
+     * when the death is covered by its identity's open gate (the OCCURRENCE
+     * rule of rp_deadletter.h). Only facts->identity and facts->death are
+     * read. */
+    rp_status (*is_parked)(void *self, const rp_dead_letter *facts, bool *parked);
+    /* Parks one death idempotently by (facts->identity, facts->death), in one
+     * transaction, as the OCCURRENCE rule of rp_deadletter.h says: when it
+     * opens an occurrence, the dead_letter row (ON CONFLICT DO NOTHING), the
+     * job bus.dead_letter (state awaiting_human), the gate bus_dead_lettered
+     * and v's ledger event; otherwise nothing. Two parks of one death at once
+     * (two sessions, two replicas) park it once. `vhost`/`queue` name the
      * dead-letter queue the message was found on. The broker's copy is never
      * removed. */
     rp_status (*park)(void *self, const char *vhost, const char *queue, const rp_dl_message *msg,

@@ -82,6 +82,7 @@ void rp__mem_dl_cleanup(rp__mem_dl *d) {
 
 void rp__mem_parked_cleanup(rp_mem_parked *p) {
     free(p->identity);
+    free(p->death);
     free(p->vhost);
     free(p->queue);
     free(p->origin_queue);

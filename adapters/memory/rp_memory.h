@@ -94,6 +94,8 @@ typedef struct rp_mem_event {
 /* A parked dead letter (a row of the dead_letter table). */
 typedef struct rp_mem_parked {
     char *identity;
+    char *death;          /* rp_deadletter.h DEATH */
+    int occurrence;       /* 1 for an identity's first */
     int64_t job_id;
     int64_t gate_id;
     char *vhost;

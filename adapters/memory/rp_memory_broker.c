@@ -247,17 +247,46 @@ static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_
     return RP_OK;
 }
 
-static size_t rp_find_parked(const rp_memory *m, const char *identity) {
-    for (size_t i = 0; i < m->n_parked; i++)
-        if (strcmp(m->parked[i].identity, identity) == 0) return i;
-    return SIZE_MAX;
+/* Whether the gate gate_id is still open (a gate that is not there counts
+ * as answered: nothing then waits on it). */
+static bool rp_gate_open(const rp_memory *m, int64_t gate_id) {
+    for (size_t i = 0; i < m->n_gates; i++)
+        if (m->gates[i].id == gate_id) return !m->gates[i].answered;
+    return false;
 }
 
-static rp_status rp_is_parked(void *self, const char *identity, bool *parked) {
+/* The lineage of a DEATH: its part before the '/' (rp_deadletter.h). */
+static bool rp_same_lineage(const char *a, const char *b) {
+    size_t la = strcspn(a, "/"), lb = strcspn(b, "/");
+    return la == lb && memcmp(a, b, la) == 0;
+}
+
+/* The OCCURRENCE rule of rp_deadletter.h, as the PostgreSQL park applies
+ * it: false when this death is parked, or covered by the identity's latest
+ * occurrence (same lineage, gate open). *occurrence: the next one's number. */
+static bool rp_opens_occurrence(const rp_memory *m, const rp_dead_letter *facts,
+                                int *occurrence) {
+    const rp_mem_parked *latest = NULL;
+    int n = 0;
+    for (size_t i = 0; i < m->n_parked; i++) {
+        const rp_mem_parked *p = &m->parked[i];
+        if (strcmp(p->identity, facts->identity) != 0) continue;
+        if (strcmp(p->death, facts->death) == 0) return false;
+        n++;
+        if (latest == NULL || p->occurrence >= latest->occurrence) latest = p;
+    }
+    *occurrence = n + 1;
+    return latest == NULL || !rp_same_lineage(latest->death, facts->death) ||
+           !rp_gate_open(m, latest->gate_id);
+}
+
+static rp_status rp_is_parked(void *self, const rp_dead_letter *facts, bool *parked) {
     rp_memory *m = self;
     rp_status st = rp__mem_enter(m, RP_MEM_IS_PARKED);
     if (st != RP_OK) return st;
-    *parked = rp_find_parked(m, identity) != SIZE_MAX;
+    if (facts == NULL || facts->identity == NULL || facts->death == NULL) return RP_ERR_INVALID;
+    int occurrence;
+    *parked = !rp_opens_occurrence(m, facts, &occurrence);
     return RP_OK;
 }
 
@@ -268,7 +297,9 @@ static rp_status rp_park(void *self, const char *vhost, const char *queue, const
     memset(out, 0, sizeof *out);
     rp_status st = rp__mem_enter(m, RP_MEM_PARK);
     if (st != RP_OK) return st;
-    if (rp_find_parked(m, facts->identity) != SIZE_MAX) return RP_OK;
+    if (facts == NULL || facts->identity == NULL || facts->death == NULL) return RP_ERR_INVALID;
+    int occurrence = 0;
+    if (!rp_opens_occurrence(m, facts, &occurrence)) return RP_OK;
     st = rp__mem_grow((void **)&m->parked, &m->cap_parked, m->n_parked, sizeof *m->parked);
     if (st == RP_OK)
         st = rp__mem_grow((void **)&m->jobs, &m->cap_jobs, m->n_jobs, sizeof *m->jobs);
@@ -277,6 +308,8 @@ static rp_status rp_park(void *self, const char *vhost, const char *queue, const
     rp_mem_parked p = {0};
     bool ok = true;
     p.identity = rp__mem_strdup(facts->identity, &ok);
+    p.death = rp__mem_strdup(facts->death, &ok);
+    p.occurrence = occurrence;
     p.vhost = rp__mem_strdup(vhost, &ok);
     p.queue = rp__mem_strdup(queue, &ok);
     p.first_death_known = facts->first_death_known;

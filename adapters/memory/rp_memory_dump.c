@@ -66,9 +66,10 @@ rp_status rp_memory_dump(const rp_memory *m, char **out) {
     }
     for (size_t i = 0; i < m->n_parked; i++) {
         const rp_mem_parked *p = &m->parked[i];
-        fprintf(f, "parked %s job=%" PRId64 " gate=%" PRId64 " at=%s:%s origin=%s reason=%s "
+        fprintf(f, "parked %s death=%s occurrence=%d job=%" PRId64 " gate=%" PRId64
+                   " at=%s:%s origin=%s reason=%s "
                    "first_death=%d:%" PRId64 " body_len=%zu truncated=%d parked_at=%" PRId64 "\n",
-                p->identity, p->job_id, p->gate_id, rp_s(p->vhost), rp_s(p->queue),
+                p->identity, rp_s(p->death), p->occurrence, p->job_id, p->gate_id, rp_s(p->vhost), rp_s(p->queue),
                 rp_s(p->origin_queue), rp_s(p->reason), (int)p->first_death_known,
                 p->first_death_at, p->body_len, (int)p->body_truncated, p->parked_at);
     }

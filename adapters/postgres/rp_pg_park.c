@@ -1,5 +1,5 @@
 /* The dead-letter park: is_parked, and park in one statement, idempotent by
- * identity (rp_pg_store.h). */
+ * identity and death (rp_pg_store.h, rp_deadletter.h OCCURRENCE). */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,18 +14,21 @@
 #define RP_PG_MIN_UNIX_S (-62135596800LL)
 #define RP_PG_MAX_UNIX_S (253402300799LL)
 
-static rp_status rp_is_parked(void *self, const char *identity, bool *parked) {
+/* The park statement's parameters (rp_pg_sql.c). */
+#define RP_PARK_NPARAMS 14
+
+static rp_status rp_is_parked(void *self, const rp_dead_letter *facts, bool *parked) {
     rp_pg_store *s = self;
     *parked = false;
-    if (identity == NULL) return RP_ERR_INVALID;
+    if (facts == NULL || facts->identity == NULL || facts->death == NULL) return RP_ERR_INVALID;
     rp_status st = rp__pg_enter(s, RP__PG_READ, "is_parked");
     if (st != RP_OK) return st;
-    const char *vals[] = {identity};
-    rp__pg_cmd k = {.stmt = RP__PG_IS_PARKED, .n = 1, .values = vals};
+    const char *vals[] = {facts->identity, facts->death};
+    rp__pg_cmd k = {.stmt = RP__PG_IS_PARKED, .n = 2, .values = vals};
     PGresult *r = NULL;
     st = rp__pg_run(s, &k, 1, &r, "is_parked", NULL);
     if (st != RP_OK) return st;
-    *parked = PQntuples(r) > 0;
+    *parked = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
     PQclear(r);
     return RP_OK;
 }
@@ -86,7 +89,8 @@ static rp_status rp_park(void *self, const char *vhost, const char *queue, const
                          const rp_dead_letter *facts, const rp_verdict *v, rp_park_result *out) {
     rp_pg_store *s = self;
     memset(out, 0, sizeof *out);
-    if (queue == NULL || msg == NULL || facts == NULL || facts->identity == NULL || v == NULL ||
+    if (queue == NULL || msg == NULL || facts == NULL || facts->identity == NULL ||
+        facts->death == NULL || v == NULL ||
         (msg->body.len > 0 && msg->body.ptr == NULL))
         return RP_ERR_INVALID;
     rp_park_text t = {0};
@@ -111,17 +115,17 @@ static rp_status rp_park(void *self, const char *vhost, const char *queue, const
                        facts->first_death_at <= RP_PG_MAX_UNIX_S;
     /* An empty body still needs a non-NULL pointer: NULL would be SQL NULL. */
     const char *body = msg->body.len > 0 ? (const char *)msg->body.ptr : "";
-    const char *vals[13] = {
+    const char *vals[RP_PARK_NPARAMS] = {
         facts->identity, queue, t.origin, t.reason,
         death_known ? rp__pg_itoa(facts->first_death_at, death) : NULL,
         headers, props, body, truncated ? "t" : "f", RP_PG_BUS_PROJECT, t.job_payload,
-        t.question, t.ledger_payload,
+        t.question, t.ledger_payload, facts->death,
     };
-    int lengths[13] = {0};
-    int formats[13] = {0};
+    int lengths[RP_PARK_NPARAMS] = {0};
+    int formats[RP_PARK_NPARAMS] = {0};
     lengths[7] = (int)body_len;
     formats[7] = 1; /* the body travels as bytes, not text */
-    rp__pg_cmd k = {.stmt = RP__PG_PARK, .n = 13, .values = vals, .lengths = lengths,
+    rp__pg_cmd k = {.stmt = RP__PG_PARK, .n = RP_PARK_NPARAMS, .values = vals, .lengths = lengths,
                     .formats = formats};
     PGresult *r = NULL;
     st = rp__pg_run(s, &k, 1, &r, "park", NULL);
@@ -146,7 +150,6 @@ void rp__pg_fill_park(rp_dead_letter_port *out) {
 
 /* ---- the batch park (rp_pg_store.h) ----------------------------------------- */
 
-#define RP_PARK_NPARAMS 13
 /* The commands before the parks in a segment: the plan mode (set_config). */
 #define RP_PARK_LEAD 1
 /* The park's plan does not depend on the data (four inserts from
@@ -165,7 +168,7 @@ rp_status rp_pg_park_send(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
         const rp_pg_park_item *it = &items[i];
         memset(&items[i].result, 0, sizeof items[i].result);
         if (it->queue == NULL || it->msg == NULL || it->facts == NULL ||
-            it->facts->identity == NULL || it->v == NULL ||
+            it->facts->identity == NULL || it->facts->death == NULL || it->v == NULL ||
             (it->msg->body.len > 0 && it->msg->body.ptr == NULL))
             return RP_ERR_INVALID;
     }
@@ -206,6 +209,7 @@ rp_status rp_pg_park_send(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
         v[10] = t[i].job_payload;
         v[11] = t[i].question;
         v[12] = t[i].ledger_payload;
+        v[13] = f->death;
         lengths[i * RP_PARK_NPARAMS + 7] = (int)body_len;
         formats[i * RP_PARK_NPARAMS + 7] = 1; /* the body travels as bytes */
         k[i + RP_PARK_LEAD] = (rp__pg_cmd){.stmt = RP__PG_PARK, .n = RP_PARK_NPARAMS, .values = v,

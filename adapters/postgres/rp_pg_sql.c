@@ -188,23 +188,50 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "FROM g JOIN j ON j.id = g.job_id RETURNING seq, at) "
          "SELECT g.id, (SELECT seq FROM ev), (SELECT " MS("at") " FROM ev), g.job_id FROM g"},
 
+    /* The OCCURRENCE rule of rp_deadletter.h over an identity's rows ($1
+     * identity, $2 death), one row: n, how many there are; seen, whether
+     * this death is one of them; covered, whether the latest (highest
+     * occurrence, then gate) has this death's lineage (the part of DEATH
+     * before '/') and an open gate. A walk of the primary key's prefix and
+     * one gate lookup per row: a new identity reads one index page. */
+#define RP_PG_DL_PREV(ID, DEATH)                                                            \
+    "SELECT count(*) AS n, coalesce(bool_or(dl.death = " DEATH "), false) AS seen, "        \
+    "coalesce((array_agg(split_part(dl.death, '/', 1) = split_part(" DEATH ", '/', 1) "     \
+    "AND g.answer IS NULL ORDER BY dl.occurrence DESC, dl.gate_id DESC))[1], false) "       \
+    "AS covered FROM {s}.dead_letter dl JOIN {s}.gate g ON g.id = dl.gate_id "              \
+    "WHERE dl.identity = " ID
+
+    /* $1 identity, $2 death: true when a park would park nothing. */
     [RP__PG_IS_PARKED] = {"is_parked",
-                          "SELECT 1 FROM {s}.dead_letter WHERE identity = $1::text"},
+                          "SELECT seen OR covered FROM (" RP_PG_DL_PREV("$1::text", "$2::text")
+                          ") prev"},
     /* $1 identity, $2 queue, $3 origin (rendered), $4 reason (rendered),
      * $5 first death (Unix s) or NULL, $6 headers, $7 properties, $8 body
      * (binary), $9 body_truncated, $10 project, $11 job payload, $12 gate
-     * question, $13 ledger payload. The dead_letter row first; the job,
-     * gate and event only when it was new. Ids are drawn up front because
-     * the dead_letter row names its job and gate (foreign keys are checked
-     * at the end of the statement). */
+     * question, $13 ledger payload, $14 death. The dead_letter row first,
+     * only when the OCCURRENCE rule opens one (prev); the job, gate and event
+     * only when it was inserted. Ids are drawn up front, and only then,
+     * because the dead_letter row names its job and gate (foreign keys are
+     * checked at the end of the statement).
+     * Race-safe without locks: two parks of one death at once (two
+     * sessions, two replicas) both find it unseen and insert the same
+     * (identity, death): the second waits for the first's commit at ON
+     * CONFLICT and inserts nothing. Two different deaths of one identity at
+     * once are both parked (their occurrence numbers may then be equal);
+     * a death parked while the gate that covers it is being answered is
+     * covered by that gate when the answer has not committed yet, which
+     * cannot happen to a replayed message (a new lineage, never covered). */
     [RP__PG_PARK] =
         {"park",
-         "WITH ids AS (SELECT nextval({job_seq}) AS job_id, nextval({gate_seq}) AS gate_id), "
-         "dl AS (INSERT INTO {s}.dead_letter (identity, job_id, gate_id, queue, origin_queue, "
-         "reason, first_death_at, headers, properties, body, body_truncated) "
-         "SELECT $1::text, job_id, gate_id, $2::text, $3::text, $4::text, "
+         "WITH prev AS (" RP_PG_DL_PREV("$1::text", "$14::text") "), "
+         "ids AS (SELECT nextval({job_seq}) AS job_id, nextval({gate_seq}) AS gate_id, "
+         "n + 1 AS occurrence FROM prev WHERE NOT (seen OR covered)), "
+         "dl AS (INSERT INTO {s}.dead_letter (identity, death, occurrence, job_id, gate_id, "
+         "queue, origin_queue, reason, first_death_at, headers, properties, body, "
+         "body_truncated) "
+         "SELECT $1::text, $14::text, occurrence, job_id, gate_id, $2::text, $3::text, $4::text, "
          "to_timestamp($5::int8), $6::jsonb, $7::jsonb, $8::bytea, $9::bool FROM ids "
-         "ON CONFLICT (identity) DO NOTHING RETURNING job_id, gate_id), "
+         "ON CONFLICT (identity, death) DO NOTHING RETURNING job_id, gate_id), "
          "j AS (INSERT INTO {s}.job (id, project_id, kind, state, payload) "
          "SELECT job_id, $10::text, '" RP_PG_BUS_JOB_KIND "', 'awaiting_human', $11::jsonb "
          "FROM dl RETURNING id, project_id), "

@@ -54,8 +54,10 @@
  *   - RP_ERR_INTERNAL: anything else (e.g. a schema that was never
  *     migrated).
  *
- * DEAD LETTERS. park() stores the dead_letter row first (ON CONFLICT
- * (identity) DO NOTHING) and, only when it was new, the job (kind
+ * DEAD LETTERS. park() applies the OCCURRENCE rule of rp_deadletter.h: it
+ * stores a dead_letter row (primary key (identity, death), ON CONFLICT DO
+ * NOTHING) only for a death that is not parked and not covered by its
+ * identity's open gate, and, only when it was inserted, the job (kind
  * bus.dead_letter, project RP_PG_BUS_PROJECT, state awaiting_human, payload
  * {identity, vhost, queue, origin_queue, reason}), its bus_dead_lettered
  * gate (choices replay, dismiss) and the ledger event: one statement, one
@@ -173,7 +175,7 @@ typedef struct rp_pg_park_item {
  * park()'s mapping (RP_ERR_UNAVAILABLE for the connection or server;
  * RP_ERR_INVALID for an item park() would refuse; RP_ERR_INTERNAL or
  * RP_ERR_CONFLICT otherwise), so that the caller can park them one by one
- * to find the one that fails alone. Within a batch an identity given twice
+ * to find the one that fails alone. Within a batch a death given twice
  * is parked once (the second finds the first's row). The caller publishes
  * the events of the parked ones after this returns (committed).
  * RP_ERR_INVALID while sent batches are unread. */

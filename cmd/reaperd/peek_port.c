@@ -175,9 +175,9 @@ static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_
     return RP_OK;
 }
 
-static rp_status rp_is_parked(void *self, const char *identity, bool *parked) {
+static rp_status rp_is_parked(void *self, const rp_dead_letter *facts, bool *parked) {
     rp_peek_port *pp = self;
-    return pp->pg.is_parked(pp->pg.self, identity, parked);
+    return pp->pg.is_parked(pp->pg.self, facts, parked);
 }
 
 static rp_status rp_park(void *self, const char *vhost, const char *queue, const rp_dl_message *msg,

@@ -336,7 +336,8 @@ static rp_status rp_tap_prepare(rp_tap *t, rp_tap_item *it, rp_tap_prep *p, bool
         .body_truncated = it->truncated || !lossless,
         .handle = &p->h,
     };
-    st = rp_dead_letter_examine(&p->m.headers, d->cfg->broker.tap_queue,
+    st = rp_dead_letter_examine(&p->m.headers, d->mgmt_keep.vhost ? d->mgmt_keep.vhost : "",
+                                d->cfg->broker.tap_queue,
                                 d->cfg->reap.dead_letter_queue_pattern.code, p->msg.body,
                                 &p->facts);
     if (st == RP_OK)

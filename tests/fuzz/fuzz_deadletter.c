@@ -96,15 +96,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     rp_dead_letter d;
     const pcre2_code *re = (flags & 8) ? pattern() : NULL;
-    rp_status st = rp_dead_letter_examine(&h, "vibey.x.dlq", re, body, &d);
+    rp_status st = rp_dead_letter_examine(&h, "/", "vibey.x.dlq", re, body, &d);
     if (st == RP_OK) {
-        /* The identity is printable and takes one of its two forms. */
+        /* The identity is printable and takes one of its two forms; the
+         * death is "<time or nothing>/<count>". */
         size_t il = strlen(d.identity);
         if (d.identity_by_id) {
-            if (strncmp(d.identity, "id:", 3) != 0 || il < 4) abort();
-        } else if (il != RP_DL_DIGEST_IDENTITY_LEN || strncmp(d.identity, "sha256:", 7) != 0) {
+            if (strncmp(d.identity, "id:%2F/", 7) != 0 || il < 9) abort();
+        } else if (il != RP_DL_DIGEST_IDENTITY_LEN + 4 ||
+                   strncmp(d.identity, "sha256:%2F/", 11) != 0) {
             abort();
         }
+        if (d.death == NULL || strchr(d.death, '/') == NULL || d.deaths < 0) abort();
         for (size_t i = 0; i < il; i++)
             if ((uint8_t)d.identity[i] < 0x20 || d.identity[i] == 0x7f) abort();
         if (d.origin_queue_len == 0 || d.reason_len == 0) abort();

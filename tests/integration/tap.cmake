@@ -26,3 +26,9 @@ set_property(TEST test_reaperd_tap_memory APPEND PROPERTY LABELS broker)
 rp_integration_test(test_reaperd_tap_topology SOURCES integration/test_reaperd_tap_topology.c
   integration/tap_common.c integration/itest.c LIBS PkgConfig::PQ)
 set_property(TEST test_reaperd_tap_topology APPEND PROPERTY LABELS broker)
+# A new death is a new decision: replayed and dead again opens a second gate;
+# one message_id on two origin queues is two dead letters; the same death
+# seen again after its answer opens nothing.
+rp_integration_test(test_reaperd_identity SOURCES integration/test_reaperd_identity.c
+  integration/tap_common.c integration/itest.c LIBS PkgConfig::PQ PkgConfig::JANSSON)
+set_property(TEST test_reaperd_identity APPEND PROPERTY LABELS broker)

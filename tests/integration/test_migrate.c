@@ -1,7 +1,8 @@
 /*
  * The schema migrations against the real PostgreSQL: applied once, idempotent,
- * recorded, refusing a newer schema, and the ledger append-only in the
- * database itself. Each test works in a schema of its own, dropped after.
+ * recorded, refusing a newer schema, the ledger append-only in the
+ * database itself, and version 3 upgrading the dead letters of a version 2
+ * database (identities with vhost and origin, deaths, occurrences). Each test works in a schema of its own, dropped after.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,8 @@
 #include <unistd.h>
 
 #include "itest.h"
+#include "pg_fixture.h"
+#include "rp_park.h"
 #include "rp_pg_migrate.h"
 
 typedef struct fixture {
@@ -154,12 +157,168 @@ static void test_concurrent_migrations_apply_once(void **state) {
     PQfinish(other);
 }
 
+/* ---- version 3: a database with version 2's dead letters ---------------- */
+
+/* Migrations 1 and 2 only, as a reaperd of version 2 left the schema. */
+static void migrate_to_v2(fixture *f) {
+    char sql[400];
+    snprintf(sql, sizeof sql,
+             "CREATE SCHEMA %s; SET search_path TO %s; CREATE TABLE schema_version ("
+             " version int PRIMARY KEY, name text NOT NULL,"
+             " applied_at timestamptz NOT NULL DEFAULT now())",
+             f->schema, f->schema);
+    assert_string_equal(run(f, sql), "");
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(rp_pg_migrations[i].version, i + 1);
+        assert_string_equal(run(f, rp_pg_migrations[i].sql), "");
+        snprintf(sql, sizeof sql, "INSERT INTO schema_version (version, name) VALUES (%d, '%s')",
+                 i + 1, rp_pg_migrations[i].name);
+        assert_string_equal(run(f, sql), "");
+    }
+}
+
+/* One row as version 2's park wrote it (job, gate, dead_letter), its gate
+ * answered when answer is not NULL. */
+static void old_row(fixture *f, int id, const char *identity, const char *vhost,
+                    const char *origin_rendered, const char *headers, const char *body,
+                    const char *answer) {
+    char sql[2048];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO job (id, project_id, kind, state, payload) VALUES (%d, 'bus', "
+             "'bus.dead_letter', 'awaiting_human', jsonb_build_object('identity', $q$%s$q$, "
+             "'vhost', $q$%s$q$, 'queue', 'vibey.orders.dlq', 'origin_queue', $q$%s$q$, "
+             "'reason', '\"rejected\"'));"
+             "INSERT INTO gate (id, job_id, kind, question, choices, answer, answered_at) "
+             "VALUES (%d, %d, 'bus_dead_lettered', 'q?', ARRAY['replay', 'dismiss'], %s%s%s, %s);"
+             "INSERT INTO dead_letter (identity, job_id, gate_id, queue, origin_queue, reason, "
+             "first_death_at, headers, properties, body) VALUES ($q$%s$q$, %d, %d, "
+             "'vibey.orders.dlq', $q$%s$q$, '\"rejected\"', to_timestamp(1700000000), "
+             "$q$%s$q$, '{}', '%s'::bytea)",
+             id, identity, vhost, origin_rendered, id, id, answer ? "'" : "",
+             answer ? answer : "NULL", answer ? "'" : "", answer ? "now()" : "NULL", identity, id,
+             id, origin_rendered, headers, body);
+    assert_string_equal(run(f, sql), "");
+}
+
+static char *text_of(fixture *f, const char *sql) {
+    char set[160];
+    snprintf(set, sizeof set, "SET search_path TO %s", f->schema);
+    PQclear(PQexec(f->pg, set));
+    PGresult *r = PQexec(f->pg, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    char *out = strdup(PQntuples(r) && !PQgetisnull(r, 0, 0) ? PQgetvalue(r, 0, 0) : "");
+    PQclear(r);
+    return out;
+}
+
+/* Parks the message (vhost, origin, message_id or NULL, body, x-death
+ * entries) through core as the tap and the backfill do, on a store over the
+ * fixture's schema; returns the outcome. */
+static rp_park_outcome park_again(fixture *f, const char *vhost, const char *origin,
+                                  const char *message_id, const char *body,
+                                  const rp_xdeath *deaths, size_t n) {
+    pgfx *p = pgfx_attach(f->schema);
+    rp_dl_message msg = {0};
+    if (message_id)
+        msg.headers.message_id = (rp_opt_str){true, {(const uint8_t *)message_id,
+                                                      strlen(message_id)}};
+    msg.headers.first_death_queue = (rp_opt_str){true, {(const uint8_t *)origin, strlen(origin)}};
+    msg.headers.x_death = deaths;
+    msg.headers.n_x_death = n;
+    msg.body = (rp_bytes){(const uint8_t *)body, strlen(body)};
+    rp_park_site site = {vhost, "vibey.orders.dlq", p->dlq};
+    rp_report r;
+    rp_report_init(&r, false);
+    rp_park_outcome out = RP_PARKED_WOULD;
+    assert_int_equal(rp_park_dead_letter(&p->ports, &site, &msg, false, &r, &out), RP_OK);
+    rp_report_cleanup(&r);
+    pgfx_free(p);
+    return out;
+}
+
+#define XD(q, t, c) {.queue = {true, {(const uint8_t *)(q), sizeof(q) - 1}}, \
+                     .reason = {true, {(const uint8_t *)"rejected", 8}}, \
+                     .time = {true, (t)}, .count = {(c) > 0, (c)}}
+
+static void test_migrate_v3_upgrades_dead_letters(void **state) {
+    fixture *f = *state;
+    migrate_to_v2(f);
+    /* The digest v2 gave body "hello" that first died on vibey.orders at
+     * 1700000000 (the digest itself is unchanged by v3). */
+    char digest[RP_DL_DIGEST_IDENTITY_LEN + 1];
+    assert_int_equal(rp_dl_digest_identity((rp_bytes){(const uint8_t *)"vibey.orders", 12}, true,
+                                           1700000000, (rp_bytes){(const uint8_t *)"hello", 5},
+                                           digest),
+                     RP_OK);
+    static const char xd1[] =
+        "{\"x-first-death-queue\": \"vibey.orders\", \"x-death\": [{\"count\": 1, "
+        "\"queue\": \"vibey.orders\", \"reason\": \"rejected\", "
+        "\"time\": {\"$amqp\": \"T\", \"value\": 1700000000}}]}";
+    /* Two entries: a count of kind 'i' (tagged) and one without a count. */
+    static const char xd2[] =
+        "{\"x-death\": [{\"count\": {\"$amqp\": \"i\", \"value\": 3}, \"queue\": \"x\", "
+        "\"time\": {\"$amqp\": \"T\", \"value\": 1700000050}}, {\"queue\": \"a\\\"b\\\\c\", "
+        "\"time\": {\"$amqp\": \"T\", \"value\": 1700000000}}]}";
+    old_row(f, 1, "id:m-1", "/", "\"vibey.orders\"", xd1, "one", "dismiss");
+    old_row(f, 2, digest, "/", "\"vibey.orders\"", xd1, "hello", NULL);
+    /* Origin a"b\c, a tab and an e-acute, as rendered (quoted, escaped). */
+    old_row(f, 3, "id:m-2", "vh", "\"a\\\"b\\\\c\\t\xc3\xa9\"", xd2, "two", NULL);
+    old_row(f, 4, "id:m-3", "/", "\"vibey.orders\"", "{}", "three", NULL);
+    /* The rows took ids 1..4 by hand, where v2 drew them. */
+    assert_string_equal(run(f, "SELECT setval(pg_get_serial_sequence('job', 'id'), 4), "
+                               "setval(pg_get_serial_sequence('gate', 'id'), 4)"),
+                        "");
+
+    char err[512] = "";
+    int applied = -1;
+    assert_int_equal(rp_pg_migrate(f->pg, f->schema, &applied, err, sizeof err), RP_OK);
+    assert_int_equal(applied, rp_pg_migration_count - 2);
+    char *rows = text_of(f, "SELECT string_agg(identity || ' ' || death || ' ' || occurrence, "
+                            "' | ' ORDER BY job_id) FROM dead_letter");
+    char want[1024];
+    snprintf(want, sizeof want,
+             "id:%%2F/vibey.orders/m-1 1700000000/1 1 | sha256:%%2F/%s 1700000000/1 1 | "
+             "id:vh/a\"b\\c%%09%%C3%%A9/m-2 1700000000/4 1 | id:%%2F/vibey.orders/m-3 1700000000/0 1",
+             digest + 7);
+    assert_string_equal(rows, want);
+    free(rows);
+    /* The jobs name their rows' new identities; the gates are untouched. */
+    assert_string_equal(run(f, "DO $$BEGIN IF (SELECT count(*) FROM job j JOIN dead_letter d "
+                               "ON d.job_id = j.id WHERE j.payload->>'identity' = d.identity) "
+                               "<> 4 OR (SELECT count(*) FROM gate WHERE answer = 'dismiss') <> 1 "
+                               "THEN RAISE EXCEPTION 'not migrated'; END IF; END$$"),
+                        "");
+    char *pk = text_of(f, "SELECT string_agg(a.attname, ',' ORDER BY k.i) FROM pg_index x "
+                          "CROSS JOIN LATERAL unnest(x.indkey) WITH ORDINALITY AS k(n, i) "
+                          "JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.n "
+                          "WHERE x.indrelid = 'dead_letter'::regclass AND x.indisprimary");
+    assert_string_equal(pk, "identity,death");
+    free(pk);
+
+    /* The copies of these deaths, read again by the backfill or redelivered
+     * to the tap, find their rows: no second gate, even for the answered one. */
+    rp_xdeath one[] = {XD("vibey.orders", 1700000000, 1)};
+    rp_xdeath two[] = {XD("x", 1700000050, 3), XD("a", 1700000000, 0)};
+    assert_int_equal(park_again(f, "/", "vibey.orders", "m-1", "one", one, 1), RP_PARKED_ALREADY);
+    assert_int_equal(park_again(f, "/", "vibey.orders", NULL, "hello", one, 1), RP_PARKED_ALREADY);
+    assert_int_equal(park_again(f, "vh", "a\"b\\c\t\xc3\xa9", "m-2", "two", two, 2),
+                     RP_PARKED_ALREADY);
+    /* m-1 dead again after its answer: occurrence 2. */
+    one[0].time.value = 1700000009;
+    assert_int_equal(park_again(f, "/", "vibey.orders", "m-1", "one", one, 1), RP_PARKED_NEW);
+    rows = text_of(f, "SELECT string_agg(death || ' ' || occurrence, ' | ' ORDER BY occurrence) "
+                      "FROM dead_letter WHERE identity = 'id:%2F/vibey.orders/m-1'");
+    assert_string_equal(rows, "1700000000/1 1 | 1700000009/1 2");
+    free(rows);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_migrate_applies_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_refuses_newer_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ledger_is_append_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_migrations_apply_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_v3_upgrades_dead_letters, setup, teardown),
     };
     return cmocka_run_group_tests_name("migrate", tests, NULL, NULL);
 }

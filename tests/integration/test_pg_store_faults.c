@@ -194,7 +194,8 @@ static void test_unreachable_store(void **state) {
     assert_int_equal(f->ports.gates.answer(f->ports.gates.self, 1, RP_CHOICE_RETRY, NULL, &a),
                      RP_ERR_UNAVAILABLE);
     bool parked;
-    assert_int_equal(f->ports.dead_letters.is_parked(f->ports.dead_letters.self, "id:x", &parked),
+    rp_dead_letter x = {.identity = "id:%2F/q/x", .death = "/0"};
+    assert_int_equal(f->ports.dead_letters.is_parked(f->ports.dead_letters.self, &x, &parked),
                      RP_ERR_UNAVAILABLE);
     assert_true(mono_s() - t0 < 10.0);
 }

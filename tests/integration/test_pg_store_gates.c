@@ -61,6 +61,18 @@ static void make_letter(letter *l, const char *message_id, const uint8_t *body, 
     l->msg.handle = &l->handle;
 }
 
+/* The port's is_parked for l, examined as the park examines it. */
+static bool is_parked(pgfx *f, const letter *l) {
+    rp_dead_letter d;
+    assert_int_equal(rp_dead_letter_examine(&l->msg.headers, "/", "vibey.orders.dlq", f->dlq,
+                                            l->msg.body, &d), RP_OK);
+    bool parked = false;
+    assert_int_equal(f->ports.dead_letters.is_parked(f->ports.dead_letters.self, &d, &parked),
+                     RP_OK);
+    rp_dead_letter_cleanup(&d);
+    return parked;
+}
+
 static rp_park_outcome park(pgfx *f, const letter *l, bool dry_run, rp_status want) {
     rp_park_site site = {"/", "vibey.orders.dlq", f->dlq};
     rp_report r;
@@ -78,10 +90,7 @@ static void test_park_is_idempotent_by_identity(void **state) {
     static const uint8_t body[] = {'{', 0x00, 0xff, 'x', '}'};
     letter l;
     make_letter(&l, "m-1", body, sizeof body);
-    bool parked = true;
-    assert_int_equal(f->ports.dead_letters.is_parked(f->ports.dead_letters.self, "id:m-1",
-                                                     &parked), RP_OK);
-    assert_false(parked);
+    assert_false(is_parked(f, &l));
     /* A dry run only asks. */
     char *before = pgfx_dump(f);
     assert_int_equal(park(f, &l, true, RP_OK), RP_PARKED_WOULD);
@@ -92,7 +101,7 @@ static void test_park_is_idempotent_by_identity(void **state) {
 
     assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_NEW);
     assert_int_equal(f->published, 1);
-    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter WHERE identity = 'id:m-1'"
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter WHERE identity = 'id:%%2F/vibey.orders/m-1'"
                                  " AND queue = 'vibey.orders.dlq'"
                                  " AND origin_queue = '\"vibey.orders\"'"
                                  " AND reason = '\"rejected\"'"
@@ -107,7 +116,7 @@ static void test_park_is_idempotent_by_identity(void **state) {
                                  " JOIN gate g ON g.id = d.gate_id AND g.job_id = j.id"
                                  " WHERE j.kind = 'bus.dead_letter' AND j.project_id = 'bus'"
                                  " AND j.state = 'awaiting_human' AND j.payload->>'vhost' = '/'"
-                                 " AND j.payload->>'identity' = 'id:m-1'"
+                                 " AND j.payload->>'identity' = 'id:%%2F/vibey.orders/m-1'"
                                  " AND g.kind = 'bus_dead_lettered'"
                                  " AND g.choices = ARRAY['replay', 'dismiss'] AND g.answer IS NULL"
                                  " AND g.question LIKE '%%\"vibey.orders\"%%'"),
@@ -115,12 +124,10 @@ static void test_park_is_idempotent_by_identity(void **state) {
     assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger WHERE project_id = 'bus'"
                                  " AND payload->>'condition' = 'DEAD_LETTER'"
                                  " AND payload->>'action' = 'PARKED'"
-                                 " AND payload->>'object' = 'dead_letter:id:m-1'"
+                                 " AND payload->>'object' = 'dead_letter:id:%%2F/vibey.orders/m-1'"
                                  " AND NOT (payload->>'trusted')::bool"),
                      1);
-    assert_int_equal(f->ports.dead_letters.is_parked(f->ports.dead_letters.self, "id:m-1",
-                                                     &parked), RP_OK);
-    assert_true(parked);
+    assert_true(is_parked(f, &l));
 
     /* Again: nothing new, not even an orphan job or gate. */
     assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_ALREADY);
@@ -132,7 +139,7 @@ static void test_park_is_idempotent_by_identity(void **state) {
     assert_int_equal(f->published, 1);
     /* The port directly: parked = false and nothing set. */
     rp_dead_letter d;
-    assert_int_equal(rp_dead_letter_examine(&l.msg.headers, "vibey.orders.dlq", f->dlq,
+    assert_int_equal(rp_dead_letter_examine(&l.msg.headers, "/", "vibey.orders.dlq", f->dlq,
                                             l.msg.body, &d), RP_OK);
     rp_verdict v;
     assert_int_equal(rp_judge_dead_letter(&d, "/", "vibey.orders.dlq", &v), RP_OK);
@@ -156,7 +163,7 @@ static void test_park_edge_cases(void **state) {
     l.msg.body_truncated = true;
     l.msg.handle = NULL; /* headers and properties "{}" */
     assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_NEW);
-    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter WHERE identity LIKE 'sha256:%%'"
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter WHERE identity LIKE 'sha256:%%%%2F/%%'"
                                  " AND body_truncated AND headers = '{}' AND properties = '{}'"
                                  " AND body = 'hello'::bytea"),
                      1);
@@ -168,7 +175,7 @@ static void test_park_edge_cases(void **state) {
     make_letter(&l, "m-big", huge, big);
     assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_NEW);
     free(huge);
-    assert_int_equal(pgfx_i64(f, "SELECT length(body) FROM dead_letter WHERE identity = 'id:m-big'"
+    assert_int_equal(pgfx_i64(f, "SELECT length(body) FROM dead_letter WHERE identity = 'id:%%2F/vibey.orders/m-big'"
                                  " AND body_truncated"),
                      RP_PG_DL_BODY_MAX);
 
@@ -176,7 +183,7 @@ static void test_park_edge_cases(void **state) {
     make_letter(&l, "m-time", body, 5);
     l.death.time.value = INT64_MAX / 2;
     assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_NEW);
-    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter WHERE identity = 'id:m-time'"
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter WHERE identity = 'id:%%2F/vibey.orders/m-time'"
                                  " AND first_death_at IS NULL"),
                      1);
 
@@ -186,7 +193,7 @@ static void test_park_edge_cases(void **state) {
     int64_t jobs = pgfx_i64(f, "SELECT count(*) FROM job");
     assert_int_equal(park(f, &l, false, RP_ERR_INTERNAL), RP_PARKED_ALREADY);
     assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job"), jobs);
-    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter WHERE identity = 'id:m-bad'"),
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter WHERE identity = 'id:%%2F/vibey.orders/m-bad'"),
                      0);
 }
 
@@ -209,7 +216,8 @@ static void make_batch(pgfx *f, batch *b, const char *prefix, size_t n, int bad)
         snprintf(b->ids[i], sizeof b->ids[i], "%s-%zu", prefix, i);
         make_letter(&b->l[i], b->ids[i], body, 5);
         if ((int)i == bad) b->l[i].handle.headers_json = "{not json";
-        assert_int_equal(rp_dead_letter_examine(&b->l[i].msg.headers, "vibey.orders.dlq", f->dlq,
+        assert_int_equal(rp_dead_letter_examine(&b->l[i].msg.headers, "/", "vibey.orders.dlq",
+                                                f->dlq,
                                                 b->l[i].msg.body, &b->facts[i]),
                          RP_OK);
         assert_int_equal(rp_judge_dead_letter(&b->facts[i], "/", "vibey.orders.dlq", &b->v[i]),
@@ -227,8 +235,9 @@ static void batch_cleanup(batch *b) {
 }
 
 static int64_t parked_like(pgfx *f, const char *prefix) {
-    return pgfx_i64(f, "SELECT (SELECT count(*) FROM dead_letter WHERE identity LIKE 'id:%s-%%')"
-                       " * 100 + (SELECT count(*) FROM job WHERE payload->>'identity' LIKE 'id:%s-%%')",
+    return pgfx_i64(f, "SELECT (SELECT count(*) FROM dead_letter WHERE identity LIKE 'id:%%/%s-%%')"
+                       " * 100 + (SELECT count(*) FROM job WHERE payload->>'identity' "
+                       "LIKE 'id:%%/%s-%%')",
                     prefix, prefix);
 }
 
@@ -279,6 +288,175 @@ static void test_park_batches_pipelined(void **state) {
     batch_cleanup(&a);
     batch_cleanup(&b);
     batch_cleanup(&c);
+}
+
+/* Issue 14 item 3, "a new death is a new decision", at the store: */
+
+/* The rows of identity id:%2F/<origin>/<id>, as "occurrence:death:answer;"
+ * in occurrence order. */
+static char *rows_of(pgfx *f, const char *origin, const char *id) {
+    return pgfx_text(f, "SELECT string_agg(dl.occurrence || ':' || dl.death || ':' "
+                        "|| coalesce(g.answer, 'open'), ';' ORDER BY dl.occurrence, dl.gate_id) "
+                        "FROM dead_letter dl JOIN gate g ON g.id = dl.gate_id "
+                        "WHERE dl.identity = 'id:%%2F/%s/%s'",
+                     origin, id);
+}
+
+static void answer_latest(pgfx *f, const char *id, rp_choice choice) {
+    int64_t gate = pgfx_i64(f, "SELECT gate_id FROM dead_letter WHERE identity LIKE 'id:%%/%s' "
+                               "ORDER BY occurrence DESC, gate_id DESC LIMIT 1", id);
+    rp_answer_result a;
+    assert_int_equal(f->ports.gates.answer(f->ports.gates.self, gate, choice, "ops", &a), RP_OK);
+}
+
+static void assert_rows(pgfx *f, const char *id, const char *want) {
+    char *got = rows_of(f, "vibey.orders", id);
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+/* A death parked, its gate answered: the same death again (the copy on the
+ * dead-letter queue, a redelivery) stays one gate; a new death (replayed and
+ * dead again: a new x-death) opens occurrence 2 with its own job, gate and
+ * event, and the first stays answered. Deaths of one lineage (dead again
+ * with its headers: count + 1) are covered while that gate is open and open
+ * the next occurrence once it is answered. */
+static void test_park_new_death_is_new_occurrence(void **state) {
+    pgfx *f = *state;
+    static const uint8_t body[] = "hello";
+    letter l;
+    make_letter(&l, "m-1", body, 5);
+    assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_NEW);
+    assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_ALREADY);
+    assert_rows(f, "m-1", "1:1700000000/1:open");
+    answer_latest(f, "m-1", RP_CHOICE_REPLAY);
+    /* The copy of the same death, after the answer: nothing. */
+    assert_true(is_parked(f, &l));
+    assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_ALREADY);
+    assert_rows(f, "m-1", "1:1700000000/1:replay");
+
+    /* Replayed (no dead-letter headers) and rejected again 7 s later. */
+    l.death.time.value = 1700000007;
+    assert_false(is_parked(f, &l));
+    assert_int_equal(park(f, &l, true, RP_OK), RP_PARKED_WOULD);
+    int64_t published = (int64_t)f->published;
+    assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_NEW);
+    assert_int_equal((int64_t)f->published, published + 1);
+    assert_rows(f, "m-1", "1:1700000000/1:replay;2:1700000007/1:open");
+    assert_int_equal(pgfx_i64(f, "SELECT count(DISTINCT job_id) * 10 + count(DISTINCT gate_id) "
+                                 "FROM dead_letter"),
+                     22);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger WHERE payload->>'object' = "
+                                 "'dead_letter:id:%%2F/vibey.orders/m-1'"),
+                     2);
+    /* Both deaths redelivered: nothing. */
+    assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_ALREADY);
+    l.death.time.value = 1700000000;
+    assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_ALREADY);
+
+    /* Dead again with its headers (count 2) while occurrence 2 is open:
+     * covered by that gate; once it is answered, the next occurrence. */
+    l.death.time.value = 1700000007;
+    l.death.count.value = 2;
+    assert_true(is_parked(f, &l));
+    assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_ALREADY);
+    answer_latest(f, "m-1", RP_CHOICE_DISMISS);
+    l.death.count.value = 3;
+    assert_false(is_parked(f, &l));
+    assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_NEW);
+    assert_rows(f, "m-1", "1:1700000000/1:replay;2:1700000007/1:dismiss;3:1700000007/3:open");
+
+    /* A new lineage opens an occurrence even while the latest gate is open
+     * (a replayed message can die again before its answer commits). */
+    l.death.time.value = 1700000100;
+    l.death.count.value = 1;
+    assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_NEW);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter"), 4);
+}
+
+/* One message_id reused by two messages of two origin queues: two dead
+ * letters, two gates. */
+static void test_park_same_message_id_two_origins(void **state) {
+    pgfx *f = *state;
+    static const uint8_t body[] = "hello";
+    letter a, b;
+    make_letter(&a, "shared", body, 5);
+    make_letter(&b, "shared", body, 5);
+    b.death.queue = STR("vibey.invoices");
+    b.msg.headers.first_death_queue = STR("vibey.invoices");
+    assert_int_equal(park(f, &a, false, RP_OK), RP_PARKED_NEW);
+    assert_int_equal(park(f, &b, false, RP_OK), RP_PARKED_NEW);
+    assert_int_equal(park(f, &b, false, RP_OK), RP_PARKED_ALREADY);
+    char *ra = rows_of(f, "vibey.orders", "shared");
+    char *rb = rows_of(f, "vibey.invoices", "shared");
+    assert_string_equal(ra, "1:1700000000/1:open");
+    assert_string_equal(rb, "1:1700000000/1:open");
+    free(ra);
+    free(rb);
+    assert_int_equal(pgfx_i64(f, "SELECT count(DISTINCT gate_id) FROM dead_letter"), 2);
+}
+
+/* The same death parked by two sessions at once (two tap sessions, two
+ * replicas): one row, job, gate and event; two different deaths of one
+ * identity at once: both parked. The children wait behind a table lock
+ * the test holds, so that both parks run together when it is released. */
+static void race(pgfx *f, const letter *one, const letter *two, int want_codes_sum) {
+    pgfx_exec(f, "BEGIN");
+    pgfx_exec(f, "LOCK TABLE dead_letter IN SHARE MODE");
+    pid_t kids[2];
+    for (int i = 0; i < 2; i++) {
+        kids[i] = fork();
+        if (kids[i] == 0) {
+            pgfx *c = pgfx_attach(f->schema);
+            const letter *l = i ? two : one;
+            rp_dead_letter d;
+            rp_verdict v;
+            rp_park_result res = {0};
+            rp_status st = rp_dead_letter_examine(&l->msg.headers, "/", "vibey.orders.dlq",
+                                                  c->dlq, l->msg.body, &d);
+            if (st == RP_OK) st = rp_judge_dead_letter(&d, "/", "vibey.orders.dlq", &v);
+            rp_pg_park_item it = {"/", "vibey.orders.dlq", &l->msg, &d, &v, {0}};
+            if (st == RP_OK) st = rp_pg_park_batch(c->store, &it, 1);
+            res = it.result;
+            pgfx_free(c);
+            _exit(st != RP_OK ? 250 : res.parked ? 1 : 0);
+        }
+    }
+    usleep(300 * 1000);
+    pgfx_exec(f, "COMMIT");
+    int sum = 0;
+    for (int i = 0; i < 2; i++) {
+        int status = 0;
+        waitpid(kids[i], &status, 0);
+        assert_true(WIFEXITED(status));
+        assert_int_not_equal(WEXITSTATUS(status), 250);
+        sum += WEXITSTATUS(status);
+    }
+    assert_int_equal(sum, want_codes_sum);
+}
+
+static void test_park_race_two_sessions(void **state) {
+    pgfx *f = *state;
+    static const uint8_t body[] = "hello";
+    letter l, m;
+    make_letter(&l, "m-race", body, 5);
+    race(f, &l, &l, 1);
+    assert_int_equal(pgfx_i64(f, "SELECT (SELECT count(*) FROM dead_letter) * 1000"
+                                 " + (SELECT count(*) FROM job) * 100"
+                                 " + (SELECT count(*) FROM gate) * 10"
+                                 " + (SELECT count(*) FROM ledger)"),
+                     1111);
+    /* Answered; the same death again from both, and then two new deaths. */
+    answer_latest(f, "m-race", RP_CHOICE_DISMISS);
+    race(f, &l, &l, 0);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter"), 1);
+    make_letter(&m, "m-race", body, 5);
+    l.death.time.value = 1700000010;
+    m.death.time.value = 1700000020;
+    race(f, &l, &m, 2);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter"), 3);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM gate WHERE answer IS NULL"), 2);
 }
 
 /* Gates: a delivery_exhausted gate for each of two poison jobs (alpha,
@@ -484,6 +662,9 @@ int main(void) {
         T(test_park_is_idempotent_by_identity),
         T(test_park_edge_cases),
         T(test_park_batches_pipelined),
+        T(test_park_new_death_is_new_occurrence),
+        T(test_park_same_message_id_two_origins),
+        T(test_park_race_two_sessions),
         T(test_gate_list),
         T(test_gate_answers),
         T(test_gate_answered_once_under_a_race),

@@ -86,7 +86,7 @@ static int64_t park(const char *origin, const char *dlq, const char *body) {
     rp_park_outcome out;
     assert_int_equal(rp_park_dead_letter(&W.f->ports, &site, &msg, false, &r, &out), RP_OK);
     rp_report_cleanup(&r);
-    return pgfx_i64(W.f, "SELECT gate_id FROM dead_letter WHERE identity = 'id:%s'", id);
+    return pgfx_i64(W.f, "SELECT gate_id FROM dead_letter WHERE identity LIKE 'id:%%/%s'", id);
 }
 
 /* Runs reaperctl with up to 6 arguments (NULL-ended) and extra

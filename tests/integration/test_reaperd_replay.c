@@ -178,7 +178,7 @@ static parked park_on(const char *vhost, const char *origin, const void *body, s
     rp_report_cleanup(&r);
     free(pj);
     free(hj);
-    p.gate = pgfx_i64(W.f, "SELECT gate_id FROM dead_letter WHERE identity = 'id:%s'", p.message_id);
+    p.gate = pgfx_i64(W.f, "SELECT gate_id FROM dead_letter WHERE identity LIKE 'id:%%/%s'", p.message_id);
     assert_true(p.gate > 0);
     return p;
 }

@@ -346,7 +346,7 @@ static void test_daemon_sweep_backfill_and_replay(void **state) {
     assert_true(rp_child_wait_for(d, "\"msg\":\"broker connected\"", 30000));
     for (int i = 0; i < 60 && parked_on(dlq) < 2; i++) rp_child_drain(d, 500);
     assert_int_equal(parked_on(dlq), 2);
-    int64_t gate = pgfx_i64(W.f, "SELECT gate_id FROM dead_letter WHERE identity = 'id:%s-m0'",
+    int64_t gate = pgfx_i64(W.f, "SELECT gate_id FROM dead_letter WHERE identity LIKE 'id:%%/%s-m0'",
                             origin);
     assert_true(gate > 0);
     char body[200];

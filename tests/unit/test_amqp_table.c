@@ -82,12 +82,13 @@ static void test_model(void **state) {
     assert_true(rp_amqp_dl_model_is_dead_letter(&m));
     /* Through core: the oldest entry with a time names the origin. */
     rp_dead_letter d;
-    assert_int_equal(rp_dead_letter_examine(&m.headers, "tap", NULL,
+    assert_int_equal(rp_dead_letter_examine(&m.headers, "/", "tap", NULL,
                                             (rp_bytes){(const uint8_t *)"b", 1}, &d),
                      RP_OK);
     assert_string_equal(d.origin_queue, "vibey.q");
     assert_string_equal(d.reason, "expired");
-    assert_string_equal(d.identity, "id:m-1");
+    assert_string_equal(d.identity, "id:%2F/vibey.q/m-1");
+    assert_int_equal(strncmp(d.death, "1700000000/", 11), 0);
     rp_dead_letter_cleanup(&d);
     rp_amqp_dl_model_cleanup(&m);
 

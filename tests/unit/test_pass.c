@@ -82,13 +82,14 @@ static void put_stale_queue(fixture *f, const char *name, int64_t age_s) {
     assert_int_equal(rp_memory_put_queue(f->m, &q), RP_OK);
 }
 
-static void add_dead_letter(fixture *f, const char *queue, const char *message_id,
-                            const char *body) {
+/* A message that died on origin at time (x-death count as given). */
+static void add_death(fixture *f, const char *queue, const char *message_id, const char *body,
+                      const char *origin, int64_t time, int64_t deaths) {
     rp_xdeath e = {
-        .queue = {true, {(const uint8_t *)"vibey.x", 7}},
+        .queue = {true, {(const uint8_t *)origin, strlen(origin)}},
         .reason = {true, {(const uint8_t *)"rejected", 8}},
-        .time = {true, 1699990000},
-        .count = {true, 1},
+        .time = {true, time},
+        .count = {true, deaths},
     };
     rp_dl_headers h = {.x_death = &e, .n_x_death = 1};
     if (message_id)
@@ -96,6 +97,11 @@ static void add_dead_letter(fixture *f, const char *queue, const char *message_i
     assert_int_equal(rp_memory_add_dead_letter(f->m, "/", queue, &h,
                                                (rp_bytes){(const uint8_t *)body, strlen(body)}),
                      RP_OK);
+}
+
+static void add_dead_letter(fixture *f, const char *queue, const char *message_id,
+                            const char *body) {
+    add_death(f, queue, message_id, body, "vibey.x", 1699990000, 1);
 }
 
 static void run(fixture *f, bool dry_run, rp_report *r) {
@@ -810,7 +816,7 @@ static void test_dead_letter_queues(void **state) {
     assert_int_equal(s->condition, RP_COND_DEAD_LETTER);
     assert_int_equal(s->action, RP_ACTION_SURFACED);
     assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 2);
-    const rp_verdict *p = find(&r, "dead_letter:id:m-1");
+    const rp_verdict *p = find(&r, "dead_letter:id:%2F/vibey.x/m-1");
     assert_non_null(p);
     assert_false(p->trusted);
     assert_string_equal(p->queue, "vibey.x.dlq");
@@ -838,6 +844,77 @@ static void test_dead_letter_queues(void **state) {
     assert_int_equal(rp_memory_n_parked(f->m), 2);
     assert_int_equal(rp_memory_n_ledger(f->m), 3);
     rp_report_cleanup(&r);
+}
+
+/* Issue 14 item 3 through the pass and the memory adapter: a dead letter
+ * whose gate was answered and that dies again (replayed: a new x-death)
+ * opens occurrence 2 with a gate of its own, the first staying answered;
+ * the broker's copy of the first death, read again, opens nothing. */
+static void test_dead_letter_new_death_after_answer(void **state) {
+    fixture *f = *state;
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 1, 0, 0);
+    add_dead_letter(f, "vibey.x.dlq", "m-1", "one");
+    rp_report r;
+    run(f, false, &r);
+    rp_report_cleanup(&r);
+    assert_int_equal(rp_memory_n_parked(f->m), 1);
+    int64_t first = rp_memory_parked(f->m, 0)->gate_id;
+    rp_answer_result a;
+    assert_int_equal(f->ports.gates.answer(f->ports.gates.self, first, RP_CHOICE_REPLAY, "ops", &a),
+                     RP_OK);
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 0);
+    rp_report_cleanup(&r);
+    assert_int_equal(rp_memory_n_parked(f->m), 1);
+
+    /* Replayed, rejected again 30 s later: a new death. A dry run says so. */
+    add_death(f, "vibey.x.dlq", "m-1", "one", "vibey.x", 1699990030, 1);
+    run(f, true, &r);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 1);
+    rp_report_cleanup(&r);
+    assert_int_equal(rp_memory_n_parked(f->m), 1);
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 1);
+    assert_non_null(find(&r, "dead_letter:id:%2F/vibey.x/m-1"));
+    rp_report_cleanup(&r);
+    assert_int_equal(rp_memory_n_parked(f->m), 2);
+    const rp_mem_parked *p1 = rp_memory_parked(f->m, 0), *p2 = rp_memory_parked(f->m, 1);
+    assert_string_equal(p1->identity, p2->identity);
+    assert_int_equal(p1->occurrence, 1);
+    assert_int_equal(p2->occurrence, 2);
+    assert_string_equal(p2->death, "1699990030/1");
+    assert_int_not_equal(p1->gate_id, p2->gate_id);
+    assert_int_not_equal(p1->job_id, p2->job_id);
+    assert_true(rp_memory_gate(f->m, 0)->answered);
+    assert_false(rp_memory_gate(f->m, 1)->answered);
+    /* Both copies read again: nothing. */
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 0);
+    rp_report_cleanup(&r);
+    assert_int_equal(rp_memory_n_parked(f->m), 2);
+    /* Dead again with its headers (count 2) while occurrence 2 is open:
+     * covered by its gate. */
+    add_death(f, "vibey.x.dlq", "m-1", "one", "vibey.x", 1699990030, 2);
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 0);
+    rp_report_cleanup(&r);
+    assert_int_equal(rp_memory_n_parked(f->m), 2);
+}
+
+/* One message_id reused on two origin queues: two dead letters. */
+static void test_dead_letter_same_id_two_origins(void **state) {
+    fixture *f = *state;
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 1, 0, 0);
+    put_queue(f, "vibey.y.dlq", RP_QUEUE_TYPE_CLASSIC, 1, 0, 0);
+    add_death(f, "vibey.x.dlq", "shared", "a", "vibey.x", 1699990000, 1);
+    add_death(f, "vibey.y.dlq", "shared", "b", "vibey.y", 1699990000, 1);
+    rp_report r;
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 2);
+    assert_non_null(find(&r, "dead_letter:id:%2F/vibey.x/shared"));
+    assert_non_null(find(&r, "dead_letter:id:%2F/vibey.y/shared"));
+    rp_report_cleanup(&r);
+    assert_int_equal(rp_memory_n_parked(f->m), 2);
 }
 
 static void test_dead_letter_peek_limit(void **state) {
@@ -1348,6 +1425,8 @@ int main(void) {
         T(test_project_narrows_the_pass),
         T(test_broker_notes),
         T(test_dead_letter_queues),
+        T(test_dead_letter_new_death_after_answer),
+        T(test_dead_letter_same_id_two_origins),
         T(test_dead_letter_peek_limit),
         T(test_dead_letter_without_peek),
         T(test_dead_letter_peek_note),
