@@ -259,8 +259,10 @@ static void rp_ctl_replay_done(void *arg, const rp_replay_result *r) {
             "outcome", rp_outcome_string(r->answer.outcome), "user", c->has_user ? c->user : NULL,
             NULL);
     rp_proto_buf buf = {0};
-    rp_status est = rp_proto_encode_answer_reply(c->req.answer.gate, r->answer.choice,
-                                                 r->answer.outcome, c->enc, &buf);
+    if (r->note) RP_WARN("replay published without some stored properties", "gate", gate,
+                         "note", r->note, NULL);
+    rp_status est = rp_proto_encode_answer_reply_note(c->req.answer.gate, r->answer.choice,
+                                                      r->answer.outcome, r->note, c->enc, &buf);
     rp_ctl_encoded(c, est, &buf);
 }
 

@@ -28,6 +28,10 @@
 #define RP_CONTROL_CONSUMER_TAG "reaper.control"
 #define RP_EVENTS_CONSUMER_TAG "reaper.events"
 #define RP_CONTROL_PREFETCH 16
+/* Replays publish on a confirm-mode channel of their own: a stored message
+ * the broker refuses with a channel error (406) closes only this channel,
+ * never the control, events or tap channel (replay.c). */
+#define RP_REPLAY_CHANNEL 4
 
 typedef struct rp_cfg_snapshot rp_cfg_snapshot;
 
@@ -51,6 +55,7 @@ typedef struct rp_daemon {
     rp_amqp_conn *amqp;
     rp_amqp_assembler assembler;
     rp_amqp_publisher *publisher;
+    rp_amqp_publisher *replay_publisher; /* on RP_REPLAY_CHANNEL */
     unsigned broker_generation; /* grows at every (re)connect: stale tags */
     bool broker_up;
     /* The management API: HTTP on the loop, called from the store thread
