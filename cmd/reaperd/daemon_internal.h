@@ -22,6 +22,7 @@
 #include "rp_amqp_msg.h"
 #include "rp_amqp_publisher.h"
 #include "rp_config.h"
+#include "rp_redelivery.h"
 #include "tap.h"
 #include "worker.h"
 
@@ -91,6 +92,9 @@ typedef struct rp_daemon {
     int64_t stop_deadline_ms;    /* monotonic; the grace runs out then */
     unsigned store_jobs;         /* store jobs submitted and not yet done */
     bool stop_cancelled;         /* the store's command was cancelled */
+    /* Control requests the broker handed over again, counted by identity
+     * (control.c; loop thread; zeroed with the daemon). */
+    rp_redelivery redeliveries;
     /* Gates whose replay is in flight (replay.c; loop thread). */
     int64_t *replaying;
     size_t n_replaying, cap_replaying;

@@ -695,6 +695,84 @@ static void test_replay_to_own_queue_refused(void **state) {
     assert_int_equal(depth(W.control), before);
 }
 
+/* A request the broker keeps handing back is answered internal and acked
+ * after its 4th redelivery: here a gates request whose store work is held
+ * by a lock, while the broker closes reaperd's connection four times. The
+ * request is gone from the control queue afterwards; every connection
+ * reaperd makes past that finds nothing to redo. */
+static void test_request_redelivered_too_often(void **state) {
+    (void)state;
+    const char *replies = name("replies"); /* outlives the test's connections */
+    char rq[160];
+    snprintf(rq, sizeof rq, "%s", replies);
+    declare(rq, amqp_empty_table);
+    pgfx *lock = pgfx_attach(W.f->schema);
+    pgfx_exec(lock, "BEGIN");
+    pgfx_exec(lock, "LOCK TABLE gate IN ACCESS EXCLUSIVE MODE");
+
+    char msgid[64];
+    snprintf(msgid, sizeof msgid, "loop-%d", (int)getpid());
+    amqp_basic_properties_t props;
+    memset(&props, 0, sizeof props);
+    props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_REPLY_TO_FLAG |
+                   AMQP_BASIC_CORRELATION_ID_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG;
+    props.content_type = amqp_cstring_bytes("application/json");
+    props.reply_to = amqp_cstring_bytes(rq);
+    props.correlation_id = amqp_cstring_bytes("loop");
+    props.message_id = amqp_cstring_bytes(msgid);
+    const char *body = "{\"v\":1,\"op\":\"gates\",\"state\":\"all\",\"limit\":1}";
+    assert_int_equal(amqp_basic_publish(W.amqp, 1, amqp_cstring_bytes(""),
+                                        amqp_cstring_bytes(W.control), 0, 0, &props,
+                                        amqp_cstring_bytes(body)),
+                     AMQP_STATUS_OK);
+    int before = connects();
+    for (int round = 1; round <= 4; round++) {
+        /* reaperd holds it (its store work waits for the lock). */
+        for (int i = 0; i < 250 && depth(W.control) != 0; i++) usleep(20 * 1000);
+        assert_int_equal(depth(W.control), 0);
+        usleep(200 * 1000);
+        assert_int_equal(itest_broker_ctl("close_all_connections itest-redelivered"), 0);
+        itest_amqp_close(W.amqp);
+        W.amqp = itest_amqp_connect();
+        assert_non_null(W.amqp);
+        long long t0 = itest_mono_ms();
+        while (connects() < before + round && itest_mono_ms() - t0 < 30000) usleep(100 * 1000);
+        assert_int_equal(connects(), before + round);
+    }
+    /* The fifth delivery, the fourth redelivery: answered internal. */
+    json_t *reply = NULL;
+    for (long long t0 = itest_mono_ms(); reply == NULL && itest_mono_ms() - t0 < 20000;) {
+        got g = get_one(rq);
+        if (!g.any) {
+            usleep(50 * 1000);
+            continue;
+        }
+        json_error_t je;
+        reply = json_loadb(g.msg.body.bytes, g.msg.body.len, 0, &je);
+        amqp_destroy_message(&g.msg);
+    }
+    if (reply == NULL) {
+        fprintf(stderr, "%s\n", W.reaperd->log);
+        pgfx_exec(lock, "COMMIT"); /* so that the teardown is not held */
+        pgfx_free(lock);
+        fail_msg("no reply to a request delivered five times");
+    }
+    assert_refused(reply, "internal", "more than 3 times");
+    assert_non_null(strstr(W.reaperd->log, "answered internal and acked"));
+    /* Acked: one more lost connection brings nothing back. */
+    assert_int_equal(itest_broker_ctl("close_all_connections itest-redelivered"), 0);
+    itest_amqp_close(W.amqp);
+    W.amqp = itest_amqp_connect();
+    long long t0 = itest_mono_ms();
+    while (connects() < before + 5 && itest_mono_ms() - t0 < 30000) usleep(100 * 1000);
+    assert_int_equal(connects(), before + 5);
+    pgfx_exec(lock, "COMMIT");
+    pgfx_free(lock);
+    usleep(500 * 1000);
+    assert_int_equal(depth(W.control), 0);
+    delete_queue(rq);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_replay_once),
@@ -711,6 +789,7 @@ int main(void) {
         cmocka_unit_test(test_replay_bad_expiration),
         cmocka_unit_test(test_replay_refused_by_broker),
         cmocka_unit_test(test_replay_to_own_queue_refused),
+        cmocka_unit_test(test_request_redelivered_too_often),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
