@@ -147,6 +147,14 @@ typedef struct rp_queue_facts {
      * and the pass sets them (rp_pass.h). */
     bool is_dead_letter_queue;
     bool owned;
+    /* Quorum queues: whether the broker would drop a message at a delivery
+     * limit (issue 14 item 2). Filled by adapters that can tell (the
+     * management listing: arguments, the effective policy, the broker's
+     * version); limit_known false otherwise, and nothing is judged. */
+    bool delivery_limit_known;
+    int64_t delivery_limit;    /* the limit in force (policy, argument, or
+                                  RabbitMQ 4's default of 20); <= 0: none */
+    bool dead_letter_exchange; /* a dead-letter exchange is in force */
 } rp_queue_facts;
 
 /* Why stale ready could not be judged on a queue where it could hold
@@ -199,6 +207,16 @@ void rp_queue_judgement_cleanup(rp_queue_judgement *j);
  * returned. RP_ERR_INVALID for NULL arguments; RP_ERR_NOMEM. */
 rp_status rp_judge_queue(const rp_queue_facts *q, const rp_thresholds *t, rp_time_ms now,
                          rp_queue_judgement *out) RP_MUSTCHECK;
+
+/* Whether the broker would DROP a message of an owned quorum queue at its
+ * delivery limit (a limit in force and no dead-letter exchange: RabbitMQ
+ * then discards the message after that many deliveries; issue 14 item 2):
+ * POISON / SURFACED, measured and threshold the limit, unit deliveries,
+ * with a detail naming the fix. Nothing (condition RP_COND_NONE) for any
+ * other queue, a dead-letter queue, or when the facts are not known.
+ * *out is initialised here; clean it up whatever is returned.
+ * RP_ERR_INVALID for NULL arguments; RP_ERR_NOMEM. */
+rp_status rp_judge_delivery_limit_drop(const rp_queue_facts *q, rp_verdict *out) RP_MUSTCHECK;
 
 /* The consumer timeout in force on one queue, as the broker reports it
  * (effective policy definition, queue arguments, or the broker-wide

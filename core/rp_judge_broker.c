@@ -139,6 +139,27 @@ rp_status rp_judge_queue(const rp_queue_facts *q, const rp_thresholds *t, rp_tim
                             t->stale_ready_seconds, "seconds", detail);
 }
 
+rp_status rp_judge_delivery_limit_drop(const rp_queue_facts *q, rp_verdict *out) {
+    if (out == NULL) return RP_ERR_INVALID;
+    rp_verdict_init(out);
+    if (q == NULL) return RP_ERR_INVALID;
+    if (!q->owned || q->is_dead_letter_queue || q->type != RP_QUEUE_TYPE_QUORUM ||
+        !q->delivery_limit_known || q->delivery_limit <= 0 || q->dead_letter_exchange)
+        return RP_OK;
+    char *detail = NULL;
+    rp_status st = rp_text_format(
+        &detail,
+        "quorum queue %s on vhost %s has a delivery limit of %" PRId64 " in force and no "
+        "dead-letter exchange: the broker DROPS a message after %" PRId64 " deliveries (a "
+        "poison message is lost, never parked). Fix: give the queue a dead-letter exchange "
+        "(x-dead-letter-exchange argument, or dead-letter-exchange in an operator policy) "
+        "bound to a dead-letter queue, or lift the limit (x-delivery-limit -1 on RabbitMQ 4)",
+        rp_or(q->name, "?"), rp_or(q->vhost, "?"), q->delivery_limit, q->delivery_limit);
+    if (st != RP_OK) return st;
+    return rp_queue_verdict(out, q, RP_COND_POISON, (double)q->delivery_limit,
+                            q->delivery_limit, "deliveries", detail);
+}
+
 rp_status rp_judge_consumer_timeout(const char *vhost, const char *queue,
                                     const rp_timeout_in_force *f, const rp_thresholds *t,
                                     rp_verdict *out) {

@@ -131,6 +131,7 @@ void rp_metrics_set_sightings_open(rp_metrics *m, const int64_t by_condition[RP_
 }
 
 void rp_metrics_dead_letters_parked(rp_metrics *m, uint64_t n) { ADD(&m->dead_letters_parked, n); }
+void rp_metrics_tap_ignored(rp_metrics *m, uint64_t n) { ADD(&m->tap_ignored, n); }
 
 void rp_metrics_set_gates_open(rp_metrics *m, const int64_t by_kind[RP_GATE_KIND_COUNT_]) {
     for (int i = 0; i < RP_GATE_KIND_COUNT_; i++) STORE(&m->gates_open[i], by_kind[i]);
@@ -348,6 +349,12 @@ rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
               "Dead letters parked (job, gate and ledger event committed).");
     rp_mbuf_printf(&b, "reaper_dead_letters_parked_total %llu\n",
                    (unsigned long long)LOAD(&m->dead_letters_parked));
+
+    rp_family(&b, "reaper_tap_ignored_total", "counter",
+              "Deliveries on the dead-letter tap that did not come through a dead-letter "
+              "exchange (no x-death, or through the default exchange): acked, not parked.");
+    rp_mbuf_printf(&b, "reaper_tap_ignored_total %llu\n",
+                   (unsigned long long)LOAD(&m->tap_ignored));
 
     rp_family(&b, "reaper_gates_open", "gauge", "Gates waiting for a person, by kind.");
     if (LOAD(&m->gates_open_known))

@@ -21,6 +21,7 @@
  *   reaper_reaped_total{source,condition,action}
  *   reaper_sightings_open{condition}
  *   reaper_dead_letters_parked_total
+ *   reaper_tap_ignored_total
  *   reaper_gates_open{kind}
  *   reaper_gates_answered_total{kind,choice}
  *   reaper_pass_duration_seconds{scope="full"|"leases"} (histogram)
@@ -123,6 +124,7 @@ typedef struct rp_metrics {
     int64_t sightings_open[RP_COND_COUNT_];
     uint32_t sightings_known;
     uint64_t dead_letters_parked;
+    uint64_t tap_ignored;
     int64_t gates_open[RP_GATE_KIND_COUNT_];
     uint32_t gates_open_known;
     uint64_t gates_answered[RP_GATE_KIND_COUNT_][RP_CHOICE_COUNT_];
@@ -168,6 +170,8 @@ void rp_metrics_reaped(rp_metrics *m, rp_source s, rp_condition c, rp_action a);
 void rp_metrics_set_sightings_open(rp_metrics *m, const int64_t by_condition[RP_COND_COUNT_]);
 /* n dead letters parked (new parks only, not duplicates). */
 void rp_metrics_dead_letters_parked(rp_metrics *m, uint64_t n);
+/* n deliveries on the tap that were not dead letters (acked, not parked). */
+void rp_metrics_tap_ignored(rp_metrics *m, uint64_t n);
 /* The open gates per kind, as last counted in the store. */
 void rp_metrics_set_gates_open(rp_metrics *m, const int64_t by_kind[RP_GATE_KIND_COUNT_]);
 /* A gate answered (not "already answered"). */

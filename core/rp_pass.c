@@ -183,7 +183,8 @@ static bool rp_may_clear(const rp__pass *p, const rp_sighting_key_parts *parts) 
                strcmp(parts->subject + sizeof pfx - 1, p->opt->project) == 0;
     }
     bool judged = parts->condition == RP_COND_HOLDER_GONE ||
-                  parts->condition == RP_COND_STALE_READY || parts->condition == RP_COND_DEAD_LETTER;
+                  parts->condition == RP_COND_STALE_READY || parts->condition == RP_COND_DEAD_LETTER ||
+                  parts->condition == RP_COND_POISON; /* a delivery limit that drops */
     /* A queue read but not measured keeps what was sighted on it. */
     if (!judged || rp__strs_has(&p->kept, parts->subject)) return false;
     if (p->targeted) return rp__strs_has(&p->read, parts->subject);

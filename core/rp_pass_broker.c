@@ -126,6 +126,14 @@ rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *listed, bool b
     if (st == RP_OK && j.backfill && !backfill) st = rp_keep_queue(p, q.vhost, q.name);
     if (st == RP_OK && j.verdict.condition != RP_COND_NONE) st = rp__pass_surface(p, &j.verdict);
     rp_queue_judgement_cleanup(&j);
+    /* A limit at which the broker would drop a message (no dead-letter
+     * exchange) is its own sighting, beside whatever else holds. */
+    if (st == RP_OK) {
+        rp_verdict v;
+        st = rp_judge_delivery_limit_drop(&q, &v);
+        if (st == RP_OK && v.condition != RP_COND_NONE) st = rp__pass_surface(p, &v);
+        rp_verdict_cleanup(&v);
+    }
     return st;
 }
 

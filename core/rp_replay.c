@@ -1,5 +1,6 @@
 #include "rp_replay.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,4 +130,22 @@ rp_status rp_replay_decide(const char *rendered_origin, bool body_truncated,
     }
     *queue = name;
     return RP_OK;
+}
+
+bool rp_replay_expiration_valid(const char *s, size_t len) {
+    if (s == NULL || len == 0 || len > 10) return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') return false;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    return v <= UINT64_C(4294967295);
+}
+
+bool rp_replay_reserved_queue(const char *queue, const char *const *own, size_t n) {
+    if (queue == NULL) return false;
+    if (strncmp(queue, "amq.", 4) == 0) return true;
+    for (size_t i = 0; i < n; i++)
+        if (own[i] != NULL && strcmp(own[i], queue) == 0) return true;
+    return false;
 }

@@ -33,4 +33,17 @@ rp_status rp_replay_origin_parse(const char *rendered, char **name, const char *
 rp_status rp_replay_decide(const char *rendered_origin, bool body_truncated,
                            const pcre2_code *owned, char **queue, const char **why) RP_MUSTCHECK;
 
+/* Whether a stored `expiration` property is one the broker takes: a
+ * non-negative integer of milliseconds written in decimal digits only (no
+ * sign, no space), at most 4294967295 (RabbitMQ refuses anything else with
+ * 406 PRECONDITION_FAILED and closes the channel). s is len bytes, not
+ * NUL-terminated. */
+bool rp_replay_expiration_valid(const char *s, size_t len);
+
+/* Whether queue is one of reaper's own (the control queue, the tap queue,
+ * given in own[0..n)) or a server-named queue ("amq." prefix: the broker
+ * events subscription is one): never a replay destination, whatever
+ * owned_queue_pattern says. NULL entries in own are skipped. */
+bool rp_replay_reserved_queue(const char *queue, const char *const *own, size_t n);
+
 #endif

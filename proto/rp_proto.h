@@ -215,6 +215,11 @@ rp_status rp_proto_encode_reap_reply(const rp_report *report, rp_encoding enc,
  * RP_OUTCOME_ALREADY_ANSWERED). */
 rp_status rp_proto_encode_answer_reply(int64_t gate, rp_choice choice, rp_outcome outcome,
                                        rp_encoding enc, rp_proto_buf *out) RP_MUSTCHECK;
+/* The same with a note (a sentence for the person: what a replay left out
+ * of the published message and why); NULL or "" adds none. */
+rp_status rp_proto_encode_answer_reply_note(int64_t gate, rp_choice choice, rp_outcome outcome,
+                                            const char *note, rp_encoding enc,
+                                            rp_proto_buf *out) RP_MUSTCHECK;
 /* gates may be NULL when n is 0. */
 rp_status rp_proto_encode_gates_reply(const rp_gate *gates, size_t n, rp_encoding enc,
                                       rp_proto_buf *out) RP_MUSTCHECK;

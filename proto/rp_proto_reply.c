@@ -170,13 +170,20 @@ rp_status rp_proto_encode_reap_reply(const rp_report *report, rp_encoding enc,
 
 rp_status rp_proto_encode_answer_reply(int64_t gate, rp_choice choice, rp_outcome outcome,
                                        rp_encoding enc, rp_proto_buf *out) {
+    return rp_proto_encode_answer_reply_note(gate, choice, outcome, NULL, enc, out);
+}
+
+rp_status rp_proto_encode_answer_reply_note(int64_t gate, rp_choice choice, rp_outcome outcome,
+                                            const char *note, rp_encoding enc,
+                                            rp_proto_buf *out) {
     if ((int)choice < 0 || choice >= RP_CHOICE_COUNT_ || (int)outcome < 0 ||
         outcome >= RP_OUTCOME_COUNT_)
         return RP_ERR_INVALID;
     json_t *t = json_object();
     bool ok = t != NULL && rp__set(t, "gate", json_integer(gate)) &&
               rp__set(t, "choice", json_string(rp_choice_string(choice))) &&
-              rp__set(t, "outcome", json_string(rp_outcome_string(outcome)));
+              rp__set(t, "outcome", json_string(rp_outcome_string(outcome))) &&
+              (note == NULL || note[0] == '\0' || rp__set(t, "note", rp__json_string(note)));
     if (!ok) {
         json_decref(t);
         t = NULL;

@@ -144,6 +144,8 @@ rp_status rp_mgmt_broker_version(rp_mgmt_broker *b, rp_mgmt_version *out) {
 
 /* ---- the port ------------------------------------------------------------------ */
 
+static void rp_default_limits(rp_mgmt_broker *b);
+
 static rp_status rp_list_page(rp_mgmt_broker *b, size_t page, const char *columns,
                               rp_queue_page *out) {
     memset(out, 0, sizeof *out);
@@ -174,10 +176,30 @@ static rp_status rp_list_page(rp_mgmt_broker *b, size_t page, const char *column
         rp_fail(b, "GET /api/queues page %zu: %s", page, err);
         return st == RP_ERR_NOMEM ? st : RP_ERR_INTERNAL;
     }
+    rp_default_limits(b);
     out->queues = b->page.n ? b->page.facts : NULL;
     out->n = b->page.n;
     out->last = page >= b->page.page_count;
     return RP_OK;
+}
+
+/* RabbitMQ 4 gives a quorum queue with no delivery limit set a limit of
+ * 20 (a negative one disables it): filled in on the facts of b->page. A
+ * version that cannot be read leaves those limits unknown. */
+static void rp_default_limits(rp_mgmt_broker *b) {
+    bool need = false;
+    for (size_t i = 0; i < b->page.n; i++)
+        if (b->page.facts[i].delivery_limit_known && !b->page.extra[i].delivery_limit_set)
+            need = true;
+    if (!need) return;
+    rp_mgmt_version v;
+    bool known = rp_mgmt_broker_version(b, &v) == RP_OK;
+    for (size_t i = 0; i < b->page.n; i++) {
+        rp_queue_facts *f = &b->page.facts[i];
+        if (!f->delivery_limit_known || b->page.extra[i].delivery_limit_set) continue;
+        if (!known) f->delivery_limit_known = false;
+        else if (rp_mgmt_version_at_least(&v, 4, 0)) f->delivery_limit = 20;
+    }
 }
 
 static rp_status rp_port_list_queues(void *self, size_t page, rp_queue_page *out) {
@@ -225,6 +247,7 @@ static rp_status rp_port_get_queue(void *self, const char *vhost, const char *na
     memset(out, 0, sizeof *out);
     rp_status st = rp_read_queue(b, vhost, name);
     if (st != RP_OK) return st;
+    rp_default_limits(b);
     *out = b->page.facts[0];
     return RP_OK;
 }

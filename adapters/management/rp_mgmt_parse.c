@@ -64,6 +64,33 @@ static const json_t *rp_object_or_null(const json_t *v, bool *present) {
     return NULL;
 }
 
+/* A quorum queue's delivery limit and dead-letter exchange, from its
+ * arguments (x-delivery-limit, x-dead-letter-exchange) and its effective
+ * policy definition (delivery-limit, dead-letter-exchange; operator
+ * policies included). The smaller positive limit is the one the broker
+ * enforces; zero or a negative value sets none (RabbitMQ 4: negative
+ * disables the default). Known only when the effective definition was
+ * reported. */
+static void rp_delivery_limit(rp_queue_facts *f, rp_mgmt_queue_extra *x) {
+    if (f->type != RP_QUEUE_TYPE_QUORUM || !x->effective_known) return;
+    const json_t *from[2][2] = {{x->arguments, NULL}, {x->effective, NULL}};
+    static const char *const limit_key[2] = {"x-delivery-limit", "delivery-limit"};
+    static const char *const dlx_key[2] = {"x-dead-letter-exchange", "dead-letter-exchange"};
+    int64_t limit = 0;
+    for (int i = 0; i < 2; i++) {
+        const json_t *o = from[i][0];
+        if (o == NULL) continue;
+        int64_t v;
+        if (rp_mgmt_json_int(json_object_get(o, limit_key[i]), &v)) {
+            x->delivery_limit_set = true;
+            if (v > 0 && (limit == 0 || v < limit)) limit = v;
+        }
+        if (json_is_string(json_object_get(o, dlx_key[i]))) f->dead_letter_exchange = true;
+    }
+    f->delivery_limit_known = true;
+    f->delivery_limit = limit;
+}
+
 static rp_status rp_item(const json_t *item, rp_queue_facts *f, rp_mgmt_queue_extra *x,
                          char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
@@ -111,6 +138,7 @@ static rp_status rp_item(const json_t *item, rp_queue_facts *f, rp_mgmt_queue_ex
     x->effective_known = x->effective != NULL || (json_is_array(eff) && json_array_size(eff) == 0);
     json_t *args = json_object_get(item, "arguments");
     x->arguments = rp_object_or_null(args, &present);
+    rp_delivery_limit(f, x);
     return RP_OK;
 }
 

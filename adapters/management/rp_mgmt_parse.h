@@ -51,6 +51,10 @@ typedef struct rp_mgmt_queue_extra {
     bool effective_known;         /* effective_policy_definition was there */
     const json_t *effective;      /* that object; NULL when absent or empty ([]) */
     const json_t *arguments;      /* arguments object; NULL when absent or empty */
+    /* A quorum queue's delivery limit was set (argument or policy, a
+     * positive or a disabling value): when not, RabbitMQ 4's default of 20
+     * applies (filled in by the broker adapter, which knows the version). */
+    bool delivery_limit_set;
 } rp_mgmt_queue_extra;
 
 typedef struct rp_mgmt_page {

@@ -15,6 +15,7 @@
 #define RP_POLICY_POLL_MS 1000L
 #define RP_POLICY_MAX_VHOSTS 4096
 #define RP_POLICY_MAX_OTHERS 4096
+#define RP_POLICY_MAX_NODLX 100
 #define RP_POLICY_SCAN_COLUMNS "name,vhost,type,policy,operator_policy,effective_policy_definition"
 
 /* ---- the pattern ---------------------------------------------------------------- */
@@ -213,6 +214,15 @@ typedef struct rp_rec {
     json_t **existing; /* [vhost * n_want + want], owned refs or NULL */
     rp_other *others;
     size_t n_others, cap_others;
+    /* Owned quorum queues the policy pattern selects that have no
+     * dead-letter exchange in force (issue 14 item 2): a delivery-limit
+     * there would make the broker DROP a poison message, so they are left
+     * out of the pattern by name (at most RP_POLICY_MAX_NODLX; past that,
+     * delivery-limit is written nowhere). */
+    char **nodlx;
+    size_t n_nodlx, cap_nodlx;
+    size_t nodlx_seen; /* all of them, kept or not */
+    char nodlx_example[200];
     bool nomem;
 } rp_rec;
 
@@ -320,6 +330,8 @@ static void rp_rec_cleanup(rp_rec *r) {
     }
     for (size_t i = 0; i < r->n_vhosts; i++) free(r->vhosts[i]);
     free(r->vhosts);
+    for (size_t i = 0; i < r->n_nodlx; i++) free(r->nodlx[i]);
+    free(r->nodlx);
     for (size_t i = 0; i < r->n_others; i++) {
         free(r->others[i].vhost);
         free(r->others[i].name);
@@ -410,17 +422,84 @@ static void rp_policy_diff(const json_t *have, const rp_want *w, const rp_rec *r
 
 /* ---- reading the broker ---------------------------------------------------------------- */
 
+/* Whether a dead-letter exchange stays in force on a quorum queue once
+ * reaper's policy applies to it: from its x-dead-letter-exchange argument,
+ * or from an operator policy (the effective definition while the queue
+ * carries reaper's policy or none). A dead-letter exchange from another
+ * policy does not count: reaper's policy would displace it. */
+static bool rp_dlx_stays(const rp_mgmt_queue_extra *x) {
+    if (x->arguments && json_is_string(json_object_get(x->arguments, "x-dead-letter-exchange")))
+        return true;
+    if (x->policy != NULL && !rp_is_our_name(x->policy)) return false;
+    return x->effective && json_is_string(json_object_get(x->effective, "dead-letter-exchange"));
+}
+
+static rp_status rp_add_nodlx(rp_rec *r, const char *vhost, const char *name) {
+    r->nodlx_seen++;
+    rp_example(r->nodlx_example, sizeof r->nodlx_example, vhost, name, NULL);
+    for (size_t i = 0; i < r->n_nodlx; i++)
+        if (strcmp(r->nodlx[i], name) == 0) return RP_OK; /* same name, another vhost */
+    if (r->n_nodlx >= RP_POLICY_MAX_NODLX) return RP_OK;
+    if (r->n_nodlx == r->cap_nodlx) {
+        size_t cap = r->cap_nodlx ? r->cap_nodlx * 2 : 8;
+        char **v = realloc(r->nodlx, cap * sizeof *v);
+        if (v == NULL) return RP_ERR_NOMEM;
+        r->nodlx = v;
+        r->cap_nodlx = cap;
+    }
+    r->nodlx[r->n_nodlx] = strdup(name);
+    if (r->nodlx[r->n_nodlx] == NULL) return RP_ERR_NOMEM;
+    r->n_nodlx++;
+    return RP_OK;
+}
+
 static rp_status rp_scan_vhosts(rp_rec *r) {
     rp_status st = rp_add_vhost(r, r->o->vhost ? r->o->vhost : "/");
     for (size_t page = 1; st == RP_OK; page++) {
         rp_queue_page pg;
-        st = rp_mgmt_broker_list(r->b, page, "name,vhost", &pg);
+        st = rp_mgmt_broker_list(r->b, page,
+                                 "name,vhost,type,policy,effective_policy_definition,arguments",
+                                 &pg);
         if (st != RP_OK) return st;
-        for (size_t i = 0; i < pg.n && st == RP_OK; i++)
-            if (rp_match(r, r->sel_re, pg.queues[i].name)) st = rp_add_vhost(r, pg.queues[i].vhost);
+        const rp_mgmt_queue_extra *extra = rp_mgmt_broker_page_extra(r->b);
+        for (size_t i = 0; i < pg.n && st == RP_OK; i++) {
+            if (!rp_match(r, r->sel_re, pg.queues[i].name)) continue;
+            st = rp_add_vhost(r, pg.queues[i].vhost);
+            if (st == RP_OK && pg.queues[i].type == RP_QUEUE_TYPE_QUORUM && extra &&
+                !rp_dlx_stays(&extra[i]))
+                st = rp_add_nodlx(r, pg.queues[i].vhost, pg.queues[i].name);
+        }
         if (pg.last) break;
     }
     return st;
+}
+
+/* Composes the pattern again without the owned quorum queues that have no
+ * dead-letter exchange (when there are some, and not too many), and
+ * compiles it. False (st set) on failure. */
+static rp_status rp_exclude_nodlx(rp_rec *r, char *err, size_t errlen) {
+    if (r->n_nodlx == 0 || r->nodlx_seen > RP_POLICY_MAX_NODLX) return RP_OK;
+    const rp_mgmt_policy_options *o = r->o;
+    size_t n = o->n_exclude + r->n_nodlx;
+    const char **ex = calloc(n, sizeof *ex);
+    if (ex == NULL) return RP_ERR_NOMEM;
+    for (size_t i = 0; i < o->n_exclude; i++) ex[i] = o->exclude[i];
+    for (size_t i = 0; i < r->n_nodlx; i++) ex[o->n_exclude + i] = r->nodlx[i];
+    char *pattern = NULL;
+    rp_status st = rp_mgmt_policy_pattern_excluding(o->owned_pattern, o->dead_letter_pattern, ex,
+                                                    n, &pattern, err, errlen);
+    free(ex);
+    if (st != RP_OK) return st;
+    pcre2_code *re = rp_compile(pattern, err, errlen, "the policy pattern");
+    if (re == NULL) {
+        free(pattern);
+        return RP_ERR_INVALID;
+    }
+    free(r->pattern);
+    r->pattern = pattern;
+    pcre2_code_free(r->sel_re);
+    r->sel_re = re;
+    return RP_OK;
 }
 
 static rp_status rp_add_other(rp_rec *r, const json_t *p, bool operator_policy) {
@@ -881,17 +960,32 @@ static rp_status rp_reconcile(rp_rec *r) {
         return rst != RP_OK ? rst : st;
     }
 
+    /* Which vhosts hold selected queues, and which selected quorum queues
+     * have no dead-letter exchange: those are left out of the pattern, so
+     * that reaper's delivery-limit never makes the broker drop a message. */
+    st = rp_scan_vhosts(r);
+    if (st == RP_ERR_NOMEM) return st;
+    if (st == RP_OK) st = rp_exclude_nodlx(r, err, sizeof err);
+    if (st == RP_ERR_NOMEM) return st;
+    if (st == RP_ERR_INVALID) {
+        snprintf(why, sizeof why, "not written: %s", err);
+        rp_status rst = rp_report_failure(r, why);
+        return rst != RP_OK ? rst : st;
+    }
+    rp_status scan_st = st;
+    bool with_limit = r->nodlx_seen <= RP_POLICY_MAX_NODLX;
+
     bool per_type = rp_mgmt_version_at_least(&r->v, 3, 12);
     if (per_type) {
         rp_queue_type quorum[] = {RP_QUEUE_TYPE_QUORUM}, classic[] = {RP_QUEUE_TYPE_CLASSIC};
-        st = rp_want_add(r, RP_MGMT_POLICY_NAME, "quorum_queues", quorum, 1, true, true);
+        st = rp_want_add(r, RP_MGMT_POLICY_NAME, "quorum_queues", quorum, 1, true, with_limit);
         if (st == RP_OK)
             st = rp_want_add(r, RP_MGMT_POLICY_CLASSIC_NAME, "classic_queues", classic, 1, true, false);
     } else {
         /* 3.10/3.11: no consumer-timeout key, no per-type apply-to. The
          * broker applies a delivery-limit-only policy to quorum queues. */
         rp_queue_type quorum[] = {RP_QUEUE_TYPE_QUORUM};
-        st = rp_want_add(r, RP_MGMT_POLICY_NAME, "queues", quorum, 1, false, true);
+        st = rp_want_add(r, RP_MGMT_POLICY_NAME, "queues", quorum, 1, false, with_limit);
     }
     if (st != RP_OK) return st;
     if (!per_type) {
@@ -925,8 +1019,25 @@ static rp_status rp_reconcile(rp_rec *r) {
                      r->v.text, RP_MGMT_POLICY_CLASSIC_NAME);
     }
     if (st != RP_OK) return st;
+    if (r->nodlx_seen > 0 && with_limit) {
+        st = rp_note(r,
+                     "%zu owned quorum queue(s) have no dead-letter exchange (e.g. %s): reaper's "
+                     "policy leaves them out, since its delivery-limit would make the broker "
+                     "drop a poison message there%s; a limit in force there anyway is surfaced "
+                     "as POISON",
+                     r->nodlx_seen, r->nodlx_example,
+                     per_type ? " (so they get no consumer-timeout from reaper either)" : "");
+    } else if (!with_limit) {
+        st = rp_note(r,
+                     "%zu owned quorum queue(s) have no dead-letter exchange (e.g. %s), more "
+                     "than reaper leaves out of its policy by name (%d): %s carries no "
+                     "delivery-limit at all, so that the broker never drops a poison message "
+                     "because of reaper",
+                     r->nodlx_seen, r->nodlx_example, RP_POLICY_MAX_NODLX, RP_MGMT_POLICY_NAME);
+    }
+    if (st != RP_OK) return st;
 
-    st = rp_scan_vhosts(r);
+    st = scan_st;
     if (st == RP_OK) st = rp_read_policies(r);
     if (st == RP_ERR_NOMEM) return st;
     if (st != RP_OK) {

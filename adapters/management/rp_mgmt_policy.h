@@ -14,6 +14,12 @@
  *    apply-to queues, {delivery-limit} only; 3.10.8 applies a policy with
  *    only delivery-limit to quorum queues and not to classic ones (checked).
  *    A pass note says the broker-wide consumer_timeout is what bounds (a).
+ *  Owned quorum queues with no dead-letter exchange that stays in force
+ *  under reaper's policy (x-dead-letter-exchange argument, or an operator
+ *  policy's) are left out of the pattern by name (issue 14 item 2: a
+ *  delivery-limit there makes the broker DROP a poison message), said in a
+ *  note; past RP_POLICY_MAX_NODLX (100) of them, `vibey-reap` carries no
+ *  delivery-limit at all instead.
  *  Priority reap.policy_priority; the pattern selects owned queues that are
  *  NOT dead-letter queues and not reaper's own queues (the control and tap
  *  queues, by exact name: rp_mgmt_policy_pattern_excluding): reaper never

@@ -252,8 +252,15 @@ static void rp_amqp_dispatch(rp_amqp_conn *c, const amqp_frame_t *f) {
             const amqp_channel_close_t *m = f->payload.method.decoded;
             amqp_channel_close_ok_t ok = {0};
             (void)amqp_send_method(c->conn, f->channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
-            snprintf(why, sizeof why, "broker closed channel %u: %u %.*s", f->channel,
-                     m->reply_code, (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+            char reason[200];
+            snprintf(reason, sizeof reason, "%u %.*s", m->reply_code, (int)m->reply_text.len,
+                     (const char *)m->reply_text.bytes);
+            /* A channel someone opens again on its own (the replay
+             * channel) does not cost the connection. */
+            if (c->hooks.on_channel_close &&
+                c->hooks.on_channel_close(c->hooks.arg, f->channel, reason))
+                return;
+            snprintf(why, sizeof why, "broker closed channel %u: %s", f->channel, reason);
             rp_amqp_conn_fail(c, why);
             return;
         }

@@ -71,6 +71,13 @@ typedef struct rp_amqp_hooks {
      * changes meanwhile. Return false with a reason in err to fail this
      * attempt (it is retried after the backoff). May be NULL. */
     bool (*on_setup)(void *arg, amqp_connection_state_t conn, char *err, size_t errlen);
+    /* The broker closed a channel (a channel error; close-ok is already
+     * sent). why is "CODE TEXT" as the broker gave it. Return true when the
+     * hook takes care of that channel (opens it again itself): the
+     * connection then stays up. False (or no hook): the connection is
+     * rebuilt, which restores every channel, declaration and consumer.
+     * May be NULL. */
+    bool (*on_channel_close)(void *arg, uint16_t channel, const char *why);
     void *arg;
 } rp_amqp_hooks;
 

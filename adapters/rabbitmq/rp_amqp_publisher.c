@@ -24,6 +24,7 @@ typedef struct rp_pub_entry {
     rp_publish_outcome outcome;
     rp_publish_done_fn done;
     void *arg;
+    char *refusal; /* REFUSED: the broker's reason (heap) */
 } rp_pub_entry;
 
 typedef struct rp_pub_list {
@@ -31,8 +32,21 @@ typedef struct rp_pub_list {
     size_t n;
 } rp_pub_list;
 
+/* The publish channel's state: a channel the broker closed (a channel
+ * error caused by a publish) is opened again on the loop without blocking:
+ * channel.open, then confirm.select, each sent and its -ok awaited as a
+ * frame. Nothing is sent meanwhile. */
+typedef enum rp_pub_channel {
+    RP_PUB_CH_OPEN = 0,
+    RP_PUB_CH_OPENING,   /* channel.open sent */
+    RP_PUB_CH_SELECTING, /* confirm.select sent */
+} rp_pub_channel;
+
 struct rp_amqp_publisher {
     rp_amqp_conn *conn;
+    uint16_t channel;
+    rp_pub_channel ch_state;
+    const char *refusal; /* during a REFUSED callback: the broker's reason */
     rp_pub_list todo;     /* waiting to be sent, in order */
     rp_pub_list inflight; /* sent, by ascending seq */
     rp_pub_list settled;  /* callbacks due on the next loop turn */
@@ -53,7 +67,7 @@ struct rp_amqp_publisher {
 };
 
 static const char *const rp_publish_outcome_names[RP_PUBLISH_OUTCOME_COUNT_] = {
-    "confirmed", "nacked", "returned", "lost", "dropped"};
+    "confirmed", "nacked", "returned", "lost", "dropped", "refused"};
 
 const char *rp_publish_outcome_string(rp_publish_outcome o) {
     if ((int)o < 0 || o >= RP_PUBLISH_OUTCOME_COUNT_) return "unknown";
@@ -81,6 +95,7 @@ static rp_pub_entry *rp_pop(rp_pub_list *l) {
 
 static void rp_entry_free(rp_pub_entry *e) {
     empty_amqp_pool(&e->pool);
+    free(e->refusal);
     free(e->exchange);
     free(e->routing_key);
     free(e->body);
@@ -108,15 +123,22 @@ static void rp_on_settle(evutil_socket_t fd, short what, void *arg) {
     rp_amqp_publisher *p = arg;
     rp_pub_entry *e;
     while ((e = rp_pop(&p->settled)) != NULL) {
+        p->refusal = e->refusal;
         if (e->done) e->done(e->arg, e->outcome);
+        p->refusal = NULL;
         rp_entry_free(e);
     }
 }
 
 rp_amqp_publisher *rp_amqp_publisher_new(rp_amqp_conn *conn) {
+    return rp_amqp_publisher_new_on(conn, RP_AMQP_PUBLISH_CHANNEL);
+}
+
+rp_amqp_publisher *rp_amqp_publisher_new_on(rp_amqp_conn *conn, uint16_t channel) {
     rp_amqp_publisher *p = calloc(1, sizeof *p);
     if (p == NULL) return NULL;
     p->conn = conn;
+    p->channel = channel;
     p->next_seq = 1;
     p->limit = RP_AMQP_PUBLISH_QUEUE_MAX;
     p->settle_ev = event_new(rp_amqp_conn_base(conn), -1, 0, rp_on_settle, p);
@@ -142,14 +164,19 @@ void rp_amqp_publisher_free(rp_amqp_publisher *p) {
 }
 
 bool rp_amqp_publisher_setup(amqp_connection_state_t c, char *err, size_t errlen) {
-    amqp_channel_open(c, RP_AMQP_PUBLISH_CHANNEL);
+    return rp_amqp_publisher_setup_on(c, RP_AMQP_PUBLISH_CHANNEL, err, errlen);
+}
+
+bool rp_amqp_publisher_setup_on(amqp_connection_state_t c, uint16_t channel, char *err,
+                                size_t errlen) {
+    amqp_channel_open(c, channel);
     amqp_rpc_reply_t r = amqp_get_rpc_reply(c);
     char buf[200];
     if (r.reply_type != AMQP_RESPONSE_NORMAL) {
         snprintf(err, errlen, "publish channel open: %s", rp_amqp_reply_string(r, buf, sizeof buf));
         return false;
     }
-    amqp_confirm_select(c, RP_AMQP_PUBLISH_CHANNEL);
+    amqp_confirm_select(c, channel);
     r = amqp_get_rpc_reply(c);
     if (r.reply_type != AMQP_RESPONSE_NORMAL) {
         snprintf(err, errlen, "confirm select: %s", rp_amqp_reply_string(r, buf, sizeof buf));
@@ -173,7 +200,7 @@ static void rp_cork(amqp_connection_state_t c, bool on) {
  * while the broker was away) never holds the loop up; the rest goes on the
  * next turn. Several at once go out corked (rp_cork). */
 static void rp_flush(rp_amqp_publisher *p) {
-    if (p->blocked) return;
+    if (p->blocked || p->ch_state != RP_PUB_CH_OPEN) return;
     amqp_connection_state_t c = rp_amqp_conn_handle(p->conn);
     bool sent = false;
     bool corked = c != NULL && p->todo.n > 1;
@@ -186,7 +213,7 @@ static void rp_flush(rp_amqp_publisher *p) {
         }
         rp_pub_entry *e = p->todo.head;
         if (e->mandatory && p->mandatory_in_flight) break;
-        int st = amqp_basic_publish(c, RP_AMQP_PUBLISH_CHANNEL,
+        int st = amqp_basic_publish(c, p->channel,
                                     amqp_cstring_bytes(e->exchange),
                                     amqp_cstring_bytes(e->routing_key), e->mandatory, 0,
                                     e->has_props ? &e->props : NULL,
@@ -248,6 +275,7 @@ void rp_amqp_publisher_set_limit(rp_amqp_publisher *p, size_t max) {
 
 void rp_amqp_publisher_on_up(rp_amqp_publisher *p) {
     p->blocked = false; /* a new connection starts unblocked */
+    p->ch_state = RP_PUB_CH_OPEN; /* opened by the set-up */
     p->next_seq = 1;
     p->mandatory_in_flight = false;
     p->skipping_return = false;
@@ -305,6 +333,55 @@ static void rp_confirm(rp_amqp_publisher *p, uint64_t tag, bool multiple, bool a
     rp_flush(p);
 }
 
+/* Sends one method on the publish channel; a failure drops the connection
+ * (on_down then settles or requeues what is pending). */
+static void rp_send(rp_amqp_publisher *p, amqp_method_number_t id, void *m) {
+    amqp_connection_state_t c = rp_amqp_conn_handle(p->conn);
+    if (c == NULL) return;
+    int st = amqp_send_method(c, p->channel, id, m);
+    if (st != AMQP_STATUS_OK) {
+        char why[160];
+        snprintf(why, sizeof why, "reopening a publish channel: %s", amqp_error_string2(st));
+        rp_amqp_conn_fail(p->conn, why);
+    }
+}
+
+bool rp_amqp_publisher_channel_closed(rp_amqp_publisher *p, uint16_t channel, const char *why) {
+    if (p == NULL || channel != p->channel) return false;
+    /* The broker handles a channel's publishes in order and discards
+     * everything after the one that failed: the oldest unconfirmed publish
+     * caused it (refused, with the broker's reason); the rest were never
+     * taken and go back to the queue (retry) or are lost. */
+    rp_pub_entry *first = rp_pop(&p->inflight);
+    if (first != NULL) {
+        first->refusal = strdup(why ? why : "the broker closed the channel");
+        rp_settle(p, first, RP_PUBLISH_REFUSED);
+    }
+    rp_pub_list again = {0};
+    rp_pub_entry *e;
+    while ((e = rp_pop(&p->inflight)) != NULL) {
+        if (e->retry) {
+            e->returned = false;
+            rp_push(&again, e);
+        } else {
+            rp_settle(p, e, RP_PUBLISH_LOST);
+        }
+    }
+    while ((e = rp_pop(&p->todo)) != NULL) rp_push(&again, e);
+    p->todo = again;
+    p->mandatory_in_flight = false;
+    p->skipping_return = false;
+    /* Open it again, without blocking: channel.open, then confirm.select. */
+    amqp_channel_open_t open = {.out_of_band = amqp_empty_bytes};
+    p->ch_state = RP_PUB_CH_OPENING;
+    rp_send(p, AMQP_CHANNEL_OPEN_METHOD, &open);
+    return true;
+}
+
+const char *rp_amqp_publisher_refusal(const rp_amqp_publisher *p) {
+    return p && p->refusal ? p->refusal : "";
+}
+
 bool rp_amqp_publisher_frame(rp_amqp_publisher *p, const amqp_frame_t *f) {
     if (f->channel == 0 && f->frame_type == AMQP_FRAME_METHOD) {
         if (f->payload.method.id == AMQP_CONNECTION_BLOCKED_METHOD) {
@@ -318,9 +395,24 @@ bool rp_amqp_publisher_frame(rp_amqp_publisher *p, const amqp_frame_t *f) {
         }
         return false;
     }
-    if (f->channel != RP_AMQP_PUBLISH_CHANNEL) return false;
+    if (f->channel != p->channel) return false;
     if (f->frame_type == AMQP_FRAME_METHOD) {
         switch (f->payload.method.id) {
+        case AMQP_CHANNEL_OPEN_OK_METHOD:
+            if (p->ch_state == RP_PUB_CH_OPENING) {
+                amqp_confirm_select_t sel = {0};
+                p->ch_state = RP_PUB_CH_SELECTING;
+                rp_send(p, AMQP_CONFIRM_SELECT_METHOD, &sel);
+            }
+            return true;
+        case AMQP_CONFIRM_SELECT_OK_METHOD:
+            if (p->ch_state == RP_PUB_CH_SELECTING) {
+                p->ch_state = RP_PUB_CH_OPEN;
+                p->next_seq = 1; /* a new channel counts from 1 again */
+                RP_INFO("publish channel open again", NULL);
+                event_active(p->flush_ev, 0, 0);
+            }
+            return true;
         case AMQP_BASIC_ACK_METHOD: {
             const amqp_basic_ack_t *a = f->payload.method.decoded;
             rp_confirm(p, a->delivery_tag, a->multiple, true);

@@ -48,6 +48,10 @@ typedef enum rp_publish_outcome {
     RP_PUBLISH_RETURNED,      /* mandatory and unroutable */
     RP_PUBLISH_LOST,          /* the connection went before a confirm */
     RP_PUBLISH_DROPPED,       /* not sent: the queue was full or closing */
+    RP_PUBLISH_REFUSED,       /* the broker closed the channel because of it
+                                 (a channel error, e.g. 406 for a user_id that
+                                 is not the connection's): not delivered; the
+                                 reason is rp_amqp_publisher_refusal() */
     RP_PUBLISH_OUTCOME_COUNT_
 } rp_publish_outcome;
 
@@ -69,6 +73,11 @@ typedef struct rp_publish {
 typedef struct rp_amqp_publisher rp_amqp_publisher;
 
 rp_amqp_publisher *rp_amqp_publisher_new(rp_amqp_conn *conn);
+/* The same on a channel of the caller's choice (set up with
+ * rp_amqp_publisher_setup_on): a publisher whose publishes the broker may
+ * refuse with a channel error (replays of stored messages) gets a channel of
+ * its own, so that such an error never closes a channel anything else uses. */
+rp_amqp_publisher *rp_amqp_publisher_new_on(rp_amqp_conn *conn, uint16_t channel);
 /* Settles everything still pending as DROPPED and frees. */
 void rp_amqp_publisher_free(rp_amqp_publisher *p);
 /* Sets the bound of queued plus in-flight publishes (default
@@ -79,6 +88,20 @@ void rp_amqp_publisher_set_limit(rp_amqp_publisher *p, size_t max);
 /* Connect thread (from the conn's on_setup hook): opens the publish channel
  * and puts it in confirm mode. False with a reason in err on failure. */
 bool rp_amqp_publisher_setup(amqp_connection_state_t c, char *err, size_t errlen);
+bool rp_amqp_publisher_setup_on(amqp_connection_state_t c, uint16_t channel, char *err,
+                                size_t errlen);
+
+/* Loop thread, from the conn's on_channel_close hook (the conn has already
+ * answered channel.close-ok): when channel is this publisher's, the oldest
+ * unconfirmed publish is settled REFUSED with why (the broker's reply code
+ * and text), later unconfirmed ones are queued again (retry) or LOST, and
+ * the channel is opened again and put in confirm mode without blocking
+ * (queued publishes go out once it is). Returns false, doing nothing, for
+ * another channel. */
+bool rp_amqp_publisher_channel_closed(rp_amqp_publisher *p, uint16_t channel, const char *why);
+/* Inside a done callback with RP_PUBLISH_REFUSED: the broker's reason
+ * (borrowed for the call); "" otherwise. */
+const char *rp_amqp_publisher_refusal(const rp_amqp_publisher *p);
 
 /* Loop thread, from the conn's on_state hook: the connection is UP (sends
  * what is queued) or DOWN (requeues or loses what was in flight). */

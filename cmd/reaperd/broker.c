@@ -74,7 +74,8 @@ static bool rp_broker_setup(void *arg, amqp_connection_state_t c, char *err, siz
         ok = rp_rpc_ok(c, "consuming broker events", err, n);
     }
     amqp_bytes_free(name);
-    return ok && rp_tap_setup(d, c, err, n) && rp_amqp_publisher_setup(c, err, n);
+    return ok && rp_tap_setup(d, c, err, n) && rp_amqp_publisher_setup(c, err, n) &&
+           rp_amqp_publisher_setup_on(c, RP_REPLAY_CHANNEL, err, n);
 }
 
 static bool rp_tag_is(amqp_bytes_t tag, const char *want) {
@@ -103,6 +104,7 @@ static void rp_broker_on_message(void *arg, const rp_amqp_message *msg) {
 static void rp_broker_on_frame(void *arg, const amqp_frame_t *f) {
     rp_daemon *d = arg;
     if (rp_amqp_publisher_frame(d->publisher, f)) return;
+    if (rp_amqp_publisher_frame(d->replay_publisher, f)) return;
     rp_status st = RP_OK;
     if (rp_amqp_assembler_frame(&d->assembler, f, &st)) {
         if (st != RP_OK) rp_amqp_conn_fail(d->amqp, "a delivery arrived out of order");
@@ -121,6 +123,17 @@ static void rp_broker_on_frame(void *arg, const amqp_frame_t *f) {
     }
 }
 
+/* A channel error: only the replay channel is opened again in place (its
+ * publisher settles the replay that caused it as refused); any other
+ * channel rebuilds the connection. */
+static bool rp_broker_on_channel_close(void *arg, uint16_t channel, const char *why) {
+    rp_daemon *d = arg;
+    if (channel != RP_REPLAY_CHANNEL) return false;
+    RP_WARN("the broker refused a replay and closed the replay channel; opening it again",
+            "reason", why, NULL);
+    return rp_amqp_publisher_channel_closed(d->replay_publisher, channel, why);
+}
+
 static void rp_broker_on_state(void *arg, rp_amqp_state state, const char *why) {
     rp_daemon *d = arg;
     switch (state) {
@@ -131,6 +144,7 @@ static void rp_broker_on_state(void *arg, rp_amqp_state state, const char *why) 
         RP_INFO("broker connected", "broker", why, "control_queue", d->cfg->broker.control_queue,
                 NULL);
         rp_amqp_publisher_on_up(d->publisher);
+        rp_amqp_publisher_on_up(d->replay_publisher);
         if (d->events) rp_events_on_up(d->events); /* events are not replayed: list again */
         rp_tap_bindings_soon(d);
         break;
@@ -138,6 +152,7 @@ static void rp_broker_on_state(void *arg, rp_amqp_state state, const char *why) 
         if (d->broker_up) {
             rp_amqp_assembler_reset(&d->assembler);
             rp_amqp_publisher_on_down(d->publisher);
+            rp_amqp_publisher_on_down(d->replay_publisher);
             if (d->events) rp_events_on_down(d->events);
         }
         d->broker_up = false;
@@ -169,6 +184,7 @@ rp_status rp_broker_start(rp_daemon *d, const char *password) {
         .on_state = rp_broker_on_state,
         .on_frame = rp_broker_on_frame,
         .on_setup = rp_broker_setup,
+        .on_channel_close = rp_broker_on_channel_close,
         .arg = d,
     };
     rp_amqp_assembler_init(&d->assembler, RP_DELIVERY_BODY_LIMIT, rp_broker_on_message, d);
@@ -180,7 +196,8 @@ rp_status rp_broker_start(rp_daemon *d, const char *password) {
         return RP_ERR_CONFIG;
     }
     d->publisher = rp_amqp_publisher_new(d->amqp);
-    if (d->publisher == NULL) return RP_ERR_NOMEM;
+    d->replay_publisher = rp_amqp_publisher_new_on(d->amqp, RP_REPLAY_CHANNEL);
+    if (d->publisher == NULL || d->replay_publisher == NULL) return RP_ERR_NOMEM;
     if (rp_amqp_conn_start(d->amqp) != RP_OK) {
         RP_ERROR("cannot start the broker connection", NULL);
         return RP_ERR_INTERNAL;
@@ -190,6 +207,8 @@ rp_status rp_broker_start(rp_daemon *d, const char *password) {
 
 void rp_broker_stop(rp_daemon *d) {
     /* The publisher first: its pending callbacks may still use the daemon. */
+    rp_amqp_publisher_free(d->replay_publisher);
+    d->replay_publisher = NULL;
     rp_amqp_publisher_free(d->publisher);
     d->publisher = NULL;
     rp_amqp_conn_free(d->amqp);

@@ -41,6 +41,7 @@ typedef struct rp_ctl {
     char user[256];
     bool has_user;
     rp_encoding enc;
+    uint64_t identity; /* rp_redelivery_key of the request */
     rp_request req;
     /* Results from the store thread. */
     rp_pass_request pass;
@@ -58,13 +59,19 @@ static void rp_ctl_free(rp_ctl *c) {
     free(c);
 }
 
+/* Acks the request: answered, so its redelivery count is forgotten. */
+static void rp_ctl_ack(rp_ctl *c) {
+    rp_redelivery_forget(&c->d->redeliveries, c->identity);
+    rp_broker_ack(c->d, c->generation, c->delivery_tag);
+}
+
 static void rp_ctl_replied(void *arg, rp_publish_outcome outcome) {
     rp_ctl *c = arg;
     RP_DEBUG("control reply settled", "outcome", rp_publish_outcome_string(outcome), NULL);
     if (outcome == RP_PUBLISH_CONFIRMED || outcome == RP_PUBLISH_RETURNED) {
         /* Returned: the reply_to queue is gone (the client left); the
          * request is answered all the same. */
-        rp_broker_ack(c->d, c->generation, c->delivery_tag);
+        rp_ctl_ack(c);
     } else {
         RP_WARN("control reply not confirmed; the request will be delivered again", "outcome",
                 rp_publish_outcome_string(outcome), NULL);
@@ -76,7 +83,7 @@ static void rp_ctl_replied(void *arg, rp_publish_outcome outcome) {
 static void rp_ctl_reply(rp_ctl *c, rp_proto_buf *buf) {
     rp_daemon *d = c->d;
     if (c->reply_to[0] == '\0' || d->publisher == NULL) {
-        rp_broker_ack(d, c->generation, c->delivery_tag);
+        rp_ctl_ack(c);
         rp_proto_buf_cleanup(buf);
         rp_ctl_free(c);
         return;
@@ -113,7 +120,7 @@ static void rp_ctl_error(rp_ctl *c, const char *op, rp_status code, const char *
     rp_metrics_control(&c->d->metrics, op, rp_proto_error_code(code));
     rp_proto_buf buf = {0};
     if (rp_proto_encode_error_reply(op, code, message, c->enc, &buf) != RP_OK) {
-        rp_broker_ack(c->d, c->generation, c->delivery_tag);
+        rp_ctl_ack(c);
         rp_ctl_free(c);
         return;
     }
@@ -259,8 +266,10 @@ static void rp_ctl_replay_done(void *arg, const rp_replay_result *r) {
             "outcome", rp_outcome_string(r->answer.outcome), "user", c->has_user ? c->user : NULL,
             NULL);
     rp_proto_buf buf = {0};
-    rp_status est = rp_proto_encode_answer_reply(c->req.answer.gate, r->answer.choice,
-                                                 r->answer.outcome, c->enc, &buf);
+    if (r->note) RP_WARN("replay published without some stored properties", "gate", gate,
+                         "note", r->note, NULL);
+    rp_status est = rp_proto_encode_answer_reply_note(c->req.answer.gate, r->answer.choice,
+                                                      r->answer.outcome, r->note, c->enc, &buf);
     rp_ctl_encoded(c, est, &buf);
 }
 
@@ -291,6 +300,38 @@ static bool rp_user_allowed(const rp_config *cfg, const rp_ctl *c) {
     return false;
 }
 
+/* A request the broker keeps handing back (its reply never confirmed, the
+ * connection lost while it ran) is answered internal and acked after
+ * RP_REDELIVERY_MAX redeliveries, so that no request can make reaperd
+ * loop (rp_redelivery.h). True when c was answered so (c is then taken). */
+static bool rp_ctl_redelivered_too_often(rp_ctl *c, const rp_amqp_message *msg) {
+    const amqp_basic_properties_t *p = &msg->props;
+    rp_bytes idp[5] = {{NULL, 0}};
+    if (p->_flags & AMQP_BASIC_MESSAGE_ID_FLAG) {
+        idp[0] = (rp_bytes){p->message_id.bytes, p->message_id.len};
+    } else {
+        if (c->reply_to[0]) idp[1] = (rp_bytes){(const uint8_t *)c->reply_to, strlen(c->reply_to)};
+        if (c->has_correlation_id)
+            idp[2] = (rp_bytes){(const uint8_t *)c->correlation_id, strlen(c->correlation_id)};
+        if (c->has_user) idp[3] = (rp_bytes){(const uint8_t *)c->user, strlen(c->user)};
+        idp[4] = (rp_bytes){msg->body ? msg->body : (const uint8_t *)"", msg->body_len};
+    }
+    c->identity = rp_redelivery_key(idp, RP_ARRAY_LEN(idp));
+    if (!msg->redelivered) return false;
+    unsigned n = rp_redelivery_note(&c->d->redeliveries, c->identity);
+    if (n <= RP_REDELIVERY_MAX) return false;
+    char times[16];
+    snprintf(times, sizeof times, "%u", n);
+    RP_ERROR("control request delivered again and again without being answered; answered "
+             "internal and acked",
+             "redeliveries", times, "user", c->has_user ? c->user : "(none)", NULL);
+    rp_ctl_error(c, NULL, RP_ERR_INTERNAL,
+                 "this request was delivered again more than 3 times without being answered "
+                 "(each time reaperd lost its reply or its connection); it is dropped from the "
+                 "control queue: send it again");
+    return true;
+}
+
 void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
     rp_ctl *c = calloc(1, sizeof *c);
     if (c == NULL) {
@@ -313,6 +354,8 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
     rp_bytes ct = {NULL, 0};
     if (p->_flags & AMQP_BASIC_CONTENT_TYPE_FLAG) ct = (rp_bytes){p->content_type.bytes, p->content_type.len};
     c->enc = rp_proto_reply_encoding(ct);
+
+    if (rp_ctl_redelivered_too_often(c, msg)) return;
 
     if (!rp_user_allowed(d->cfg, c)) {
         RP_WARN("control request refused: sender not in control.allowed_users", "user",
@@ -340,7 +383,7 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         rp_metrics_control(&d->metrics, rp_op_string(c->req.op), rp_proto_error_code(perr.code));
         rp_proto_buf buf = {0};
         if (rp_proto_encode_decode_error(&perr, c->enc, &buf) != RP_OK) {
-            rp_broker_ack(d, c->generation, c->delivery_tag);
+            rp_ctl_ack(c);
             rp_ctl_free(c);
             return;
         }

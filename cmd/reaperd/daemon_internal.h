@@ -22,12 +22,17 @@
 #include "rp_amqp_msg.h"
 #include "rp_amqp_publisher.h"
 #include "rp_config.h"
+#include "rp_redelivery.h"
 #include "tap.h"
 #include "worker.h"
 
 #define RP_CONTROL_CONSUMER_TAG "reaper.control"
 #define RP_EVENTS_CONSUMER_TAG "reaper.events"
 #define RP_CONTROL_PREFETCH 16
+/* Replays publish on a confirm-mode channel of their own: a stored message
+ * the broker refuses with a channel error (406) closes only this channel,
+ * never the control, events or tap channel (replay.c). */
+#define RP_REPLAY_CHANNEL 4
 
 typedef struct rp_cfg_snapshot rp_cfg_snapshot;
 
@@ -59,6 +64,7 @@ typedef struct rp_daemon {
     rp_amqp_conn *amqp;
     rp_amqp_assembler assembler;
     rp_amqp_publisher *publisher;
+    rp_amqp_publisher *replay_publisher; /* on RP_REPLAY_CHANNEL */
     unsigned broker_generation; /* grows at every (re)connect: stale tags */
     bool broker_up;
     /* The management API: HTTP on the loop, called from the store thread
@@ -94,6 +100,9 @@ typedef struct rp_daemon {
     int64_t stop_deadline_ms;    /* monotonic; the grace runs out then */
     unsigned store_jobs;         /* store jobs submitted and not yet done */
     bool stop_cancelled;         /* the store's command was cancelled */
+    /* Control requests the broker handed over again, counted by identity
+     * (control.c; loop thread; zeroed with the daemon). */
+    rp_redelivery redeliveries;
     /* Gates whose replay is in flight (replay.c; loop thread). */
     int64_t *replaying;
     size_t n_replaying, cap_replaying;

@@ -22,6 +22,7 @@ typedef struct rp_replay_job {
     /* Filled on the store thread. */
     rp_replay_result res;
     char message[600];
+    char note[600];            /* what was left out of the publish, and why */
     bool settled_early;        /* answered already: nothing to send */
     char *queue;               /* the destination */
     uint8_t *body;
@@ -79,6 +80,7 @@ static void rp_job_free(rp_replay_job *j) {
 static void rp_finish(rp_replay_job *j) {
     rp_inflight_remove(j->d, j->gate);
     if (j->res.message == NULL && j->message[0]) j->res.message = j->message;
+    if (j->res.st == RP_OK && j->note[0]) j->res.note = j->note;
     j->done(j->arg, &j->res);
     rp_job_free(j);
 }
@@ -105,6 +107,59 @@ static bool rp_same_vhost(const char *url, const char *vhost) {
                 strcmp(info.vhost, vhost) == 0;
     free(copy);
     return same;
+}
+
+/* The user reaperd logs in as (broker.url's user; "guest" when it names
+ * none, as rabbitmq-c does). False when the URL does not parse. */
+static bool rp_own_user(const char *url, char *out, size_t n) {
+    char *copy = strdup(url);
+    if (copy == NULL) return false;
+    struct amqp_connection_info info;
+    amqp_default_connection_info(&info);
+    bool ok = amqp_parse_url(copy, &info) == AMQP_STATUS_OK && info.user != NULL;
+    if (ok) snprintf(out, n, "%s", info.user);
+    free(copy);
+    return ok;
+}
+
+/* Appends one sentence to the job's note. */
+static void rp_note(rp_replay_job *j, const char *fmt, ...) RP_PRINTF(2, 3);
+static void rp_note(rp_replay_job *j, const char *fmt, ...) {
+    size_t used = strlen(j->note);
+    if (used > 0 && used + 1 < sizeof j->note) j->note[used++] = ' ', j->note[used] = '\0';
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(j->note + used, sizeof j->note - used, fmt, ap);
+    va_end(ap);
+}
+
+/* Takes out of the restored properties what the broker would refuse with a
+ * channel error, saying so in the note (the stored record keeps them):
+ * a user_id other than reaperd's own user (the broker checks it against
+ * the connection's user: 406), and an expiration that is not a
+ * non-negative integer string (406). */
+static void rp_replay_sanitize(rp_replay_job *j, const char *url) {
+    amqp_basic_properties_t *p = &j->props;
+    if (p->_flags & AMQP_BASIC_USER_ID_FLAG) {
+        char own[256] = "";
+        bool have_own = rp_own_user(url, own, sizeof own);
+        if (!have_own || p->user_id.len != strlen(own) ||
+            memcmp(p->user_id.bytes, own, p->user_id.len) != 0) {
+            p->_flags &= ~(amqp_flags_t)AMQP_BASIC_USER_ID_FLAG;
+            rp_note(j, "user_id \"%.*s\" was left out of the replay: the broker accepts only "
+                       "reaperd's own user (%s) there; the stored dead letter keeps it.",
+                    (int)(p->user_id.len > 200 ? 200 : p->user_id.len),
+                    (const char *)p->user_id.bytes, have_own ? own : "unknown");
+        }
+    }
+    if ((p->_flags & AMQP_BASIC_EXPIRATION_FLAG) &&
+        !rp_replay_expiration_valid(p->expiration.bytes, p->expiration.len)) {
+        p->_flags &= ~(amqp_flags_t)AMQP_BASIC_EXPIRATION_FLAG;
+        rp_note(j, "expiration \"%.*s\" was left out of the replay: the broker takes only a "
+                   "non-negative integer of milliseconds; the stored dead letter keeps it.",
+                (int)(p->expiration.len > 100 ? 100 : p->expiration.len),
+                (const char *)p->expiration.bytes);
+    }
 }
 
 static void rp_prepare_work(void *ctx, void *arg) {
@@ -144,6 +199,15 @@ static void rp_prepare_work(void *ctx, void *arg) {
         } else if (st != RP_OK) {
             rp_fail(j, RP_ERR_CONFLICT, "not replayed: %s (origin queue %s)", why,
                     row.origin_queue);
+        } else if (rp_replay_reserved_queue(
+                       j->queue,
+                       (const char *const[]){d->runner.cfg->broker.control_queue,
+                                             d->runner.cfg->broker.tap_queue},
+                       2)) {
+            rp_fail(j, RP_ERR_CONFLICT,
+                    "not replayed: the origin queue %s is one of reaper's own queues (control, "
+                    "tap or events), never a replay destination whatever owned_queue_pattern "
+                    "says", row.origin_queue);
         } else if (row.vhost != NULL && !rp_same_vhost(d->runner.cfg->broker.url, row.vhost)) {
             rp_fail(j, RP_ERR_CONFLICT,
                     "not replayed: the dead letter was found on vhost %s, and reaperd publishes "
@@ -156,6 +220,7 @@ static void rp_prepare_work(void *ctx, void *arg) {
                 rp_fail(j, st == RP_ERR_NOMEM ? RP_ERR_INTERNAL : RP_ERR_CONFLICT,
                         "not replayed: the stored properties cannot be restored: %s", perr);
             } else {
+                rp_replay_sanitize(j, d->runner.cfg->broker.url);
                 j->body = row.body;
                 j->body_len = row.body_len;
                 row.body = NULL;
@@ -223,6 +288,12 @@ static void rp_published(void *arg, rp_publish_outcome outcome) {
                 "not replayed: the broker could not route the message to queue %s (does it "
                 "exist?); nothing was delivered and the gate stays open", j->queue);
         break;
+    case RP_PUBLISH_REFUSED:
+        rp_fail(j, RP_ERR_CONFLICT,
+                "not replayed: the broker refused the message for queue %s (%s); nothing was "
+                "delivered and the gate stays open",
+                j->queue, rp_amqp_publisher_refusal(j->d->replay_publisher));
+        break;
     case RP_PUBLISH_NACKED:
         rp_fail(j, RP_ERR_UNAVAILABLE,
                 "not replayed: the broker refused the message for queue %s (nack: full, or an "
@@ -260,7 +331,7 @@ static void rp_prepare_done(void *arg, bool cancelled) {
         rp_finish(j);
         return;
     }
-    if (!d->broker_up || d->publisher == NULL) {
+    if (!d->broker_up || d->replay_publisher == NULL) {
         rp_fail(j, RP_ERR_UNAVAILABLE,
                 "the broker is not connected; nothing was sent and the gate stays open");
         rp_finish(j);
@@ -276,7 +347,7 @@ static void rp_prepare_done(void *arg, bool cancelled) {
         .done = rp_published,
         .arg = j,
     };
-    if (rp_amqp_publisher_publish(d->publisher, &pub) != RP_OK) {
+    if (rp_amqp_publisher_publish(d->replay_publisher, &pub) != RP_OK) {
         rp_fail(j, RP_ERR_INTERNAL, "out of memory");
         rp_finish(j);
     }

@@ -12,7 +12,17 @@
  *     headers) is not owned or is not on reaperd's vhost, or the stored
  *     properties cannot be restored; an answered gate gives its first
  *     answer (already_answered) and nothing is sent;
- *   loop: publish (mandatory, confirmed; never retried);
+ *   store thread, before publishing: leave out what the broker would refuse
+ *     with a channel error (a user_id other than reaperd's own user, an
+ *     expiration that is not a non-negative integer string), saying so in
+ *     result.note; the stored dead letter keeps them; refuse a destination
+ *     that is one of reaper's own queues (control, tap, a server-named
+ *     queue) with RP_ERR_CONFLICT whatever owned_queue_pattern says;
+ *   loop: publish (mandatory, confirmed; never retried) on the replay
+ *     channel (RP_REPLAY_CHANNEL), used by nothing else: a publish the
+ *     broker still refuses with a channel error closes only that channel,
+ *     which is opened again, and the replay is RP_ERR_CONFLICT with the
+ *     broker's reason;
  *   store thread, after a confirm: settle the gate;
  *   loop: done().
  * A returned publish (no such queue) is RP_ERR_CONFLICT, a nacked or lost
@@ -40,6 +50,8 @@ typedef struct rp_replay_result {
     bool cancelled;            /* shutting down: nothing to reply */
     rp_status st;              /* RP_OK: answer holds the outcome */
     const char *message;       /* why, when st != RP_OK */
+    const char *note;          /* RP_OK: what was left out of the publish
+                                  (a user_id, an expiration), or NULL */
     rp_answer_result answer;
 } rp_replay_result;
 

@@ -59,7 +59,9 @@ static void rp_stop_check(evutil_socket_t fd, short what, void *arg) {
     RP_UNUSED(fd);
     RP_UNUSED(what);
     rp_daemon *d = arg;
-    size_t unconfirmed = d->broker_up ? rp_amqp_publisher_pending(d->publisher) : 0;
+    size_t unconfirmed = d->broker_up ? rp_amqp_publisher_pending(d->publisher) +
+                                            rp_amqp_publisher_pending(d->replay_publisher)
+                                      : 0;
     bool tap_busy = rp_tap_busy(d->tap);
     bool busy = d->pass_running || d->store_jobs > 0 || unconfirmed > 0 || tap_busy;
     int64_t now = rp_mono_ms();
@@ -81,7 +83,9 @@ static void rp_stop_check(evutil_socket_t fd, short what, void *arg) {
     if (busy) {
         char jobs[24], pubs[24];
         snprintf(jobs, sizeof jobs, "%u", d->store_jobs + (d->pass_running ? 1u : 0u));
-        snprintf(pubs, sizeof pubs, "%zu", rp_amqp_publisher_pending(d->publisher));
+        snprintf(pubs, sizeof pubs, "%zu",
+                 rp_amqp_publisher_pending(d->publisher) +
+                     rp_amqp_publisher_pending(d->replay_publisher));
         RP_WARN("stop grace ran out; closing with work in flight (unacked requests are "
                 "delivered again, ledger events stay on the ledger)",
                 "store_jobs", jobs, "unconfirmed_publishes", pubs, NULL);

@@ -51,6 +51,10 @@ typedef struct rp_tap_item {
     size_t weight; /* what it counts in held_bytes */
     int64_t received_us; /* monotonic, for reaper_tap_park_delay_seconds */
     bool truncated;
+    /* Delivered through the default exchange: published straight into the
+     * tap queue, never dead-lettered through an exchange the tap is bound
+     * to (issue 14 item 5): ignored. */
+    bool via_default;
     /* Set on the tap's thread, read on the loop after the batch. */
     rp_tap_result result;
     rp_park_outcome outcome;
@@ -96,6 +100,9 @@ struct rp_tap {
     unsigned tag_gen;
     unsigned long consumes;
     uint64_t returned;
+    /* Deliveries that were not dead letters (acked, not parked); the first
+     * is logged as a warning, the rest only counted (metric). */
+    uint64_t ignored;
     bool paused; /* waiting for the retry timer */
     int backoff_ms;
     struct event *retry_ev;
@@ -315,8 +322,9 @@ static rp_status rp_tap_prepare(rp_tap *t, rp_tap_item *it, rp_tap_prep *p, bool
     *park = false;
     rp_status st = rp_amqp_dl_model_init(&p->m, &it->props);
     if (st != RP_OK) return st;
-    if (!rp_amqp_dl_model_is_dead_letter(&p->m)) {
-        RP_DEBUG("a tap delivery carries neither x-death nor x-first-death-queue: not a dead "
+    if (it->via_default || !rp_amqp_dl_model_is_dead_letter(&p->m)) {
+        RP_DEBUG("a tap delivery did not come through a dead-letter exchange (no x-death nor "
+                 "x-first-death-queue, or published through the default exchange): not a dead "
                  "letter, acked",
                  NULL);
         it->skipped = true;
@@ -612,6 +620,16 @@ static void rp_tap_done(void *job, bool cancelled) {
     rp_tap_hold_check(t);
 }
 
+/* One delivery that was not a dead letter: counted; said once. */
+static void rp_tap_ignored(rp_tap *t) {
+    if (t->ignored++ == 0)
+        RP_WARN("a delivery on the tap queue did not come through a dead-letter exchange "
+                "(published straight into it, or without x-death): acked and not parked; "
+                "later ones are only counted (reaper_tap_ignored_total)",
+                "queue", t->d->cfg->broker.tap_queue, NULL);
+    rp_metrics_tap_ignored(&t->d->metrics, 1);
+}
+
 static void rp_tap_settle_batch(rp_tap_batch *b, bool cancelled) {
     rp_tap *t = b->t;
     rp_daemon *d = t->d;
@@ -631,6 +649,7 @@ static void rp_tap_settle_batch(rp_tap_batch *b, bool cancelled) {
         if (it->result == RP_TAP_DONE) {
             if (!it->skipped && it->outcome == RP_PARKED_NEW) parked++;
             rp_metrics_tap_parked(&d->metrics, now_us - it->received_us);
+            if (it->skipped) rp_tap_ignored(t);
         }
         if (!live || it->generation != gen) {
             rp_item_free(t, it); /* the broker delivers it again */
@@ -820,6 +839,7 @@ void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         it->generation = d->broker_generation;
         it->tag = msg->delivery_tag;
         it->truncated = msg->truncated;
+        it->via_default = msg->exchange.len == 0;
         it->body_len = msg->body_len;
         ok = rp_amqp_props_copy(&it->pool, &msg->props, &it->props);
         if (ok && msg->body_len > 0) {

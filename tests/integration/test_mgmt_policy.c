@@ -91,10 +91,28 @@ static const char *json_pattern(env *e, const char *tail) {
 static bool per_type(void) { return rp_mgmt_version_at_least(mt_version(), 3, 12); }
 static size_t n_wanted(void) { return per_type() ? 2 : 1; }
 
-static void declare(env *e, const char *const *names, const char *type) {
+/* Declares durable queues of a type. Quorum queues get a dead-letter
+ * exchange (x-dead-letter-exchange): reaper's policy, whose delivery-limit
+ * would make the broker drop a poison message on a quorum queue without
+ * one, leaves those out (test_quorum_without_dlx_left_out). */
+static void declare_dlx(env *e, const char *const *names, const char *type, bool dlx) {
     amqp_connection_state_t c = mt_amqp(e->vhost);
-    for (size_t i = 0; names[i]; i++) mt_declare(c, names[i], type);
+    for (size_t i = 0; names[i]; i++) {
+        amqp_table_entry_t a[2] = {
+            {amqp_cstring_bytes("x-queue-type"),
+             {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes(type)}}},
+            {amqp_cstring_bytes("x-dead-letter-exchange"),
+             {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes("rpx.dlx")}}},
+        };
+        amqp_table_t args = {dlx ? 2 : 1, a};
+        amqp_queue_declare(c, 1, amqp_cstring_bytes(names[i]), 0, 1, 0, 0, args);
+        assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    }
     mt_amqp_close(c);
+}
+
+static void declare(env *e, const char *const *names, const char *type) {
+    declare_dlx(e, names, type, strcmp(type, "quorum") == 0);
 }
 
 static const rp_policy_check *find_policy(const rp_report *r, const char *name) {
@@ -538,6 +556,67 @@ static void test_unreachable_and_unjoinable(void **state) {
     rp_report_cleanup(&r);
 }
 
+/* An owned quorum queue without a dead-letter exchange is left out of
+ * reaper's policy (issue 14 item 2): its delivery-limit would make the
+ * broker drop a poison message there. One with a dead-letter exchange
+ * carries it. On RabbitMQ 3.10 (no default limit) a message on the bare
+ * queue survives 25 requeueing nacks; before, reaper's delivery-limit 20
+ * made the broker drop it. (RabbitMQ 4 drops it at its own default of 20,
+ * which the pass surfaces as POISON: test_reaperd_broker.) */
+static void test_quorum_without_dlx_left_out(void **state) {
+    env *e = *state;
+    const char *safe = Q(e, "safe"), *bare = Q(e, "bare");
+    const char *with[] = {safe, NULL}, *without[] = {bare, NULL};
+    declare_dlx(e, with, "quorum", true);
+    declare_dlx(e, without, "quorum", false);
+
+    rp_report r;
+    rp_mgmt_policy_stats s;
+    assert_int_equal(reconcile(e, &r, &s, "a quorum queue without a dead-letter exchange"), RP_OK);
+    /* In force on the queue that has one (so it would be on the bare one
+     * too, were it selected). */
+    assert_true(mt_wait_queue_field(e->vhost, safe, "policy", RP_MGMT_POLICY_NAME, 0, 15000));
+    /* A poison message on the bare queue: nacked with requeue 25 times. */
+    amqp_connection_state_t c = mt_amqp(e->vhost);
+    mt_publish(c, bare, "poison", 0);
+    int got = 0;
+    for (int i = 0; i < 26; i++) {
+        amqp_rpc_reply_t rr = amqp_basic_get(c, 1, amqp_cstring_bytes(bare), 0);
+        assert_int_equal(rr.reply_type, AMQP_RESPONSE_NORMAL);
+        if (rr.reply.id != AMQP_BASIC_GET_OK_METHOD) {
+            usleep(100 * 1000); /* a requeued message may take a moment */
+            rr = amqp_basic_get(c, 1, amqp_cstring_bytes(bare), 0);
+            assert_int_equal(rr.reply_type, AMQP_RESPONSE_NORMAL);
+            if (rr.reply.id != AMQP_BASIC_GET_OK_METHOD) break;
+        }
+        const amqp_basic_get_ok_t *ok = rr.reply.decoded;
+        uint64_t tag = ok->delivery_tag;
+        amqp_message_t m;
+        assert_int_equal(amqp_read_message(c, 1, &m, 0).reply_type, AMQP_RESPONSE_NORMAL);
+        amqp_destroy_message(&m);
+        got++;
+        assert_int_equal(amqp_basic_nack(c, 1, tag, 0, 1), AMQP_STATUS_OK);
+    }
+    mt_amqp_close(c);
+    fprintf(stderr, "the poison message was delivered %d times\n", got);
+    if (!rp_mgmt_version_at_least(mt_version(), 4, 0)) assert_int_equal(got, 26);
+    bool noted = false;
+    for (size_t i = 0; i < r.n_notes; i++)
+        if (strstr(r.notes[i], "have no dead-letter exchange") && strstr(r.notes[i], bare))
+            noted = true;
+    assert_true(noted);
+    const rp_policy_check *p = find_policy(&r, RP_MGMT_POLICY_NAME);
+    assert_true(p->verified);
+    assert_non_null(strstr(p->detail, "carried as wanted by 1 of 1 owned quorum queues"));
+    rp_report_cleanup(&r);
+    assert_true(mt_wait_queue_field(e->vhost, safe, "policy", RP_MGMT_POLICY_NAME, 0, 15000));
+    assert_true(mt_wait_queue_field(e->vhost, bare, "policy", NULL, 0, 15000));
+    json_t *q = mt_queue(e->vhost, bare);
+    assert_null(json_object_get(json_object_get(q, "effective_policy_definition"), "delivery-limit"));
+    json_decref(q);
+
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, env_setup, env_teardown)
 
 int main(void) {
@@ -549,6 +628,7 @@ int main(void) {
         T(test_operator_policy_conflict),
         T(test_policy_conflicts),
         T(test_unreachable_and_unjoinable),
+        T(test_quorum_without_dlx_left_out),
     };
     return cmocka_run_group_tests_name("mgmt_policy", tests, NULL, NULL);
 }

@@ -40,8 +40,8 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    const char *names[] = {"stale", "held", "x.dlq"};
-    for (size_t i = 0; i < 3; i++) {
+    const char *names[] = {"stale", "held", "x.dlq", "limited", "bare", "safe"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char q[128];
         snprintf(q, sizeof q, "%s%s", prefix, names[i]);
         amqp_queue_delete(C, 1, amqp_cstring_bytes(q), 0, 0);
@@ -180,8 +180,83 @@ static void test_stale_holder_gone_and_foreign_dead_letters(void **state) {
     json_decref(rep);
 }
 
+static int broker_major(void) {
+    const amqp_table_t *p = amqp_get_server_properties(C);
+    for (int i = 0; p && i < p->num_entries; i++)
+        if (p->entries[i].key.len == 7 && memcmp(p->entries[i].key.bytes, "version", 7) == 0 &&
+            p->entries[i].value.kind == AMQP_FIELD_KIND_UTF8)
+            return atoi((const char *)p->entries[i].value.value.bytes.bytes);
+    return 0;
+}
+
+/* A durable quorum queue with an optional x-delivery-limit (0: none) and
+ * dead-letter exchange (NULL: none). */
+static void declare_quorum(const char *name, int limit, const char *dlx) {
+    amqp_table_entry_t a[3];
+    int n = 0;
+    a[n].key = amqp_cstring_bytes("x-queue-type");
+    a[n].value.kind = AMQP_FIELD_KIND_UTF8;
+    a[n++].value.value.bytes = amqp_cstring_bytes("quorum");
+    if (limit) {
+        a[n].key = amqp_cstring_bytes("x-delivery-limit");
+        a[n].value.kind = AMQP_FIELD_KIND_I64;
+        a[n++].value.value.i64 = limit;
+    }
+    if (dlx) {
+        a[n].key = amqp_cstring_bytes("x-dead-letter-exchange");
+        a[n].value.kind = AMQP_FIELD_KIND_UTF8;
+        a[n++].value.value.bytes = amqp_cstring_bytes(dlx);
+    }
+    amqp_queue_declare(C, 1, amqp_cstring_bytes(name), 0, 1, 0, 0, (amqp_table_t){n, a});
+    assert_int_equal(amqp_get_rpc_reply(C).reply_type, AMQP_RESPONSE_NORMAL);
+}
+
+/* An owned quorum queue on which the broker would drop a message at a
+ * delivery limit (no dead-letter exchange) is surfaced as POISON once,
+ * with the fix in the detail (issue 14 item 2): one with x-delivery-limit
+ * 5 on both brokers; one with no limit set only on RabbitMQ 4 (its
+ * default of 20; 3.10 has none, and reaper's own policy leaves such a
+ * queue out); never one with a dead-letter exchange. */
+static void test_delivery_limit_drop_surfaced(void **state) {
+    (void)state;
+    char limited[128], bare[128], safe[128];
+    snprintf(limited, sizeof limited, "%slimited", prefix);
+    snprintf(bare, sizeof bare, "%sbare", prefix);
+    snprintf(safe, sizeof safe, "%ssafe", prefix);
+    declare_quorum(limited, 5, NULL);
+    declare_quorum(bare, 0, NULL);
+    declare_quorum(safe, 5, "itb.dlx");
+    int seen_limited = 0, seen_bare = 0, seen_safe = 0;
+    for (int i = 0; i < 20; i++) {
+        if (i) sleep(2);
+        json_t *r = once();
+        seen_limited += count(r, "POISON", "SURFACED", limited);
+        seen_bare += count(r, "POISON", "SURFACED", bare);
+        seen_safe += count(r, "POISON", "SURFACED", safe);
+        size_t k;
+        json_t *v;
+        json_array_foreach(json_object_get(r, "verdicts"), k, v) {
+            const char *q = json_string_value(json_object_get(v, "queue"));
+            if (q && strcmp(q, limited) == 0 &&
+                strcmp(json_string_value(json_object_get(v, "condition")), "POISON") == 0) {
+                assert_non_null(strstr(json_string_value(json_object_get(v, "detail")),
+                                       "dead-letter exchange"));
+                assert_true(json_number_value(json_object_get(v, "measured")) == 5);
+            }
+        }
+        json_decref(r);
+        /* A few passes past the first sighting, for the policy's effect
+         * to show in the statistics. */
+        if (seen_limited && i >= 4) break;
+    }
+    assert_int_equal(seen_limited, 1);
+    assert_int_equal(seen_bare, broker_major() >= 4 ? 1 : 0);
+    assert_int_equal(seen_safe, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_delivery_limit_drop_surfaced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_holder_gone_and_foreign_dead_letters, setup,
                                         teardown),
     };

@@ -65,7 +65,9 @@ static int group_setup(void **state) {
     (void)state;
     W.f = pgfx_new("replay");
     snprintf(W.prefix, sizeof W.prefix, "vibey.itest.rp%d", (int)getpid());
-    snprintf(W.control, sizeof W.control, "vibey.reap.control.itest.replay.%d", (int)getpid());
+    /* Named like this run's owned queues: the owned pattern matches it,
+     * and a replay to it must still be refused (test_replay_to_own_queue). */
+    snprintf(W.control, sizeof W.control, "vibey.itest.rp%d.control", (int)getpid());
     snprintf(W.env_schema, sizeof W.env_schema, "REAPER_STORE_SCHEMA=%s", W.f->schema);
     snprintf(W.env_control, sizeof W.env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", W.control);
     itest_env_owned(W.env_owned, sizeof W.env_owned, "rp"); /* this run's queues only */
@@ -107,6 +109,15 @@ static amqp_field_value_t fstr(const char *s) {
 }
 
 #define OSTR(s) ((rp_opt_str){true, {(const uint8_t *)(s), strlen(s)}})
+
+/* Extra properties the next park stores (then reset): a user_id and an
+ * expiration the broker would refuse on reaperd's connection, and a CC
+ * header of a type the broker refuses (a channel error of its own). */
+static struct {
+    const char *user_id;
+    const char *expiration;
+    bool bad_cc;
+} EXTRA;
 
 typedef struct parked {
     int64_t gate;
@@ -152,6 +163,22 @@ static parked park_on(const char *vhost, const char *origin, const void *body, s
     props.timestamp = 1700000123;
     props.app_id = amqp_cstring_bytes("itest");
     props.headers = (amqp_table_t){(int)RP_ARRAY_LEN(headers), headers};
+    amqp_table_entry_t headers_cc[RP_ARRAY_LEN(headers) + 1];
+    if (EXTRA.user_id) {
+        props._flags |= AMQP_BASIC_USER_ID_FLAG;
+        props.user_id = amqp_cstring_bytes(EXTRA.user_id);
+    }
+    if (EXTRA.expiration) {
+        props._flags |= AMQP_BASIC_EXPIRATION_FLAG;
+        props.expiration = amqp_cstring_bytes(EXTRA.expiration);
+    }
+    if (EXTRA.bad_cc) {
+        memcpy(headers_cc, headers, sizeof headers);
+        amqp_field_value_t cc = {.kind = AMQP_FIELD_KIND_I32, .value.i32 = 5};
+        headers_cc[RP_ARRAY_LEN(headers)] = te("CC", cc);
+        props.headers = (amqp_table_t){(int)RP_ARRAY_LEN(headers_cc), headers_cc};
+    }
+    memset(&EXTRA, 0, sizeof EXTRA);
     char *pj = NULL, *hj = NULL;
     assert_int_equal(rp_amqp_restore_capture(&props, &pj, &hj), RP_OK);
 
@@ -544,6 +571,208 @@ static void test_bad_targets(void **state) {
     assert_true(gate_open(gate));
 }
 
+/* ---- replays the broker would refuse (issue 14 item 4) ------------------- */
+
+/* How many times reaperd has connected to the broker so far (its log). */
+static int connects(void) {
+    rp_child_drain(W.reaperd, 200);
+    int n = 0;
+    for (const char *p = W.reaperd->log; (p = strstr(p, "\"msg\":\"broker connected\"")); p++) n++;
+    return n;
+}
+
+/* The control queue holds nothing: every request was acked. */
+static void assert_control_empty(void) {
+    for (int i = 0; i < 50 && depth(W.control) != 0; i++) usleep(20 * 1000);
+    assert_int_equal(depth(W.control), 0);
+}
+
+/* The note of a successful answer reply holds needle. */
+static void assert_note(json_t *reply, const char *needle) {
+    const char *note =
+        json_string_value(json_object_get(json_object_get(reply, "result"), "note"));
+    if (note == NULL || strstr(note, needle) == NULL) fprintf(stderr, "note: %s\n", note);
+    assert_non_null(note);
+    assert_non_null(strstr(note, needle));
+}
+
+/* A dead letter first published with user_id alice: reaperd (logged in as
+ * another user) replays it without the user_id and says so; the stored row
+ * keeps it; the connection is never rebuilt. Before: the broker closed the
+ * channel with 406, reaperd reconnected, and the request came back forever. */
+static void test_replay_foreign_user_id(void **state) {
+    (void)state;
+    const char *origin = name("alice");
+    declare(origin, amqp_empty_table);
+    int before = connects();
+    EXTRA.user_id = "alice";
+    parked p = park(origin, "from alice", 10, false);
+    json_t *reply = answer(p.gate, "replay");
+    assert_note(reply, "user_id \"alice\" was left out");
+    assert_outcome(reply, "replay", "replayed");
+    got g = get_one(origin);
+    assert_true(g.any);
+    assert_memory_equal(g.msg.body.bytes, "from alice", 10);
+    assert_false(g.msg.properties._flags & AMQP_BASIC_USER_ID_FLAG);
+    assert_amqp_str(g.msg.properties.message_id, p.message_id);
+    amqp_destroy_message(&g.msg);
+    assert_int_equal(pgfx_i64(W.f, "SELECT count(*) FROM dead_letter WHERE gate_id = %" PRId64
+                                   " AND properties::text LIKE '%%alice%%'", p.gate), 1);
+    assert_control_empty();
+    assert_int_equal(connects(), before);
+    delete_queue(origin);
+}
+
+/* A stored expiration the broker refuses is left out (and said so); a
+ * valid one is kept. */
+static void test_replay_bad_expiration(void **state) {
+    (void)state;
+    const char *origin = name("ttl");
+    declare(origin, amqp_empty_table);
+    int before = connects();
+    EXTRA.expiration = "soon";
+    parked p = park(origin, "late", 4, false);
+    json_t *reply = answer(p.gate, "replay");
+    assert_note(reply, "expiration \"soon\" was left out");
+    assert_outcome(reply, "replay", "replayed");
+    got g = get_one(origin);
+    assert_true(g.any);
+    assert_false(g.msg.properties._flags & AMQP_BASIC_EXPIRATION_FLAG);
+    amqp_destroy_message(&g.msg);
+
+    EXTRA.expiration = "600000";
+    p = park(origin, "fine", 4, false);
+    reply = answer(p.gate, "replay");
+    assert_null(json_object_get(json_object_get(reply, "result"), "note"));
+    assert_outcome(reply, "replay", "replayed");
+    g = get_one(origin);
+    assert_true(g.any);
+    assert_true(g.msg.properties._flags & AMQP_BASIC_EXPIRATION_FLAG);
+    assert_amqp_str(g.msg.properties.expiration, "600000");
+    amqp_destroy_message(&g.msg);
+    assert_control_empty();
+    assert_int_equal(connects(), before);
+    delete_queue(origin);
+}
+
+/* A replay the broker refuses for a reason reaperd does not foresee (a CC
+ * header that is not an array: 406 "invalid message"): a conflict reply
+ * with the broker's reason, the gate open, the request acked, the
+ * connection kept, and replays and other requests go on working. */
+static void test_replay_refused_by_broker(void **state) {
+    (void)state;
+    const char *origin = name("cc");
+    declare(origin, amqp_empty_table);
+    int before = connects();
+    EXTRA.bad_cc = true;
+    parked bad = park(origin, "bad cc", 6, false);
+    assert_refused(answer(bad.gate, "replay"), "conflict", "406");
+    assert_true(gate_open(bad.gate));
+    assert_control_empty();
+    usleep(500 * 1000);
+    assert_int_equal(depth(origin), 0);
+    /* Again: the same answer, still no loop. */
+    assert_refused(answer(bad.gate, "replay"), "conflict", "refused");
+    /* The replay channel is open again: a good replay goes through. */
+    parked good = park(origin, "good", 4, false);
+    assert_outcome(answer(good.gate, "replay"), "replay", "replayed");
+    assert_int_equal(depth(origin), 1);
+    assert_control_empty();
+    assert_int_equal(connects(), before);
+    assert_outcome(answer(bad.gate, "dismiss"), "dismiss", "dismissed");
+    delete_queue(origin);
+}
+
+/* reaper's own queues are never a destination, even when the owned
+ * pattern matches them (here it does: the control queue is named like the
+ * run's queues). */
+static void test_replay_to_own_queue_refused(void **state) {
+    (void)state;
+    parked p = park(W.control, "loop", 4, false);
+    long before = depth(W.control);
+    assert_refused(answer(p.gate, "replay"), "conflict", "reaper's own queues");
+    assert_true(gate_open(p.gate));
+    assert_int_equal(depth(W.control), before);
+}
+
+/* A request the broker keeps handing back is answered internal and acked
+ * after its 4th redelivery: here a gates request whose store work is held
+ * by a lock, while the broker closes reaperd's connection four times. The
+ * request is gone from the control queue afterwards; every connection
+ * reaperd makes past that finds nothing to redo. */
+static void test_request_redelivered_too_often(void **state) {
+    (void)state;
+    const char *replies = name("replies"); /* outlives the test's connections */
+    char rq[160];
+    snprintf(rq, sizeof rq, "%s", replies);
+    declare(rq, amqp_empty_table);
+    pgfx *lock = pgfx_attach(W.f->schema);
+    pgfx_exec(lock, "BEGIN");
+    pgfx_exec(lock, "LOCK TABLE gate IN ACCESS EXCLUSIVE MODE");
+
+    char msgid[64];
+    snprintf(msgid, sizeof msgid, "loop-%d", (int)getpid());
+    amqp_basic_properties_t props;
+    memset(&props, 0, sizeof props);
+    props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_REPLY_TO_FLAG |
+                   AMQP_BASIC_CORRELATION_ID_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG;
+    props.content_type = amqp_cstring_bytes("application/json");
+    props.reply_to = amqp_cstring_bytes(rq);
+    props.correlation_id = amqp_cstring_bytes("loop");
+    props.message_id = amqp_cstring_bytes(msgid);
+    const char *body = "{\"v\":1,\"op\":\"gates\",\"state\":\"all\",\"limit\":1}";
+    assert_int_equal(amqp_basic_publish(W.amqp, 1, amqp_cstring_bytes(""),
+                                        amqp_cstring_bytes(W.control), 0, 0, &props,
+                                        amqp_cstring_bytes(body)),
+                     AMQP_STATUS_OK);
+    int before = connects();
+    for (int round = 1; round <= 4; round++) {
+        /* reaperd holds it (its store work waits for the lock). */
+        for (int i = 0; i < 250 && depth(W.control) != 0; i++) usleep(20 * 1000);
+        assert_int_equal(depth(W.control), 0);
+        usleep(200 * 1000);
+        assert_int_equal(itest_broker_ctl("close_all_connections itest-redelivered"), 0);
+        itest_amqp_close(W.amqp);
+        W.amqp = itest_amqp_connect();
+        assert_non_null(W.amqp);
+        long long t0 = itest_mono_ms();
+        while (connects() < before + round && itest_mono_ms() - t0 < 30000) usleep(100 * 1000);
+        assert_int_equal(connects(), before + round);
+    }
+    /* The fifth delivery, the fourth redelivery: answered internal. */
+    json_t *reply = NULL;
+    for (long long t0 = itest_mono_ms(); reply == NULL && itest_mono_ms() - t0 < 20000;) {
+        got g = get_one(rq);
+        if (!g.any) {
+            usleep(50 * 1000);
+            continue;
+        }
+        json_error_t je;
+        reply = json_loadb(g.msg.body.bytes, g.msg.body.len, 0, &je);
+        amqp_destroy_message(&g.msg);
+    }
+    if (reply == NULL) {
+        fprintf(stderr, "%s\n", W.reaperd->log);
+        pgfx_exec(lock, "COMMIT"); /* so that the teardown is not held */
+        pgfx_free(lock);
+        fail_msg("no reply to a request delivered five times");
+    }
+    assert_refused(reply, "internal", "more than 3 times");
+    assert_non_null(strstr(W.reaperd->log, "answered internal and acked"));
+    /* Acked: one more lost connection brings nothing back. */
+    assert_int_equal(itest_broker_ctl("close_all_connections itest-redelivered"), 0);
+    itest_amqp_close(W.amqp);
+    W.amqp = itest_amqp_connect();
+    long long t0 = itest_mono_ms();
+    while (connects() < before + 5 && itest_mono_ms() - t0 < 30000) usleep(100 * 1000);
+    assert_int_equal(connects(), before + 5);
+    pgfx_exec(lock, "COMMIT");
+    pgfx_free(lock);
+    usleep(500 * 1000);
+    assert_int_equal(depth(W.control), 0);
+    delete_queue(rq);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_replay_once),
@@ -556,6 +785,11 @@ int main(void) {
         cmocka_unit_test(test_dismiss_behind_replay),
         cmocka_unit_test(test_other_vhost_refused),
         cmocka_unit_test(test_bad_targets),
+        cmocka_unit_test(test_replay_foreign_user_id),
+        cmocka_unit_test(test_replay_bad_expiration),
+        cmocka_unit_test(test_replay_refused_by_broker),
+        cmocka_unit_test(test_replay_to_own_queue_refused),
+        cmocka_unit_test(test_request_redelivered_too_often),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -197,6 +197,11 @@ static void test_forged_and_hostile_headers(void **state) {
     (void)state;
     char work[128], dlq[128];
     tap_dead_letter_source("f", -1, work, dlq, sizeof work);
+    /* Forged dead letters come through the dead-letter exchange (one
+     * published straight into the tap queue is not a dead letter at all:
+     * test_not_dead_letters_ignored). */
+    char x[128];
+    tap_plain(x, sizeof x, "f.dlx");
     tap_start_reaperd();
 
     static char longq[301];
@@ -249,11 +254,11 @@ static void test_forged_and_hostile_headers(void **state) {
     h[4].value.value.table = (amqp_table_t){1, &nest[0]};
     h[5].key = (amqp_bytes_t){3, (void *)"k\0y"};
     h[5].value = str_value("nul key", 7);
-    publish_headers("", T.tap, "hostile-0", (amqp_table_t){5, h});
+    publish_headers(x, "", "hostile-0", (amqp_table_t){5, h});
     /* A header name with a NUL byte cannot be stored losslessly: parked
      * all the same, without its headers, and never replayable. */
     amqp_table_entry_t h1[2] = {h[0], h[5]};
-    publish_headers("", T.tap, "hostile-1", (amqp_table_t){2, h1});
+    publish_headers(x, "", "hostile-1", (amqp_table_t){2, h1});
     /* Arrays nested 20,000 deep (100 KB of one frame): more than the
      * stored form keeps (rp_amqp_restore.h), so parked like the NUL name. */
     enum { DEEP = 20000 };
@@ -264,7 +269,7 @@ static void test_forged_and_hostile_headers(void **state) {
         deep[i].value.array = (amqp_array_t){1, &deep[i + 1]};
     }
     amqp_table_entry_t h2[2] = {h[0], {amqp_cstring_bytes("deep"), deep[0]}};
-    publish_headers("", T.tap, "hostile-2", (amqp_table_t){2, h2});
+    publish_headers(x, "", "hostile-2", (amqp_table_t){2, h2});
     wait_parked("hostile", 3, 30000);
     assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') = "
                               "'hostile-2' AND headers = '{}'::jsonb AND body_truncated"),
@@ -311,7 +316,9 @@ static void test_forged_and_hostile_headers(void **state) {
     assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') = "
                               "'forged-0' AND headers->>'x-first-death-queue' IS NOT NULL"),
                      1);
-    assert_int_equal(tap_depth(dlq), 1);
+    /* The DLQ keeps its own copies: the three hostile ones (they came
+     * through its dead-letter exchange too) and the forged one. */
+    assert_int_equal(tap_depth(dlq), 4);
     assert_consistent();
     /* The daemon is unharmed. */
     assert_null(strstr(T.reaperd->log, "could not be parked"));
@@ -547,6 +554,63 @@ static int teardown(void **state) {
     return tap_world_teardown();
 }
 
+/* Deliveries that did not come through a dead-letter exchange the tap is
+ * bound to are acked and ignored (issue 14 item 5): published straight
+ * into the tap queue (through the default exchange), even with forged
+ * x-death and x-first-death-queue headers, and published to the
+ * dead-letter exchange without any death header. Counted in
+ * reaper_tap_ignored_total, said once in the log; a real dead letter
+ * beside them is parked. */
+static void test_not_dead_letters_ignored(void **state) {
+    (void)state;
+    char work[128], dlq[128], x[128];
+    tap_dead_letter_source("ign", -1, work, dlq, sizeof work);
+    tap_plain(x, sizeof x, "ign.dlx");
+    char listen[64];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", itest_closed_port());
+    setenv("REAPER_HTTP_LISTEN", listen, 1);
+    tap_start_reaperd();
+    unsetenv("REAPER_HTTP_LISTEN");
+
+    amqp_table_entry_t h[2];
+    h[0].key = amqp_cstring_bytes("x-first-death-queue");
+    h[0].value = str_value(work, strlen(work));
+    amqp_field_value_t count = {.kind = AMQP_FIELD_KIND_I64, .value.i64 = 1};
+    amqp_table_entry_t death[2] = {{amqp_cstring_bytes("queue"), str_value(work, strlen(work))},
+                                   {amqp_cstring_bytes("count"), count}};
+    amqp_field_value_t entry = {.kind = AMQP_FIELD_KIND_TABLE, .value.table = {2, death}};
+    h[1].key = amqp_cstring_bytes("x-death");
+    h[1].value.kind = AMQP_FIELD_KIND_ARRAY;
+    h[1].value.value.array = (amqp_array_t){1, &entry};
+    for (int i = 0; i < 3; i++) {
+        char body[16];
+        snprintf(body, sizeof body, "ign-%d", i);
+        publish_headers("", T.tap, body, (amqp_table_t){2, h});
+    }
+    publish_headers(x, "", "ign-x", amqp_empty_table);
+    tap_publish(work, "real", 1);
+    tap_reject(work, 1);
+    wait_parked("real", 1, 30000);
+    for (int i = 0; i < 100 && tap_depth(T.tap) != 0; i++) rp_child_drain(T.reaperd, 100);
+    assert_int_equal(tap_depth(T.tap), 0); /* all acked */
+    assert_int_equal(parked_with_prefix("ign"), 0);
+    assert_int_equal(tap_depth(dlq), 2); /* the DLQ keeps its own copies */
+
+    int port = itest_reaperd_http_port(T.reaperd, 5000);
+    assert_true(port > 0);
+    char *text = itest_scrape(port);
+    assert_non_null(text);
+    assert_true(itest_metric(text, "reaper_tap_ignored_total") == 4);
+    free(text);
+    rp_child_drain(T.reaperd, 200);
+    int said = 0;
+    for (const char *p = T.reaperd->log;
+         (p = strstr(p, "did not come through a dead-letter exchange")) != NULL; p++)
+        said++;
+    assert_int_equal(said, 1);
+    tap_stop_reaperd(SIGTERM);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_thousand_rejected_parked_once),
@@ -557,6 +621,7 @@ int main(void) {
         cmocka_unit_test(test_tap_declared_before_without_limit),
         cmocka_unit_test(test_one_bad_dead_letter_in_a_batch),
         cmocka_unit_test(test_same_ids_crossed_on_two_sessions),
+        cmocka_unit_test(test_not_dead_letters_ignored),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -451,10 +451,15 @@ static void test_own_queues_get_no_policy(void **state) {
     tap_owned(work, sizeof work, "own.work");
     tap_queue(work, x, NULL, -1);
     tap_owned(pq, sizeof pq, "own.quorum");
-    amqp_table_entry_t qt = {amqp_cstring_bytes("x-queue-type"),
-                             {.kind = AMQP_FIELD_KIND_UTF8,
-                              .value.bytes = amqp_cstring_bytes("quorum")}};
-    amqp_queue_declare(T.amqp, 1, amqp_cstring_bytes(pq), 0, 1, 0, 0, (amqp_table_t){1, &qt});
+    /* With a dead-letter exchange: reaper's policy (and its delivery-limit)
+     * leaves out a quorum queue that has none. */
+    amqp_table_entry_t qt[2] = {{amqp_cstring_bytes("x-queue-type"),
+                                 {.kind = AMQP_FIELD_KIND_UTF8,
+                                  .value.bytes = amqp_cstring_bytes("quorum")}},
+                                {amqp_cstring_bytes("x-dead-letter-exchange"),
+                                 {.kind = AMQP_FIELD_KIND_UTF8,
+                                  .value.bytes = amqp_cstring_bytes(x)}}};
+    amqp_queue_declare(T.amqp, 1, amqp_cstring_bytes(pq), 0, 1, 0, 0, (amqp_table_t){2, qt});
     assert_int_equal(amqp_get_rpc_reply(T.amqp).reply_type, AMQP_RESPONSE_NORMAL);
 
     char *argv[] = {(char *)itest_env("REAPERD"), NULL};

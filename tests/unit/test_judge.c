@@ -538,6 +538,46 @@ static void test_not_owned_and_streams_yield_nothing(void **state) {
     rp_queue_judgement_cleanup(&j);
 }
 
+/* An owned quorum queue on which the broker would drop a message at its
+ * delivery limit (no dead-letter exchange) is POISON / SURFACED; with a
+ * dead-letter exchange, no limit, unknown facts, another type, not owned,
+ * or a dead-letter queue: nothing. */
+static void test_delivery_limit_drop(void **state) {
+    (void)state;
+    rp_queue_facts q = owned_queue();
+    q.type = RP_QUEUE_TYPE_QUORUM;
+    q.delivery_limit_known = true;
+    q.delivery_limit = 20;
+    rp_verdict v;
+    assert_int_equal(rp_judge_delivery_limit_drop(&q, &v), RP_OK);
+    assert_int_equal(v.condition, RP_COND_POISON);
+    assert_int_equal(v.action, RP_ACTION_SURFACED);
+    assert_int_equal(v.source, RP_SOURCE_BROKER);
+    assert_true(v.measured == 20);
+    assert_int_equal(v.threshold, 20);
+    assert_string_equal(v.unit, "deliveries");
+    assert_string_equal(v.queue, "vibey.x");
+    assert_non_null(strstr(v.detail, "DROPS"));
+    assert_non_null(strstr(v.detail, "x-dead-letter-exchange"));
+    rp_verdict_cleanup(&v);
+
+    rp_queue_facts cases[6];
+    for (int i = 0; i < 6; i++) cases[i] = q;
+    cases[0].dead_letter_exchange = true;
+    cases[1].delivery_limit = 0;
+    cases[2].delivery_limit_known = false;
+    cases[3].type = RP_QUEUE_TYPE_CLASSIC;
+    cases[4].owned = false;
+    cases[5].is_dead_letter_queue = true;
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(rp_judge_delivery_limit_drop(&cases[i], &v), RP_OK);
+        assert_int_equal(v.condition, RP_COND_NONE);
+        rp_verdict_cleanup(&v);
+    }
+    assert_int_equal(rp_judge_delivery_limit_drop(NULL, &v), RP_ERR_INVALID);
+    rp_verdict_cleanup(&v);
+}
+
 static void test_queue_object_encodes_vhost(void **state) {
     (void)state;
     rp_thresholds t = defaults();
@@ -836,6 +876,7 @@ int main(void) {
         cmocka_unit_test(test_broker_stale_needs_ready_and_no_consumer),
         cmocka_unit_test(test_unmeasurable_age_is_not_old),
         cmocka_unit_test(test_not_owned_and_streams_yield_nothing),
+        cmocka_unit_test(test_delivery_limit_drop),
         cmocka_unit_test(test_queue_object_encodes_vhost),
         cmocka_unit_test(test_queue_type_names),
         cmocka_unit_test(test_consumer_timeout_boundary),

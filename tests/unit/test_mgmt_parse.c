@@ -316,6 +316,46 @@ static void test_effective_consumer_timeout(void **state) {
     assert_int_equal(rp_mgmt_parse_effective_timeout(NULL, &found, &enabled, &ms), RP_ERR_INVALID);
 }
 
+/* A quorum queue's delivery limit and dead-letter exchange, from its
+ * arguments and its effective policy (the smaller positive limit). */
+static void test_delivery_limit_facts(void **state) {
+    (void)state;
+    static const char body[] =
+        "{\"page\":1,\"page_count\":1,\"items\":["
+        "{\"name\":\"a\",\"vhost\":\"/\",\"type\":\"quorum\",\"effective_policy_definition\":"
+        "{\"delivery-limit\":20},\"arguments\":{\"x-queue-type\":\"quorum\"}},"
+        "{\"name\":\"b\",\"vhost\":\"/\",\"type\":\"quorum\",\"effective_policy_definition\":"
+        "{\"delivery-limit\":20},\"arguments\":{\"x-delivery-limit\":5,"
+        "\"x-dead-letter-exchange\":\"\"}},"
+        "{\"name\":\"c\",\"vhost\":\"/\",\"type\":\"quorum\",\"effective_policy_definition\":[],"
+        "\"arguments\":{}},"
+        "{\"name\":\"d\",\"vhost\":\"/\",\"type\":\"quorum\",\"effective_policy_definition\":"
+        "{\"dead-letter-exchange\":\"dlx\"},\"arguments\":{\"x-delivery-limit\":-1}},"
+        "{\"name\":\"e\",\"vhost\":\"/\",\"type\":\"classic\",\"effective_policy_definition\":"
+        "{\"delivery-limit\":20}},"
+        "{\"name\":\"f\",\"vhost\":\"/\",\"type\":\"quorum\"}]}";
+    rp_mgmt_page p;
+    rp_mgmt_page_init(&p);
+    char err[200] = "";
+    assert_int_equal(rp_mgmt_parse_page(body, strlen(body), &p, err, sizeof err), RP_OK);
+    const rp_queue_facts *f = p.facts;
+    assert_true(f[0].delivery_limit_known);
+    assert_int_equal(f[0].delivery_limit, 20);
+    assert_false(f[0].dead_letter_exchange);
+    assert_true(p.extra[0].delivery_limit_set);
+    assert_int_equal(f[1].delivery_limit, 5);
+    assert_true(f[1].dead_letter_exchange); /* "" is the default exchange: a DLX too */
+    assert_true(f[2].delivery_limit_known);
+    assert_int_equal(f[2].delivery_limit, 0);
+    assert_false(p.extra[2].delivery_limit_set); /* RabbitMQ 4's default applies */
+    assert_int_equal(f[3].delivery_limit, 0);
+    assert_true(p.extra[3].delivery_limit_set); /* disabled */
+    assert_true(f[3].dead_letter_exchange);
+    assert_false(f[4].delivery_limit_known); /* classic */
+    assert_false(f[5].delivery_limit_known); /* no effective definition reported */
+    rp_mgmt_page_cleanup(&p);
+}
+
 static void test_url_encode(void **state) {
     (void)state;
     char *s = rp_mgmt_url_encode("/");
@@ -375,6 +415,7 @@ int main(void) {
         cmocka_unit_test(test_error_reasons),
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_effective_consumer_timeout),
+        cmocka_unit_test(test_delivery_limit_facts),
         cmocka_unit_test(test_url_encode),
         cmocka_unit_test(test_http_refusals_and_scrub),
     };

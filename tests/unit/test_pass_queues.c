@@ -357,6 +357,48 @@ static void test_own_queues_are_not_work(void **state) {
     rp_report_cleanup(&r);
 }
 
+/* An owned quorum queue on which the broker would drop a message at its
+ * delivery limit (no dead-letter exchange) is surfaced as POISON once, with
+ * the fix in the detail; giving it a dead-letter exchange clears it. A
+ * quorum queue with one is left alone. */
+static void test_delivery_limit_without_dlx_is_poison(void **state) {
+    fixture *f = *state;
+    rp_queue_facts q = {
+        .vhost = "/",
+        .name = "vibey.q",
+        .type = RP_QUEUE_TYPE_QUORUM,
+        .counts_known = true,
+        .consumers_known = true,
+        .consumers = 1,
+        .delivery_limit_known = true,
+        .delivery_limit = 20,
+    };
+    assert_int_equal(rp_memory_put_queue(f->m, &q), RP_OK);
+    rp_queue_facts ok = q;
+    ok.name = "vibey.q.safe";
+    ok.dead_letter_exchange = true;
+    assert_int_equal(rp_memory_put_queue(f->m, &ok), RP_OK);
+    rp_report r;
+    full(f, &r);
+    assert_int_equal(count(&r, RP_COND_POISON, RP_ACTION_SURFACED), 1);
+    for (size_t i = 0; i < r.n_verdicts; i++)
+        if (r.verdicts[i].condition == RP_COND_POISON) {
+            assert_string_equal(r.verdicts[i].queue, "vibey.q");
+            assert_non_null(strstr(r.verdicts[i].detail, "dead-letter exchange"));
+        }
+    assert_non_null(rp_memory_sighting(f->m, "broker|POISON|queue:/:vibey.q"));
+    rp_report_cleanup(&r);
+    full(f, &r); /* open already: not again */
+    assert_int_equal(count(&r, RP_COND_POISON, RP_ACTION_SURFACED), 0);
+    rp_report_cleanup(&r);
+    q.dead_letter_exchange = true;
+    assert_int_equal(rp_memory_put_queue(f->m, &q), RP_OK);
+    full(f, &r);
+    assert_int_equal(count(&r, RP_COND_POISON, RP_ACTION_CLEARED), 1);
+    assert_null(rp_memory_sighting(f->m, "broker|POISON|queue:/:vibey.q"));
+    rp_report_cleanup(&r);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void) {
@@ -370,6 +412,7 @@ int main(void) {
         T(test_duplicates_and_dead_letter_queues),
         T(test_owned_dead_letter_remainder_kept),
         T(test_invalid),
+        T(test_delivery_limit_without_dlx_is_poison),
     };
     return cmocka_run_group_tests_name("pass_queues", tests, NULL, NULL);
 }

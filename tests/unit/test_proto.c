@@ -739,6 +739,22 @@ static void test_small_replies(void **state) {
         assert_int_equal(json_integer_value(json_object_get(view.result, "gate")), 9);
         assert_string_equal(sget(view.result, "choice"), "retry");
         assert_string_equal(sget(view.result, "outcome"), "retried");
+        assert_null(json_object_get(view.result, "note"));
+        json_decref(t);
+
+        /* A replay's note, when there is one. */
+        assert_int_equal(rp_proto_encode_answer_reply_note(9, RP_CHOICE_REPLAY, RP_OUTCOME_REPLAYED,
+                                                           "user_id left out", (rp_encoding)e, &b),
+                         RP_OK);
+        t = read_back(&b, (rp_encoding)e, &view);
+        assert_string_equal(sget(view.result, "outcome"), "replayed");
+        assert_string_equal(sget(view.result, "note"), "user_id left out");
+        json_decref(t);
+        assert_int_equal(rp_proto_encode_answer_reply_note(9, RP_CHOICE_REPLAY, RP_OUTCOME_REPLAYED,
+                                                           "", (rp_encoding)e, &b),
+                         RP_OK);
+        t = read_back(&b, (rp_encoding)e, &view);
+        assert_null(json_object_get(view.result, "note"));
         json_decref(t);
 
         rp_proto_status st = {"v\xff", false, true, 0, 12};

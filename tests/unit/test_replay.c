@@ -102,11 +102,45 @@ static void test_decide(void **state) {
     pcre2_code_free(owned);
 }
 
+/* The expiration the broker takes: decimal digits, 0..4294967295. */
+static void test_expiration(void **state) {
+    (void)state;
+#define EXP(s) rp_replay_expiration_valid(s, strlen(s))
+    assert_true(EXP("0"));
+    assert_true(EXP("60000"));
+    assert_true(EXP("4294967295"));
+    assert_false(EXP("4294967296"));
+    assert_false(EXP("99999999999"));
+    assert_false(EXP(""));
+    assert_false(EXP("-1"));
+    assert_false(EXP("+5"));
+    assert_false(EXP("1.5"));
+    assert_false(EXP(" 5"));
+    assert_false(EXP("soon"));
+    assert_false(rp_replay_expiration_valid("12\0003", 4));
+    assert_false(rp_replay_expiration_valid(NULL, 0));
+#undef EXP
+}
+
+/* reaper's own queues are never a destination, whatever the pattern. */
+static void test_reserved(void **state) {
+    (void)state;
+    const char *own[] = {"vibey.reap.control", NULL, "vibey.reap.tap"};
+    assert_true(rp_replay_reserved_queue("vibey.reap.control", own, 3));
+    assert_true(rp_replay_reserved_queue("vibey.reap.tap", own, 3));
+    assert_true(rp_replay_reserved_queue("amq.gen-JzTY20BRgKO-HjmUJj0wLg", own, 3));
+    assert_false(rp_replay_reserved_queue("vibey.reap.control2", own, 3));
+    assert_false(rp_replay_reserved_queue("vibey.orders", own, 3));
+    assert_false(rp_replay_reserved_queue("vibey.orders", NULL, 0));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_origin_roundtrip),
         cmocka_unit_test(test_origin_refused),
         cmocka_unit_test(test_decide),
+        cmocka_unit_test(test_expiration),
+        cmocka_unit_test(test_reserved),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
