@@ -151,7 +151,25 @@ static bool rp_dsn_is_uri(const char *v, rp_url *u) {
     return rp_scheme_is(v, u, "postgresql") || rp_scheme_is(v, u, "postgres");
 }
 
+/* The store library's own parser, when the program installed one. */
+static rp_config_dsn_inspector rp_dsn_inspector;
+
+void rp_config_set_dsn_inspector(rp_config_dsn_inspector inspect) {
+    rp_dsn_inspector = inspect;
+}
+
+/* Core's own scan first (it names the spelling it found), then the store
+ * library's parser, which decodes what the scan cannot (a percent-encoded
+ * key in a URI query, "%70assword=x"). */
+static const char *rp_leak_dsn_scan(const char *value);
+
 const char *rp__cfg_leak_dsn(const char *value) {
+    const char *why = rp_leak_dsn_scan(value);
+    if (why == NULL && rp_dsn_inspector != NULL) why = rp_dsn_inspector(value);
+    return why;
+}
+
+static const char *rp_leak_dsn_scan(const char *value) {
     rp_url u;
     if (rp_dsn_is_uri(value, &u)) {
         if (rp_url_has_password(value, &u))

@@ -17,6 +17,7 @@
 #include "rp_config.h"
 #include "rp_config_load.h"
 #include "rp_log.h"
+#include "rp_pg_conn.h"
 #include "rp_secret.h"
 #include "version.h"
 
@@ -139,6 +140,9 @@ int main(int argc, char **argv) {
         return 2;
     }
 
+    /* libpq's own reading of store.dsn, so that every spelling of a
+     * password it would decode is refused (and never printed). */
+    rp_config_set_dsn_inspector(rp_pg_dsn_leak);
     rp_config cfg;
     rp_config_problems problems;
     rp_config_problems_init(&problems);
