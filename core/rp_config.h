@@ -87,6 +87,8 @@ typedef enum rp_config_key_id {
     RP_CFG_REAP_OWNED_QUEUE_PATTERN,
     RP_CFG_REAP_POLICY_PRIORITY,
     RP_CFG_CONTROL_ALLOWED_USERS,
+    RP_CFG_CONTROL_REAP_RATE_SECONDS,
+    RP_CFG_CONTROL_REPLY_QUEUE_PATTERN,
     RP_CFG_HTTP_LISTEN,
     RP_CFG_LOG_LEVEL,
     RP_CFG_LOG_FORMAT,
@@ -190,7 +192,13 @@ typedef struct rp_config {
         int64_t policy_priority;
     } reap;
     struct {
-        rp_config_strlist allowed_users; /* empty: any authenticated user */
+        /* Empty: reaperd's own broker user (the user of broker.url) only;
+         * "*" among them: any authenticated user. */
+        rp_config_strlist allowed_users;
+        int64_t reap_rate_seconds; /* one reap request per this per user; 0: no limit */
+        /* Queues replies may go to besides direct reply-to; empty (no
+         * code): none. */
+        rp_config_pattern reply_queue_pattern;
     } control;
     struct {
         char *listen; /* host:port, [v6]:port or :port */

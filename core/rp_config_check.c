@@ -417,6 +417,29 @@ rp_status rp__cfg_check_pattern(const rp__config_row *row, rp_config *cfg,
     return rp_compile_pattern(row, cfg, p, &usable);
 }
 
+rp_status rp__cfg_check_reply_pattern(const rp__config_row *row, rp_config *cfg,
+                                      rp_config_problems *p) {
+    rp_config_pattern *pat = rp__config_field(cfg, row);
+    if (pat->text == NULL || pat->text[0] == '\0') {
+        pcre2_code_free(pat->code);
+        pat->code = NULL;
+        return RP_OK;
+    }
+    bool usable;
+    rp_status st = rp_compile_pattern(row, cfg, p, &usable);
+    if (st != RP_OK || !usable) return st;
+    const char *own[] = {cfg->broker.control_queue, cfg->broker.tap_queue};
+    for (size_t i = 0; i < RP_ARRAY_LEN(own); i++) {
+        const char *name = own[i] ? own[i] : "";
+        if (rp_config_pattern_match(pat, name, strlen(name)) == 1)
+            rp__cfg_problem(p, cfg, row->id,
+                            "matches reaper's own queue \"%s\": replies must go to queues "
+                            "of the requesters",
+                            name);
+    }
+    return RP_OK;
+}
+
 /* Names that belong to others on a shared broker: a Celery queue, a
  * server-named queue, direct reply-to. */
 static const char *const rp_foreign_names[] = {
