@@ -70,6 +70,10 @@ typedef enum rp_config_key_id {
     RP_CFG_BROKER_TLS_VERIFY_PEER,
     RP_CFG_STORE_DSN,
     RP_CFG_STORE_SCHEMA,
+    RP_CFG_STORE_STATEMENT_TIMEOUT_MS,
+    RP_CFG_STORE_LOCK_TIMEOUT_MS,
+    RP_CFG_STORE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    RP_CFG_STORE_TCP_USER_TIMEOUT_MS,
     RP_CFG_REAP_ENABLED,
     RP_CFG_REAP_INTERVAL_SECONDS,
     RP_CFG_REAP_LEASE_GRACE_SECONDS,
@@ -83,6 +87,8 @@ typedef enum rp_config_key_id {
     RP_CFG_REAP_OWNED_QUEUE_PATTERN,
     RP_CFG_REAP_POLICY_PRIORITY,
     RP_CFG_CONTROL_ALLOWED_USERS,
+    RP_CFG_CONTROL_REAP_RATE_SECONDS,
+    RP_CFG_CONTROL_REPLY_QUEUE_PATTERN,
     RP_CFG_HTTP_LISTEN,
     RP_CFG_LOG_LEVEL,
     RP_CFG_LOG_FORMAT,
@@ -165,6 +171,11 @@ typedef struct rp_config {
     struct {
         char *dsn;    /* libpq keyword=value or postgresql:// URI, no password */
         char *schema; /* a plain lower-case SQL identifier */
+        /* Set on every session reaperd opens (0: none). */
+        int64_t statement_timeout_ms;
+        int64_t lock_timeout_ms;
+        int64_t idle_in_transaction_timeout_ms;
+        int64_t tcp_user_timeout_ms; /* libpq's tcp_user_timeout */
     } store;
     struct {
         bool enabled;
@@ -181,7 +192,13 @@ typedef struct rp_config {
         int64_t policy_priority;
     } reap;
     struct {
-        rp_config_strlist allowed_users; /* empty: any authenticated user */
+        /* Empty: reaperd's own broker user (the user of broker.url) only;
+         * "*" among them: any authenticated user. */
+        rp_config_strlist allowed_users;
+        int64_t reap_rate_seconds; /* one reap request per this per user; 0: no limit */
+        /* Queues replies may go to besides direct reply-to; empty (no
+         * code): none. */
+        rp_config_pattern reply_queue_pattern;
     } control;
     struct {
         char *listen; /* host:port, [v6]:port or :port */
@@ -194,6 +211,21 @@ typedef struct rp_config {
     char *path; /* the file the FILE origins refer to, or NULL */
     rp_config_origin origin[RP_CFG_KEY_COUNT_];
 } rp_config;
+
+/* ---- the store library's DSN parser ---------------------------------- */
+
+/* Inspects a store.dsn value with the store library's own parser (core has
+ * no libpq; reaperd installs rp_pg_dsn_leak from adapters/postgres), so that
+ * every spelling of a password that library would decode is refused, not
+ * only the ones core's scan knows. Returns NULL when the value carries no
+ * password and parses, else a message that does not quote the value (the
+ * value is then refused and never stored, like any other leak). */
+typedef const char *(*rp_config_dsn_inspector)(const char *dsn);
+
+/* Installs inspect (NULL: none, core's scan alone decides) for every later
+ * setting of store.dsn in this process. Call it once at start-up, before
+ * any configuration is loaded and before threads start. */
+void rp_config_set_dsn_inspector(rp_config_dsn_inspector inspect);
 
 /* ---- problems ---------------------------------------------------------- */
 

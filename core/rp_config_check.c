@@ -151,7 +151,25 @@ static bool rp_dsn_is_uri(const char *v, rp_url *u) {
     return rp_scheme_is(v, u, "postgresql") || rp_scheme_is(v, u, "postgres");
 }
 
+/* The store library's own parser, when the program installed one. */
+static rp_config_dsn_inspector rp_dsn_inspector;
+
+void rp_config_set_dsn_inspector(rp_config_dsn_inspector inspect) {
+    rp_dsn_inspector = inspect;
+}
+
+/* Core's own scan first (it names the spelling it found), then the store
+ * library's parser, which decodes what the scan cannot (a percent-encoded
+ * key in a URI query, "%70assword=x"). */
+static const char *rp_leak_dsn_scan(const char *value);
+
 const char *rp__cfg_leak_dsn(const char *value) {
+    const char *why = rp_leak_dsn_scan(value);
+    if (why == NULL && rp_dsn_inspector != NULL) why = rp_dsn_inspector(value);
+    return why;
+}
+
+static const char *rp_leak_dsn_scan(const char *value) {
     rp_url u;
     if (rp_dsn_is_uri(value, &u)) {
         if (rp_url_has_password(value, &u))
@@ -397,6 +415,29 @@ rp_status rp__cfg_check_pattern(const rp__config_row *row, rp_config *cfg,
                                 rp_config_problems *p) {
     bool usable;
     return rp_compile_pattern(row, cfg, p, &usable);
+}
+
+rp_status rp__cfg_check_reply_pattern(const rp__config_row *row, rp_config *cfg,
+                                      rp_config_problems *p) {
+    rp_config_pattern *pat = rp__config_field(cfg, row);
+    if (pat->text == NULL || pat->text[0] == '\0') {
+        pcre2_code_free(pat->code);
+        pat->code = NULL;
+        return RP_OK;
+    }
+    bool usable;
+    rp_status st = rp_compile_pattern(row, cfg, p, &usable);
+    if (st != RP_OK || !usable) return st;
+    const char *own[] = {cfg->broker.control_queue, cfg->broker.tap_queue};
+    for (size_t i = 0; i < RP_ARRAY_LEN(own); i++) {
+        const char *name = own[i] ? own[i] : "";
+        if (rp_config_pattern_match(pat, name, strlen(name)) == 1)
+            rp__cfg_problem(p, cfg, row->id,
+                            "matches reaper's own queue \"%s\": replies must go to queues "
+                            "of the requesters",
+                            name);
+    }
+    return RP_OK;
 }
 
 /* Names that belong to others on a shared broker: a Celery queue, a

@@ -99,6 +99,11 @@ rp_status rp__cfg_check_pattern(const rp__config_row *row, rp_config *cfg,
                                 rp_config_problems *p);
 rp_status rp__cfg_check_owned_pattern(const rp__config_row *row, rp_config *cfg,
                                       rp_config_problems *p);
+/* control.reply_queue_pattern: empty is "none" (no code); else compiled, and
+ * refused when it matches reaper's own queues (a reply there would feed
+ * reaperd its own output). */
+rp_status rp__cfg_check_reply_pattern(const rp__config_row *row, rp_config *cfg,
+                                      rp_config_problems *p) RP_MUSTCHECK;
 rp_status rp__cfg_check_users(const rp__config_row *row, rp_config *cfg,
                               rp_config_problems *p);
 rp_status rp__cfg_check_listen(const rp__config_row *row, rp_config *cfg,

@@ -58,14 +58,15 @@ typedef struct rp_event_ref {
 } rp_event_ref;
 
 /* The payload of a GateAnswered event: the same fields as its ledger row's
- * payload {gate, job, kind, choice, outcome, by}. */
+ * payload {gate, job, kind, choice, outcome, by[, note]}. */
 typedef struct rp_gate_answered {
     int64_t gate_id;
     int64_t job_id;
     rp_gate_kind kind;
     rp_choice choice;
     rp_outcome outcome;   /* never RP_OUTCOME_ALREADY_ANSWERED: that commits nothing */
-    const char *by;       /* may be NULL */
+    const char *by;       /* answered_by, the broker-validated user; may be NULL */
+    const char *note;     /* the request's own "by", unverified; NULL: absent */
 } rp_gate_answered;
 
 /* A committed ledger event, as handed to the publisher. Exactly one of
@@ -286,9 +287,12 @@ typedef struct rp_gate_port {
      * is answered already changes nothing and reports the first answer with
      * RP_OUTCOME_ALREADY_ANSWERED. RP_ERR_NOT_FOUND for no such gate,
      * RP_ERR_CONFLICT when the gate's kind does not take the choice. `by`
-     * may be NULL. */
+     * is who answered (answered_by: the broker-validated user of the
+     * request), `note` what the requester wrote about itself (the request's
+     * `by` field, unverified: kept in the ledger payload as "note" only);
+     * either may be NULL. */
     rp_status (*answer)(void *self, int64_t gate_id, rp_choice choice, const char *by,
-                        rp_answer_result *out);
+                        const char *note, rp_answer_result *out);
 } rp_gate_port;
 
 /* ---- Publisher (the events exchange) ------------------------------------ */

@@ -30,7 +30,7 @@ rp_status rp_publish_event(const rp_ports *ports, const rp_event_ref *ev, const 
 }
 
 rp_status rp_publish_answer(const rp_publisher_port *publisher, int64_t gate_id, const char *by,
-                            const rp_answer_result *res) {
+                            const char *note, const rp_answer_result *res) {
     if (publisher->publish == NULL || res == NULL || !res->committed) return RP_OK;
     rp_gate_answered a = {
         .gate_id = gate_id,
@@ -39,6 +39,7 @@ rp_status rp_publish_answer(const rp_publisher_port *publisher, int64_t gate_id,
         .choice = res->choice,
         .outcome = res->outcome,
         .by = by,
+        .note = note,
     };
     rp_ledger_event le = {
         .seq = res->event.seq,
@@ -56,11 +57,12 @@ static rp_status rp_gate_feed_list(void *self, const rp_gate_query *q, rp_gate *
 }
 
 static rp_status rp_gate_feed_answer(void *self, int64_t gate_id, rp_choice choice,
-                                     const char *by, rp_answer_result *out) {
+                                     const char *by, const char *note,
+                                     rp_answer_result *out) {
     rp_gate_feed *f = self;
-    rp_status st = f->inner.answer(f->inner.self, gate_id, choice, by, out);
+    rp_status st = f->inner.answer(f->inner.self, gate_id, choice, by, note, out);
     /* The answer is committed: a feed that fails loses nothing of it. */
-    if (st == RP_OK) (void)rp_publish_answer(&f->publisher, gate_id, by, out);
+    if (st == RP_OK) (void)rp_publish_answer(&f->publisher, gate_id, by, note, out);
     return st;
 }
 

@@ -26,7 +26,7 @@ rp_status rp_publish_event(const rp_ports *ports, const rp_event_ref *ev, const 
  * publisher or nothing was committed (an already answered gate). The answer
  * itself stands whatever this returns: the ledger is the record. */
 rp_status rp_publish_answer(const rp_publisher_port *publisher, int64_t gate_id, const char *by,
-                            const rp_answer_result *res);
+                            const char *note, const rp_answer_result *res);
 
 /* A gate port that answers through another one and hands every answer it
  * commits to a publisher, so that every caller of the gate port (the

@@ -7,6 +7,7 @@ static const char *const rp_status_names[] = {
     "ok",          "nomem",    "invalid",     "bad_request", "unknown_op",
     "forbidden",   "not_found", "conflict",   "unavailable", "internal",
     "config",      "io",       "too_large",   "timeout",     "closed",
+    "busy",
 };
 
 _Static_assert(RP_ARRAY_LEN(rp_status_names) == -(int)RP_STATUS_MIN_,

@@ -27,7 +27,8 @@ typedef enum rp_status {
     RP_ERR_TOO_LARGE = -12,   /* input exceeds a declared limit */
     RP_ERR_TIMEOUT = -13,     /* an operation did not finish in time */
     RP_ERR_CLOSED = -14,      /* the peer or handle is closed */
-    RP_STATUS_MIN_ = -15      /* sentinel: one below the last code */
+    RP_ERR_BUSY = -15,        /* asked again too soon (a rate limit); try later */
+    RP_STATUS_MIN_ = -16      /* sentinel: one below the last code */
 } rp_status;
 
 /* Returns the static name of s ("ok", "nomem", ...), or "unknown_status"

@@ -41,6 +41,9 @@ static json_t *rp_answer_json(const rp_gate_answered *a) {
               rp__set(t, "choice", json_string(rp_choice_string(a->choice))) &&
               rp__set(t, "outcome", json_string(rp_outcome_string(a->outcome))) &&
               rp__set(t, "by", rp__json_string(a->by));
+    /* The requester's own words, unverified: present only when given, as
+     * in the ledger row. */
+    if (ok && a->note != NULL) ok = rp__set(t, "note", json_string(a->note));
     if (!ok) {
         json_decref(t);
         return NULL;

@@ -104,6 +104,7 @@ const char *rp_proto_error_code(rp_status s) {
     case RP_ERR_CONFLICT:
     case RP_ERR_UNAVAILABLE:
     case RP_ERR_INTERNAL:
+    case RP_ERR_BUSY:
         return rp_status_string(s);
     case RP_ERR_TOO_LARGE:
     case RP_ERR_INVALID:
@@ -120,7 +121,7 @@ const char *rp_proto_error_code(rp_status s) {
 bool rp_proto_error_code_parse(const char *code, rp_status *out) {
     static const rp_status codes[] = {RP_ERR_BAD_REQUEST, RP_ERR_UNKNOWN_OP, RP_ERR_FORBIDDEN,
                                       RP_ERR_NOT_FOUND,   RP_ERR_CONFLICT,   RP_ERR_UNAVAILABLE,
-                                      RP_ERR_INTERNAL};
+                                      RP_ERR_INTERNAL,    RP_ERR_BUSY};
     if (code == NULL) return false;
     for (size_t i = 0; i < RP_ARRAY_LEN(codes); i++)
         if (strcmp(rp_status_string(codes[i]), code) == 0) {

@@ -68,7 +68,8 @@ static rp_outcome rp_outcome_of(rp_choice c) {
 }
 
 static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const char *by,
-                           rp_answer_result *out) {
+                           const char *note, rp_answer_result *out) {
+    RP_UNUSED(note); /* the memory ledger keeps no payload */
     rp_memory *m = self;
     memset(out, 0, sizeof *out);
     m->write_calls++;

@@ -2,8 +2,11 @@
 
 #include "rp_log.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +16,7 @@ struct rp_pg_conn {
     PGconn *conn;
     unsigned long generation; /* successful connects so far */
     char peer[300];
+    rp_pg_session session; /* session.schema is owned (or NULL) */
     /* For rp_pg_conn_cancel from another thread: made at connect, freed at
      * drop, under mu. */
     pthread_mutex_t mu;
@@ -37,8 +41,42 @@ void rp_pg_conn_free(rp_pg_conn *c) {
     if (c->cancel) PQfreeCancel(c->cancel);
     if (c->conn) PQfinish(c->conn);
     pthread_mutex_destroy(&c->mu);
+    free((char *)c->session.schema);
     free(c->dsn);
     free(c);
+}
+
+rp_status rp_pg_conn_set_session(rp_pg_conn *c, const rp_pg_session *s) {
+    char *schema = NULL;
+    if (s->schema != NULL && s->schema[0] != '\0' && (schema = strdup(s->schema)) == NULL)
+        return RP_ERR_NOMEM;
+    free((char *)c->session.schema);
+    c->session = *s;
+    c->session.schema = schema;
+    return RP_OK;
+}
+
+const char *rp_pg_dsn_leak(const char *dsn) {
+    char *errmsg = NULL;
+    PQconninfoOption *opts = PQconninfoParse(dsn ? dsn : "", &errmsg);
+    if (opts == NULL) {
+        /* libpq's message may quote part of the string: not repeated. */
+        if (errmsg != NULL) PQfreemem(errmsg);
+        return "libpq cannot parse it (it is not shown, since it could hold a password): "
+               "write keyword=value pairs or a postgresql:// URI";
+    }
+    const char *why = NULL;
+    for (PQconninfoOption *o = opts; o->keyword != NULL; o++) {
+        if (o->val == NULL) continue;
+        if (strcmp(o->keyword, "password") == 0 || strcmp(o->keyword, "sslpassword") == 0) {
+            why = "the DSN carries a password (libpq reads one in it): remove it; give "
+                  "libpq the password through PGPASSWORD or a passfile (~/.pgpass, or "
+                  "passfile=... in the DSN)";
+            break;
+        }
+    }
+    PQconninfoFree(opts);
+    return why;
 }
 
 void rp_pg_error_line(const char *msg, char *err, size_t errlen) {
@@ -71,6 +109,31 @@ static void rp_pg_drop(rp_pg_conn *c) {
     c->peer[0] = '\0';
 }
 
+/* Sets the session's settings (rp_pg_session) in one round trip. */
+static rp_status rp_pg_apply_session(rp_pg_conn *c, char *err, size_t errlen) {
+    char path[160] = "";
+    if (c->session.schema != NULL) {
+        char *q = PQescapeIdentifier(c->conn, c->session.schema, strlen(c->session.schema));
+        if (q == NULL) {
+            rp_pg_error_line(PQerrorMessage(c->conn), err, errlen);
+            return RP_ERR_UNAVAILABLE;
+        }
+        snprintf(path, sizeof path, "SET search_path TO pg_catalog, %s; ", q);
+        PQfreemem(q);
+    }
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "%sSET synchronous_commit TO on; SET statement_timeout TO %d; "
+             "SET lock_timeout TO %d; SET idle_in_transaction_session_timeout TO %d",
+             path, c->session.statement_timeout_ms, c->session.lock_timeout_ms,
+             c->session.idle_in_transaction_timeout_ms);
+    PGresult *r = PQexec(c->conn, sql);
+    bool ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok) rp_pg_error_line(PQerrorMessage(c->conn), err, errlen);
+    PQclear(r);
+    return ok ? RP_OK : RP_ERR_UNAVAILABLE;
+}
+
 rp_status rp_pg_conn_ensure(rp_pg_conn *c, char *err, size_t errlen) {
     if (c->conn && PQstatus(c->conn) == CONNECTION_OK) return RP_OK;
     rp_pg_drop(c);
@@ -79,10 +142,13 @@ rp_status rp_pg_conn_ensure(rp_pg_conn *c, char *err, size_t errlen) {
     /* Our defaults first, the operator's DSN last: libpq processes the
      * keywords in order, the expanded DSN as if it stood there, and keeps
      * the last value, so anything the DSN sets wins. */
+    char user_timeout[16];
+    snprintf(user_timeout, sizeof user_timeout, "%d",
+             c->session.tcp_user_timeout_ms > 0 ? c->session.tcp_user_timeout_ms : 0);
     const char *keys[] = {"connect_timeout", "keepalives", "keepalives_idle",
-                          "keepalives_interval", "keepalives_count", "application_name",
-                          "dbname", NULL};
-    const char *vals[] = {timeout, "1", "10", "5", "3", "reaperd", c->dsn, NULL};
+                          "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+                          "application_name", "dbname", NULL};
+    const char *vals[] = {timeout, "1", "10", "5", "3", user_timeout, "reaperd", c->dsn, NULL};
     c->conn = PQconnectdbParams(keys, vals, 1);
     if (c->conn == NULL) {
         snprintf(err, errlen, "out of memory");
@@ -94,6 +160,10 @@ rp_status rp_pg_conn_ensure(rp_pg_conn *c, char *err, size_t errlen) {
         return RP_ERR_UNAVAILABLE;
     }
     PQsetNoticeProcessor(c->conn, rp_pg_on_notice, NULL);
+    if (rp_pg_apply_session(c, err, errlen) != RP_OK) {
+        rp_pg_drop(c);
+        return RP_ERR_UNAVAILABLE;
+    }
     PGcancel *cancel = PQgetCancel(c->conn);
     pthread_mutex_lock(&c->mu);
     c->cancel = cancel;
@@ -104,15 +174,65 @@ rp_status rp_pg_conn_ensure(rp_pg_conn *c, char *err, size_t errlen) {
     return RP_OK;
 }
 
+static int64_t rp_pg_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits until the socket is ready for events or the deadline passes.
+ * True when ready. */
+static bool rp_pg_wait(PGconn *pg, short events, int64_t deadline_ms) {
+    for (;;) {
+        int64_t left = deadline_ms - rp_pg_now_ms();
+        if (left <= 0) return false;
+        struct pollfd p = {.fd = PQsocket(pg), .events = events};
+        if (p.fd < 0) return false;
+        int n = poll(&p, 1, (int)left);
+        if (n > 0) return true;
+        if (n < 0 && errno != EINTR) return false;
+    }
+}
+
 rp_status rp_pg_conn_ping(rp_pg_conn *c, char *err, size_t errlen) {
     if (c->conn == NULL) {
         snprintf(err, errlen, "not connected");
         return RP_ERR_UNAVAILABLE;
     }
-    PGresult *r = PQexec(c->conn, "SELECT 1");
-    bool ok = r && PQresultStatus(r) == PGRES_TUPLES_OK;
+    /* Sent and read without blocking past the deadline: a server that
+     * stopped answering (a black hole, no RST) must not hold the store
+     * thread until TCP gives up. */
+    int64_t deadline = rp_pg_now_ms() + (int64_t)c->connect_timeout_s * 1000;
+    bool ok = PQsendQuery(c->conn, "SELECT 1") == 1;
     if (!ok) rp_pg_error_line(PQerrorMessage(c->conn), err, errlen);
-    PQclear(r);
+    bool timed_out = false;
+    if (ok && PQsetnonblocking(c->conn, 1) == 0) {
+        int f = 0;
+        while (ok && (f = PQflush(c->conn)) == 1)
+            if (!rp_pg_wait(c->conn, POLLOUT, deadline)) ok = false, timed_out = true;
+        if (ok && f < 0) ok = false;
+        while (ok && PQisBusy(c->conn)) {
+            if (!rp_pg_wait(c->conn, POLLIN, deadline))
+                ok = false, timed_out = true;
+            else if (PQconsumeInput(c->conn) == 0)
+                ok = false;
+        }
+        if (PQsetnonblocking(c->conn, 0) != 0) ok = false;
+    }
+    if (timed_out)
+        snprintf(err, errlen, "no answer to a ping within %d s", c->connect_timeout_s);
+    else if (!ok)
+        rp_pg_error_line(PQerrorMessage(c->conn), err, errlen);
+    if (ok) {
+        PGresult *r;
+        while ((r = PQgetResult(c->conn)) != NULL) {
+            if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+                if (ok) rp_pg_error_line(PQresultErrorMessage(r), err, errlen);
+                ok = false;
+            }
+            PQclear(r);
+        }
+    }
     if (!ok || PQstatus(c->conn) != CONNECTION_OK) {
         rp_pg_drop(c);
         return RP_ERR_UNAVAILABLE;

@@ -24,13 +24,40 @@
 
 typedef struct rp_pg_conn rp_pg_conn;
 
+/* What every session is set to as soon as it connects, before any other
+ * statement (SET, so that no options= in the DSN can undo it):
+ * search_path "pg_catalog, schema" (nothing else, so no object in another
+ * schema can stand in for one of ours or a built-in), synchronous_commit on
+ * (the tap acks a dead letter once its park is committed: that commit must
+ * be durable), and the three time-outs (milliseconds, 0 for none). The
+ * connection itself gets tcp_user_timeout (ms; 0 leaves the system's) and
+ * TCP keepalives, so a server that stops answering fails a call in bounded
+ * time instead of the kernel's ~15 min of retransmissions. */
+typedef struct rp_pg_session {
+    const char *schema; /* copied; NULL or "": the search_path is left alone */
+    int statement_timeout_ms;
+    int lock_timeout_ms;
+    int idle_in_transaction_timeout_ms;
+    int tcp_user_timeout_ms;
+} rp_pg_session;
+
 rp_pg_conn *rp_pg_conn_new(const char *dsn, int connect_timeout_s);
 void rp_pg_conn_free(rp_pg_conn *c);
+/* Sets what the NEXT connect applies (copies *s). RP_OK or RP_ERR_NOMEM. */
+rp_status rp_pg_conn_set_session(rp_pg_conn *c, const rp_pg_session *s) RP_MUSTCHECK;
+
+/* libpq's own reading of a connection string (PQconninfoParse): NULL when
+ * dsn parses and sets neither password nor sslpassword, in whatever
+ * spelling (a percent-encoded URI query key included), else a message that
+ * does not quote dsn. An rp_config_dsn_inspector (rp_config.h). */
+const char *rp_pg_dsn_leak(const char *dsn);
 
 /* Connects when not connected (or when the old connection went bad).
  * RP_OK when usable, else RP_ERR_UNAVAILABLE with a one-line reason in err. */
 rp_status rp_pg_conn_ensure(rp_pg_conn *c, char *err, size_t errlen) RP_MUSTCHECK;
-/* Checks the connection with a round trip; drops it when dead. */
+/* Checks the connection with a round trip that must answer within the
+ * connect time-out (a server that stopped answering is dropped then, not
+ * after TCP gives up); drops it when dead. */
 rp_status rp_pg_conn_ping(rp_pg_conn *c, char *err, size_t errlen) RP_MUSTCHECK;
 bool rp_pg_conn_is_up(const rp_pg_conn *c);
 PGconn *rp_pg_conn_handle(rp_pg_conn *c);

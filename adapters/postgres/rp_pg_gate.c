@@ -98,7 +98,7 @@ static rp_status rp_settle_nothing(rp_pg_store *s, rp_status st) {
 }
 
 static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const char *by,
-                           rp_answer_result *out) {
+                           const char *note, rp_answer_result *out) {
     rp_pg_store *s = self;
     if ((int)choice < 0 || choice >= RP_CHOICE_COUNT_) return RP_ERR_INVALID;
     memset(out, 0, sizeof *out);
@@ -138,9 +138,9 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
 
     /* 2. Answer, change the job, append the event, commit: one round trip. */
     rp_outcome outcome = rp_outcome_of(choice);
-    const char *vals[] = {id, rp_choice_string(choice), by, rp_outcome_string(outcome)};
+    const char *vals[] = {id, rp_choice_string(choice), by, rp_outcome_string(outcome), note};
     rp__pg_cmd apply[2] = {
-        {.stmt = RP__PG_GATE_ANSWER, .n = 4, .values = vals},
+        {.stmt = RP__PG_GATE_ANSWER, .n = 5, .values = vals},
         {.stmt = -1, .sql = "COMMIT"},
     };
     st = rp__pg_run(s, apply, 2, res, "answer_gate", NULL);

@@ -169,8 +169,9 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
     /* $1 gate id: locks the gate so that it is settled once. */
     [RP__PG_GATE_LOCK] = {"gate_lock",
                           "SELECT kind, answer FROM {s}.gate WHERE id = $1::int8 FOR UPDATE"},
-    /* $1 gate id, $2 choice, $3 by, $4 outcome. Runs after GATE_LOCK in
-     * the same transaction. */
+    /* $1 gate id, $2 choice, $3 by (the broker-validated user), $4
+     * outcome, $5 note (the request's own, unverified "by") or NULL. Runs
+     * after GATE_LOCK in the same transaction. */
     [RP__PG_GATE_ANSWER] =
         {"gate_answer",
          "WITH g AS (UPDATE {s}.gate SET answer = $2::text, answered_by = $3::text, "
@@ -185,6 +186,8 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "ev AS (INSERT INTO {s}.ledger (kind, project_id, payload) "
          "SELECT 'GateAnswered', j.project_id, jsonb_build_object('gate', g.id, 'job', j.id, "
          "'kind', g.kind, 'choice', $2::text, 'outcome', $4::text, 'by', $3::text) "
+         "|| CASE WHEN $5::text IS NULL THEN '{}'::jsonb "
+         "ELSE jsonb_build_object('note', $5::text) END "
          "FROM g JOIN j ON j.id = g.job_id RETURNING seq, at) "
          "SELECT g.id, (SELECT seq FROM ev), (SELECT " MS("at") " FROM ev), g.job_id FROM g"},
 

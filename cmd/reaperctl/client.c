@@ -89,6 +89,12 @@ rp_status rp_ctl_request(const rp_config *cfg, const char *password, const char 
         snprintf(err, errlen, "publishing the request: %s", amqp_error_string2(rc));
         goto out_close;
     }
+    /* reaperd's broker user: the user of broker.url (reaperctl runs with
+     * reaperd's configuration), or REAPERCTL_REAPERD_USER when it logs in
+     * as someone else. */
+    const char *reaperd_user = getenv("REAPERCTL_REAPERD_USER");
+    if (reaperd_user == NULL || *reaperd_user == '\0') reaperd_user = user;
+    bool warned = false;
     long until = rp_now_ms() + timeout_ms;
     for (;;) {
         long left = until - rp_now_ms();
@@ -114,7 +120,22 @@ rp_status rp_ctl_request(const rp_config *cfg, const char *password, const char 
         bool mine = (rp->_flags & AMQP_BASIC_CORRELATION_ID_FLAG) &&
                     rp->correlation_id.len == strlen(corr) &&
                     memcmp(rp->correlation_id.bytes, corr, strlen(corr)) == 0;
-        if (!mine) {
+        /* Only reaperd answers: app_id "reaperd" and user_id = the user
+         * reaperd logs in as, which the broker checked on publish, so no
+         * other consumer of the control queue can forge a reply. */
+        bool from_reaperd =
+            (rp->_flags & AMQP_BASIC_APP_ID_FLAG) && rp->app_id.len == 7 &&
+            memcmp(rp->app_id.bytes, "reaperd", 7) == 0 &&
+            (rp->_flags & AMQP_BASIC_USER_ID_FLAG) && rp->user_id.len == strlen(reaperd_user) &&
+            memcmp(rp->user_id.bytes, reaperd_user, rp->user_id.len) == 0;
+        if (mine && !from_reaperd && !warned) {
+            fprintf(stderr,
+                    "reaperctl: ignored a reply that is not from reaperd (app_id and user_id "
+                    "must be \"reaperd\" and \"%s\")\n",
+                    reaperd_user);
+            warned = true;
+        }
+        if (!mine || !from_reaperd) {
             amqp_destroy_envelope(&env);
             continue;
         }

@@ -31,13 +31,16 @@ static void rp_usage(FILE *f) {
             "  reap   [--project P] [--dry-run] [--json]   run one whole pass now\n"
             "  gates  [--state open|answered|all] [--limit N] [--project P] [--json]\n"
             "                                              list gates (default: open, 100)\n"
-            "  answer GATE --choice replay|dismiss|retry [--by NAME] [--json]\n"
+            "  answer GATE --choice replay|dismiss|retry [--by NOTE] [--json]\n"
             "                                              answer a gate (once)\n"
             "  status [--json]                             reaperd's state\n"
             "\n"
             "reaperctl speaks only AMQP: it sends the request to broker.control_queue\n"
             "and waits for the reply (default 30 s; a reap may need more: --timeout).\n"
-            "The configuration is reaperd's (file and REAPER_* environment).\n"
+            "The configuration is reaperd's (file and REAPER_* environment). Only a\n"
+            "reply with app_id reaperd and user_id = the user of broker.url is taken\n"
+            "(REAPERCTL_REAPERD_USER names reaperd's user when reaperctl logs in as\n"
+            "another; that user must be in reaperd's control.allowed_users).\n"
             "Exit codes: 0 ok, 1 not ok (unreadable source, refused, time-out),\n"
             "2 usage or configuration error.\n");
 }

@@ -3,12 +3,20 @@
  * per message on the control queue, one reply to its reply_to.
  *
  * Order for each request: the sender is checked against
- * control.allowed_users (before the body is parsed: an unlisted sender's
- * bytes are never read), the body is decoded and validated, the op runs
+ * control.allowed_users (empty: reaperd's own broker user only; "*": any
+ * authenticated user; a request without user_id is never allowed) and the
+ * reply_to against direct reply-to and control.reply_queue_pattern, both
+ * before the body is parsed (a refused request's bytes are never read, it
+ * gets NO reply, so reaperd is no relay, and it is acked, each sender
+ * logged once), the body is decoded and validated, a reap is held to
+ * control.reap_rate_seconds per user (busy), the op runs
  * (status at once on the loop; reap, gates and answer on the store thread),
  * the reply is published with the request's correlation_id and content
  * type, and the request is acked once the reply is confirmed by the broker
- * (or at once when there is no reply_to). A request that cannot be decoded
+ * (or at once when there is no reply_to). A reply carries app_id reaperd
+ * and reaperd's user_id, and is mandatory: one the broker returns or nacks
+ * still acks its request (logged), so such replies cannot pile up unacked
+ * and starve the consumer. A request that cannot be decoded
  * gets an error reply and is acked: never requeued. A reply that is lost
  * with the connection leaves the request unacked, so the broker delivers it
  * again and it is answered again (answer is idempotent: a second answer
@@ -23,10 +31,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon_internal.h"
 #include "replay.h"
 #include "report_text.h"
+#include "rp_amqp_open.h"
 #include "rp_log.h"
 #include "rp_proto.h"
 #include "version.h"
@@ -68,9 +78,17 @@ static void rp_ctl_ack(rp_ctl *c) {
 static void rp_ctl_replied(void *arg, rp_publish_outcome outcome) {
     rp_ctl *c = arg;
     RP_DEBUG("control reply settled", "outcome", rp_publish_outcome_string(outcome), NULL);
-    if (outcome == RP_PUBLISH_CONFIRMED || outcome == RP_PUBLISH_RETURNED) {
-        /* Returned: the reply_to queue is gone (the client left); the
-         * request is answered all the same. */
+    if (outcome == RP_PUBLISH_CONFIRMED || outcome == RP_PUBLISH_RETURNED ||
+        outcome == RP_PUBLISH_NACKED) {
+        /* Returned: the reply_to queue is gone (the client left); nacked:
+         * the queue refused it (full, or a reject-publish limit). The
+         * request is answered all the same: left unacked it would be
+         * delivered again and again, and prefetch many of them would
+         * starve the consumer. */
+        if (outcome != RP_PUBLISH_CONFIRMED)
+            RP_WARN("control reply not delivered; its request is acked", "outcome",
+                    rp_publish_outcome_string(outcome), "reply_to", c->reply_to, "user",
+                    c->has_user ? c->user : NULL, NULL);
         rp_ctl_ack(c);
     } else {
         RP_WARN("control reply not confirmed; the request will be delivered again", "outcome",
@@ -90,9 +108,18 @@ static void rp_ctl_reply(rp_ctl *c, rp_proto_buf *buf) {
     }
     amqp_basic_properties_t props;
     memset(&props, 0, sizeof props);
-    props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG;
+    props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
+                   AMQP_BASIC_APP_ID_FLAG;
     props.content_type = amqp_cstring_bytes(rp_encoding_content_type(c->enc));
     props.delivery_mode = 1;
+    /* Who answers: the broker checks user_id against our login, so a
+     * client can tell reaperd's replies from anyone else's. */
+    props.app_id = amqp_cstring_bytes("reaperd");
+    char own[256];
+    if (rp_amqp_url_user(d->cfg->broker.url, own, sizeof own)) {
+        props._flags |= AMQP_BASIC_USER_ID_FLAG;
+        props.user_id = amqp_cstring_bytes(own);
+    }
     if (c->has_correlation_id) {
         props._flags |= AMQP_BASIC_CORRELATION_ID_FLAG;
         props.correlation_id = amqp_cstring_bytes(c->correlation_id);
@@ -102,7 +129,7 @@ static void rp_ctl_reply(rp_ctl *c, rp_proto_buf *buf) {
         .routing_key = c->reply_to,
         .props = &props,
         .body = {buf->ptr, buf->len},
-        .mandatory = false,
+        .mandatory = true,
         .retry = false,
         .done = rp_ctl_replied,
         .arg = c,
@@ -213,9 +240,11 @@ static void rp_ctl_answer_work(void *ctx, void *arg) {
     rp_daemon *d = ctx;
     rp_ctl *c = arg;
     if (!rp_ctl_store_ready(d, c)) return;
-    const char *by = c->req.answer.by ? c->req.answer.by : (c->has_user ? c->user : NULL);
+    /* answered_by is the broker-validated user; the request's own "by" is
+     * only a note. */
     const rp_gate_port *g = &d->runner.ports.gates;
-    c->st = g->answer(g->self, c->req.answer.gate, c->req.answer.choice, by, &c->answer);
+    c->st = g->answer(g->self, c->req.answer.gate, c->req.answer.choice, c->user,
+                      c->req.answer.by, &c->answer);
 }
 
 static void rp_ctl_answer_done(void *arg, bool cancelled) {
@@ -289,14 +318,57 @@ static void rp_ctl_status(rp_ctl *c) {
     rp_ctl_encoded(c, est, &buf);
 }
 
-/* ---- dispatch ------------------------------------------------------------ */
+/* ---- senders: who may ask, how often, and told once ----------------------- */
 
+/* What reaperd remembers of a sender (by user_id; "" for none): when its
+ * last reap was accepted, and whether its refusals were logged. Loop
+ * thread only. A bounded table (one daemon per process, so it lives here
+ * and rp_daemon stays as it is): past RP_CTL_SENDERS names the oldest slot
+ * is reused, which at worst logs a sender again or lets one reap early. */
+#define RP_CTL_SENDERS 256
+typedef struct rp_ctl_sender {
+    bool used;
+    bool told_forbidden;
+    bool told_reply_to;
+    bool reaped;
+    int64_t last_reap_ms; /* monotonic, when reaped */
+    char user[256];
+} rp_ctl_sender;
+
+static rp_ctl_sender rp_ctl_senders[RP_CTL_SENDERS];
+static size_t rp_ctl_senders_next;
+
+static rp_ctl_sender *rp_ctl_sender_of(const rp_ctl *c) {
+    const char *user = c->has_user ? c->user : "";
+    for (size_t i = 0; i < RP_CTL_SENDERS; i++)
+        if (rp_ctl_senders[i].used && strcmp(rp_ctl_senders[i].user, user) == 0)
+            return &rp_ctl_senders[i];
+    rp_ctl_sender *s = &rp_ctl_senders[rp_ctl_senders_next++ % RP_CTL_SENDERS];
+    memset(s, 0, sizeof *s);
+    s->used = true;
+    snprintf(s->user, sizeof s->user, "%s", user);
+    return s;
+}
+
+static int64_t rp_ctl_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* control.allowed_users: empty means reaperd's own broker user only, "*"
+ * any authenticated user; a request without user_id is from nobody the
+ * broker vouched for, so it is never allowed. */
 static bool rp_user_allowed(const rp_config *cfg, const rp_ctl *c) {
-    const rp_config_strlist *users = &cfg->control.allowed_users;
-    if (users->n == 0) return true;
     if (!c->has_user) return false;
+    const rp_config_strlist *users = &cfg->control.allowed_users;
+    if (users->n == 0) {
+        char own[256];
+        return rp_amqp_url_user(cfg->broker.url, own, sizeof own) && strcmp(own, c->user) == 0;
+    }
     for (size_t i = 0; i < users->n; i++)
-        if (strcmp(users->items[i], c->user) == 0) return true;
+        if (strcmp(users->items[i], "*") == 0 || strcmp(users->items[i], c->user) == 0)
+            return true;
     return false;
 }
 
@@ -332,6 +404,53 @@ static bool rp_ctl_redelivered_too_often(rp_ctl *c, const rp_amqp_message *msg) 
     return true;
 }
 
+
+/* Replies go to direct reply-to or to a queue control.reply_queue_pattern
+ * names, nowhere else: reaperd is not a relay into other queues. */
+static bool rp_reply_to_allowed(const rp_config *cfg, const char *reply_to) {
+    static const char direct[] = "amq.rabbitmq.reply-to";
+    size_t n = strlen(direct);
+    if (strncmp(reply_to, direct, n) == 0 && (reply_to[n] == '\0' || reply_to[n] == '.'))
+        return true;
+    return rp_config_pattern_match(&cfg->control.reply_queue_pattern, reply_to,
+                                   strlen(reply_to)) == 1;
+}
+
+/* Acks a refused request without a reply; logs the sender once. */
+static void rp_ctl_refuse_silently(rp_ctl *c, bool *told, const char *why) {
+    if (!*told) {
+        *told = true;
+        RP_WARN(why, "user", c->has_user ? c->user : "(none)", "reply_to", c->reply_to,
+                "note", "no reply is sent; logged once per sender", NULL);
+    }
+    rp_metrics_control(&c->d->metrics, NULL, rp_proto_error_code(RP_ERR_FORBIDDEN));
+    rp_ctl_ack(c);
+    rp_ctl_free(c);
+}
+
+/* control.reap_rate_seconds: one reap per user per that many seconds.
+ * True (and c answered busy) when this one comes too soon; else the reap
+ * is counted as accepted now. */
+static bool rp_ctl_reap_too_soon(rp_ctl *c) {
+    rp_ctl_sender *s = rp_ctl_sender_of(c);
+    int64_t rate = c->d->cfg->control.reap_rate_seconds;
+    int64_t now = rp_ctl_mono_ms(), gap = rate * 1000;
+    if (gap > 0 && s->reaped && now - s->last_reap_ms < gap) {
+        char why[200];
+        snprintf(why, sizeof why,
+                 "one reap per %" PRId64 " s per user (control.reap_rate_seconds); ask again "
+                 "in %" PRId64 " s",
+                 rate, (gap - (now - s->last_reap_ms) + 999) / 1000);
+        rp_ctl_error(c, "reap", RP_ERR_BUSY, why);
+        return true;
+    }
+    s->reaped = true;
+    s->last_reap_ms = now;
+    return false;
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
 void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
     rp_ctl *c = calloc(1, sizeof *c);
     if (c == NULL) {
@@ -358,11 +477,16 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
     if (rp_ctl_redelivered_too_often(c, msg)) return;
 
     if (!rp_user_allowed(d->cfg, c)) {
-        RP_WARN("control request refused: sender not in control.allowed_users", "user",
-                c->has_user ? c->user : "(none)", NULL);
-        rp_ctl_error(c, NULL, RP_ERR_FORBIDDEN,
-                     c->has_user ? "this user may not send control requests"
-                                 : "control requests must carry the user_id property");
+        rp_ctl_refuse_silently(c, &rp_ctl_sender_of(c)->told_forbidden,
+                               c->has_user ? "control request refused: sender not allowed by "
+                                             "control.allowed_users"
+                                           : "control request refused: no user_id property");
+        return;
+    }
+    if (c->reply_to[0] != '\0' && !rp_reply_to_allowed(d->cfg, c->reply_to)) {
+        rp_ctl_refuse_silently(c, &rp_ctl_sender_of(c)->told_reply_to,
+                               "control request refused: reply_to is neither direct reply-to "
+                               "nor matched by control.reply_queue_pattern");
         return;
     }
     if (msg->truncated) {
@@ -397,6 +521,7 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         rp_ctl_status(c);
         return;
     case RP_OP_REAP:
+        if (rp_ctl_reap_too_soon(c)) return;
         c->pass.dry_run = c->req.reap.dry_run;
         c->pass.report.dry_run = c->req.reap.dry_run;
         if (c->req.reap.project && (c->pass.project = strdup(c->req.reap.project)) == NULL) {
@@ -412,8 +537,8 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         if (c->req.answer.choice == RP_CHOICE_REPLAY) {
             /* Published and confirmed on the loop before the gate is
              * settled (replay.h). */
-            const char *by = c->req.answer.by ? c->req.answer.by : (c->has_user ? c->user : NULL);
-            st = rp_replay_start(d, c->req.answer.gate, by, rp_ctl_replay_done, c);
+            st = rp_replay_start(d, c->req.answer.gate, c->user, c->req.answer.by,
+                                 rp_ctl_replay_done, c);
             if (st == RP_ERR_CONFLICT) {
                 rp_ctl_error(c, "answer", RP_ERR_CONFLICT,
                              "a replay of this gate is in progress; ask again for its outcome");

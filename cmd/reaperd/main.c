@@ -18,6 +18,7 @@
 #include "rp_config.h"
 #include "rp_config_load.h"
 #include "rp_log.h"
+#include "rp_pg_conn.h"
 #include "rp_secret.h"
 #include "version.h"
 
@@ -160,6 +161,9 @@ int main(int argc, char **argv) {
     char pid1_config[1024];
     if (health && path == NULL) path = rp_healthcheck_pid1_config(pid1_config, sizeof pid1_config);
 
+    /* libpq's own reading of store.dsn, so that every spelling of a
+     * password it would decode is refused (and never printed). */
+    rp_config_set_dsn_inspector(rp_pg_dsn_leak);
     rp_config cfg;
     rp_config_problems problems;
     rp_config_problems_init(&problems);

@@ -9,6 +9,19 @@
 int rp_cli_migrate(const rp_config *cfg) {
     char err[512] = "";
     rp_pg_conn *pg = rp_pg_conn_new(cfg->store.dsn, 10);
+    /* The daemon's session settings, less the statement time-out: a
+     * migration may build an index over a large job table. */
+    rp_pg_session s = {
+        .schema = cfg->store.schema,
+        .statement_timeout_ms = 0,
+        .lock_timeout_ms = (int)cfg->store.lock_timeout_ms,
+        .idle_in_transaction_timeout_ms = (int)cfg->store.idle_in_transaction_timeout_ms,
+        .tcp_user_timeout_ms = (int)cfg->store.tcp_user_timeout_ms,
+    };
+    if (pg != NULL && rp_pg_conn_set_session(pg, &s) != RP_OK) {
+        rp_pg_conn_free(pg);
+        pg = NULL;
+    }
     if (pg == NULL) {
         RP_ERROR("out of memory", NULL);
         return 1;

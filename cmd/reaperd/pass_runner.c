@@ -35,10 +35,26 @@ void rp_pass_runner_options(const rp_config *cfg, rp_pass_options *opt) {
     opt->on_verdict = rp_verdict_log;
 }
 
+rp_pg_conn *rp_pass_conn_new(const rp_config *cfg, int connect_timeout_s) {
+    rp_pg_conn *c = rp_pg_conn_new(cfg->store.dsn, connect_timeout_s);
+    rp_pg_session s = {
+        .schema = cfg->store.schema,
+        .statement_timeout_ms = (int)cfg->store.statement_timeout_ms,
+        .lock_timeout_ms = (int)cfg->store.lock_timeout_ms,
+        .idle_in_transaction_timeout_ms = (int)cfg->store.idle_in_transaction_timeout_ms,
+        .tcp_user_timeout_ms = (int)cfg->store.tcp_user_timeout_ms,
+    };
+    if (c != NULL && rp_pg_conn_set_session(c, &s) != RP_OK) {
+        rp_pg_conn_free(c);
+        c = NULL;
+    }
+    return c;
+}
+
 rp_status rp_pass_runner_init(rp_pass_runner *r, const rp_config *cfg) {
     memset(r, 0, sizeof *r);
     r->cfg = cfg;
-    r->conn = rp_pg_conn_new(cfg->store.dsn, 5);
+    r->conn = rp_pass_conn_new(cfg, 5);
     if (r->conn == NULL) return RP_ERR_NOMEM;
     r->store = rp_pg_store_new(r->conn, cfg->store.schema);
     if (r->store == NULL) {

@@ -17,6 +17,7 @@ typedef struct rp_replay_job {
     rp_daemon *d;
     int64_t gate;
     char *by;
+    char *note;
     rp_replay_done_fn done;
     void *arg;
     /* Filled on the store thread. */
@@ -72,6 +73,7 @@ void rp_replay_cleanup(rp_daemon *d) {
 static void rp_job_free(rp_replay_job *j) {
     empty_amqp_pool(&j->pool);
     free(j->by);
+    free(j->note);
     free(j->queue);
     free(j->body);
     free(j);
@@ -240,7 +242,7 @@ static void rp_settle_work(void *ctx, void *arg) {
     rp_status st = rp_pg_conn_ensure(d->runner.conn, err, sizeof err);
     if (st == RP_OK) {
         const rp_gate_port *g = &d->runner.ports.gates;
-        st = g->answer(g->self, j->gate, RP_CHOICE_REPLAY, j->by, &j->res.answer);
+        st = g->answer(g->self, j->gate, RP_CHOICE_REPLAY, j->by, j->note, &j->res.answer);
     }
     if (st != RP_OK)
         rp_fail(j, st == RP_ERR_UNAVAILABLE ? st : RP_ERR_INTERNAL,
@@ -353,8 +355,8 @@ static void rp_prepare_done(void *arg, bool cancelled) {
     }
 }
 
-rp_status rp_replay_start(rp_daemon *d, int64_t gate, const char *by, rp_replay_done_fn done,
-                          void *arg) {
+rp_status rp_replay_start(rp_daemon *d, int64_t gate, const char *by, const char *note,
+                          rp_replay_done_fn done, void *arg) {
     if (rp_inflight_has(d, gate)) return RP_ERR_CONFLICT;
     rp_replay_job *j = calloc(1, sizeof *j);
     if (j == NULL) return RP_ERR_NOMEM;
@@ -364,7 +366,8 @@ rp_status rp_replay_start(rp_daemon *d, int64_t gate, const char *by, rp_replay_
     j->done = done;
     j->arg = arg;
     j->res.st = RP_ERR_INTERNAL;
-    if ((by && (j->by = strdup(by)) == NULL) || !rp_inflight_add(d, gate)) {
+    if ((by && (j->by = strdup(by)) == NULL) || (note && (j->note = strdup(note)) == NULL) ||
+        !rp_inflight_add(d, gate)) {
         rp_job_free(j);
         return RP_ERR_NOMEM;
     }

@@ -34,7 +34,8 @@
  * the gate's row lock and its already_answered check settle it once.
  *
  * Threads: rp_replay_start and done() on the loop thread. Ownership: `by`
- * is copied; the result passed to done() is lent for the call.
+ * (answered_by: the broker-validated user) and `note` (the request's own
+ * "by", kept in the ledger payload only) are copied; the result passed to done() is lent for the call.
  */
 #ifndef RP_REPLAY_DAEMON_H
 #define RP_REPLAY_DAEMON_H
@@ -61,7 +62,7 @@ typedef void (*rp_replay_done_fn)(void *arg, const rp_replay_result *r);
  * RP_ERR_CONFLICT: a replay of this gate is in flight; RP_ERR_CLOSED: shutting
  * down; RP_ERR_NOMEM. done() is then never called. */
 rp_status rp_replay_start(struct rp_daemon *d, int64_t gate, const char *by,
-                          rp_replay_done_fn done, void *arg) RP_MUSTCHECK;
+                          const char *note, rp_replay_done_fn done, void *arg) RP_MUSTCHECK;
 
 /* Whether a replay of gate is in flight (any other answer to it waits:
  * control.c refuses it with conflict until the replay is over). */

@@ -971,7 +971,7 @@ rp_tap *rp_tap_new(rp_daemon *d) {
     t->bind_retry_ev = evtimer_new(d->base, rp_tap_on_bind_retry, t);
     bool stores = true;
     for (size_t k = 0; k < RP_TAP_SESSIONS; k++) {
-        t->conn[k] = rp_pg_conn_new(d->cfg->store.dsn, 5);
+        t->conn[k] = rp_pass_conn_new(d->cfg, 5);
         t->store[k] = t->conn[k] ? rp_pg_store_new(t->conn[k], d->cfg->store.schema) : NULL;
         stores = stores && t->store[k] != NULL;
     }

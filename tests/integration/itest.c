@@ -334,6 +334,22 @@ void itest_amqp_close(amqp_connection_state_t c) {
     amqp_destroy_connection(c);
 }
 
+const char *itest_broker_user(void) {
+    static char user[128];
+    if (user[0] == '\0') {
+        char url[512];
+        snprintf(url, sizeof url, "%s", itest_env("REAPER_BROKER_URL"));
+        struct amqp_connection_info info;
+        amqp_default_connection_info(&info);
+        if (amqp_parse_url(url, &info) != AMQP_STATUS_OK) {
+            fprintf(stderr, "bad REAPER_BROKER_URL\n");
+            exit(1);
+        }
+        snprintf(user, sizeof user, "%s", info.user);
+    }
+    return user;
+}
+
 int itest_request(amqp_connection_state_t c, const char *queue, const char *content_type,
                   const void *body, size_t len, const char *user_id, bool want_reply,
                   const char *correlation_id, itest_reply *out, int timeout_ms) {
@@ -344,7 +360,8 @@ int itest_request(amqp_connection_state_t c, const char *queue, const char *cont
         p._flags |= AMQP_BASIC_CONTENT_TYPE_FLAG;
         p.content_type = amqp_cstring_bytes(content_type);
     }
-    if (user_id) {
+    if (user_id == NULL) user_id = itest_broker_user();
+    if (user_id[0] != '\0') {
         p._flags |= AMQP_BASIC_USER_ID_FLAG;
         p.user_id = amqp_cstring_bytes(user_id);
     }
@@ -382,6 +399,12 @@ int itest_request(amqp_connection_state_t c, const char *queue, const char *cont
         if (rp->_flags & AMQP_BASIC_CONTENT_TYPE_FLAG)
             snprintf(out->content_type, sizeof out->content_type, "%.*s",
                      (int)rp->content_type.len, (char *)rp->content_type.bytes);
+        if (rp->_flags & AMQP_BASIC_APP_ID_FLAG)
+            snprintf(out->app_id, sizeof out->app_id, "%.*s", (int)rp->app_id.len,
+                     (char *)rp->app_id.bytes);
+        if (rp->_flags & AMQP_BASIC_USER_ID_FLAG)
+            snprintf(out->user_id, sizeof out->user_id, "%.*s", (int)rp->user_id.len,
+                     (char *)rp->user_id.bytes);
         out->len = env.message.body.len;
         out->body = malloc(out->len + 1);
         memcpy(out->body, env.message.body.bytes, out->len);

@@ -108,10 +108,16 @@ typedef struct itest_reply {
     size_t len;
     char content_type[64];
     char correlation_id[128];
+    char app_id[64];     /* "" when absent */
+    char user_id[128];   /* "" when absent */
 } itest_reply;
 
+/* The user of REAPER_BROKER_URL (the tests' and reaperd's login); static. */
+const char *itest_broker_user(void);
+
 /* Publishes body to queue with content_type (NULL: property absent),
- * user_id (NULL: absent), correlation_id, reply_to direct reply-to when
+ * user_id (NULL: the login user, itest_broker_user(), which reaperd
+ * allows by default; "": absent), correlation_id, reply_to direct reply-to when
  * want_reply; waits up to timeout_ms for the reply. Returns 0 with *out
  * filled, -1 on time-out (or no reply wanted and none came). */
 int itest_request(amqp_connection_state_t c, const char *queue, const char *content_type,

@@ -2,7 +2,10 @@
  * The control protocol end to end: a running reaperd, requests over AMQP
  * with direct reply-to, in msgpack and JSON; every op, every error code,
  * garbage and hostile requests (answered, acked, never requeued, the daemon
- * unharmed), control.allowed_users, and a broker restart under reaperd.
+ * unharmed), control.allowed_users (least privilege by default: no reply
+ * to anyone else), reply_to only to reply queues, replies the broker nacks,
+ * the reap rate, answered_by from the broker-checked user, and a broker
+ * restart under reaperd.
  * One reaperd per group, on a control queue and schema of its own.
  */
 #include <setjmp.h>
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <amqp_tcp_socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +35,8 @@ typedef struct world {
     char queue[96];
     char env_schema[128], env_queue[160], env_users[160];
     char env_owned[128], env_dlq[160]; /* no queue of other tests on the broker */
+    char replies[96];                  /* prefix of the reply queues the pattern admits */
+    char env_replies[192];
 } world;
 
 static world W;
@@ -38,9 +44,12 @@ static world W;
 #define sql(...)  (void)itest_sql(W.pg, W.schema, __VA_ARGS__)
 #define sqln(...) itest_sqln(W.pg, W.schema, __VA_ARGS__)
 
-static rp_child *start_reaperd(const char *users_env) {
+/* rate_env: NULL for no reap rate limit (most tests reap more often). */
+static rp_child *start_reaperd_rate(const char *users_env, const char *rate_env) {
     char *env[] = {W.env_schema, W.env_queue, (char *)users_env, W.env_owned, W.env_dlq,
-                   "REAPER_LOG_FORMAT=json", "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
+                   "REAPER_LOG_FORMAT=json", "REAPER_REAP_INTERVAL_SECONDS=3600",
+                   W.env_replies,
+                   (char *)(rate_env ? rate_env : "REAPER_CONTROL_REAP_RATE_SECONDS=0"), NULL};
     assert_int_equal(itest_migrate(W.schema), 0);
     /* These tests plant expired leases and ask for the pass themselves
      * (reap on demand, reaperctl reap): the job table's deadline
@@ -51,6 +60,45 @@ static rp_child *start_reaperd(const char *users_env) {
     return itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
 }
 
+static rp_child *start_reaperd(const char *users_env) { return start_reaperd_rate(users_env, NULL); }
+
+static void restart_reaperd(const char *users_env, const char *rate_env) {
+    rp_child_stop(W.reaperd, SIGTERM, 20000);
+    rp_child_free(W.reaperd);
+    W.reaperd = start_reaperd_rate(users_env, rate_env);
+}
+
+/* How often needle occurs in the daemon's log so far. */
+static int log_count(const char *needle) {
+    int n = 0;
+    for (const char *s = W.reaperd->log; (s = strstr(s, needle)) != NULL; s += strlen(needle)) n++;
+    return n;
+}
+
+static long depth(const char *queue) {
+    amqp_queue_declare_ok_t *q =
+        amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(queue), 1, 0, 0, 0, amqp_empty_table);
+    assert_non_null(q);
+    return (long)q->message_count;
+}
+
+/* Publishes a status request as the test's user with any reply_to. */
+static void send_status(const char *reply_to, const char *corr) {
+    amqp_basic_properties_t p;
+    memset(&p, 0, sizeof p);
+    p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_USER_ID_FLAG |
+               AMQP_BASIC_REPLY_TO_FLAG | AMQP_BASIC_CORRELATION_ID_FLAG;
+    p.content_type = amqp_cstring_bytes("application/json");
+    p.user_id = amqp_cstring_bytes(itest_broker_user());
+    p.reply_to = amqp_cstring_bytes(reply_to);
+    p.correlation_id = amqp_cstring_bytes(corr);
+    const char *body = "{\"v\":1,\"op\":\"status\"}";
+    assert_int_equal(amqp_basic_publish(W.amqp, 1, amqp_cstring_bytes(""),
+                                        amqp_cstring_bytes(W.queue), 0, 0, &p,
+                                        (amqp_bytes_t){strlen(body), (void *)body}),
+                     AMQP_STATUS_OK);
+}
+
 static int group_setup(void **state) {
     (void)state;
     snprintf(W.schema, sizeof W.schema, "itest_ctl_%d", (int)getpid());
@@ -59,6 +107,10 @@ static int group_setup(void **state) {
     snprintf(W.env_queue, sizeof W.env_queue, "REAPER_BROKER_CONTROL_QUEUE=%s", W.queue);
     itest_env_owned(W.env_owned, sizeof W.env_owned, "ctlq");
     itest_env_dead_letters(W.env_dlq, sizeof W.env_dlq, "ctlq");
+    snprintf(W.replies, sizeof W.replies, "vibey.itest.replies.%d.", (int)getpid());
+    snprintf(W.env_replies, sizeof W.env_replies,
+             "REAPER_CONTROL_REPLY_QUEUE_PATTERN=^vibey\\.itest\\.replies\\.%d\\.",
+             (int)getpid());
     W.pg = itest_pg_connect();
     W.reaperd = start_reaperd("REAPER_CONTROL_ALLOWED_USERS=");
     W.amqp = itest_amqp_connect();
@@ -99,6 +151,9 @@ static json_t *call(const char *ct, const void *body, size_t len, const char *us
     const char *want_ct = ct && strcmp(ct, "application/json") == 0 ? "application/json"
                                                                    : "application/msgpack";
     assert_string_equal(r.content_type, want_ct);
+    /* Every reply says it is reaperd's, with the user the broker checked. */
+    assert_string_equal(r.app_id, "reaperd");
+    assert_string_equal(r.user_id, itest_broker_user());
     rp_proto_error err;
     rp_proto_error_init(&err);
     rp_bytes ctb = {(const uint8_t *)r.content_type, strlen(r.content_type)};
@@ -200,6 +255,18 @@ static void test_gates_and_answers(void **state) {
                         "retried");
     json_decref(r);
     assert_int_equal(sqln("SELECT count(*) FROM job WHERE project_id = 'poison' AND state = 'ready'"), 1);
+    char note_want[160];
+    snprintf(note_want, sizeof note_want, "%s/ops", itest_broker_user());
+    /* answered_by is the user the broker checked, not the request's "by",
+     * which the ledger keeps as a note only. */
+    assert_string_equal(itest_sql(W.pg, W.schema, "SELECT answered_by FROM gate WHERE id = %lld",
+                                  (long long)gate),
+                        itest_broker_user());
+    assert_string_equal(itest_sql(W.pg, W.schema,
+                                  "SELECT payload->>'by' || '/' || (payload->>'note') FROM ledger "
+                                  "WHERE kind = 'GateAnswered' AND (payload->>'gate')::bigint = %lld",
+                                  (long long)gate),
+                        note_want);
     /* A second answer changes nothing and reports the first. */
     snprintf(req, sizeof req, "{\"v\":1,\"op\":\"answer\",\"gate\":%lld,\"choice\":\"dismiss\"}",
              (long long)gate);
@@ -279,26 +346,6 @@ static void test_hostile_requests(void **state) {
     assert_true(rp_child_wait_for(W.reaperd, "control request refused", 1000));
     assert_null(strstr(W.reaperd->log, "status please"));
     assert_false(W.reaperd->exited);
-}
-
-static void test_forbidden_users(void **state) {
-    (void)state;
-    rp_child_stop(W.reaperd, SIGTERM, 20000);
-    rp_child_free(W.reaperd);
-    W.reaperd = start_reaperd("REAPER_CONTROL_ALLOWED_USERS=someone-else,ops");
-    /* The broker checks user_id against the connection's user: "reaper". */
-    json_t *r = call("application/json", "{\"v\":1,\"op\":\"status\"}", 21, "reaper");
-    assert_string_equal(err_code(r), "forbidden");
-    json_decref(r);
-    r = call("application/json", "{\"v\":1,\"op\":\"status\"}", 21, NULL);
-    assert_string_equal(err_code(r), "forbidden");
-    json_decref(r);
-    rp_child_stop(W.reaperd, SIGTERM, 20000);
-    rp_child_free(W.reaperd);
-    W.reaperd = start_reaperd("REAPER_CONTROL_ALLOWED_USERS=reaper");
-    r = call("application/json", "{\"v\":1,\"op\":\"status\"}", 21, "reaper");
-    assert_true(json_is_true(json_object_get(r, "ok")));
-    json_decref(r);
 }
 
 static long mono_ms(void) {
@@ -451,6 +498,219 @@ static void test_reaperctl(void **state) {
     free(err);
 }
 
+/* reaperctl takes only a reply from reaperd (app_id reaperd and reaperd's
+ * user_id, which the broker checks): a forged reply from another consumer
+ * of the control queue is ignored and the request times out. */
+static void test_reaperctl_ignores_forged_replies(void **state) {
+    (void)state;
+    char fake[128], env_fake[192];
+    snprintf(fake, sizeof fake, "vibey.reap.control.itest.fake.%d", (int)getpid());
+    snprintf(env_fake, sizeof env_fake, "REAPER_BROKER_CONTROL_QUEUE=%s", fake);
+    amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(fake), 0, 0, 0, 0, amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
+    char *argv[] = {(char *)itest_env("REAPERCTL"), "--timeout", "3", "status", NULL};
+    char *env[] = {env_fake, NULL};
+    rp_child *ch = rp_child_start(argv, env);
+    bool answered = false;
+    long start = mono_ms();
+    while (!answered && mono_ms() - start < 10000) {
+        amqp_rpc_reply_t g = amqp_basic_get(W.amqp, 1, amqp_cstring_bytes(fake), 1);
+        assert_int_equal(g.reply_type, AMQP_RESPONSE_NORMAL);
+        if (g.reply.id != AMQP_BASIC_GET_OK_METHOD) {
+            usleep(50 * 1000);
+            continue;
+        }
+        amqp_message_t m;
+        assert_int_equal(amqp_read_message(W.amqp, 1, &m, 0).reply_type, AMQP_RESPONSE_NORMAL);
+        amqp_basic_properties_t p;
+        memset(&p, 0, sizeof p);
+        p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_CORRELATION_ID_FLAG |
+                   AMQP_BASIC_APP_ID_FLAG;
+        p.content_type = amqp_cstring_bytes("application/json");
+        p.correlation_id = m.properties.correlation_id;
+        p.app_id = amqp_cstring_bytes("reaperd"); /* but no user_id */
+        const char *body = "{\"v\":1,\"op\":\"status\",\"ok\":true,\"result\":{\"version\":\"x\","
+                           "\"broker\":\"up\",\"store\":\"up\",\"last_pass_at\":null,"
+                           "\"open_sightings\":0}}";
+        assert_int_equal(amqp_basic_publish(W.amqp, 1, amqp_cstring_bytes(""),
+                                            m.properties.reply_to, 0, 0, &p,
+                                            (amqp_bytes_t){strlen(body), (void *)body}),
+                         AMQP_STATUS_OK);
+        amqp_destroy_message(&m);
+        answered = true;
+    }
+    assert_true(answered);
+    int rc = rp_child_wait_exit(ch, 15000);
+    if (rc != 1) fprintf(stderr, "reaperctl exit %d:\n%s\n", rc, ch->log);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(ch->log, "not from reaperd"));
+    rp_child_free(ch);
+    itest_queue_delete(W.amqp, 1, fake);
+}
+
+/* A second broker user, for the duration of the test. */
+static void add_user(const char *user, const char *pw) {
+    char args[512];
+    snprintf(args, sizeof args, "add_user %s %s", user, pw);
+    assert_int_equal(itest_broker_ctl(args), 0);
+    snprintf(args, sizeof args, "set_permissions -p / %s '.*' '.*' '.*'", user);
+    assert_int_equal(itest_broker_ctl(args), 0);
+}
+
+/* A connection as user (channel 1, consuming direct reply-to). */
+static amqp_connection_state_t connect_as(const char *user, const char *pw) {
+    char url[512];
+    snprintf(url, sizeof url, "%s", itest_env("REAPER_BROKER_URL"));
+    struct amqp_connection_info info;
+    amqp_default_connection_info(&info);
+    assert_int_equal(amqp_parse_url(url, &info), AMQP_STATUS_OK);
+    amqp_connection_state_t c = amqp_new_connection();
+    amqp_socket_t *s = amqp_tcp_socket_new(c);
+    assert_int_equal(amqp_socket_open(s, info.host, info.port), AMQP_STATUS_OK);
+    amqp_rpc_reply_t r =
+        amqp_login(c, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, user, pw);
+    assert_int_equal(r.reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_channel_open(c, 1);
+    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_basic_consume(c, 1, amqp_cstring_bytes("amq.rabbitmq.reply-to"), amqp_empty_bytes, 0, 1,
+                       0, amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    return c;
+}
+
+/* Least privilege by default: with allowed_users empty only reaperd's own
+ * broker user is answered; another authenticated user, and a request
+ * without user_id, get NO reply (acked, logged once per sender); ["*"]
+ * admits the other user; a list admits only its names. */
+static void test_forbidden_users(void **state) {
+    (void)state;
+    char other[64];
+    snprintf(other, sizeof other, "itest-other-%d", (int)getpid());
+    add_user(other, "other-pw");
+    amqp_connection_state_t oc = connect_as(other, "other-pw");
+    const char *status = "{\"v\":1,\"op\":\"status\"}";
+    itest_reply r;
+    /* The default (empty): the other user is refused silently, twice,
+     * logged once. */
+    restart_reaperd("REAPER_CONTROL_ALLOWED_USERS=", NULL);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(itest_request(oc, W.queue, "application/json", status, strlen(status),
+                                       other, true, "o", &r, 1500),
+                         -1);
+    /* No user_id at all: the same. */
+    assert_int_equal(itest_request(W.amqp, W.queue, "application/json", status, strlen(status),
+                                   "", true, "n", &r, 1500),
+                     -1);
+    assert_int_equal(depth(W.queue), 0); /* acked, not left to come back */
+    json_t *j = call("application/json", status, strlen(status), NULL);
+    assert_true(json_is_true(json_object_get(j, "ok")));
+    json_decref(j);
+    assert_true(rp_child_wait_for(W.reaperd, "no user_id property", 5000));
+    rp_child_drain(W.reaperd, 300);
+    assert_int_equal(log_count("sender not allowed by control.allowed_users"), 1);
+    assert_int_equal(log_count("no user_id property"), 1);
+    /* ["*"]: any authenticated user, still not one without user_id. */
+    restart_reaperd("REAPER_CONTROL_ALLOWED_USERS=*", NULL);
+    assert_int_equal(itest_request(oc, W.queue, "application/json", status, strlen(status), other,
+                                   true, "o2", &r, 20000),
+                     0);
+    assert_non_null(strstr(r.body, "\"ok\":true"));
+    itest_reply_free(&r);
+    assert_int_equal(itest_request(W.amqp, W.queue, "application/json", status, strlen(status),
+                                   "", true, "n2", &r, 1500),
+                     -1);
+    /* A list: only its names (reaperd's own user is not implied). */
+    restart_reaperd("REAPER_CONTROL_ALLOWED_USERS=someone-else,ops", NULL);
+    assert_int_equal(itest_request(W.amqp, W.queue, "application/json", status, strlen(status),
+                                   NULL, true, "l", &r, 1500),
+                     -1);
+    itest_amqp_close(oc);
+    char args[128];
+    snprintf(args, sizeof args, "delete_user %s", other);
+    (void)itest_broker_ctl(args);
+    restart_reaperd("REAPER_CONTROL_ALLOWED_USERS=reaper", NULL);
+    j = call("application/json", status, strlen(status), NULL);
+    assert_true(json_is_true(json_object_get(j, "ok")));
+    json_decref(j);
+}
+
+/* reap requests: one per control.reap_rate_seconds per user; one too soon
+ * is answered busy, and other ops are not held. */
+static void test_reap_rate(void **state) {
+    (void)state;
+    restart_reaperd("REAPER_CONTROL_ALLOWED_USERS=", "REAPER_CONTROL_REAP_RATE_SECONDS=10");
+    json_t *r = call_json("{\"v\":1,\"op\":\"reap\",\"dry_run\":true}");
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    r = call_json("{\"v\":1,\"op\":\"reap\",\"dry_run\":true}");
+    assert_string_equal(err_code(r), "busy");
+    json_decref(r);
+    r = call_json("{\"v\":1,\"op\":\"status\"}");
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    restart_reaperd("REAPER_CONTROL_ALLOWED_USERS=", NULL);
+}
+
+/* reply_to must be direct reply-to or a queue control.reply_queue_pattern
+ * names: a request naming any other queue gets no reply (nothing lands
+ * there), is acked, and the sender is logged once. */
+static void test_reply_to_only_reply_queues(void **state) {
+    (void)state;
+    char victim[128], ok_queue[128];
+    snprintf(victim, sizeof victim, "vibey.itest.victim.%d", (int)getpid());
+    snprintf(ok_queue, sizeof ok_queue, "%sok", W.replies);
+    amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(victim), 0, 0, 0, 1, amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(ok_queue), 0, 0, 0, 1, amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
+    int before = log_count("reply_to is neither direct reply-to");
+    send_status(victim, "v1");
+    send_status(victim, "v2");
+    send_status(ok_queue, "k1");
+    long start = mono_ms();
+    while (depth(ok_queue) < 1 && mono_ms() - start < 10000) rp_child_drain(W.reaperd, 100);
+    assert_int_equal(depth(ok_queue), 1);
+    rp_child_drain(W.reaperd, 500);
+    assert_int_equal(depth(victim), 0);
+    assert_int_equal(depth(W.queue), 0);
+    assert_int_equal(log_count("reply_to is neither direct reply-to") - before, 1);
+    itest_queue_delete(W.amqp, 1, victim);
+    itest_queue_delete(W.amqp, 1, ok_queue);
+}
+
+/* A reply the broker nacks (its queue rejects every publish) still acks
+ * its request: 24 of them (more than the control prefetch) leave the
+ * consumer free, and the next request is answered at once. */
+static void test_nacked_replies_do_not_starve(void **state) {
+    (void)state;
+    char full[128];
+    snprintf(full, sizeof full, "%sfull", W.replies);
+    amqp_table_entry_t e[2];
+    e[0].key = amqp_cstring_bytes("x-max-length");
+    e[0].value.kind = AMQP_FIELD_KIND_I32;
+    e[0].value.value.i32 = 0;
+    e[1].key = amqp_cstring_bytes("x-overflow");
+    e[1].value.kind = AMQP_FIELD_KIND_UTF8;
+    e[1].value.value.bytes = amqp_cstring_bytes("reject-publish");
+    amqp_table_t args = {2, e};
+    amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(full), 0, 0, 0, 1, args);
+    assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
+    for (int i = 0; i < 24; i++) {
+        char corr[16];
+        snprintf(corr, sizeof corr, "f%d", i);
+        send_status(full, corr);
+    }
+    long t0 = mono_ms();
+    json_t *r = call_json("{\"v\":1,\"op\":\"status\"}");
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    print_message("status answered %ld ms after 24 nacked replies\n", mono_ms() - t0);
+    assert_int_equal(depth(W.queue), 0);
+    assert_int_equal(depth(full), 0);
+    assert_true(log_count("control reply not delivered; its request is acked") >= 24);
+    itest_queue_delete(W.amqp, 1, full);
+}
+
 /* The broker restarts under a running reaperd: it reconnects, declares
  * everything again and answers. */
 static void test_broker_restart(void **state) {
@@ -486,8 +746,12 @@ int main(void) {
         cmocka_unit_test(test_gates_and_answers),
         cmocka_unit_test(test_hostile_requests),
         cmocka_unit_test(test_reaperctl),
+        cmocka_unit_test(test_reaperctl_ignores_forged_replies),
         cmocka_unit_test(test_events_feed),
         cmocka_unit_test(test_status_answers_during_a_long_reap),
+        cmocka_unit_test(test_reply_to_only_reply_queues),
+        cmocka_unit_test(test_nacked_replies_do_not_starve),
+        cmocka_unit_test(test_reap_rate),
         cmocka_unit_test(test_forbidden_users),
         cmocka_unit_test(test_broker_restart),
     };

@@ -385,7 +385,9 @@ static void test_gate_answer_on_feed(void **state) {
     assert_int_equal(m->delivery_mode, 2);
     assert_int_equal(json_integer_value(json_object_get(m->body, "gate")), gate);
     assert_int_equal(json_integer_value(json_object_get(m->body, "job")), job);
-    assert_string_equal(json_string_value(json_object_get(m->body, "by")), "tester");
+    /* by: the broker-checked user; the request's own "by" is a note. */
+    assert_string_equal(json_string_value(json_object_get(m->body, "by")), itest_broker_user());
+    assert_string_equal(json_string_value(json_object_get(m->body, "note")), "tester");
     /* The body is the ledger row's payload, field for field. */
     json_t *payload = json_loads(itest_sql(f->pg, f->schema,
                                            "SELECT payload::text FROM ledger WHERE kind = "

@@ -534,7 +534,7 @@ static void test_gate_list(void **state) {
     assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_OK);
     assert_int_equal(n, 0);
     rp_answer_result a;
-    assert_int_equal(gp->answer(gp->self, beta, RP_CHOICE_DISMISS, "ops", &a), RP_OK);
+    assert_int_equal(gp->answer(gp->self, beta, RP_CHOICE_DISMISS, "ops", NULL, &a), RP_OK);
     assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_OK);
     assert_int_equal(n, 1);
     assert_true(g[0].answered);
@@ -559,14 +559,14 @@ static void test_gate_answers(void **state) {
     int64_t events = pgfx_i64(f, "SELECT count(*) FROM ledger");
 
     /* Not found; a choice the kind does not take (the gate stays open). */
-    assert_int_equal(gp->answer(gp->self, 999999, RP_CHOICE_RETRY, "ops", &a), RP_ERR_NOT_FOUND);
-    assert_int_equal(gp->answer(gp->self, alpha, RP_CHOICE_REPLAY, "ops", &a), RP_ERR_CONFLICT);
-    assert_int_equal(gp->answer(gp->self, bus, RP_CHOICE_RETRY, "ops", &a), RP_ERR_CONFLICT);
+    assert_int_equal(gp->answer(gp->self, 999999, RP_CHOICE_RETRY, "ops", NULL, &a), RP_ERR_NOT_FOUND);
+    assert_int_equal(gp->answer(gp->self, alpha, RP_CHOICE_REPLAY, "ops", NULL, &a), RP_ERR_CONFLICT);
+    assert_int_equal(gp->answer(gp->self, bus, RP_CHOICE_RETRY, "ops", NULL, &a), RP_ERR_CONFLICT);
     assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM gate WHERE answer IS NULL"), 3);
     assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger"), events);
 
     /* retry: back to ready now, lease cleared, the refunded attempt kept. */
-    assert_int_equal(gp->answer(gp->self, alpha, RP_CHOICE_RETRY, "ops", &a), RP_OK);
+    assert_int_equal(gp->answer(gp->self, alpha, RP_CHOICE_RETRY, "ops", NULL, &a), RP_OK);
     assert_int_equal(a.outcome, RP_OUTCOME_RETRIED);
     assert_int_equal(a.choice, RP_CHOICE_RETRY);
     assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job j JOIN gate g ON g.job_id = j.id"
@@ -585,7 +585,7 @@ static void test_gate_answers(void **state) {
                      1);
     /* Answered once: a second answer changes nothing and reports the first. */
     char *before = pgfx_dump(f);
-    assert_int_equal(gp->answer(gp->self, alpha, RP_CHOICE_DISMISS, "other", &a), RP_OK);
+    assert_int_equal(gp->answer(gp->self, alpha, RP_CHOICE_DISMISS, "other", NULL, &a), RP_OK);
     assert_int_equal(a.outcome, RP_OUTCOME_ALREADY_ANSWERED);
     assert_int_equal(a.choice, RP_CHOICE_RETRY);
     char *after = pgfx_dump(f);
@@ -594,7 +594,7 @@ static void test_gate_answers(void **state) {
     free(after);
 
     /* dismiss: the job fails. by may be NULL. */
-    assert_int_equal(gp->answer(gp->self, beta, RP_CHOICE_DISMISS, NULL, &a), RP_OK);
+    assert_int_equal(gp->answer(gp->self, beta, RP_CHOICE_DISMISS, NULL, NULL, &a), RP_OK);
     assert_int_equal(a.outcome, RP_OUTCOME_DISMISSED);
     assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job j JOIN gate g ON g.job_id = j.id"
                                  " WHERE g.id = %" PRId64 " AND j.state = 'failed'"
@@ -602,8 +602,19 @@ static void test_gate_answers(void **state) {
                                  " AND g.answered_by IS NULL",
                                  beta),
                      1);
-    /* replay: the dead letter's job succeeds. */
-    assert_int_equal(gp->answer(gp->self, bus, RP_CHOICE_REPLAY, "ops", &a), RP_OK);
+    /* replay: the dead letter's job succeeds. The requester's own note
+     * goes to the ledger payload only; answered_by stays the user. */
+    assert_int_equal(gp->answer(gp->self, bus, RP_CHOICE_REPLAY, "ops", "on call: Bob", &a),
+                     RP_OK);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger l JOIN gate g"
+                                 " ON (l.payload->>'gate')::int8 = g.id WHERE g.id = %" PRId64
+                                 " AND l.payload->>'by' = 'ops' AND g.answered_by = 'ops'"
+                                 " AND l.payload->>'note' = 'on call: Bob'",
+                                 bus),
+                     1);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger WHERE kind = 'GateAnswered'"
+                                 " AND payload ? 'note'"),
+                     1);
     assert_int_equal(a.outcome, RP_OUTCOME_REPLAYED);
     assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job j JOIN gate g ON g.job_id = j.id"
                                  " WHERE g.id = %" PRId64 " AND j.state = 'succeeded'"
@@ -629,7 +640,7 @@ static void test_gate_answered_once_under_a_race(void **state) {
             rp_answer_result a;
             rp_status st = c->ports.gates.answer(c->ports.gates.self, alpha,
                                                  i ? RP_CHOICE_DISMISS : RP_CHOICE_RETRY,
-                                                 i ? "b" : "a", &a);
+                                                 i ? "b" : "a", NULL, &a);
             pgfx_free(c);
             if (st != RP_OK) _exit(250);
             _exit(a.outcome == RP_OUTCOME_ALREADY_ANSWERED ? 10 + (int)a.choice : (int)a.outcome);

@@ -537,7 +537,9 @@ static void test_sigterm_finishes_what_is_in_flight(void **state) {
     const char *req = "{\"v\":1,\"op\":\"reap\",\"dry_run\":true}";
     amqp_basic_properties_t p;
     memset(&p, 0, sizeof p);
-    p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_REPLY_TO_FLAG | AMQP_BASIC_CORRELATION_ID_FLAG;
+    p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_REPLY_TO_FLAG |
+               AMQP_BASIC_CORRELATION_ID_FLAG | AMQP_BASIC_USER_ID_FLAG;
+    p.user_id = amqp_cstring_bytes(itest_broker_user());
     p.content_type = amqp_cstring_bytes("application/json");
     p.reply_to = amqp_cstring_bytes("amq.rabbitmq.reply-to");
     p.correlation_id = amqp_cstring_bytes("in-flight");

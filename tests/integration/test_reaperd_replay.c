@@ -466,7 +466,9 @@ static void test_concurrent_replays_publish_once(void **state) {
                                 ",\"choice\":\"replay\"}", p.gate);
     amqp_basic_properties_t props;
     memset(&props, 0, sizeof props);
-    props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_REPLY_TO_FLAG;
+    props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_REPLY_TO_FLAG |
+                   AMQP_BASIC_USER_ID_FLAG; /* reaperd answers only its own user by default */
+    props.user_id = amqp_cstring_bytes(itest_broker_user());
     props.content_type = amqp_cstring_bytes("application/json");
     props.reply_to = amqp_cstring_bytes("amq.rabbitmq.reply-to");
     for (int i = 0; i < 4; i++)
@@ -508,7 +510,9 @@ static void test_dismiss_behind_replay(void **state) {
     parked p = park(origin, "first", 5, false);
     amqp_basic_properties_t props;
     memset(&props, 0, sizeof props);
-    props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_REPLY_TO_FLAG;
+    props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_REPLY_TO_FLAG |
+                   AMQP_BASIC_USER_ID_FLAG; /* reaperd answers only its own user by default */
+    props.user_id = amqp_cstring_bytes(itest_broker_user());
     props.content_type = amqp_cstring_bytes("application/json");
     props.reply_to = amqp_cstring_bytes("amq.rabbitmq.reply-to");
     const char *choices[2] = {"replay", "dismiss"};

@@ -180,13 +180,13 @@ static void test_gate_feed_publishes_committed_answers_only(void **state) {
 
     rp_answer_result a;
     /* Refused or unknown: nothing committed, nothing published. */
-    assert_int_equal(p.gates.answer(p.gates.self, gate, RP_CHOICE_REPLAY, "ops", &a),
+    assert_int_equal(p.gates.answer(p.gates.self, gate, RP_CHOICE_REPLAY, "ops", NULL, &a),
                      RP_ERR_CONFLICT);
-    assert_int_equal(p.gates.answer(p.gates.self, 999, RP_CHOICE_RETRY, "ops", &a),
+    assert_int_equal(p.gates.answer(p.gates.self, 999, RP_CHOICE_RETRY, "ops", NULL, &a),
                      RP_ERR_NOT_FOUND);
     assert_int_equal(rec.n, 0);
     /* Committed: its GateAnswered ledger row, published once. */
-    assert_int_equal(p.gates.answer(p.gates.self, gate, RP_CHOICE_RETRY, "ops", &a), RP_OK);
+    assert_int_equal(p.gates.answer(p.gates.self, gate, RP_CHOICE_RETRY, "ops", NULL, &a), RP_OK);
     assert_true(a.committed);
     assert_int_equal(rec.n, 1);
     const rp_mem_event *last = rp_memory_ledger(m, rp_memory_n_ledger(m) - 1);
@@ -199,7 +199,7 @@ static void test_gate_feed_publishes_committed_answers_only(void **state) {
     assert_int_equal(rec.outcome, RP_OUTCOME_RETRIED);
     assert_string_equal(rec.by, "ops");
     /* Already answered: commits nothing, publishes nothing. */
-    assert_int_equal(p.gates.answer(p.gates.self, gate, RP_CHOICE_DISMISS, NULL, &a), RP_OK);
+    assert_int_equal(p.gates.answer(p.gates.self, gate, RP_CHOICE_DISMISS, NULL, NULL, &a), RP_OK);
     assert_int_equal(a.outcome, RP_OUTCOME_ALREADY_ANSWERED);
     assert_false(a.committed);
     assert_int_equal(rec.n, 1);
@@ -207,7 +207,7 @@ static void test_gate_feed_publishes_committed_answers_only(void **state) {
     int64_t job2;
     int64_t gate2 = parked_gate(m, &p, &job2);
     rec.answer_with = RP_ERR_UNAVAILABLE;
-    assert_int_equal(p.gates.answer(p.gates.self, gate2, RP_CHOICE_DISMISS, NULL, &a), RP_OK);
+    assert_int_equal(p.gates.answer(p.gates.self, gate2, RP_CHOICE_DISMISS, NULL, NULL, &a), RP_OK);
     assert_int_equal(a.outcome, RP_OUTCOME_DISMISSED);
     assert_int_equal(rec.n, 2);
     assert_string_equal(rec.by, "(null)");
@@ -228,7 +228,7 @@ static void test_gate_feed_publishes_committed_answers_only(void **state) {
     rp_gate_feed_wrap(&feed2, &p2);
     int64_t job3;
     int64_t gate3 = parked_gate(m, &p2, &job3);
-    assert_int_equal(p2.gates.answer(p2.gates.self, gate3, RP_CHOICE_RETRY, NULL, &a), RP_OK);
+    assert_int_equal(p2.gates.answer(p2.gates.self, gate3, RP_CHOICE_RETRY, NULL, NULL, &a), RP_OK);
     assert_true(a.committed);
     rp_memory_free(m);
 }

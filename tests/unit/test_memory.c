@@ -98,18 +98,18 @@ static void test_gates_list_and_answer(void **state) {
     assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n), RP_ERR_INVALID);
 
     rp_answer_result a;
-    assert_int_equal(p.gates.answer(p.gates.self, gate, RP_CHOICE_REPLAY, "ops", &a),
+    assert_int_equal(p.gates.answer(p.gates.self, gate, RP_CHOICE_REPLAY, "ops", NULL, &a),
                      RP_ERR_CONFLICT);
-    assert_int_equal(p.gates.answer(p.gates.self, 999, RP_CHOICE_RETRY, "ops", &a),
+    assert_int_equal(p.gates.answer(p.gates.self, 999, RP_CHOICE_RETRY, "ops", NULL, &a),
                      RP_ERR_NOT_FOUND);
     rp_memory_set_now(m, NOW + 5000);
-    assert_int_equal(p.gates.answer(p.gates.self, gate, RP_CHOICE_RETRY, "ops", &a), RP_OK);
+    assert_int_equal(p.gates.answer(p.gates.self, gate, RP_CHOICE_RETRY, "ops", NULL, &a), RP_OK);
     assert_int_equal(a.outcome, RP_OUTCOME_RETRIED);
     assert_int_equal(rp_memory_job(m, id)->state, RP_JOB_READY);
     assert_int_equal(rp_memory_job(m, id)->run_after, NOW + 5000);
     assert_int_equal(rp_memory_job(m, id)->attempts, 6); /* the refunded attempt */
     /* A second answer changes nothing and reports the first. */
-    assert_int_equal(p.gates.answer(p.gates.self, gate, RP_CHOICE_DISMISS, "other", &a), RP_OK);
+    assert_int_equal(p.gates.answer(p.gates.self, gate, RP_CHOICE_DISMISS, "other", NULL, &a), RP_OK);
     assert_int_equal(a.outcome, RP_OUTCOME_ALREADY_ANSWERED);
     assert_int_equal(a.choice, RP_CHOICE_RETRY);
     assert_int_equal(rp_memory_job(m, id)->state, RP_JOB_READY);

@@ -1,0 +1,4 @@
+# Hardened PostgreSQL sessions (adapters/postgres/rp_pg_conn.h) and the
+# DSN's password refusal through libpq's parser, against the real database.
+rp_integration_test(test_pg_session SOURCES integration/test_pg_session.c integration/itest.c
+  LIBS reaper::postgres reaper::core reaper::log PkgConfig::PQ PkgConfig::JANSSON)
