@@ -45,6 +45,15 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
                          "inside it is refused: use `PGPASSWORD` or a passfile.",
     [RP_CFG_STORE_SCHEMA] = "The schema holding reaper's tables (`job`, `gate`, `dead_letter`, "
                             "`ledger`, `sighting`); `reaperd --migrate` creates it.",
+    [RP_CFG_STORE_STATEMENT_TIMEOUT_MS] = "`statement_timeout` of every reaperd session "
+                                          "(milliseconds): a statement past it fails and the "
+                                          "pass reports the store unreadable.",
+    [RP_CFG_STORE_LOCK_TIMEOUT_MS] = "`lock_timeout` of every reaperd session (milliseconds).",
+    [RP_CFG_STORE_IDLE_IN_TRANSACTION_TIMEOUT_MS] =
+        "`idle_in_transaction_session_timeout` of every reaperd session (milliseconds).",
+    [RP_CFG_STORE_TCP_USER_TIMEOUT_MS] = "`tcp_user_timeout` of every reaperd session "
+                                         "(milliseconds): how long unacknowledged data may wait "
+                                         "before the connection counts as broken.",
     [RP_CFG_REAP_ENABLED] = "The automatic sweep every `interval_seconds`. Off never stops the "
                             "lease reap, the tap or on-demand passes (`reaperctl reap`).",
     [RP_CFG_REAP_INTERVAL_SECONDS] = "Seconds between two automatic sweeps of one reaperd.",
@@ -73,9 +82,15 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
                                         "foreign one.",
     [RP_CFG_REAP_POLICY_PRIORITY] = "The priority of reaper's broker policies.",
     [RP_CFG_CONTROL_ALLOWED_USERS] = "Broker users (the broker-checked `user_id` of a request) "
-                                     "allowed to send control requests; empty: any "
-                                     "authenticated broker user. In the environment: a "
-                                     "comma-separated list.",
+                                     "allowed to send control requests; empty: reaperd's "
+                                     "own broker user only (the user of `broker.url`); "
+                                     "`[\"*\"]`: any authenticated broker user. Others get no "
+                                     "reply. In the environment: a comma-separated list.",
+    [RP_CFG_CONTROL_REAP_RATE_SECONDS] = "At most one `reap` request per this many seconds per "
+                                         "user (0: no limit); one too soon is answered `busy`.",
+    [RP_CFG_CONTROL_REPLY_QUEUE_PATTERN] = "PCRE naming the queues replies may go to besides "
+                                           "direct reply-to; empty: none. A request with any "
+                                           "other `reply_to` is refused without a reply.",
     [RP_CFG_HTTP_LISTEN] = "Where `/metrics`, `/healthz` and `/readyz` are served (`host:port`; "
                            "port 0: any free port).",
     [RP_CFG_LOG_LEVEL] = "The lowest level logged.",

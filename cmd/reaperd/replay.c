@@ -17,7 +17,7 @@ typedef struct rp_replay_job {
     rp_daemon *d;
     int64_t gate;
     char *by;
-    char *note;
+    char *by_note;             /* the request's `by`, kept as the ledger's note */
     rp_replay_done_fn done;
     void *arg;
     /* Filled on the store thread. */
@@ -73,7 +73,7 @@ void rp_replay_cleanup(rp_daemon *d) {
 static void rp_job_free(rp_replay_job *j) {
     empty_amqp_pool(&j->pool);
     free(j->by);
-    free(j->note);
+    free(j->by_note);
     free(j->queue);
     free(j->body);
     free(j);
@@ -242,7 +242,7 @@ static void rp_settle_work(void *ctx, void *arg) {
     rp_status st = rp_pg_conn_ensure(d->runner.conn, err, sizeof err);
     if (st == RP_OK) {
         const rp_gate_port *g = &d->runner.ports.gates;
-        st = g->answer(g->self, j->gate, RP_CHOICE_REPLAY, j->by, j->note, &j->res.answer);
+        st = g->answer(g->self, j->gate, RP_CHOICE_REPLAY, j->by, j->by_note, &j->res.answer);
     }
     if (st != RP_OK)
         rp_fail(j, st == RP_ERR_UNAVAILABLE ? st : RP_ERR_INTERNAL,
@@ -366,7 +366,7 @@ rp_status rp_replay_start(rp_daemon *d, int64_t gate, const char *by, const char
     j->done = done;
     j->arg = arg;
     j->res.st = RP_ERR_INTERNAL;
-    if ((by && (j->by = strdup(by)) == NULL) || (note && (j->note = strdup(note)) == NULL) ||
+    if ((by && (j->by = strdup(by)) == NULL) || (note && (j->by_note = strdup(note)) == NULL) ||
         !rp_inflight_add(d, gate)) {
         rp_job_free(j);
         return RP_ERR_NOMEM;

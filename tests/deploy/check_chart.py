@@ -264,9 +264,11 @@ def main():
     check(V(schema).is_valid(good), "the schema accepts allowed users and named Secrets")
     check(values["brokerConfd"]["enabled"] is False,
           "the broker-wide conf.d snippet is off by default (a shared broker)")
-    check(values["config"]["control"]["allowed_users"] == ["reaper"]
-          and values["config"]["broker"]["url"].startswith("amqp://reaper@"),
-          "control.allowed_users is the reaper user (the one in broker.url) by default")
+    # Empty means reaperd's own broker user only (the one in broker.url):
+    # whatever that user is named, only reaper itself (reaperctl in its pod)
+    # may send control requests by default.
+    check(values["config"]["control"]["allowed_users"] == [],
+          "control.allowed_users is empty by default: reaperd's own broker user only")
     ack = mutate("brokerConfd.enabled", True)
     ack["brokerConfd"]["acknowledgeBrokerWide"] = True
     check(V(schema).is_valid(ack), "the schema accepts the snippet with acknowledgeBrokerWide: true")

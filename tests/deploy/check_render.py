@@ -188,7 +188,8 @@ def main():
         {"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
                                             "labelSelector": {"matchLabels": spec["selector"]["matchLabels"]}}}]}},
           "soft pod anti-affinity over nodes by default", pod.get("affinity"))
-    check(cfg_allowed(docs) == ["reaper"], "control.allowed_users is the reaper user by default")
+    check(cfg_allowed(docs) == [],
+          "control.allowed_users is empty by default (reaperd's own broker user only)")
     vols = {v["name"]: v for v in pod["volumes"]}
     check(vols["broker-password"]["secret"]["secretName"] == "reaper-broker"
           and vols["broker-password"]["secret"]["items"] == [{"key": "password", "path": "broker-password"}],

@@ -306,7 +306,7 @@ static void answer_latest(pgfx *f, const char *id, rp_choice choice) {
     int64_t gate = pgfx_i64(f, "SELECT gate_id FROM dead_letter WHERE identity LIKE 'id:%%/%s' "
                                "ORDER BY occurrence DESC, gate_id DESC LIMIT 1", id);
     rp_answer_result a;
-    assert_int_equal(f->ports.gates.answer(f->ports.gates.self, gate, choice, "ops", &a), RP_OK);
+    assert_int_equal(f->ports.gates.answer(f->ports.gates.self, gate, choice, "ops", NULL, &a), RP_OK);
 }
 
 static void assert_rows(pgfx *f, const char *id, const char *want) {

@@ -860,7 +860,7 @@ static void test_dead_letter_new_death_after_answer(void **state) {
     assert_int_equal(rp_memory_n_parked(f->m), 1);
     int64_t first = rp_memory_parked(f->m, 0)->gate_id;
     rp_answer_result a;
-    assert_int_equal(f->ports.gates.answer(f->ports.gates.self, first, RP_CHOICE_REPLAY, "ops", &a),
+    assert_int_equal(f->ports.gates.answer(f->ports.gates.self, first, RP_CHOICE_REPLAY, "ops", NULL, &a),
                      RP_OK);
     run(f, false, &r);
     assert_int_equal(r.n_verdicts, 0);
