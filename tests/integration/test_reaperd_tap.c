@@ -44,15 +44,6 @@ static long parked_with_prefix(const char *prefix) {
                     prefix);
 }
 
-static void wait_parked(const char *prefix, long want, int timeout_ms) {
-    char q[256];
-    snprintf(q, sizeof q,
-             "SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') LIKE '%s-%%'", prefix);
-    long got = tap_wait_count(want, timeout_ms, q);
-    if (got != want && T.reaperd) fprintf(stderr, "%s\n", T.reaperd->log);
-    assert_int_equal(got, want);
-}
-
 static void test_thousand_rejected_parked_once(void **state) {
     (void)state;
     char work[128], dlq[128];
@@ -60,7 +51,7 @@ static void test_thousand_rejected_parked_once(void **state) {
     tap_start_reaperd();
     tap_publish(work, "k", 1000);
     tap_reject(work, 1000);
-    wait_parked("k", 1000, 60000);
+    tap_wait_parked("k", 1000, 60000);
     assert_consistent();
     /* The broker's dead-letter queue keeps every copy, untouched. */
     assert_int_equal(tap_depth(dlq), 1000);
@@ -149,9 +140,9 @@ static void test_every_exchange_type(void **state) {
     publish_headers(x[0], "dead", "direct-0", amqp_empty_table);
     publish_headers(x[0], "other", "other-0", amqp_empty_table);
     for (int i = 0; i < 3; i++) tap_reject(work[i], 5);
-    wait_parked("d", 5, 30000);
-    wait_parked("t", 5, 30000);
-    wait_parked("h", 5, 30000);
+    tap_wait_parked("d", 5, 30000);
+    tap_wait_parked("t", 5, 30000);
+    tap_wait_parked("h", 5, 30000);
     assert_int_equal(tap_depth(dlq[0]), 6);
     assert_int_equal(tap_depth(dlq[1]), 5);
     assert_int_equal(tap_depth(dlq[2]), 5);
@@ -270,7 +261,7 @@ static void test_forged_and_hostile_headers(void **state) {
     }
     amqp_table_entry_t h2[2] = {h[0], {amqp_cstring_bytes("deep"), deep[0]}};
     publish_headers(x, "", "hostile-2", (amqp_table_t){2, h2});
-    wait_parked("hostile", 3, 30000);
+    tap_wait_parked("hostile", 3, 30000);
     assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') = "
                               "'hostile-2' AND headers = '{}'::jsonb AND body_truncated"),
                      1);
@@ -301,7 +292,7 @@ static void test_forged_and_hostile_headers(void **state) {
     amqp_table_entry_t fe = {amqp_cstring_bytes("x-first-death-queue"), str_value("celery", 6)};
     publish_headers("", work, "forged-0", (amqp_table_t){1, &fe});
     tap_reject(work, 1);
-    wait_parked("forged", 1, 30000);
+    tap_wait_parked("forged", 1, 30000);
     char own[160];
     snprintf(own, sizeof own, "\"%s\"", work);
     long forged = tap_sqln("SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') = "
@@ -369,8 +360,8 @@ static void test_down_then_start_and_fifty_returns(void **state) {
     tap_publish(work, "wb", 19);
     tap_reject(work, 19);
     tap_start_reaperd();
-    wait_parked("wb", 19, 30000);
-    wait_parked("w", 1, 30000); /* the one returned 50 times */
+    tap_wait_parked("wb", 19, 30000);
+    tap_wait_parked("w", 1, 30000); /* the one returned 50 times */
     assert_int_equal(tap_depth(dlq), 20);
     assert_consistent();
     tap_stop_reaperd(SIGTERM);
@@ -425,7 +416,7 @@ static void test_same_ids_crossed_on_two_sessions(void **state) {
     long deadlocks = tap_sqln("SELECT deadlocks FROM pg_stat_database WHERE datname = "
                               "current_database()");
     tap_start_reaperd();
-    wait_parked("x", 1000, 60000);
+    tap_wait_parked("x", 1000, 60000);
     for (int i = 0; i < 100 && tap_depth(T.tap) != 0; i++) rp_child_drain(T.reaperd, 100);
     assert_int_equal(tap_depth(T.tap), 0);
     assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter WHERE identity LIKE 'id:%%/x-%%'"),
@@ -464,7 +455,7 @@ static void test_tap_declared_before_without_limit(void **state) {
     assert_int_equal(warned, tap_broker_major() >= 4);
     tap_publish(work, "old", 3);
     tap_reject(work, 3);
-    wait_parked("old", 3, 30000);
+    tap_wait_parked("old", 3, 30000);
     tap_stop_reaperd(SIGTERM);
     /* The next test gets a tap declared afresh. */
     amqp_queue_delete(T.amqp, 1, amqp_cstring_bytes(T.tap), 0, 0);
@@ -484,7 +475,7 @@ static void test_one_bad_dead_letter_in_a_batch(void **state) {
     tap_start_reaperd();
     tap_publish(work, "bad", 10);
     tap_reject(work, 10);
-    wait_parked("bad", 9, 30000);
+    tap_wait_parked("bad", 9, 30000);
     assert_true(rp_child_wait_for(T.reaperd, "could not be parked", 10000));
     assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') = "
                               "'bad-3'"),
@@ -497,7 +488,7 @@ static void test_one_bad_dead_letter_in_a_batch(void **state) {
     /* Given back by the broker when reaperd went, parked at the next start. */
     assert_int_equal(tap_depth(T.tap), 1);
     tap_start_reaperd();
-    wait_parked("bad", 10, 30000);
+    tap_wait_parked("bad", 10, 30000);
     assert_consistent();
     tap_stop_reaperd(SIGTERM);
 }
@@ -534,7 +525,7 @@ static void test_dlx_from_policy(void **state) {
     tap_start_reaperd();
     tap_publish(work, "pol", 5);
     tap_reject(work, 5);
-    wait_parked("pol", 5, 30000);
+    tap_wait_parked("pol", 5, 30000);
     assert_int_equal(tap_depth(dlq), 5);
     assert_consistent();
     tap_stop_reaperd(SIGTERM);
@@ -590,7 +581,7 @@ static void test_not_dead_letters_ignored(void **state) {
     publish_headers(x, "", "ign-x", amqp_empty_table);
     tap_publish(work, "real", 1);
     tap_reject(work, 1);
-    wait_parked("real", 1, 30000);
+    tap_wait_parked("real", 1, 30000);
     for (int i = 0; i < 100 && tap_depth(T.tap) != 0; i++) rp_child_drain(T.reaperd, 100);
     assert_int_equal(tap_depth(T.tap), 0); /* all acked */
     assert_int_equal(parked_with_prefix("ign"), 0);
