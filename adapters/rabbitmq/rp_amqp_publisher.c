@@ -282,19 +282,26 @@ void rp_amqp_publisher_on_up(rp_amqp_publisher *p) {
     rp_flush(p);
 }
 
+/* Takes every in-flight publish off: those to be retried, in order, into
+ * again; the others are settled lost. */
+static void rp_take_inflight(rp_amqp_publisher *p, rp_pub_list *again) {
+    rp_pub_entry *e;
+    while ((e = rp_pop(&p->inflight)) != NULL) {
+        if (e->retry) {
+            e->returned = false;
+            rp_push(again, e);
+        } else {
+            rp_settle(p, e, RP_PUBLISH_LOST);
+        }
+    }
+}
+
 void rp_amqp_publisher_on_down(rp_amqp_publisher *p) {
     /* In-flight publishes go back to the front of the queue, in order, or
      * are lost when they are not to be retried. */
     rp_pub_list again = {0};
     rp_pub_entry *e;
-    while ((e = rp_pop(&p->inflight)) != NULL) {
-        if (e->retry) {
-            e->returned = false;
-            rp_push(&again, e);
-        } else {
-            rp_settle(p, e, RP_PUBLISH_LOST);
-        }
-    }
+    rp_take_inflight(p, &again);
     rp_pub_list rest = p->todo;
     p->todo = again;
     while ((e = rp_pop(&rest)) != NULL) {
@@ -359,14 +366,7 @@ bool rp_amqp_publisher_channel_closed(rp_amqp_publisher *p, uint16_t channel, co
     }
     rp_pub_list again = {0};
     rp_pub_entry *e;
-    while ((e = rp_pop(&p->inflight)) != NULL) {
-        if (e->retry) {
-            e->returned = false;
-            rp_push(&again, e);
-        } else {
-            rp_settle(p, e, RP_PUBLISH_LOST);
-        }
-    }
+    rp_take_inflight(p, &again);
     while ((e = rp_pop(&p->todo)) != NULL) rp_push(&again, e);
     p->todo = again;
     p->mandatory_in_flight = false;
