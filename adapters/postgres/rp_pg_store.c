@@ -123,8 +123,13 @@ static rp_status rp_map_sqlstate(PGconn *c, const char *code) {
     if (c == NULL || PQstatus(c) != CONNECTION_OK) return RP_ERR_UNAVAILABLE;
     if (code == NULL || strlen(code) != 5) return RP_ERR_INTERNAL;
     if (strncmp(code, "08", 2) == 0 || strncmp(code, "53", 2) == 0) return RP_ERR_UNAVAILABLE;
+    /* Shutdown, cancel and statement_timeout (57014), and lock_timeout
+     * (55P03): the store cannot do it now, not "this row is bad". A park
+     * that waited store.lock_timeout_ms behind someone's lock is held and
+     * tried again with backoff, like a store that went away; as a
+     * per-message failure it was held until the next reconnect instead. */
     if (strcmp(code, "57P01") == 0 || strcmp(code, "57P02") == 0 ||
-        strcmp(code, "57P03") == 0 || strcmp(code, "57014") == 0)
+        strcmp(code, "57P03") == 0 || strcmp(code, "57014") == 0 || strcmp(code, "55P03") == 0)
         return RP_ERR_UNAVAILABLE;
     if (strncmp(code, "40", 2) == 0) return RP_ERR_CONFLICT;
     return RP_ERR_INTERNAL;

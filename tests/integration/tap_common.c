@@ -89,9 +89,11 @@ void tap_start_reaperd_every(int interval_seconds) {
     if (T.reaperd) tap_stop_reaperd(SIGTERM); /* a failed test left it running */
     char interval[64];
     snprintf(interval, sizeof interval, "REAPER_REAP_INTERVAL_SECONDS=%d", interval_seconds);
-    char *env[] = {T.env_schema, T.env_tap, T.env_control,
-                   T.env_owned,  T.env_dlq, "REAPER_LOG_FORMAT=json",
-                   interval,     NULL};
+    /* The tests ask for passes back to back: no reap rate limit here
+     * (test_control tests it). */
+    char *env[] = {T.env_schema, T.env_tap,   T.env_control, T.env_owned,
+                   T.env_dlq,    "REAPER_LOG_FORMAT=json", interval,
+                   "REAPER_CONTROL_REAP_RATE_SECONDS=0", NULL};
     T.reaperd = itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"tap bindings ");
 }
 

@@ -72,8 +72,14 @@ static int group_setup(void **state) {
     snprintf(W.env_control, sizeof W.env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", W.control);
     itest_env_owned(W.env_owned, sizeof W.env_owned, "rp"); /* this run's queues only */
     W.amqp = itest_amqp_connect();
+    /* Replies may also go to this run's named reply queues (the
+     * redelivery test reads its replies from one that outlives its
+     * connections; direct reply-to would not). */
+    static char env_replies[200];
+    snprintf(env_replies, sizeof env_replies,
+             "REAPER_CONTROL_REPLY_QUEUE_PATTERN=^vibey\\.itest\\.rp%d\\.replies$", (int)getpid());
     char *env[] = {W.env_schema, W.env_control, W.env_owned, "REAPER_LOG_FORMAT=json",
-                   "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
+                   "REAPER_REAP_INTERVAL_SECONDS=3600", env_replies, NULL};
     W.reaperd =
         itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
     return 0;
@@ -719,7 +725,9 @@ static void test_request_redelivered_too_often(void **state) {
     amqp_basic_properties_t props;
     memset(&props, 0, sizeof props);
     props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_REPLY_TO_FLAG |
-                   AMQP_BASIC_CORRELATION_ID_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG;
+                   AMQP_BASIC_CORRELATION_ID_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG |
+                   AMQP_BASIC_USER_ID_FLAG;
+    props.user_id = amqp_cstring_bytes(itest_broker_user()); /* reaperd's own: allowed */
     props.content_type = amqp_cstring_bytes("application/json");
     props.reply_to = amqp_cstring_bytes(rq);
     props.correlation_id = amqp_cstring_bytes("loop");
