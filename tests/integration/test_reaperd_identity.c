@@ -184,7 +184,8 @@ static void test_same_death_after_an_answer_opens_nothing(void **state) {
     snprintf(env_dlq, sizeof env_dlq,
              "REAPER_REAP_DEAD_LETTER_QUEUE_PATTERN=^vibey\\.%s\\.red\\.dlq$", T.tag);
     char *env[] = {T.env_schema, T.env_tap, T.env_control, T.env_owned, env_dlq,
-                   "REAPER_LOG_FORMAT=json", "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
+                   "REAPER_LOG_FORMAT=json", "REAPER_REAP_INTERVAL_SECONDS=3600",
+                   "REAPER_CONTROL_REAP_RATE_SECONDS=0", NULL}; /* reaps back to back */
     T.reaperd = itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"tap bindings ");
     assert_non_null(T.reaperd);
 
