@@ -418,8 +418,14 @@ static void test_same_ids_crossed_on_two_sessions(void **state) {
     long deadlocks = tap_sqln("SELECT deadlocks FROM pg_stat_database WHERE datname = "
                               "current_database()");
     tap_start_reaperd();
-    /* Every delivery settled: acked, so parked (or found parked). */
-    for (int i = 0; i < 600 && tap_depth(T.tap) != 0; i++) rp_child_drain(T.reaperd, 100);
+    long ids = tap_wait_count(1000, 60000, "SELECT count(DISTINCT identity) FROM dead_letter "
+                                           "WHERE identity LIKE 'id:%/x-%'");
+    if (ids != 1000) fprintf(stderr, "%s\n", T.reaperd->log);
+    assert_int_equal(ids, 1000);
+    /* Every delivery settled: acked (nothing ready, nothing unacked left:
+     * the count stays 0 over a second look). */
+    for (int i = 0; i < 100 && tap_depth(T.tap) != 0; i++) rp_child_drain(T.reaperd, 100);
+    rp_child_drain(T.reaperd, 1000);
     assert_int_equal(tap_depth(T.tap), 0);
     /* Every id parked, each of its deaths exactly once: as many rows as
      * distinct (identity, death) pairs among the DLQ's copies, which is
