@@ -1,9 +1,9 @@
 /*
  * rp_pg_listen.h - hearing lease deadlines as they are set (issue #15).
  *
- * The job table's statement triggers (migration 0004) NOTIFY channel
- * 'reaper_lease_<oid of the job table>' with the earliest deadline a
- * statement leased, in Unix milliseconds. A listener keeps one PostgreSQL
+ * The job table's lease trigger (migration 0004) NOTIFYs channel
+ * 'reaper_lease_<oid of the job table>' with each new lease deadline, in
+ * Unix milliseconds. A listener keeps one PostgreSQL
  * session of its own that LISTENs there, driven entirely by the libevent
  * loop: the connect (PQconnectStartParams/PQconnectPoll), the two setup
  * queries (the table's oid, LISTEN) and the notifications (PQconsumeInput,

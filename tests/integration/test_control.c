@@ -55,8 +55,7 @@ static rp_child *start_reaperd_rate(const char *users_env, const char *rate_env)
      * (reap on demand, reaperctl reap): the job table's deadline
      * notifications would have the daemon reap them first, on its own.
      * Reaping on the deadline is test_reaperd_store's. */
-    sql("ALTER TABLE job DISABLE TRIGGER job_lease_notify_insert");
-    sql("ALTER TABLE job DISABLE TRIGGER job_lease_notify_update");
+    sql("ALTER TABLE job DISABLE TRIGGER job_lease_notify");
     return itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
 }
 
