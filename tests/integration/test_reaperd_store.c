@@ -333,6 +333,19 @@ static int log_count(const rp_child *c, const char *needle) {
     return n;
 }
 
+/* A daemon sweeping once an hour, once its first pass is over and its
+ * lease-deadline session LISTENs (debug log, to count its re-arms). */
+static rp_child *start_listening(fixture *f) {
+    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    char *env[] = {f->schema_env, f->owned_env, f->dlq_env, "REAPER_REAP_INTERVAL_SECONDS=3600",
+                   "REAPER_LOG_FORMAT=json", "REAPER_LOG_LEVEL=debug", NULL};
+    rp_child *c = rp_child_start(argv, env);
+    assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
+    assert_true(rp_child_wait_for(c, "\"msg\":\"lease deadlines: listening\"", 30000));
+    rp_child_drain(c, 300);
+    return c;
+}
+
 /* A lease claimed AFTER the daemon's pass (so the timer was armed an hour
  * away, and nothing in the table told it otherwise) is still reaped within
  * a second of running out: the job table's trigger tells reaperd
@@ -342,13 +355,7 @@ static void test_lease_claimed_after_the_pass(void **state) {
     migrate(f);
     itest_sql(f->pg, f->schema, "INSERT INTO job (project_id, kind, state) VALUES ('alpha', 'k', "
                                 "'ready')");
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {f->schema_env, f->owned_env, f->dlq_env, "REAPER_REAP_INTERVAL_SECONDS=3600",
-                   "REAPER_LOG_FORMAT=json", "REAPER_LOG_LEVEL=debug", NULL};
-    rp_child *c = rp_child_start(argv, env);
-    assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
-    assert_true(rp_child_wait_for(c, "\"msg\":\"lease deadlines: listening\"", 30000));
-    rp_child_drain(c, 300);
+    rp_child *c = start_listening(f);
     /* A worker's claim, as CONTRACT section 6 has it, with a 2 s lease. */
     itest_sql(f->pg, f->schema,
               "UPDATE job SET state = 'leased', attempts = attempts + 1, lease_owner = 'w1', "
@@ -380,13 +387,7 @@ static void test_claims_cost_one_wakeup_per_deadline_change(void **state) {
     itest_sql(f->pg, f->schema,
               "INSERT INTO job (project_id, kind, state) SELECT 'alpha', 'k', 'ready' FROM "
               "generate_series(1, 1010)");
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {f->schema_env, f->owned_env, f->dlq_env, "REAPER_REAP_INTERVAL_SECONDS=3600",
-                   "REAPER_LOG_FORMAT=json", "REAPER_LOG_LEVEL=debug", NULL};
-    rp_child *c = rp_child_start(argv, env);
-    assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
-    assert_true(rp_child_wait_for(c, "\"msg\":\"lease deadlines: listening\"", 30000));
-    rp_child_drain(c, 300);
+    rp_child *c = start_listening(f);
     const char *fwd = "\"msg\":\"lease deadline brought forward\"";
     const char *done = "\"msg\":\"pass finished\"";
     int passes = log_count(c, done);
