@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,8 +69,14 @@ rp_child *rp_child_start(char *const argv[], char *const extra_env[]) {
     if (pipe(p) != 0) return NULL;
     rp_child *c = calloc(1, sizeof *c);
     char **env = rp_merge_env(extra_env);
+    pid_t parent = getpid();
     c->pid = fork();
     if (c->pid == 0) {
+        /* A test killed at its time-out (ctest) or by a signal must not
+         * leave its reaperd running, reconnecting forever to whatever later
+         * listens on those ports. The signal follows the forking thread:
+         * children are started from a test's main thread only. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(127);
         int devnull = open("/dev/null", O_RDWR);
         dup2(devnull, 0);
         dup2(devnull, 1);
