@@ -20,7 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void rp_check_json(const char *text) {
     if (text == NULL) abort();
-    if (strstr(text, "\\u0000") != NULL) abort();
+    /* jansson refuses a \u0000 escape unless JSON_ALLOW_NUL is given: a
+     * text that loads holds none (a plain search would also find the
+     * escaped backslash of "\\u0000", a name's own six characters). */
     json_t *j = json_loads(text, JSON_DECODE_ANY, NULL);
     if (j == NULL || !json_is_object(j)) abort();
     json_decref(j);
