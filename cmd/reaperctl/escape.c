@@ -26,9 +26,9 @@ char *rp_ctl_escaped(const char *s) {
             continue;
         }
         i += n;
-        if (cp == '\\' || cp == '\n' || cp == '\r' || cp == '\t') {
+        if (cp == '\n' || cp == '\r' || cp == '\t') {
             out[w++] = '\\';
-            out[w++] = cp == '\\' ? '\\' : cp == '\n' ? 'n' : cp == '\r' ? 'r' : 't';
+            out[w++] = cp == '\n' ? 'n' : cp == '\r' ? 'r' : 't';
         } else if (cp < 0x100 && rp_utf8_is_control(cp)) {
             out[w++] = '\\';
             out[w++] = 'x';
