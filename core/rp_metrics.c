@@ -132,6 +132,7 @@ void rp_metrics_set_sightings_open(rp_metrics *m, const int64_t by_condition[RP_
 
 void rp_metrics_dead_letters_parked(rp_metrics *m, uint64_t n) { ADD(&m->dead_letters_parked, n); }
 void rp_metrics_tap_ignored(rp_metrics *m, uint64_t n) { ADD(&m->tap_ignored, n); }
+uint64_t rp_metrics_event_refused(rp_metrics *m) { return ADD(&m->events_refused, 1) + 1; }
 
 void rp_metrics_set_gates_open(rp_metrics *m, const int64_t by_kind[RP_GATE_KIND_COUNT_]) {
     for (int i = 0; i < RP_GATE_KIND_COUNT_; i++) STORE(&m->gates_open[i], by_kind[i]);
@@ -355,6 +356,12 @@ rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
               "exchange (no x-death, or through the default exchange): acked, not parked.");
     rp_mbuf_printf(&b, "reaper_tap_ignored_total %llu\n",
                    (unsigned long long)LOAD(&m->tap_ignored));
+
+    rp_family(&b, "reaper_broker_events_refused_total", "counter",
+              "Deliveries on the broker-event queue that did not come from amq.rabbitmq.event "
+              "(published straight into the queue): refused, not acted on.");
+    rp_mbuf_printf(&b, "reaper_broker_events_refused_total %llu\n",
+                   (unsigned long long)LOAD(&m->events_refused));
 
     rp_family(&b, "reaper_gates_open", "gauge", "Gates waiting for a person, by kind.");
     if (LOAD(&m->gates_open_known))

@@ -22,6 +22,7 @@
  *   reaper_sightings_open{condition}
  *   reaper_dead_letters_parked_total
  *   reaper_tap_ignored_total
+ *   reaper_broker_events_refused_total
  *   reaper_gates_open{kind}
  *   reaper_gates_answered_total{kind,choice}
  *   reaper_pass_duration_seconds{scope="full"|"leases"} (histogram)
@@ -125,6 +126,7 @@ typedef struct rp_metrics {
     uint32_t sightings_known;
     uint64_t dead_letters_parked;
     uint64_t tap_ignored;
+    uint64_t events_refused;
     int64_t gates_open[RP_GATE_KIND_COUNT_];
     uint32_t gates_open_known;
     uint64_t gates_answered[RP_GATE_KIND_COUNT_][RP_CHOICE_COUNT_];
@@ -172,6 +174,9 @@ void rp_metrics_set_sightings_open(rp_metrics *m, const int64_t by_condition[RP_
 void rp_metrics_dead_letters_parked(rp_metrics *m, uint64_t n);
 /* n deliveries on the tap that were not dead letters (acked, not parked). */
 void rp_metrics_tap_ignored(rp_metrics *m, uint64_t n);
+/* One delivery on the broker-event queue that did not come from
+ * amq.rabbitmq.event (a forgery): refused. Returns the new total. */
+uint64_t rp_metrics_event_refused(rp_metrics *m);
 /* The open gates per kind, as last counted in the store. */
 void rp_metrics_set_gates_open(rp_metrics *m, const int64_t by_kind[RP_GATE_KIND_COUNT_]);
 /* A gate answered (not "already answered"). */

@@ -249,6 +249,9 @@ char *rp_mgmt_error_reason(const char *body, size_t len, char *buf, size_t cap) 
     }
     while (w > 0 && buf[w - 1] == ' ') w--;
     buf[w] = '\0';
+    /* A reason of nothing but control characters and spaces leaves
+     * nothing to print (found by fuzz_mgmt_parse): say that none was given. */
+    if (w == 0) snprintf(buf, cap, "%s", "(no reason given)");
     if (root) json_decref(root);
     return buf;
 }

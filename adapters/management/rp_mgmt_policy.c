@@ -207,6 +207,7 @@ typedef struct rp_rec {
     char *pattern;
     pcre2_code *sel_re, *owned_re, *dlq_re;
     pcre2_match_data *md;
+    pcre2_match_context *mc; /* rp_match.h's limits: other policies' patterns are anyone's */
     rp_want want[2];
     size_t n_want;
     char **vhosts;
@@ -254,9 +255,11 @@ static void rp_example(char *ex, size_t cap, const char *vhost, const char *name
     rp_appendf(ex, cap, "%s on vhost %s%s", name, vhost, more ? more : "");
 }
 
+/* A match that hits rp_match.h's limits counts as no match here: such a
+ * policy is not reported as covering the queue. */
 static bool rp_match(rp_rec *r, const pcre2_code *re, const char *s) {
     if (re == NULL || s == NULL) return false;
-    int rc = pcre2_match(re, (PCRE2_SPTR)s, PCRE2_ZERO_TERMINATED, 0, 0, r->md, NULL);
+    int rc = pcre2_match(re, (PCRE2_SPTR)s, PCRE2_ZERO_TERMINATED, 0, 0, r->md, r->mc);
     return rc >= 0;
 }
 
@@ -319,6 +322,7 @@ static void rp_rec_cleanup(rp_rec *r) {
     pcre2_code_free(r->owned_re);
     pcre2_code_free(r->dlq_re);
     pcre2_match_data_free(r->md);
+    pcre2_match_context_free(r->mc);
     for (size_t i = 0; i < r->n_want; i++) {
         if (r->want[i].definition) json_decref(r->want[i].definition);
         if (r->want[i].body) json_decref(r->want[i].body);
@@ -951,7 +955,9 @@ static rp_status rp_reconcile(rp_rec *r) {
         r->owned_re = rp_compile(o->owned_pattern, err, sizeof err, "reap.owned_queue_pattern");
         r->dlq_re = rp_compile(o->dead_letter_pattern, err, sizeof err, "reap.dead_letter_queue_pattern");
         r->md = pcre2_match_data_create(1, NULL);
-        if (!r->sel_re || !r->owned_re || !r->dlq_re || !r->md) st = r->md ? RP_ERR_INVALID : RP_ERR_NOMEM;
+        r->mc = rp_match_context_new();
+        if (!r->sel_re || !r->owned_re || !r->dlq_re || !r->md || !r->mc)
+            st = r->md && r->mc ? RP_ERR_INVALID : RP_ERR_NOMEM;
     }
     if (st != RP_OK) {
         if (st == RP_ERR_NOMEM) return st;

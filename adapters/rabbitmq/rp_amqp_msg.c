@@ -70,6 +70,7 @@ static void rp_channel_clear(rp_amqp_assembler *a, int i) {
     a->ch[i].active = false;
     a->ch[i].have_header = false;
     a->ch[i].received = 0;
+    a->ch[i].keep = 0;
 }
 
 void rp_amqp_assembler_reset(rp_amqp_assembler *a) {
@@ -140,6 +141,10 @@ bool rp_amqp_assembler_frame(rp_amqp_assembler *a, const amqp_frame_t *f, rp_sta
             m->body = b;
             a->ch[i].body_cap = want;
         }
+        /* The buffer may be larger (an earlier delivery's): this one keeps
+         * no more than its own declared size and limit, however many body
+         * bytes arrive. */
+        a->ch[i].keep = want;
         if (m->body_size == 0) rp_finish(a, i);
         return true;
     }
@@ -149,7 +154,7 @@ bool rp_amqp_assembler_frame(rp_amqp_assembler *a, const amqp_frame_t *f, rp_sta
             return true;
         }
         amqp_bytes_t frag = f->payload.body_fragment;
-        size_t room = a->ch[i].body_cap > m->body_len ? a->ch[i].body_cap - m->body_len : 0;
+        size_t room = a->ch[i].keep > m->body_len ? a->ch[i].keep - m->body_len : 0;
         size_t keep = frag.len < room ? frag.len : room;
         if (keep) memcpy(m->body + m->body_len, frag.bytes, keep);
         m->body_len += keep;

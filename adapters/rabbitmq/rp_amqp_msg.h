@@ -55,7 +55,8 @@ typedef struct rp_amqp_assembler {
         bool active;    /* a delivery is being assembled on this channel */
         bool have_header;
         rp_amqp_message msg;
-        size_t body_cap;
+        size_t body_cap;   /* the buffer's size, kept across deliveries */
+        size_t keep;       /* bytes of this delivery's body kept at most */
         uint64_t received; /* body bytes seen, kept or not */
         size_t limit;      /* this channel's body limit; 0: body_limit */
     } ch[RP_AMQP_MAX_CHANNELS];

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "client.h"
+#include "escape.h"
 #include "print.h"
 #include "rp_config.h"
 #include "rp_config_load.h"
@@ -45,8 +46,20 @@ static void rp_usage(FILE *f) {
             "2 usage or configuration error.\n");
 }
 
+/* "reaperctl: WHAT[: DETAIL]" on stderr, both escaped (escape.h): they can
+ * hold what the daemon, the broker or the command line said. */
+static void rp_say(const char *what, const char *detail) {
+    fputs("reaperctl: ", stderr);
+    rp_ctl_fputs(stderr, what);
+    if (detail) {
+        fputs(": ", stderr);
+        rp_ctl_fputs(stderr, detail);
+    }
+    fputc('\n', stderr);
+}
+
 static int rp_fail_usage(const char *msg) {
-    fprintf(stderr, "reaperctl: %s\n", msg);
+    rp_say(msg, NULL);
     rp_usage(stderr);
     return 2;
 }
@@ -172,7 +185,7 @@ int main(int argc, char **argv) {
     rp_config_problems problems;
     rp_config_problems_init(&problems);
     if (rp_config_load(path, environ, &cfg, &problems) != RP_OK) {
-        for (size_t i = 0; i < problems.n; i++) fprintf(stderr, "reaperctl: %s\n", problems.items[i].message);
+        for (size_t i = 0; i < problems.n; i++) rp_say(problems.items[i].message, NULL);
         fprintf(stderr, "reaperctl: configuration refused\n");
         rp_config_problems_cleanup(&problems);
         rp_config_cleanup(&cfg);
@@ -184,7 +197,9 @@ int main(int argc, char **argv) {
     char *password = NULL;
     if (rp_secret_resolve(cfg.broker.password, cfg.broker.password_file, &password, err,
                           sizeof err) != RP_OK) {
-        fprintf(stderr, "reaperctl: broker.password_file: %s (or set REAPER_BROKER_PASSWORD)\n", err);
+        fputs("reaperctl: broker.password_file: ", stderr);
+        rp_ctl_fputs(stderr, err);
+        fputs(" (or set REAPER_BROKER_PASSWORD)\n", stderr);
         rp_config_cleanup(&cfg);
         rp_proto_buf_cleanup(&body);
         return 2;
@@ -197,7 +212,7 @@ int main(int argc, char **argv) {
     rp_config_cleanup(&cfg);
     rp_proto_buf_cleanup(&body);
     if (st != RP_OK) {
-        fprintf(stderr, "reaperctl: %s\n", err);
+        rp_say(err, NULL);
         return 1;
     }
     rp_bytes ct = {(const uint8_t *)reply.content_type, strlen(reply.content_type)};
@@ -205,7 +220,7 @@ int main(int argc, char **argv) {
     rp_ctl_reply_cleanup(&reply);
     rp_proto_reply_view view;
     if (tree == NULL || rp_proto_reply_unwrap(tree, &view, &perr) != RP_OK) {
-        fprintf(stderr, "reaperctl: the reply could not be read: %s\n", perr.message);
+        rp_say("the reply could not be read", perr.message);
         json_decref(tree);
         return 1;
     }
@@ -217,8 +232,7 @@ int main(int argc, char **argv) {
             puts(s);
             free(s);
         }
-        fprintf(stderr, "reaperctl: %s: %s\n", view.code ? view.code : "error",
-                view.message ? view.message : "(no message)");
+        rp_say(view.code ? view.code : "error", view.message ? view.message : "(no message)");
     } else {
         if (strcmp(cmd, "reap") == 0 && !json_is_true(json_object_get(view.result, "ok"))) rc = 1;
         if (json) {

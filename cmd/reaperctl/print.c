@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "escape.h"
 #include "table.h"
 
 #include "rp_proto.h"
@@ -11,11 +12,18 @@ static const char *rp_str(const json_t *o, const char *k) {
     return s ? s : "-";
 }
 
+/* "label value\n", the value escaped (escape.h): it comes from the reply. */
+static void rp_line(FILE *f, const char *label, const char *value) {
+    fputs(label, f);
+    rp_ctl_fputs(f, value);
+    fputc('\n', f);
+}
+
 void rp_ctl_print_status(FILE *f, const json_t *r) {
-    fprintf(f, "version         %s\n", rp_str(r, "version"));
-    fprintf(f, "broker          %s\n", rp_str(r, "broker"));
-    fprintf(f, "store           %s\n", rp_str(r, "store"));
-    fprintf(f, "last pass at    %s\n", rp_str(r, "last_pass_at"));
+    rp_line(f, "version         ", rp_str(r, "version"));
+    rp_line(f, "broker          ", rp_str(r, "broker"));
+    rp_line(f, "store           ", rp_str(r, "store"));
+    rp_line(f, "last pass at    ", rp_str(r, "last_pass_at"));
     fprintf(f, "open sightings  %lld\n", (long long)json_integer_value(json_object_get(r, "open_sightings")));
 }
 
@@ -53,7 +61,7 @@ void rp_ctl_print_report(FILE *f, const json_t *rep) {
         fprintf(f, "\n%s:\n", lists[l]);
         size_t i;
         json_t *s;
-        json_array_foreach(a, i, s) fprintf(f, "  %s\n", json_string_value(s) ? json_string_value(s) : "?");
+        json_array_foreach(a, i, s) rp_line(f, "  ", json_string_value(s) ? json_string_value(s) : "?");
     }
     const json_t *pol = json_object_get(rep, "policies");
     if (json_array_size(pol) > 0) {
@@ -118,7 +126,7 @@ void rp_ctl_print_gates(FILE *f, const json_t *r, long long now_ms) {
         char id[24];
         snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(g, "id")));
         /* origin and reason come from message headers: already quoted and
-         * cut by reaperd; the table shows any control character as '?'. */
+         * cut by reaperd; the table escapes any control character. */
         const char *row[] = {id, rp_str(g, "kind"), rp_str(g, "project"), rp_str(g, "queue"),
                              rp_str(g, "origin_queue"), rp_str(g, "reason"), age, choices, state};
         rp_table_add(t, row);
@@ -128,6 +136,9 @@ void rp_ctl_print_gates(FILE *f, const json_t *r, long long now_ms) {
 }
 
 void rp_ctl_print_answer(FILE *f, const json_t *r) {
-    fprintf(f, "gate %lld: %s (choice %s)\n", (long long)json_integer_value(json_object_get(r, "gate")),
-            rp_str(r, "outcome"), rp_str(r, "choice"));
+    fprintf(f, "gate %lld: ", (long long)json_integer_value(json_object_get(r, "gate")));
+    rp_ctl_fputs(f, rp_str(r, "outcome"));
+    fputs(" (choice ", f);
+    rp_ctl_fputs(f, rp_str(r, "choice"));
+    fputs(")\n", f);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "rp_utf8.h"
 
 struct rp_table {
@@ -25,16 +26,21 @@ static size_t rp_chars(const char *s, size_t len) {
     return chars;
 }
 
-/* The shown form: valid UTF-8, controls and bad bytes as '?', cut to
- * RP_TABLE_MAX_WIDTH characters with "..." at the end. */
-static char *rp_shown(const char *s, size_t *width) {
-    if (s == NULL) s = "-";
+/* The shown form: escaped (escape.h: controls and bad bytes as \xHH
+ * escapes), cut to RP_TABLE_MAX_WIDTH characters with "..." at the end. */
+static char *rp_shown(const char *raw, size_t *width) {
+    char *esc = rp_ctl_escaped(raw);
+    if (esc == NULL) return NULL;
+    const char *s = esc;
     size_t len = strlen(s);
     size_t keep = rp_chars(s, len);
     bool cut = keep > RP_TABLE_MAX_WIDTH;
     if (cut) keep = RP_TABLE_MAX_WIDTH - 3;
     char *out = malloc(len + 4);
-    if (out == NULL) return NULL;
+    if (out == NULL) {
+        free(esc);
+        return NULL;
+    }
     size_t w = 0, i = 0;
     for (size_t chars = 0; chars < keep; chars++) {
         uint32_t cp;
@@ -54,6 +60,7 @@ static char *rp_shown(const char *s, size_t *width) {
     }
     out[w] = '\0';
     *width = cut ? RP_TABLE_MAX_WIDTH : keep;
+    free(esc);
     return out;
 }
 

@@ -3,8 +3,8 @@
  * widest cell (counted in characters, not bytes), capped at
  * RP_TABLE_MAX_WIDTH with the cut shown as "...", two spaces between
  * columns, the last column not padded. A cell's control characters (and
- * bytes that are not UTF-8) are shown as '?', so nothing a message or a
- * broker name holds can move the cursor or break a line.
+ * bytes that are not UTF-8) are shown escaped (escape.h), so nothing a
+ * message or a broker name holds can move the cursor or break a line.
  *
  * Ownership: the table copies every cell; rp_table_free frees it all.
  */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "daemon_internal.h"
+#include "events_parse.h"
 #include "rp_log.h"
 #include "rp_pg_store.h"
 
@@ -82,6 +83,24 @@ static bool rp_tag_is(amqp_bytes_t tag, const char *want) {
     return tag.len == strlen(want) && memcmp(tag.bytes, want, tag.len) == 0;
 }
 
+/* A delivery on the event queue that amq.rabbitmq.event did not route
+ * (published straight into the queue through the default exchange, say):
+ * not acted on, not even for the event lag; counted, and said once. The
+ * event consumer is no-ack, so there is nothing to settle. */
+static void rp_event_refused(rp_daemon *d, const rp_amqp_message *msg) {
+    uint64_t n = rp_metrics_event_refused(&d->metrics);
+    char ex[64];
+    snprintf(ex, sizeof ex, "%.*s", (int)(msg->exchange.len < 48 ? msg->exchange.len : 48),
+             msg->exchange.len ? (const char *)msg->exchange.bytes : "");
+    if (n == 1)
+        RP_WARN("a delivery on the broker-event queue did not come from amq.rabbitmq.event "
+                "(published straight into the queue?): refused and not acted on; later ones "
+                "are only counted (reaper_broker_events_refused_total)",
+                "exchange", ex, NULL);
+    else
+        RP_DEBUG("broker event refused: not from amq.rabbitmq.event", "exchange", ex, NULL);
+}
+
 static void rp_broker_on_message(void *arg, const rp_amqp_message *msg) {
     rp_daemon *d = arg;
     /* Stopping: take no new work. Unacked, the delivery goes to the next
@@ -92,6 +111,10 @@ static void rp_broker_on_message(void *arg, const rp_amqp_message *msg) {
     } else if (rp_tap_owns_tag(msg->consumer_tag.bytes, msg->consumer_tag.len)) {
         rp_tap_on_message(d, msg);
     } else if (rp_tag_is(msg->consumer_tag, RP_EVENTS_CONSUMER_TAG)) {
+        if (!rp_broker_event_from_broker(msg->exchange)) {
+            rp_event_refused(d, msg);
+            return;
+        }
         rp_observe_event(d, msg);
         if (d->events) rp_events_on_message(d->events, msg);
     } else {

@@ -182,6 +182,7 @@ struct rp_events {
     rp_queue_facts *sweep_copy; /* store thread only */
     size_t cap_sweep_copy;
     bool closing; /* rp_events_free runs: done functions only free their job */
+    unsigned long patterns_unmatched; /* policy patterns that hit rp_match.h's limits */
 };
 
 static uint32_t rp_hash(const char *vhost, const char *name) {
@@ -839,7 +840,15 @@ static void rp_want_reconcile(rp_events *e, const char *why, const char *name) {
 
 /* Whether a policy event concerns reaper: its own policies, or a pattern
  * that matches an owned queue of that vhost (a cleared policy has no
- * pattern: any owned queue in the vhost). */
+ * pattern: any owned queue in the vhost).
+ *
+ * This runs on the loop, and the pattern is anyone's who may set a policy:
+ * it is compiled with rp_match.h's compile bounds and matched under its
+ * limits (a catastrophic pattern such as (a+)+$ costs about 2 ms a name
+ * instead of half a second). A name whose match hits a limit is no match
+ * and no miss: the coverage is unknown, so the scan stops there (one such
+ * name is the most it pays) and the event counts as relevant, leaving the
+ * decision to the reconcile on the policy thread; said once per process. */
 static bool rp_policy_relevant(rp_events *e, const rp_broker_event *ev) {
     if (strcmp(ev->name, RP_MGMT_POLICY_NAME) == 0 ||
         strcmp(ev->name, RP_MGMT_POLICY_CLASSIC_NAME) == 0)
@@ -847,20 +856,35 @@ static bool rp_policy_relevant(rp_events *e, const rp_broker_event *ev) {
     pcre2_code *re = NULL;
     if (ev->has_pattern) {
         int err;
-        PCRE2_SIZE off;
-        re = pcre2_compile((PCRE2_SPTR)ev->pattern, PCRE2_ZERO_TERMINATED, 0, &err, &off, NULL);
+        size_t off;
+        re = rp_match_compile_untrusted(ev->pattern, &err, &off);
         if (re == NULL) return true; /* cannot tell: the reconcile can */
     }
-    bool hit = false;
-    for (size_t b = 0; b < RP_EV_BUCKETS && !hit; b++) {
-        for (const rp_owned *o = e->buckets[b]; o && !hit; o = o->next) {
+    bool hit = false, unknown = false;
+    const char *at = NULL;
+    for (size_t b = 0; b < RP_EV_BUCKETS && !hit && !unknown; b++) {
+        for (const rp_owned *o = e->buckets[b]; o && !hit && !unknown; o = o->next) {
             if (strcmp(o->vhost, ev->vhost) != 0) continue;
             bool m = true;
-            if (re && rp_match_name(re, o->name, &m) != RP_OK) m = true;
-            hit = m;
+            if (re && rp_match_name(re, o->name, &m) != RP_OK) {
+                unknown = true;
+                at = o->name;
+            }
+            hit = m && !unknown;
         }
     }
     pcre2_code_free(re);
+    if (unknown) {
+        if (e->patterns_unmatched++ == 0)
+            RP_WARN("a policy pattern could not be matched against an owned queue within the "
+                    "match limits: its coverage is unknown, left to the policy reconcile; later "
+                    "ones are logged at debug level",
+                    "policy", ev->name, "vhost", ev->vhost, "queue", at, NULL);
+        else
+            RP_DEBUG("policy pattern over the match limits: coverage unknown", "policy", ev->name,
+                     "vhost", ev->vhost, "queue", at, NULL);
+        return true;
+    }
     return hit;
 }
 

@@ -67,6 +67,12 @@ static bool rp_int(const amqp_table_t *t, const char *key, int64_t *out) {
     }
 }
 
+bool rp_broker_event_from_broker(amqp_bytes_t exchange) {
+    size_t n = sizeof RP_BROKER_EVENT_EXCHANGE - 1;
+    return exchange.len == n && exchange.bytes != NULL &&
+           memcmp(exchange.bytes, RP_BROKER_EVENT_EXCHANGE, n) == 0;
+}
+
 bool rp_broker_event_parse(amqp_bytes_t routing_key, const amqp_basic_properties_t *props,
                            rp_broker_event *out, const char **why) {
     memset(out, 0, sizeof *out);

@@ -68,6 +68,16 @@ typedef struct rp_broker_event {
     int64_t timestamp_ms;           /* timestamp_in_ms: when the broker emitted it */
 } rp_broker_event;
 
+/* The exchange every broker event comes from. */
+#define RP_BROKER_EVENT_EXCHANGE "amq.rabbitmq.event"
+
+/* Whether a delivery on the event queue came from the broker's event
+ * exchange. Anyone allowed to publish on the vhost can put a message
+ * straight into reaper's event queue through the default exchange (its
+ * name is in the management API), with forged headers: such a delivery is
+ * no broker event and is never acted on. */
+bool rp_broker_event_from_broker(amqp_bytes_t exchange);
+
 /* Parses routing_key and headers. False, with a static reason in *why,
  * when a field the kind needs is missing or unusable; an unknown routing
  * key parses as RP_BEV_OTHER (true). */

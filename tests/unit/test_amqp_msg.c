@@ -208,12 +208,37 @@ static void test_limit_per_channel(void **state) {
     rp_amqp_assembler_cleanup(&a);
 }
 
+/* Found by fuzz_amqp_msg: the body buffer is kept for the next delivery on
+ * the channel, and a delivery after a larger one kept every body byte that
+ * fitted that buffer, past its own declared size (a body frame longer than
+ * the content header said). It keeps its declared size at most. */
+static void test_body_never_past_its_declared_size(void **state) {
+    (void)state;
+    seen s = {0};
+    rp_amqp_assembler a;
+    rp_amqp_assembler_init(&a, 1024, on_msg, &s);
+    feed_deliver(&a, 1, 1);
+    feed_header(&a, 1, 11);
+    feed_body(&a, 1, "hello world");
+    assert_int_equal(s.n, 1);
+    feed_deliver(&a, 1, 2);
+    feed_header(&a, 1, 3);
+    feed_body(&a, 1, "abcdefgh"); /* more than declared */
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.body_size, 3);
+    assert_int_equal(s.body_len, 3);
+    assert_memory_equal(s.body, "abc", 3);
+    assert_false(s.truncated);
+    rp_amqp_assembler_cleanup(&a);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_delivery_over_several_frames),
         cmocka_unit_test(test_empty_body_and_limit),
         cmocka_unit_test(test_channels_interleave_and_others_pass),
         cmocka_unit_test(test_limit_per_channel),
+        cmocka_unit_test(test_body_never_past_its_declared_size),
     };
     return cmocka_run_group_tests_name("amqp_msg", tests, NULL, NULL);
 }

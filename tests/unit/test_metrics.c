@@ -152,6 +152,7 @@ static void test_a_fresh_registry(void **state) {
     assert_true(value_of(t, "reaper_up{backend=\"store\"}") == 0);
     assert_true(value_of(t, "reaper_dead_letters_parked_total") == 0);
     assert_true(value_of(t, "reaper_tap_ignored_total") == 0);
+    assert_true(value_of(t, "reaper_broker_events_refused_total") == 0);
     assert_true(value_of(t, "reaper_control_requests_total{op=\"reap\",outcome=\"ok\"}") == 0);
     assert_true(value_of(t, "reaper_gates_answered_total{kind=\"bus_dead_lettered\",choice=\"replay\"}") == 0);
     assert_true(value_of(t, "reaper_passes_total{scope=\"leases\",result=\"error\"}") == 0);
@@ -185,6 +186,8 @@ static void test_hooks_change_their_series(void **state) {
     rp_metrics_set_sightings_open(&m, sightings);
     rp_metrics_dead_letters_parked(&m, 5);
     rp_metrics_tap_ignored(&m, 2);
+    assert_true(rp_metrics_event_refused(&m) == 1);
+    assert_true(rp_metrics_event_refused(&m) == 2);
     int64_t gates[RP_GATE_KIND_COUNT_] = {4, 2};
     rp_metrics_set_gates_open(&m, gates);
     rp_metrics_gate_answered(&m, RP_GATE_DELIVERY_EXHAUSTED, RP_CHOICE_RETRY);
@@ -223,6 +226,7 @@ static void test_hooks_change_their_series(void **state) {
     assert_false(has_series(t, "reaper_sightings_open{condition=\"none\"}"));
     assert_true(value_of(t, "reaper_dead_letters_parked_total") == 5);
     assert_true(value_of(t, "reaper_tap_ignored_total") == 2);
+    assert_true(value_of(t, "reaper_broker_events_refused_total") == 2);
     assert_true(value_of(t, "reaper_gates_open{kind=\"delivery_exhausted\"}") == 4);
     assert_true(value_of(t, "reaper_gates_open{kind=\"bus_dead_lettered\"}") == 2);
     assert_true(value_of(t, "reaper_gates_answered_total{kind=\"delivery_exhausted\",choice=\"retry\"}") == 1);

@@ -249,6 +249,11 @@ static void test_error_reasons(void **state) {
     assert_string_equal(reason, "(no reason given)");
     rp_mgmt_error_reason(NULL, 0, reason, sizeof reason);
     assert_string_equal(reason, "(no reason given)");
+    /* Found by fuzz_mgmt_parse: nothing but control characters and spaces
+     * used to leave an empty reason. */
+    const char *ctl = "{\"error\":\"\x7f\x7f\x7f \\r\\n \"}";
+    rp_mgmt_error_reason(ctl, strlen(ctl), reason, sizeof reason);
+    assert_string_equal(reason, "(no reason given)");
 }
 
 static void test_versions(void **state) {

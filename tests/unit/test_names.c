@@ -4,7 +4,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -254,6 +256,55 @@ static void test_match(void **state) {
     pcre2_code_free(owned);
 }
 
+/* Matches run under rp_match.h's limits: a catastrophic pattern against a
+ * 255-byte name is an error (unknown) after a bounded cost, not half a
+ * second of work nor a match, while the patterns reaper composes or is
+ * configured with still match such a name. Patterns from outside are
+ * compiled with a length cap. */
+static void test_match_limits(void **state) {
+    (void)state;
+    char name[256];
+    memcpy(name, "vibey.", 6);
+    memset(name + 6, 'a', 248);
+    name[254] = '!';
+    name[255] = '\0';
+    int err;
+    size_t off;
+    pcre2_code *evil = rp_match_compile_untrusted("(a+)+$", &err, &off);
+    assert_non_null(evil);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    bool m = true;
+    assert_int_equal(rp_match_name(evil, name, &m), RP_ERR_INVALID);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_false(m);
+    long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    fprintf(stderr, "# (a+)+$ on a 255-byte name: %ld ms to hit the limit\n", ms);
+    assert_true(ms < 100);
+    pcre2_code_free(evil);
+
+    const char *fine[] = {"^(?!(?:vibey\\.reap\\.control|vibey\\.reap\\.tap)\\z)(?!(?s:.*?)(?:(\\.dlq|"
+                          "\\.dead)$))(?=(?s:.*?)(?:^vibey\\.))",
+                          "^vibey\\.", "a!$", "(?i)A+!", ".*a.*a.*!"};
+    for (size_t i = 0; i < sizeof fine / sizeof *fine; i++) {
+        pcre2_code *re = rp_match_compile_untrusted(fine[i], &err, &off);
+        assert_non_null(re);
+        assert_int_equal(rp_match_name(re, name, &m), RP_OK);
+        assert_true(m);
+        pcre2_code_free(re);
+    }
+
+    char longer[RP_MATCH_MAX_PATTERN + 2];
+    memset(longer, 'a', sizeof longer - 1);
+    longer[sizeof longer - 1] = '\0';
+    assert_null(rp_match_compile_untrusted(longer, &err, &off));
+    assert_int_equal(err, PCRE2_ERROR_PATTERN_STRING_TOO_LONG);
+    longer[RP_MATCH_MAX_PATTERN] = '\0';
+    pcre2_code *max = rp_match_compile_untrusted(longer, &err, &off);
+    assert_non_null(max);
+    pcre2_code_free(max);
+}
+
 static void test_job_state_names(void **state) {
     (void)state;
     for (int s = 0; s < RP_JOB_STATE_COUNT_; s++) {
@@ -277,6 +328,7 @@ int main(void) {
         cmocka_unit_test(test_object_names),
         cmocka_unit_test(test_sighting_keys),
         cmocka_unit_test(test_match),
+        cmocka_unit_test(test_match_limits),
         cmocka_unit_test(test_job_state_names),
     };
     return cmocka_run_group_tests_name("names", tests, NULL, NULL);

@@ -1,0 +1,128 @@
+/* reaperctl's text output (cmd/reaperctl/escape.h, print.h, table.h):
+ * whatever a reply holds - queue names, dead-letter reasons, notes, the
+ * daemon's messages - reaches the terminal with every control character
+ * escaped, so ESC [ 2 J or a carriage return cannot clear the screen or
+ * rewrite a line. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "escape.h"
+#include "print.h"
+
+/* Nothing below 0x20 but the newlines that end lines, no DEL, no C1. */
+static void assert_terminal_safe(const char *out) {
+    for (const unsigned char *p = (const unsigned char *)out; *p; p++) {
+        if (*p == '\n') continue;
+        if (*p < 0x20 || *p == 0x7f) fail_msg("control byte 0x%02x in:\n%s", *p, out);
+        if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) fail_msg("C1 control in:\n%s", out);
+    }
+}
+
+static char *capture(void (*fn)(FILE *, const json_t *), const json_t *j) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    fn(f, j);
+    fclose(f);
+    return buf;
+}
+
+static void test_escaped(void **state) {
+    (void)state;
+    struct {
+        const char *in, *want;
+    } cases[] = {
+        {"vibey.orders", "vibey.orders"},
+        {"a\x1b[2Jb", "a\\x1b[2Jb"},
+        {"line\rover", "line\\rover"},
+        {"two\nlines\ttab", "two\\nlines\\ttab"},
+        {"^vibey\\.", "^vibey\\."}, /* a backslash is kept as it is */
+        {"del\x7f", "del\\x7f"},
+        {"c1\xc2\x9b" "2J", "c1\\x9b2J"},         /* U+009B, the one-byte CSI */
+        {"bidi\xe2\x80\xae", "bidi\\u{202e}"},    /* right-to-left override */
+        {"bad\xff\xfe", "bad\\xff\\xfe"},         /* not UTF-8 */
+        {"caf\xc3\xa9 \xe2\x9c\x93", "caf\xc3\xa9 \xe2\x9c\x93"}, /* printable UTF-8 kept */
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *e = rp_ctl_escaped(cases[i].in);
+        assert_non_null(e);
+        assert_string_equal(e, cases[i].want);
+        free(e);
+    }
+    char *dash = rp_ctl_escaped(NULL);
+    assert_string_equal(dash, "-");
+    free(dash);
+}
+
+static void test_gates_table(void **state) {
+    (void)state;
+    json_t *r = json_pack("{s:[{s:i, s:s, s:s, s:s, s:s, s:s, s:[s,s], s:s, s:s}]}", "gates", "id",
+                          7, "kind", "bus_dead_lettered", "project", "p\x1b]0;title\x07",
+                          "queue", "vibey.q\x1b[2J.dlq", "origin_queue", "\"vibey.q\rX\"",
+                          "reason", "\"rejected\x1b[31m\"", "choices", "replay", "dismiss",
+                          "answer", "dismiss", "answered_by", "eve\r\nroot");
+    assert_non_null(r);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    rp_ctl_print_gates(f, r, 0);
+    fclose(f);
+    assert_terminal_safe(buf);
+    assert_non_null(strstr(buf, "vibey.q\\x1b[2J.dlq"));
+    assert_non_null(strstr(buf, "\"vibey.q\\rX\""));
+    assert_non_null(strstr(buf, "eve\\r\\nroot"));
+    free(buf);
+    json_decref(r);
+}
+
+static void test_report_status_answer(void **state) {
+    (void)state;
+    json_t *rep = json_pack(
+        "{s:b, s:b, s:[{s:s, s:s, s:s, s:s, s:s}], s:[s], s:[s], s:[{s:s, s:b, s:s}]}", "ok", 0,
+        "dry_run", 0, "verdicts", "action", "SURFACED", "condition", "HOLDER_GONE", "source",
+        "broker", "object", "vibey.\x1b[2J", "project", "x", "unreadable", "broker: \x1b[H gone",
+        "notes", "note\rhidden", "policies", "name", "vibey-reap", "verified", 0, "detail",
+        "refused (\x1b[8m)");
+    char *out = capture(rp_ctl_print_report, rep);
+    assert_terminal_safe(out);
+    assert_non_null(strstr(out, "vibey.\\x1b[2J"));
+    assert_non_null(strstr(out, "broker: \\x1b[H gone"));
+    assert_non_null(strstr(out, "note\\rhidden"));
+    free(out);
+    json_decref(rep);
+
+    json_t *st = json_pack("{s:s, s:s, s:s, s:s, s:i}", "version", "1\x1b[2J", "broker",
+                           "up\r", "store", "up", "last_pass_at", "\x07", "open_sightings", 1);
+    out = capture(rp_ctl_print_status, st);
+    assert_terminal_safe(out);
+    assert_non_null(strstr(out, "1\\x1b[2J"));
+    free(out);
+    json_decref(st);
+
+    json_t *ans = json_pack("{s:i, s:s, s:s}", "gate", 3, "outcome", "replayed\x1b[2J", "choice",
+                            "replay\r");
+    out = capture(rp_ctl_print_answer, ans);
+    assert_terminal_safe(out);
+    assert_string_equal(out, "gate 3: replayed\\x1b[2J (choice replay\\r)\n");
+    free(out);
+    json_decref(ans);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_escaped),
+        cmocka_unit_test(test_gates_table),
+        cmocka_unit_test(test_report_status_answer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
