@@ -25,7 +25,7 @@
     MS("lease_expires_at") ", " US("lease_expires_at") " FROM {s}.job "             \
     "WHERE state = 'leased' AND id > $1::int8 "                                     \
     "AND lease_expires_at < now() - $2::int8 * interval '1 second' "                \
-    "AND ($3::text IS NULL OR project_id = $3::text) ORDER BY id LIMIT 1"
+    "AND ($3::text IS NULL OR project_id = $3::text) ORDER BY id LIMIT $4::int8"
 
 const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
     /* clock_timestamp(), not now(): now() would be the start of a
@@ -50,8 +50,8 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
                             "set_config('enable_sort', 'off', true), "
                             "set_config('plan_cache_mode', 'auto', true)"},
 
-    /* $1 after_id, $2 grace seconds, $3 project or NULL. Lowest id first,
-     * over job_leased_by_id (0002). */
+    /* $1 after_id, $2 grace seconds, $3 project or NULL, $4 the batch
+     * size. Lowest id first, over job_leased_by_id (0002). */
     [RP__PG_TAKE_LOCK] = {"take_lock", TAKE " FOR UPDATE SKIP LOCKED"},
     [RP__PG_TAKE_READ] = {"take_read", TAKE},
 
