@@ -144,17 +144,20 @@ typedef struct rp_move_cmd {
 #define RP_SAVEPOINT_SQL "SAVEPOINT rp_lease_row"
 #define RP_RELEASE_SQL "RELEASE SAVEPOINT rp_lease_row"
 #define RP_BACK_SQL "ROLLBACK TO SAVEPOINT rp_lease_row"
+#define RP_BATCH_SAVEPOINT_SQL "SAVEPOINT rp_lease_batch"
+#define RP_BATCH_RELEASE_SQL "RELEASE SAVEPOINT rp_lease_batch"
+#define RP_BATCH_BACK_SQL "ROLLBACK TO SAVEPOINT rp_lease_batch"
 
 /* Sends, from mc[from], each move inside its savepoint and then COMMIT, in
- * one round trip. lead: the failed row's savepoint to roll back to and
- * release first. Fills the moves' results up to the first row that fails;
+ * one round trip. lead: the savepoint of what failed before (a row's, or
+ * the whole batch's when batch_lead) to roll back to and release first. Fills the moves' results up to the first row that fails;
  * *failed_at is that row's index in mc (count when none failed) and
  * *committed whether the COMMIT ran and succeeded. RP_OK when the round
  * trip was read whole; RP_ERR_UNAVAILABLE, or the status of a failure
  * that is not a row's own (a savepoint, the COMMIT). */
 static rp_status rp_commit_from(rp_pg_store *s, rp_move_cmd *mc, size_t count, size_t from,
-                                bool lead, rp_lease_move *moves, size_t *failed_at,
-                                bool *committed) {
+                                bool lead, bool batch_lead, rp_lease_move *moves,
+                                size_t *failed_at, bool *committed) {
     *failed_at = count;
     *committed = false;
     size_t nl = lead ? 2 : 0;
@@ -168,8 +171,9 @@ static rp_status rp_commit_from(rp_pg_store *s, rp_move_cmd *mc, size_t count, s
     }
     size_t at = 0;
     if (lead) {
-        k[at++] = (rp__pg_cmd){.stmt = -1, .sql = RP_BACK_SQL};
-        k[at++] = (rp__pg_cmd){.stmt = -1, .sql = RP_RELEASE_SQL};
+        k[at++] = (rp__pg_cmd){.stmt = -1, .sql = batch_lead ? RP_BATCH_BACK_SQL : RP_BACK_SQL};
+        k[at++] = (rp__pg_cmd){.stmt = -1,
+                               .sql = batch_lead ? RP_BATCH_RELEASE_SQL : RP_RELEASE_SQL};
     }
     for (size_t i = from; i < count; i++) {
         const rp_verdict *v = moves[mc[i].move].v;
@@ -238,6 +242,131 @@ done:
     return st;
 }
 
+/* A growing text buffer for the array literals of MOVE_BATCH. */
+typedef struct rp_text_buf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} rp_text_buf;
+
+static void rp_buf_add(rp_text_buf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (p == NULL) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+/* One element of an array literal: NULL, or the text double-quoted with
+ * its backslashes and double quotes escaped (the array input syntax). */
+static void rp_buf_elem(rp_text_buf *b, const char *v, bool first) {
+    if (!first) rp_buf_add(b, ",", 1);
+    if (v == NULL) {
+        rp_buf_add(b, "NULL", 4);
+        return;
+    }
+    rp_buf_add(b, "\"", 1);
+    for (const char *q = v; *q; q++) {
+        size_t run = strcspn(q, "\\\"");
+        rp_buf_add(b, q, run);
+        q += run;
+        if (*q == '\0') break;
+        rp_buf_add(b, "\\", 1);
+        rp_buf_add(b, q, 1);
+    }
+    rp_buf_add(b, "\"", 1);
+}
+
+/* The first try: every move of the batch in one statement (MOVE_BATCH)
+ * inside one savepoint, then COMMIT, in one round trip. *committed when it
+ * committed (results filled); otherwise *row_failed when the statement
+ * failed for a row's sake (a trigger, a constraint: the caller goes row by
+ * row after rolling back to the batch's savepoint), or a status for a
+ * failure that is not a row's. */
+static rp_status rp_commit_whole(rp_pg_store *s, rp_move_cmd *mc, size_t count,
+                                 rp_lease_move *moves, bool *committed, bool *row_failed) {
+    *committed = false;
+    *row_failed = false;
+    rp_text_buf a[6] = {{0}};
+    for (int c = 0; c < 6; c++) rp_buf_add(&a[c], "{", 1);
+    for (size_t i = 0; i < count; i++) {
+        const rp_move_cmd *m = &mc[i];
+        bool first = i == 0;
+        rp_buf_elem(&a[0], m->vals[0], first);
+        rp_buf_elem(&a[1], m->vals[1], first);
+        rp_buf_elem(&a[2], m->vals[2], first);
+        rp_buf_elem(&a[3], m->vals[3], first);
+        rp_buf_elem(&a[4], m->vals[4], first);
+        rp_buf_elem(&a[5], moves[m->move].v->action == RP_ACTION_PARKED ? "t" : "f", first);
+    }
+    bool oom = false;
+    for (int c = 0; c < 6; c++) {
+        rp_buf_add(&a[c], "}", 1);
+        oom = oom || a[c].oom;
+    }
+    rp_status st = RP_OK;
+    if (oom) {
+        st = RP_ERR_NOMEM;
+        goto done;
+    }
+    const char *vals[6] = {a[0].p, a[1].p, a[2].p, a[3].p, a[4].p, a[5].p};
+    rp__pg_cmd k[4] = {
+        {.stmt = -1, .sql = RP_BATCH_SAVEPOINT_SQL},
+        {.stmt = RP__PG_MOVE_BATCH, .n = 6, .values = vals},
+        {.stmt = -1, .sql = RP_BATCH_RELEASE_SQL},
+        {.stmt = -1, .sql = "COMMIT"},
+    };
+    PGresult *res[4] = {NULL, NULL, NULL, NULL};
+    st = rp__pg_run_each(s, k, 4, res, "commit_leases");
+    if (st != RP_OK) goto done;
+    char code[6] = "";
+    if (PQresultStatus(res[0]) != PGRES_COMMAND_OK) {
+        st = rp__pg_failure(s, res[0], "commit_leases", RP_BATCH_SAVEPOINT_SQL, code);
+    } else if (PQresultStatus(res[1]) != PGRES_TUPLES_OK) {
+        st = rp__pg_failure(s, res[1], "commit_leases", "move_batch", code);
+        if (st != RP_ERR_UNAVAILABLE) {
+            /* A row failed the statement: row by row now, so that it alone
+             * is rolled back. */
+            *row_failed = true;
+            st = RP_OK;
+        }
+    } else if (PQresultStatus(res[2]) != PGRES_COMMAND_OK) {
+        st = rp__pg_failure(s, res[2], "commit_leases", RP_BATCH_RELEASE_SQL, code);
+    } else if (PQresultStatus(res[3]) != PGRES_COMMAND_OK) {
+        st = rp__pg_failure(s, res[3], "commit_leases", "COMMIT", code);
+    } else {
+        /* The rows that moved, in id order; the others were refused by
+         * their fence (already RP_ERR_CONFLICT). */
+        const PGresult *r = res[1];
+        int rows = PQntuples(r);
+        size_t i = 0;
+        for (int j = 0; j < rows; j++) {
+            int64_t id = rp__pg_i64(r, j, 0);
+            while (i < count && moves[mc[i].move].job->id != id) i++;
+            if (i == count) break; /* cannot be: ids come back in order */
+            rp_lease_move *m = &moves[mc[i].move];
+            m->result = RP_OK;
+            m->event.seq = rp__pg_i64(r, j, 1);
+            m->event.at = rp__pg_i64(r, j, 2);
+        }
+        *committed = true;
+    }
+    rp__pg_clear(res, 4);
+done:
+    for (int c = 0; c < 6; c++) free(a[c].p);
+    return st;
+}
+
 static void rp_fail_all(rp_lease_move *moves, size_t n, rp_status st) {
     for (size_t i = 0; i < n; i++) {
         moves[i].result = st;
@@ -298,17 +427,24 @@ static rp_status rp_commit(void *self, rp_lease_move *moves, size_t n) {
         c->vals[4] = c->payload;
         count++;
     }
-    /* Each round trip moves every row left, each in its savepoint, and
-     * commits; a row that fails is rolled back to its savepoint at the
-     * start of the next round trip, which goes on after it. */
+    /* First every move in one statement, in a savepoint of the batch's:
+     * the usual case, one round trip. If a row fails it, that savepoint is
+     * rolled back and each round trip then moves every row left, each in
+     * a savepoint of its own, and commits; a row that fails is rolled back
+     * to its savepoint at the start of the next round trip, which goes on
+     * after it. */
+    bool committed = false, row_failed = false;
+    if (st == RP_OK) st = rp_commit_whole(s, mc, count, moves, &committed, &row_failed);
     size_t from = 0;
-    bool lead = false, committed = false;
+    bool lead = row_failed, batch_lead = row_failed;
     while (st == RP_OK && !committed) {
         size_t failed_at = count;
-        st = rp_commit_from(s, mc, count, from, lead, moves, &failed_at, &committed);
+        st = rp_commit_from(s, mc, count, from, lead, batch_lead, moves, &failed_at,
+                            &committed);
         if (st == RP_OK && !committed) {
             from = failed_at + 1;
             lead = true;
+            batch_lead = false;
         }
     }
     for (size_t i = 0; i < count; i++) free(mc[i].payload);

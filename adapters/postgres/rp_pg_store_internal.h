@@ -26,6 +26,7 @@ typedef enum rp__pg_stmt {
     RP__PG_TAKE_READ,
     RP__PG_MOVE_REQUEUE,
     RP__PG_MOVE_PARK,
+    RP__PG_MOVE_BATCH,
     RP__PG_NEXT_DEADLINE,
     RP__PG_CLAIMABLE,
     RP__PG_APPEND,
