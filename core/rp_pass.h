@@ -89,9 +89,9 @@ typedef struct rp_pass_options {
     rp_pass_scope scope;
     rp_pass_progress_fn progress; /* may be NULL */
     void *progress_arg;
-    /* Polled between rows and between queues; when it answers true the
-     * pass ends there with a note (what was committed stays committed: every
-     * lease batch commits on its own). May be NULL. */
+    /* Polled between lease batches and between queues; when it answers
+     * true the pass ends there with a note (what was committed stays
+     * committed: every lease batch commits on its own). May be NULL. */
     bool (*should_stop)(void *arg);
     void *stop_arg;
     /* The report lists at most this many verdicts (0: all); the rest are

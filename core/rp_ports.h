@@ -162,8 +162,10 @@ typedef struct rp_store_port {
     rp_status (*take_leases)(void *self, const rp_lease_query *q, size_t limit,
                              rp_lease_batch *out);
     /* Applies the n moves to the rows of the batch taken last, in that
-     * batch's transaction, each move inside a savepoint of its own, then
-     * commits the batch: every move commits with its ledger event, and the
+     * batch's transaction, each move isolated in a savepoint of its own (an
+     * adapter may first try them all in one savepoint and go row by row
+     * only when one fails: what commits is the same), then commits the
+     * batch: every move commits with its ledger event, and the
      * rows not named in a move are left as they were.
      * REQUEUED: state ready, lease_owner and lease_expires_at cleared;
      * PARKED: state awaiting_human, lease cleared, attempts - 1 (one attempt

@@ -7,14 +7,17 @@
  * the batch size, lowest id first) FOR UPDATE SKIP LOCKED in one
  * transaction (begun by take_leases, ended by commit_leases or
  * release_leases), so two reapers split the work and never move a row
- * twice. commit_leases moves each row inside a SAVEPOINT of its own,
- * fenced on the row as it was when locked (id, lease_owner,
- * lease_expires_at to the microsecond, attempts), with its QueueReaped
- * ledger row (plus, for a park, its delivery_exhausted gate) in one
- * statement, and commits the batch: every move and its ledger event commit
- * together, and a row whose statement fails (a trigger raising on it, a
- * constraint) is rolled back to its savepoint alone, logged with its
- * SQLSTATE and reported in its move's result, while the others commit.
+ * twice. commit_leases moves every row fenced on the row as it was when
+ * locked (id, lease_owner, lease_expires_at to the microsecond, attempts),
+ * with its QueueReaped ledger row (plus, for a park, its
+ * delivery_exhausted gate), and commits the batch: every move and its
+ * ledger event commit together. First all the moves go as one statement
+ * (move_batch) inside SAVEPOINT rp_lease_batch; if a row makes it fail,
+ * the batch goes back to that savepoint and each row is moved inside a
+ * SAVEPOINT of its own, so that a row whose statement fails (a trigger
+ * raising on it, a constraint) is rolled back to its savepoint alone,
+ * logged with its SQLSTATE and reported in its move's result, while the
+ * others commit.
  * Every other write (ledger append, sighting open/close, dead-letter park,
  * gate answer) is one transaction too. A call that has to run a write
  * while a batch's transaction is still open (a caller that broke the
@@ -25,17 +28,19 @@
  * ROUND TRIPS. Statements are prepared once per session (and again after a
  * reconnect: one round trip for all of them) and sent in libpq pipeline
  * mode: take is one round trip (BEGIN, the batch transaction's plan
- * settings and the locking SELECT), a commit is one round trip (for each
- * row SAVEPOINT, the CTE, RELEASE SAVEPOINT; then COMMIT) plus one for
- * each row that fails (ROLLBACK TO SAVEPOINT and the rows after it),
- * release one (ROLLBACK). So a batch of 100 rows costs two round trips and
- * one commit.
+ * settings and the locking SELECT), a commit is one round trip (SAVEPOINT,
+ * move_batch, RELEASE SAVEPOINT, COMMIT); when a row fails, one more
+ * (for each row SAVEPOINT, its CTE, RELEASE SAVEPOINT; then COMMIT) plus one
+ * for each further row that fails (ROLLBACK TO SAVEPOINT and the rows after
+ * it); release one (ROLLBACK). So a batch of 100 rows costs two round
+ * trips and one commit.
  *
- * SUBTRANSACTIONS. Each savepoint that writes takes a subtransaction id; a
- * batch of more than 64 rows overflows the backend's cache of them
- * (PGPROC_MAX_CACHED_SUBXIDS) for the batch's few milliseconds, during
+ * SUBTRANSACTIONS. Each savepoint that writes takes a subtransaction id.
+ * The first try takes one per batch; the row-by-row fallback one per row,
+ * and past 64 in a transaction the backend's cache of them
+ * (PGPROC_MAX_CACHED_SUBXIDS) overflows until the batch commits, during
  * which other sessions' snapshots consult pg_subtrans. The batch size
- * (store.lease_batch_size) bounds both.
+ * (store.lease_batch_size) bounds it.
  *
  * PLANS. The session plans every statement afresh (plan_cache_mode
  * force_custom_plan, JIT off), so that no plan made while a table was small
