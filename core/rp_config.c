@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "rp_config_internal.h"
+#include "rp_pass.h"
 
 /* Integers are int64_t fields but kept within int32 so that every consumer
  * (milliseconds = seconds * 1000, an AMQP policy integer) has room. */
@@ -72,6 +73,9 @@ static const rp__config_row rp_config_rows[RP_CFG_KEY_COUNT_] = {
         RP__CFG_RESTART),
     ROW(RP_CFG_STORE_TCP_USER_TIMEOUT_MS, "store.tcp_user_timeout_ms", INT, "30000",
         store.tcp_user_timeout_ms, 0, RP_INT32_MAX, NULL, NULL, NULL, RP__CFG_RESTART),
+    ROW(RP_CFG_STORE_LEASE_BATCH_SIZE, "store.lease_batch_size", INT, "100",
+        store.lease_batch_size, RP_PASS_LEASE_BATCH_MIN, RP_PASS_LEASE_BATCH_MAX, NULL, NULL, NULL,
+        RP__CFG_RESTART),
     ROW(RP_CFG_REAP_ENABLED, "reap.enabled", BOOL, "true", reap.enabled, 0, 0, NULL, NULL,
         NULL, 0),
     ROW(RP_CFG_REAP_INTERVAL_SECONDS, "reap.interval_seconds", INT, "60",

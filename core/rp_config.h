@@ -74,6 +74,7 @@ typedef enum rp_config_key_id {
     RP_CFG_STORE_LOCK_TIMEOUT_MS,
     RP_CFG_STORE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     RP_CFG_STORE_TCP_USER_TIMEOUT_MS,
+    RP_CFG_STORE_LEASE_BATCH_SIZE,
     RP_CFG_REAP_ENABLED,
     RP_CFG_REAP_INTERVAL_SECONDS,
     RP_CFG_REAP_LEASE_GRACE_SECONDS,
@@ -176,6 +177,8 @@ typedef struct rp_config {
         int64_t lock_timeout_ms;
         int64_t idle_in_transaction_timeout_ms;
         int64_t tcp_user_timeout_ms; /* libpq's tcp_user_timeout */
+        /* Expired leases moved per transaction (rp_pass.h lease_batch_size). */
+        int64_t lease_batch_size;
     } store;
     struct {
         bool enabled;

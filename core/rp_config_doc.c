@@ -54,6 +54,10 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
     [RP_CFG_STORE_TCP_USER_TIMEOUT_MS] = "`tcp_user_timeout` of every reaperd session "
                                          "(milliseconds): how long unacknowledged data may wait "
                                          "before the connection counts as broken.",
+    [RP_CFG_STORE_LEASE_BATCH_SIZE] = "Expired leases taken (`FOR UPDATE SKIP LOCKED`) and moved "
+                                      "per transaction, each row inside a savepoint of its own "
+                                      "so that a row that fails rolls back alone; the batch's "
+                                      "events are published once it has committed.",
     [RP_CFG_REAP_ENABLED] = "The automatic sweep every `interval_seconds`. Off never stops the "
                             "lease reap, the tap or on-demand passes (`reaperctl reap`).",
     [RP_CFG_REAP_INTERVAL_SECONDS] = "Seconds between two automatic sweeps of one reaperd.",

@@ -12,6 +12,7 @@ void rp_pass_options_default(rp_pass_options *o) {
     memset(o, 0, sizeof *o);
     rp_thresholds_default(&o->thresholds);
     o->dead_letter_peek_limit = 100;
+    o->lease_batch_size = 100;
     o->max_report_verdicts = RP_PASS_REPORT_VERDICTS;
 }
 
@@ -263,7 +264,8 @@ rp_status rp_pass_run(const rp_ports *ports, const rp_pass_options *opt, rp_repo
     }
     if (ports == NULL || opt == NULL || opt->owned_queue_pattern == NULL ||
         opt->dead_letter_queue_pattern == NULL || opt->dead_letter_peek_limit < 1 ||
-        opt->dead_letter_peek_limit > 1000)
+        opt->dead_letter_peek_limit > 1000 || opt->lease_batch_size < RP_PASS_LEASE_BATCH_MIN ||
+        opt->lease_batch_size > RP_PASS_LEASE_BATCH_MAX)
         return RP_ERR_INVALID;
     rp__pass p;
     rp__pass_init(&p, ports, opt, out);

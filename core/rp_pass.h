@@ -4,11 +4,15 @@
  * pass report.
  *
  * THE JOB TABLE HALF.
- *   1. Lease reap: every expired lease is taken one by one (lowest id first,
- *      each past the previous one, so the loop ends), judged
- *      (rp_judge_held_job), and moved by the store as the verdict says
- *      (REQUEUED or PARKED) with its ledger event in one transaction; a row
- *      the judge leaves alone is released unchanged.
+ *   1. Lease reap: expired leases are taken in batches of lease_batch_size
+ *      (lowest id first, each batch past the previous one, so the loop
+ *      ends), each row judged (rp_judge_held_job), and the batch committed
+ *      by the store in one transaction (rp_store_port.commit_leases): every
+ *      row moved as its verdict says (REQUEUED or PARKED) with its ledger
+ *      event inside a savepoint of its own, so that a row that fails rolls
+ *      back alone; a row the judge leaves alone stays unchanged. A batch's
+ *      events are published and its verdicts reported only after it
+ *      committed, and never those of a row rolled back.
  *   2. Stale ready: the oldest claimable job of every project (or of the
  *      named project) is judged; stale ones are surfaced.
  * THE BROKER HALF (skipped, with a note, when a project is named: a project
@@ -85,9 +89,9 @@ typedef struct rp_pass_options {
     rp_pass_scope scope;
     rp_pass_progress_fn progress; /* may be NULL */
     void *progress_arg;
-    /* Polled between rows and between queues; when it answers true the
-     * pass ends there with a note (what was committed stays committed: every
-     * row commits on its own). May be NULL. */
+    /* Polled between lease batches and between queues; when it answers
+     * true the pass ends there with a note (what was committed stays
+     * committed: every lease batch commits on its own). May be NULL. */
     bool (*should_stop)(void *arg);
     void *stop_arg;
     /* The report lists at most this many verdicts (0: all); the rest are
@@ -104,20 +108,27 @@ typedef struct rp_pass_options {
      * whatever the patterns say. NULL entries are skipped. */
     const char *own_queues[2];
     size_t dead_letter_peek_limit;               /* 1..1000 */
+    /* Expired leases taken, judged and committed together: one transaction
+     * per batch, one savepoint per row (rp_store_port.commit_leases).
+     * RP_PASS_LEASE_BATCH_MIN..MAX; default 100. */
+    size_t lease_batch_size;
     bool dry_run;
     const char *project;                         /* NULL: every project */
 } rp_pass_options;
 
+#define RP_PASS_LEASE_BATCH_MIN 1
+#define RP_PASS_LEASE_BATCH_MAX 10000
+
 /* Full scope, no hooks, a report of at most RP_PASS_REPORT_VERDICTS
- * verdicts, default thresholds, peek limit 100, no
+ * verdicts, default thresholds, peek limit 100, lease batches of 100, no
  * patterns, not a dry run, every project. The caller sets the two
  * patterns. */
 void rp_pass_options_default(rp_pass_options *o);
 
 /* Runs one pass at the time the clock port gives (read once). Returns RP_OK
  * when the pass ran to its end, whatever it found unreadable (see
- * out->ok); RP_ERR_INVALID for missing patterns or a peek limit outside
- * 1..1000 (nothing was read or written); RP_ERR_NOMEM when the pass had to
+ * out->ok); RP_ERR_INVALID for missing patterns, a peek limit outside
+ * 1..1000 or a lease batch size outside its range (nothing was read or written); RP_ERR_NOMEM when the pass had to
  * stop (what was committed before stays committed and is in the report). */
 rp_status rp_pass_run(const rp_ports *ports, const rp_pass_options *opt, rp_report *out)
     RP_MUSTCHECK;

@@ -5,101 +5,158 @@
 #include "rp_pass_internal.h"
 #include "rp_publish.h"
 
-/* Moves one judged lease, or in a dry run reports what would move. Returns
- * RP_OK to go on, RP_ERR_UNAVAILABLE (after recording it) to stop the lease
- * loop, or a failure that stops the pass. */
-static rp_status rp_move(rp__pass *p, const rp_held_job *job, rp_verdict *v) {
+/* The verdicts of one batch: the rows the judge moves, in id order. */
+typedef struct rp_lease_judged {
+    rp_verdict *verdicts;
+    rp_lease_move *moves;
+    size_t n;
+} rp_lease_judged;
+
+static void rp_lease_judged_cleanup(rp_lease_judged *j) {
+    for (size_t i = 0; i < j->n; i++) rp_verdict_cleanup(&j->verdicts[i]);
+    j->n = 0;
+}
+
+/* Records that the store failed: the lease reap stops here (the rest is
+ * left for the next pass). Returns RP_OK to end the lease loop quietly, or
+ * a failure that stops the pass. */
+static rp_status rp_store_failed(rp__pass *p, const char *what, rp_status why) {
+    p->store_whole = false;
+    return rp__pass_unreadable(p, RP_SOURCE_JOB_QUEUE, what, why);
+}
+
+/* After the batch committed: the outcome of each move. Events are handed
+ * to the publisher and verdicts reported only for the rows that moved. */
+static rp_status rp_after_commit(rp__pass *p, rp_lease_judged *j) {
+    rp_status st = RP_OK;
+    for (size_t i = 0; i < j->n && st == RP_OK; i++) {
+        rp_lease_move *m = &j->moves[i];
+        if (m->result == RP_ERR_CONFLICT) {
+            /* The row changed under the lock (or was never locked): nothing
+             * was committed for it, and the next pass judges it afresh. */
+            st = rp__pass_note(p, "job %" PRId64 " changed while it was being moved; left for "
+                                  "the next pass", m->job->id);
+        } else if (m->result != RP_OK) {
+            /* This row failed (a constraint, a trigger) and was rolled back
+             * to its savepoint alone: the others committed, and the next
+             * pass tries it again. */
+            st = rp__pass_note(p, "job %" PRId64 " could not be moved (%s); left for the next "
+                                  "pass", m->job->id, rp_status_string(m->result));
+        } else {
+            st = rp_publish_event(p->ports, &m->event, &j->verdicts[i], p->report);
+            if (st == RP_OK) st = rp_report_add_verdict(p->report, &j->verdicts[i]);
+        }
+    }
+    return st;
+}
+
+/* Judges the batch's rows into j (only those to move). RP_OK, or
+ * RP_ERR_NOMEM from the judge. */
+static rp_status rp_judge_batch(rp__pass *p, const rp_lease_batch *b, rp_lease_judged *j) {
+    for (size_t i = 0; i < b->n; i++) {
+        rp_verdict *v = &j->verdicts[j->n];
+        rp_status st = rp_judge_held_job(&b->jobs[i], &p->opt->thresholds, p->now, v);
+        if (st != RP_OK) return st;
+        if (v->condition == RP_COND_NONE) {
+            rp_verdict_cleanup(v);
+            continue;
+        }
+        j->moves[j->n] = (rp_lease_move){.job = &b->jobs[i], .v = v};
+        j->n++;
+    }
+    return RP_OK;
+}
+
+/* One batch: take, judge, commit (or release in a dry run), then publish.
+ * *done is set when there is no further row. Returns RP_OK to go on,
+ * RP_ERR_UNAVAILABLE (after recording it) to end the lease loop, or a
+ * failure that stops the pass. */
+static rp_status rp_reap_batch(rp__pass *p, rp_lease_judged *j, int64_t *after, size_t *handled,
+                               bool *done) {
     const rp_store_port *s = &p->ports->store;
-    if (p->opt->dry_run) {
-        rp_status rst = s->release_lease(s->self, job);
-        rp_status st = rp_report_add_verdict(p->report, v);
+    rp_lease_query q = {
+        .now = p->now,
+        .grace_seconds = p->opt->thresholds.lease_grace_seconds,
+        .after_id = *after,
+        .project = p->opt->project,
+        .lock = !p->opt->dry_run,
+    };
+    rp_lease_batch b = {0};
+    rp_status tst = s->take_leases(s->self, &q, p->opt->lease_batch_size, &b);
+    if (tst == RP_ERR_NOT_FOUND) {
+        *done = true;
+        return RP_OK;
+    }
+    if (tst != RP_OK) {
+        rp_status st = rp_store_failed(p, "taking expired leases", tst);
+        return st == RP_OK ? RP_ERR_UNAVAILABLE : st;
+    }
+    /* Ids must grow, or the loop might never end; a batch larger than asked
+     * would overrun the verdicts. */
+    bool sane = b.n >= 1 && b.n <= p->opt->lease_batch_size && b.jobs != NULL;
+    for (size_t i = 0; sane && i < b.n; i++)
+        if (b.jobs[i].id <= (i == 0 ? *after : b.jobs[i - 1].id)) sane = false;
+    if (!sane) {
+        rp_status rst = s->release_leases(s->self);
+        (void)rst; /* the adapter is already reported as broken */
+        rp_status st = rp_store_failed(p, "taking expired leases", RP_ERR_INTERNAL);
+        return st == RP_OK ? RP_ERR_UNAVAILABLE : st;
+    }
+    *after = b.jobs[b.n - 1].id;
+    *handled += b.n;
+
+    rp_status st = rp_judge_batch(p, &b, j);
+    if (st != RP_OK || j->n == 0 || p->opt->dry_run) {
+        /* The judge's failure (no memory) stops the pass; a batch with
+         * nothing to move, or a dry run, changes nothing. */
+        rp_status rst = s->release_leases(s->self);
+        if (st == RP_OK && p->opt->dry_run)
+            for (size_t i = 0; i < j->n && st == RP_OK; i++)
+                st = rp_report_add_verdict(p->report, &j->verdicts[i]);
         if (st == RP_OK && rst != RP_OK) {
-            p->store_whole = false;
-            st = rp__pass_unreadable(p, RP_SOURCE_JOB_QUEUE, "releasing a lease", rst);
+            st = rp_store_failed(p, "releasing leases", rst);
             if (st == RP_OK) st = RP_ERR_UNAVAILABLE;
         }
         return st;
     }
-    rp_event_ref ev = {0};
-    rp_status mst = s->move_lease(s->self, job, v, &ev);
-    if (mst == RP_ERR_CONFLICT) {
-        /* The row changed under the lock (or was never locked): nothing was
-         * committed, and the next pass judges it afresh. */
-        return rp__pass_note(p, "job %" PRId64 " changed while it was being moved; left for the "
-                                "next pass", job->id);
-    }
-    if (mst == RP_ERR_UNAVAILABLE) {
-        p->store_whole = false;
-        rp_status st = rp__pass_unreadable(p, RP_SOURCE_JOB_QUEUE, "moving an expired lease", mst);
+    rp_status cst = s->commit_leases(s->self, j->moves, j->n);
+    if (cst != RP_OK) {
+        /* Nothing of the batch committed: nothing is published. */
+        st = rp_store_failed(p, "moving expired leases", cst);
         return st == RP_OK ? RP_ERR_UNAVAILABLE : st;
     }
-    if (mst != RP_OK) {
-        /* This row failed (a constraint, a trigger) and was rolled back
-         * alone: the others go on, and the next pass tries it again. */
-        return rp__pass_note(p, "job %" PRId64 " could not be moved (%s); left for the next pass",
-                             job->id, rp_status_string(mst));
-    }
-    rp_status st = rp_publish_event(p->ports, &ev, v, p->report);
-    if (st == RP_OK) st = rp_report_add_verdict(p->report, v);
-    return st;
+    return rp_after_commit(p, j);
 }
 
 static rp_status rp_reap_leases(rp__pass *p) {
-    const rp_store_port *s = &p->ports->store;
+    size_t cap = p->opt->lease_batch_size;
+    rp_lease_judged j = {
+        .verdicts = calloc(cap, sizeof *j.verdicts),
+        .moves = calloc(cap, sizeof *j.moves),
+    };
+    rp_status st = RP_OK;
+    if (j.verdicts == NULL || j.moves == NULL) st = RP_ERR_NOMEM;
     int64_t after = 0;
     size_t handled = 0;
-    for (;;) {
+    size_t told = 0; /* progress said for this many rows */
+    bool done = false;
+    while (st == RP_OK && !done) {
         if (p->opt->should_stop && p->opt->should_stop(p->opt->stop_arg)) {
             p->store_whole = false;
-            return rp__pass_note(p, "job_queue: the lease reap stopped early (shutting down) "
-                                    "after %zu rows; the rest is left for the next pass", handled);
+            st = rp__pass_note(p, "job_queue: the lease reap stopped early (shutting down) "
+                                  "after %zu rows; the rest is left for the next pass", handled);
+            break;
         }
-        if (p->opt->progress && handled > 0 && handled % RP_PASS_PROGRESS_EVERY == 0)
+        if (p->opt->progress && handled / RP_PASS_PROGRESS_EVERY > told / RP_PASS_PROGRESS_EVERY) {
             p->opt->progress(p->opt->progress_arg, "lease reap", handled);
-        handled++;
-        rp_lease_query q = {
-            .now = p->now,
-            .grace_seconds = p->opt->thresholds.lease_grace_seconds,
-            .after_id = after,
-            .project = p->opt->project,
-            .lock = !p->opt->dry_run,
-        };
-        rp_held_job job = {0};
-        rp_status tst = s->take_expired_lease(s->self, &q, &job);
-        if (tst == RP_ERR_NOT_FOUND) return RP_OK;
-        if (tst != RP_OK) {
-            p->store_whole = false;
-            return rp__pass_unreadable(p, RP_SOURCE_JOB_QUEUE, "taking an expired lease", tst);
+            told = handled;
         }
-        if (job.id <= after) {
-            /* Ids must grow, or the loop might never end. */
-            rp_status rst = s->release_lease(s->self, &job);
-            (void)rst; /* the adapter is already reported as broken */
-            p->store_whole = false;
-            return rp__pass_unreadable(p, RP_SOURCE_JOB_QUEUE, "taking an expired lease",
-                                       RP_ERR_INTERNAL);
-        }
-        after = job.id;
-
-        rp_verdict v;
-        rp_status st = rp_judge_held_job(&job, &p->opt->thresholds, p->now, &v);
-        if (st == RP_OK && v.condition == RP_COND_NONE) {
-            rp_status rst = s->release_lease(s->self, &job);
-            if (rst != RP_OK) {
-                p->store_whole = false;
-                st = rp__pass_unreadable(p, RP_SOURCE_JOB_QUEUE, "releasing a lease", rst);
-                if (st == RP_OK) st = RP_ERR_UNAVAILABLE;
-            }
-        } else if (st == RP_OK) {
-            st = rp_move(p, &job, &v);
-        } else {
-            rp_status rst = s->release_lease(s->self, &job);
-            (void)rst; /* the judge's failure (no memory) is what stops the pass */
-        }
-        rp_verdict_cleanup(&v);
-        if (st == RP_ERR_UNAVAILABLE) return RP_OK;
-        if (st != RP_OK) return st;
+        st = rp_reap_batch(p, &j, &after, &handled, &done);
+        rp_lease_judged_cleanup(&j);
     }
+    free(j.verdicts);
+    free(j.moves);
+    return st == RP_ERR_UNAVAILABLE ? RP_OK : st;
 }
 
 static rp_status rp_stale_ready(rp__pass *p) {

@@ -29,7 +29,10 @@
  * publisher port. A gate answer commits a GateAnswered event the same way;
  * the gate port reports it (rp_answer_result) and rp_gate_feed_wrap
  * (rp_publish.h) hands it to the publisher. A call that fails has committed
- * nothing.
+ * nothing. Lease moves commit in batches (commit_leases): one transaction
+ * for the batch, each move with its ledger event in a savepoint, so a row
+ * that fails rolls back alone; core publishes a batch's events only after
+ * the batch committed, and never one of a row rolled back.
  */
 #ifndef RP_PORTS_H
 #define RP_PORTS_H
@@ -117,6 +120,21 @@ typedef struct rp_lease_query {
     bool lock;            /* false in a dry run: read, do not lock */
 } rp_lease_query;
 
+/* The rows take_leases lends: jobs[0..n-1], ids growing. */
+typedef struct rp_lease_batch {
+    const rp_held_job *jobs;  /* lent */
+    size_t n;
+} rp_lease_batch;
+
+/* One move of a batch (commit_leases). job and v are borrowed for the
+ * call; result and event are written by it. */
+typedef struct rp_lease_move {
+    const rp_held_job *job;   /* a row of the batch, as lent */
+    const rp_verdict *v;      /* REQUEUED or PARKED */
+    rp_status result;         /* out */
+    rp_event_ref event;       /* out: the committed ledger event when result is RP_OK */
+} rp_lease_move;
+
 typedef struct rp_claimable_list {
     const rp_claimable_job *jobs;  /* lent; at most one per project */
     size_t n;
@@ -129,29 +147,45 @@ typedef struct rp_sighting_list {
 
 typedef struct rp_store_port {
     void *self;
-    /* Takes the next leased row (id > q->after_id, in q->project when set)
-     * whose lease_expires_at is known and older than q->now, and fills *out
-     * (strings lent until release_lease or move_lease for it). With q->lock
-     * the row is taken FOR UPDATE SKIP LOCKED in a transaction of its own
-     * that stays open until move_lease or release_lease; without it nothing
-     * is locked. The adapter may filter exactly (lease_expires_at + grace <
-     * now) or more loosely: core judges every row it gets
-     * (rp_judge_held_job) and releases what it leaves alone, so the boundary
-     * is core's. RP_ERR_NOT_FOUND when there is no further row. */
-    rp_status (*take_expired_lease)(void *self, const rp_lease_query *q, rp_held_job *out);
-    /* Moves the taken row as v says and commits it with its ledger event:
+    /* Takes up to `limit` (1..10000) leased rows (id > q->after_id, in
+     * q->project when set, lowest id first) whose lease_expires_at is known
+     * and older than q->now, and lends them in *out (rows and their strings
+     * valid until commit_leases or release_leases). With q->lock the rows
+     * are taken FOR UPDATE SKIP LOCKED in one transaction of their own (the
+     * batch's) that stays open until commit_leases or release_leases: two
+     * reapers split the rows and never take one twice; without it nothing
+     * is locked and the batch is read only. The adapter may filter exactly
+     * (lease_expires_at + grace < now) or more loosely: core judges every
+     * row it gets (rp_judge_held_job) and leaves alone what it does not
+     * move, so the boundary is core's. RP_ERR_NOT_FOUND when there is no
+     * further row (nothing is then held). */
+    rp_status (*take_leases)(void *self, const rp_lease_query *q, size_t limit,
+                             rp_lease_batch *out);
+    /* Applies the n moves to the rows of the batch taken last, in that
+     * batch's transaction, each move isolated in a savepoint of its own (an
+     * adapter may first try them all in one savepoint and go row by row
+     * only when one fails: what commits is the same), then commits the
+     * batch: every move commits with its ledger event, and the
+     * rows not named in a move are left as they were.
      * REQUEUED: state ready, lease_owner and lease_expires_at cleared;
      * PARKED: state awaiting_human, lease cleared, attempts - 1 (one attempt
      * refunded) and a delivery_exhausted gate opened.
-     * RP_ERR_CONFLICT when the row is no longer the one taken (not locked,
-     * or changed); nothing is committed then. Whatever it returns, the row's
-     * transaction is over (committed or rolled back): core does not call
-     * release_lease after it. */
-    rp_status (*move_lease)(void *self, const rp_held_job *job, const rp_verdict *v,
-                            rp_event_ref *event);
-    /* Ends the transaction of a taken row without changing it (a no-op for a
-     * row read without lock). */
-    rp_status (*release_lease)(void *self, const rp_held_job *job);
+     * Returns RP_OK when the batch's transaction committed; each move's
+     * `result` then says what became of its row: RP_OK moved (its `event`
+     * set), RP_ERR_CONFLICT the row is not one taken in the batch or
+     * changed since (nothing done), RP_ERR_INVALID a verdict that is not
+     * REQUEUED or PARKED, any other code the row failed on its own (a
+     * constraint, a trigger) and was rolled back to its savepoint alone
+     * (the adapter logs why). Any other return means that nothing of the
+     * batch committed (RP_ERR_UNAVAILABLE: the store went away; a COMMIT
+     * lost with the connection is counted as not committed, and the next
+     * pass finds its rows again if so) and every `result` says so. Whatever
+     * it returns, the batch is over: core does not call release_leases
+     * after it. */
+    rp_status (*commit_leases)(void *self, rp_lease_move *moves, size_t n);
+    /* Ends the batch's transaction without changing any row (a no-op for a
+     * batch read without lock, or when none is held). */
+    rp_status (*release_leases)(void *self);
     /* The oldest claimable job (state ready, run_after <= now, dependency
      * absent or succeeded) of each project, or of `project` when set; oldest
      * by the later of run_after and the dependency's finished_at. */

@@ -111,6 +111,7 @@ void rp_memory_free(rp_memory *m) {
     free(m->dls);
     free(m->page_view);
     free(m->claim_view);
+    free(m->lease_view);
     free(m->sighting_view);
     free(m->peek_view);
     free(m);

@@ -8,8 +8,16 @@
  * (transactions are trivially atomic here: a call that fails changes
  * nothing), so a test of the pass against it is a test of the pass against
  * those contracts. Where the contract lets an adapter filter loosely, this
- * one does (take_expired_lease returns every lease past its deadline,
- * ignoring the grace), so that core's own boundaries are what tests see.
+ * one does (take_leases returns every lease past its deadline, ignoring the
+ * grace), so that core's own boundaries are what tests see.
+ *
+ * LEASE BATCHES. take_leases counts as RP_MEM_TAKE_LEASE, release_leases as
+ * RP_MEM_RELEASE_LEASE; commit_leases counts one RP_MEM_MOVE_LEASE per row
+ * it moves (an injected failure there is that row's own: RP_ERR_CONFLICT
+ * or RP_ERR_INTERNAL leave the row as it was, rolled back alone, while the
+ * others commit; RP_ERR_UNAVAILABLE loses the whole batch, as a lost
+ * session would) and then one RP_MEM_COMMIT_LEASES for the batch's commit
+ * (a failure there commits nothing of the batch).
  *
  * FAILURE INJECTION. rp_memory_fail() makes one operation fail with a given
  * status after a number of successful calls, and keep failing until it is
@@ -61,6 +69,7 @@ typedef enum rp_memory_op {
     RP_MEM_ANSWER,
     RP_MEM_PUBLISH,
     RP_MEM_NEXT_DEADLINE,
+    RP_MEM_COMMIT_LEASES,
     RP_MEM_OP_COUNT_
 } rp_memory_op;
 
@@ -132,7 +141,7 @@ size_t rp_memory_write_calls(const rp_memory *m);
 /* ---- Seeding (copies its arguments) ---- */
 /* Adds a job (spec->id and spec->locked are ignored); its id goes to *id. */
 rp_status rp_memory_add_job(rp_memory *m, const rp_mem_job *spec, int64_t *id) RP_MUSTCHECK;
-/* Marks a job locked by another reaper (skipped by take_expired_lease). */
+/* Marks a job locked by another reaper (skipped by take_leases). */
 rp_status rp_memory_lock_job(rp_memory *m, int64_t id, bool locked) RP_MUSTCHECK;
 /* Adds or replaces (same vhost and name) a queue. */
 rp_status rp_memory_put_queue(rp_memory *m, const rp_queue_facts *q) RP_MUSTCHECK;

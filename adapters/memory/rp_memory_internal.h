@@ -69,6 +69,11 @@ struct rp_memory {
     rp__mem_dl *dls;
     size_t n_dls, cap_dls;
 
+    /* The lease batch taken last (take_leases), and its rows as lent. */
+    rp_held_job *lease_view;
+    size_t n_lease_view, cap_lease_view;
+    bool lease_batch_locked;
+
     /* What the ports lend. */
     rp_queue_facts *page_view;
     rp_claimable_job *claim_view;

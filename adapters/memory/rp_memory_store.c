@@ -16,22 +16,45 @@ static void rp_lend_job(const rp_mem_job *j, rp_held_job *out) {
     out->lease_owner = j->lease_owner;
 }
 
+/* Unlocks every row of the batch taken last, and forgets it. */
+static void rp_end_batch(rp_memory *m) {
+    for (size_t i = 0; i < m->n_lease_view; i++) {
+        rp_mem_job *j = rp__mem_find_job(m, m->lease_view[i].id);
+        if (j) j->locked = false;
+    }
+    m->n_lease_view = 0;
+    m->lease_batch_locked = false;
+}
+
 /* Loose on purpose (rp_memory.h): every lease past its deadline, grace or
  * not, so that core's boundary is the one tested. */
-static rp_status rp_take(void *self, const rp_lease_query *q, rp_held_job *out) {
+static rp_status rp_take(void *self, const rp_lease_query *q, size_t limit, rp_lease_batch *out) {
     rp_memory *m = self;
+    out->jobs = NULL;
+    out->n = 0;
+    rp_end_batch(m); /* a new take ends the batch before it */
     rp_status st = rp__mem_enter(m, RP_MEM_TAKE_LEASE);
     if (st != RP_OK) return st;
-    for (size_t i = 0; i < m->n_jobs; i++) {
+    if (limit < 1) return RP_ERR_INVALID;
+    if (limit > m->cap_lease_view) {
+        rp_held_job *v = realloc(m->lease_view, limit * sizeof *v);
+        if (v == NULL) return RP_ERR_NOMEM;
+        m->lease_view = v;
+        m->cap_lease_view = limit;
+    }
+    for (size_t i = 0; i < m->n_jobs && m->n_lease_view < limit; i++) {
         rp_mem_job *j = &m->jobs[i];
         if (j->id <= q->after_id || j->state != RP_JOB_LEASED || !j->lease_known) continue;
         if (j->lease_expires_at >= q->now || j->foreign_lock) continue;
         if (q->project && (j->project == NULL || strcmp(j->project, q->project) != 0)) continue;
         if (q->lock) j->locked = true;
-        rp_lend_job(j, out);
-        return RP_OK;
+        rp_lend_job(j, &m->lease_view[m->n_lease_view++]);
     }
-    return RP_ERR_NOT_FOUND;
+    if (m->n_lease_view == 0) return RP_ERR_NOT_FOUND;
+    m->lease_batch_locked = q->lock;
+    out->jobs = m->lease_view;
+    out->n = m->n_lease_view;
+    return RP_OK;
 }
 
 static void rp_clear_lease(rp_mem_job *j) {
@@ -41,19 +64,17 @@ static void rp_clear_lease(rp_mem_job *j) {
     j->lease_expires_at = 0;
 }
 
-static rp_status rp_move(void *self, const rp_held_job *job, const rp_verdict *v,
-                         rp_event_ref *event) {
-    rp_memory *m = self;
-    m->write_calls++;
-    rp_mem_job *j = rp__mem_find_job(m, job->id);
-    rp_status st = rp__mem_enter(m, RP_MEM_MOVE_LEASE);
-    if (st != RP_OK) {
-        if (j) j->locked = false; /* the transaction rolled back */
-        return st;
-    }
-    if (j == NULL || !j->locked || j->state != RP_JOB_LEASED) return RP_ERR_CONFLICT;
-    if (v->action != RP_ACTION_REQUEUED && v->action != RP_ACTION_PARKED) return RP_ERR_INVALID;
+/* Whether job is a row of the batch taken last, as lent. */
+static bool rp_in_batch(const rp_memory *m, const rp_held_job *job) {
+    for (size_t i = 0; job && i < m->n_lease_view; i++)
+        if (m->lease_view[i].id == job->id) return true;
+    return false;
+}
+
+/* Moves one row as v says (the batch has committed). */
+static rp_status rp_apply(rp_memory *m, rp_mem_job *j, const rp_verdict *v, rp_event_ref *event) {
     int64_t gate_id = 0;
+    rp_status st = RP_OK;
     if (v->action == RP_ACTION_PARKED) {
         st = rp__mem_open_gate(m, RP_GATE_DELIVERY_EXHAUSTED, j->id, j->project,
                                "this job used all its attempts: retry it once more, or dismiss it?",
@@ -72,15 +93,55 @@ static rp_status rp_move(void *self, const rp_held_job *job, const rp_verdict *v
         j->state = RP_JOB_READY;
     }
     rp_clear_lease(j);
-    j->locked = false;
     return RP_OK;
 }
 
-static rp_status rp_release(void *self, const rp_held_job *job) {
+static rp_status rp_commit(void *self, rp_lease_move *moves, size_t n) {
     rp_memory *m = self;
-    rp_mem_job *j = rp__mem_find_job(m, job->id);
-    if (j && j->locked) m->write_calls++;
-    if (j) j->locked = false;
+    if (moves == NULL && n > 0) return RP_ERR_INVALID;
+    for (size_t i = 0; i < n; i++) {
+        moves[i].result = RP_ERR_CONFLICT;
+        moves[i].event = (rp_event_ref){0};
+    }
+    if (!m->lease_batch_locked) {
+        rp_end_batch(m);
+        return RP_ERR_CONFLICT;
+    }
+    m->write_calls++;
+    /* Each row in its "savepoint": judged first, applied at the commit. */
+    rp_status st = RP_OK;
+    for (size_t i = 0; i < n && st == RP_OK; i++) {
+        rp_lease_move *mv = &moves[i];
+        rp_mem_job *j = rp_in_batch(m, mv->job) ? rp__mem_find_job(m, mv->job->id) : NULL;
+        if (j == NULL || !j->locked || j->state != RP_JOB_LEASED) continue; /* CONFLICT */
+        if (mv->v == NULL ||
+            (mv->v->action != RP_ACTION_REQUEUED && mv->v->action != RP_ACTION_PARKED)) {
+            mv->result = RP_ERR_INVALID;
+            continue;
+        }
+        rp_status rst = rp__mem_enter(m, RP_MEM_MOVE_LEASE);
+        if (rst == RP_ERR_UNAVAILABLE) st = rst; /* the session is gone: the whole batch */
+        else mv->result = rst;                   /* this row alone, rolled back */
+    }
+    if (st == RP_OK) st = rp__mem_enter(m, RP_MEM_COMMIT_LEASES);
+    if (st != RP_OK) {
+        for (size_t i = 0; i < n; i++) moves[i].result = st;
+        rp_end_batch(m);
+        return st;
+    }
+    for (size_t i = 0; i < n; i++) {
+        rp_lease_move *mv = &moves[i];
+        if (mv->result != RP_OK) continue;
+        mv->result = rp_apply(m, rp__mem_find_job(m, mv->job->id), mv->v, &mv->event);
+    }
+    rp_end_batch(m);
+    return RP_OK;
+}
+
+static rp_status rp_release(void *self) {
+    rp_memory *m = self;
+    if (m->lease_batch_locked) m->write_calls++;
+    rp_end_batch(m);
     return rp__mem_enter(m, RP_MEM_RELEASE_LEASE);
 }
 
@@ -234,9 +295,9 @@ static rp_status rp_next_deadline(void *self, int64_t grace_seconds, rp_time_ms 
 
 void rp__mem_store_port(rp_memory *m, rp_store_port *out) {
     out->self = m;
-    out->take_expired_lease = rp_take;
-    out->move_lease = rp_move;
-    out->release_lease = rp_release;
+    out->take_leases = rp_take;
+    out->commit_leases = rp_commit;
+    out->release_leases = rp_release;
     out->list_oldest_claimable = rp_list_claimable;
     out->append_event = rp_append_event;
     out->open_sighting = rp_open_sighting;

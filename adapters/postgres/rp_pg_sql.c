@@ -25,7 +25,7 @@
     MS("lease_expires_at") ", " US("lease_expires_at") " FROM {s}.job "             \
     "WHERE state = 'leased' AND id > $1::int8 "                                     \
     "AND lease_expires_at < now() - $2::int8 * interval '1 second' "                \
-    "AND ($3::text IS NULL OR project_id = $3::text) ORDER BY id LIMIT 1"
+    "AND ($3::text IS NULL OR project_id = $3::text) ORDER BY id LIMIT $4::int8"
 
 const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
     /* clock_timestamp(), not now(): now() would be the start of a
@@ -50,8 +50,8 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
                             "set_config('enable_sort', 'off', true), "
                             "set_config('plan_cache_mode', 'auto', true)"},
 
-    /* $1 after_id, $2 grace seconds, $3 project or NULL. Lowest id first,
-     * over job_leased_by_id (0002). */
+    /* $1 after_id, $2 grace seconds, $3 project or NULL, $4 the batch
+     * size. Lowest id first, over job_leased_by_id (0002). */
     [RP__PG_TAKE_LOCK] = {"take_lock", TAKE " FOR UPDATE SKIP LOCKED"},
     [RP__PG_TAKE_READ] = {"take_read", TAKE},
 
@@ -80,6 +80,43 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "ev AS (INSERT INTO {s}.ledger (kind, project_id, payload) "
          "SELECT 'QueueReaped', project_id, $5::jsonb FROM moved RETURNING seq, at) "
          "SELECT ev.seq, " MS("ev.at") ", gate.id FROM ev, gate"},
+
+    /* A whole lease batch in one statement, the commit's first try
+     * (rp_pg_lease.c): MOVE_REQUEUE or MOVE_PARK for every row, as
+     * arrays in id order: $1 ids, $2 lease owners, $3 attempts, $4 expiries
+     * in us (the fences), $5 ledger payloads, $6 park (true) or requeue.
+     * The ledger numbers are drawn in id order for the rows that moved, so
+     * that the events' order is the rows' order, as row by row; a row the
+     * fence refuses is absent from the result. If any row fails (a trigger,
+     * a constraint) the statement fails whole and the commit goes row by
+     * row, each in a savepoint. */
+    [RP__PG_MOVE_BATCH] =
+        {"move_batch",
+         "WITH u AS (SELECT * FROM unnest($1::int8[], $2::text[], $3::int4[], $4::int8[], "
+         "$5::text[], $6::bool[]) WITH ORDINALITY AS i(id, owner, attempts, exp_us, payload, "
+         "park, ord)), "
+         "moved AS (UPDATE {s}.job j SET "
+         "state = CASE WHEN u.park THEN 'awaiting_human' ELSE 'ready' END, "
+         "lease_owner = NULL, lease_expires_at = NULL, "
+         "run_after = CASE WHEN u.park THEN j.run_after ELSE greatest(j.run_after, now()) END, "
+         "attempts = CASE WHEN u.park THEN greatest(j.attempts - 1, 0) ELSE j.attempts END, "
+         "updated_at = now() FROM u "
+         "WHERE j.id = u.id AND j.state = 'leased' AND j.lease_owner IS NOT DISTINCT FROM u.owner "
+         "AND j.attempts = u.attempts AND " US("j.lease_expires_at") " = u.exp_us "
+         "RETURNING j.id, j.project_id, j.kind, j.max_attempts, u.attempts AS taken, u.payload, "
+         "u.park, u.ord), "
+         "seqd AS (SELECT m.*, nextval({ledger_seq}) AS seq FROM "
+         "(SELECT * FROM moved ORDER BY ord) m), "
+         "gate AS (INSERT INTO {s}.gate (job_id, kind, question, choices) "
+         "SELECT id, 'delivery_exhausted', format('Job %s (kind %L, project %L) was handed "
+         "out %s times (max_attempts %s) and never settled; one attempt is refunded. Retry it "
+         "once more, or dismiss it?', id, kind, project_id, taken, max_attempts), "
+         "ARRAY['retry', 'dismiss'] FROM seqd WHERE park ORDER BY ord RETURNING job_id), "
+         "ev AS (INSERT INTO {s}.ledger (seq, kind, project_id, payload) OVERRIDING SYSTEM VALUE "
+         "SELECT seq, 'QueueReaped', project_id, payload::jsonb FROM seqd ORDER BY seq "
+         "RETURNING seq, at) "
+         "SELECT s.id, ev.seq, " MS("ev.at") " FROM seqd s JOIN ev ON ev.seq = s.seq "
+         "ORDER BY s.ord"},
 
     /* $1 grace seconds. min() over job_leased_by_expiry. */
     [RP__PG_NEXT_DEADLINE] = {"next_deadline",

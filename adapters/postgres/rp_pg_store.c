@@ -31,6 +31,11 @@ rp_pg_store *rp_pg_store_new(rp_pg_conn *conn, const char *schema) {
 static void rp_free_lent(rp_pg_store *s) {
     PQclear(s->held_res);
     s->held_res = NULL;
+    free(s->taken.rows);
+    free(s->taken.view);
+    s->taken.rows = NULL;
+    s->taken.view = NULL;
+    s->taken.n = s->taken.cap = 0;
     PQclear(s->claim_res);
     s->claim_res = NULL;
     free(s->claim_view);
@@ -244,8 +249,9 @@ lost: {
 }
 }
 
-rp_status rp__pg_recv(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,
-                      const char *op, char code[6]) {
+/* rp__pg_recv, or with keep the raw results (rp__pg_run_each). */
+static rp_status rp_recv(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,
+                         const char *op, char code[6], bool keep) {
     PGconn *c = rp_pg_conn_handle(s->conn);
     int64_t deadline = rp_mono_ms() + s->timeout_ms;
     for (size_t i = 0; i < n; i++) res[i] = NULL;
@@ -297,7 +303,7 @@ rp_status rp__pg_recv(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult
     bool all_ok = true;
     for (size_t i = 0; i < n; i++)
         if (!rp_ok_status(PQresultStatus(res[i]))) all_ok = false;
-    if (all_ok) return RP_OK;
+    if (all_ok || keep) return RP_OK;
     rp_status st = RP_ERR_INTERNAL;
     if (failed != NULL) {
         const char *sqlstate = PQresultErrorField(failed, PG_DIAG_SQLSTATE);
@@ -326,6 +332,36 @@ lost_clear:
     }
     rp_lose_session(s);
     return RP_ERR_UNAVAILABLE;
+}
+
+rp_status rp__pg_recv(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,
+                      const char *op, char code[6]) {
+    return rp_recv(s, cmds, n, res, op, code, false);
+}
+
+rp_status rp__pg_run_each(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,
+                          const char *op) {
+    char code[6];
+    for (size_t i = 0; i < n; i++) res[i] = NULL;
+    if (s->pending > 0) {
+        RP_ERROR("store pipeline used while results are outstanding", "op", op, NULL);
+        rp_lose_session(s);
+        return RP_ERR_UNAVAILABLE;
+    }
+    rp_status st = rp__pg_send(s, cmds, n, op);
+    if (st != RP_OK) return st;
+    return rp_recv(s, cmds, n, res, op, code, true);
+}
+
+rp_status rp__pg_failure(rp_pg_store *s, const PGresult *r, const char *op, const char *step,
+                         char code[6]) {
+    const char *sqlstate = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    snprintf(code, 6, "%s", sqlstate ? sqlstate : "");
+    rp_log_failure(op, step, code, PQresultErrorMessage(r));
+    if (sqlstate && strcmp(sqlstate, "26000") == 0) s->ready = false;
+    rp_status st = rp_map_sqlstate(rp_pg_conn_handle(s->conn), sqlstate);
+    if (st == RP_ERR_UNAVAILABLE) rp_lose_session(s);
+    return st;
 }
 
 /* Sends and reads one pipeline. Returns RP_OK when every command succeeded

@@ -3,26 +3,44 @@
  * dead-letter park ports of rp_ports.h, filled from one connection
  * (rp_pg_conn) and the configured schema (CONTRACT section 6).
  *
- * TRANSACTIONS. An expired lease is taken FOR UPDATE SKIP LOCKED in a
- * transaction of its own (begun by take_expired_lease, ended by move_lease
- * or release_lease), so two reapers split the work and never move a row
- * twice. The move is fenced on the row as it was when locked (id,
- * lease_owner, lease_expires_at to the microsecond, attempts) and commits
- * the row change and its QueueReaped ledger row (plus, for a park, its
- * delivery_exhausted gate) as one statement and one commit. Every other
- * write (ledger append, sighting open/close, dead-letter park, gate answer)
- * is one transaction too. A call that has to run a write while a taken
- * row's transaction is still open (a caller that broke the take/move
- * protocol) first rolls that transaction back, so that no write is ever
- * swallowed by it; the later move of that row then returns RP_ERR_CONFLICT.
+ * TRANSACTIONS. Expired leases are taken in batches (take_leases, up to
+ * the batch size, lowest id first) FOR UPDATE SKIP LOCKED in one
+ * transaction (begun by take_leases, ended by commit_leases or
+ * release_leases), so two reapers split the work and never move a row
+ * twice. commit_leases moves every row fenced on the row as it was when
+ * locked (id, lease_owner, lease_expires_at to the microsecond, attempts),
+ * with its QueueReaped ledger row (plus, for a park, its
+ * delivery_exhausted gate), and commits the batch: every move and its
+ * ledger event commit together. First all the moves go as one statement
+ * (move_batch) inside SAVEPOINT rp_lease_batch; if a row makes it fail,
+ * the batch goes back to that savepoint and each row is moved inside a
+ * SAVEPOINT of its own, so that a row whose statement fails (a trigger
+ * raising on it, a constraint) is rolled back to its savepoint alone,
+ * logged with its SQLSTATE and reported in its move's result, while the
+ * others commit.
+ * Every other write (ledger append, sighting open/close, dead-letter park,
+ * gate answer) is one transaction too. A call that has to run a write
+ * while a batch's transaction is still open (a caller that broke the
+ * take/commit protocol) first rolls that transaction back, so that no
+ * write is ever swallowed by it; the later commit of that batch then
+ * returns RP_ERR_CONFLICT.
  *
  * ROUND TRIPS. Statements are prepared once per session (and again after a
  * reconnect: one round trip for all of them) and sent in libpq pipeline
- * mode: take is one round trip (BEGIN, the row transaction's plan settings
- * and the locking SELECT), a move is one round trip (the CTE and COMMIT),
- * release one (ROLLBACK). So a reaped row costs two round trips and one
- * commit (about 3,000 rows/s on one connection here, where pgbench doing
- * it by hand in five round trips reaches about 1,600).
+ * mode: take is one round trip (BEGIN, the batch transaction's plan
+ * settings and the locking SELECT), a commit is one round trip (SAVEPOINT,
+ * move_batch, RELEASE SAVEPOINT, COMMIT); when a row fails, one more
+ * (for each row SAVEPOINT, its CTE, RELEASE SAVEPOINT; then COMMIT) plus one
+ * for each further row that fails (ROLLBACK TO SAVEPOINT and the rows after
+ * it); release one (ROLLBACK). So a batch of 100 rows costs two round
+ * trips and one commit.
+ *
+ * SUBTRANSACTIONS. Each savepoint that writes takes a subtransaction id.
+ * The first try takes one per batch; the row-by-row fallback one per row,
+ * and past 64 in a transaction the backend's cache of them
+ * (PGPROC_MAX_CACHED_SUBXIDS) overflows until the batch commits, during
+ * which other sessions' snapshots consult pg_subtrans. The batch size
+ * (store.lease_batch_size) bounds it.
  *
  * PLANS. The session plans every statement afresh (plan_cache_mode
  * force_custom_plan, JIT off), so that no plan made while a table was small
@@ -45,12 +63,13 @@
  *     57P01-57P03 (shutdown, crash, starting up). The next call reconnects
  *     (rp_pg_conn_ensure); whatever was open on the old session (a taken
  *     row's transaction, its lock) is gone with it and is never reused.
- *   - RP_ERR_CONFLICT from move_lease: the row is not the one taken (fence)
- *     or was not taken with a lock: nothing is committed, core goes on.
- *   - RP_ERR_INTERNAL from move_lease: the row failed on its own (a trigger
- *     raising on it, a constraint, a serialization failure...): its
- *     transaction is rolled back alone, the SQLSTATE is logged here, and
- *     core notes "could not be moved" and goes on with the next row.
+ *   - RP_ERR_CONFLICT as a move's result (commit_leases): the row is not
+ *     one taken (fence) or was not taken with a lock: nothing is done for
+ *     it, core goes on.
+ *   - RP_ERR_INTERNAL as a move's result: the row failed on its own (a
+ *     trigger raising on it, a constraint...): rolled back to its
+ *     savepoint alone, the SQLSTATE is logged here, and core notes "could
+ *     not be moved" and goes on; the rest of the batch commits.
  *   - RP_ERR_INTERNAL: anything else (e.g. a schema that was never
  *     migrated).
  *
@@ -108,6 +127,9 @@
 #define RP_PG_DL_BODY_MAX (4u * 1024u * 1024u)
 /* The default time one call may take before the connection is given up. */
 #define RP_PG_STORE_TIMEOUT_MS 30000
+
+/* The largest batch take_leases takes (rp_pass.h RP_PASS_LEASE_BATCH_MAX). */
+#define RP_PG_LEASE_BATCH_MAX 10000
 
 /* What the AMQP side hands park() through rp_dl_message.handle: the
  * message's headers table and basic properties, each as one JSON object in

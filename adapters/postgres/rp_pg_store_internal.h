@@ -26,6 +26,7 @@ typedef enum rp__pg_stmt {
     RP__PG_TAKE_READ,
     RP__PG_MOVE_REQUEUE,
     RP__PG_MOVE_PARK,
+    RP__PG_MOVE_BATCH,
     RP__PG_NEXT_DEADLINE,
     RP__PG_CLAIMABLE,
     RP__PG_APPEND,
@@ -62,16 +63,26 @@ typedef struct rp__pg_subst {
  * RP_ERR_INTERNAL for an unknown placeholder. */
 rp_status rp__pg_sql_expand(const char *text, const rp__pg_subst *sub, char **out) RP_MUSTCHECK;
 
-/* The row taken by take_expired_lease, as it was when taken. */
-typedef struct rp__pg_taken {
-    bool active;          /* a row is taken (locked or read) */
-    bool locked;          /* taken FOR UPDATE: its transaction is open */
+/* One row of the batch taken by take_leases, as it was when taken: the
+ * fence of its move. */
+typedef struct rp__pg_row {
     int64_t id;
     int32_t attempts;
     bool expires_known;
     rp_time_ms expires_ms;
     int64_t expires_us;   /* to the microsecond, for the fence */
     const char *owner;    /* into held_res; NULL when NULL */
+} rp__pg_row;
+
+/* The batch taken by take_leases. rows and view (what core is lent) have
+ * n entries; both arrays are the store's, kept for the next batch. */
+typedef struct rp__pg_taken {
+    bool active;          /* a batch is taken (locked or read) */
+    bool locked;          /* taken FOR UPDATE: its transaction is open */
+    rp__pg_row *rows;
+    rp_held_job *view;
+    size_t n;
+    size_t cap;
 } rp__pg_taken;
 
 struct rp_pg_store {
@@ -82,7 +93,7 @@ struct rp_pg_store {
     unsigned long gen;
     bool ready;
     char names[RP__PG_STMT_COUNT_][48];
-    /* The taken row and its open transaction. */
+    /* The taken batch and its open transaction. */
     rp__pg_taken taken;
     PGresult *held_res;
     /* What list_oldest_claimable and list_open_sightings lend. */
@@ -154,6 +165,21 @@ rp_status rp__pg_send(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n,
                       const char *op) RP_MUSTCHECK;
 rp_status rp__pg_recv(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,
                       const char *op, char sqlstate[6]) RP_MUSTCHECK;
+
+/* Sends the n commands in one pipeline with one sync and reads every
+ * result, failed ones included, without judging them: RP_OK when all n
+ * results were read (res[i] each command's result, whatever its status:
+ * the caller inspects and PQclear()s them; after a failure the later ones
+ * are PGRES_PIPELINE_ABORTED), rolling nothing back; RP_ERR_UNAVAILABLE
+ * when the session broke or timed out (closed; res empty). For a
+ * transaction the caller steps through (the lease batch's savepoints). */
+rp_status rp__pg_run_each(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,
+                          const char *op) RP_MUSTCHECK;
+/* A failed result of rp__pg_run_each: logs it (op, step, SQLSTATE,
+ * message), copies its SQLSTATE into code, and maps it as rp__pg_run does
+ * (RP_ERR_UNAVAILABLE also closes the session). */
+rp_status rp__pg_failure(rp_pg_store *s, const PGresult *r, const char *op, const char *step,
+                         char code[6]) RP_MUSTCHECK;
 
 /* Ends the session's open transaction, if any, with ROLLBACK and forgets
  * the taken row. RP_OK, or the failure of the ROLLBACK (the connection is

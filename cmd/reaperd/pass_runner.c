@@ -32,6 +32,7 @@ void rp_pass_runner_options(const rp_config *cfg, rp_pass_options *opt) {
     opt->own_queues[0] = cfg->broker.control_queue;
     opt->own_queues[1] = cfg->broker.tap_queue;
     opt->dead_letter_peek_limit = (size_t)cfg->reap.dead_letter_peek_limit;
+    opt->lease_batch_size = (size_t)cfg->store.lease_batch_size;
     opt->on_verdict = rp_verdict_log;
 }
 

@@ -244,3 +244,18 @@ bool pgfx_has_note(const rp_report *r, const char *needle) {
         if (strstr(r->notes[i], needle)) return true;
     return false;
 }
+
+rp_status pgfx_take1(const rp_store_port *s, const rp_lease_query *q, rp_held_job *job) {
+    rp_lease_batch b;
+    rp_status st = s->take_leases(s->self, q, 1, &b);
+    if (st == RP_OK) *job = b.jobs[0];
+    return st;
+}
+
+rp_status pgfx_move1(const rp_store_port *s, const rp_held_job *job, const rp_verdict *v,
+                     rp_event_ref *ev) {
+    rp_lease_move m = {.job = job, .v = v};
+    rp_status st = s->commit_leases(s->self, &m, 1);
+    *ev = m.event;
+    return st != RP_OK ? st : m.result;
+}

@@ -74,4 +74,11 @@ char *pgfx_dump(pgfx *f);
 /* Whether the report has a note containing needle. */
 bool pgfx_has_note(const rp_report *r, const char *needle);
 
+/* A lease batch of one row, for tests of a single row: takes it into *job
+ * (lent as take_leases lends), or commits one move of it and returns the
+ * commit's failure or else the move's result (*ev set when RP_OK). */
+rp_status pgfx_take1(const rp_store_port *s, const rp_lease_query *q, rp_held_job *job);
+rp_status pgfx_move1(const rp_store_port *s, const rp_held_job *job, const rp_verdict *v,
+                     rp_event_ref *ev);
+
 #endif

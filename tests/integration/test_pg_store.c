@@ -196,7 +196,7 @@ static void test_fence(void **state) {
     rp_event_ref ev;
 
     /* 1. The extended lease is not taken: the first row taken is a. */
-    assert_int_equal(s->take_expired_lease(s->self, &q, &job), RP_OK);
+    assert_int_equal(pgfx_take1(s, &q, &job), RP_OK);
     assert_int_equal(job.id, a);
     assert_int_equal(job.state, RP_JOB_LEASED);
     assert_string_equal(job.lease_owner, "worker-1");
@@ -216,7 +216,7 @@ static void test_fence(void **state) {
     assert_int_equal(PQresultStatus(hb), PGRES_COMMAND_OK);
     PQclear(hb);
     assert_int_equal(rp_judge_held_job(&job, &f->opt.thresholds, q.now, &v), RP_OK);
-    assert_int_equal(s->move_lease(s->self, &job, &v, &ev), RP_ERR_CONFLICT);
+    assert_int_equal(pgfx_move1(s, &job, &v, &ev), RP_ERR_CONFLICT);
     rp_verdict_cleanup(&v);
     assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger"), 0);
     assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job WHERE id = %" PRId64
@@ -226,12 +226,12 @@ static void test_fence(void **state) {
     /* 3. Core hands back a job that is not the row as taken: refused, and
      * the row's transaction is over (another session locks it at once). */
     q.after_id = a;
-    assert_int_equal(s->take_expired_lease(s->self, &q, &job), RP_OK);
+    assert_int_equal(pgfx_take1(s, &q, &job), RP_OK);
     assert_int_equal(job.id, b);
     assert_int_equal(rp_judge_held_job(&job, &f->opt.thresholds, q.now, &v), RP_OK);
     rp_held_job forged = job;
     forged.attempts = 0;
-    assert_int_equal(s->move_lease(s->self, &forged, &v, &ev), RP_ERR_CONFLICT);
+    assert_int_equal(pgfx_move1(s, &forged, &v, &ev), RP_ERR_CONFLICT);
     rp_verdict_cleanup(&v);
     assert_string_equal(pgfx_try(f, "SELECT 1 FROM job WHERE id = %" PRId64 " FOR UPDATE NOWAIT",
                                  b), "");
@@ -243,14 +243,14 @@ static void test_fence(void **state) {
      * section 6 says) waits on the lock while the row is taken, and after
      * the move it updates nothing: the worker knows its lease is gone. */
     q.after_id = b;
-    assert_int_equal(s->take_expired_lease(s->self, &q, &job), RP_OK);
+    assert_int_equal(pgfx_take1(s, &q, &job), RP_OK);
     assert_int_equal(job.id, c);
     assert_int_equal(PQsendQuery(f->sql, "UPDATE job SET lease_expires_at = now() + interval '5 "
                                          "minutes' WHERE state = 'leased' AND lease_owner = "
                                          "'worker-1' AND id = (SELECT max(id) FROM job)"),
                      1);
     assert_int_equal(rp_judge_held_job(&job, &f->opt.thresholds, q.now, &v), RP_OK);
-    assert_int_equal(s->move_lease(s->self, &job, &v, &ev), RP_OK);
+    assert_int_equal(pgfx_move1(s, &job, &v, &ev), RP_OK);
     rp_verdict_cleanup(&v);
     PGresult *res = PQgetResult(f->sql);
     assert_int_equal(PQresultStatus(res), PGRES_COMMAND_OK);
@@ -264,16 +264,16 @@ static void test_fence(void **state) {
     /* 5. A row read without lock (as a dry run reads it) is never moved. */
     q.after_id = 0;
     q.lock = false;
-    assert_int_equal(s->take_expired_lease(s->self, &q, &job), RP_OK);
+    assert_int_equal(pgfx_take1(s, &q, &job), RP_OK);
     assert_int_equal(job.id, b);
     assert_int_equal(rp_judge_held_job(&job, &f->opt.thresholds, q.now, &v), RP_OK);
-    assert_int_equal(s->move_lease(s->self, &job, &v, &ev), RP_ERR_CONFLICT);
+    assert_int_equal(pgfx_move1(s, &job, &v, &ev), RP_ERR_CONFLICT);
     rp_verdict_cleanup(&v);
     assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger"), 1);
     /* The ids: nothing past the last one. */
     q.after_id = c;
     q.lock = true;
-    assert_int_equal(s->take_expired_lease(s->self, &q, &job), RP_ERR_NOT_FOUND);
+    assert_int_equal(pgfx_take1(s, &q, &job), RP_ERR_NOT_FOUND);
     (void)extended;
 }
 

@@ -1,8 +1,8 @@
 /*
  * Two reapers at once on one job table: two processes, each running core's
- * pass over its own connection, split 5,000 expired leases between them
- * (FOR UPDATE SKIP LOCKED). Every row is moved exactly once, with exactly
- * one ledger event.
+ * pass over its own connection, split 10,000 expired leases between them
+ * in batches of 100 (FOR UPDATE SKIP LOCKED). Every row is moved exactly
+ * once, with exactly one ledger event.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,8 +18,8 @@
 
 #include "pg_fixture.h"
 
-#define ROWS 5000
-#define POISON 500
+#define ROWS 10000
+#define POISON 1000
 
 static int setup(void **state) {
     *state = pgfx_new("conc");

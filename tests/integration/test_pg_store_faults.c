@@ -77,14 +77,14 @@ static void test_connection_killed_between_take_and_move(void **state) {
     const rp_store_port *s = &f->ports.store;
     rp_lease_query q = {.now = f->ports.clock.now_ms(f->ports.clock.self), .lock = true};
     rp_held_job job;
-    assert_int_equal(s->take_expired_lease(s->self, &q, &job), RP_OK);
+    assert_int_equal(pgfx_take1(s, &q, &job), RP_OK);
     assert_int_equal(job.id, first);
     rp_verdict v;
     assert_int_equal(rp_judge_held_job(&job, &f->opt.thresholds, q.now, &v), RP_OK);
     pgfx_exec(f, "SELECT pg_terminate_backend(%d, 5000)", backend_pid(f));
     double t0 = mono_s();
     rp_event_ref ev;
-    assert_int_equal(s->move_lease(s->self, &job, &v, &ev), RP_ERR_UNAVAILABLE);
+    assert_int_equal(pgfx_move1(s, &job, &v, &ev), RP_ERR_UNAVAILABLE);
     assert_true(mono_s() - t0 < 3.0);
     rp_verdict_cleanup(&v);
     assert_false(rp_pg_conn_is_up(f->conn));
@@ -92,10 +92,10 @@ static void test_connection_killed_between_take_and_move(void **state) {
     assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job WHERE state = 'leased'"), 3);
 
     /* The next call reconnects: a new session, the row free again. */
-    assert_int_equal(s->take_expired_lease(s->self, &q, &job), RP_OK);
+    assert_int_equal(pgfx_take1(s, &q, &job), RP_OK);
     assert_int_equal(job.id, first);
     assert_int_equal(rp_judge_held_job(&job, &f->opt.thresholds, q.now, &v), RP_OK);
-    assert_int_equal(s->move_lease(s->self, &job, &v, &ev), RP_OK);
+    assert_int_equal(pgfx_move1(s, &job, &v, &ev), RP_OK);
     rp_verdict_cleanup(&v);
     /* Killed while idle: the pass's first call (the clock) finds out, falls
      * back to the system clock, and the rest of the pass reconnects. */
@@ -182,7 +182,7 @@ static void test_unreachable_store(void **state) {
     const rp_store_port *s = &f->ports.store;
     rp_lease_query q = {.now = now, .lock = true};
     rp_held_job job;
-    assert_int_equal(s->take_expired_lease(s->self, &q, &job), RP_ERR_UNAVAILABLE);
+    assert_int_equal(pgfx_take1(s, &q, &job), RP_ERR_UNAVAILABLE);
     rp_time_ms at;
     bool any;
     assert_int_equal(s->next_lease_deadline(s->self, 0, &at, &any), RP_ERR_UNAVAILABLE);
@@ -214,16 +214,16 @@ static void test_server_that_stops_answering(void **state) {
     assert_int_equal(kill(pid, SIGSTOP), 0);
     rp_held_job job;
     double t0 = mono_s();
-    rp_status st = s->take_expired_lease(s->self, &q, &job);
+    rp_status st = pgfx_take1(s, &q, &job);
     double dt = mono_s() - t0;
     kill(pid, SIGCONT);
     assert_int_equal(st, RP_ERR_UNAVAILABLE);
     assert_true(dt >= 0.9 && dt < 3.0);
     /* The stopped session is gone for good (it ends when it reads the
      * closed socket); the next call has a new one. */
-    assert_int_equal(s->take_expired_lease(s->self, &q, &job), RP_OK);
+    assert_int_equal(pgfx_take1(s, &q, &job), RP_OK);
     assert_true(backend_pid(f) != pid);
-    assert_int_equal(s->release_lease(s->self, &job), RP_OK);
+    assert_int_equal(s->release_leases(s->self), RP_OK);
     rp_report r;
     assert_int_equal(pgfx_pass(f, false, &r), RP_OK);
     assert_true(r.ok);

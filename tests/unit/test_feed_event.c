@@ -152,15 +152,16 @@ static int64_t parked_gate(rp_memory *m, const rp_ports *p, int64_t *job) {
                     .max_attempts = 7, .lease_known = true, .lease_expires_at = NOW - 1000};
     assert_int_equal(rp_memory_add_job(m, &j, job), RP_OK);
     rp_lease_query q = {.now = NOW, .lock = true};
-    rp_held_job held;
-    assert_int_equal(p->store.take_expired_lease(p->store.self, &q, &held), RP_OK);
+    rp_lease_batch held;
+    assert_int_equal(p->store.take_leases(p->store.self, &q, 1, &held), RP_OK);
     rp_verdict v;
     rp_verdict_init(&v);
     v.condition = RP_COND_POISON;
     v.action = RP_ACTION_PARKED;
     assert_int_equal(rp_verdict_set_object(&v, "job:1"), RP_OK);
-    rp_event_ref ev;
-    assert_int_equal(p->store.move_lease(p->store.self, &held, &v, &ev), RP_OK);
+    rp_lease_move mv = {.job = &held.jobs[0], .v = &v};
+    assert_int_equal(p->store.commit_leases(p->store.self, &mv, 1), RP_OK);
+    assert_int_equal(mv.result, RP_OK);
     rp_verdict_cleanup(&v);
     return rp_memory_gate(m, rp_memory_n_gates(m) - 1)->id;
 }

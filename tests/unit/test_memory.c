@@ -42,25 +42,30 @@ static void test_move_needs_the_lock(void **state) {
     rp_memory *m = new_memory(&p);
     int64_t id = add_expired(m);
     rp_lease_query q = {.now = NOW, .lock = false};
-    rp_held_job job;
-    assert_int_equal(p.store.take_expired_lease(p.store.self, &q, &job), RP_OK);
-    assert_int_equal(job.id, id);
+    rp_lease_batch b;
+    assert_int_equal(p.store.take_leases(p.store.self, &q, 10, &b), RP_OK);
+    assert_int_equal(b.n, 1);
+    assert_int_equal(b.jobs[0].id, id);
     assert_false(rp_memory_job(m, id)->locked);
     rp_verdict v;
     parked_verdict(&v);
-    rp_event_ref ev;
+    rp_lease_move mv = {.job = &b.jobs[0], .v = &v};
     /* Read without lock: a move is refused and changes nothing. */
-    assert_int_equal(p.store.move_lease(p.store.self, &job, &v, &ev), RP_ERR_CONFLICT);
+    assert_int_equal(p.store.commit_leases(p.store.self, &mv, 1), RP_ERR_CONFLICT);
+    assert_int_equal(mv.result, RP_ERR_CONFLICT);
     assert_int_equal(rp_memory_job(m, id)->state, RP_JOB_LEASED);
     assert_int_equal(rp_memory_n_ledger(m), 0);
     q.lock = true;
-    assert_int_equal(p.store.take_expired_lease(p.store.self, &q, &job), RP_OK);
+    assert_int_equal(p.store.take_leases(p.store.self, &q, 10, &b), RP_OK);
     assert_true(rp_memory_job(m, id)->locked);
-    assert_int_equal(p.store.move_lease(p.store.self, &job, &v, &ev), RP_OK);
-    assert_int_equal(ev.seq, 1);
-    assert_int_equal(ev.at, NOW);
+    mv = (rp_lease_move){.job = &b.jobs[0], .v = &v};
+    assert_int_equal(p.store.commit_leases(p.store.self, &mv, 1), RP_OK);
+    assert_int_equal(mv.result, RP_OK);
+    assert_int_equal(mv.event.seq, 1);
+    assert_int_equal(mv.event.at, NOW);
+    assert_false(rp_memory_job(m, id)->locked);
     q.after_id = id; /* nothing past it */
-    assert_int_equal(p.store.take_expired_lease(p.store.self, &q, &job), RP_ERR_NOT_FOUND);
+    assert_int_equal(p.store.take_leases(p.store.self, &q, 10, &b), RP_ERR_NOT_FOUND);
     rp_verdict_cleanup(&v);
     rp_memory_free(m);
 }
@@ -71,12 +76,13 @@ static void test_gates_list_and_answer(void **state) {
     rp_memory *m = new_memory(&p);
     int64_t id = add_expired(m);
     rp_lease_query q = {.now = NOW, .lock = true};
-    rp_held_job job;
-    assert_int_equal(p.store.take_expired_lease(p.store.self, &q, &job), RP_OK);
+    rp_lease_batch b;
+    assert_int_equal(p.store.take_leases(p.store.self, &q, 1, &b), RP_OK);
     rp_verdict v;
     parked_verdict(&v);
-    rp_event_ref ev;
-    assert_int_equal(p.store.move_lease(p.store.self, &job, &v, &ev), RP_OK);
+    rp_lease_move mv = {.job = &b.jobs[0], .v = &v};
+    assert_int_equal(p.store.commit_leases(p.store.self, &mv, 1), RP_OK);
+    assert_int_equal(mv.result, RP_OK);
     rp_verdict_cleanup(&v);
 
     rp_gate_query gq = {.state = RP_GATE_STATE_OPEN, .limit = 10};

@@ -226,7 +226,8 @@ static void test_grace_boundary_in_a_pass(void **state) {
     /* What the judge left alone was released, not left locked. */
     assert_false(rp_memory_job(f->m, at)->locked);
     assert_false(rp_memory_job(f->m, under)->locked);
-    assert_int_equal(rp_memory_calls(f->m, RP_MEM_RELEASE_LEASE), 2);
+    /* One batch: the two rows left alone stay as they were when it commits. */
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_COMMIT_LEASES), 1);
     assert_int_equal(r.n_verdicts, 1);
     assert_string_equal(r.verdicts[0].object, "job:2");
     rp_report_cleanup(&r);
@@ -590,6 +591,110 @@ static void test_failed_row_does_not_block_the_others(void **state) {
     rp_report_cleanup(&r);
 }
 
+/* Batches: 250 expired leases in batches of 100 are three takes and three
+ * commits (and a last take that finds nothing); each row is judged on its
+ * own (poison parked with its gate, the others requeued), one ledger event
+ * and one published event per job, in ledger order. */
+static void test_lease_batches_judge_each_row(void **state) {
+    fixture *f = *state;
+    for (int i = 0; i < 250; i++) add_leased(f, "alpha", i % 10 == 0 ? 7 : 2, 7, NOW - MIN_MS);
+    rp_report r;
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_TAKE_LEASE), 4);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_COMMIT_LEASES), 3);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_MOVE_LEASE), 250);
+    assert_int_equal(count(&r, RP_COND_POISON, RP_ACTION_PARKED), 25);
+    assert_int_equal(count(&r, RP_COND_LEASE_EXPIRED, RP_ACTION_REQUEUED), 225);
+    assert_int_equal(rp_memory_n_gates(f->m), 25);
+    assert_int_equal(rp_memory_n_ledger(f->m), 250);
+    assert_int_equal(rp_memory_n_published(f->m), 250);
+    for (int64_t id = 1; id <= 250; id++) {
+        const rp_mem_job *j = rp_memory_job(f->m, id);
+        assert_int_equal(j->state, id % 10 == 1 ? RP_JOB_AWAITING_HUMAN : RP_JOB_READY);
+        assert_false(j->locked);
+        if (id % 10 == 1) assert_int_equal(j->attempts, 6); /* one attempt refunded */
+    }
+    for (size_t i = 0; i < 250; i++) {
+        const rp_mem_event *e = rp_memory_published(f->m, i);
+        assert_int_equal(e->seq, rp_memory_ledger(f->m, i)->seq);
+        char want[32];
+        snprintf(want, sizeof want, "job:%zu", i + 1);
+        assert_string_equal(e->verdict.object, want);
+    }
+    rp_report_cleanup(&r);
+}
+
+/* One row of a batch fails on its own (its savepoint rolls back): the rest
+ * of the batch commits, and only the committed rows' events are published
+ * and their verdicts reported; the failed row is named in a note. */
+static void test_batch_row_failure_publishes_only_committed_rows(void **state) {
+    fixture *f = *state;
+    for (int i = 0; i < 5; i++) add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    rp_memory_fail_once(f->m, RP_MEM_MOVE_LEASE, RP_ERR_INTERNAL, 2); /* the third row */
+    rp_report r;
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_COMMIT_LEASES), 1);
+    assert_int_equal(rp_memory_job(f->m, 3)->state, RP_JOB_LEASED);
+    assert_false(rp_memory_job(f->m, 3)->locked);
+    assert_int_equal(rp_memory_n_ledger(f->m), 4);
+    assert_int_equal(rp_memory_n_published(f->m), 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_string_not_equal(rp_memory_published(f->m, i)->verdict.object, "job:3");
+    assert_int_equal(count(&r, RP_COND_LEASE_EXPIRED, RP_ACTION_REQUEUED), 4);
+    assert_true(has_note(&r, "job 3 could not be moved"));
+    rp_report_cleanup(&r);
+}
+
+/* The batch's commit fails (a crash, a lost session at COMMIT): nothing of
+ * it is moved, no event is published, no verdict reported, and the store
+ * is reported unreadable; the next pass moves every row once. */
+static void test_failed_batch_commit_publishes_nothing(void **state) {
+    fixture *f = *state;
+    for (int i = 0; i < 5; i++) add_leased(f, "alpha", i == 0 ? 7 : 1, 7, NOW - MIN_MS);
+    rp_memory_fail(f->m, RP_MEM_COMMIT_LEASES, RP_ERR_UNAVAILABLE, 0);
+    rp_report r;
+    run(f, false, &r);
+    assert_false(r.ok);
+    assert_true(unreadable(&r, "job_queue"));
+    assert_int_equal(r.n_verdicts, 0);
+    assert_int_equal(rp_memory_n_ledger(f->m), 0);
+    assert_int_equal(rp_memory_n_published(f->m), 0);
+    assert_int_equal(rp_memory_n_gates(f->m), 0);
+    for (int64_t id = 1; id <= 5; id++) {
+        assert_int_equal(rp_memory_job(f->m, id)->state, RP_JOB_LEASED);
+        assert_false(rp_memory_job(f->m, id)->locked);
+    }
+    rp_report_cleanup(&r);
+    rp_memory_fail(f->m, RP_MEM_COMMIT_LEASES, RP_OK, 0);
+    run(f, false, &r);
+    assert_true(r.ok);
+    assert_int_equal(rp_memory_n_ledger(f->m), 5);
+    assert_int_equal(rp_memory_n_published(f->m), 5);
+    assert_int_equal(count(&r, RP_COND_POISON, RP_ACTION_PARKED), 1);
+    rp_report_cleanup(&r);
+}
+
+/* The batch size is range-checked: outside 1..RP_PASS_LEASE_BATCH_MAX the
+ * pass refuses to start and touches nothing. */
+static void test_lease_batch_size_range(void **state) {
+    fixture *f = *state;
+    add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    rp_report r;
+    f->opt.lease_batch_size = 0;
+    assert_int_equal(rp_pass_run(&f->ports, &f->opt, &r), RP_ERR_INVALID);
+    rp_report_cleanup(&r);
+    f->opt.lease_batch_size = RP_PASS_LEASE_BATCH_MAX + 1;
+    assert_int_equal(rp_pass_run(&f->ports, &f->opt, &r), RP_ERR_INVALID);
+    rp_report_cleanup(&r);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_TAKE_LEASE), 0);
+    f->opt.lease_batch_size = RP_PASS_LEASE_BATCH_MAX;
+    run(f, false, &r);
+    assert_int_equal(rp_memory_job(f->m, 1)->state, RP_JOB_READY);
+    rp_report_cleanup(&r);
+}
+
 static size_t progress_calls, progress_last, verdicts_seen;
 static void on_verdict(void *arg, const rp_verdict *v, bool dry_run) {
     (void)arg;
@@ -642,12 +747,14 @@ static bool stop_soon(void *arg) {
     return --stop_after_calls < 0;
 }
 
-/* A stop request (SIGTERM) ends the lease reap between rows: what moved is
- * committed, the rest stays leased for the next pass, nothing is half done,
- * and no sighting is cleared from a half-read source. */
+/* A stop request (SIGTERM) ends the lease reap between batches (here of one
+ * row each): what moved is committed, the rest stays leased for the next
+ * pass, nothing is half done, and no sighting is cleared from a half-read
+ * source. */
 static void test_stop_request_ends_the_pass_between_rows(void **state) {
     fixture *f = *state;
     for (int i = 0; i < 10; i++) add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    f->opt.lease_batch_size = 1;
     f->opt.should_stop = stop_soon;
     stop_after_calls = 4;
     rp_report r;
@@ -1417,6 +1524,10 @@ int main(void) {
         T(test_unreadable_store),
         T(test_failed_move_stops_the_lease_reap),
         T(test_failed_row_does_not_block_the_others),
+        T(test_lease_batches_judge_each_row),
+        T(test_batch_row_failure_publishes_only_committed_rows),
+        T(test_failed_batch_commit_publishes_nothing),
+        T(test_lease_batch_size_range),
         T(test_leases_scope_moves_leases_only),
         T(test_stop_request_ends_the_pass_between_rows),
         T(test_unrecorded_surface_is_still_reported),
