@@ -298,6 +298,19 @@ static void rp_ctl_answer_done(void *arg, bool cancelled) {
     rp_ctl_encoded(c, est, &buf);
 }
 
+/* A replay of the request's gate is in flight in this reaperd: busy, as
+ * when another replica holds its claim (replay.h). */
+static void rp_ctl_replay_in_flight(rp_ctl *c) {
+    char msg[400];
+    rp_replay_claim_text(msg, sizeof msg - 64, c->req.answer.gate,
+                         rp_pg_store_claimer(c->d->runner.store), 0);
+    /* No claim time is known on the loop: say "now" rather than a time. */
+    char *since = strstr(msg, " since ");
+    if (since) *since = '\0';
+    strcat(msg, " (this reaperd); ask again for its outcome later");
+    rp_ctl_error(c, "answer", RP_ERR_BUSY, msg);
+}
+
 /* Loop: the end of a replay (replay.h). */
 static void rp_ctl_replay_done(void *arg, const rp_replay_result *r) {
     rp_ctl *c = arg;
@@ -562,16 +575,14 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
             st = rp_replay_start(d, c->req.answer.gate, c->user, c->req.answer.by,
                                  rp_ctl_replay_done, c);
             if (st == RP_ERR_CONFLICT) {
-                rp_ctl_error(c, "answer", RP_ERR_CONFLICT,
-                             "a replay of this gate is in progress; ask again for its outcome");
+                rp_ctl_replay_in_flight(c);
                 return;
             }
             break;
         }
         if (rp_replay_busy(d, c->req.answer.gate)) {
             /* Settling it now could dismiss a message being replayed. */
-            rp_ctl_error(c, "answer", RP_ERR_CONFLICT,
-                         "a replay of this gate is in progress; ask again for its outcome");
+            rp_ctl_replay_in_flight(c);
             return;
         }
         st = rp_daemon_store_job(d, rp_ctl_answer_work, rp_ctl_answer_done, c);

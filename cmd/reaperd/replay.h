@@ -44,7 +44,7 @@
  *
  * One replay per gate at a time in this daemon: a second replay of a gate
  * whose replay is in flight is refused at once (RP_ERR_CONFLICT from
- * rp_replay_start); across processes the claim on the gate row does the
+ * rp_replay_start; control.c answers it `busy`); across processes the claim on the gate row does the
  * same (RP_ERR_BUSY), so two replicas never both publish one gate's
  * message, and a dismiss never closes a gate being replayed.
  *
