@@ -52,6 +52,7 @@ typedef struct world {
     char prefix[64]; /* vibey.itest.rr<pid> */
     char env_schema[128], env_control[160], env_owned[128];
     int seq;
+    rp_child *kids[4]; /* this test's replicas still running */
 } world;
 
 static world W;
@@ -80,7 +81,38 @@ static rp_child *replica(char *const extra[]) {
     int n = 5;
     for (int i = 0; extra && extra[i] && n < 15; i++) env[n++] = extra[i];
     env[n] = NULL;
-    return itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
+    rp_child *c =
+        itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
+    for (int i = 0; i < 4; i++)
+        if (W.kids[i] == NULL) {
+            W.kids[i] = c;
+            break;
+        }
+    return c;
+}
+
+static void forget(rp_child *c) {
+    for (int i = 0; i < 4; i++)
+        if (W.kids[i] == c) W.kids[i] = NULL;
+}
+
+/* A clean stop (exit 0). */
+static int stop(rp_child *c) {
+    forget(c);
+    return itest_reaperd_stop(c);
+}
+
+/* After each test: a replica a failed test left running would take the
+ * next test's requests. */
+static int kill_leftovers(void **state) {
+    (void)state;
+    for (int i = 0; i < 4; i++)
+        if (W.kids[i]) {
+            rp_child_stop(W.kids[i], SIGKILL, 5000);
+            rp_child_free(W.kids[i]);
+            W.kids[i] = NULL;
+        }
+    return 0;
 }
 
 static int group_setup(void **state) {
@@ -244,7 +276,11 @@ static void *send_all(void *arg) {
 
 static void test_fifty_answers_two_replicas(void **state) {
     (void)state;
-    rp_child *a = replica(NULL), *b = replica(NULL);
+    /* A confirm and a settle that take a little while (200 ms between
+     * them: the test hook), as under load: the window in which another
+     * replica's answer to the same gate would act twice. */
+    char *slow[] = {"RP_TEST_PAUSE_AFTER_REPLAY_PUBLISH_MS=200", NULL};
+    rp_child *a = replica(slow), *b = replica(slow);
     int64_t gates[N_GATES];
     for (int g = 0; g < N_GATES; g++) {
         declare(name("origin", g));
@@ -314,8 +350,8 @@ static void test_fifty_answers_two_replicas(void **state) {
     assert_int_equal(total, pgfx_i64(W.f, "SELECT count(*) FROM gate WHERE answer = 'replay' "
                                           "AND id IN (SELECT gate_id FROM dead_letter)"));
     for (int g = 0; g < N_GATES; g++) itest_queue_delete(W.amqp, 1, name("origin", g));
-    assert_int_equal(itest_reaperd_stop(a), 0);
-    assert_int_equal(itest_reaperd_stop(b), 0);
+    assert_int_equal(stop(a), 0);
+    assert_int_equal(stop(b), 0);
 }
 
 /* ---- a claim held by another process ------------------------------------- */
@@ -361,7 +397,7 @@ static void test_claim_of_another_process(void **state) {
                                    " AND answer = 'dismiss' AND claimed_by IS NULL", gate), 1);
     assert_int_equal(depth(origin), 0);
     itest_queue_delete(W.amqp, 1, origin);
-    assert_int_equal(itest_reaperd_stop(a), 0);
+    assert_int_equal(stop(a), 0);
 }
 
 /* ---- a replica killed between its publish and its settle ----------------- */
@@ -381,6 +417,7 @@ static void test_replica_killed_after_publish(void **state) {
     assert_int_equal(depth(origin), 1);
     /* Published, not settled: A is in the window. */
     assert_true(gate_open(gate));
+    forget(a);
     assert_int_equal(rp_child_stop(a, SIGKILL, 5000), -2);
     rp_child_free(a);
 
@@ -431,14 +468,14 @@ static void test_replica_killed_after_publish(void **state) {
     assert_int_equal(pgfx_i64(W.f, "SELECT count(*) FROM ledger WHERE kind = 'GateAnswered' "
                                    "AND (payload->>'gate')::int8 = %" PRId64, gate), 1);
     itest_queue_delete(W.amqp, 1, origin);
-    assert_int_equal(itest_reaperd_stop(b), 0);
+    assert_int_equal(stop(b), 0);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fifty_answers_two_replicas),
-        cmocka_unit_test(test_claim_of_another_process),
-        cmocka_unit_test(test_replica_killed_after_publish),
+        cmocka_unit_test_teardown(test_fifty_answers_two_replicas, kill_leftovers),
+        cmocka_unit_test_teardown(test_claim_of_another_process, kill_leftovers),
+        cmocka_unit_test_teardown(test_replica_killed_after_publish, kill_leftovers),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
