@@ -273,8 +273,13 @@ static void rp_prepare_work(void *ctx, void *arg) {
     } else if (row.claim == RP_GATE_CLAIM_STALE) {
         /* Taken over and committed by rp_pg_replay_lock; not published
          * again: whether the claimer published cannot be known here. */
-        char text[500];
+        char text[500], gate[24], at[24];
         rp_replay_takeover_text(text, sizeof text, j->gate, row.claimed_by, row.claimed_at);
+        snprintf(gate, sizeof gate, "%" PRId64, j->gate);
+        snprintf(at, sizeof at, "%" PRId64, (int64_t)row.claimed_at);
+        RP_WARN("a stale replay claim on a gate was taken over: its message may have been "
+                "published once already, so it was not published again", "gate", gate,
+                "claimed_by", row.claimed_by, "claimed_at_ms", at, "choice", "replay", NULL);
         rp_fail(j, RP_ERR_CONFLICT,
                 "not replayed: %s. The claim is released and the gate stays open: look for the "
                 "message on its origin queue, then answer again (replay publishes it, dismiss "
