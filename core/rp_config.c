@@ -105,6 +105,8 @@ static const rp__config_row rp_config_rows[RP_CFG_KEY_COUNT_] = {
         control.allowed_users, 0, 0, NULL, rp__cfg_check_users, NULL, 0),
     ROW(RP_CFG_CONTROL_REAP_RATE_SECONDS, "control.reap_rate_seconds", INT, "10",
         control.reap_rate_seconds, 0, 86400, NULL, NULL, NULL, 0),
+    ROW(RP_CFG_CONTROL_REPLAY_CLAIM_SECONDS, "control.replay_claim_seconds", INT, "60",
+        control.replay_claim_seconds, 1, 86400, NULL, NULL, NULL, 0),
     ROW(RP_CFG_CONTROL_REPLY_QUEUE_PATTERN, "control.reply_queue_pattern", PATTERN, "",
         control.reply_queue_pattern, 0, 0, NULL, rp__cfg_check_reply_pattern, NULL, 0),
     ROW(RP_CFG_HTTP_LISTEN, "http.listen", STRING, "127.0.0.1:9464", http.listen, 0, 0,

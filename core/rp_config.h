@@ -89,6 +89,7 @@ typedef enum rp_config_key_id {
     RP_CFG_REAP_POLICY_PRIORITY,
     RP_CFG_CONTROL_ALLOWED_USERS,
     RP_CFG_CONTROL_REAP_RATE_SECONDS,
+    RP_CFG_CONTROL_REPLAY_CLAIM_SECONDS,
     RP_CFG_CONTROL_REPLY_QUEUE_PATTERN,
     RP_CFG_HTTP_LISTEN,
     RP_CFG_LOG_LEVEL,
@@ -199,6 +200,8 @@ typedef struct rp_config {
          * "*" among them: any authenticated user. */
         rp_config_strlist allowed_users;
         int64_t reap_rate_seconds; /* one reap request per this per user; 0: no limit */
+        /* A replay's claim on a gate older than this is stale (rp_gate.h). */
+        int64_t replay_claim_seconds;
         /* Queues replies may go to besides direct reply-to; empty (no
          * code): none. */
         rp_config_pattern reply_queue_pattern;
