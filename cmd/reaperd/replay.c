@@ -173,6 +173,7 @@ static void rp_prepare_work(void *ctx, void *arg) {
         return;
     }
     rp_pg_replay_row row;
+    char kept_why[256];
     rp_status st = rp_pg_replay_read(d->runner.store, j->gate, &row);
     if (st == RP_ERR_NOT_FOUND) {
         rp_fail(j, st, "no such gate");
@@ -192,6 +193,10 @@ static void rp_prepare_work(void *ctx, void *arg) {
         rp_fail(j, RP_ERR_CONFLICT, "this gate does not take that choice");
     } else if (!row.has_dead_letter) {
         rp_fail(j, RP_ERR_CONFLICT, "no dead letter is stored for this gate");
+    } else if (rp_amqp_restore_refusal(row.properties_json, kept_why, sizeof kept_why)) {
+        /* Kept without its headers (the tap's header cap): its stored
+         * properties say why. */
+        rp_fail(j, RP_ERR_CONFLICT, "not replayed: %s", kept_why);
     } else {
         const char *why = NULL;
         st = rp_replay_decide(row.origin_queue, row.body_truncated || row.headers_json == NULL,

@@ -49,6 +49,11 @@ typedef struct rp_tap_item {
     uint8_t *body;
     size_t body_len;
     size_t weight; /* what it counts in held_bytes */
+    /* Its header table weighed this much decoded, over
+     * broker.tap_header_cap_bytes: props hold only its death headers
+     * (rp_amqp_death_headers), and it is parked not replayable. 0: its
+     * headers are kept whole. */
+    size_t headers_dropped;
     int64_t received_us; /* monotonic, for reaper_tap_park_delay_seconds */
     bool truncated;
     /* Delivered through the default exchange: published straight into the
@@ -142,8 +147,9 @@ static int64_t rp_tap_mono_us(void) {
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* An item's properties' pool page, and what an item costs beyond its
- * body: the item and one page. */
+/* An item's properties' pool page, and what an item costs beyond its body
+ * and its decoded properties (rp_amqp_props_footprint): the item and one
+ * page. */
 #define RP_TAP_POOL_PAGE 4096u
 #define RP_TAP_ITEM_OVERHEAD (sizeof(rp_tap_item) + RP_TAP_POOL_PAGE)
 
@@ -337,11 +343,28 @@ static rp_status rp_tap_prepare(rp_tap *t, rp_tap_item *it, rp_tap_prep *p, bool
     st = rp_amqp_restore_capture(&it->props, &p->props, &p->headers);
     if (st == RP_ERR_NOMEM) return st;
     bool lossless = st == RP_OK;
+    /* Kept without its headers, or with more x-death entries than were
+     * parsed: the stored properties say so (rp_amqp_restore.h's note), and
+     * a replay answers with that reason. */
+    if (lossless && (it->headers_dropped > 0 || p->m.x_death_unparsed > 0)) {
+        char why[200];
+        snprintf(why, sizeof why,
+                 "its header table weighed %zu bytes decoded, over broker.tap_header_cap_bytes "
+                 "(%" PRId64 "): it was parked without its headers (only x-death and "
+                 "x-first-death-* kept), so it cannot be replayed as it was",
+                 it->headers_dropped, d->cfg->broker.tap_header_cap_bytes);
+        size_t entries = p->m.x_death_unparsed > 0
+                             ? p->m.headers.n_x_death + p->m.x_death_unparsed
+                             : 0;
+        st = rp_amqp_restore_note(&p->props, it->headers_dropped > 0 ? why : NULL,
+                                  it->headers_dropped, entries);
+        if (st != RP_OK) return st;
+    }
     p->h = (rp_pg_dl_handle){p->headers, p->props};
     p->msg = (rp_dl_message){
         .headers = p->m.headers,
         .body = {it->body, it->body_len},
-        .body_truncated = it->truncated || !lossless,
+        .body_truncated = it->truncated || !lossless || it->headers_dropped > 0,
         .handle = &p->h,
     };
     st = rp_dead_letter_examine(&p->m.headers, d->mgmt_keep.vhost ? d->mgmt_keep.vhost : "",
@@ -388,7 +411,7 @@ typedef struct rp_tap_chunk {
 } rp_tap_chunk;
 
 /* Prepares the next messages of b from *i into c (at most RP_TAP_TXN_MAX,
- * RP_TAP_TXN_BYTES of bodies); messages not to park (not a dead letter, or
+ * RP_TAP_TXN_BYTES of bodies, headers and properties); messages not to park (not a dead letter, or
  * failing on their own) are settled at once. */
 static void rp_tap_fill(rp_tap *t, rp_tap_batch *b, size_t *i, rp_tap_chunk *c, bool *down) {
     rp_daemon *d = t->d;
@@ -411,7 +434,10 @@ static void rp_tap_fill(rp_tap *t, rp_tap_batch *b, size_t *i, rp_tap_chunk *c, 
             rp_tap_prep_cleanup(p);
             continue;
         }
-        bytes += it->body_len;
+        /* Headers and properties too: they travel with the body, in
+         * this thread's parameters and in libpq's send buffer. */
+        bytes += it->body_len + (p->headers ? strlen(p->headers) : 0) +
+                 (p->props ? strlen(p->props) : 0);
         c->items[c->n] = (rp_pg_park_item){d->mgmt_keep.vhost, d->cfg->broker.tap_queue, &p->msg,
                                            &p->facts, &p->v, {0}};
         c->n++;
@@ -841,7 +867,17 @@ void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         it->truncated = msg->truncated;
         it->via_default = msg->exchange.len == 0;
         it->body_len = msg->body_len;
-        ok = rp_amqp_props_copy(&it->pool, &msg->props, &it->props);
+        /* Headers over the cap are not kept (a count prefetch bounds no
+         * bytes, and a frame can carry a table of the broker's frame_max):
+         * only what the identity rule reads. */
+        amqp_basic_properties_t src = msg->props;
+        size_t hdr = (src._flags & AMQP_BASIC_HEADERS_FLAG) ? rp_amqp_table_footprint(&src.headers)
+                                                            : 0;
+        if (hdr > (size_t)d->cfg->broker.tap_header_cap_bytes) {
+            it->headers_dropped = hdr;
+            ok = rp_amqp_death_headers(&it->pool, &msg->props.headers, &src.headers) == RP_OK;
+        }
+        ok = ok && rp_amqp_props_copy(&it->pool, &src, &it->props);
         if (ok && msg->body_len > 0) {
             it->body = malloc(msg->body_len);
             ok = it->body != NULL;
@@ -855,7 +891,9 @@ void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         rp_amqp_conn_fail(d->amqp, "out of memory holding a tap delivery");
         return;
     }
-    it->weight = it->body_len + RP_TAP_ITEM_OVERHEAD;
+    /* What it holds: its body, its properties and headers as decoded, and
+     * its bookkeeping (issue 14 item 6). */
+    it->weight = it->body_len + rp_amqp_props_footprint(&it->props) + RP_TAP_ITEM_OVERHEAD;
     it->received_us = rp_tap_mono_us();
     t->held_bytes += it->weight;
     rp_list_push(&t->waiting, it);

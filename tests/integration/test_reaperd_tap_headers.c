@@ -1,0 +1,243 @@
+/*
+ * The tap's memory counts headers too (issue 14 item 6, cmd/reaperd/tap.c):
+ * 3,000 dead letters with about 100 KiB of headers each (1,000 entries; some
+ * 160 KiB decoded, over broker.tap_header_cap_bytes' 64 KiB) and 500 with
+ * about 32 KiB (300 entries, under the cap) arrive while parking is blocked
+ * (the dead_letter table locked by this test). Their bodies are tiny: a
+ * tap that counted only bodies would take all 3,500 from the broker and
+ * hold some 500 MiB of decoded headers. reaperd's resident memory (VmHWM)
+ * stays under the chart's limit of 128 MiB (helm/reaper/values.yaml), and
+ * once the lock is gone every dead letter is parked exactly once: the
+ * heavy ones without their headers (only x-death and x-first-death-*),
+ * marked not replayable (their properties say why, and a replay answers
+ * `conflict` with that reason), the light ones whole.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tap_common.h"
+
+#define N_HEAVY 3000
+#define N_LIGHT 500
+#define HEAVY_ENTRIES 1000
+#define LIGHT_ENTRIES 300
+#define VALUE_BYTES 95
+/* The chart's memory limit (helm/reaper/values.yaml resources.limits). */
+#define CHART_LIMIT_KIB (128 * 1024)
+
+static PGconn *lock;
+
+static void block_parking(void) {
+    lock = itest_pg_connect();
+    assert_non_null(lock);
+    char sql[256];
+    snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE \"%s\".dead_letter IN EXCLUSIVE MODE", T.schema);
+    PGresult *r = PQexec(lock, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+}
+
+static void unblock_parking(void) {
+    PQclear(PQexec(lock, "COMMIT"));
+    PQfinish(lock);
+    lock = NULL;
+}
+
+/* A line of /proc/PID/status ("VmRSS", "VmHWM") in KiB, -1 when
+ * unreadable. */
+static long status_kib(pid_t pid, const char *field) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return -1;
+    long kib = -1;
+    size_t n = strlen(field);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, field, n) == 0 && line[n] == ':') {
+            kib = atol(line + n + 1);
+            break;
+        }
+    fclose(f);
+    return kib;
+}
+
+/* n persistent messages "<prefix>-<i>" (body and message_id) to queue, each
+ * with a header table of entries string entries of VALUE_BYTES. */
+static void publish_heavy(const char *queue, const char *prefix, int n, int entries) {
+    amqp_table_entry_t *e = calloc((size_t)entries, sizeof *e);
+    char(*keys)[8] = calloc((size_t)entries, sizeof *keys);
+    char *value = malloc(VALUE_BYTES);
+    assert_true(e && keys && value);
+    memset(value, 'v', VALUE_BYTES);
+    for (int k = 0; k < entries; k++) {
+        snprintf(keys[k], sizeof keys[k], "h%04d", k);
+        e[k].key = amqp_cstring_bytes(keys[k]);
+        e[k].value.kind = AMQP_FIELD_KIND_UTF8;
+        e[k].value.value.bytes = (amqp_bytes_t){VALUE_BYTES, value};
+    }
+    for (int i = 0; i < n; i++) {
+        char body[32];
+        snprintf(body, sizeof body, "%s-%d", prefix, i);
+        amqp_basic_properties_t p;
+        memset(&p, 0, sizeof p);
+        p._flags = AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG |
+                   AMQP_BASIC_HEADERS_FLAG;
+        p.delivery_mode = 2;
+        p.message_id = amqp_cstring_bytes(body);
+        p.headers = (amqp_table_t){entries, e};
+        assert_int_equal(amqp_basic_publish(T.amqp, 1, amqp_cstring_bytes(""),
+                                            amqp_cstring_bytes(queue), 0, 0, &p,
+                                            amqp_cstring_bytes(body)),
+                         AMQP_STATUS_OK);
+    }
+    free(value);
+    free(keys);
+    free(e);
+}
+
+/* Prints what is stored of one dead letter (for the log). */
+static void show_row(const char *body) {
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT origin_queue, body_truncated, properties::text, left(headers::text, 600) "
+             "FROM \"%s\".dead_letter WHERE encode(body, 'escape') = '%s'",
+             T.schema, body);
+    PGresult *r = PQexec(T.pg, sql);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        fprintf(stderr, "%s: origin %s truncated %s properties %s headers %s\n", body,
+                PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2),
+                PQgetvalue(r, 0, 3));
+    PQclear(r);
+}
+
+#define PARKED(prefix)                                                                             \
+    "SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') LIKE '" prefix "-%'"
+
+static void test_headers_counted(void **state) {
+    (void)state;
+    /* The dead-letter exchange routes to a queue reaper does not own (the
+     * tap copies routes that reach some queue), so no backfill parks these
+     * with their headers first. */
+    char x[128], work[128], sink[128];
+    tap_plain(x, sizeof x, "hdr.dlx");
+    tap_exchange(x, "fanout");
+    tap_plain(sink, sizeof sink, "hdr.sink");
+    tap_queue(sink, NULL, NULL, -1);
+    tap_bind(sink, x, "", amqp_empty_table);
+    tap_owned(work, sizeof work, "hdr.work");
+    tap_queue(work, x, NULL, 0);
+    tap_start_reaperd();
+    pid_t pid = T.reaperd->pid;
+    long base_kib = status_kib(pid, "VmHWM");
+    assert_true(base_kib > 0);
+
+    block_parking();
+    long long t0 = itest_mono_ms();
+    publish_heavy(work, "hv", N_HEAVY, HEAVY_ENTRIES);
+    publish_heavy(work, "lt", N_LIGHT, LIGHT_ENTRIES);
+    fprintf(stderr, "published %d + %d in %lld ms\n", N_HEAVY, N_LIGHT, itest_mono_ms() - t0);
+    /* Let the broker hand over whatever the tap takes. */
+    long rss_max = 0;
+    t0 = itest_mono_ms();
+    while (itest_mono_ms() - t0 < 20000) {
+        rp_child_drain(T.reaperd, 500);
+        long rss = status_kib(pid, "VmRSS");
+        if (rss > rss_max) rss_max = rss;
+    }
+    long hwm = status_kib(pid, "VmHWM");
+    long on_tap = tap_depth(T.tap);
+    fprintf(stderr, "while parking is blocked: VmRSS at most %ld KiB, VmHWM %ld KiB (%ld KiB at "
+                    "the start); %ld of %d ready on the tap queue (the rest held by reaperd)\n",
+            rss_max, hwm, base_kib, on_tap, N_HEAVY + N_LIGHT);
+    assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter"), 0);
+    assert_true(hwm > 0);
+    assert_true(hwm < CHART_LIMIT_KIB);
+
+    unblock_parking();
+    long heavy = tap_wait_count(N_HEAVY, 180000, PARKED("hv"));
+    long light = tap_wait_count(N_LIGHT, 60000, PARKED("lt"));
+    if (heavy != N_HEAVY || light != N_LIGHT) fprintf(stderr, "%s\n", T.reaperd->log);
+    assert_int_equal(heavy, N_HEAVY);
+    assert_int_equal(light, N_LIGHT);
+    hwm = status_kib(pid, "VmHWM");
+    fprintf(stderr, "after parking: VmHWM %ld KiB\n", hwm);
+    assert_true(hwm < CHART_LIMIT_KIB);
+    /* Exactly once each: one row, one gate per message. */
+    assert_int_equal(tap_sqln("SELECT count(DISTINCT body) FROM dead_letter"), N_HEAVY + N_LIGHT);
+    assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter"), N_HEAVY + N_LIGHT);
+    assert_int_equal(tap_sqln("SELECT count(*) FROM gate WHERE kind = 'bus_dead_lettered'"),
+                     N_HEAVY + N_LIGHT);
+    show_row("hv-7");
+    show_row("lt-7");
+    /* The heavy ones: without their headers but the death headers, not
+     * replayable, and the reason kept; their origin still from x-death. */
+    assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') "
+                              "LIKE 'hv-%%' AND body_truncated AND NOT headers ? 'h0000' AND "
+                              "headers ? 'x-death' AND headers ? 'x-first-death-queue' AND "
+                              "properties->'$reaper'->>'not_replayable' LIKE "
+                              "'%%broker.tap_header_cap_bytes%%' AND "
+                              "(properties->'$reaper'->>'headers_bytes')::int8 > 65536 AND "
+                              "origin_queue = '\"%s\"'",
+                              work),
+                     N_HEAVY);
+    /* The light ones whole. */
+    assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') "
+                              "LIKE 'lt-%%' AND NOT body_truncated AND headers ? 'h0299' AND "
+                              "NOT properties ? '$reaper' AND origin_queue = '\"%s\"'",
+                              work),
+                     N_LIGHT);
+    for (int i = 0; i < 100 && tap_depth(T.tap) != 0; i++) rp_child_drain(T.reaperd, 100);
+    assert_int_equal(tap_depth(T.tap), 0);
+
+    /* A replay of a heavy one is refused with that reason. */
+    long gate = tap_sqln("SELECT gate_id FROM dead_letter WHERE encode(body, 'escape') = 'hv-7'");
+    assert_true(gate > 0);
+    char body[200], control[128];
+    tap_plain(control, sizeof control, "control");
+    snprintf(body, sizeof body, "{\"v\":1,\"op\":\"answer\",\"gate\":%ld,\"choice\":\"replay\"}",
+             gate);
+    itest_reply r;
+    if (itest_request(T.amqp, control, "application/json", body, strlen(body), NULL, true,
+                      "hdr-1", &r, 20000) != 0)
+        fail_msg("no reply; reaperd said:\n%s", T.reaperd->log);
+    fprintf(stderr, "replay of a heavy one: %.*s\n", (int)r.len, r.body);
+    assert_non_null(strstr(r.body, "\"ok\":false"));
+    assert_non_null(strstr(r.body, "conflict"));
+    assert_non_null(strstr(r.body, "broker.tap_header_cap_bytes"));
+    itest_reply_free(&r);
+    assert_int_equal(tap_sqln("SELECT count(*) FROM gate WHERE id = %ld AND answer IS NULL", gate),
+                     1);
+    tap_stop_reaperd(SIGTERM);
+    tap_delete_queue(work);
+    tap_delete_queue(sink);
+    tap_delete_exchange(x);
+}
+
+static int setup(void **state) {
+    (void)state;
+    return tap_world_setup("taphdr");
+}
+
+static int teardown(void **state) {
+    (void)state;
+    if (lock) PQfinish(lock);
+    lock = NULL;
+    return tap_world_teardown();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_headers_counted),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
