@@ -76,6 +76,16 @@ struct rp_tap_batch;
 
 struct rp_tap {
     rp_daemon *d;
+    /* The tap's own AMQP connection (issue 14 item 6): a frame as large as
+     * the broker allows (its frame_max, asked for at login) or a storm of
+     * deliveries never stands in the way of control requests, broker
+     * events or confirms, which have the daemon's connection. gen grows at
+     * every (re)connect of it (delivery tags of an older one are stale); up
+     * while it is up. */
+    rp_amqp_conn *amqp;
+    rp_amqp_assembler assembler;
+    unsigned gen;
+    bool up;
     rp_tap_list waiting; /* received, not yet sent to the store */
     rp_tap_list stuck;   /* held unacked until the next reconnect */
     /* The batches handed to the tap's thread, oldest first (it parks them
@@ -347,17 +357,26 @@ static rp_status rp_tap_prepare(rp_tap *t, rp_tap_item *it, rp_tap_prep *p, bool
      * parsed: the stored properties say so (rp_amqp_restore.h's note), and
      * a replay answers with that reason. */
     if (lossless && (it->headers_dropped > 0 || p->m.x_death_unparsed > 0)) {
-        char why[200];
-        snprintf(why, sizeof why,
-                 "its header table weighed %zu bytes decoded, over broker.tap_header_cap_bytes "
-                 "(%" PRId64 "): it was parked without its headers (only x-death and "
-                 "x-first-death-* kept), so it cannot be replayed as it was",
-                 it->headers_dropped, d->cfg->broker.tap_header_cap_bytes);
+        char why[240];
+        if (it->headers_dropped == SIZE_MAX)
+            snprintf(why, sizeof why,
+                     "its header table nests deeper than %d levels: it was parked without its "
+                     "headers (only x-death and x-first-death-* kept), so it cannot be replayed "
+                     "as it was",
+                     RP_AMQP_FOOTPRINT_DEPTH);
+        else
+            snprintf(why, sizeof why,
+                     "its header table weighed %zu bytes decoded, over "
+                     "broker.tap_header_cap_bytes (%" PRId64 "): it was parked without its "
+                     "headers (only x-death and x-first-death-* kept), so it cannot be replayed "
+                     "as it was",
+                     it->headers_dropped, d->cfg->broker.tap_header_cap_bytes);
         size_t entries = p->m.x_death_unparsed > 0
                              ? p->m.headers.n_x_death + p->m.x_death_unparsed
                              : 0;
         st = rp_amqp_restore_note(&p->props, it->headers_dropped > 0 ? why : NULL,
-                                  it->headers_dropped, entries);
+                                  it->headers_dropped == SIZE_MAX ? 0 : it->headers_dropped,
+                                  entries);
         if (st != RP_OK) return st;
     }
     p->h = (rp_pg_dl_handle){p->headers, p->props};
@@ -579,13 +598,13 @@ static void rp_tap_work(void *ctx, void *job) {
 static void rp_tap_kick(rp_tap *t);
 
 static bool rp_tap_ack(rp_tap *t, uint64_t tag, bool multiple) {
-    amqp_connection_state_t c = rp_amqp_conn_handle(t->d->amqp);
+    amqp_connection_state_t c = rp_amqp_conn_handle(t->amqp);
     if (c == NULL) return false;
     int st = amqp_basic_ack(c, RP_TAP_CHANNEL, tag, multiple);
     if (st != AMQP_STATUS_OK) {
         char why[160];
         snprintf(why, sizeof why, "tap ack: %s", amqp_error_string2(st));
-        rp_amqp_conn_fail(t->d->amqp, why);
+        rp_amqp_conn_fail(t->amqp, why);
         return false;
     }
     return true;
@@ -665,8 +684,8 @@ static void rp_tap_settle_batch(rp_tap_batch *b, bool cancelled) {
         free(b);
         return;
     }
-    unsigned gen = d->broker_generation;
-    bool live = d->broker_up;
+    unsigned gen = t->gen;
+    bool live = t->up;
     rp_tap_list retry = {0}, done = {0};
     uint64_t parked = 0, stuck = 0;
     int64_t now_us = rp_tap_mono_us();
@@ -734,13 +753,13 @@ static bool rp_tap_submit(rp_tap *t);
 /* Sends a method on the tap's channel; a failure drops the connection. */
 static bool rp_tap_send_method(rp_tap *t, amqp_method_number_t id, void *method,
                                const char *what) {
-    amqp_connection_state_t c = rp_amqp_conn_handle(t->d->amqp);
+    amqp_connection_state_t c = rp_amqp_conn_handle(t->amqp);
     if (c == NULL) return false;
     int st = amqp_send_method(c, RP_TAP_CHANNEL, id, method);
     if (st != AMQP_STATUS_OK) {
         char why[160];
         snprintf(why, sizeof why, "%s: %s", what, amqp_error_string2(st));
-        rp_amqp_conn_fail(t->d->amqp, why);
+        rp_amqp_conn_fail(t->amqp, why);
         return false;
     }
     return true;
@@ -748,7 +767,7 @@ static bool rp_tap_send_method(rp_tap *t, amqp_method_number_t id, void *method,
 
 /* Whether the tap has stopped consuming on the current connection (a new
  * one consumes from its setup). */
-static bool rp_tap_off(const rp_tap *t) { return t->off && t->off_gen == t->d->broker_generation; }
+static bool rp_tap_off(const rp_tap *t) { return t->off && t->off_gen == t->gen; }
 
 /* Stops consuming while the tap holds more than RP_TAP_HOLD_BYTES, and
  * consumes again once parks bring it to half (tap.h): the broker keeps the
@@ -756,7 +775,7 @@ static bool rp_tap_off(const rp_tap *t) { return t->off && t->off_gen == t->d->b
  * Both without waiting for a reply (nowait). */
 static void rp_tap_hold_check(rp_tap *t) {
     rp_daemon *d = t->d;
-    if (t->stopped || !d->broker_up) return;
+    if (t->stopped || !t->up) return;
     bool off = rp_tap_off(t);
     bool over = t->held_bytes > RP_TAP_HOLD_BYTES;
     bool under = t->held_bytes <= RP_TAP_HOLD_BYTES / 2;
@@ -764,15 +783,15 @@ static void rp_tap_hold_check(rp_tap *t) {
     char kib[24], n[24], back[24];
     snprintf(kib, sizeof kib, "%zu", t->held_bytes / 1024);
     snprintf(n, sizeof n, "%zu", t->waiting.n + t->stuck.n + t->in_flight_n);
-    if (t->tag_gen != d->broker_generation)
+    if (t->tag_gen != t->gen)
         snprintf(t->tag, sizeof t->tag, "%s", RP_TAP_CONSUMER_TAG);
-    t->tag_gen = d->broker_generation;
+    t->tag_gen = t->gen;
     if (!off) {
         amqp_bytes_t tag = amqp_cstring_bytes(t->tag);
         amqp_basic_cancel_t m = {.consumer_tag = tag, .nowait = 1};
         if (!rp_tap_send_method(t, AMQP_BASIC_CANCEL_METHOD, &m, "tap cancel")) return;
         t->off = true;
-        t->off_gen = d->broker_generation;
+        t->off_gen = t->gen;
         t->returned = 0;
         RP_INFO("the tap holds as much as it may keep in memory: it stops consuming until parks "
                 "bring it to half (deliveries already on the way go back to the broker)",
@@ -794,17 +813,16 @@ static void rp_tap_hold_check(rp_tap *t) {
  * there: the next one is parked as soon as the last one commits, while the
  * loop acks the last one and gathers the one after. */
 static void rp_tap_kick(rp_tap *t) {
-    rp_daemon *d = t->d;
     if (t->paused || t->stopped) return;
     /* Only a new connection makes items stale (every item that joins a
      * list after this is of the current one): walk the lists only then,
      * not at every delivery. */
-    if (t->kept_gen != d->broker_generation) {
-        rp_list_drop_stale(t, &t->waiting, d->broker_generation);
-        rp_list_drop_stale(t, &t->stuck, d->broker_generation);
-        t->kept_gen = d->broker_generation;
+    if (t->kept_gen != t->gen) {
+        rp_list_drop_stale(t, &t->waiting, t->gen);
+        rp_list_drop_stale(t, &t->stuck, t->gen);
+        t->kept_gen = t->gen;
     }
-    while (t->in_flight < RP_TAP_IN_FLIGHT && t->waiting.head && d->broker_up && !t->paused)
+    while (t->in_flight < RP_TAP_IN_FLIGHT && t->waiting.head && t->up && !t->paused)
         if (!rp_tap_submit(t)) break;
 }
 
@@ -846,13 +864,13 @@ void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         /* Sent before the broker had our cancel: back to it, kept in the
          * queue for when the tap consumes again (its x-delivery-limit -1
          * on RabbitMQ 4 makes a return cost nothing). */
-        amqp_connection_state_t c = rp_amqp_conn_handle(d->amqp);
+        amqp_connection_state_t c = rp_amqp_conn_handle(t->amqp);
         int st = c ? amqp_basic_nack(c, RP_TAP_CHANNEL, msg->delivery_tag, 0, 1)
                    : AMQP_STATUS_OK;
         if (st != AMQP_STATUS_OK) {
             char why[160];
             snprintf(why, sizeof why, "tap nack: %s", amqp_error_string2(st));
-            rp_amqp_conn_fail(d->amqp, why);
+            rp_amqp_conn_fail(t->amqp, why);
             return;
         }
         t->returned++;
@@ -862,7 +880,7 @@ void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
     bool ok = it != NULL;
     if (ok) {
         init_amqp_pool(&it->pool, RP_TAP_POOL_PAGE);
-        it->generation = d->broker_generation;
+        it->generation = t->gen;
         it->tag = msg->delivery_tag;
         it->truncated = msg->truncated;
         it->via_default = msg->exchange.len == 0;
@@ -888,7 +906,7 @@ void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         /* Out of memory: not acked, so the broker gives it again after
          * the reconnect this forces. */
         rp_item_free(t, it);
-        rp_amqp_conn_fail(d->amqp, "out of memory holding a tap delivery");
+        rp_amqp_conn_fail(t->amqp, "out of memory holding a tap delivery");
         return;
     }
     /* What it holds: its body, its properties and headers as decoded, and
@@ -904,6 +922,98 @@ void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
 void rp_tap_gauges(const rp_tap *t, int64_t *held_bytes, bool *paused) {
     *held_bytes = (int64_t)t->held_bytes;
     *paused = rp_tap_off(t) || t->paused;
+}
+
+/* ---- the tap's connection ------------------------------------------------------ */
+
+/* The largest frame the tap asks for: the broker's frame_max wins when it
+ * is smaller (its default is 131072), so the tap takes any frame the broker
+ * sends under its own limit. Bounded, for a broker with no limit (0):
+ * rabbitmq-c sizes its output buffer to it (malloc'd, touched only as far
+ * as written). */
+#define RP_TAP_FRAME_MAX (16 * 1024 * 1024)
+
+static bool rp_tap_conn_setup(void *arg, amqp_connection_state_t c, char *err, size_t n) {
+    rp_tap *t = arg;
+    return rp_tap_setup(t->d, c, err, n);
+}
+
+static void rp_tap_assembled(void *arg, const rp_amqp_message *msg) {
+    rp_tap *t = arg;
+    /* Stopping: take no new work; unacked, it goes back at the close. */
+    if (__atomic_load_n(&t->d->stopping, __ATOMIC_ACQUIRE)) return;
+    if (rp_tap_owns_tag(msg->consumer_tag.bytes, msg->consumer_tag.len)) {
+        rp_tap_on_message(t->d, msg);
+        return;
+    }
+    RP_WARN("delivery for an unknown consumer on the tap's connection; rejected", NULL);
+    amqp_connection_state_t c = rp_amqp_conn_handle(t->amqp);
+    if (c) (void)amqp_basic_reject(c, msg->channel, msg->delivery_tag, 1);
+}
+
+static void rp_tap_on_frame(void *arg, const amqp_frame_t *f) {
+    rp_tap *t = arg;
+    rp_status st = RP_OK;
+    if (rp_amqp_assembler_frame(&t->assembler, f, &st)) {
+        if (st != RP_OK) rp_amqp_conn_fail(t->amqp, "a tap delivery arrived out of order");
+        return;
+    }
+    if (f->frame_type == AMQP_FRAME_METHOD && f->payload.method.id == AMQP_BASIC_CANCEL_METHOD) {
+        /* The broker cancelled the tap's consumer (its queue was deleted):
+         * the connection is built again, which declares it again. */
+        rp_amqp_conn_fail(t->amqp, "the broker cancelled the tap's consumer (queue deleted?)");
+        return;
+    }
+    if (f->frame_type == AMQP_FRAME_METHOD) {
+        char id[16];
+        snprintf(id, sizeof id, "0x%08x", f->payload.method.id);
+        RP_DEBUG("tap frame not handled", "method", id, NULL);
+    }
+}
+
+static void rp_tap_on_state(void *arg, rp_amqp_state state, const char *why) {
+    rp_tap *t = arg;
+    if (state == RP_AMQP_UP) {
+        t->up = true;
+        t->gen++;
+        char fm[24];
+        amqp_connection_state_t c = rp_amqp_conn_handle(t->amqp);
+        snprintf(fm, sizeof fm, "%d", c ? amqp_get_frame_max(c) : 0);
+        RP_INFO("tap connected", "broker", why, "queue", t->d->cfg->broker.tap_queue, "frame_max",
+                fm, NULL);
+        /* Its queue is declared now: the bindings can be made. */
+        rp_tap_bindings_soon(t->d);
+        rp_tap_kick(t);
+    } else if (state == RP_AMQP_DOWN) {
+        if (t->up) rp_amqp_assembler_reset(&t->assembler);
+        t->up = false;
+        RP_WARN("the tap's broker connection is down; retrying (control and events go on)",
+                "broker", rp_amqp_conn_peer(t->amqp), "reason", why, NULL);
+    }
+}
+
+rp_status rp_tap_connect(rp_tap *t, const rp_amqp_params *params) {
+    rp_amqp_params p = *params;
+    /* Named after its queue, so that an operator tells the replicas' taps
+     * from the daemon's connections in the management UI. */
+    char name[300];
+    snprintf(name, sizeof name, "reaperd tap %s", t->d->cfg->broker.tap_queue);
+    p.connection_name = name;
+    p.frame_max = RP_TAP_FRAME_MAX;
+    rp_amqp_hooks hooks = {
+        .on_state = rp_tap_on_state,
+        .on_frame = rp_tap_on_frame,
+        .on_setup = rp_tap_conn_setup,
+        .arg = t,
+    };
+    rp_amqp_assembler_init(&t->assembler, RP_PG_DL_BODY_MAX, rp_tap_assembled, t);
+    const char *err = NULL;
+    t->amqp = rp_amqp_conn_new(t->d->base, &p, &hooks, &err);
+    if (t->amqp == NULL) {
+        RP_ERROR("cannot make the tap's broker connection", "reason", err, NULL);
+        return RP_ERR_CONFIG;
+    }
+    return rp_amqp_conn_start(t->amqp);
 }
 
 /* ---- bindings ------------------------------------------------------------------- */
@@ -1064,6 +1174,10 @@ void rp_tap_free(rp_tap *t) {
     if (t->bind_retry_ev) event_free(t->bind_retry_ev);
     rp_list_clear(t, &t->waiting);
     rp_list_clear(t, &t->stuck);
+    if (t->amqp) {
+        rp_amqp_conn_free(t->amqp);
+        rp_amqp_assembler_cleanup(&t->assembler);
+    }
     free(t);
 }
 

@@ -25,7 +25,7 @@ set_property(TEST test_reaperd_tap_memory APPEND PROPERTY LABELS broker)
 # (over broker.tap_header_cap_bytes: parked without them, not replayable) and
 # 500 under it, while parking is blocked: RSS under the chart's 128 MiB.
 rp_integration_test(test_reaperd_tap_headers SOURCES integration/test_reaperd_tap_headers.c
-  integration/tap_common.c integration/itest.c LIBS PkgConfig::PQ)
+  integration/tap_common.c integration/itest.c LIBS PkgConfig::PQ PkgConfig::JANSSON)
 set_property(TEST test_reaperd_tap_headers APPEND PROPERTY LABELS broker)
 # The tap follows the order applications declare things in: a dead-letter
 # queue bound after its queue, a binding moved, the dead-letter queue first.

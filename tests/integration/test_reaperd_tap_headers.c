@@ -11,6 +11,10 @@
  * heavy ones without their headers (only x-death and x-first-death-*),
  * marked not replayable (their properties say why, and a replay answers
  * `conflict` with that reason), the light ones whole.
+ *
+ * The tap has a connection of its own ("reaperd tap <queue>") that took the
+ * broker's frame_max: the broker closing it stops neither control nor the
+ * daemon's connection, and the tap connects again and parks.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "tap_common.h"
 
@@ -223,6 +229,112 @@ static void test_headers_counted(void **state) {
     tap_delete_exchange(x);
 }
 
+/* GET or DELETE on the management API with curl; the body of a GET (heap),
+ * NULL otherwise. */
+static char *mgmt(const char *verb, const char *path) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "curl -sf -u \"%s:$(cat '%s')\" -X %s '%s%s'", itest_broker_user(),
+             itest_env("REAPER_BROKER_PASSWORD_FILE"), verb,
+             itest_env("REAPER_BROKER_MANAGEMENT_URL"), path);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t cap = 1 << 20, n = 0;
+    char *out = malloc(cap);
+    assert_non_null(out);
+    size_t got;
+    while ((got = fread(out + n, 1, cap - 1 - n, f)) > 0) n += got;
+    out[n] = '\0';
+    assert_int_equal(pclose(f), 0);
+    return out;
+}
+
+/* The management API's name of the connection whose client-provided name is
+ * want, and its frame_max; false when there is none. */
+static bool find_connection(const char *want, char *name, size_t n, long *frame_max) {
+    char *text = mgmt("GET", "/api/connections?columns=name,frame_max,client_properties");
+    json_t *all = json_loads(text, 0, NULL);
+    free(text);
+    assert_non_null(all);
+    bool found = false;
+    size_t i;
+    json_t *c;
+    json_array_foreach(all, i, c) {
+        const char *cn = json_string_value(
+            json_object_get(json_object_get(c, "client_properties"), "connection_name"));
+        if (cn == NULL || strcmp(cn, want) != 0) continue;
+        snprintf(name, n, "%s", json_string_value(json_object_get(c, "name")));
+        *frame_max = (long)json_integer_value(json_object_get(c, "frame_max"));
+        found = true;
+    }
+    json_decref(all);
+    return found;
+}
+
+static int log_count(const char *needle) {
+    int n = 0;
+    for (const char *p = T.reaperd->log; (p = strstr(p, needle)); p++) n++;
+    return n;
+}
+
+static void test_connection_of_its_own(void **state) {
+    (void)state;
+    char dlq[128], work[128], want[160], name[256], path[512], control[128];
+    tap_dead_letter_source("own", -1, work, dlq, sizeof work);
+    tap_start_reaperd();
+    assert_true(rp_child_wait_for(T.reaperd, "\"msg\":\"tap connected\"", 10000));
+    snprintf(want, sizeof want, "reaperd tap %s", T.tap);
+    long frame_max = 0;
+    long long t0 = itest_mono_ms(); /* the API lists a connection a moment late */
+    bool found = false;
+    while (!(found = find_connection(want, name, sizeof name, &frame_max)) &&
+           itest_mono_ms() - t0 < 15000)
+        rp_child_drain(T.reaperd, 500);
+    if (!found) fprintf(stderr, "%s\n", T.reaperd->log);
+    assert_true(found);
+    fprintf(stderr, "the tap's connection %s: frame_max %ld\n", name, frame_max);
+    /* The broker's own frame_max (its default; RabbitMQ takes the smaller). */
+    assert_int_equal(frame_max, 131072);
+    assert_non_null(strstr(T.reaperd->log, "\"frame_max\":\"131072\""));
+
+    /* The broker closes it: the daemon's connection stays, control is
+     * answered, and the tap connects again and parks. */
+    char *enc = malloc(strlen(name) * 3 + 1);
+    assert_non_null(enc);
+    size_t k = 0;
+    for (const char *p = name; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '.' || *p == '-' || *p == '_')
+            enc[k++] = *p;
+        else
+            k += (size_t)sprintf(enc + k, "%%%02X", (unsigned char)*p);
+    }
+    enc[k] = '\0';
+    snprintf(path, sizeof path, "/api/connections/%s", enc);
+    free(enc);
+    free(mgmt("DELETE", path));
+    assert_true(rp_child_wait_for(T.reaperd, "the tap's broker connection is down", 15000));
+    tap_plain(control, sizeof control, "control");
+    itest_reply r;
+    const char *status = "{\"v\":1,\"op\":\"status\"}";
+    assert_int_equal(itest_request(T.amqp, control, "application/json", status, strlen(status),
+                                   NULL, true, "own-1", &r, 10000),
+                     0);
+    assert_non_null(strstr(r.body, "\"ok\":true"));
+    itest_reply_free(&r);
+    t0 = itest_mono_ms();
+    while (log_count("\"msg\":\"tap connected\"") < 2 && itest_mono_ms() - t0 < 30000)
+        rp_child_drain(T.reaperd, 200);
+    assert_int_equal(log_count("\"msg\":\"tap connected\""), 2);
+    assert_int_equal(log_count("\"msg\":\"broker connected\""), 1);
+    assert_int_equal(log_count("\"broker unreachable"), 0);
+    tap_publish(work, "own", 20);
+    tap_reject(work, 20);
+    tap_wait_parked("own", 20, 30000);
+    tap_stop_reaperd(SIGTERM);
+    tap_delete_queue(work);
+    tap_delete_queue(dlq);
+}
+
 static int setup(void **state) {
     (void)state;
     return tap_world_setup("taphdr");
@@ -238,6 +350,7 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_headers_counted),
+        cmocka_unit_test(test_connection_of_its_own),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
