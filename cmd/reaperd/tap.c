@@ -407,7 +407,14 @@ static rp_tap_result rp_tap_result_of(rp_status st) {
     }
 }
 
-/* The most dead letters and body bytes parked in one transaction. Fewer
+/* The most dead letters, and bytes of bodies, headers and properties (their
+ * JSON), parked in one transaction: up to RP_TAP_DEPTH transactions are
+ * prepared at once, each held twice (the thread's parameters and libpq's
+ * send buffer), so the bytes bound what a storm of heavy headers costs
+ * beside the held deliveries: 3,500 dead letters with 32-100 KiB of
+ * headers, parking blocked then let go (test_reaperd_tap_headers), peaked
+ * at 89/107 MiB (RabbitMQ 3.10/4.0) with 8 MiB, 70/99 MiB with 4 MiB.
+ * Fewer
  * commits are fewer WAL flushes, each of which waits behind the broker's
  * own fsyncs on a shared disk: in the 100,000 storm of bench/tap (quiet
  * 2-CPU machine) the tap's backend waited on WALSync about 20% of its time
@@ -415,7 +422,7 @@ static rp_tap_result rp_tap_result_of(rp_status st) {
  * to 9,150-9,250/s (with RP_TAP_BATCH 2000, prefetch 4000; pgbench doing
  * the same at 250 instead of 50 gains about 4%). */
 #define RP_TAP_TXN_MAX 250
-#define RP_TAP_TXN_BYTES (8u * 1024u * 1024u)
+#define RP_TAP_TXN_BYTES (4u * 1024u * 1024u)
 
 /* One transaction's worth of a batch: its prepared messages and, once
  * sent, the park items whose results rp_pg_park_recv fills. */

@@ -55,8 +55,8 @@
  * its own (so parking never waits behind a sweep on the store thread, and
  * the sessions commit side by side); its transactions go to them in turn,
  * so that one backend parks while the other flushes its commit. There the messages are examined and
- * judged as core's rp_park_dead_letter does, and parked up to 250 (and 8
- * MiB of bodies) per transaction, in one round trip each: the commit is the
+ * judged as core's rp_park_dead_letter does, and parked up to 250 (and 4
+ * MiB of bodies, headers and properties) per transaction, in one round trip each: the commit is the
  * cost, so a storm is parked about as fast as it comes. The session is
  * kept busy: the thread prepares the next 250 while PostgreSQL parks the
  * earlier ones, and sends their transaction (rp_pg_park_send) before it
