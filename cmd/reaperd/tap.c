@@ -414,8 +414,7 @@ static rp_tap_result rp_tap_result_of(rp_status st) {
  * beside the held deliveries: 3,500 dead letters with 32-100 KiB of
  * headers, parking blocked then let go (test_reaperd_tap_headers), peaked
  * at 89/107 MiB (RabbitMQ 3.10/4.0) with 8 MiB, 70/99 MiB with 4 MiB.
- * Fewer
- * commits are fewer WAL flushes, each of which waits behind the broker's
+ * Fewer commits are fewer WAL flushes, each of which waits behind the broker's
  * own fsyncs on a shared disk: in the 100,000 storm of bench/tap (quiet
  * 2-CPU machine) the tap's backend waited on WALSync about 20% of its time
  * at 50 a transaction and 5% at 250, and the storm went from 8,600-8,800/s
@@ -437,8 +436,8 @@ typedef struct rp_tap_chunk {
 } rp_tap_chunk;
 
 /* Prepares the next messages of b from *i into c (at most RP_TAP_TXN_MAX,
- * RP_TAP_TXN_BYTES of bodies, headers and properties); messages not to park (not a dead letter, or
- * failing on their own) are settled at once. */
+ * RP_TAP_TXN_BYTES of bodies, headers and properties); messages not to park
+ * (not a dead letter, or failing on their own) are settled at once. */
 static void rp_tap_fill(rp_tap *t, rp_tap_batch *b, size_t *i, rp_tap_chunk *c, bool *down) {
     rp_daemon *d = t->d;
     size_t bytes = 0;
