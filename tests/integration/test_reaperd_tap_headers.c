@@ -81,7 +81,7 @@ static long status_kib(pid_t pid, const char *field) {
  * with a header table of entries string entries of VALUE_BYTES. */
 static void publish_heavy(const char *queue, const char *prefix, int n, int entries) {
     amqp_table_entry_t *e = calloc((size_t)entries, sizeof *e);
-    char(*keys)[8] = calloc((size_t)entries, sizeof *keys);
+    char(*keys)[16] = calloc((size_t)entries, sizeof *keys);
     char *value = malloc(VALUE_BYTES);
     assert_true(e && keys && value);
     memset(value, 'v', VALUE_BYTES);
