@@ -64,6 +64,7 @@ typedef enum rp_config_key_id {
     RP_CFG_BROKER_EVENTS_EXCHANGE,
     RP_CFG_BROKER_EVENTS_FORMAT,
     RP_CFG_BROKER_TAP_QUEUE,
+    RP_CFG_BROKER_TAP_HEADER_CAP_BYTES,
     RP_CFG_BROKER_TLS_CA_FILE,
     RP_CFG_BROKER_TLS_CERT_FILE,
     RP_CFG_BROKER_TLS_KEY_FILE,
@@ -168,6 +169,10 @@ typedef struct rp_config {
         char *events_exchange;
         rp_events_format events_format; /* restart-only */
         char *tap_queue;
+        /* A dead letter whose header table weighs more than this, decoded,
+         * is parked without it (only its death headers) and not
+         * replayable. Restart-only. */
+        int64_t tap_header_cap_bytes;
         rp_config_tls tls;
     } broker;
     struct {

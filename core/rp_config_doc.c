@@ -34,6 +34,11 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
     [RP_CFG_BROKER_TAP_QUEUE] = "The durable quorum queue reaperd binds to the dead-letter "
                                 "exchange of every owned queue, to park each dead letter as a "
                                 "gate.",
+    [RP_CFG_BROKER_TAP_HEADER_CAP_BYTES] =
+        "The most a dead letter's header table may weigh decoded (keys, values, nested "
+        "tables and arrays, and a per-entry overhead) for the tap to keep it. A heavier one is "
+        "parked without its headers (only `x-death` and `x-first-death-*`, which its identity "
+        "needs) and marked not replayable; its `properties` say why.",
     [RP_CFG_BROKER_TLS_CA_FILE] = "With `amqps://`: the CA bundle (PEM) the broker's certificate "
                                   "is verified against; empty: the system's.",
     [RP_CFG_BROKER_TLS_CERT_FILE] = "With `amqps://`: a client certificate (PEM), for brokers "

@@ -194,10 +194,15 @@ void rp_replay_takeover_text(char *buf, size_t n, int64_t gate, const char *clai
 /* Store thread: the rest of the decision, with the gate locked and open. */
 static void rp_prepare_decide(rp_daemon *d, rp_replay_job *j, rp_pg_replay_row *row) {
     rp_status st;
+    char kept_why[256];
     if (!rp_gate_accepts(row->kind, RP_CHOICE_REPLAY)) {
         rp_fail(j, RP_ERR_CONFLICT, "this gate does not take that choice");
     } else if (!row->has_dead_letter) {
         rp_fail(j, RP_ERR_CONFLICT, "no dead letter is stored for this gate");
+    } else if (rp_amqp_restore_refusal(row->properties_json, kept_why, sizeof kept_why)) {
+        /* Kept without its headers (the tap's header cap): its stored
+         * properties say why. */
+        rp_fail(j, RP_ERR_CONFLICT, "not replayed: %s", kept_why);
     } else {
         const char *why = NULL;
         st = rp_replay_decide(row->origin_queue, row->body_truncated || row->headers_json == NULL,
