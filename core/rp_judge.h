@@ -273,8 +273,9 @@ rp_status rp_judge_dead_letter(const rp_dead_letter *d, const char *vhost, const
  * (rp_dl_batch in rp_ports.h says how a port reports it). */
 typedef enum rp_dl_unread_reason {
     RP_DL_UNREAD_NONE = 0,
-    /* They lie behind the first dead_letter_peek_limit messages, which this
-     * pass read (a classic queue: the next pass reads the same head again). */
+    /* They lie behind what this pass read: the dead letters at the head
+     * parked already, then dead_letter_peek_limit new ones (a classic
+     * queue: the next pass reads past what is parked by then). */
     RP_DL_UNREAD_PEEK_LIMIT,
     /* A queue the backfill reads once, ever (quorum: every read spends a
      * delivery): they lay behind what that one read took. */

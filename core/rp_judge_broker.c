@@ -331,12 +331,13 @@ rp_status rp_judge_dead_letter_unread(const char *vhost, const char *dlq, int64_
         j.threshold = (int64_t)peek_limit;
         st = rp_text_format(
             &detail,
-            "dead-letter queue %s on vhost %s holds %s behind the first %zu, which this pass read "
-            "(dead_letter_peek_limit): the backfill has not read them, so any that did not come "
-            "through the tap are not parked; nothing is removed; raise "
-            "reap.dead_letter_peek_limit (at most 1000), or take messages whose gates are "
-            "answered off the queue (reaper never removes one), so that a pass reaches the rest",
-            dlq, vhost, count, peek_limit);
+            "dead-letter queue %s on vhost %s holds %s behind those this pass read (the dead "
+            "letters at its head parked already, then at most %zu new ones: "
+            "dead_letter_peek_limit): the backfill has not read them yet, so any that did not "
+            "come through the tap are not parked yet; each later pass reads past what is parked "
+            "and parks at most %zu more; nothing is removed; raise reap.dead_letter_peek_limit (at "
+            "most 1000) to go faster",
+            dlq, vhost, count, peek_limit, peek_limit);
         break;
     case RP_DL_UNREAD_READ_ONCE:
         j.threshold = (int64_t)peek_limit;

@@ -113,6 +113,19 @@ static rp_status rp_may_read(rp_peek_port *pp, const char *vhost, const char *qu
     return RP_OK;
 }
 
+/* The pass's already() asked of one message the peek read (its handle is
+ * not made yet: already() reads only the headers and the body). */
+static bool rp_pass_over(void *arg, const rp_amqp_peeked *m) {
+    const rp_dl_batch *out = arg;
+    rp_dl_message msg = {
+        .headers = m->headers,
+        .body = m->body,
+        .body_truncated = m->headers_json == NULL,
+        .handle = NULL,
+    };
+    return out->already(out->already_arg, &msg);
+}
+
 static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_t limit,
                          rp_dl_batch *out) {
     rp_peek_port *pp = self;
@@ -127,8 +140,15 @@ static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_
     const rp_amqp_peeked *items = NULL;
     size_t n = 0;
     int64_t behind = -1;
+    size_t n_read = 0;
     char err[300] = "";
-    st = rp_amqp_peek_read(pp->amqp, vhost, queue, limit, &items, &n, &behind, err, sizeof err);
+    /* A classic queue is read at every pass, so it is read past the dead
+     * letters parked already (issue 14); a quorum queue's one read takes
+     * its head as it is. */
+    rp_amqp_peek_past past = {rp_pass_over, out, out->read_max};
+    bool read_past = !once && out->already != NULL && out->read_max > limit;
+    st = rp_amqp_peek_read_past(pp->amqp, vhost, queue, limit, read_past ? &past : NULL, &items,
+                                &n, &n_read, &behind, err, sizeof err);
     if (st == RP_ERR_NOT_FOUND) {
         rp_left_unread(out, 0, false, RP_DL_UNREAD_NONE);
         return RP_OK;
@@ -172,6 +192,7 @@ static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_
     }
     out->messages = pp->msgs;
     out->n = n;
+    out->read = n_read;
     return RP_OK;
 }
 
