@@ -104,6 +104,10 @@ typedef struct rp_broker_port {
      * out->origin is lent. RP_ERR_NOT_FOUND when the queue does not exist. */
     rp_status (*get_timeout_in_force)(void *self, const char *vhost, const char *name,
                                       rp_timeout_in_force *out);
+    /* Whether exchange `name` exists on vhost (issue 14 item 1: a
+     * dead-letter exchange that does not exist yet is surfaced). May be
+     * NULL: the pass then cannot tell, and judges nothing of it. */
+    rp_status (*exchange_exists)(void *self, const char *vhost, const char *name, bool *exists);
 } rp_broker_port;
 
 /* ---- Job store, ledger and sightings (PostgreSQL) ----------------------- */
