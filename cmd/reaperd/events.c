@@ -531,6 +531,15 @@ static rp_status rp_check_get_queue(void *self, const char *vhost, const char *n
     return st;
 }
 
+/* Whether a dead-letter exchange exists, through the runner's port (a
+ * check judges an owned queue's dead-letter route as the sweep does). */
+static rp_status rp_check_exchange_exists(void *self, const char *vhost, const char *name,
+                                          bool *exists) {
+    rp_check_job *j = self;
+    const rp_broker_port *real = &j->e->runner.ports.broker;
+    return real->exchange_exists(real->self, vhost, name, exists);
+}
+
 static void rp_check_work(void *ctx, void *arg) {
     rp_events *e = ctx;
     rp_check_job *j = arg;
@@ -546,7 +555,8 @@ static void rp_check_work(void *ctx, void *arg) {
     ports.broker.get_queue = rp_check_get_queue;
     ports.broker.list_queues = NULL;
     ports.broker.get_timeout_in_force = NULL;
-    ports.broker.exchange_exists = NULL; /* a check cannot tell: it keeps such a sighting */
+    ports.broker.exchange_exists =
+        e->runner.ports.broker.exchange_exists ? rp_check_exchange_exists : NULL;
     rp_pass_options opt;
     rp_pass_runner_options(cfg, &opt);
     rp_queue_ref *refs = calloc(j->n ? j->n : 1, sizeof *refs);
