@@ -515,6 +515,63 @@ static void test_daemon_event_check_keeps_the_remainder(void **state) {
     if (rc != 0) fprintf(stderr, "reaperd exit %d:\n%s\n", rc, d->log);
     rp_child_free(d);
     assert_int_equal(rc, 0);
+    /* Its unparked rest would be parked by the next test's sweeps. */
+    itest_queue_delete(W.amqp, 1, dlq);
+}
+
+/* The daemon (issue 14): 600 dead letters already on a classic
+ * dead-letter queue when reaperd starts (its tap never saw them),
+ * dead_letter_peek_limit 100 and a sweep every 2 s: the sweeps park 100
+ * new ones each, past the ones parked before, until all 600 are parked,
+ * each once; the broker's copies all stay on the queue. */
+static void test_daemon_backlog_worked_through(void **state) {
+    (void)state;
+    char origin[128], dlq[160], control[128], tap[128], env_control[200], env_tap[200];
+    snprintf(origin, sizeof origin, "%s.startup", W.prefix);
+    snprintf(dlq, sizeof dlq, "%s.dlq", origin);
+    snprintf(control, sizeof control, "%s.control2", W.prefix);
+    snprintf(tap, sizeof tap, "%s.tap2", W.prefix);
+    snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
+    snprintf(env_tap, sizeof env_tap, "REAPER_BROKER_TAP_QUEUE=%s", tap);
+    assert_true(W.n_made + 2 <= 16);
+    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", control);
+    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", tap);
+    dead_letter(origin, dlq, 600, false);
+    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    char *env[] = {W.env_schema, W.env_owned, env_control, env_tap,
+                   "REAPER_REAP_DEAD_LETTER_PEEK_LIMIT=100", "REAPER_REAP_INTERVAL_SECONDS=2",
+                   "REAPER_LOG_FORMAT=text", "REAPER_LOG_LEVEL=info", NULL};
+    rp_child *d = W.daemon = rp_child_start(argv, env);
+    assert_non_null(d);
+    size_t from = 0;
+    int sweeps = 0, most = 0;
+    for (int i = 0; i < 120 && parked_on(dlq) < 600; i++) {
+        const char *l = wait_line(d, &from, "\"pass finished\"", "scope=sweep", 1000);
+        if (l == NULL) continue;
+        const char *pk = strstr(l, " parked=");
+        int n = pk ? atoi(pk + 8) : -1;
+        if (n > most) most = n;
+        if (n > 0) sweeps++;
+    }
+    if (parked_on(dlq) != 600 || most != 100) fprintf(stderr, "%s\n", d->log);
+    assert_int_equal(parked_on(dlq), 600);
+    fprintf(stderr, "# 600 parked by %d sweeps, at most %d in one\n", sweeps, most);
+    assert_int_equal(most, 100);
+    assert_true(sweeps >= 6);
+    assert_int_equal(pgfx_i64(W.f, "SELECT count(DISTINCT identity) FROM dead_letter WHERE "
+                                   "queue = '%s'",
+                              dlq),
+                     600);
+    assert_int_equal(pgfx_i64(W.f, "SELECT count(*) FROM ledger WHERE kind = 'QueueReaped' AND "
+                                   "payload->>'queue' = '%s' AND payload->>'action' = 'PARKED'",
+                              dlq),
+                     600);
+    assert_int_equal(depth(dlq), 600);
+    W.daemon = NULL;
+    int rc = rp_child_stop(d, SIGTERM, 20000);
+    if (rc != 0) fprintf(stderr, "reaperd exit %d:\n%s\n", rc, d->log);
+    rp_child_free(d);
+    assert_int_equal(rc, 0);
 }
 
 /* After the daemon test: a failed assertion leaves the test at once, so
@@ -537,6 +594,7 @@ int main(void) {
         cmocka_unit_test(test_quorum_remainder_after_its_one_read),
         cmocka_unit_test(test_stream_dlq_surfaced_as_unread),
         cmocka_unit_test_teardown(test_daemon_event_check_keeps_the_remainder, stop_daemon),
+        cmocka_unit_test_teardown(test_daemon_backlog_worked_through, stop_daemon),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
