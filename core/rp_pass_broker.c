@@ -9,7 +9,7 @@
 #include "rp_park.h"
 #include "rp_pass_internal.h"
 
-bool rp__pass_is_own_queue(const rp__pass *p, const char *name) {
+static bool rp_is_own_queue(const rp__pass *p, const char *name) {
     for (size_t i = 0; i < RP_ARRAY_LEN(p->opt->own_queues); i++)
         if (p->opt->own_queues[i] && strcmp(p->opt->own_queues[i], name) == 0) return true;
     return false;
@@ -22,7 +22,7 @@ bool rp__pass_is_own_queue(const rp__pass *p, const char *name) {
  * dead letters to backfill. */
 static rp_status rp_classify(rp__pass *p, rp_queue_facts *q) {
     bool dlq = false, owned = false;
-    if (rp__pass_is_own_queue(p, q->name)) {
+    if (rp_is_own_queue(p, q->name)) {
         q->is_dead_letter_queue = false;
         q->owned = false;
         return RP_OK;
@@ -75,7 +75,7 @@ static rp_status rp_note_queue(rp__pass *p, const rp_queue_facts *q, rp_queue_no
 
 /* Marks a queue's sightings as neither to be cleared by this pass: what
  * was sighted on it could not be judged again (rp__pass.kept). */
-rp_status rp__pass_keep_queue(rp__pass *p, const char *vhost, const char *name) {
+static rp_status rp_keep_queue(rp__pass *p, const char *vhost, const char *name) {
     char *subject = NULL;
     rp_status st = rp_object_queue(vhost, name, &subject);
     if (st == RP_OK) st = rp__strs_add(&p->kept, subject);
@@ -83,14 +83,7 @@ rp_status rp__pass_keep_queue(rp__pass *p, const char *vhost, const char *name) 
     return st;
 }
 
-bool rp__pass_has_target(const rp__pass *p, const char *vhost, const char *name) {
-    for (size_t i = 0; i < p->n_targets; i++)
-        if (strcmp(p->targets[i].vhost, vhost) == 0 && strcmp(p->targets[i].queue, name) == 0)
-            return true;
-    return false;
-}
-
-rp_status rp__pass_add_target(rp__pass *p, const rp_queue_facts *q) {
+static rp_status rp_add_target(rp__pass *p, const rp_queue_facts *q) {
     if (p->n_targets == p->cap_targets) {
         size_t cap = p->cap_targets ? p->cap_targets * 2 : 8;
         rp__target *t = realloc(p->targets, cap * sizeof *t);
@@ -111,6 +104,22 @@ rp_status rp__pass_add_target(rp__pass *p, const rp_queue_facts *q) {
     return RP_OK;
 }
 
+/* For rp_pass_routes.c (rp_pass_internal.h). */
+bool rp__pass_is_own_queue(const rp__pass *p, const char *name) { return rp_is_own_queue(p, name); }
+
+rp_status rp__pass_keep_queue(rp__pass *p, const char *vhost, const char *name) {
+    return rp_keep_queue(p, vhost, name);
+}
+
+rp_status rp__pass_add_target(rp__pass *p, const rp_queue_facts *q) { return rp_add_target(p, q); }
+
+bool rp__pass_has_target(const rp__pass *p, const char *vhost, const char *name) {
+    for (size_t i = 0; i < p->n_targets; i++)
+        if (strcmp(p->targets[i].vhost, vhost) == 0 && strcmp(p->targets[i].queue, name) == 0)
+            return true;
+    return false;
+}
+
 rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *listed, bool backfill) {
     if (listed->vhost == NULL || listed->name == NULL)
         return rp__pass_note(p, "a queue without a name or vhost was listed; left alone");
@@ -126,11 +135,11 @@ rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *listed, bool b
         if (st == RP_OK) st = rp__strs_add(&p->kept, subject);
         free(subject);
     }
-    if (st == RP_OK && j.backfill && backfill) st = rp__pass_add_target(p, &q);
+    if (st == RP_OK && j.backfill && backfill) st = rp_add_target(p, &q);
     /* An owned dead-letter queue whose messages are not read here (a
      * targeted check does no backfill) keeps its sighting: only a backfill
      * can tell whether what it could not read is still there. */
-    if (st == RP_OK && j.backfill && !backfill) st = rp__pass_keep_queue(p, q.vhost, q.name);
+    if (st == RP_OK && j.backfill && !backfill) st = rp_keep_queue(p, q.vhost, q.name);
     if (st == RP_OK && j.verdict.condition != RP_COND_NONE) st = rp__pass_surface(p, &j.verdict);
     rp_queue_judgement_cleanup(&j);
     if (st == RP_OK) st = rp__pass_add_route(p, &q);
@@ -173,7 +182,7 @@ static rp_status rp_list_and_judge(rp__pass *p) {
  * nothing unread clears it (rp__pass_clear). An unknown count keeps the
  * sighting as it is. */
 static rp_status rp_surface_unread(rp__pass *p, const rp__target *t, const rp_dl_batch *b) {
-    if (b->unread < 0) return rp__pass_keep_queue(p, t->vhost, t->queue);
+    if (b->unread < 0) return rp_keep_queue(p, t->vhost, t->queue);
     if (b->unread == 0) return RP_OK;
     rp_verdict v;
     rp_status st = rp_judge_dead_letter_unread(t->vhost, t->queue, b->unread, b->unread_at_most,
@@ -184,7 +193,7 @@ static rp_status rp_surface_unread(rp__pass *p, const rp__target *t, const rp_dl
         st = rp__pass_note(p, "dead-letter queue %s on vhost %s: %lld message(s) were not read, "
                               "for a reason the pass was not told",
                            t->queue, t->vhost, (long long)b->unread);
-        if (st == RP_OK) st = rp__pass_keep_queue(p, t->vhost, t->queue);
+        if (st == RP_OK) st = rp_keep_queue(p, t->vhost, t->queue);
         return st;
     }
     if (st != RP_OK) return st;
@@ -225,7 +234,7 @@ static rp_status rp_backfill(rp__pass *p, const rp__target *t) {
     batch.already_arg = &past;
     batch.read_max = limit + RP_BACKFILL_PASS_OVER_MAX;
     if (d->peek == NULL) { /* no way to read a queue: surface that, never crash */
-        rp_status st = rp__pass_keep_queue(p, t->vhost, t->queue);
+        rp_status st = rp_keep_queue(p, t->vhost, t->queue);
         if (st != RP_OK) return st;
         return rp__pass_note(p, "dead-letter queue %s on vhost %s: not examined, this pass "
                                 "cannot read dead-letter queues",
@@ -233,7 +242,7 @@ static rp_status rp_backfill(rp__pass *p, const rp__target *t) {
     }
     rp_status pst = d->peek(d->self, t->vhost, t->queue, limit, &batch);
     if (pst != RP_OK) {
-        rp_status st = rp__pass_keep_queue(p, t->vhost, t->queue);
+        rp_status st = rp_keep_queue(p, t->vhost, t->queue);
         if (st != RP_OK) return st;
         return rp__pass_unreadable(p, RP_SOURCE_BROKER, "peeking at a dead-letter queue", pst);
     }
@@ -254,7 +263,7 @@ static rp_status rp_backfill(rp__pass *p, const rp__target *t) {
             continue;
         }
         if (st != RP_OK) { /* the park port failed: the store is not usable now */
-            rp_status kst = rp__pass_keep_queue(p, t->vhost, t->queue);
+            rp_status kst = rp_keep_queue(p, t->vhost, t->queue);
             if (kst != RP_OK) return kst;
             return rp__pass_unreadable(p, RP_SOURCE_JOB_QUEUE, "parking a dead letter", st);
         }
@@ -294,6 +303,6 @@ rp_status rp__pass_broker(rp__pass *p) {
     }
     /* Queues a stop left unread keep their sightings. */
     for (; i < p->n_targets && st == RP_OK; i++)
-        st = rp__pass_keep_queue(p, p->targets[i].vhost, p->targets[i].queue);
+        st = rp_keep_queue(p, p->targets[i].vhost, p->targets[i].queue);
     return st;
 }
