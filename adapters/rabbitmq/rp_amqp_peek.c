@@ -20,12 +20,15 @@ typedef struct rp_peek_item {
     rp_amqp_peeked pub;
     amqp_message_t msg;    /* owns the properties and body */
     rp_xdeath *x_death;
+    size_t x_death_unparsed; /* x-death entries only counted */
+    size_t headers_dropped;  /* the header table's size when not kept, else 0 */
     char *props_json, *headers_json;
 } rp_peek_item;
 
 struct rp_amqp_peek {
     char *url, *password, *ca_file, *cert_file, *key_file;
     bool verify_peer;
+    size_t header_cap; /* 0: every header table kept */
     amqp_connection_state_t conn;
     char *conn_vhost; /* the vhost conn is logged in to */
     rp_peek_item *items;
@@ -51,6 +54,10 @@ rp_amqp_peek *rp_amqp_peek_new(const rp_amqp_params *params) {
         return NULL;
     }
     return p;
+}
+
+void rp_amqp_peek_set_header_cap(rp_amqp_peek *p, size_t cap_bytes) {
+    p->header_cap = cap_bytes;
 }
 
 static void rp_items_clear(rp_amqp_peek *p) {
@@ -170,6 +177,7 @@ static rp_status rp_model(rp_peek_item *it) {
     if (st != RP_OK) return st;
     it->pub.headers = m.headers;
     it->x_death = m.entries; /* freed with the item */
+    it->x_death_unparsed = m.x_death_unparsed;
     return RP_OK;
 }
 
@@ -186,10 +194,32 @@ static rp_status rp_read_one(rp_amqp_peek *p, rp_peek_item *it, bool redelivered
         rp_opt_i64 dc = rp_int_of(rp_find(&pr->headers, "x-delivery-count"), false);
         if (dc.present && dc.value > 0) it->pub.delivery_count = (uint64_t)dc.value;
     }
+    /* A header table over the cap is kept as the tap keeps it (tap.h):
+     * only what the identity rule reads, from the message's own pool, so
+     * that both find one identity and store one form. */
+    if (p->header_cap > 0 && (pr->_flags & AMQP_BASIC_HEADERS_FLAG)) {
+        size_t hdr = rp_amqp_table_footprint(&pr->headers);
+        if (hdr > p->header_cap) {
+            amqp_table_t kept;
+            if (rp_amqp_death_headers(&it->msg.pool, &pr->headers, &kept) != RP_OK)
+                return RP_ERR_NOMEM;
+            it->msg.properties.headers = kept;
+            it->headers_dropped = hdr;
+            it->pub.headers_dropped = true;
+        }
+    }
     rp_status st = rp_model(it);
     if (st != RP_OK) return st;
     st = rp_amqp_restore_capture(pr, &it->props_json, &it->headers_json);
     if (st == RP_ERR_NOMEM) return st;
+    if (st == RP_OK) {
+        size_t entries = it->x_death_unparsed > 0
+                             ? it->pub.headers.n_x_death + it->x_death_unparsed
+                             : 0;
+        if (rp_amqp_restore_note_kept(&it->props_json, it->headers_dropped, p->header_cap,
+                                      entries) != RP_OK)
+            return RP_ERR_NOMEM;
+    }
     /* RP_ERR_INVALID: kept without JSON; the caller stores it so that it
      * cannot be replayed. */
     it->pub.properties_json = it->props_json;
@@ -290,6 +320,7 @@ rp_status rp_amqp_peek_read_past(rp_amqp_peek *p, const char *vhost, const char 
         } else {
             const rp_peek_item *got = &p->items[p->n];
             held += got->msg.body.len + rp_amqp_props_footprint(&got->msg.properties) +
+                    (got->headers_dropped == SIZE_MAX ? 0 : got->headers_dropped) +
                     (got->props_json ? strlen(got->props_json) : 0) +
                     (got->headers_json ? strlen(got->headers_json) : 0);
             p->n++;

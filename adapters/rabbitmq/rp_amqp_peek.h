@@ -54,6 +54,9 @@ typedef struct rp_amqp_peeked {
      * they cannot be kept losslessly (a header name that is not text). */
     const char *properties_json;
     const char *headers_json;
+    /* Kept without its headers (over the header cap, see
+     * rp_amqp_peek_set_header_cap): stored as not whole, as the tap does. */
+    bool headers_dropped;
 } rp_amqp_peeked;
 
 /* The most one read holds in memory before it stops (at least one message
@@ -66,6 +69,11 @@ typedef struct rp_amqp_peek rp_amqp_peek;
 /* NULL when out of memory. Connects nothing yet. */
 rp_amqp_peek *rp_amqp_peek_new(const rp_amqp_params *params);
 void rp_amqp_peek_free(rp_amqp_peek *p);
+/* A header table that weighs more than cap_bytes decoded is kept as the
+ * tap keeps it (broker.tap_header_cap_bytes): only its death headers, its
+ * stored properties noting why it cannot be replayed. 0 (the default):
+ * every table kept whole. */
+void rp_amqp_peek_set_header_cap(rp_amqp_peek *p, size_t cap_bytes);
 
 /* Reads up to limit messages from the head of queue on vhost and returns
  * them all to the queue (see above). *items is lent. *behind is how many

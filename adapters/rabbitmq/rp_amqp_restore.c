@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rp_amqp_table.h"
 #include "rp_utf8.h"
 
 #define RP_TAG "$amqp"
@@ -617,6 +618,28 @@ rp_status rp_amqp_restore_note(char **props_json, const char *not_replayable,
     free(old);
     *props_json = text;
     return RP_OK;
+}
+
+rp_status rp_amqp_restore_note_kept(char **props_json, size_t headers_dropped, size_t cap_bytes,
+                                    size_t x_death_entries) {
+    if (headers_dropped == 0 && x_death_entries == 0) return RP_OK;
+    char why[240];
+    if (headers_dropped == SIZE_MAX)
+        snprintf(why, sizeof why,
+                 "its header table nests deeper than %d levels: it was parked without its "
+                 "headers (only x-death and x-first-death-* kept), so it cannot be replayed "
+                 "as it was",
+                 RP_AMQP_FOOTPRINT_DEPTH);
+    else
+        snprintf(why, sizeof why,
+                 "its header table weighed %zu bytes decoded, over "
+                 "broker.tap_header_cap_bytes (%zu): it was parked without its "
+                 "headers (only x-death and x-first-death-* kept), so it cannot be replayed "
+                 "as it was",
+                 headers_dropped, cap_bytes);
+    return rp_amqp_restore_note(props_json, headers_dropped > 0 ? why : NULL,
+                                headers_dropped == SIZE_MAX ? 0 : headers_dropped,
+                                x_death_entries);
 }
 
 bool rp_amqp_restore_refusal(const char *props_json, char *why, size_t n) {

@@ -93,6 +93,15 @@ rp_status rp_amqp_restore_props(amqp_pool_t *pool, const char *props_json,
 rp_status rp_amqp_restore_note(char **props_json, const char *not_replayable,
                                size_t headers_bytes, size_t x_death_entries) RP_MUSTCHECK;
 
+/* The note of a dead letter kept without its headers or with x-death
+ * entries only counted, as the tap and the backfill both write it:
+ * headers_dropped is the header table's decoded size when it went over
+ * cap_bytes (SIZE_MAX: nested deeper than RP_AMQP_FOOTPRINT_DEPTH), 0 when
+ * it was kept; x_death_entries as rp_amqp_restore_note. Nothing to note:
+ * RP_OK, the text unchanged. RP_ERR_NOMEM. */
+rp_status rp_amqp_restore_note_kept(char **props_json, size_t headers_dropped, size_t cap_bytes,
+                                    size_t x_death_entries) RP_MUSTCHECK;
+
 /* Whether a stored properties text carries a not_replayable note; its
  * reason into why. */
 bool rp_amqp_restore_refusal(const char *props_json, char *why, size_t n);

@@ -21,6 +21,7 @@ rp_status rp_peek_port_init(rp_peek_port *pp, const rp_config *cfg, const char *
     };
     pp->amqp = rp_amqp_peek_new(&ap);
     if (pp->amqp == NULL) return RP_ERR_NOMEM;
+    rp_amqp_peek_set_header_cap(pp->amqp, (size_t)cfg->broker.tap_header_cap_bytes);
     pp->store = store;
     pp->broker = broker;
     rp_pg_dead_letter_port(store, &pp->pg);
@@ -166,7 +167,7 @@ static bool rp_pass_over(void *arg, const rp_amqp_peeked *m) {
     rp_dl_message msg = {
         .headers = m->headers,
         .body = m->body,
-        .body_truncated = m->headers_json == NULL,
+        .body_truncated = m->headers_json == NULL || m->headers_dropped,
         .handle = NULL,
     };
     return out->already(out->already_arg, &msg);
@@ -249,7 +250,7 @@ static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_
         pp->msgs[i].body = items[i].body;
         /* Properties that could not be kept whole: stored as truncated so
          * that it is never replayed with properties other than its own. */
-        pp->msgs[i].body_truncated = items[i].headers_json == NULL;
+        pp->msgs[i].body_truncated = items[i].headers_json == NULL || items[i].headers_dropped;
         pp->msgs[i].handle = &pp->handles[i];
     }
     out->messages = pp->msgs;

@@ -356,27 +356,12 @@ static rp_status rp_tap_prepare(rp_tap *t, rp_tap_item *it, rp_tap_prep *p, bool
     /* Kept without its headers, or with more x-death entries than were
      * parsed: the stored properties say so (rp_amqp_restore.h's note), and
      * a replay answers with that reason. */
-    if (lossless && (it->headers_dropped > 0 || p->m.x_death_unparsed > 0)) {
-        char why[240];
-        if (it->headers_dropped == SIZE_MAX)
-            snprintf(why, sizeof why,
-                     "its header table nests deeper than %d levels: it was parked without its "
-                     "headers (only x-death and x-first-death-* kept), so it cannot be replayed "
-                     "as it was",
-                     RP_AMQP_FOOTPRINT_DEPTH);
-        else
-            snprintf(why, sizeof why,
-                     "its header table weighed %zu bytes decoded, over "
-                     "broker.tap_header_cap_bytes (%" PRId64 "): it was parked without its "
-                     "headers (only x-death and x-first-death-* kept), so it cannot be replayed "
-                     "as it was",
-                     it->headers_dropped, d->cfg->broker.tap_header_cap_bytes);
+    if (lossless) {
         size_t entries = p->m.x_death_unparsed > 0
                              ? p->m.headers.n_x_death + p->m.x_death_unparsed
                              : 0;
-        st = rp_amqp_restore_note(&p->props, it->headers_dropped > 0 ? why : NULL,
-                                  it->headers_dropped == SIZE_MAX ? 0 : it->headers_dropped,
-                                  entries);
+        st = rp_amqp_restore_note_kept(&p->props, it->headers_dropped,
+                                       (size_t)d->cfg->broker.tap_header_cap_bytes, entries);
         if (st != RP_OK) return st;
     }
     p->h = (rp_pg_dl_handle){p->headers, p->props};

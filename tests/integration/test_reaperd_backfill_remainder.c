@@ -48,7 +48,7 @@ typedef struct world {
     char prefix[64];
     char env_schema[128];
     char env_owned[128];
-    char made[16][160]; /* queues to delete at the end, whatever happened */
+    char made[24][160]; /* queues to delete at the end, whatever happened */
     int n_made;
     rp_child *daemon;   /* a running reaperd, stopped whatever happened */
 } world;
@@ -91,7 +91,7 @@ static long depth(const char *queue) { return itest_queue_depth(W.amqp, 1, queue
 /* n dead letters on dlq from origin (itest_dead_letters); quorum makes dlq
  * a quorum queue with a delivery limit of 5. Both are deleted at the end. */
 static void dead_letter(const char *origin, const char *dlq, int n, bool quorum) {
-    assert_true(W.n_made + 2 <= 16);
+    assert_true(W.n_made + 2 <= 24);
     snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", origin);
     snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", dlq);
     itest_dead_letters(W.amqp, origin, dlq, n, quorum ? 5 : 0);
@@ -456,7 +456,7 @@ static void test_daemon_event_check_keeps_the_remainder(void **state) {
     snprintf(tap, sizeof tap, "%s.tap", W.prefix);
     snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
     snprintf(env_tap, sizeof env_tap, "REAPER_BROKER_TAP_QUEUE=%s", tap);
-    assert_true(W.n_made + 2 <= 16);
+    assert_true(W.n_made + 2 <= 24);
     snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", control);
     snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", tap);
     /* 300 with a peek limit of 3 and a sweep every 2 s: each sweep parks 3
@@ -533,7 +533,7 @@ static void test_daemon_backlog_worked_through(void **state) {
     snprintf(tap, sizeof tap, "%s.tap2", W.prefix);
     snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
     snprintf(env_tap, sizeof env_tap, "REAPER_BROKER_TAP_QUEUE=%s", tap);
-    assert_true(W.n_made + 2 <= 16);
+    assert_true(W.n_made + 2 <= 24);
     snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", control);
     snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", tap);
     dead_letter(origin, dlq, 600, false);
@@ -577,6 +577,92 @@ static void test_daemon_backlog_worked_through(void **state) {
 /* After the daemon test: a failed assertion leaves the test at once, so
  * its reaperd (which would go on writing the policies with this run's
  * owned pattern) is stopped here. */
+/* n messages "<origin>-<tag>-<i>" to origin, each with a header table of
+ * entries strings of 100 bytes, then rejected: dead-lettered to the dlq
+ * that itest_dead_letters declared. */
+static void dead_letter_with_headers(const char *origin, const char *tag, int n, int entries) {
+    amqp_table_entry_t *e = calloc((size_t)entries, sizeof *e);
+    char(*keys)[16] = calloc((size_t)entries, sizeof *keys);
+    char value[100];
+    assert_true(e && keys);
+    memset(value, 'v', sizeof value);
+    for (int k = 0; k < entries; k++) {
+        snprintf(keys[k], sizeof keys[k], "h%04d", k);
+        e[k].key = amqp_cstring_bytes(keys[k]);
+        e[k].value.kind = AMQP_FIELD_KIND_UTF8;
+        e[k].value.value.bytes = (amqp_bytes_t){sizeof value, value};
+    }
+    for (int i = 0; i < n; i++) {
+        char id[200];
+        snprintf(id, sizeof id, "%s-%s-%d", origin, tag, i);
+        amqp_basic_properties_t p;
+        memset(&p, 0, sizeof p);
+        p._flags = AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_HEADERS_FLAG;
+        p.message_id = amqp_cstring_bytes(id);
+        p.headers = (amqp_table_t){entries, e};
+        assert_int_equal(amqp_basic_publish(W.amqp, 1, amqp_cstring_bytes(""),
+                                            amqp_cstring_bytes(origin), 0, 0, &p,
+                                            amqp_cstring_bytes(id)),
+                         AMQP_STATUS_OK);
+        amqp_rpc_reply_t r;
+        for (int tries = 0;; tries++) {
+            r = amqp_basic_get(W.amqp, 1, amqp_cstring_bytes(origin), 0);
+            assert_int_equal(r.reply_type, AMQP_RESPONSE_NORMAL);
+            if (r.reply.id == AMQP_BASIC_GET_OK_METHOD) break;
+            assert_true(tries < 100);
+            usleep(20 * 1000);
+        }
+        uint64_t dtag = ((amqp_basic_get_ok_t *)r.reply.decoded)->delivery_tag;
+        amqp_message_t m;
+        assert_int_equal(amqp_read_message(W.amqp, 1, &m, 0).reply_type, AMQP_RESPONSE_NORMAL);
+        amqp_destroy_message(&m);
+        assert_int_equal(amqp_basic_reject(W.amqp, 1, dtag, 0), 0);
+    }
+    free(keys);
+    free(e);
+}
+
+/* The backfill keeps a header table as the tap does (issue 14 item 6): over
+ * broker.tap_header_cap_bytes (64 KiB decoded) only the death headers are
+ * stored and the dead letter is marked not replayable; under it, whole. A
+ * message the backfill parks before the tap sees it is stored in the one
+ * form either would store. */
+static void test_backfill_caps_headers_as_the_tap(void **state) {
+    (void)state;
+    char origin[128], dlq[160];
+    snprintf(origin, sizeof origin, "%s.heavy", W.prefix);
+    snprintf(dlq, sizeof dlq, "%s.dlq", origin);
+    dead_letter(origin, dlq, 0, false);
+    dead_letter_with_headers(origin, "heavy", 3, 800); /* ~800 x 100 bytes: over 64 KiB */
+    dead_letter_with_headers(origin, "light", 2, 100); /* ~10 KiB */
+    for (int i = 0; i < 200 && depth(dlq) != 5; i++) usleep(20 * 1000);
+    assert_int_equal(depth(dlq), 5);
+    const char *limit = "REAPER_REAP_DEAD_LETTER_PEEK_LIMIT=100";
+    for (int i = 0; i < 40 && parked_on(dlq) < 5; i++) {
+        json_decref(once_with(false, limit));
+        if (parked_on(dlq) < 5) usleep(500 * 1000);
+    }
+    assert_int_equal(parked_on(dlq), 5);
+#define KEPT                                                                                       \
+    "SELECT count(*) FROM dead_letter WHERE queue = '%s' AND encode(body, 'escape') LIKE "       \
+    "'%%-%s-%%' AND %s"
+    /* Heavy: no application header kept, the death headers kept, the
+     * reason and the size stored. */
+    assert_int_equal(pgfx_i64(W.f, KEPT, dlq, "heavy",
+                              "properties->'$reaper'->>'not_replayable' LIKE '%%over "
+                              "broker.tap_header_cap_bytes%%' AND "
+                              "(properties->'$reaper'->>'headers_bytes')::int8 > 65536 AND "
+                              "NOT headers ? 'h0000' AND headers ? 'x-death' AND body_truncated"),
+                     3);
+    /* Light: whole, replayable. */
+    assert_int_equal(pgfx_i64(W.f, KEPT, dlq, "light",
+                              "NOT properties ? '$reaper' AND headers ? 'h0099' AND "
+                              "headers ? 'x-death' AND NOT body_truncated"),
+                     2);
+    assert_int_equal(depth(dlq), 5);
+#undef KEPT
+}
+
 static int stop_daemon(void **state) {
     (void)state;
     if (W.daemon != NULL) {
@@ -593,6 +679,7 @@ int main(void) {
         cmocka_unit_test(test_classic_backlog_parked_limit_per_pass),
         cmocka_unit_test(test_quorum_remainder_after_its_one_read),
         cmocka_unit_test(test_stream_dlq_surfaced_as_unread),
+        cmocka_unit_test(test_backfill_caps_headers_as_the_tap),
         cmocka_unit_test_teardown(test_daemon_event_check_keeps_the_remainder, stop_daemon),
         cmocka_unit_test_teardown(test_daemon_backlog_worked_through, stop_daemon),
     };
