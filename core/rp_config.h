@@ -64,6 +64,7 @@ typedef enum rp_config_key_id {
     RP_CFG_BROKER_EVENTS_EXCHANGE,
     RP_CFG_BROKER_EVENTS_FORMAT,
     RP_CFG_BROKER_TAP_QUEUE,
+    RP_CFG_BROKER_TAP_HEADER_CAP_BYTES,
     RP_CFG_BROKER_TLS_CA_FILE,
     RP_CFG_BROKER_TLS_CERT_FILE,
     RP_CFG_BROKER_TLS_KEY_FILE,
@@ -89,6 +90,7 @@ typedef enum rp_config_key_id {
     RP_CFG_REAP_POLICY_PRIORITY,
     RP_CFG_CONTROL_ALLOWED_USERS,
     RP_CFG_CONTROL_REAP_RATE_SECONDS,
+    RP_CFG_CONTROL_REPLAY_CLAIM_SECONDS,
     RP_CFG_CONTROL_REPLY_QUEUE_PATTERN,
     RP_CFG_HTTP_LISTEN,
     RP_CFG_LOG_LEVEL,
@@ -167,6 +169,10 @@ typedef struct rp_config {
         char *events_exchange;
         rp_events_format events_format; /* restart-only */
         char *tap_queue;
+        /* A dead letter whose header table weighs more than this, decoded,
+         * is parked without it (only its death headers) and not
+         * replayable. Restart-only. */
+        int64_t tap_header_cap_bytes;
         rp_config_tls tls;
     } broker;
     struct {
@@ -199,6 +205,8 @@ typedef struct rp_config {
          * "*" among them: any authenticated user. */
         rp_config_strlist allowed_users;
         int64_t reap_rate_seconds; /* one reap request per this per user; 0: no limit */
+        /* A replay's claim on a gate older than this is stale (rp_gate.h). */
+        int64_t replay_claim_seconds;
         /* Queues replies may go to besides direct reply-to; empty (no
          * code): none. */
         rp_config_pattern reply_queue_pattern;

@@ -34,6 +34,11 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
     [RP_CFG_BROKER_TAP_QUEUE] = "The durable quorum queue reaperd binds to the dead-letter "
                                 "exchange of every owned queue, to park each dead letter as a "
                                 "gate.",
+    [RP_CFG_BROKER_TAP_HEADER_CAP_BYTES] =
+        "The most a dead letter's header table may weigh decoded (keys, values, nested "
+        "tables and arrays, and a per-entry overhead) for the tap to keep it. A heavier one is "
+        "parked without its headers (only `x-death` and `x-first-death-*`, which its identity "
+        "needs) and marked not replayable; its `properties` say why.",
     [RP_CFG_BROKER_TLS_CA_FILE] = "With `amqps://`: the CA bundle (PEM) the broker's certificate "
                                   "is verified against; empty: the system's.",
     [RP_CFG_BROKER_TLS_CERT_FILE] = "With `amqps://`: a client certificate (PEM), for brokers "
@@ -92,6 +97,14 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
                                      "reply. In the environment: a comma-separated list.",
     [RP_CFG_CONTROL_REAP_RATE_SECONDS] = "At most one `reap` request per this many seconds per "
                                          "user (0: no limit); one too soon is answered `busy`.",
+    [RP_CFG_CONTROL_REPLAY_CLAIM_SECONDS] =
+        "How long a replay's claim on a gate holds. While a replica replays a gate (from its "
+        "claim, before the publish, to the settle after the confirm) every other answer to it, "
+        "from any replica, is answered `busy`. A claim older than this is stale (its replica "
+        "stopped or hung between publishing and settling): the next answer takes it over, "
+        "records `GateClaimTakenOver` on the ledger and says that the message may have been "
+        "published once already; a replay does not publish it again. Keep it well above a "
+        "publish confirm's time.",
     [RP_CFG_CONTROL_REPLY_QUEUE_PATTERN] = "PCRE naming the queues replies may go to besides "
                                            "direct reply-to; empty: none. A request with any "
                                            "other `reply_to` is refused without a reply.",

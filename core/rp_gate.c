@@ -1,5 +1,6 @@
 #include "rp_gate.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +48,25 @@ bool rp_gate_accepts(rp_gate_kind k, rp_choice c) {
     if (c == RP_CHOICE_RETRY) return k == RP_GATE_DELIVERY_EXHAUSTED;
     if (c == RP_CHOICE_REPLAY) return k == RP_GATE_BUS_DEAD_LETTERED;
     return false;
+}
+
+static const char *const rp_claim_names[RP_GATE_CLAIM_STATE_COUNT_] = {"none", "live",
+                                                                        "stale"};
+
+const char *rp_gate_claim_state_string(rp_gate_claim_state s) {
+    return rp_name(rp_claim_names, RP_GATE_CLAIM_STATE_COUNT_, (int)s);
+}
+
+rp_gate_claim_state rp_gate_claim_judge(bool claimed, rp_time_ms claimed_at, rp_time_ms now,
+                                        int64_t bound_seconds) {
+    if (!claimed) return RP_GATE_CLAIM_NONE;
+    if (bound_seconds <= 0) return RP_GATE_CLAIM_STALE;
+    /* Overflow-safe: the bound is at most a day in the configuration, but
+     * the times come from a database. */
+    int64_t bound_ms = bound_seconds > INT64_MAX / 1000 ? INT64_MAX : bound_seconds * 1000;
+    if (now < claimed_at) return RP_GATE_CLAIM_LIVE;
+    return (uint64_t)now - (uint64_t)claimed_at >= (uint64_t)bound_ms ? RP_GATE_CLAIM_STALE
+                                                                      : RP_GATE_CLAIM_LIVE;
 }
 
 void rp_gate_init(rp_gate *g) { memset(g, 0, sizeof *g); }

@@ -62,6 +62,32 @@ bool rp_gate_state_parse(const char *s, rp_gate_state *out) RP_MUSTCHECK;
  * delivery_exhausted, replay|dismiss for bus_dead_lettered). */
 bool rp_gate_accepts(rp_gate_kind k, rp_choice c);
 
+/* A replay's claim on a gate (issue #15: replicas never double-act). A
+ * replay publishes between two transactions, so before it publishes it
+ * claims the gate in the store (the process's instance id and the store's
+ * time) and commits; the settle clears the claim, fenced on it. While a
+ * claim is LIVE every other answer, from any process, is refused (busy)
+ * and changes nothing. A claim is STALE once bound_seconds have passed
+ * since claimed_at (its process died or hung between the publish and the
+ * settle): the next answer takes it over and reports that the message may
+ * have been published once already. */
+typedef enum rp_gate_claim_state {
+    RP_GATE_CLAIM_NONE = 0,
+    RP_GATE_CLAIM_LIVE,
+    RP_GATE_CLAIM_STALE,
+    RP_GATE_CLAIM_STATE_COUNT_
+} rp_gate_claim_state;
+
+/* "none", "live", "stale"; "unknown" outside the enum. Static. */
+const char *rp_gate_claim_state_string(rp_gate_claim_state s);
+
+/* The state of a claim made at claimed_at, at now (both the store's clock,
+ * so that replicas with skewed clocks agree): NONE when !claimed; STALE when
+ * now >= claimed_at + bound_seconds (bound_seconds <= 0: every claim is
+ * stale); LIVE otherwise, a claimed_at in the future included. */
+rp_gate_claim_state rp_gate_claim_judge(bool claimed, rp_time_ms claimed_at, rp_time_ms now,
+                                        int64_t bound_seconds);
+
 typedef struct rp_gate {
     int64_t id;
     int64_t job_id;

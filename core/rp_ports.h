@@ -306,6 +306,15 @@ typedef struct rp_answer_result {
     rp_outcome outcome;    /* RP_OUTCOME_ALREADY_ANSWERED when it was */
     rp_choice choice;      /* the answer in force: this one or the first one */
     rp_gate_kind kind;     /* the gate's kind */
+
+    /* A replay's claim found on the gate (rp_gate.h; stores that keep
+     * claims): RP_GATE_CLAIM_LIVE with RP_ERR_BUSY (nothing changed), or
+     * RP_GATE_CLAIM_STALE when this answer took a stale claim over (the
+     * message may have been published once by the claimer). claimed_by is
+     * the claimer's instance id (cut to fit), claimed_at the store's time. */
+    rp_gate_claim_state claim;
+    char claimed_by[160];
+    rp_time_ms claimed_at;
 } rp_answer_result;
 
 typedef struct rp_gate_port {
@@ -320,7 +329,12 @@ typedef struct rp_gate_port {
      * published and confirmed by the caller BEFORE this call). A gate that
      * is answered already changes nothing and reports the first answer with
      * RP_OUTCOME_ALREADY_ANSWERED. RP_ERR_NOT_FOUND for no such gate,
-     * RP_ERR_CONFLICT when the gate's kind does not take the choice. `by`
+     * RP_ERR_CONFLICT when the gate's kind does not take the choice,
+     * RP_ERR_BUSY when another process's replay holds a live claim on the
+     * gate (out->claim says whose; nothing changed). A replay is settled
+     * only by the process whose claim is on the gate (or, for a store that
+     * keeps no claim on it, by anyone); a stale claim is taken over and
+     * reported in out->claim. `by`
      * is who answered (answered_by: the broker-validated user of the
      * request), `note` what the requester wrote about itself (the request's
      * `by` field, unverified: kept in the ledger payload as "note" only);

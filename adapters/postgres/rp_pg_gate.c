@@ -2,6 +2,7 @@
  * its row lock, with its job change and ledger event in one transaction
  * (rp_pg_store.h). An answer that commits reports its GateAnswered event
  * (seq, at, job, kind) for the caller's publisher (rp_ports.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,6 +127,12 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
     bool answered = !rp__pg_null(r, 0, 1);
     rp_choice first = RP_CHOICE_DISMISS;
     bool first_ok = !answered || rp_choice_parse(PQgetvalue(r, 0, 1), &first);
+    bool claimed = !rp__pg_null(r, 0, 2);
+    bool mine = claimed && strcmp(PQgetvalue(r, 0, 2), s->claimer) == 0;
+    if (claimed) snprintf(out->claimed_by, sizeof out->claimed_by, "%s", PQgetvalue(r, 0, 2));
+    out->claimed_at = claimed ? rp__pg_i64(r, 0, 3) : 0;
+    rp_gate_claim_state claim =
+        rp_gate_claim_judge(claimed, out->claimed_at, rp__pg_i64(r, 0, 4), s->claim_seconds);
     rp__pg_clear(res, 2);
     if (!kind_ok || !first_ok) return rp_settle_nothing(s, RP_ERR_INTERNAL);
     out->kind = kind;
@@ -135,6 +142,25 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
         return rp_settle_nothing(s, RP_OK);
     }
     if (!rp_gate_accepts(kind, choice)) return rp_settle_nothing(s, RP_ERR_CONFLICT);
+    /* A replay's claim (rp_gate.h). A replay is settled by its claimer
+     * only (fenced: a claim taken over, or another's, settles nothing); any
+     * other answer waits while the claim is live and takes a stale one
+     * over, saying so. */
+    if (choice == RP_CHOICE_REPLAY ? claimed && !mine : claim == RP_GATE_CLAIM_LIVE) {
+        out->claim = claim == RP_GATE_CLAIM_NONE ? RP_GATE_CLAIM_LIVE : claim;
+        return rp_settle_nothing(s, RP_ERR_BUSY);
+    }
+    if (choice != RP_CHOICE_REPLAY && claim == RP_GATE_CLAIM_STALE) {
+        int64_t seq = 0;
+        st = rp__pg_claim_take_over(s, gate_id, by, choice, &seq);
+        if (st != RP_OK) return st;
+        out->claim = RP_GATE_CLAIM_STALE;
+        char at[24];
+        RP_WARN("a stale replay claim on a gate was taken over: its message may have been "
+                "published once already", "gate", id, "claimed_by", out->claimed_by,
+                "claimed_at_ms", rp__pg_itoa(out->claimed_at, at), "choice",
+                rp_choice_string(choice), NULL);
+    }
 
     /* 2. Answer, change the job, append the event, commit: one round trip. */
     rp_outcome outcome = rp_outcome_of(choice);

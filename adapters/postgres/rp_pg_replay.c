@@ -37,39 +37,53 @@ void rp_pg_replay_row_cleanup(rp_pg_replay_row *r) {
     memset(r, 0, sizeof *r);
 }
 
-rp_status rp_pg_replay_read(rp_pg_store *s, int64_t gate_id, rp_pg_replay_row *out) {
+rp_status rp_pg_replay_lock(rp_pg_store *s, int64_t gate_id, const char *by,
+                            rp_pg_replay_row *out) {
     memset(out, 0, sizeof *out);
-    rp_status st = rp__pg_enter(s, RP__PG_READ, "replay_read");
+    rp_status st = rp__pg_enter(s, RP__PG_WRITE, "replay_lock");
     if (st != RP_OK) return st;
     char *sql = NULL;
     st = rp_sql(s,
                 "SELECT g.kind, g.answer, dl.identity IS NOT NULL, dl.origin_queue, "
                 "j.payload->>'vhost', dl.queue, dl.body, dl.body_truncated, dl.headers::text, "
-                "dl.properties::text FROM {s}.gate g JOIN {s}.job j ON j.id = g.job_id "
-                "LEFT JOIN {s}.dead_letter dl ON dl.gate_id = g.id WHERE g.id = $1::int8",
+                "dl.properties::text, g.claimed_by, "
+                "floor(extract(epoch FROM g.claimed_at) * 1000)::int8, "
+                "floor(extract(epoch FROM now()) * 1000)::int8 "
+                "FROM {s}.gate g JOIN {s}.job j ON j.id = g.job_id "
+                "LEFT JOIN {s}.dead_letter dl ON dl.gate_id = g.id WHERE g.id = $1::int8 "
+                "FOR UPDATE OF g",
                 &sql);
     if (st != RP_OK) return st;
     char id[24];
     const char *vals[] = {rp__pg_itoa(gate_id, id)};
-    rp__pg_cmd k = {.stmt = -1, .sql = sql, .n = 1, .values = vals};
-    PGresult *r = NULL;
-    st = rp__pg_run(s, &k, 1, &r, "replay_read", NULL);
+    rp__pg_cmd k[2] = {{.stmt = -1, .sql = "BEGIN"},
+                       {.stmt = -1, .sql = sql, .n = 1, .values = vals}};
+    PGresult *res[2] = {NULL, NULL};
+    st = rp__pg_run(s, k, 2, res, "replay_lock", NULL);
     free(sql);
     if (st != RP_OK) return st;
+    PGresult *r = res[1];
     if (PQntuples(r) != 1) {
-        PQclear(r);
-        return RP_ERR_NOT_FOUND;
+        rp__pg_clear(res, 2);
+        rp_status rst = rp__pg_rollback(s, "replay_lock");
+        return rst == RP_OK ? RP_ERR_NOT_FOUND : rst;
     }
     bool ok = rp_gate_kind_parse(PQgetvalue(r, 0, 0), &out->kind);
     out->answered = !rp__pg_null(r, 0, 1);
     if (ok && out->answered) ok = rp_choice_parse(PQgetvalue(r, 0, 1), &out->answer);
     if (!ok) {
-        PQclear(r);
-        return RP_ERR_INTERNAL;
+        rp__pg_clear(res, 2);
+        rp_status rst = rp__pg_rollback(s, "replay_lock");
+        return rst == RP_OK ? RP_ERR_INTERNAL : rst;
     }
+    bool claimed = !rp__pg_null(r, 0, 10);
+    if (claimed) snprintf(out->claimed_by, sizeof out->claimed_by, "%s", PQgetvalue(r, 0, 10));
+    out->claimed_at = claimed ? rp__pg_i64(r, 0, 11) : 0;
+    out->claim = rp_gate_claim_judge(claimed, out->claimed_at, rp__pg_i64(r, 0, 12),
+                                     s->claim_seconds);
     out->has_dead_letter = strcmp(PQgetvalue(r, 0, 2), "t") == 0;
     bool mem = true;
-    if (out->has_dead_letter) {
+    if (out->has_dead_letter && !out->answered && !claimed) {
         out->origin_queue = rp_dupz(rp__pg_str(r, 0, 3), &mem);
         out->vhost = rp_dupz(rp__pg_str(r, 0, 4), &mem);
         out->queue = rp_dupz(rp__pg_str(r, 0, 5), &mem);
@@ -88,11 +102,81 @@ rp_status rp_pg_replay_read(rp_pg_store *s, int64_t gate_id, rp_pg_replay_row *o
         out->headers_json = rp_dupz(rp__pg_str(r, 0, 8), &mem);
         out->properties_json = rp_dupz(rp__pg_str(r, 0, 9), &mem);
     }
-    PQclear(r);
+    rp__pg_clear(res, 2);
     if (!mem) {
         rp_pg_replay_row_cleanup(out);
-        return RP_ERR_NOMEM;
+        rp_status rst = rp__pg_rollback(s, "replay_lock");
+        return rst == RP_OK ? RP_ERR_NOMEM : rst;
     }
+    if (out->answered || out->claim == RP_GATE_CLAIM_LIVE) {
+        /* Nothing to change: the lock goes with the transaction. */
+        return rp__pg_rollback(s, "replay_lock");
+    }
+    if (out->claim == RP_GATE_CLAIM_STALE) {
+        /* Taken over and reported, not published again (rp_gate.h). */
+        st = rp__pg_claim_take_over(s, gate_id, by, RP_CHOICE_REPLAY, &out->takeover_seq);
+        if (st != RP_OK) return st;
+        rp__pg_cmd c = {.stmt = -1, .sql = "COMMIT"};
+        PGresult *cr = NULL;
+        st = rp__pg_run(s, &c, 1, &cr, "replay_lock", NULL);
+        if (st != RP_OK) return st;
+        PQclear(cr);
+        return RP_OK;
+    }
+    out->open = true;
+    return RP_OK;
+}
+
+rp_status rp_pg_replay_claim_commit(rp_pg_store *s, int64_t gate_id, rp_time_ms *claimed_at) {
+    *claimed_at = 0;
+    char *sql = NULL;
+    rp_status st = rp_sql(s,
+                          "UPDATE {s}.gate SET claimed_by = $2::text, claimed_at = now() "
+                          "WHERE id = $1::int8 AND answer IS NULL AND claimed_by IS NULL "
+                          "RETURNING floor(extract(epoch FROM claimed_at) * 1000)::int8",
+                          &sql);
+    if (st != RP_OK) {
+        if (rp__pg_rollback(s, "replay_claim") != RP_OK) {} /* closed: the lock went too */
+        return st;
+    }
+    char id[24];
+    const char *vals[] = {rp__pg_itoa(gate_id, id), s->claimer};
+    rp__pg_cmd k[2] = {{.stmt = -1, .sql = sql, .n = 2, .values = vals},
+                       {.stmt = -1, .sql = "COMMIT"}};
+    PGresult *res[2] = {NULL, NULL};
+    st = rp__pg_run(s, k, 2, res, "replay_claim", NULL);
+    free(sql);
+    if (st != RP_OK) return st;
+    bool claimed = PQntuples(res[0]) == 1;
+    if (claimed) *claimed_at = rp__pg_i64(res[0], 0, 0);
+    rp__pg_clear(res, 2);
+    /* Locked, open and unclaimed a moment ago in the same transaction. */
+    return claimed ? RP_OK : RP_ERR_INTERNAL;
+}
+
+rp_status rp_pg_replay_claim_abandon(rp_pg_store *s) {
+    return rp__pg_rollback(s, "replay_claim");
+}
+
+rp_status rp_pg_replay_release(rp_pg_store *s, int64_t gate_id, bool *released) {
+    *released = false;
+    rp_status st = rp__pg_enter(s, RP__PG_WRITE, "replay_release");
+    if (st != RP_OK) return st;
+    char *sql = NULL;
+    st = rp_sql(s,
+                "UPDATE {s}.gate SET claimed_by = NULL, claimed_at = NULL "
+                "WHERE id = $1::int8 AND claimed_by = $2::text",
+                &sql);
+    if (st != RP_OK) return st;
+    char id[24];
+    const char *vals[] = {rp__pg_itoa(gate_id, id), s->claimer};
+    rp__pg_cmd k = {.stmt = -1, .sql = sql, .n = 2, .values = vals};
+    PGresult *r = NULL;
+    st = rp__pg_run(s, &k, 1, &r, "replay_release", NULL);
+    free(sql);
+    if (st != RP_OK) return st;
+    *released = strcmp(PQcmdTuples(r), "1") == 0;
+    PQclear(r);
     return RP_OK;
 }
 
@@ -148,6 +232,78 @@ rp_status rp_pg_backfill_mark_read(rp_pg_store *s, const char *vhost, const char
     PGresult *r = NULL;
     st = rp__pg_run(s, &k, 1, &r, "backfill_mark_read", NULL);
     free(sql);
+    if (st != RP_OK) return st;
+    PQclear(r);
+    return RP_OK;
+}
+
+rp_status rp__pg_claim_take_over(rp_pg_store *s, int64_t gate_id, const char *by,
+                                 rp_choice choice, int64_t *seq) {
+    *seq = 0;
+    char *sql = NULL;
+    /* The CTEs read the gate as it was (one snapshot): the event names the
+     * claim that the update clears. */
+    rp_status st = rp_sql(
+        s,
+        "WITH c AS (SELECT g.id, g.claimed_by, g.claimed_at, j.id AS job, j.project_id "
+        "FROM {s}.gate g JOIN {s}.job j ON j.id = g.job_id "
+        "WHERE g.id = $1::int8 AND g.claimed_by IS NOT NULL), "
+        "u AS (UPDATE {s}.gate SET claimed_by = NULL, claimed_at = NULL FROM c "
+        "WHERE gate.id = c.id RETURNING gate.id), "
+        "ev AS (INSERT INTO {s}.ledger (kind, project_id, payload) SELECT '"
+        RP_PG_LEDGER_CLAIM_TAKEN_OVER "', c.project_id, jsonb_build_object('gate', c.id, "
+        "'job', c.job, 'claimed_by', c.claimed_by, 'claimed_at', c.claimed_at, 'by', $2::text, "
+        "'choice', $3::text) FROM c RETURNING seq) "
+        "SELECT (SELECT seq FROM ev), (SELECT count(*) FROM u)",
+        &sql);
+    if (st != RP_OK) {
+        if (rp__pg_rollback(s, "claim_take_over") != RP_OK) {} /* closed: the lock went too */
+        return st;
+    }
+    char id[24];
+    const char *vals[] = {rp__pg_itoa(gate_id, id), by, rp_choice_string(choice)};
+    rp__pg_cmd k = {.stmt = -1, .sql = sql, .n = 3, .values = vals};
+    PGresult *r = NULL;
+    st = rp__pg_run(s, &k, 1, &r, "claim_take_over", NULL);
+    free(sql);
+    if (st != RP_OK) return st;
+    *seq = rp__pg_i64(r, 0, 0);
+    PQclear(r);
+    return RP_OK;
+}
+
+/* The advisory lock key of a queue's backfill read: per schema, vhost and
+ * queue (a collision only makes two reads wait on each other). */
+#define RP_BACKFILL_KEY                                                                  \
+    "hashtextextended('reaper.backfill/' || $1::text || '/' || $2::text || '/' || "     \
+    "$3::text, 0)"
+
+rp_status rp_pg_backfill_lock(rp_pg_store *s, const char *vhost, const char *queue, bool *got) {
+    *got = false;
+    rp_status st = rp__pg_enter(s, RP__PG_READ, "backfill_lock");
+    if (st != RP_OK) return st;
+    const char *vals[] = {s->schema, vhost, queue};
+    rp__pg_cmd k = {.stmt = -1, .sql = "SELECT pg_try_advisory_lock(" RP_BACKFILL_KEY ")", .n = 3,
+                    .values = vals};
+    PGresult *r = NULL;
+    st = rp__pg_run(s, &k, 1, &r, "backfill_lock", NULL);
+    if (st != RP_OK) return st;
+    *got = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    return RP_OK;
+}
+
+rp_status rp_pg_backfill_unlock(rp_pg_store *s, const char *vhost, const char *queue) {
+    rp_status st = rp__pg_enter(s, RP__PG_READ, "backfill_unlock");
+    if (st != RP_OK) return st;
+    const char *vals[] = {s->schema, vhost, queue};
+    /* On a session that is not the one that locked (a reconnect), the lock
+     * went with the old one: false, and nothing to do. */
+    rp__pg_cmd k = {.stmt = -1,
+                    .sql = "SELECT pg_advisory_unlock(" RP_BACKFILL_KEY ")",
+                    .n = 3, .values = vals};
+    PGresult *r = NULL;
+    st = rp__pg_run(s, &k, 1, &r, "backfill_unlock", NULL);
     if (st != RP_OK) return st;
     PQclear(r);
     return RP_OK;

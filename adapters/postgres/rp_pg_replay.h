@@ -2,7 +2,7 @@
  * rp_pg_replay.h - what the daemon reads and writes around a replay and the
  * backfill, beside the ports (rp_pg_store.h):
  *   - the dead letter behind a bus_dead_lettered gate, for a replay
- *     (CONTRACT section 5);
+ *     (CONTRACT section 5), and the replay's claim on its gate (rp_gate.h);
  *   - the record that the backfill has read a quorum dead-letter queue, so
  *     that it never reads that queue again (rp_amqp_peek.h says why). The
  *     record is a ledger event of kind RP_PG_LEDGER_BACKFILL_READ, payload
@@ -30,6 +30,18 @@ typedef struct rp_pg_replay_row {
     rp_gate_kind kind;
     bool answered;
     rp_choice answer;        /* when answered */
+    /* The replay claim found on the gate (rp_gate.h): LIVE (nothing
+     * changed), STALE (taken over: takeover_seq is the ledger event), or
+     * NONE. */
+    rp_gate_claim_state claim;
+    char claimed_by[160];
+    rp_time_ms claimed_at;   /* the store's clock */
+    int64_t takeover_seq;
+    /* The gate's transaction is still open, its row locked: the caller
+     * ends it with rp_pg_replay_claim_commit or rp_pg_replay_claim_abandon
+     * before any other call on the store. */
+    bool open;
+    /* The dead letter: read only when the gate is open and unclaimed. */
     bool has_dead_letter;    /* a dead_letter row names this gate */
     char *origin_queue;      /* as stored: rendered (rp_untrusted.h) */
     char *vhost;             /* from the job's payload; NULL when absent */
@@ -41,8 +53,27 @@ typedef struct rp_pg_replay_row {
     char *properties_json;   /* the properties column as JSON text */
 } rp_pg_replay_row;
 
-/* Reads gate gate_id and its dead letter. RP_ERR_NOT_FOUND: no such gate. */
-rp_status rp_pg_replay_read(rp_pg_store *s, int64_t gate_id, rp_pg_replay_row *out) RP_MUSTCHECK;
+/* The first step of a replay (replay.h): in a transaction, locks gate
+ * gate_id (FOR UPDATE) and reads it, its claim and its dead letter. An
+ * answered gate, or one with a live claim, ends the transaction having
+ * changed nothing. A stale claim is taken over: cleared, with a ledger
+ * event of kind RP_PG_LEDGER_CLAIM_TAKEN_OVER (by: who answers now), and
+ * committed; the replay must then not publish (the claimer may have).
+ * Otherwise out->open: the transaction stays open with the row locked.
+ * RP_ERR_NOT_FOUND: no such gate (nothing open). On any error nothing is
+ * open. */
+rp_status rp_pg_replay_lock(rp_pg_store *s, int64_t gate_id, const char *by,
+                            rp_pg_replay_row *out) RP_MUSTCHECK;
+/* Ends rp_pg_replay_lock's open transaction by claiming the gate for this
+ * store's claimer (rp_pg_store_set_claimer) at the store's now() (in
+ * *claimed_at) and committing: from then on the gate is "replaying". */
+rp_status rp_pg_replay_claim_commit(rp_pg_store *s, int64_t gate_id,
+                                    rp_time_ms *claimed_at) RP_MUSTCHECK;
+/* Ends it with nothing changed (the replay is refused). */
+rp_status rp_pg_replay_claim_abandon(rp_pg_store *s) RP_MUSTCHECK;
+/* Clears this store's claim on gate_id, when it is still there (a publish
+ * that surely delivered nothing). *released: it was. One statement. */
+rp_status rp_pg_replay_release(rp_pg_store *s, int64_t gate_id, bool *released) RP_MUSTCHECK;
 void rp_pg_replay_row_cleanup(rp_pg_replay_row *r);
 
 /* Whether the backfill has read queue (on vhost) before, and, when it has,
@@ -51,6 +82,16 @@ void rp_pg_replay_row_cleanup(rp_pg_replay_row *r);
  * known at the read). */
 rp_status rp_pg_backfill_was_read(rp_pg_store *s, const char *vhost, const char *queue,
                                   bool *read, int64_t *unread) RP_MUSTCHECK;
+/* The lock that makes a quorum queue's read and its record one act among
+ * replicas: a session-level advisory lock on (schema, vhost, queue), tried
+ * without waiting (*got false: another session holds it, i.e. another
+ * reaperd is reading that queue now). Held across the read from the broker
+ * and the parks, released after the record (rp_pg_backfill_unlock); a
+ * session that ends (a crash) releases it. */
+rp_status rp_pg_backfill_lock(rp_pg_store *s, const char *vhost, const char *queue,
+                              bool *got) RP_MUSTCHECK;
+rp_status rp_pg_backfill_unlock(rp_pg_store *s, const char *vhost,
+                                const char *queue) RP_MUSTCHECK;
 /* Records that the backfill read n messages of queue (on vhost), with
  * `unread` ready messages behind them (-1: unknown, stored as null). */
 rp_status rp_pg_backfill_mark_read(rp_pg_store *s, const char *vhost, const char *queue,

@@ -205,14 +205,17 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "ORDER BY g.id DESC LIMIT $3::int8"},
     /* $1 gate id: locks the gate so that it is settled once. */
     [RP__PG_GATE_LOCK] = {"gate_lock",
-                          "SELECT kind, answer FROM {s}.gate WHERE id = $1::int8 FOR UPDATE"},
+                          "SELECT kind, answer, claimed_by, " MS("claimed_at") ", " MS("now()")
+                          " FROM {s}.gate WHERE id = $1::int8 FOR UPDATE"},
     /* $1 gate id, $2 choice, $3 by (the broker-validated user), $4
      * outcome, $5 note (the request's own, unverified "by") or NULL. Runs
-     * after GATE_LOCK in the same transaction. */
+     * after GATE_LOCK in the same transaction; clears a replay's claim
+     * (the caller has checked that it may). */
     [RP__PG_GATE_ANSWER] =
         {"gate_answer",
          "WITH g AS (UPDATE {s}.gate SET answer = $2::text, answered_by = $3::text, "
-         "answered_at = now() WHERE id = $1::int8 AND answer IS NULL RETURNING id, job_id, kind), "
+         "answered_at = now(), claimed_by = NULL, claimed_at = NULL "
+         "WHERE id = $1::int8 AND answer IS NULL RETURNING id, job_id, kind), "
          "j AS (UPDATE {s}.job SET "
          "state = CASE $2::text WHEN 'retry' THEN 'ready' WHEN 'dismiss' THEN 'failed' "
          "ELSE 'succeeded' END, "

@@ -5,10 +5,12 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rp_log.h"
 #include "rp_pg_store_internal.h"
@@ -25,7 +27,37 @@ rp_pg_store *rp_pg_store_new(rp_pg_conn *conn, const char *schema) {
     }
     s->conn = conn;
     s->timeout_ms = RP_PG_STORE_TIMEOUT_MS;
+    snprintf(s->claimer, sizeof s->claimer, "%s", rp_pg_instance_id());
+    s->claim_seconds = RP_PG_CLAIM_SECONDS;
     return s;
+}
+
+static char rp_instance[160];
+static pthread_once_t rp_instance_once = PTHREAD_ONCE_INIT;
+
+static void rp_instance_init(void) {
+    char host[128] = "";
+    if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    snprintf(rp_instance, sizeof rp_instance, "%.100s:%ld:%lld", host, (long)getpid(), ms);
+}
+
+const char *rp_pg_instance_id(void) {
+    (void)pthread_once(&rp_instance_once, rp_instance_init);
+    return rp_instance;
+}
+
+void rp_pg_store_set_claimer(rp_pg_store *s, const char *claimer) {
+    if (s != NULL && claimer != NULL) snprintf(s->claimer, sizeof s->claimer, "%s", claimer);
+}
+
+const char *rp_pg_store_claimer(const rp_pg_store *s) { return s->claimer; }
+
+void rp_pg_store_set_claim_seconds(rp_pg_store *s, int64_t seconds) {
+    if (s != NULL) s->claim_seconds = seconds;
 }
 
 static void rp_free_lent(rp_pg_store *s) {

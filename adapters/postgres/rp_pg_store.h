@@ -121,6 +121,10 @@
 #define RP_PG_BUS_JOB_KIND "bus.dead_letter"
 /* The ledger kind of a gate answer (a gate answer has no verdict). */
 #define RP_PG_LEDGER_GATE_ANSWERED RP_LEDGER_GATE_ANSWERED
+/* The ledger kind that records a stale replay claim taken over (rp_gate.h):
+ * payload {gate, job, claimed_by, claimed_at, by, choice}. On the ledger
+ * only (not published to the events exchange). */
+#define RP_PG_LEDGER_CLAIM_TAKEN_OVER "GateClaimTakenOver"
 /* The most body bytes park stores. A longer body, or one the caller marked
  * body_truncated, is stored as its first RP_PG_DL_BODY_MAX bytes (at most)
  * with body_truncated true, and can then not be replayed. */
@@ -154,6 +158,20 @@ void rp_pg_store_free(rp_pg_store *s);
  * RP_PG_STORE_TIMEOUT_MS). Past it the connection is closed and the call
  * returns RP_ERR_UNAVAILABLE. */
 void rp_pg_store_set_timeout(rp_pg_store *s, int timeout_ms);
+
+/* The claimer a replay records on a gate (rp_gate.h): this process's
+ * instance id, "host:pid:start" (start: the first call's Unix ms, so that a
+ * restarted process with the same pid, as in a container, is another
+ * claimer). Static, set once (thread-safe). */
+const char *rp_pg_instance_id(void);
+/* The store's claimer (default rp_pg_instance_id(); copied, cut to 159
+ * bytes). Tests set two stores apart with it. */
+void rp_pg_store_set_claimer(rp_pg_store *s, const char *claimer);
+const char *rp_pg_store_claimer(const rp_pg_store *s);
+/* After how many seconds another process's replay claim on a gate is stale
+ * (control.replay_claim_seconds; default RP_PG_CLAIM_SECONDS). */
+void rp_pg_store_set_claim_seconds(rp_pg_store *s, int64_t seconds);
+#define RP_PG_CLAIM_SECONDS 60
 
 /* Fill one port each. */
 void rp_pg_store_port(rp_pg_store *s, rp_store_port *out);

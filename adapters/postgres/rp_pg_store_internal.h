@@ -102,6 +102,9 @@ struct rp_pg_store {
     PGresult *sight_res;
     rp_sighting_row *sight_view;
     bool clock_fell_back; /* logged once per outage */
+    /* The replay claim on gates (rp_gate.h). */
+    char claimer[160];
+    int64_t claim_seconds;
     /* Segments sent (rp__pg_send) whose results are not read yet, and the
      * session they were sent on. */
     size_t pending;
@@ -203,6 +206,14 @@ rp_status rp__pg_payload(const rp_verdict *v, char **out) RP_MUSTCHECK;
 
 /* Formats a signed integer into buf (at least 24 bytes); returns buf. */
 const char *rp__pg_itoa(int64_t v, char buf[24]);
+
+/* Inside the caller's open transaction, with gate_id's row locked: clears
+ * a stale replay claim on it and appends a ledger event of kind
+ * RP_PG_LEDGER_CLAIM_TAKEN_OVER ({gate, job, claimed_by, claimed_at, by,
+ * choice}) saying so. *seq gets the event's seq. Errors as rp__pg_run (the
+ * transaction is then rolled back). */
+rp_status rp__pg_claim_take_over(rp_pg_store *s, int64_t gate_id, const char *by,
+                                 rp_choice choice, int64_t *seq) RP_MUSTCHECK;
 
 /* The port functions, one file per area. */
 void rp__pg_fill_lease(rp_store_port *out);

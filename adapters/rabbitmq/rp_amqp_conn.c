@@ -30,6 +30,7 @@ struct rp_amqp_conn {
     bool verify_peer;
     int heartbeat;
     int connect_timeout_ms;
+    int frame_max;
     char peer[300];
 
     rp_amqp_state state;
@@ -111,6 +112,7 @@ rp_amqp_conn *rp_amqp_conn_new(struct event_base *base, const rp_amqp_params *p,
     c->verify_peer = p->verify_peer;
     c->heartbeat = p->heartbeat_seconds > 0 ? p->heartbeat_seconds : 0;
     c->connect_timeout_ms = p->connect_timeout_ms > 0 ? p->connect_timeout_ms : 5000;
+    c->frame_max = p->frame_max > 0 ? p->frame_max : RP_AMQP_FRAME_MAX;
     c->backoff_ms = RP_AMQP_BACKOFF_MIN_MS;
     if (c->url == NULL || c->url_copy == NULL || c->password == NULL ||
         c->connection_name == NULL) {
@@ -162,7 +164,7 @@ static amqp_connection_state_t rp_amqp_connect_blocking(rp_amqp_conn *c, char *e
         .connect_timeout_ms = c->connect_timeout_ms,
         .rpc_timeout_ms = RP_AMQP_RPC_TIMEOUT_S * 1000,
         .heartbeat_s = c->heartbeat,
-        .frame_max = RP_AMQP_FRAME_MAX,
+        .frame_max = c->frame_max,
         .connection_name = c->connection_name,
         .capabilities = true,
     };

@@ -46,6 +46,11 @@ typedef struct rp_amqp_params {
     const char *connection_name; /* shown in the management UI */
     const char *ca_file, *cert_file, *key_file; /* TLS; "" or NULL: unset */
     bool verify_peer;
+    /* The largest frame asked for at login; the broker's own frame_max
+     * wins when smaller (rabbitmq-c takes the smaller of the two, and the
+     * broker's default is 131072). 0: 131072. rabbitmq-c 0.11 cannot ask
+     * for "no limit" (0 would size its output buffer to nothing). */
+    int frame_max;
 } rp_amqp_params;
 
 typedef enum rp_amqp_state {

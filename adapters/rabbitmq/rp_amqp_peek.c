@@ -232,7 +232,8 @@ rp_status rp_amqp_peek_read(rp_amqp_peek *p, const char *vhost, const char *queu
     }
     st = RP_OK;
     bool channel_open = true;
-    while (p->n < limit) {
+    size_t held = 0; /* what the messages read so far hold (RP_AMQP_PEEK_BYTES) */
+    while (p->n < limit && held <= RP_AMQP_PEEK_BYTES) {
         amqp_rpc_reply_t r = amqp_basic_get(p->conn, RP_PEEK_CHANNEL, amqp_cstring_bytes(queue), 0);
         if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
             r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
@@ -265,6 +266,10 @@ rp_status rp_amqp_peek_read(rp_amqp_peek *p, const char *vhost, const char *queu
             free(p->items[p->n].headers_json);
             break;
         }
+        const rp_peek_item *got = &p->items[p->n];
+        held += got->msg.body.len + rp_amqp_props_footprint(&got->msg.properties) +
+                (got->props_json ? strlen(got->props_json) : 0) +
+                (got->headers_json ? strlen(got->headers_json) : 0);
         p->n++;
         amqp_maybe_release_buffers_on_channel(p->conn, RP_PEEK_CHANNEL);
     }

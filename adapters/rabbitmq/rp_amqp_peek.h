@@ -21,6 +21,10 @@
  *     reads a quorum dead-letter queue only once, ever, and records it in
  *     the store. This function reads what it is asked to read.
  *
+ * A read also stops once the messages read hold more than
+ * RP_AMQP_PEEK_BYTES (bodies, properties and headers as decoded, and their
+ * JSON): *behind then counts the rest, as for `limit`.
+ *
  * Ownership: the params are copied (the password is wiped when freed). What
  * rp_amqp_peek_read returns is LENT until the next read, close or free.
  * Threads: one thread at a time (the store thread, or --once's main thread).
@@ -49,6 +53,11 @@ typedef struct rp_amqp_peeked {
     const char *properties_json;
     const char *headers_json;
 } rp_amqp_peeked;
+
+/* The most one read holds in memory before it stops (at least one message
+ * is read): a peek limit of 1,000 dead letters with 128 KiB of headers each
+ * would otherwise hold over 250 MiB, past the chart's memory limit. */
+#define RP_AMQP_PEEK_BYTES (16u * 1024u * 1024u)
 
 typedef struct rp_amqp_peek rp_amqp_peek;
 

@@ -532,6 +532,10 @@ static bool rp_props_from(rp_restore *r, const json_t *props, amqp_basic_propert
             const json_t *x = json_is_object(v) ? json_object_get(v, "value") : v;
             if (!rp_u64_from(x, &out->timestamp)) return rp_fail(r, "not a timestamp", key);
             out->_flags |= AMQP_BASIC_TIMESTAMP_FLAG;
+        } else if (strcmp(key, RP_AMQP_RESTORE_NOTE) == 0) {
+            /* reaper's own note (rp_amqp_restore_note): not a property. */
+            const char *why = json_string_value(json_object_get(v, "not_replayable"));
+            if (why != NULL) return rp_fail(r, why, "not replayable");
         } else {
             return rp_fail(r, "an unknown property", key);
         }
@@ -585,4 +589,44 @@ rp_status rp_amqp_restore_props(amqp_pool_t *pool, const char *props_json,
     }
     if (out->headers.num_entries > 0) out->_flags |= AMQP_BASIC_HEADERS_FLAG;
     return RP_OK;
+}
+
+rp_status rp_amqp_restore_note(char **props_json, const char *not_replayable,
+                               size_t headers_bytes, size_t x_death_entries) {
+    char *old = *props_json;
+    json_t *o = json_loads(old ? old : "{}", 0, NULL);
+    json_t *note = json_object();
+    if (o == NULL || note == NULL || !json_is_object(o)) {
+        json_decref(o);
+        json_decref(note);
+        return RP_ERR_NOMEM;
+    }
+    bool ok = true;
+    if (not_replayable != NULL)
+        ok = json_object_set_new(note, "not_replayable", json_string(not_replayable)) == 0 &&
+             json_object_set_new(note, "headers_bytes", json_integer((json_int_t)headers_bytes)) ==
+                 0;
+    if (ok && x_death_entries > 0)
+        ok = json_object_set_new(note, "x_death_entries",
+                                 json_integer((json_int_t)x_death_entries)) == 0;
+    ok = ok && json_object_set_new(o, RP_AMQP_RESTORE_NOTE, note) == 0;
+    char *text = ok ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (text == NULL) return RP_ERR_NOMEM;
+    /* jansson allocates with malloc (its default allocators). */
+    free(old);
+    *props_json = text;
+    return RP_OK;
+}
+
+bool rp_amqp_restore_refusal(const char *props_json, char *why, size_t n) {
+    if (n) why[0] = '\0';
+    if (props_json == NULL || strstr(props_json, RP_AMQP_RESTORE_NOTE) == NULL) return false;
+    json_t *o = json_loads(props_json, 0, NULL);
+    const char *s = json_string_value(json_object_get(json_object_get(o, RP_AMQP_RESTORE_NOTE),
+                                                      "not_replayable"));
+    bool found = s != NULL;
+    if (found) snprintf(why, n, "%s", s);
+    json_decref(o);
+    return found;
 }

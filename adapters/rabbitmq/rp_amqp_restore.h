@@ -79,4 +79,22 @@ rp_status rp_amqp_restore_props(amqp_pool_t *pool, const char *props_json,
                                 const char *headers_json, amqp_basic_properties_t *out,
                                 char *err, size_t errlen) RP_MUSTCHECK;
 
+/* reaper's own note in the properties JSON: a key no AMQP property has.
+ * {"not_replayable": REASON, "headers_bytes": N} when the dead letter was
+ * kept without its headers (the tap's broker.tap_header_cap_bytes), and
+ * "x_death_entries": N when x-death had more entries than the header model
+ * parses (RP_AMQP_XDEATH_MAX). rp_amqp_restore_props refuses a text with
+ * not_replayable (the reason in err) and ignores the rest of the note. */
+#define RP_AMQP_RESTORE_NOTE "$reaper"
+
+/* Adds the note to *props_json (a text of rp_amqp_restore_capture, which it
+ * replaces). not_replayable may be NULL; x_death_entries 0 leaves it out.
+ * RP_ERR_NOMEM (the text is then unchanged). */
+rp_status rp_amqp_restore_note(char **props_json, const char *not_replayable,
+                               size_t headers_bytes, size_t x_death_entries) RP_MUSTCHECK;
+
+/* Whether a stored properties text carries a not_replayable note; its
+ * reason into why. */
+bool rp_amqp_restore_refusal(const char *props_json, char *why, size_t n);
+
 #endif

@@ -5,7 +5,8 @@
  * Declarations run on the connect thread (rp_amqp_conn's on_setup hook), so
  * the loop never waits for an RPC: the events exchange, the control queue
  * with its consumer, the event queue bound to amq.rabbitmq.event with its
- * consumer, and the publish channel in confirm mode. On every reconnect they
+ * consumer, and the publish channel in confirm mode. The tap has a
+ * connection of its own (tap.h), started here with the same parameters. On every reconnect they
  * are all made again.
  */
 #include <stdio.h>
@@ -18,13 +19,12 @@
 #include "rp_pg_store.h"
 
 #define RP_HEARTBEAT_SECONDS 10
-/* The largest delivery body reaper keeps, by channel: a control request is
+/* The largest delivery body kept on this connection: a control request is
  * at most 64 KiB (proto/SCHEMA.md; a longer one is kept only to say it is
- * too large, truncated at the limit: channel 1, with the small broker
- * events); a dead letter on the tap is kept whole up to what the store
- * keeps (RP_TAP_CHANNEL). */
+ * too large, truncated at the limit), broker events are small. The tap has
+ * a connection of its own (tap.h), which keeps a dead letter whole up to
+ * what the store keeps. */
 #define RP_DELIVERY_BODY_LIMIT 65536
-#define RP_TAP_BODY_LIMIT RP_PG_DL_BODY_MAX
 
 /* binding.* and exchange.*: the tap follows every route a dead letter can
  * take (tap.h). */
@@ -75,7 +75,7 @@ static bool rp_broker_setup(void *arg, amqp_connection_state_t c, char *err, siz
         ok = rp_rpc_ok(c, "consuming broker events", err, n);
     }
     amqp_bytes_free(name);
-    return ok && rp_tap_setup(d, c, err, n) && rp_amqp_publisher_setup(c, err, n) &&
+    return ok && rp_amqp_publisher_setup(c, err, n) &&
            rp_amqp_publisher_setup_on(c, RP_REPLAY_CHANNEL, err, n);
 }
 
@@ -108,8 +108,6 @@ static void rp_broker_on_message(void *arg, const rp_amqp_message *msg) {
     if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) return;
     if (rp_tag_is(msg->consumer_tag, RP_CONTROL_CONSUMER_TAG)) {
         rp_control_on_message(d, msg);
-    } else if (rp_tap_owns_tag(msg->consumer_tag.bytes, msg->consumer_tag.len)) {
-        rp_tap_on_message(d, msg);
     } else if (rp_tag_is(msg->consumer_tag, RP_EVENTS_CONSUMER_TAG)) {
         if (!rp_broker_event_from_broker(msg->exchange)) {
             rp_event_refused(d, msg);
@@ -211,12 +209,15 @@ rp_status rp_broker_start(rp_daemon *d, const char *password) {
         .arg = d,
     };
     rp_amqp_assembler_init(&d->assembler, RP_DELIVERY_BODY_LIMIT, rp_broker_on_message, d);
-    rp_amqp_assembler_set_limit(&d->assembler, RP_TAP_CHANNEL, RP_TAP_BODY_LIMIT);
     const char *err = NULL;
     d->amqp = rp_amqp_conn_new(d->base, &ap, &hooks, &err);
     if (d->amqp == NULL) {
         RP_ERROR("cannot use the broker URL", "key", "broker.url", "reason", err, NULL);
         return RP_ERR_CONFIG;
+    }
+    if (d->tap != NULL && rp_tap_connect(d->tap, &ap) != RP_OK) {
+        RP_ERROR("cannot start the tap's broker connection", NULL);
+        return RP_ERR_INTERNAL;
     }
     d->publisher = rp_amqp_publisher_new(d->amqp);
     d->replay_publisher = rp_amqp_publisher_new_on(d->amqp, RP_REPLAY_CHANNEL);

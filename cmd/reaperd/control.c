@@ -242,6 +242,7 @@ static void rp_ctl_answer_work(void *ctx, void *arg) {
     if (!rp_ctl_store_ready(d, c)) return;
     /* answered_by is the broker-validated user; the request's own "by" is
      * only a note. */
+    rp_pg_store_set_claim_seconds(d->runner.store, d->runner.cfg->control.replay_claim_seconds);
     const rp_gate_port *g = &d->runner.ports.gates;
     c->st = g->answer(g->self, c->req.answer.gate, c->req.answer.choice, c->user,
                       c->req.answer.by, &c->answer);
@@ -255,6 +256,17 @@ static void rp_ctl_answer_done(void *arg, bool cancelled) {
     }
     char gate[32];
     snprintf(gate, sizeof gate, "%" PRId64, c->req.answer.gate);
+    if (c->st == RP_ERR_BUSY) {
+        /* Another replica's (or this one's) replay holds the gate. */
+        char msg[400];
+        rp_replay_claim_text(msg, sizeof msg - 64, c->req.answer.gate, c->answer.claimed_by,
+                             c->answer.claimed_at);
+        strcat(msg, "; ask again for its outcome later");
+        RP_WARN("gate answer refused", "gate", gate, "choice",
+                rp_choice_string(c->req.answer.choice), "reason", msg, NULL);
+        rp_ctl_error(c, "answer", RP_ERR_BUSY, msg);
+        return;
+    }
     if (c->st != RP_OK) {
         const char *msg = c->st == RP_ERR_NOT_FOUND      ? "no such gate"
                           : c->st == RP_ERR_CONFLICT     ? "this gate does not take that choice"
@@ -271,9 +283,32 @@ static void rp_ctl_answer_done(void *arg, bool cancelled) {
             "outcome", rp_outcome_string(c->answer.outcome), "user", c->has_user ? c->user : NULL,
             NULL);
     rp_proto_buf buf = {0};
-    rp_status est = rp_proto_encode_answer_reply(c->req.answer.gate, c->answer.choice,
-                                                 c->answer.outcome, c->enc, &buf);
+    rp_status est;
+    if (c->answer.claim == RP_GATE_CLAIM_STALE) {
+        /* This answer took a stale replay claim over (rp_gate.h). */
+        char note[500];
+        rp_replay_takeover_text(note, sizeof note, c->req.answer.gate, c->answer.claimed_by,
+                                c->answer.claimed_at);
+        est = rp_proto_encode_answer_reply_note(c->req.answer.gate, c->answer.choice,
+                                                c->answer.outcome, note, c->enc, &buf);
+    } else {
+        est = rp_proto_encode_answer_reply(c->req.answer.gate, c->answer.choice,
+                                           c->answer.outcome, c->enc, &buf);
+    }
     rp_ctl_encoded(c, est, &buf);
+}
+
+/* A replay of the request's gate is in flight in this reaperd: busy, as
+ * when another replica holds its claim (replay.h). */
+static void rp_ctl_replay_in_flight(rp_ctl *c) {
+    char msg[400];
+    rp_replay_claim_text(msg, sizeof msg - 64, c->req.answer.gate,
+                         rp_pg_store_claimer(c->d->runner.store), 0);
+    /* No claim time is known on the loop: say "now" rather than a time. */
+    char *since = strstr(msg, " since ");
+    if (since) *since = '\0';
+    strcat(msg, " (this reaperd); ask again for its outcome later");
+    rp_ctl_error(c, "answer", RP_ERR_BUSY, msg);
 }
 
 /* Loop: the end of a replay (replay.h). */
@@ -540,16 +575,14 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
             st = rp_replay_start(d, c->req.answer.gate, c->user, c->req.answer.by,
                                  rp_ctl_replay_done, c);
             if (st == RP_ERR_CONFLICT) {
-                rp_ctl_error(c, "answer", RP_ERR_CONFLICT,
-                             "a replay of this gate is in progress; ask again for its outcome");
+                rp_ctl_replay_in_flight(c);
                 return;
             }
             break;
         }
         if (rp_replay_busy(d, c->req.answer.gate)) {
             /* Settling it now could dismiss a message being replayed. */
-            rp_ctl_error(c, "answer", RP_ERR_CONFLICT,
-                         "a replay of this gate is in progress; ask again for its outcome");
+            rp_ctl_replay_in_flight(c);
             return;
         }
         st = rp_daemon_store_job(d, rp_ctl_answer_work, rp_ctl_answer_done, c);

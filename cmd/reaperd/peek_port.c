@@ -27,7 +27,36 @@ rp_status rp_peek_port_init(rp_peek_port *pp, const rp_config *cfg, const char *
     return RP_OK;
 }
 
+/* Ends a pending quorum read: its record when every park went through,
+ * then its lock. */
+static void rp_pending_finish(rp_peek_port *pp) {
+    if (!pp->pending.open) return;
+    const char *vhost = pp->pending.vhost, *queue = pp->pending.queue;
+    char num[24], left[24];
+    snprintf(num, sizeof num, "%zu", pp->pending.n);
+    snprintf(left, sizeof left, "%lld", (long long)pp->pending.behind);
+    if (pp->pending.failed) {
+        RP_WARN("backfill: a park of a quorum dead-letter queue's read failed; the read is not "
+                "recorded, so a later pass reads the queue again", "queue", queue, "vhost",
+                vhost, "messages", num, NULL);
+    } else if (rp_pg_backfill_mark_read(pp->store, vhost, queue, pp->pending.n,
+                                        pp->pending.behind) != RP_OK) {
+        RP_WARN("backfill: the read of a quorum dead-letter queue could not be recorded; a later "
+                "pass reads it again", "queue", queue, "vhost", vhost, NULL);
+    } else {
+        RP_INFO("backfill: quorum dead-letter queue read once", "queue", queue, "vhost", vhost,
+                "messages", num, "behind", left, NULL);
+    }
+    if (rp_pg_backfill_unlock(pp->store, vhost, queue) != RP_OK)
+        RP_WARN("backfill: a queue's lock could not be released (it goes with the session)",
+                "queue", queue, "vhost", vhost, NULL);
+    free(pp->pending.vhost);
+    free(pp->pending.queue);
+    memset(&pp->pending, 0, sizeof pp->pending);
+}
+
 void rp_peek_port_cleanup(rp_peek_port *pp) {
+    rp_pending_finish(pp);
     rp_amqp_peek_free(pp->amqp);
     free(pp->msgs);
     free(pp->handles);
@@ -35,6 +64,7 @@ void rp_peek_port_cleanup(rp_peek_port *pp) {
 }
 
 void rp_peek_port_pass_over(rp_peek_port *pp) {
+    rp_pending_finish(pp);
     if (pp->amqp) rp_amqp_peek_close(pp->amqp);
 }
 
@@ -85,10 +115,26 @@ static rp_status rp_may_read(rp_peek_port *pp, const char *vhost, const char *qu
     }
     /* Quorum, or a type the broker does not report: read once, ever. A dry
      * run reads the record too (it writes nothing), so that it reports
-     * what a real pass would. */
+     * what a real pass would. A real pass checks it under the queue's lock
+     * and keeps the lock until the read is recorded (peek_port.h). */
+    bool locked = false;
+    if (!pp->dry_run) {
+        rp_status lst = rp_pg_backfill_lock(pp->store, vhost, queue, &locked);
+        if (lst != RP_OK) return lst;
+        if (!locked) {
+            snprintf(pp->note, sizeof pp->note,
+                     "not read now: another reaperd is reading this quorum dead-letter queue "
+                     "(it is read by the backfill once)%s", held);
+            return RP_OK;
+        }
+    }
     bool was = false;
     int64_t unread_then = -1;
     rp_status st = rp_pg_backfill_was_read(pp->store, vhost, queue, &was, &unread_then);
+    if ((st != RP_OK || was) && locked &&
+        rp_pg_backfill_unlock(pp->store, vhost, queue) != RP_OK)
+        RP_WARN("backfill: a queue's lock could not be released (it goes with the session)",
+                "queue", queue, "vhost", vhost, NULL);
     if (st != RP_OK) return st;
     if (was) {
         snprintf(pp->note, sizeof pp->note,
@@ -119,6 +165,7 @@ static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_
     out->messages = NULL;
     out->n = 0;
     if (vhost == NULL || queue == NULL || limit == 0) return RP_ERR_INVALID;
+    rp_pending_finish(pp); /* the previous queue's read, whatever became of it */
     pp->note[0] = '\0';
     bool read = false, once = true;
     rp_status st = rp_may_read(pp, vhost, queue, &read, &once, out);
@@ -129,6 +176,9 @@ static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_
     int64_t behind = -1;
     char err[300] = "";
     st = rp_amqp_peek_read(pp->amqp, vhost, queue, limit, &items, &n, &behind, err, sizeof err);
+    if (st != RP_OK && once && rp_pg_backfill_unlock(pp->store, vhost, queue) != RP_OK)
+        RP_WARN("backfill: a queue's lock could not be released (it goes with the session)",
+                "queue", queue, "vhost", vhost, NULL);
     if (st == RP_ERR_NOT_FOUND) {
         rp_left_unread(out, 0, false, RP_DL_UNREAD_NONE);
         return RP_OK;
@@ -139,16 +189,28 @@ static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_
         return st;
     }
     if (once) {
-        /* Recorded before anything is parked: a later pass must not read
-         * these messages again, whatever happens to the parks. What lay
-         * behind them is kept with the record: later passes surface it. */
-        st = rp_pg_backfill_mark_read(pp->store, vhost, queue, n, behind);
-        if (st != RP_OK) return st;
-        char num[24], left[24];
-        snprintf(num, sizeof num, "%zu", n);
-        snprintf(left, sizeof left, "%lld", (long long)behind);
-        RP_INFO("backfill: quorum dead-letter queue read once", "queue", queue, "vhost", vhost,
-                "messages", num, "behind", left, NULL);
+        /* Recorded once the parks of these messages are done (the park
+         * wrapper below, or the next peek, or the pass's end), under the
+         * lock taken above. What lay behind them is kept with the record:
+         * later passes surface it. */
+        pp->pending.vhost = strdup(vhost);
+        pp->pending.queue = strdup(queue);
+        pp->pending.n = n;
+        pp->pending.behind = behind;
+        pp->pending.failed = false;
+        pp->pending.open = true;
+        if (pp->pending.vhost == NULL || pp->pending.queue == NULL) {
+            pp->pending.failed = true; /* not recorded: read again later */
+            free(pp->pending.vhost);
+            free(pp->pending.queue);
+            pp->pending.vhost = NULL;
+            pp->pending.queue = NULL;
+            pp->pending.open = false;
+            if (rp_pg_backfill_unlock(pp->store, vhost, queue) != RP_OK) {
+                /* it goes with the session */
+            }
+            return RP_ERR_NOMEM;
+        }
     }
     rp_left_unread(out, behind, false, once ? RP_DL_UNREAD_READ_ONCE : RP_DL_UNREAD_PEEK_LIMIT);
     if (n > pp->cap) {
@@ -183,7 +245,14 @@ static rp_status rp_is_parked(void *self, const rp_dead_letter *facts, bool *par
 static rp_status rp_park(void *self, const char *vhost, const char *queue, const rp_dl_message *msg,
                          const rp_dead_letter *facts, const rp_verdict *v, rp_park_result *out) {
     rp_peek_port *pp = self;
-    return pp->pg.park(pp->pg.self, vhost, queue, msg, facts, v, out);
+    rp_status st = pp->pg.park(pp->pg.self, vhost, queue, msg, facts, v, out);
+    if (pp->pending.open && pp->pending.n > 0 && msg >= pp->msgs &&
+        msg < pp->msgs + pp->pending.n) {
+        if (st != RP_OK) pp->pending.failed = true;
+        /* The last message of the read: the pass parks them in order. */
+        if (msg == pp->msgs + pp->pending.n - 1) rp_pending_finish(pp);
+    }
+    return st;
 }
 
 void rp_peek_port_fill(rp_peek_port *pp, rp_dead_letter_port *out) {

@@ -10,7 +10,16 @@
  * quorum dead-letter queue (or one whose type the broker does not report)
  * is read by the backfill ONCE, ever: the read is recorded in the store
  * (rp_pg_backfill_mark_read, a ledger event) and every later pass, in this
- * process or another, skips the queue and says so in its notes. A message is thus
+ * process or another, skips the queue and says so in its notes. The check,
+ * the read, the parks and the record happen under the queue's advisory
+ * lock (rp_pg_backfill_lock; another replica that finds it held skips the
+ * queue this pass and says so), and the record is written after the parks
+ * of the read, only when none of them failed: a park that fails (or a
+ * crash before the record) leaves the queue unrecorded, so a later pass
+ * reads it again (one more delivery) and parks what was read; the parks
+ * are idempotent. (Not one transaction with the parks: each park's ledger
+ * event goes to the events exchange once its own commit is done, and must
+ * never be published for a row that a later rollback would undo.) A message is thus
  * read by the backfill at most once and spends at most one delivery. What
  * reaches such a queue afterwards comes through the tap, not the backfill;
  * what lay behind the first dead_letter_peek_limit messages at that first
@@ -50,6 +59,16 @@ typedef struct rp_peek_port {
     rp_pg_dl_handle *handles;
     size_t cap;
     char note[400];                /* what the last peek lends as its note */
+    /* A quorum queue read and not yet recorded: its lock is held, and its
+     * record is written once every message of the read is parked (or
+     * examined and found unparkable), never when a park failed. */
+    struct {
+        bool open;
+        bool failed;               /* a park of the read failed */
+        char *vhost, *queue;
+        size_t n;
+        int64_t behind;
+    } pending;
 } rp_peek_port;
 
 /* RP_ERR_NOMEM. */
@@ -58,7 +77,8 @@ rp_status rp_peek_port_init(rp_peek_port *pp, const rp_config *cfg, const char *
 void rp_peek_port_cleanup(rp_peek_port *pp);
 /* Fills *out with peek, is_parked and park over pp. */
 void rp_peek_port_fill(rp_peek_port *pp, rp_dead_letter_port *out);
-/* The end of a pass: closes the peek's connection. */
+/* The end of a pass: records (or not) a read still pending, releases its
+ * lock, closes the peek's connection. */
 void rp_peek_port_pass_over(rp_peek_port *pp);
 
 #endif

@@ -6,7 +6,13 @@
  * gate is settled (answer, job succeeded, ledger event) only after the
  * broker confirmed it and did not return it.
  *
- *   store thread: read the gate and its dead letter (rp_pg_replay_read);
+ *   store thread: lock the gate (FOR UPDATE) and read it, its claim and
+ *     its dead letter (rp_pg_replay_lock); a live claim by another replay
+ *     (this process's or another replica's) is RP_ERR_BUSY, "gate N is
+ *     being replayed by X since T", and changes nothing; a stale one is
+ *     taken over, recorded on the ledger and reported (RP_ERR_CONFLICT:
+ *     the message may have been published once already), and nothing is
+ *     published (rp_gate.h);
  *     refuse with RP_ERR_CONFLICT and a reason when the gate does not take
  *     replay, the body was not stored whole, the origin (from untrusted
  *     headers) is not owned or is not on reaperd's vhost, or the stored
@@ -18,20 +24,29 @@
  *     result.note; the stored dead letter keeps them; refuse a destination
  *     that is one of reaper's own queues (control, tap, a server-named
  *     queue) with RP_ERR_CONFLICT whatever owned_queue_pattern says;
+ *   store thread: when the replay may go ahead, claim the gate (claimed_by
+ *     this process's instance id, claimed_at now) and commit, else leave
+ *     it as it was;
  *   loop: publish (mandatory, confirmed; never retried) on the replay
  *     channel (RP_REPLAY_CHANNEL), used by nothing else: a publish the
  *     broker still refuses with a channel error closes only that channel,
  *     which is opened again, and the replay is RP_ERR_CONFLICT with the
  *     broker's reason;
- *   store thread, after a confirm: settle the gate;
+ *   store thread, after a confirm: settle the gate, fenced on the claim
+ *     (answer, job, ledger event, claim cleared: one transaction); a claim
+ *     taken over meanwhile settles nothing (RP_ERR_CONFLICT, said so);
+ *   a publish that surely delivered nothing (returned, refused, nacked, not
+ *     sent) releases the claim; a lost one keeps it (it may have been
+ *     delivered), so it goes stale and the next answer reports it;
  *   loop: done().
  * A returned publish (no such queue) is RP_ERR_CONFLICT, a nacked or lost
  * one RP_ERR_UNAVAILABLE: the gate stays open and the reply says so.
  *
  * One replay per gate at a time in this daemon: a second replay of a gate
  * whose replay is in flight is refused at once (RP_ERR_CONFLICT from
- * rp_replay_start), so two requests never both publish; across processes
- * the gate's row lock and its already_answered check settle it once.
+ * rp_replay_start; control.c answers it `busy`); across processes the claim on the gate row does the
+ * same (RP_ERR_BUSY), so two replicas never both publish one gate's
+ * message, and a dismiss never closes a gate being replayed.
  *
  * Threads: rp_replay_start and done() on the loop thread. Ownership: `by`
  * (answered_by: the broker-validated user) and `note` (the request's own
@@ -41,6 +56,7 @@
 #define RP_REPLAY_DAEMON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rp_ports.h"
@@ -67,6 +83,16 @@ rp_status rp_replay_start(struct rp_daemon *d, int64_t gate, const char *by,
 /* Whether a replay of gate is in flight (any other answer to it waits:
  * control.c refuses it with conflict until the replay is over). */
 bool rp_replay_busy(const struct rp_daemon *d, int64_t gate);
+
+/* "gate N is being replayed by X since 2026-01-02T03:04:05Z" (claimed_at:
+ * Unix ms), into buf (n bytes, cut to fit). */
+void rp_replay_claim_text(char *buf, size_t n, int64_t gate, const char *claimed_by,
+                          rp_time_ms claimed_at);
+/* What a stale claim taken over means, one clause: "the replay of gate N
+ * claimed by X since T was never settled (...): the message may have been
+ * published once already; ...". */
+void rp_replay_takeover_text(char *buf, size_t n, int64_t gate, const char *claimed_by,
+                             rp_time_ms claimed_at);
 
 /* Frees the in-flight set (at the daemon's end). */
 void rp_replay_cleanup(struct rp_daemon *d);

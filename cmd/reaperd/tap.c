@@ -49,6 +49,11 @@ typedef struct rp_tap_item {
     uint8_t *body;
     size_t body_len;
     size_t weight; /* what it counts in held_bytes */
+    /* Its header table weighed this much decoded, over
+     * broker.tap_header_cap_bytes: props hold only its death headers
+     * (rp_amqp_death_headers), and it is parked not replayable. 0: its
+     * headers are kept whole. */
+    size_t headers_dropped;
     int64_t received_us; /* monotonic, for reaper_tap_park_delay_seconds */
     bool truncated;
     /* Delivered through the default exchange: published straight into the
@@ -71,6 +76,16 @@ struct rp_tap_batch;
 
 struct rp_tap {
     rp_daemon *d;
+    /* The tap's own AMQP connection (issue 14 item 6): a frame as large as
+     * the broker allows (its frame_max, asked for at login) or a storm of
+     * deliveries never stands in the way of control requests, broker
+     * events or confirms, which have the daemon's connection. gen grows at
+     * every (re)connect of it (delivery tags of an older one are stale); up
+     * while it is up. */
+    rp_amqp_conn *amqp;
+    rp_amqp_assembler assembler;
+    unsigned gen;
+    bool up;
     rp_tap_list waiting; /* received, not yet sent to the store */
     rp_tap_list stuck;   /* held unacked until the next reconnect */
     /* The batches handed to the tap's thread, oldest first (it parks them
@@ -142,8 +157,9 @@ static int64_t rp_tap_mono_us(void) {
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* An item's properties' pool page, and what an item costs beyond its
- * body: the item and one page. */
+/* An item's properties' pool page, and what an item costs beyond its body
+ * and its decoded properties (rp_amqp_props_footprint): the item and one
+ * page. */
 #define RP_TAP_POOL_PAGE 4096u
 #define RP_TAP_ITEM_OVERHEAD (sizeof(rp_tap_item) + RP_TAP_POOL_PAGE)
 
@@ -337,11 +353,37 @@ static rp_status rp_tap_prepare(rp_tap *t, rp_tap_item *it, rp_tap_prep *p, bool
     st = rp_amqp_restore_capture(&it->props, &p->props, &p->headers);
     if (st == RP_ERR_NOMEM) return st;
     bool lossless = st == RP_OK;
+    /* Kept without its headers, or with more x-death entries than were
+     * parsed: the stored properties say so (rp_amqp_restore.h's note), and
+     * a replay answers with that reason. */
+    if (lossless && (it->headers_dropped > 0 || p->m.x_death_unparsed > 0)) {
+        char why[240];
+        if (it->headers_dropped == SIZE_MAX)
+            snprintf(why, sizeof why,
+                     "its header table nests deeper than %d levels: it was parked without its "
+                     "headers (only x-death and x-first-death-* kept), so it cannot be replayed "
+                     "as it was",
+                     RP_AMQP_FOOTPRINT_DEPTH);
+        else
+            snprintf(why, sizeof why,
+                     "its header table weighed %zu bytes decoded, over "
+                     "broker.tap_header_cap_bytes (%" PRId64 "): it was parked without its "
+                     "headers (only x-death and x-first-death-* kept), so it cannot be replayed "
+                     "as it was",
+                     it->headers_dropped, d->cfg->broker.tap_header_cap_bytes);
+        size_t entries = p->m.x_death_unparsed > 0
+                             ? p->m.headers.n_x_death + p->m.x_death_unparsed
+                             : 0;
+        st = rp_amqp_restore_note(&p->props, it->headers_dropped > 0 ? why : NULL,
+                                  it->headers_dropped == SIZE_MAX ? 0 : it->headers_dropped,
+                                  entries);
+        if (st != RP_OK) return st;
+    }
     p->h = (rp_pg_dl_handle){p->headers, p->props};
     p->msg = (rp_dl_message){
         .headers = p->m.headers,
         .body = {it->body, it->body_len},
-        .body_truncated = it->truncated || !lossless,
+        .body_truncated = it->truncated || !lossless || it->headers_dropped > 0,
         .handle = &p->h,
     };
     st = rp_dead_letter_examine(&p->m.headers, d->mgmt_keep.vhost ? d->mgmt_keep.vhost : "",
@@ -365,15 +407,21 @@ static rp_tap_result rp_tap_result_of(rp_status st) {
     }
 }
 
-/* The most dead letters and body bytes parked in one transaction. Fewer
- * commits are fewer WAL flushes, each of which waits behind the broker's
+/* The most dead letters, and bytes of bodies, headers and properties (their
+ * JSON), parked in one transaction: up to RP_TAP_DEPTH transactions are
+ * prepared at once, each held twice (the thread's parameters and libpq's
+ * send buffer), so the bytes bound what a storm of heavy headers costs
+ * beside the held deliveries: 3,500 dead letters with 32-100 KiB of
+ * headers, parking blocked then let go (test_reaperd_tap_headers), peaked
+ * at 89/107 MiB (RabbitMQ 3.10/4.0) with 8 MiB, 70/99 MiB with 4 MiB.
+ * Fewer commits are fewer WAL flushes, each of which waits behind the broker's
  * own fsyncs on a shared disk: in the 100,000 storm of bench/tap (quiet
  * 2-CPU machine) the tap's backend waited on WALSync about 20% of its time
  * at 50 a transaction and 5% at 250, and the storm went from 8,600-8,800/s
  * to 9,150-9,250/s (with RP_TAP_BATCH 2000, prefetch 4000; pgbench doing
  * the same at 250 instead of 50 gains about 4%). */
 #define RP_TAP_TXN_MAX 250
-#define RP_TAP_TXN_BYTES (8u * 1024u * 1024u)
+#define RP_TAP_TXN_BYTES (4u * 1024u * 1024u)
 
 /* One transaction's worth of a batch: its prepared messages and, once
  * sent, the park items whose results rp_pg_park_recv fills. */
@@ -388,8 +436,8 @@ typedef struct rp_tap_chunk {
 } rp_tap_chunk;
 
 /* Prepares the next messages of b from *i into c (at most RP_TAP_TXN_MAX,
- * RP_TAP_TXN_BYTES of bodies); messages not to park (not a dead letter, or
- * failing on their own) are settled at once. */
+ * RP_TAP_TXN_BYTES of bodies, headers and properties); messages not to park
+ * (not a dead letter, or failing on their own) are settled at once. */
 static void rp_tap_fill(rp_tap *t, rp_tap_batch *b, size_t *i, rp_tap_chunk *c, bool *down) {
     rp_daemon *d = t->d;
     size_t bytes = 0;
@@ -411,7 +459,10 @@ static void rp_tap_fill(rp_tap *t, rp_tap_batch *b, size_t *i, rp_tap_chunk *c, 
             rp_tap_prep_cleanup(p);
             continue;
         }
-        bytes += it->body_len;
+        /* Headers and properties too: they travel with the body, in
+         * this thread's parameters and in libpq's send buffer. */
+        bytes += it->body_len + (p->headers ? strlen(p->headers) : 0) +
+                 (p->props ? strlen(p->props) : 0);
         c->items[c->n] = (rp_pg_park_item){d->mgmt_keep.vhost, d->cfg->broker.tap_queue, &p->msg,
                                            &p->facts, &p->v, {0}};
         c->n++;
@@ -553,13 +604,13 @@ static void rp_tap_work(void *ctx, void *job) {
 static void rp_tap_kick(rp_tap *t);
 
 static bool rp_tap_ack(rp_tap *t, uint64_t tag, bool multiple) {
-    amqp_connection_state_t c = rp_amqp_conn_handle(t->d->amqp);
+    amqp_connection_state_t c = rp_amqp_conn_handle(t->amqp);
     if (c == NULL) return false;
     int st = amqp_basic_ack(c, RP_TAP_CHANNEL, tag, multiple);
     if (st != AMQP_STATUS_OK) {
         char why[160];
         snprintf(why, sizeof why, "tap ack: %s", amqp_error_string2(st));
-        rp_amqp_conn_fail(t->d->amqp, why);
+        rp_amqp_conn_fail(t->amqp, why);
         return false;
     }
     return true;
@@ -639,8 +690,8 @@ static void rp_tap_settle_batch(rp_tap_batch *b, bool cancelled) {
         free(b);
         return;
     }
-    unsigned gen = d->broker_generation;
-    bool live = d->broker_up;
+    unsigned gen = t->gen;
+    bool live = t->up;
     rp_tap_list retry = {0}, done = {0};
     uint64_t parked = 0, stuck = 0;
     int64_t now_us = rp_tap_mono_us();
@@ -708,13 +759,13 @@ static bool rp_tap_submit(rp_tap *t);
 /* Sends a method on the tap's channel; a failure drops the connection. */
 static bool rp_tap_send_method(rp_tap *t, amqp_method_number_t id, void *method,
                                const char *what) {
-    amqp_connection_state_t c = rp_amqp_conn_handle(t->d->amqp);
+    amqp_connection_state_t c = rp_amqp_conn_handle(t->amqp);
     if (c == NULL) return false;
     int st = amqp_send_method(c, RP_TAP_CHANNEL, id, method);
     if (st != AMQP_STATUS_OK) {
         char why[160];
         snprintf(why, sizeof why, "%s: %s", what, amqp_error_string2(st));
-        rp_amqp_conn_fail(t->d->amqp, why);
+        rp_amqp_conn_fail(t->amqp, why);
         return false;
     }
     return true;
@@ -722,7 +773,7 @@ static bool rp_tap_send_method(rp_tap *t, amqp_method_number_t id, void *method,
 
 /* Whether the tap has stopped consuming on the current connection (a new
  * one consumes from its setup). */
-static bool rp_tap_off(const rp_tap *t) { return t->off && t->off_gen == t->d->broker_generation; }
+static bool rp_tap_off(const rp_tap *t) { return t->off && t->off_gen == t->gen; }
 
 /* Stops consuming while the tap holds more than RP_TAP_HOLD_BYTES, and
  * consumes again once parks bring it to half (tap.h): the broker keeps the
@@ -730,7 +781,7 @@ static bool rp_tap_off(const rp_tap *t) { return t->off && t->off_gen == t->d->b
  * Both without waiting for a reply (nowait). */
 static void rp_tap_hold_check(rp_tap *t) {
     rp_daemon *d = t->d;
-    if (t->stopped || !d->broker_up) return;
+    if (t->stopped || !t->up) return;
     bool off = rp_tap_off(t);
     bool over = t->held_bytes > RP_TAP_HOLD_BYTES;
     bool under = t->held_bytes <= RP_TAP_HOLD_BYTES / 2;
@@ -738,15 +789,15 @@ static void rp_tap_hold_check(rp_tap *t) {
     char kib[24], n[24], back[24];
     snprintf(kib, sizeof kib, "%zu", t->held_bytes / 1024);
     snprintf(n, sizeof n, "%zu", t->waiting.n + t->stuck.n + t->in_flight_n);
-    if (t->tag_gen != d->broker_generation)
+    if (t->tag_gen != t->gen)
         snprintf(t->tag, sizeof t->tag, "%s", RP_TAP_CONSUMER_TAG);
-    t->tag_gen = d->broker_generation;
+    t->tag_gen = t->gen;
     if (!off) {
         amqp_bytes_t tag = amqp_cstring_bytes(t->tag);
         amqp_basic_cancel_t m = {.consumer_tag = tag, .nowait = 1};
         if (!rp_tap_send_method(t, AMQP_BASIC_CANCEL_METHOD, &m, "tap cancel")) return;
         t->off = true;
-        t->off_gen = d->broker_generation;
+        t->off_gen = t->gen;
         t->returned = 0;
         RP_INFO("the tap holds as much as it may keep in memory: it stops consuming until parks "
                 "bring it to half (deliveries already on the way go back to the broker)",
@@ -768,17 +819,16 @@ static void rp_tap_hold_check(rp_tap *t) {
  * there: the next one is parked as soon as the last one commits, while the
  * loop acks the last one and gathers the one after. */
 static void rp_tap_kick(rp_tap *t) {
-    rp_daemon *d = t->d;
     if (t->paused || t->stopped) return;
     /* Only a new connection makes items stale (every item that joins a
      * list after this is of the current one): walk the lists only then,
      * not at every delivery. */
-    if (t->kept_gen != d->broker_generation) {
-        rp_list_drop_stale(t, &t->waiting, d->broker_generation);
-        rp_list_drop_stale(t, &t->stuck, d->broker_generation);
-        t->kept_gen = d->broker_generation;
+    if (t->kept_gen != t->gen) {
+        rp_list_drop_stale(t, &t->waiting, t->gen);
+        rp_list_drop_stale(t, &t->stuck, t->gen);
+        t->kept_gen = t->gen;
     }
-    while (t->in_flight < RP_TAP_IN_FLIGHT && t->waiting.head && d->broker_up && !t->paused)
+    while (t->in_flight < RP_TAP_IN_FLIGHT && t->waiting.head && t->up && !t->paused)
         if (!rp_tap_submit(t)) break;
 }
 
@@ -820,13 +870,13 @@ void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         /* Sent before the broker had our cancel: back to it, kept in the
          * queue for when the tap consumes again (its x-delivery-limit -1
          * on RabbitMQ 4 makes a return cost nothing). */
-        amqp_connection_state_t c = rp_amqp_conn_handle(d->amqp);
+        amqp_connection_state_t c = rp_amqp_conn_handle(t->amqp);
         int st = c ? amqp_basic_nack(c, RP_TAP_CHANNEL, msg->delivery_tag, 0, 1)
                    : AMQP_STATUS_OK;
         if (st != AMQP_STATUS_OK) {
             char why[160];
             snprintf(why, sizeof why, "tap nack: %s", amqp_error_string2(st));
-            rp_amqp_conn_fail(d->amqp, why);
+            rp_amqp_conn_fail(t->amqp, why);
             return;
         }
         t->returned++;
@@ -836,12 +886,22 @@ void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
     bool ok = it != NULL;
     if (ok) {
         init_amqp_pool(&it->pool, RP_TAP_POOL_PAGE);
-        it->generation = d->broker_generation;
+        it->generation = t->gen;
         it->tag = msg->delivery_tag;
         it->truncated = msg->truncated;
         it->via_default = msg->exchange.len == 0;
         it->body_len = msg->body_len;
-        ok = rp_amqp_props_copy(&it->pool, &msg->props, &it->props);
+        /* Headers over the cap are not kept (a count prefetch bounds no
+         * bytes, and a frame can carry a table of the broker's frame_max):
+         * only what the identity rule reads. */
+        amqp_basic_properties_t src = msg->props;
+        size_t hdr = (src._flags & AMQP_BASIC_HEADERS_FLAG) ? rp_amqp_table_footprint(&src.headers)
+                                                            : 0;
+        if (hdr > (size_t)d->cfg->broker.tap_header_cap_bytes) {
+            it->headers_dropped = hdr;
+            ok = rp_amqp_death_headers(&it->pool, &msg->props.headers, &src.headers) == RP_OK;
+        }
+        ok = ok && rp_amqp_props_copy(&it->pool, &src, &it->props);
         if (ok && msg->body_len > 0) {
             it->body = malloc(msg->body_len);
             ok = it->body != NULL;
@@ -852,10 +912,12 @@ void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         /* Out of memory: not acked, so the broker gives it again after
          * the reconnect this forces. */
         rp_item_free(t, it);
-        rp_amqp_conn_fail(d->amqp, "out of memory holding a tap delivery");
+        rp_amqp_conn_fail(t->amqp, "out of memory holding a tap delivery");
         return;
     }
-    it->weight = it->body_len + RP_TAP_ITEM_OVERHEAD;
+    /* What it holds: its body, its properties and headers as decoded, and
+     * its bookkeeping (issue 14 item 6). */
+    it->weight = it->body_len + rp_amqp_props_footprint(&it->props) + RP_TAP_ITEM_OVERHEAD;
     it->received_us = rp_tap_mono_us();
     t->held_bytes += it->weight;
     rp_list_push(&t->waiting, it);
@@ -866,6 +928,98 @@ void rp_tap_on_message(rp_daemon *d, const rp_amqp_message *msg) {
 void rp_tap_gauges(const rp_tap *t, int64_t *held_bytes, bool *paused) {
     *held_bytes = (int64_t)t->held_bytes;
     *paused = rp_tap_off(t) || t->paused;
+}
+
+/* ---- the tap's connection ------------------------------------------------------ */
+
+/* The largest frame the tap asks for: the broker's frame_max wins when it
+ * is smaller (its default is 131072), so the tap takes any frame the broker
+ * sends under its own limit. Bounded, for a broker with no limit (0):
+ * rabbitmq-c sizes its output buffer to it (malloc'd, touched only as far
+ * as written). */
+#define RP_TAP_FRAME_MAX (16 * 1024 * 1024)
+
+static bool rp_tap_conn_setup(void *arg, amqp_connection_state_t c, char *err, size_t n) {
+    rp_tap *t = arg;
+    return rp_tap_setup(t->d, c, err, n);
+}
+
+static void rp_tap_assembled(void *arg, const rp_amqp_message *msg) {
+    rp_tap *t = arg;
+    /* Stopping: take no new work; unacked, it goes back at the close. */
+    if (__atomic_load_n(&t->d->stopping, __ATOMIC_ACQUIRE)) return;
+    if (rp_tap_owns_tag(msg->consumer_tag.bytes, msg->consumer_tag.len)) {
+        rp_tap_on_message(t->d, msg);
+        return;
+    }
+    RP_WARN("delivery for an unknown consumer on the tap's connection; rejected", NULL);
+    amqp_connection_state_t c = rp_amqp_conn_handle(t->amqp);
+    if (c) (void)amqp_basic_reject(c, msg->channel, msg->delivery_tag, 1);
+}
+
+static void rp_tap_on_frame(void *arg, const amqp_frame_t *f) {
+    rp_tap *t = arg;
+    rp_status st = RP_OK;
+    if (rp_amqp_assembler_frame(&t->assembler, f, &st)) {
+        if (st != RP_OK) rp_amqp_conn_fail(t->amqp, "a tap delivery arrived out of order");
+        return;
+    }
+    if (f->frame_type == AMQP_FRAME_METHOD && f->payload.method.id == AMQP_BASIC_CANCEL_METHOD) {
+        /* The broker cancelled the tap's consumer (its queue was deleted):
+         * the connection is built again, which declares it again. */
+        rp_amqp_conn_fail(t->amqp, "the broker cancelled the tap's consumer (queue deleted?)");
+        return;
+    }
+    if (f->frame_type == AMQP_FRAME_METHOD) {
+        char id[16];
+        snprintf(id, sizeof id, "0x%08x", f->payload.method.id);
+        RP_DEBUG("tap frame not handled", "method", id, NULL);
+    }
+}
+
+static void rp_tap_on_state(void *arg, rp_amqp_state state, const char *why) {
+    rp_tap *t = arg;
+    if (state == RP_AMQP_UP) {
+        t->up = true;
+        t->gen++;
+        char fm[24];
+        amqp_connection_state_t c = rp_amqp_conn_handle(t->amqp);
+        snprintf(fm, sizeof fm, "%d", c ? amqp_get_frame_max(c) : 0);
+        RP_INFO("tap connected", "broker", why, "queue", t->d->cfg->broker.tap_queue, "frame_max",
+                fm, NULL);
+        /* Its queue is declared now: the bindings can be made. */
+        rp_tap_bindings_soon(t->d);
+        rp_tap_kick(t);
+    } else if (state == RP_AMQP_DOWN) {
+        if (t->up) rp_amqp_assembler_reset(&t->assembler);
+        t->up = false;
+        RP_WARN("the tap's broker connection is down; retrying (control and events go on)",
+                "broker", rp_amqp_conn_peer(t->amqp), "reason", why, NULL);
+    }
+}
+
+rp_status rp_tap_connect(rp_tap *t, const rp_amqp_params *params) {
+    rp_amqp_params p = *params;
+    /* Named after its queue, so that an operator tells the replicas' taps
+     * from the daemon's connections in the management UI. */
+    char name[300];
+    snprintf(name, sizeof name, "reaperd tap %s", t->d->cfg->broker.tap_queue);
+    p.connection_name = name;
+    p.frame_max = RP_TAP_FRAME_MAX;
+    rp_amqp_hooks hooks = {
+        .on_state = rp_tap_on_state,
+        .on_frame = rp_tap_on_frame,
+        .on_setup = rp_tap_conn_setup,
+        .arg = t,
+    };
+    rp_amqp_assembler_init(&t->assembler, RP_PG_DL_BODY_MAX, rp_tap_assembled, t);
+    const char *err = NULL;
+    t->amqp = rp_amqp_conn_new(t->d->base, &p, &hooks, &err);
+    if (t->amqp == NULL) {
+        RP_ERROR("cannot make the tap's broker connection", "reason", err, NULL);
+        return RP_ERR_CONFIG;
+    }
+    return rp_amqp_conn_start(t->amqp);
 }
 
 /* ---- bindings ------------------------------------------------------------------- */
@@ -1026,6 +1180,10 @@ void rp_tap_free(rp_tap *t) {
     if (t->bind_retry_ev) event_free(t->bind_retry_ev);
     rp_list_clear(t, &t->waiting);
     rp_list_clear(t, &t->stuck);
+    if (t->amqp) {
+        rp_amqp_conn_free(t->amqp);
+        rp_amqp_assembler_cleanup(&t->assembler);
+    }
     free(t);
 }
 

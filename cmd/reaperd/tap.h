@@ -5,8 +5,15 @@
  * dead_letter row, ledger event; one transaction, idempotent by identity),
  * never a deletion.
  *
+ * THE CONNECTION. The tap has an AMQP connection of its own ("reaperd tap"),
+ * apart from the daemon's (control, broker events, the feed, replays), and
+ * asks at login for the largest frame the broker allows (RP_TAP_FRAME_MAX,
+ * 16 MiB, or the broker's frame_max when smaller: 131072 by default), so a
+ * dead letter with a header table as large as the broker takes, or a storm
+ * of them, never stops control requests, events or confirms.
+ *
  * THE QUEUE. broker.tap_queue, a durable quorum queue, declared on every
- * (re)connect on its own channel (RP_TAP_CHANNEL). On RabbitMQ 4 it is
+ * (re)connect of the tap's connection on its channel (RP_TAP_CHANNEL). On RabbitMQ 4 it is
  * declared with x-delivery-limit -1 (no limit: a return never makes the
  * broker drop a tap message; checked on 4.0.5: 25 returns kept it); on 3.x
  * without (3.10 has no default limit, and there -1 drops a message at its
@@ -27,7 +34,11 @@
  * reads them.
  *
  * THE CONSUMER (loop thread). Prefetch RP_TAP_PREFETCH, manual acks.
- * Deliveries are copied and queued, and what they weigh is counted: past
+ * Deliveries are copied and queued, and what they weigh is counted (body,
+ * properties and headers as decoded, and bookkeeping; a header table over
+ * broker.tap_header_cap_bytes is not kept: only its death headers, and the
+ * dead letter is parked not replayable, its stored properties saying why
+ * under "$reaper"): past
  * RP_TAP_HOLD_BYTES the tap cancels its consumer (basic.cancel, nowait)
  * until parks bring it to half, then consumes again (basic.consume,
  * nowait), so that a storm of large dead letters waits on the broker, not
@@ -44,8 +55,8 @@
  * its own (so parking never waits behind a sweep on the store thread, and
  * the sessions commit side by side); its transactions go to them in turn,
  * so that one backend parks while the other flushes its commit. There the messages are examined and
- * judged as core's rp_park_dead_letter does, and parked up to 250 (and 8
- * MiB of bodies) per transaction, in one round trip each: the commit is the
+ * judged as core's rp_park_dead_letter does, and parked up to 250 (and 4
+ * MiB of bodies, headers and properties) per transaction, in one round trip each: the commit is the
  * cost, so a storm is parked about as fast as it comes. The session is
  * kept busy: the thread prepares the next 250 while PostgreSQL parks the
  * earlier ones, and sends their transaction (rp_pg_park_send) before it
@@ -116,8 +127,15 @@ rp_tap *rp_tap_new(struct rp_daemon *d);
 void rp_tap_stop(rp_tap *t);
 void rp_tap_free(rp_tap *t);
 
-/* Connect thread (rp_amqp_conn's on_setup): opens RP_TAP_CHANNEL, declares
- * the tap queue, sets the prefetch and consumes. Reads only the
+/* Starts the tap's own connection (params as the daemon's, its name and
+ * frame_max the tap's own; copied): it connects and reconnects by itself,
+ * each time through rp_tap_setup. RP_ERR_CONFIG when the URL does not
+ * parse; RP_ERR_INTERNAL when its connect thread cannot start. */
+struct rp_amqp_params;
+rp_status rp_tap_connect(rp_tap *t, const struct rp_amqp_params *params) RP_MUSTCHECK;
+
+/* Connect thread (the tap connection's on_setup): opens RP_TAP_CHANNEL,
+ * declares the tap queue, sets the prefetch and consumes. Reads only the
  * configuration and the connection's server properties. */
 bool rp_tap_setup(struct rp_daemon *d, amqp_connection_state_t c, char *err, size_t n);
 

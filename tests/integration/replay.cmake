@@ -9,3 +9,9 @@ foreach(t test_reaperd_replay test_reaperd_replay_backfill test_reaperctl)
     set_property(TEST ${t} APPEND PROPERTY LABELS broker)
   endif()
 endforeach()
+
+# Two reaperd replicas on one broker and database (issue #15: replicas never
+# double-act on a gate).
+rp_integration_test(test_reaperd_replicas SOURCES integration/test_reaperd_replicas.c
+  integration/pg_fixture.c integration/itest.c LIBS ${RP_REPLAY_TEST_LIBS} Threads::Threads)
+set_property(TEST test_reaperd_replicas APPEND PROPERTY LABELS broker)

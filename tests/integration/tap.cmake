@@ -21,6 +21,12 @@ set_tests_properties(test_reaperd_tap_replay PROPERTIES RUN_SERIAL TRUE)
 rp_integration_test(test_reaperd_tap_memory SOURCES integration/test_reaperd_tap_memory.c
   integration/tap_common.c integration/itest.c LIBS PkgConfig::PQ)
 set_property(TEST test_reaperd_tap_memory APPEND PROPERTY LABELS broker)
+# The tap's memory counts headers: 3,000 dead letters with 100 KiB of headers
+# (over broker.tap_header_cap_bytes: parked without them, not replayable) and
+# 500 under it, while parking is blocked: RSS under the chart's 128 MiB.
+rp_integration_test(test_reaperd_tap_headers SOURCES integration/test_reaperd_tap_headers.c
+  integration/tap_common.c integration/itest.c LIBS PkgConfig::PQ PkgConfig::JANSSON)
+set_property(TEST test_reaperd_tap_headers APPEND PROPERTY LABELS broker)
 # The tap follows the order applications declare things in: a dead-letter
 # queue bound after its queue, a binding moved, the dead-letter queue first.
 rp_integration_test(test_reaperd_tap_topology SOURCES integration/test_reaperd_tap_topology.c

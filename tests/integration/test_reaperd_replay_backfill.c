@@ -11,7 +11,12 @@
  *     would drop the head): read by the first pass only, then never again,
  *     however many passes run; nothing is lost. RabbitMQ 4.0 gives every
  *     quorum queue a limit of 20 by default; 2 makes the test bite on 3.10
- *     too.
+ *     too;
+ *   - the quorum read under its lock (issue #15): while another session (a
+ *     replica reading it) holds the queue's advisory lock, a pass does not
+ *     read it and says so; once released, one pass reads it, once;
+ *   - a park of a quorum read that fails does not lose the read: it is not
+ *     recorded, and a later pass reads the queue again and parks it all.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -389,12 +394,97 @@ static void test_daemon_sweep_backfill_and_replay(void **state) {
     ok_rpc("control queue delete");
 }
 
+/* The backfill's advisory lock on a queue, as rp_pg_backfill_lock takes it
+ * (adapters/postgres/rp_pg_replay.c), on the test's own session. */
+static void backfill_lock(const char *dlq, bool take) {
+    pgfx_exec(W.f, "SELECT pg_advisory_%s(hashtextextended('reaper.backfill/' || '%s' || '/' || "
+                   "'/' || '/' || '%s', 0))",
+              take ? "lock" : "unlock", W.f->schema, dlq);
+}
+
+static int64_t read_records(const char *dlq) {
+    return pgfx_i64(W.f, "SELECT count(*) FROM ledger WHERE kind = 'DeadLetterBackfillRead' AND "
+                         "payload->>'queue' = '%s'", dlq);
+}
+
+/* A quorum dead-letter queue another replica is reading (its lock held)
+ * is left alone, with a note; once the lock is free it is read once. */
+static void test_quorum_read_waits_for_lock(void **state) {
+    (void)state;
+    char origin[128], dlq[160];
+    snprintf(origin, sizeof origin, "%s.locked", W.prefix);
+    snprintf(dlq, sizeof dlq, "%s.dlq", origin);
+    dead_letter(origin, dlq, 3, true, 20);
+    backfill_lock(dlq, true);
+    bool noted = false;
+    for (int i = 0; i < 20 && !noted; i++) {
+        json_t *rep = once(NULL);
+        noted = has_note(rep, dlq, "another reaperd is reading");
+        json_decref(rep);
+        if (!noted) usleep(500 * 1000);
+    }
+    assert_true(noted);
+    assert_int_equal(parked_on(dlq), 0);
+    assert_int_equal(read_records(dlq), 0);
+    backfill_lock(dlq, false);
+    once_until_parked(dlq, 3, NULL);
+    assert_int_equal(read_records(dlq), 1);
+    /* Read by one pass only: the head was delivered once (and once more by
+     * this get). */
+    assert_int_equal(head_delivery_count(dlq), 1);
+    delete_queue(origin);
+    delete_queue(dlq);
+}
+
+/* Whether the report has a note that names dlq and says needle. */
+static bool has_note_naming(const json_t *rep, const char *dlq, const char *needle) {
+    size_t i;
+    json_t *n;
+    json_array_foreach(json_object_get(rep, "notes"), i, n) {
+        const char *s = json_string_value(n);
+        if (s && strstr(s, dlq) && strstr(s, needle)) return true;
+    }
+    return false;
+}
+
+/* Parks of a quorum read that fail: the read is not recorded, so the next
+ * pass reads the queue again and parks every message. */
+static void test_quorum_failed_park_keeps_read(void **state) {
+    (void)state;
+    char origin[128], dlq[160];
+    snprintf(origin, sizeof origin, "%s.parkfail", W.prefix);
+    snprintf(dlq, sizeof dlq, "%s.dlq", origin);
+    dead_letter(origin, dlq, 2, true, 20);
+    pgfx_exec(W.f, "CREATE FUNCTION itest_fail_park() RETURNS trigger LANGUAGE plpgsql AS "
+                   "$$BEGIN RAISE EXCEPTION 'itest: park refused'; END$$");
+    pgfx_exec(W.f, "CREATE TRIGGER itest_fail_park BEFORE INSERT ON dead_letter FOR EACH ROW "
+                   "WHEN (NEW.queue = '%s') EXECUTE FUNCTION itest_fail_park()", dlq);
+    bool tried = false;
+    for (int i = 0; i < 20 && !tried; i++) {
+        json_t *rep = once(NULL);
+        tried = has_note_naming(rep, dlq, "could not be examined");
+        json_decref(rep);
+        if (!tried) usleep(500 * 1000);
+    }
+    assert_true(tried);
+    assert_int_equal(parked_on(dlq), 0);
+    assert_int_equal(read_records(dlq), 0);
+    pgfx_exec(W.f, "DROP TRIGGER itest_fail_park ON dead_letter");
+    pgfx_exec(W.f, "DROP FUNCTION itest_fail_park()");
+    once_until_parked(dlq, 2, NULL);
+    assert_int_equal(read_records(dlq), 1);
+    delete_queue(origin);
+    delete_queue(dlq);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_classic_backfill),
         cmocka_unit_test(test_peek_limit),
         cmocka_unit_test(test_foreign_dlq_untouched),
         cmocka_unit_test(test_quorum_dlq_read_once),
+        cmocka_unit_test(test_quorum_read_waits_for_lock),
+        cmocka_unit_test(test_quorum_failed_park_keeps_read),
         cmocka_unit_test(test_daemon_sweep_backfill_and_replay),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

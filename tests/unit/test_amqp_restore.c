@@ -349,8 +349,40 @@ static void test_reals_jsonb_cannot_carry(void **state) {
     free(hj);
 }
 
+/* reaper's note in the properties: a not_replayable reason is refused by
+ * restore and read back by rp_amqp_restore_refusal; a note with only an
+ * x-death count is no refusal. */
+static void test_note(void **state) {
+    (void)state;
+    char *props = strdup("{\"message_id\":\"m-1\"}");
+    assert_non_null(props);
+    assert_int_equal(rp_amqp_restore_note(&props, "too heavy", 70000, 0), RP_OK);
+    char why[64];
+    assert_true(rp_amqp_restore_refusal(props, why, sizeof why));
+    assert_string_equal(why, "too heavy");
+    amqp_pool_t pool;
+    init_amqp_pool(&pool, 4096);
+    amqp_basic_properties_t out;
+    char err[200];
+    assert_int_equal(rp_amqp_restore_props(&pool, props, "{}", &out, err, sizeof err),
+                     RP_ERR_INVALID);
+    assert_non_null(strstr(err, "too heavy"));
+    free(props);
+    props = strdup("{\"message_id\":\"m-2\"}");
+    assert_int_equal(rp_amqp_restore_note(&props, NULL, 0, 57), RP_OK);
+    assert_non_null(strstr(props, "\"x_death_entries\":57"));
+    assert_false(rp_amqp_restore_refusal(props, why, sizeof why));
+    assert_int_equal(rp_amqp_restore_props(&pool, props, "{}", &out, err, sizeof err), RP_OK);
+    assert_int_equal(out.message_id.len, 3);
+    assert_false(rp_amqp_restore_refusal("{}", why, sizeof why));
+    assert_false(rp_amqp_restore_refusal(NULL, why, sizeof why));
+    free(props);
+    empty_amqp_pool(&pool);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_note),
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_only_death_headers),
         cmocka_unit_test(test_refused),

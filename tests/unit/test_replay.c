@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "rp_gate.h"
 #include "rp_replay.h"
 #include "rp_untrusted.h"
 
@@ -134,6 +135,29 @@ static void test_reserved(void **state) {
     assert_false(rp_replay_reserved_queue("vibey.orders", NULL, 0));
 }
 
+/* A replay's claim on a gate (rp_gate.h): live until the bound has passed
+ * on the store's clock, stale from then on, whatever the claimer. */
+static void test_claim_judge(void **state) {
+    (void)state;
+    const rp_time_ms t = 1700000000000;
+    assert_int_equal(rp_gate_claim_judge(false, t, t + 999999, 60), RP_GATE_CLAIM_NONE);
+    assert_int_equal(rp_gate_claim_judge(true, t, t, 60), RP_GATE_CLAIM_LIVE);
+    assert_int_equal(rp_gate_claim_judge(true, t, t + 59999, 60), RP_GATE_CLAIM_LIVE);
+    assert_int_equal(rp_gate_claim_judge(true, t, t + 60000, 60), RP_GATE_CLAIM_STALE);
+    assert_int_equal(rp_gate_claim_judge(true, t, t + 86400000, 60), RP_GATE_CLAIM_STALE);
+    /* A claim "from the future" (a clock that went back) is live. */
+    assert_int_equal(rp_gate_claim_judge(true, t + 5000, t, 1), RP_GATE_CLAIM_LIVE);
+    assert_int_equal(rp_gate_claim_judge(true, t, t + 1000, 1), RP_GATE_CLAIM_STALE);
+    /* No bound: every claim is stale; extremes do not overflow. */
+    assert_int_equal(rp_gate_claim_judge(true, t, t, 0), RP_GATE_CLAIM_STALE);
+    assert_int_equal(rp_gate_claim_judge(true, INT64_MIN, INT64_MAX, 60), RP_GATE_CLAIM_STALE);
+    assert_int_equal(rp_gate_claim_judge(true, 0, INT64_MAX - 1, INT64_MAX), RP_GATE_CLAIM_LIVE);
+    assert_string_equal(rp_gate_claim_state_string(RP_GATE_CLAIM_NONE), "none");
+    assert_string_equal(rp_gate_claim_state_string(RP_GATE_CLAIM_LIVE), "live");
+    assert_string_equal(rp_gate_claim_state_string(RP_GATE_CLAIM_STALE), "stale");
+    assert_string_equal(rp_gate_claim_state_string(RP_GATE_CLAIM_STATE_COUNT_), "unknown");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_origin_roundtrip),
@@ -141,6 +165,7 @@ int main(void) {
         cmocka_unit_test(test_decide),
         cmocka_unit_test(test_expiration),
         cmocka_unit_test(test_reserved),
+        cmocka_unit_test(test_claim_judge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
