@@ -82,8 +82,10 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
     [RP_CFG_REAP_DEAD_LETTER_QUEUE_PATTERN] = "A PCRE naming dead-letter queues.",
     [RP_CFG_REAP_DEAD_LETTER_MIN_DEPTH] = "A dead-letter queue counts once it holds this many "
                                           "messages (ready and unacknowledged).",
-    [RP_CFG_REAP_DEAD_LETTER_PEEK_LIMIT] = "Dead letters a backfill peek reads and parks per "
-                                           "owned dead-letter queue per pass; what lies behind is "
+    [RP_CFG_REAP_DEAD_LETTER_PEEK_LIMIT] = "New dead letters a backfill peek parks per owned "
+                                           "dead-letter queue per pass; a classic queue is read "
+                                           "past the ones parked already, so a backlog is worked "
+                                           "through this many per pass; what lies behind is "
                                            "surfaced until gone.",
     [RP_CFG_REAP_OWNED_QUEUE_PATTERN] = "A PCRE naming the queues reaper owns: it writes "
                                         "policies on them, parks their dead letters and replays "

@@ -155,6 +155,14 @@ typedef struct rp_queue_facts {
     int64_t delivery_limit;    /* the limit in force (policy, argument, or
                                   RabbitMQ 4's default of 20); <= 0: none */
     bool dead_letter_exchange; /* a dead-letter exchange is in force */
+    /* The dead-letter exchange the queue names (issue 14 item 1), from its
+     * x-dead-letter-exchange argument, else the dead-letter-exchange of its
+     * effective policy: NULL when none is known, "" for the default
+     * exchange. dlx_routing_key likewise (x-dead-letter-routing-key,
+     * dead-letter-routing-key), NULL when none. Filled by adapters that can
+     * tell (the management listing, any queue type). */
+    const char *dlx_name;
+    const char *dlx_routing_key;
 } rp_queue_facts;
 
 /* Why stale ready could not be judged on a queue where it could hold
@@ -218,6 +226,41 @@ rp_status rp_judge_queue(const rp_queue_facts *q, const rp_thresholds *t, rp_tim
  * RP_ERR_INVALID for NULL arguments; RP_ERR_NOMEM. */
 rp_status rp_judge_delivery_limit_drop(const rp_queue_facts *q, rp_verdict *out) RP_MUSTCHECK;
 
+/* A dead-letter route of an owned queue that the tap cannot follow
+ * (issue 14 item 1): what the pass found about it. */
+typedef struct rp_dl_route {
+    const char *vhost;
+    const char *queue;        /* the owned queue */
+    const char *exchange;     /* its dead-letter exchange; "" the default one */
+    const char *routing_key;  /* its dead-letter routing key; NULL: none */
+    /* A named exchange: whether it exists (known false: the pass could not
+     * tell, and nothing is judged). */
+    bool exchange_known;
+    bool exchange_exists;
+    /* The default exchange with a routing key: the queue it names (the
+     * target), whether it exists and its depth (ready + unacked). */
+    bool target_known;
+    bool target_exists;
+    bool target_depth_known;
+    int64_t target_depth;
+} rp_dl_route;
+
+/* Judges a dead-letter route the tap cannot follow, on the owned queue
+ * itself: DEAD_LETTER / SURFACED, object "queue:<vhost>:<queue>", queue
+ * the owned queue, unit messages, threshold 0, source broker, trusted,
+ * with a detail naming the cause and the fix:
+ *   - the default exchange (""): it cannot be bound, so no dead letter of
+ *     the queue reaches the tap; with a routing key they go straight to
+ *     the queue it names (the target; measured its depth when known, else
+ *     -1; the pass backfills it like a dead-letter queue), without one to
+ *     the queue each message's own routing key names (measured -1);
+ *   - a named exchange that does not exist: the broker drops the queue's
+ *     dead letters until it is declared (measured -1).
+ * Nothing (condition RP_COND_NONE) for a named exchange that exists or
+ * whose existence is not known. *out is initialised here; clean it up
+ * whatever is returned. RP_ERR_INVALID for NULL names; RP_ERR_NOMEM. */
+rp_status rp_judge_dead_letter_route(const rp_dl_route *r, rp_verdict *out) RP_MUSTCHECK;
+
 /* The consumer timeout in force on one queue, as the broker reports it
  * (effective policy definition, queue arguments, or the broker-wide
  * setting). */
@@ -273,8 +316,9 @@ rp_status rp_judge_dead_letter(const rp_dead_letter *d, const char *vhost, const
  * (rp_dl_batch in rp_ports.h says how a port reports it). */
 typedef enum rp_dl_unread_reason {
     RP_DL_UNREAD_NONE = 0,
-    /* They lie behind the first dead_letter_peek_limit messages, which this
-     * pass read (a classic queue: the next pass reads the same head again). */
+    /* They lie behind what this pass read: the dead letters at the head
+     * parked already, then dead_letter_peek_limit new ones (a classic
+     * queue: the next pass reads past what is parked by then). */
     RP_DL_UNREAD_PEEK_LIMIT,
     /* A queue the backfill reads once, ever (quorum: every read spends a
      * delivery): they lay behind what that one read took. */

@@ -331,12 +331,13 @@ rp_status rp_judge_dead_letter_unread(const char *vhost, const char *dlq, int64_
         j.threshold = (int64_t)peek_limit;
         st = rp_text_format(
             &detail,
-            "dead-letter queue %s on vhost %s holds %s behind the first %zu, which this pass read "
-            "(dead_letter_peek_limit): the backfill has not read them, so any that did not come "
-            "through the tap are not parked; nothing is removed; raise "
-            "reap.dead_letter_peek_limit (at most 1000), or take messages whose gates are "
-            "answered off the queue (reaper never removes one), so that a pass reaches the rest",
-            dlq, vhost, count, peek_limit);
+            "dead-letter queue %s on vhost %s holds %s behind those this pass read (the dead "
+            "letters at its head parked already, then at most %zu new ones: "
+            "dead_letter_peek_limit): the backfill has not read them yet, so any that did not "
+            "come through the tap are not parked yet; each later pass reads past what is parked "
+            "and parks at most %zu more; nothing is removed; raise reap.dead_letter_peek_limit (at "
+            "most 1000) to go faster",
+            dlq, vhost, count, peek_limit, peek_limit);
         break;
     case RP_DL_UNREAD_READ_ONCE:
         j.threshold = (int64_t)peek_limit;
@@ -377,4 +378,77 @@ rp_status rp_judge_dead_letter_unread(const char *vhost, const char *dlq, int64_
         return st;
     }
     return rp__judge_fill(out, &j, object, dlq, NULL, detail);
+}
+
+/* The detail of a route through the default exchange. */
+static rp_status rp_route_default_detail(const rp_dl_route *r, char **detail) {
+    const char *fix = "fix: declare a named dead-letter exchange, bind the dead-letter queue to it "
+                      "and name it in the queue's x-dead-letter-exchange argument (or a policy's "
+                      "dead-letter-exchange): the tap then parks each dead letter as it dies";
+    if (r->routing_key == NULL)
+        return rp_text_format(detail,
+                              "owned queue %s on vhost %s dead-letters through the default "
+                              "exchange \"\" with no dead-letter routing key: the tap cannot be "
+                              "bound to the default exchange, and each dead letter goes to the "
+                              "queue its own routing key names, which reaper cannot tell, so "
+                              "none of them is parked; %s",
+                              r->queue, r->vhost, fix);
+    if (r->target_known && !r->target_exists)
+        return rp_text_format(detail,
+                              "owned queue %s on vhost %s dead-letters through the default "
+                              "exchange \"\" to queue %s, which does not exist: the broker drops "
+                              "its dead letters, and the tap cannot be bound to the default "
+                              "exchange; %s",
+                              r->queue, r->vhost, r->routing_key, fix);
+    char held[64] = "";
+    if (r->target_depth_known)
+        snprintf(held, sizeof held, ", which holds %" PRId64 " message%s", r->target_depth,
+                 r->target_depth == 1 ? "" : "s");
+    return rp_text_format(detail,
+                          "owned queue %s on vhost %s dead-letters through the default exchange "
+                          "\"\", which the tap cannot be bound to: its dead letters go straight to "
+                          "queue %s%s, which each sweep's backfill reads like a dead-letter "
+                          "queue and parks from (dead_letter_peek_limit per pass), not as they "
+                          "die; %s",
+                          r->queue, r->vhost, r->routing_key, held, fix);
+}
+
+rp_status rp_judge_dead_letter_route(const rp_dl_route *r, rp_verdict *out) {
+    if (out == NULL) return RP_ERR_INVALID;
+    rp_verdict_init(out);
+    if (r == NULL || r->vhost == NULL || r->queue == NULL || r->exchange == NULL)
+        return RP_ERR_INVALID;
+    rp__judged j = {
+        .condition = RP_COND_DEAD_LETTER,
+        .action = RP_ACTION_SURFACED,
+        .source = RP_SOURCE_BROKER,
+        .measured = -1,
+        .threshold = 0,
+        .unit = "messages",
+        .trusted = true,
+    };
+    char *detail = NULL;
+    rp_status st;
+    if (r->exchange[0] == '\0') {
+        if (r->routing_key != NULL && r->target_known && r->target_exists &&
+            r->target_depth_known)
+            j.measured = (double)rp__nonneg(r->target_depth);
+        st = rp_route_default_detail(r, &detail);
+    } else {
+        if (!r->exchange_known || r->exchange_exists) return RP_OK;
+        st = rp_text_format(&detail,
+                            "owned queue %s on vhost %s names dead-letter exchange %s, which does "
+                            "not exist (yet): the broker drops the queue's dead letters, and the "
+                            "tap cannot be bound to it; fix: declare exchange %s and bind the "
+                            "dead-letter queue to it (the tap follows within a second)",
+                            r->queue, r->vhost, r->exchange, r->exchange);
+    }
+    if (st != RP_OK) return st;
+    char *object = NULL;
+    st = rp_object_queue(r->vhost, r->queue, &object);
+    if (st != RP_OK) {
+        free(detail);
+        return st;
+    }
+    return rp__judge_fill(out, &j, object, r->queue, NULL, detail);
 }

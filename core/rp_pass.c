@@ -241,6 +241,7 @@ void rp__pass_cleanup(rp__pass *p) {
     free(p->targets);
     rp__strs_cleanup(&p->kept);
     rp__strs_cleanup(&p->read);
+    rp__pass_routes_cleanup(p);
     memset(p, 0, sizeof *p);
 }
 

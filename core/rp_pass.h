@@ -24,7 +24,10 @@
  * stale ready could not be judged (quorum queues report no head age). Each
  * owned dead-letter queue at or over its minimum depth is then backfilled:
  * up to dead_letter_peek_limit messages are peeked and parked
- * (rp_park.h). What the peek port says it left unread (rp_dl_batch.unread:
+ * (rp_park.h), read past the dead letters at its head that are parked
+ * already (a port that can: rp_dl_batch.already; at most
+ * RP_BACKFILL_PASS_OVER_MAX of them per queue per pass), so that a
+ * backlog is worked through dead_letter_peek_limit new ones per pass. What the peek port says it left unread (rp_dl_batch.unread:
  * behind the peek limit, behind a quorum queue's one read, a stream, a dry
  * run's quorum queue) is surfaced as DEAD_LETTER / SURFACED on the queue's
  * own object (rp_judge_dead_letter_unread), the same sighting key as a
@@ -84,6 +87,10 @@ typedef enum rp_pass_scope {
 typedef void (*rp_pass_progress_fn)(void *arg, const char *phase, size_t done);
 #define RP_PASS_PROGRESS_EVERY 10000
 #define RP_PASS_REPORT_VERDICTS 1000
+/* The most dead letters already parked that a backfill reads past on one
+ * queue in one pass, beside dead_letter_peek_limit new ones: a bound on
+ * the read of a long backlog (its bytes are bounded by the peek). */
+#define RP_BACKFILL_PASS_OVER_MAX 10000
 
 typedef struct rp_pass_options {
     rp_pass_scope scope;

@@ -104,6 +104,22 @@ static rp_status rp_add_target(rp__pass *p, const rp_queue_facts *q) {
     return RP_OK;
 }
 
+/* For rp_pass_routes.c (rp_pass_internal.h). */
+bool rp__pass_is_own_queue(const rp__pass *p, const char *name) { return rp_is_own_queue(p, name); }
+
+rp_status rp__pass_keep_queue(rp__pass *p, const char *vhost, const char *name) {
+    return rp_keep_queue(p, vhost, name);
+}
+
+rp_status rp__pass_add_target(rp__pass *p, const rp_queue_facts *q) { return rp_add_target(p, q); }
+
+bool rp__pass_has_target(const rp__pass *p, const char *vhost, const char *name) {
+    for (size_t i = 0; i < p->n_targets; i++)
+        if (strcmp(p->targets[i].vhost, vhost) == 0 && strcmp(p->targets[i].queue, name) == 0)
+            return true;
+    return false;
+}
+
 rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *listed, bool backfill) {
     if (listed->vhost == NULL || listed->name == NULL)
         return rp__pass_note(p, "a queue without a name or vhost was listed; left alone");
@@ -126,6 +142,7 @@ rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *listed, bool b
     if (st == RP_OK && j.backfill && !backfill) st = rp_keep_queue(p, q.vhost, q.name);
     if (st == RP_OK && j.verdict.condition != RP_COND_NONE) st = rp__pass_surface(p, &j.verdict);
     rp_queue_judgement_cleanup(&j);
+    if (st == RP_OK) st = rp__pass_add_route(p, &q);
     /* A limit at which the broker would drop a message (no dead-letter
      * exchange) is its own sighting, beside whatever else holds. */
     if (st == RP_OK) {
@@ -183,11 +200,39 @@ static rp_status rp_surface_unread(rp__pass *p, const rp__target *t, const rp_dl
     return rp__pass_surface(p, &v);
 }
 
+/* What the backfill's already() asks about. */
+typedef struct rp__past {
+    const rp__pass *p;
+    const rp_park_site *site;
+} rp__past;
+
+/* Whether a park of m would park nothing (its death is parked, or covered
+ * by its identity's open gate): the backfill reads past it. A message that
+ * cannot be examined, or a store that cannot answer, is not passed over:
+ * the park then says what is wrong with it. */
+static bool rp_backfill_already(void *arg, const rp_dl_message *m) {
+    const rp__past *x = arg;
+    const rp_dead_letter_port *d = &x->p->ports->dead_letters;
+    if (d->is_parked == NULL || m == NULL) return false;
+    rp_dead_letter facts;
+    bool parked = false;
+    rp_status st = rp_dead_letter_examine(&m->headers, x->site->vhost, x->site->queue,
+                                          x->site->dlq_pattern, m->body, &facts);
+    if (st == RP_OK) st = d->is_parked(d->self, &facts, &parked);
+    rp_dead_letter_cleanup(&facts);
+    return st == RP_OK && parked;
+}
+
 static rp_status rp_backfill(rp__pass *p, const rp__target *t) {
     const rp_dead_letter_port *d = &p->ports->dead_letters;
     size_t limit = p->opt->dead_letter_peek_limit;
+    rp_park_site site = {t->vhost, t->queue, p->opt->dead_letter_queue_pattern};
+    rp__past past = {p, &site};
     rp_dl_batch batch = {0};
     batch.unread = -1; /* unknown until the port says */
+    batch.already = rp_backfill_already;
+    batch.already_arg = &past;
+    batch.read_max = limit + RP_BACKFILL_PASS_OVER_MAX;
     if (d->peek == NULL) { /* no way to read a queue: surface that, never crash */
         rp_status st = rp_keep_queue(p, t->vhost, t->queue);
         if (st != RP_OK) return st;
@@ -206,7 +251,6 @@ static rp_status rp_backfill(rp__pass *p, const rp__target *t) {
                                       t->vhost, batch.note);
         if (nst != RP_OK) return nst;
     }
-    rp_park_site site = {t->vhost, t->queue, p->opt->dead_letter_queue_pattern};
     for (size_t i = 0; i < batch.n && i < limit; i++) {
         rp_park_outcome outcome;
         rp_status st = rp_park_dead_letter(p->ports, &site, &batch.messages[i], p->opt->dry_run,
@@ -224,11 +268,13 @@ static rp_status rp_backfill(rp__pass *p, const rp__target *t) {
             return rp__pass_unreadable(p, RP_SOURCE_JOB_QUEUE, "parking a dead letter", st);
         }
     }
-    if (batch.n >= limit && t->depth > (int64_t)limit) {
+    size_t read = batch.read > batch.n ? batch.read : batch.n;
+    if (batch.n >= limit && t->depth > (int64_t)read) {
         rp_status st = rp__pass_note(p, "dead-letter queue %s on vhost %s: the first %zu messages "
-                                        "were examined (dead_letter_peek_limit); the ones behind "
-                                        "them were not examined by this pass",
-                                     t->queue, t->vhost, limit);
+                                        "were examined (%zu parked before, then "
+                                        "dead_letter_peek_limit %zu); the ones behind them were "
+                                        "not examined by this pass",
+                                     t->queue, t->vhost, read, read - batch.n, limit);
         if (st != RP_OK) return st;
     }
     return rp_surface_unread(p, t, &batch);
@@ -249,6 +295,7 @@ rp_status rp__pass_broker(rp__pass *p) {
     }
     p->broker_ran = true;
     rp_status st = rp_list_and_judge(p);
+    if (st == RP_OK) st = rp__pass_routes(p, true);
     size_t i = 0;
     for (; i < p->n_targets && st == RP_OK; i++) {
         if (p->opt->should_stop && p->opt->should_stop(p->opt->stop_arg)) break;

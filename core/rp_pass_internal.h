@@ -24,6 +24,15 @@ typedef struct rp__target {
     int64_t depth;  /* ready + unacked as listed */
 } rp__target;
 
+/* A dead-letter route of an owned queue to judge after the listing
+ * (rp_pass_routes.c): the queue and what it names (heap copies). */
+typedef struct rp__route {
+    char *vhost;
+    char *queue;
+    char *exchange;     /* "" the default exchange */
+    char *routing_key;  /* NULL: none */
+} rp__route;
+
 /* A growable list of heap strings. */
 typedef struct rp__strs {
     char **v;
@@ -61,6 +70,11 @@ typedef struct rp__pass {
      * subject is in `read` (a queue read, or found gone) may be cleared. */
     bool targeted;
     rp__strs read;
+    /* Owned queues whose dead-letter exchange is named (rp__pass_add_route),
+     * and what was found about named exchanges ("<vhost>\n<name>"). */
+    rp__route *routes;
+    size_t n_routes, cap_routes;
+    rp__strs x_present, x_missing;
 } rp__pass;
 
 /* Sets up *p for a pass over ports with opt and report (the clock read
@@ -76,6 +90,21 @@ rp_status rp__pass_clear(rp__pass *p) RP_MUSTCHECK;
  * backfill, an owned dead-letter queue over its depth is kept for the
  * backfill. A queue read but not measured goes to p->kept. */
 rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *read, bool backfill) RP_MUSTCHECK;
+
+/* Notes the dead-letter route of a classified queue for rp__pass_routes
+ * (owned, not a dead-letter queue, a dead-letter exchange named). */
+rp_status rp__pass_add_route(rp__pass *p, const rp_queue_facts *q) RP_MUSTCHECK;
+/* Judges the routes noted (rp_judge_dead_letter_route) and surfaces what
+ * the tap cannot follow; with backfill, the queue a route through the
+ * default exchange names becomes a backfill target like an owned
+ * dead-letter queue. Call after the listing (it reads the broker port). */
+rp_status rp__pass_routes(rp__pass *p, bool backfill) RP_MUSTCHECK;
+void rp__pass_routes_cleanup(rp__pass *p);
+/* Shared with rp_pass_routes.c (rp_pass_broker.c). */
+bool rp__pass_is_own_queue(const rp__pass *p, const char *name);
+rp_status rp__pass_keep_queue(rp__pass *p, const char *vhost, const char *name) RP_MUSTCHECK;
+rp_status rp__pass_add_target(rp__pass *p, const rp_queue_facts *q) RP_MUSTCHECK;
+bool rp__pass_has_target(const rp__pass *p, const char *vhost, const char *name);
 
 /* Names src in the report's unreadable list (once per source) and adds the
  * note "<source>: <what>: <status>" (once: a store that is down for the

@@ -107,6 +107,10 @@ typedef struct rp_broker_port {
      * out->origin is lent. RP_ERR_NOT_FOUND when the queue does not exist. */
     rp_status (*get_timeout_in_force)(void *self, const char *vhost, const char *name,
                                       rp_timeout_in_force *out);
+    /* Whether exchange `name` exists on vhost (issue 14 item 1: a
+     * dead-letter exchange that does not exist yet is surfaced). May be
+     * NULL: the pass then cannot tell, and judges nothing of it. */
+    rp_status (*exchange_exists)(void *self, const char *vhost, const char *name, bool *exists);
 } rp_broker_port;
 
 /* ---- Job store, ledger and sightings (PostgreSQL) ----------------------- */
@@ -246,6 +250,21 @@ typedef struct rp_dl_batch {
     int64_t unread;
     bool unread_at_most;
     rp_dl_unread_reason unread_reason;  /* set when unread > 0 */
+    /* READING PAST WHAT IS PARKED (issue 14), set by core before the call:
+     * a port that reads a queue at every pass (classic) asks
+     * already(already_arg, m) of each message it reads (m and what it
+     * points to are valid for the call only; m->handle is NULL) and keeps
+     * only those it answers false for, up to `limit`, reading at most
+     * read_max messages in all; so a backlog is worked through `limit` new
+     * dead letters per pass instead of the same head every time. already
+     * NULL: the first `limit` messages, as a port that ignores these
+     * fields reads. */
+    bool (*already)(void *arg, const rp_dl_message *m);
+    void *already_arg;
+    size_t read_max;
+    /* Set by the port: how many messages it read in all, those passed over
+     * as already parked included (0 when it does not say). */
+    size_t read;
 } rp_dl_batch;
 
 typedef struct rp_park_result {

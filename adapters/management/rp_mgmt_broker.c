@@ -252,6 +252,35 @@ static rp_status rp_port_get_queue(void *self, const char *vhost, const char *na
     return RP_OK;
 }
 
+/* GET /api/exchanges/{vhost}/{name}: 200 exists, 404 does not. Leaves
+ * b->page alone. The default exchange ("") always exists. */
+static rp_status rp_port_exchange_exists(void *self, const char *vhost, const char *name,
+                                         bool *exists) {
+    rp_mgmt_broker *b = self;
+    *exists = false;
+    if (vhost == NULL || name == NULL) return RP_ERR_INVALID;
+    if (name[0] == '\0') {
+        *exists = true;
+        return RP_OK;
+    }
+    char *ev = rp_mgmt_url_encode(vhost), *en = rp_mgmt_url_encode(name);
+    size_t plen = (ev ? strlen(ev) : 0) + (en ? strlen(en) : 0) + 40;
+    char *path = malloc(plen);
+    rp_status st = ev && en && path ? RP_OK : RP_ERR_NOMEM;
+    if (st == RP_OK) {
+        snprintf(path, plen, "/api/exchanges/%s/%s?columns=name", ev, en);
+        rp_mgmt_response r;
+        st = rp_mgmt_broker_request(b, RP_HTTP_GET, path, NULL, 0, &r);
+        rp_mgmt_response_cleanup(&r);
+        if (st == RP_OK) *exists = true;
+        if (st == RP_ERR_NOT_FOUND) st = RP_OK;
+    }
+    free(ev);
+    free(en);
+    free(path);
+    return st;
+}
+
 /* The consumer-timeout value of a JSON object key, when a positive integer. */
 static bool rp_timeout_key(const json_t *obj, const char *key, int64_t *ms) {
     if (obj == NULL) return false;
@@ -430,6 +459,7 @@ void rp_mgmt_broker_port(rp_mgmt_broker *b, rp_broker_port *out) {
     out->list_queues = rp_port_list_queues;
     out->get_queue = rp_port_get_queue;
     out->get_timeout_in_force = rp_port_get_timeout;
+    out->exchange_exists = rp_port_exchange_exists;
 }
 
 /* ---- the inventory seed ------------------------------------------------------- */

@@ -91,6 +91,22 @@ static void rp_delivery_limit(rp_queue_facts *f, rp_mgmt_queue_extra *x) {
     f->delivery_limit = limit;
 }
 
+/* The dead-letter exchange and routing key a queue names (issue 14 item
+ * 1), any queue type: the argument wins over the effective policy, as on
+ * the broker. A string value only; pointers into the page's JSON. */
+static void rp_dead_letter_route(rp_queue_facts *f, const rp_mgmt_queue_extra *x) {
+    const json_t *from[2] = {x->arguments, x->effective};
+    static const char *const dlx_key[2] = {"x-dead-letter-exchange", "dead-letter-exchange"};
+    static const char *const rk_key[2] = {"x-dead-letter-routing-key",
+                                          "dead-letter-routing-key"};
+    for (int i = 0; i < 2; i++) {
+        if (from[i] == NULL) continue;
+        if (f->dlx_name == NULL) f->dlx_name = json_string_value(json_object_get(from[i], dlx_key[i]));
+        if (f->dlx_routing_key == NULL)
+            f->dlx_routing_key = json_string_value(json_object_get(from[i], rk_key[i]));
+    }
+}
+
 static rp_status rp_item(const json_t *item, rp_queue_facts *f, rp_mgmt_queue_extra *x,
                          char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
@@ -139,6 +155,7 @@ static rp_status rp_item(const json_t *item, rp_queue_facts *f, rp_mgmt_queue_ex
     json_t *args = json_object_get(item, "arguments");
     x->arguments = rp_object_or_null(args, &present);
     rp_delivery_limit(f, x);
+    rp_dead_letter_route(f, x);
     return RP_OK;
 }
 

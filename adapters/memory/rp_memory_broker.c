@@ -220,28 +220,35 @@ static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_
     m->peek_view = NULL;
     out->messages = NULL;
     out->n = 0;
-    /* A queue that is read like a classic one: what lies behind the first
-     * `limit` messages is left unread. */
+    /* A queue that is read like a classic one: past the dead letters the
+     * pass says are parked already (out->already, at most out->read_max
+     * read in all), and what lies behind the read is left unread. */
     out->unread = 0;
     out->unread_at_most = false;
     out->unread_reason = RP_DL_UNREAD_NONE;
     if (m->n_dls == 0) return RP_OK;
     m->peek_view = malloc(m->n_dls * sizeof *m->peek_view);
     if (m->peek_view == NULL) return RP_ERR_NOMEM;
-    size_t n = 0, held = 0;
+    size_t n = 0, held = 0, read = 0;
+    size_t read_max = out->already && out->read_max > limit ? out->read_max : limit;
     for (size_t i = 0; i < m->n_dls; i++) {
         rp__mem_dl *d = &m->dls[i];
         if (strcmp(d->vhost, vhost) != 0 || strcmp(d->queue, queue) != 0) continue;
         held++;
-        if (n == limit) continue;
+        if (n == limit || read == read_max) continue;
+        read++;
+        rp_dl_message probe = d->msg;
+        probe.handle = NULL;
+        if (out->already && out->already(out->already_arg, &probe)) continue;
         m->peek_view[n] = d->msg;
         m->peek_view[n].handle = d;
         n++;
     }
     out->messages = m->peek_view;
     out->n = n;
-    if (held > n) {
-        out->unread = (int64_t)(held - n);
+    out->read = read;
+    if (held > read) {
+        out->unread = (int64_t)(held - read);
         out->unread_reason = RP_DL_UNREAD_PEEK_LIMIT;
     }
     return RP_OK;

@@ -197,12 +197,30 @@ static rp_status rp_read_one(rp_amqp_peek *p, rp_peek_item *it, bool redelivered
     return RP_OK;
 }
 
+static void rp_item_free(rp_peek_item *it) {
+    amqp_destroy_message(&it->msg);
+    free(it->x_death);
+    free(it->props_json);
+    free(it->headers_json);
+}
+
 rp_status rp_amqp_peek_read(rp_amqp_peek *p, const char *vhost, const char *queue, size_t limit,
                             const rp_amqp_peeked **items, size_t *n, int64_t *behind, char *err,
                             size_t errlen) {
+    size_t read = 0;
+    return rp_amqp_peek_read_past(p, vhost, queue, limit, NULL, items, n, &read, behind, err,
+                                  errlen);
+}
+
+rp_status rp_amqp_peek_read_past(rp_amqp_peek *p, const char *vhost, const char *queue,
+                                 size_t limit, const rp_amqp_peek_past *past,
+                                 const rp_amqp_peeked **items, size_t *n, size_t *read,
+                                 int64_t *behind, char *err, size_t errlen) {
     *items = NULL;
     *n = 0;
+    *read = 0;
     *behind = -1;
+    size_t read_max = past && past->pass_over && past->read_max > limit ? past->read_max : limit;
     int64_t left = -1; /* message-count of the last get-ok */
     rp_items_clear(p);
     rp_status st = rp_connect(p, vhost, err, errlen);
@@ -232,8 +250,8 @@ rp_status rp_amqp_peek_read(rp_amqp_peek *p, const char *vhost, const char *queu
     }
     st = RP_OK;
     bool channel_open = true;
-    size_t held = 0; /* what the messages read so far hold (RP_AMQP_PEEK_BYTES) */
-    while (p->n < limit && held <= RP_AMQP_PEEK_BYTES) {
+    size_t held = 0; /* what the messages kept so far hold (RP_AMQP_PEEK_BYTES) */
+    while (p->n < limit && *read < read_max && held <= RP_AMQP_PEEK_BYTES) {
         amqp_rpc_reply_t r = amqp_basic_get(p->conn, RP_PEEK_CHANNEL, amqp_cstring_bytes(queue), 0);
         if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
             r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
@@ -260,17 +278,22 @@ rp_status rp_amqp_peek_read(rp_amqp_peek *p, const char *vhost, const char *queu
         st = rp_read_one(p, &p->items[p->n], redelivered);
         if (st != RP_OK) {
             if (st == RP_ERR_UNAVAILABLE) snprintf(err, errlen, "reading a message of %s", queue);
-            amqp_destroy_message(&p->items[p->n].msg);
-            free(p->items[p->n].x_death);
-            free(p->items[p->n].props_json);
-            free(p->items[p->n].headers_json);
+            rp_item_free(&p->items[p->n]);
             break;
         }
-        const rp_peek_item *got = &p->items[p->n];
-        held += got->msg.body.len + rp_amqp_props_footprint(&got->msg.properties) +
-                (got->props_json ? strlen(got->props_json) : 0) +
-                (got->headers_json ? strlen(got->headers_json) : 0);
-        p->n++;
+        (*read)++;
+        /* Passed over: freed now, so that reading past a long backlog
+         * holds only what is kept (it stays unacked on the channel, and
+         * goes back with the others when the channel closes). */
+        if (past && past->pass_over && past->pass_over(past->arg, &p->items[p->n].pub)) {
+            rp_item_free(&p->items[p->n]);
+        } else {
+            const rp_peek_item *got = &p->items[p->n];
+            held += got->msg.body.len + rp_amqp_props_footprint(&got->msg.properties) +
+                    (got->props_json ? strlen(got->props_json) : 0) +
+                    (got->headers_json ? strlen(got->headers_json) : 0);
+            p->n++;
+        }
         amqp_maybe_release_buffers_on_channel(p->conn, RP_PEEK_CHANNEL);
     }
     /* Closing the channel returns every message it holds to the queue, in

@@ -13,7 +13,9 @@
  * closed, and the broker puts every message it handed out back where it
  * was. Nothing is acked, so nothing is ever removed.
  *   - A classic queue has no delivery limit: such a read costs nothing and
- *     may be repeated at every pass.
+ *     may be repeated at every pass; rp_amqp_peek_read_past reads past the
+ *     messages the caller has dealt with (bounded by read_max), keeping
+ *     only the others, so that each pass reaches further into a backlog.
  *   - A quorum queue counts every return as a delivery (RABBITMQ.md; 4.0
  *     puts a default delivery limit of 20 on every quorum queue) and drops
  *     or dead-letters a message past its limit. So a quorum queue must be
@@ -77,6 +79,25 @@ void rp_amqp_peek_free(rp_amqp_peek *p);
 rp_status rp_amqp_peek_read(rp_amqp_peek *p, const char *vhost, const char *queue, size_t limit,
                             const rp_amqp_peeked **items, size_t *n, int64_t *behind, char *err,
                             size_t errlen) RP_MUSTCHECK;
+
+/* Reading past what the caller has dealt with already (issue 14: a
+ * classic dead-letter queue's backlog worked through `limit` new messages
+ * per pass). pass_over(arg, m) is asked of each message read (m is valid
+ * for the call only); a message it answers true for is freed at once,
+ * not returned, and not counted against limit. */
+typedef struct rp_amqp_peek_past {
+    bool (*pass_over)(void *arg, const rp_amqp_peeked *m);
+    void *arg;
+    size_t read_max; /* the most messages read in all (>= limit) */
+} rp_amqp_peek_past;
+
+/* rp_amqp_peek_read reading past (past may be NULL: the same as
+ * rp_amqp_peek_read). *read is how many messages were read in all, those
+ * passed over included; *behind is counted behind the last one read. */
+rp_status rp_amqp_peek_read_past(rp_amqp_peek *p, const char *vhost, const char *queue,
+                                 size_t limit, const rp_amqp_peek_past *past,
+                                 const rp_amqp_peeked **items, size_t *n, size_t *read,
+                                 int64_t *behind, char *err, size_t errlen) RP_MUSTCHECK;
 
 /* Closes the connection (the next read opens one again). */
 void rp_amqp_peek_close(rp_amqp_peek *p);

@@ -391,6 +391,12 @@ static rp_status rp_sweep_timeout(void *self, const char *vhost, const char *nam
     return e->sweep_real.get_timeout_in_force(e->sweep_real.self, vhost, name, out);
 }
 
+static rp_status rp_sweep_exchange(void *self, const char *vhost, const char *name,
+                                   bool *exists) {
+    rp_events *e = self;
+    return e->sweep_real.exchange_exists(e->sweep_real.self, vhost, name, exists);
+}
+
 void rp_events_wrap_sweep_port(rp_events *e, rp_broker_port *port) {
     if (e == NULL || port->list_queues == NULL || port->get_queue == NULL ||
         port->get_timeout_in_force == NULL)
@@ -400,6 +406,7 @@ void rp_events_wrap_sweep_port(rp_events *e, rp_broker_port *port) {
     port->list_queues = rp_sweep_list;
     port->get_queue = rp_sweep_get;
     port->get_timeout_in_force = rp_sweep_timeout;
+    if (port->exchange_exists) port->exchange_exists = rp_sweep_exchange;
 }
 
 /* ---- pending checks ------------------------------------------------------ */
@@ -525,6 +532,15 @@ static rp_status rp_check_get_queue(void *self, const char *vhost, const char *n
     return st;
 }
 
+/* Whether a dead-letter exchange exists, through the runner's port (a
+ * check judges an owned queue's dead-letter route as the sweep does). */
+static rp_status rp_check_exchange_exists(void *self, const char *vhost, const char *name,
+                                          bool *exists) {
+    rp_check_job *j = self;
+    const rp_broker_port *real = &j->e->runner.ports.broker;
+    return real->exchange_exists(real->self, vhost, name, exists);
+}
+
 static void rp_check_work(void *ctx, void *arg) {
     rp_events *e = ctx;
     rp_check_job *j = arg;
@@ -540,6 +556,8 @@ static void rp_check_work(void *ctx, void *arg) {
     ports.broker.get_queue = rp_check_get_queue;
     ports.broker.list_queues = NULL;
     ports.broker.get_timeout_in_force = NULL;
+    ports.broker.exchange_exists =
+        e->runner.ports.broker.exchange_exists ? rp_check_exchange_exists : NULL;
     rp_pass_options opt;
     rp_pass_runner_options(cfg, &opt);
     rp_queue_ref *refs = calloc(j->n ? j->n : 1, sizeof *refs);

@@ -159,6 +159,19 @@ static rp_status rp_may_read(rp_peek_port *pp, const char *vhost, const char *qu
     return RP_OK;
 }
 
+/* The pass's already() asked of one message the peek read (its handle is
+ * not made yet: already() reads only the headers and the body). */
+static bool rp_pass_over(void *arg, const rp_amqp_peeked *m) {
+    const rp_dl_batch *out = arg;
+    rp_dl_message msg = {
+        .headers = m->headers,
+        .body = m->body,
+        .body_truncated = m->headers_json == NULL,
+        .handle = NULL,
+    };
+    return out->already(out->already_arg, &msg);
+}
+
 static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_t limit,
                          rp_dl_batch *out) {
     rp_peek_port *pp = self;
@@ -174,8 +187,15 @@ static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_
     const rp_amqp_peeked *items = NULL;
     size_t n = 0;
     int64_t behind = -1;
+    size_t n_read = 0;
     char err[300] = "";
-    st = rp_amqp_peek_read(pp->amqp, vhost, queue, limit, &items, &n, &behind, err, sizeof err);
+    /* A classic queue is read at every pass, so it is read past the dead
+     * letters parked already (issue 14); a quorum queue's one read takes
+     * its head as it is. */
+    rp_amqp_peek_past past = {rp_pass_over, out, out->read_max};
+    bool read_past = !once && out->already != NULL && out->read_max > limit;
+    st = rp_amqp_peek_read_past(pp->amqp, vhost, queue, limit, read_past ? &past : NULL, &items,
+                                &n, &n_read, &behind, err, sizeof err);
     if (st != RP_OK && once && rp_pg_backfill_unlock(pp->store, vhost, queue) != RP_OK)
         RP_WARN("backfill: a queue's lock could not be released (it goes with the session)",
                 "queue", queue, "vhost", vhost, NULL);
@@ -234,6 +254,7 @@ static rp_status rp_peek(void *self, const char *vhost, const char *queue, size_
     }
     out->messages = pp->msgs;
     out->n = n;
+    out->read = n_read;
     return RP_OK;
 }
 

@@ -31,7 +31,11 @@
  * quorum queue at all (it would spend a delivery): it reports the depth as
  * unread, or, for a queue read before, what a real pass would. Classic
  * queues are read at every pass: a read returned to a classic queue costs
- * nothing, and what lies behind the limit is reported unread. Stream
+ * nothing; each read passes over the dead letters at the head that are
+ * parked already (the pass's rp_dl_batch.already, at most
+ * RP_BACKFILL_PASS_OVER_MAX of them) and keeps dead_letter_peek_limit new
+ * ones, so a backlog is parked that many per pass, each once, and what
+ * lies behind the read is reported unread. Stream
  * queues are not read (basic.get does not apply to them): their depth is
  * reported unread.
  *

@@ -1056,10 +1056,13 @@ bool rp_tap_reconcile_bindings(rp_daemon *d, rp_mgmt_broker *b) {
     } else {
         RP_INFO("tap bindings in place", "queue", cfg->broker.tap_queue, "exchanges", ex, NULL);
     }
+    /* Each such queue is a DEAD_LETTER sighting of the sweep (logged when
+     * it opens and when it clears, rp_judge_dead_letter_route), not a
+     * warning at every reconcile. */
     if (s.unbindable > 0)
-        RP_WARN("owned queues dead-letter through the default exchange, which the tap cannot "
-                "bind: their dead letters are parked only by the sweep's backfill",
-                "queues", unb, NULL);
+        RP_DEBUG("owned queues dead-letter through the default exchange, which the tap cannot "
+                 "bind: surfaced by the sweep, their dead-letter queue backfilled",
+                 "queues", unb, NULL);
     return st == RP_OK && s.failed == 0 && !s.tap_missing;
 }
 

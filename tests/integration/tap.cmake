@@ -32,6 +32,12 @@ set_property(TEST test_reaperd_tap_headers APPEND PROPERTY LABELS broker)
 rp_integration_test(test_reaperd_tap_topology SOURCES integration/test_reaperd_tap_topology.c
   integration/tap_common.c integration/itest.c LIBS PkgConfig::PQ)
 set_property(TEST test_reaperd_tap_topology APPEND PROPERTY LABELS broker)
+# Dead-letter routes the tap cannot follow (the default exchange, an
+# exchange not declared yet): surfaced on the owned queue, the default
+# exchange's queue backfilled, cleared once fixed (issue 14 item 1).
+rp_integration_test(test_reaperd_tap_route SOURCES integration/test_reaperd_tap_route.c
+  integration/tap_common.c integration/itest.c LIBS PkgConfig::PQ)
+set_property(TEST test_reaperd_tap_route APPEND PROPERTY LABELS broker)
 # A new death is a new decision: replayed and dead again opens a second gate;
 # one message_id on two origin queues is two dead letters; the same death
 # seen again after its answer opens nothing.

@@ -48,7 +48,7 @@ typedef struct world {
     char prefix[64];
     char env_schema[128];
     char env_owned[128];
-    char made[12][160]; /* queues to delete at the end, whatever happened */
+    char made[16][160]; /* queues to delete at the end, whatever happened */
     int n_made;
     rp_child *daemon;   /* a running reaperd, stopped whatever happened */
 } world;
@@ -91,7 +91,7 @@ static long depth(const char *queue) { return itest_queue_depth(W.amqp, 1, queue
 /* n dead letters on dlq from origin (itest_dead_letters); quorum makes dlq
  * a quorum queue with a delivery limit of 5. Both are deleted at the end. */
 static void dead_letter(const char *origin, const char *dlq, int n, bool quorum) {
-    assert_true(W.n_made + 2 <= 12);
+    assert_true(W.n_made + 2 <= 16);
     snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", origin);
     snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", dlq);
     itest_dead_letters(W.amqp, origin, dlq, n, quorum ? 5 : 0);
@@ -109,11 +109,13 @@ static void take(const char *q, int k) {
     }
 }
 
-/* reaperd --once --json [--dry-run] with the peek limit of 3. */
-static json_t *once(bool dry_run) {
+/* reaperd --once --json [--dry-run] with the peek limit given as its
+ * environment entry. */
+static json_t *once_with(bool dry_run, const char *limit_env) {
     char *argv[] = {(char *)itest_env("REAPERD"), "--once", "--json",
                     dry_run ? "--dry-run" : NULL, NULL};
-    char *env[] = {W.env_schema, W.env_owned, "REAPER_LOG_FORMAT=json", LIMIT_ENV, NULL};
+    char *env[] = {W.env_schema, W.env_owned, "REAPER_LOG_FORMAT=json", (char *)limit_env,
+                   NULL};
     char *out = NULL, *err = NULL;
     int rc = rp_run_capture(argv, env, &out, &err);
     json_error_t je;
@@ -125,6 +127,9 @@ static json_t *once(bool dry_run) {
     free(err);
     return rep;
 }
+
+/* reaperd --once --json [--dry-run] with the peek limit of 3. */
+static json_t *once(bool dry_run) { return once_with(dry_run, LIMIT_ENV); }
 
 static const char *str(const json_t *o, const char *k) {
     const char *s = json_string_value(json_object_get(o, k));
@@ -199,8 +204,9 @@ static void assert_verdict(const json_t *v, double measured, int64_t threshold,
     assert_non_null(strstr(str(v, "detail"), detail_part));
 }
 
-/* Classic: the 2 behind the first 3 are surfaced, kept open while there,
- * cleared once the operator purged the queue. */
+/* Classic: the 2 behind the first 3 are surfaced; the next pass reads
+ * past the 3 parked (issue 14), parks the 2 and clears the sighting;
+ * nothing is ever removed. */
 static void test_classic_remainder_surfaced_then_cleared(void **state) {
     (void)state;
     char origin[128], dlq[160];
@@ -209,7 +215,7 @@ static void test_classic_remainder_surfaced_then_cleared(void **state) {
     dead_letter(origin, dlq, 5, false);
     json_t *rep = once_until(dlq, "SURFACED");
     const json_t *v = queue_verdict(rep, dlq, "SURFACED");
-    assert_verdict(v, 2.0, 3, "holds 2 messages behind the first 3");
+    assert_verdict(v, 2.0, 3, "holds 2 messages behind those this pass read");
     assert_string_equal(str(v, "queue"), dlq);
     assert_true(has_note(rep, "the first 3 messages were examined"));
     json_decref(rep);
@@ -218,24 +224,65 @@ static void test_classic_remainder_surfaced_then_cleared(void **state) {
     assert_int_equal(events_of(dlq, "SURFACED"), 1);
     assert_int_equal(depth(dlq), 5);
 
-    /* Still there: nothing new is recorded and the sighting stays open. */
+    /* The next pass reads past the 3 parked: the 2 are parked, nothing is
+     * left unread, and the sighting clears. */
     rep = once(false);
-    assert_null(queue_verdict(rep, dlq, "SURFACED"));
-    assert_null(queue_verdict(rep, dlq, "CLEARED"));
+    assert_non_null(queue_verdict(rep, dlq, "CLEARED"));
     json_decref(rep);
-    assert_int_equal(sightings_of(dlq), 1);
-    assert_int_equal(events_of(dlq, "SURFACED"), 1);
-    assert_int_equal(parked_on(dlq), 3);
-    assert_int_equal(depth(dlq), 5); /* nothing removed by reaper */
-
-    /* The operator purges the queue: a later pass clears the sighting. */
-    amqp_queue_purge(W.amqp, 1, amqp_cstring_bytes(dlq));
-    ok_rpc("purge");
-    rep = once_until(dlq, "CLEARED");
-    json_decref(rep);
+    assert_int_equal(parked_on(dlq), 5);
     assert_int_equal(sightings_of(dlq), 0);
     assert_int_equal(events_of(dlq, "CLEARED"), 1);
     assert_int_equal(events_of(dlq, "SURFACED"), 1);
+    assert_int_equal(depth(dlq), 5); /* nothing removed by reaper */
+
+    /* Again: nothing new. */
+    rep = once(false);
+    assert_null(queue_verdict(rep, dlq, "SURFACED"));
+    json_decref(rep);
+    assert_int_equal(parked_on(dlq), 5);
+    assert_int_equal(events_of(dlq, "SURFACED"), 1);
+    assert_int_equal(depth(dlq), 5);
+}
+
+/* A backlog of 600 dead letters on a classic dead-letter queue that the
+ * tap never saw, dead_letter_peek_limit 100 (issue 14): each pass reads
+ * past the ones parked before and parks 100 new ones, so 6 passes park all
+ * 600, each exactly once; the broker's copies all stay on the queue. */
+static void test_classic_backlog_parked_limit_per_pass(void **state) {
+    (void)state;
+    char origin[128], dlq[160];
+    snprintf(origin, sizeof origin, "%s.backlog", W.prefix);
+    snprintf(dlq, sizeof dlq, "%s.dlq", origin);
+    dead_letter(origin, dlq, 600, false);
+    const char *limit = "REAPER_REAP_DEAD_LETTER_PEEK_LIMIT=100";
+    /* Until the management API's statistics show the queue, a pass does
+     * not backfill it. */
+    for (int i = 0; i < 40 && parked_on(dlq) == 0; i++) {
+        json_decref(once_with(false, limit));
+        if (parked_on(dlq) == 0) usleep(500 * 1000);
+    }
+    assert_int_equal(parked_on(dlq), 100);
+    assert_int_equal(sightings_of(dlq), 1); /* the 500 behind */
+    for (int pass = 2; pass <= 6; pass++) {
+        json_t *rep = once_with(false, limit);
+        json_decref(rep);
+        fprintf(stderr, "# pass %d: %lld parked\n", pass, (long long)parked_on(dlq));
+        assert_int_equal(parked_on(dlq), 100 * pass);
+        assert_int_equal(depth(dlq), 600);
+    }
+    assert_int_equal(sightings_of(dlq), 0);
+    assert_int_equal(events_of(dlq, "CLEARED"), 1);
+    json_decref(once_with(false, limit));
+    assert_int_equal(parked_on(dlq), 600);
+    assert_int_equal(pgfx_i64(W.f, "SELECT count(DISTINCT identity) FROM dead_letter WHERE "
+                                   "queue = '%s'",
+                              dlq),
+                     600);
+    assert_int_equal(pgfx_i64(W.f, "SELECT count(*) FROM ledger WHERE kind = 'QueueReaped' AND "
+                                   "payload->>'queue' = '%s' AND payload->>'action' = 'PARKED'",
+                              dlq),
+                     600);
+    assert_int_equal(depth(dlq), 600);
 }
 
 /* Quorum: read once; the pass that reads it surfaces the 2 behind, the
@@ -409,10 +456,13 @@ static void test_daemon_event_check_keeps_the_remainder(void **state) {
     snprintf(tap, sizeof tap, "%s.tap", W.prefix);
     snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
     snprintf(env_tap, sizeof env_tap, "REAPER_BROKER_TAP_QUEUE=%s", tap);
-    assert_true(W.n_made + 2 <= 12);
+    assert_true(W.n_made + 2 <= 16);
     snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", control);
     snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", tap);
-    dead_letter(origin, dlq, 5, false);
+    /* 300 with a peek limit of 3 and a sweep every 2 s: each sweep parks 3
+     * more (it reads past the parked ones), so what is unread stays for
+     * far longer than this test (and the sighting with it). */
+    dead_letter(origin, dlq, 300, false);
     char *argv[] = {(char *)itest_env("REAPERD"), NULL};
     char *env[] = {W.env_schema, W.env_owned, env_control, env_tap, LIMIT_ENV,
                    "REAPER_REAP_INTERVAL_SECONDS=2", "REAPER_LOG_FORMAT=text",
@@ -456,8 +506,67 @@ static void test_daemon_event_check_keeps_the_remainder(void **state) {
     assert_int_equal(events_of(dlq, "CLEARED"), 0);
     assert_int_equal(events_of(dlq, "SURFACED"), 1);
     assert_int_equal(sightings_of(dlq), 1);
-    assert_int_equal(parked_on(dlq), 3);
-    assert_int_equal(depth(dlq), 5);
+    int64_t parked = parked_on(dlq);
+    fprintf(stderr, "# parked by the sweeps meanwhile: %lld\n", (long long)parked);
+    assert_true(parked >= 3 && parked < 300);
+    assert_int_equal(depth(dlq), 300);
+    W.daemon = NULL;
+    int rc = rp_child_stop(d, SIGTERM, 20000);
+    if (rc != 0) fprintf(stderr, "reaperd exit %d:\n%s\n", rc, d->log);
+    rp_child_free(d);
+    assert_int_equal(rc, 0);
+    /* Its unparked rest would be parked by the next test's sweeps. */
+    itest_queue_delete(W.amqp, 1, dlq);
+}
+
+/* The daemon (issue 14): 600 dead letters already on a classic
+ * dead-letter queue when reaperd starts (its tap never saw them),
+ * dead_letter_peek_limit 100 and a sweep every 2 s: the sweeps park 100
+ * new ones each, past the ones parked before, until all 600 are parked,
+ * each once; the broker's copies all stay on the queue. */
+static void test_daemon_backlog_worked_through(void **state) {
+    (void)state;
+    char origin[128], dlq[160], control[128], tap[128], env_control[200], env_tap[200];
+    snprintf(origin, sizeof origin, "%s.startup", W.prefix);
+    snprintf(dlq, sizeof dlq, "%s.dlq", origin);
+    snprintf(control, sizeof control, "%s.control2", W.prefix);
+    snprintf(tap, sizeof tap, "%s.tap2", W.prefix);
+    snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
+    snprintf(env_tap, sizeof env_tap, "REAPER_BROKER_TAP_QUEUE=%s", tap);
+    assert_true(W.n_made + 2 <= 16);
+    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", control);
+    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", tap);
+    dead_letter(origin, dlq, 600, false);
+    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
+    char *env[] = {W.env_schema, W.env_owned, env_control, env_tap,
+                   "REAPER_REAP_DEAD_LETTER_PEEK_LIMIT=100", "REAPER_REAP_INTERVAL_SECONDS=2",
+                   "REAPER_LOG_FORMAT=text", "REAPER_LOG_LEVEL=info", NULL};
+    rp_child *d = W.daemon = rp_child_start(argv, env);
+    assert_non_null(d);
+    size_t from = 0;
+    int sweeps = 0, most = 0;
+    for (int i = 0; i < 120 && parked_on(dlq) < 600; i++) {
+        const char *l = wait_line(d, &from, "\"pass finished\"", "scope=sweep", 1000);
+        if (l == NULL) continue;
+        const char *pk = strstr(l, " parked=");
+        int n = pk ? atoi(pk + 8) : -1;
+        if (n > most) most = n;
+        if (n > 0) sweeps++;
+    }
+    if (parked_on(dlq) != 600 || most != 100) fprintf(stderr, "%s\n", d->log);
+    assert_int_equal(parked_on(dlq), 600);
+    fprintf(stderr, "# 600 parked by %d sweeps, at most %d in one\n", sweeps, most);
+    assert_int_equal(most, 100);
+    assert_true(sweeps >= 6);
+    assert_int_equal(pgfx_i64(W.f, "SELECT count(DISTINCT identity) FROM dead_letter WHERE "
+                                   "queue = '%s'",
+                              dlq),
+                     600);
+    assert_int_equal(pgfx_i64(W.f, "SELECT count(*) FROM ledger WHERE kind = 'QueueReaped' AND "
+                                   "payload->>'queue' = '%s' AND payload->>'action' = 'PARKED'",
+                              dlq),
+                     600);
+    assert_int_equal(depth(dlq), 600);
     W.daemon = NULL;
     int rc = rp_child_stop(d, SIGTERM, 20000);
     if (rc != 0) fprintf(stderr, "reaperd exit %d:\n%s\n", rc, d->log);
@@ -481,9 +590,11 @@ static int stop_daemon(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_classic_remainder_surfaced_then_cleared),
+        cmocka_unit_test(test_classic_backlog_parked_limit_per_pass),
         cmocka_unit_test(test_quorum_remainder_after_its_one_read),
         cmocka_unit_test(test_stream_dlq_surfaced_as_unread),
         cmocka_unit_test_teardown(test_daemon_event_check_keeps_the_remainder, stop_daemon),
+        cmocka_unit_test_teardown(test_daemon_backlog_worked_through, stop_daemon),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

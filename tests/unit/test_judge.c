@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -740,6 +741,62 @@ static void test_dead_letter_verdict_is_untrusted_and_quoted(void **state) {
 /* What the backfill left unread (issue #5): a surfaced, trusted verdict on
  * the queue's own object (the key its sighting opens and clears by), for
  * every reason; "up to" only for a bound; bad arguments refused. */
+/* Dead-letter routes the tap cannot follow (issue 14 item 1). */
+static void test_dead_letter_route_verdicts(void **state) {
+    (void)state;
+    rp_verdict v;
+    /* The default exchange with a routing key to a queue holding 7. */
+    rp_dl_route r = {.vhost = "/", .queue = "vibey.w", .exchange = "", .routing_key = "vibey.f",
+                     .target_known = true, .target_exists = true, .target_depth_known = true,
+                     .target_depth = 7};
+    assert_int_equal(rp_judge_dead_letter_route(&r, &v), RP_OK);
+    assert_int_equal(v.condition, RP_COND_DEAD_LETTER);
+    assert_int_equal(v.action, RP_ACTION_SURFACED);
+    assert_int_equal(v.source, RP_SOURCE_BROKER);
+    assert_string_equal(v.object, "queue:/:vibey.w");
+    assert_string_equal(v.queue, "vibey.w");
+    assert_string_equal(v.unit, "messages");
+    assert_true(v.measured == 7.0);
+    assert_int_equal(v.threshold, 0);
+    assert_true(v.trusted);
+    assert_non_null(strstr(v.detail, "default exchange \"\""));
+    assert_non_null(strstr(v.detail, "straight to queue vibey.f, which holds 7 messages"));
+    assert_non_null(strstr(v.detail, "fix: declare a named dead-letter exchange"));
+    char *key = NULL;
+    assert_int_equal(rp_sighting_key_for(&v, &key), RP_OK);
+    assert_string_equal(key, "broker|DEAD_LETTER|queue:/:vibey.w");
+    free(key);
+    rp_verdict_cleanup(&v);
+    /* Its target missing: the broker drops them. */
+    r.target_exists = false;
+    assert_int_equal(rp_judge_dead_letter_route(&r, &v), RP_OK);
+    assert_true(v.measured == -1.0);
+    assert_non_null(strstr(v.detail, "vibey.f, which does not exist"));
+    rp_verdict_cleanup(&v);
+    /* No routing key: each message's own. */
+    r.routing_key = NULL;
+    assert_int_equal(rp_judge_dead_letter_route(&r, &v), RP_OK);
+    assert_non_null(strstr(v.detail, "no dead-letter routing key"));
+    rp_verdict_cleanup(&v);
+    /* A named exchange: nothing while it exists or is not known; surfaced
+     * when it does not exist. */
+    rp_dl_route n = {.vhost = "/", .queue = "vibey.w", .exchange = "w.dlx"};
+    assert_int_equal(rp_judge_dead_letter_route(&n, &v), RP_OK);
+    assert_int_equal(v.condition, RP_COND_NONE);
+    n.exchange_known = n.exchange_exists = true;
+    assert_int_equal(rp_judge_dead_letter_route(&n, &v), RP_OK);
+    assert_int_equal(v.condition, RP_COND_NONE);
+    n.exchange_exists = false;
+    assert_int_equal(rp_judge_dead_letter_route(&n, &v), RP_OK);
+    assert_int_equal(v.condition, RP_COND_DEAD_LETTER);
+    assert_int_equal(v.action, RP_ACTION_SURFACED);
+    assert_non_null(strstr(v.detail, "dead-letter exchange w.dlx, which does not exist (yet)"));
+    assert_non_null(strstr(v.detail, "fix: declare exchange w.dlx"));
+    rp_verdict_cleanup(&v);
+    assert_int_equal(rp_judge_dead_letter_route(NULL, &v), RP_ERR_INVALID);
+    assert_int_equal(rp_judge_dead_letter_route(&n, NULL), RP_ERR_INVALID);
+}
+
 static void test_dead_letter_unread_verdict(void **state) {
     (void)state;
     rp_verdict v;
@@ -757,8 +814,8 @@ static void test_dead_letter_unread_verdict(void **state) {
     assert_string_equal(v.unit, "messages");
     assert_true(v.measured == 2.0);
     assert_int_equal(v.threshold, 3);
-    assert_non_null(strstr(v.detail, "vibey.x.dlq on vhost a:b holds 2 messages behind the "
-                                     "first 3"));
+    assert_non_null(strstr(v.detail, "vibey.x.dlq on vhost a:b holds 2 messages behind those "
+                                     "this pass read"));
     assert_null(strstr(v.detail, "up to"));
     char *key = NULL;
     assert_int_equal(rp_sighting_key_for(&v, &key), RP_OK);
@@ -884,6 +941,7 @@ int main(void) {
         cmocka_unit_test(test_broker_wide_timeout),
         cmocka_unit_test(test_dead_letter_verdict_is_untrusted_and_quoted),
         cmocka_unit_test(test_dead_letter_unread_verdict),
+        cmocka_unit_test(test_dead_letter_route_verdicts),
         cmocka_unit_test(test_cleared_verdicts),
         cmocka_unit_test(test_default_thresholds),
     };

@@ -361,6 +361,36 @@ static void test_delivery_limit_facts(void **state) {
     rp_mgmt_page_cleanup(&p);
 }
 
+/* The dead-letter exchange and routing key a queue names, any type (issue
+ * 14 item 1): the argument wins over the effective policy. */
+static void test_dead_letter_route_facts(void **state) {
+    (void)state;
+    static const char body[] =
+        "{\"page\":1,\"page_count\":1,\"items\":["
+        "{\"name\":\"a\",\"vhost\":\"/\",\"type\":\"classic\",\"arguments\":"
+        "{\"x-dead-letter-exchange\":\"\",\"x-dead-letter-routing-key\":\"a.failed\"}},"
+        "{\"name\":\"b\",\"vhost\":\"/\",\"type\":\"classic\",\"effective_policy_definition\":"
+        "{\"dead-letter-exchange\":\"pol\",\"dead-letter-routing-key\":\"k\"},"
+        "\"arguments\":{\"x-dead-letter-exchange\":\"arg\"}},"
+        "{\"name\":\"c\",\"vhost\":\"/\",\"type\":\"quorum\",\"effective_policy_definition\":"
+        "{\"dead-letter-exchange\":\"pol\"},\"arguments\":{}},"
+        "{\"name\":\"d\",\"vhost\":\"/\",\"type\":\"classic\",\"arguments\":"
+        "{\"x-dead-letter-exchange\":7}}]}";
+    rp_mgmt_page p;
+    rp_mgmt_page_init(&p);
+    char err[200] = "";
+    assert_int_equal(rp_mgmt_parse_page(body, strlen(body), &p, err, sizeof err), RP_OK);
+    const rp_queue_facts *f = p.facts;
+    assert_string_equal(f[0].dlx_name, "");
+    assert_string_equal(f[0].dlx_routing_key, "a.failed");
+    assert_string_equal(f[1].dlx_name, "arg");
+    assert_string_equal(f[1].dlx_routing_key, "k");
+    assert_string_equal(f[2].dlx_name, "pol");
+    assert_null(f[2].dlx_routing_key);
+    assert_null(f[3].dlx_name); /* not a string: none */
+    rp_mgmt_page_cleanup(&p);
+}
+
 static void test_url_encode(void **state) {
     (void)state;
     char *s = rp_mgmt_url_encode("/");
@@ -421,6 +451,7 @@ int main(void) {
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_effective_consumer_timeout),
         cmocka_unit_test(test_delivery_limit_facts),
+        cmocka_unit_test(test_dead_letter_route_facts),
         cmocka_unit_test(test_url_encode),
         cmocka_unit_test(test_http_refusals_and_scrub),
     };

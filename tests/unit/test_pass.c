@@ -1141,10 +1141,11 @@ static const rp_verdict *remainder_verdict(const rp_report *r) {
 
 /* Five dead letters and a peek limit of three: the three are parked and
  * the two behind them are surfaced on the queue's sighting, with the
- * broker as source, measured 2 against the limit; a later pass that still
- * finds them says nothing new; once they are gone (an operator purged the
- * queue; the listing still shows the old depth, as lagging statistics do)
- * a pass clears the sighting. Nothing is ever removed by the pass. */
+ * broker as source, measured 2 against the limit; the next pass reads past
+ * the three parked (issue 14), parks the two and clears the sighting; new
+ * ones behind a parked head are reached the same way, and a listing that
+ * shows the queue empty clears what is open. Nothing is ever removed by
+ * the pass. */
 static void test_dead_letter_remainder_surfaced_then_cleared(void **state) {
     fixture *f = *state;
     f->opt.dead_letter_peek_limit = 3;
@@ -1165,7 +1166,7 @@ static void test_dead_letter_remainder_surfaced_then_cleared(void **state) {
     assert_int_equal(v->threshold, 3);
     assert_string_equal(v->unit, "messages");
     assert_true(v->trusted);
-    assert_non_null(strstr(v->detail, "holds 2 messages behind the first 3"));
+    assert_non_null(strstr(v->detail, "holds 2 messages behind those this pass read"));
     assert_non_null(strstr(v->detail, "dead_letter_peek_limit"));
     assert_non_null(strstr(v->detail, "nothing is removed"));
     /* The note stays, beside the verdict. */
@@ -1181,37 +1182,34 @@ static void test_dead_letter_remainder_surfaced_then_cleared(void **state) {
     assert_int_equal(rp_memory_n_published(f->m), 4);
     rp_report_cleanup(&r);
 
-    /* Still there: neither reported nor recorded again, not cleared. */
+    /* The next pass reads past the 3 parked (issue 14): it parks the 2
+     * behind them, finds nothing unread and clears the sighting. */
     run(f, false, &r);
     assert_true(r.ok);
-    assert_int_equal(r.n_verdicts, 0);
-    assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
-    assert_int_equal(rp_memory_n_ledger(f->m), 4);
-    assert_int_equal(rp_memory_n_parked(f->m), 3);
-    rp_report_cleanup(&r);
-
-    /* Purged by a person; the listing lags and still says 5. */
-    assert_int_equal(rp_memory_purge_dead_letters(f->m, "/", "vibey.x.dlq"), 5);
-    run(f, false, &r);
-    assert_true(r.ok);
-    assert_int_equal(r.n_verdicts, 1);
-    assert_int_equal(r.verdicts[0].condition, RP_COND_DEAD_LETTER);
-    assert_int_equal(r.verdicts[0].action, RP_ACTION_CLEARED);
-    assert_string_equal(r.verdicts[0].object, "queue:/:vibey.x.dlq");
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 2);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_CLEARED), 1);
     assert_null(rp_memory_sighting(f->m, DLQ_KEY));
-    assert_int_equal(rp_memory_n_ledger(f->m), 5);
+    assert_int_equal(rp_memory_n_parked(f->m), 5);
+    assert_int_equal(rp_memory_n_ledger(f->m), 7);
     rp_report_cleanup(&r);
     run(f, false, &r);
     assert_int_equal(r.n_verdicts, 0);
+    assert_int_equal(rp_memory_n_parked(f->m), 5);
     rp_report_cleanup(&r);
 
-    /* More than the limit again: a new sighting. Then the listing shows
-     * the queue empty: no backfill, and the sighting clears. */
-    for (size_t i = 0; i < 4; i++) add_dead_letter(f, "vibey.x.dlq", ids[i], ids[i]);
+    /* Five new ones behind the five parked: three parked, the other two
+     * a new sighting. Then the listing shows the queue empty: no
+     * backfill, and the sighting clears. */
+    const char *more[] = {"m-6", "m-7", "m-8", "m-9", "m-10"};
+    for (size_t i = 0; i < 5; i++) add_dead_letter(f, "vibey.x.dlq", more[i], more[i]);
+    put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 10, 0, 0);
     run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 3);
     v = remainder_verdict(&r);
     assert_non_null(v);
-    assert_true(v->measured == 1.0);
+    assert_true(v->measured == 2.0);
+    assert_non_null(strstr(v->detail, "holds 2 messages behind those this pass read"));
+    assert_true(has_note(&r, "the first 8 messages were examined (5 parked before"));
     assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
     rp_report_cleanup(&r);
     put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 0, 0, 0);
@@ -1259,7 +1257,7 @@ static void test_dead_letter_remainder_dry_run(void **state) {
     assert_non_null(v);
     assert_true(v->measured == 1.0);
     assert_int_equal(v->threshold, 1);
-    assert_non_null(strstr(v->detail, "holds 1 message behind the first 1"));
+    assert_non_null(strstr(v->detail, "holds 1 message behind those this pass read"));
     assert_int_equal(rp_memory_write_calls(f->m), 0);
     char *after = dump(f);
     assert_string_equal(before, after);
