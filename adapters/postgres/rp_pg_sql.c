@@ -231,29 +231,28 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "FROM g JOIN j ON j.id = g.job_id RETURNING seq, at) "
          "SELECT g.id, (SELECT seq FROM ev), (SELECT " MS("at") " FROM ev), g.job_id FROM g"},
 
-    /* The OCCURRENCE rule of rp_deadletter.h over an identity's rows ($1
-     * identity, $2 death), one row: n, how many there are; seen, whether
-     * this death is one of them; covered, whether the latest (highest
-     * occurrence, then gate) has this death's lineage (the part of DEATH
-     * before '/') and an open gate. A walk of the primary key's prefix and
-     * one gate lookup per row: a new identity reads one index page. */
-#define RP_PG_DL_PREV(ID, DEATH)                                                            \
-    "SELECT count(*) AS n, coalesce(bool_or(dl.death = " DEATH "), false) AS seen, "        \
-    "coalesce((array_agg(split_part(dl.death, '/', 1) = split_part(" DEATH ", '/', 1) "     \
-    "AND g.answer IS NULL ORDER BY dl.occurrence DESC, dl.gate_id DESC))[1], false) "       \
-    "AS covered FROM {s}.dead_letter dl JOIN {s}.gate g ON g.id = dl.gate_id "              \
-    "WHERE dl.identity = " ID
-
+    /* The OCCURRENCE rule of rp_deadletter.h is the schema's function
+     * dead_letter_next_occurrence(identity, death) (migration 0006): the
+     * occurrence number a park of that death gives its new row, or NULL when
+     * the rule opens none (the death is parked already, or the identity's
+     * latest row, highest occurrence then gate, has this death's lineage and
+     * an open gate). An identity with no rows costs it one index probe: the
+     * rest of the lookup runs only when there are rows. In the park's own
+     * statement the lookup cost every park about 8% of its instructions,
+     * because PostgreSQL sets up every node of a plan at each execution
+     * whether it runs or not (bench/REPORT.md, "The park's cost"). */
     /* $1 identity, $2 death: true when a park would park nothing. */
     [RP__PG_IS_PARKED] = {"is_parked",
-                          "SELECT seen OR covered FROM (" RP_PG_DL_PREV("$1::text", "$2::text")
-                          ") prev"},
+                          "SELECT {s}.dead_letter_next_occurrence($1::text, $2::text) IS NULL"},
     /* $1 identity, $2 queue, $3 origin (rendered), $4 reason (rendered),
      * $5 first death (Unix s) or NULL, $6 headers, $7 properties, $8 body
      * (binary), $9 body_truncated, $10 project, $11 job payload, $12 gate
      * question, $13 ledger payload, $14 death. The dead_letter row first,
-     * only when the OCCURRENCE rule opens one (prev); the job, gate and event
-     * only when it was inserted. Ids are drawn up front, and only then,
+     * only when the OCCURRENCE rule opens one (prev: the function called
+     * once, OFFSET 0 keeps the planner from copying the call into the
+     * WHERE; a subquery, not a function scan, is the cheaper plan); the
+     * job, gate and event only when it was inserted. Ids are drawn up
+     * front, and only then,
      * because the dead_letter row names its job and gate (foreign keys are
      * checked at the end of the statement).
      * Race-safe without locks: two parks of one death at once (two
@@ -266,9 +265,9 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
      * cannot happen to a replayed message (a new lineage, never covered). */
     [RP__PG_PARK] =
         {"park",
-         "WITH prev AS (" RP_PG_DL_PREV("$1::text", "$14::text") "), "
-         "ids AS (SELECT nextval({job_seq}) AS job_id, nextval({gate_seq}) AS gate_id, "
-         "n + 1 AS occurrence FROM prev WHERE NOT (seen OR covered)), "
+         "WITH ids AS (SELECT nextval({job_seq}) AS job_id, nextval({gate_seq}) AS gate_id, "
+         "o AS occurrence FROM (SELECT {s}.dead_letter_next_occurrence($1::text, $14::text) "
+         "AS o OFFSET 0) prev WHERE o IS NOT NULL), "
          "dl AS (INSERT INTO {s}.dead_letter (identity, death, occurrence, job_id, gate_id, "
          "queue, origin_queue, reason, first_death_at, headers, properties, body, "
          "body_truncated) "

@@ -2,7 +2,8 @@
  * The schema migrations against the real PostgreSQL: applied once, idempotent,
  * recorded, refusing a newer schema, the ledger append-only in the
  * database itself, and version 3 upgrading the dead letters of a version 2
- * database (identities with vhost and origin, deaths, occurrences). Each test works in a schema of its own, dropped after.
+ * database (identities with vhost and origin, deaths, occurrences), and
+ * version 6's OCCURRENCE function reading its own schema. Each test works in a schema of its own, dropped after.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -312,6 +313,57 @@ static void test_migrate_v3_upgrades_dead_letters(void **state) {
     free(rows);
 }
 
+/* The OCCURRENCE rule's function (version 6) reads its own schema's tables,
+ * whatever the caller's search_path: two schemas, one death parked in the
+ * first; each schema's function, called while the other is on the path,
+ * answers for its own rows (NULL: parked already; 1: a new identity). */
+static char *scalar(fixture *f, const char *path, const char *sql) {
+    char set[160];
+    snprintf(set, sizeof set, "SET search_path TO %s", path);
+    PQclear(PQexec(f->pg, set));
+    PGresult *r = PQexec(f->pg, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    char *v = strdup(PQgetisnull(r, 0, 0) ? "NULL" : PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return v;
+}
+
+static void test_next_occurrence_reads_its_own_schema(void **state) {
+    fixture *f = *state;
+    char err[512] = "", other[80], sql[400];
+    snprintf(other, sizeof other, "%s_b", f->schema);
+    assert_int_equal(rp_pg_migrate(f->pg, f->schema, NULL, err, sizeof err), RP_OK);
+    assert_int_equal(rp_pg_migrate(f->pg, other, NULL, err, sizeof err), RP_OK);
+    assert_string_equal(
+        run(f, "WITH j AS (INSERT INTO job (project_id, kind, state) VALUES ('bus', "
+               "'bus.dead_letter', 'awaiting_human') RETURNING id), "
+               "g AS (INSERT INTO gate (job_id, kind, question, choices) SELECT id, "
+               "'bus_dead_lettered', 'q', ARRAY['replay', 'dismiss'] FROM j RETURNING id, job_id) "
+               "INSERT INTO dead_letter (identity, death, job_id, gate_id, queue, origin_queue, "
+               "reason, headers, properties, body) SELECT 'id:%2F/q/m', '1700000000/1', job_id, id, "
+               "'q.dlq', '\"q\"', '\"rejected\"', '{}', '{}', '' FROM g"),
+        "");
+    char *v;
+    snprintf(sql, sizeof sql, "SELECT %s.dead_letter_next_occurrence('id:%%2F/q/m', '1700000000/1')",
+             f->schema);
+    v = scalar(f, other, sql);
+    assert_string_equal(v, "NULL");
+    free(v);
+    /* A new death of it: its gate is open, a new lineage: occurrence 2. */
+    snprintf(sql, sizeof sql, "SELECT %s.dead_letter_next_occurrence('id:%%2F/q/m', '1700000099/1')",
+             f->schema);
+    v = scalar(f, other, sql);
+    assert_string_equal(v, "2");
+    free(v);
+    snprintf(sql, sizeof sql, "SELECT %s.dead_letter_next_occurrence('id:%%2F/q/m', '1700000000/1')",
+             other);
+    v = scalar(f, f->schema, sql);
+    assert_string_equal(v, "1");
+    free(v);
+    snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", other);
+    PQclear(PQexec(f->pg, sql));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_migrate_applies_once, setup, teardown),
@@ -319,6 +371,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_ledger_is_append_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_migrations_apply_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v3_upgrades_dead_letters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_next_occurrence_reads_its_own_schema, setup, teardown),
     };
     return cmocka_run_group_tests_name("migrate", tests, NULL, NULL);
 }
