@@ -136,7 +136,9 @@ static void test_connection_killed_mid_pass(void **state) {
     char extra[96];
     snprintf(extra, sizeof extra, "application_name=%s", app);
     pgfx_reconnect(f, NULL, extra);
-    const int rows = 5000;
+    /* Enough rows that the batched pass (store.lease_batch_size, about
+     * 10,000 rows/s here) is still at work when the killer strikes. */
+    const int rows = 60000;
     pgfx_expired(f, rows, "alpha", 1, 7, "5 minutes");
     (void)f->ports.clock.now_ms(f->ports.clock.self); /* connected before the killer looks */
     pid_t k = killer(f, app, 400);
@@ -236,7 +238,9 @@ static void test_server_that_stops_answering(void **state) {
  * after the restart finishes the rest. */
 static void test_database_restart_mid_reap(void **state) {
     pgfx *f = *state;
-    const int rows = 20000;
+    /* Enough rows that the batched pass outlasts the second before the
+     * restart by several times. */
+    const int rows = 200000;
     pgfx_expired(f, rows, "alpha", 1, 7, "5 minutes");
     pgfx_exec(f, "ANALYZE job");
     (void)f->ports.clock.now_ms(f->ports.clock.self);
