@@ -118,8 +118,6 @@ static void rp_pass_work(void *ctx, void *arg) {
     rp_pass_job *job = arg;
     rp_pass_runner_run(&d->runner, &job->req);
     rp_observe_pass_store(d, &job->req);
-    if (job->req.scope == RP_PASS_FULL && !job->req.dry_run && job->req.project == NULL)
-        rp_tap_reconcile_bindings(d, d->runner.broker);
     rp_store_tell(d->store, d, rp_pg_conn_is_up(d->runner.conn), "lost during a pass");
 }
 
@@ -190,6 +188,12 @@ static void rp_pass_done(void *arg, bool cancelled) {
         d->last_pass_at = rp_wall_ms();
         if (job->req.open_sightings >= 0) d->open_sightings = job->req.open_sightings;
         rp_arm_deadline(d, &job->req);
+        /* After a sweep the tap's bindings are looked at again, on the
+         * tap's own binding thread like every other reconcile, so two
+         * reconciles never overlap (one reading the broker before the
+         * other's change could undo it). */
+        if (job->req.scope == RP_PASS_FULL && !job->req.dry_run && job->req.project == NULL)
+            rp_tap_bindings_soon(d);
         if (d->want_sweep) rp_submit_pass(d, RP_PASS_FULL);
         else if (d->want_leases) rp_submit_pass(d, RP_PASS_LEASES);
     }

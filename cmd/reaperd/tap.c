@@ -1009,7 +1009,9 @@ rp_status rp_tap_connect(rp_tap *t, const rp_amqp_params *params) {
 
 /* ---- bindings ------------------------------------------------------------------- */
 
-bool rp_tap_reconcile_bindings(rp_daemon *d, rp_mgmt_broker *b) {
+/* The binding thread: derives the tap's bindings from the broker's
+ * definitions and adds or removes what differs (rp_mgmt_dlx.h). */
+static bool rp_tap_reconcile_bindings(rp_daemon *d, rp_mgmt_broker *b) {
     if (b == NULL || d->mgmt_keep.vhost == NULL) return false;
     const rp_config *cfg = d->cfg;
     const char *skip[] = {cfg->broker.control_queue};
@@ -1032,7 +1034,7 @@ bool rp_tap_reconcile_bindings(rp_daemon *d, rp_mgmt_broker *b) {
         RP_DEBUG("the tap queue is not declared yet; its bindings wait for the connection",
                  "queue", cfg->broker.tap_queue, NULL);
     } else if (st != RP_OK || s.failed > 0) {
-        RP_WARN("the tap's bindings could not be reconciled; tried again at the next sweep",
+        RP_WARN("the tap's bindings could not be reconciled; tried again in 2 s",
                 "status", rp_status_string(st), "reason", rp_mgmt_broker_last_error(b),
                 "added", add, "removed", rem, "failed", fail, NULL);
     } else if (s.added > 0 || s.removed > 0) {

@@ -92,7 +92,7 @@
  * exists; rp_tap_stop BEFORE the store thread is freed, since the feed
  * posts through it; rp_tap_free after the broker is stopped). Threads:
  * every function on the loop thread, except rp_tap_setup (the connect
- * thread) and rp_tap_reconcile_bindings (the binding or the store thread).
+ * thread) and the binding reconcile (the tap's binding thread, "tapbind").
  */
 #ifndef RP_TAP_H
 #define RP_TAP_H
@@ -165,13 +165,6 @@ void rp_tap_gauges(const rp_tap *t, int64_t *held_bytes, bool *paused);
  * inventory: call it when an owned queue is created or deleted, a policy
  * changes, a binding or an exchange is created or deleted. */
 void rp_tap_bindings_soon(struct rp_daemon *d);
-
-struct rp_mgmt_broker;
-/* The binding reconcile itself, on the thread that owns b (the binding
- * thread, or the store thread after every sweep with the pass's client).
- * True when the tap's bindings are all in place; a reconcile that failed
- * on the binding thread is tried again 2 s later. */
-bool rp_tap_reconcile_bindings(struct rp_daemon *d, struct rp_mgmt_broker *b);
 
 /* Loop thread: the tap's bindings were derived from the broker's
  * definitions since the current connection came up (so /readyz says
