@@ -78,5 +78,6 @@ void rp_gate_cleanup(rp_gate *g) {
     free(g->queue);
     free(g->origin_queue);
     free(g->reason);
+    free(g->claimed_by);
     memset(g, 0, sizeof *g);
 }

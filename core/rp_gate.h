@@ -104,6 +104,14 @@ typedef struct rp_gate {
     char *queue;         /* the dead-letter queue it was found on */
     char *origin_queue;
     char *reason;
+    /* A replay's claim while one is held (see above): claim is
+     * RP_GATE_CLAIM_NONE when the gate is not claimed (claimed_by NULL,
+     * claimed_at 0); otherwise who holds it (the claimer's instance id,
+     * host:pid), since when (the store's clock), and LIVE or STALE as judged
+     * by the store when it was read. */
+    rp_gate_claim_state claim;
+    char *claimed_by;
+    rp_time_ms claimed_at;
 } rp_gate;
 
 void rp_gate_init(rp_gate *g);

@@ -24,7 +24,21 @@ static bool rp_verdict_valid(const rp_verdict *v) {
 
 static bool rp_gate_valid(const rp_gate *g) {
     return g != NULL && (int)g->kind >= 0 && g->kind < RP_GATE_KIND_COUNT_ &&
-           (!g->answered || ((int)g->answer >= 0 && g->answer < RP_CHOICE_COUNT_));
+           (!g->answered || ((int)g->answer >= 0 && g->answer < RP_CHOICE_COUNT_)) &&
+           (int)g->claim >= 0 && g->claim < RP_GATE_CLAIM_STATE_COUNT_;
+}
+
+/* {"by", "since", "stale"}: the replay claim on a gate (SCHEMA.md 5.3). */
+static json_t *rp_claim_json(const rp_gate *g) {
+    json_t *t = json_object();
+    bool ok = t != NULL && rp__set(t, "by", rp__json_string(g->claimed_by)) &&
+              rp__set(t, "since", rp_time_json(g->claimed_at)) &&
+              rp__set(t, "stale", json_boolean(g->claim == RP_GATE_CLAIM_STALE));
+    if (!ok) {
+        json_decref(t);
+        return NULL;
+    }
+    return t;
 }
 
 static bool rp_report_valid(const rp_report *r) {
@@ -121,6 +135,9 @@ json_t *rp_proto_gate_json(const rp_gate *g) {
          rp__set(t, "queue", rp__json_string(g->queue)) &&
          rp__set(t, "origin_queue", rp__json_string(g->origin_queue)) &&
          rp__set(t, "reason", rp__json_string(g->reason));
+    /* Only while claimed: a gate nobody replays has no such key, so the
+     * bytes of an unclaimed gate are what they were before claims. */
+    if (ok && g->claim != RP_GATE_CLAIM_NONE) ok = rp__set(t, "replaying", rp_claim_json(g));
     json_decref(choices);
     if (!ok) {
         json_decref(t);

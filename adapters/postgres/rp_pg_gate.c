@@ -16,7 +16,8 @@ static char *rp_dup(const char *s, bool *ok) {
     return c;
 }
 
-static rp_status rp_gate_from_row(const PGresult *r, int i, rp_gate *g) {
+/* claim_seconds: the bound past which a claim is stale (rp_gate.h). */
+static rp_status rp_gate_from_row(const PGresult *r, int i, int64_t claim_seconds, rp_gate *g) {
     rp_gate_init(g);
     g->id = rp__pg_i64(r, i, 0);
     g->job_id = rp__pg_i64(r, i, 1);
@@ -35,6 +36,11 @@ static rp_status rp_gate_from_row(const PGresult *r, int i, rp_gate *g) {
     g->queue = rp_dup(rp__pg_str(r, i, 9), &ok);
     g->origin_queue = rp_dup(rp__pg_str(r, i, 10), &ok);
     g->reason = rp_dup(rp__pg_str(r, i, 11), &ok);
+    if (!rp__pg_null(r, i, 12)) {
+        g->claimed_by = rp_dup(PQgetvalue(r, i, 12), &ok);
+        g->claimed_at = rp__pg_i64(r, i, 13);
+        g->claim = rp_gate_claim_judge(true, g->claimed_at, rp__pg_i64(r, i, 14), claim_seconds);
+    }
     if (!ok) {
         rp_gate_cleanup(g);
         return RP_ERR_NOMEM;
@@ -69,7 +75,7 @@ static rp_status rp_list(void *self, const rp_gate_query *q, rp_gate **gates, si
         return RP_ERR_NOMEM;
     }
     for (int i = 0; i < rows; i++) {
-        st = rp_gate_from_row(r, i, &out[i]);
+        st = rp_gate_from_row(r, i, s->claim_seconds, &out[i]);
         if (st != RP_OK) {
             for (int j = 0; j < i; j++) rp_gate_cleanup(&out[j]);
             free(out);

@@ -193,11 +193,13 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
     [RP__PG_SIGHTINGS] = {"sightings", "SELECT key, condition, opened_seq, " MS("opened_at")
                                        " FROM {s}.sighting ORDER BY key"},
 
-    /* $1 'open' | 'answered' | 'all', $2 project or NULL, $3 limit. */
+    /* $1 'open' | 'answered' | 'all', $2 project or NULL, $3 limit. The
+     * replay claim and the store's now, to judge it (rp_gate.h). */
     [RP__PG_GATES] =
         {"gates",
          "SELECT g.id, g.job_id, g.kind, j.project_id, g.question, g.answer, g.answered_by, "
-         MS("g.answered_at") ", " MS("g.created_at") ", dl.queue, dl.origin_queue, dl.reason "
+         MS("g.answered_at") ", " MS("g.created_at") ", dl.queue, dl.origin_queue, dl.reason, "
+         "g.claimed_by, " MS("g.claimed_at") ", " MS("now()") " "
          "FROM {s}.gate g JOIN {s}.job j ON j.id = g.job_id "
          "LEFT JOIN {s}.dead_letter dl ON dl.gate_id = g.id "
          "WHERE ($1::text = 'all' OR ($1::text = 'open') = (g.answer IS NULL)) "

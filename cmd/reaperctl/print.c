@@ -118,10 +118,23 @@ void rp_ctl_print_gates(FILE *f, const json_t *r, long long now_ms) {
             snprintf(choices + len, sizeof choices - len, "%s%s", len ? "|" : "",
                      json_string_value(c) ? json_string_value(c) : "?");
         }
-        char state[300];
+        char state[400];
+        const json_t *claim = json_object_get(g, "replaying");
         if (json_is_string(json_object_get(g, "answer")))
             snprintf(state, sizeof state, "%s by %s", rp_str(g, "answer"), rp_str(g, "answered_by"));
-        else
+        else if (json_is_object(claim)) {
+            /* A replay holds the gate (SCHEMA.md 5.3); a stale claim is
+             * taken over by the next answer. How long it has been held,
+             * as AGE is shown: the exact time is in --json. */
+            char held[32] = "?";
+            rp_time_ms since = 0;
+            if (json_is_string(json_object_get(claim, "since")) &&
+                rp_proto_parse_time(rp_str(claim, "since"), &since))
+                rp_age(now_ms - since, held, sizeof held);
+            snprintf(state, sizeof state, "replaying%s (%s for %s)",
+                     json_is_true(json_object_get(claim, "stale")) ? ", stale" : "",
+                     rp_str(claim, "by"), held);
+        } else
             snprintf(state, sizeof state, "open");
         char id[24];
         snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(g, "id")));

@@ -564,6 +564,22 @@ def replies():
                "answered_by": "alice", "answered_at": "2024-05-01T13:00:00.000Z",
                "created_at": "2024-05-01T12:01:00.000Z", "queue": "vibey.orders.dlq",
                "origin_queue": "vibey.orders", "reason": "rejected"}]}), "gates_two")
+    reply("reply_gates_replaying", "two open gates being replayed: a live claim and a stale one",
+          ok_reply("gates", {"gates": [
+              {"id": 8, "job_id": 45, "kind": "bus_dead_lettered", "project": "vibey",
+               "question": "message from vibey.orders was dead-lettered (rejected): replay or dismiss?",
+               "choices": ["replay", "dismiss"], "state": "open", "answer": None, "answered_by": None,
+               "answered_at": None, "created_at": "2024-05-01T12:02:00.000Z", "queue": "vibey.orders.dlq",
+               "origin_queue": "vibey.orders", "reason": "rejected",
+               "replaying": {"by": "web-1:4242:1714564800000", "since": "2024-05-01T12:10:00.250Z",
+                             "stale": False}},
+              {"id": 7, "job_id": 44, "kind": "bus_dead_lettered", "project": "vibey",
+               "question": "message from vibey.orders was dead-lettered (expired): replay or dismiss?",
+               "choices": ["replay", "dismiss"], "state": "open", "answer": None, "answered_by": None,
+               "answered_at": None, "created_at": "2024-05-01T12:01:30.000Z", "queue": "vibey.orders.dlq",
+               "origin_queue": "vibey.orders", "reason": "expired",
+               "replaying": {"by": "web-2:77:1714560000000", "since": "2024-05-01T11:00:00.000Z",
+                             "stale": True}}]}), "gates_replaying")
     reply("reply_gates_empty", "no gates", ok_reply("gates", {"gates": []}), "gates_empty")
     reply("reply_status", "status after a pass",
           ok_reply("status", {"version": "0.1.0-7741df0", "broker": "up", "store": "down",

@@ -22,6 +22,7 @@
 #include "itest.h"
 #include "pg_fixture.h"
 #include "rp_park.h"
+#include "rp_proto.h"
 
 typedef struct world {
     pgfx *f;
@@ -181,6 +182,102 @@ static void test_gates_table(void **state) {
     free(err);
 }
 
+/* The line of the table that shows gate g (it starts with its id). */
+static char *gate_line(const char *table, int64_t g) {
+    char id[32];
+    int n = snprintf(id, sizeof id, "%" PRId64 " ", g);
+    for (const char *line = table; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (strncmp(line, id, (size_t)n) == 0) return strndup(line, len);
+        line = end ? end + 1 : NULL;
+    }
+    fail_msg("gate %" PRId64 " is not in the table:\n%s", g, table);
+    return NULL;
+}
+
+/* The gate record of id g in a gates result (NULL when absent). */
+static json_t *gate_of(json_t *result, int64_t g) {
+    json_t *gates = json_object_get(result, "gates");
+    for (size_t i = 0; i < json_array_size(gates); i++) {
+        json_t *e = json_array_get(gates, i);
+        if (json_integer_value(json_object_get(e, "id")) == g) return e;
+    }
+    return NULL;
+}
+
+/* A replay's claim planted in PostgreSQL (as a replica would hold it) is in
+ * the gates reply (replaying: by, since, stale; absent when unclaimed) and
+ * in reaperctl's STATE column, escaped: live, then stale once older than
+ * control.replay_claim_seconds (60 s by default). */
+static void test_gates_replaying(void **state) {
+    (void)state;
+    char origin[256], dlq[300];
+    snprintf(origin, sizeof origin, "%s.claimed", W.prefix);
+    snprintf(dlq, sizeof dlq, "%s.dlq", origin);
+    int64_t free_gate = park(origin, dlq, "free");
+    int64_t live = park(origin, dlq, "live");
+    int64_t stale = park(origin, dlq, "stale");
+    pgfx_exec(W.f, "UPDATE gate SET claimed_by = 'ghost-host:4242:1', claimed_at = now() "
+                   "WHERE id = %" PRId64, live);
+    pgfx_exec(W.f, "UPDATE gate SET claimed_by = E'evil\\x1b[31m:7:1', "
+                   "claimed_at = now() - interval '10 minutes' WHERE id = %" PRId64, stale);
+
+    char *out, *err;
+    assert_int_equal(ctl(&out, &err, NULL, "gates", "--project", "bus", NULL, NULL, NULL), 0);
+    fprintf(stderr, "%s", out);
+    assert_null(strchr(out, '\x1b'));
+    char *l_free = gate_line(out, free_gate), *l_live = gate_line(out, live),
+         *l_stale = gate_line(out, stale);
+    assert_non_null(strstr(l_free, "  open"));
+    assert_null(strstr(l_free, "replaying"));
+    assert_non_null(strstr(l_live, "replaying (ghost-host:4242:1 for "));
+    assert_null(strstr(l_live, "stale"));
+    assert_non_null(strstr(l_stale, "replaying, stale (evil\\x1b[31m:7:1 for 10m)"));
+    free(l_free);
+    free(l_live);
+    free(l_stale);
+    free(out);
+    free(err);
+
+    assert_int_equal(ctl(&out, &err, NULL, "gates", "--project", "bus", "--json", NULL, NULL),
+                     0);
+    json_t *j = json_loads(out, 0, NULL);
+    assert_non_null(j);
+    json_t *g_free = gate_of(j, free_gate), *g_live = gate_of(j, live), *g_stale = gate_of(j, stale);
+    assert_non_null(g_free);
+    assert_non_null(g_live);
+    assert_non_null(g_stale);
+    /* Unclaimed: no key at all, the record as before claims. */
+    assert_null(json_object_get(g_free, "replaying"));
+    assert_string_equal(json_string_value(json_object_get(g_free, "state")), "open");
+    json_t *c = json_object_get(g_live, "replaying");
+    assert_true(json_is_object(c));
+    assert_string_equal(json_string_value(json_object_get(c, "by")), "ghost-host:4242:1");
+    assert_true(json_is_false(json_object_get(c, "stale")));
+    rp_time_ms since = 0, now_db = 0;
+    assert_true(rp_proto_parse_time(json_string_value(json_object_get(c, "since")), &since));
+    now_db = pgfx_i64(W.f, "SELECT floor(extract(epoch FROM now()) * 1000)::int8");
+    assert_true(since > now_db - 60000 && since <= now_db);
+    c = json_object_get(g_stale, "replaying");
+    assert_true(json_is_object(c));
+    assert_string_equal(json_string_value(json_object_get(c, "by")), "evil\x1b[31m:7:1");
+    assert_true(json_is_true(json_object_get(c, "stale")));
+    assert_true(rp_proto_parse_time(json_string_value(json_object_get(c, "since")), &since));
+    assert_true(since < now_db - 9 * 60000);
+    /* The claim is shown, not changed: both gates still open and claimed. */
+    assert_string_equal(json_string_value(json_object_get(g_stale, "state")), "open");
+    json_decref(j);
+    free(out);
+    free(err);
+    assert_int_equal(pgfx_i64(W.f, "SELECT count(*) FROM gate WHERE claimed_by IS NOT NULL "
+                                   "AND answer IS NULL AND id IN (%" PRId64 ", %" PRId64 ")",
+                              live, stale),
+                     2);
+    pgfx_exec(W.f, "UPDATE gate SET claimed_by = NULL, claimed_at = NULL WHERE id IN (%" PRId64
+                   ", %" PRId64 ")", live, stale);
+}
+
 /* answer --choice replay through reaperctl: exit 0 and the message back on
  * its queue; again: already_answered (exit 0, nothing sent); a foreign
  * origin: refused, exit 1 with the reason; --json shows the error reply. */
@@ -289,6 +386,7 @@ static void test_status_and_exit_codes(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gates_table),
+        cmocka_unit_test(test_gates_replaying),
         cmocka_unit_test(test_answer_replay),
         cmocka_unit_test(test_status_and_exit_codes),
     };

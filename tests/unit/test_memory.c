@@ -94,8 +94,28 @@ static void test_gates_list_and_answer(void **state) {
     assert_int_equal(gates[0].job_id, id);
     assert_string_equal(gates[0].project, "alpha");
     int64_t gate = gates[0].id;
+    assert_int_equal(gates[0].claim, RP_GATE_CLAIM_NONE);
+    assert_null(gates[0].claimed_by);
     rp_gate_cleanup(&gates[0]);
     free(gates);
+    /* A replay's claim, planted on the stored gate (the memory adapter does
+     * not claim by itself): the listing returns its own copy of it. */
+    rp_gate *held = (rp_gate *)rp_memory_gate(m, 0);
+    held->claim = RP_GATE_CLAIM_STALE;
+    held->claimed_by = strdup("ghost:1:2");
+    held->claimed_at = NOW - 1000;
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n), RP_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(gates[0].claim, RP_GATE_CLAIM_STALE);
+    assert_string_equal(gates[0].claimed_by, "ghost:1:2");
+    assert_ptr_not_equal(gates[0].claimed_by, held->claimed_by);
+    assert_int_equal(gates[0].claimed_at, NOW - 1000);
+    rp_gate_cleanup(&gates[0]);
+    free(gates);
+    free(held->claimed_by);
+    held->claimed_by = NULL;
+    held->claim = RP_GATE_CLAIM_NONE;
+    held->claimed_at = 0;
     gq.project = "beta";
     assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n), RP_OK);
     assert_int_equal(n, 0);

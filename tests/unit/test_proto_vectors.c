@@ -135,6 +135,34 @@ static void gates_two(rp_gate g[2]) {
     g[1].reason = dup("rejected");
 }
 
+/* Two open dead-letter gates under a replay claim: a live one, a stale one. */
+static void gates_replaying(rp_gate g[2]) {
+    const int64_t ids[] = {8, 7}, jobs[] = {45, 44};
+    const char *reasons[] = {"rejected", "expired"};
+    const char *claimers[] = {"web-1:4242:1714564800000", "web-2:77:1714560000000"};
+    const rp_time_ms created[] = {1714564920000, 1714564890000};
+    const rp_time_ms since[] = {1714565400250, 1714561200000};
+    const rp_gate_claim_state claim[] = {RP_GATE_CLAIM_LIVE, RP_GATE_CLAIM_STALE};
+    for (size_t i = 0; i < 2; i++) {
+        char question[128];
+        snprintf(question, sizeof question,
+                 "message from vibey.orders was dead-lettered (%s): replay or dismiss?", reasons[i]);
+        rp_gate_init(&g[i]);
+        g[i].id = ids[i];
+        g[i].job_id = jobs[i];
+        g[i].kind = RP_GATE_BUS_DEAD_LETTERED;
+        g[i].project = dup("vibey");
+        g[i].question = dup(question);
+        g[i].created_at = created[i];
+        g[i].queue = dup("vibey.orders.dlq");
+        g[i].origin_queue = dup("vibey.orders");
+        g[i].reason = dup(reasons[i]);
+        g[i].claim = claim[i];
+        g[i].claimed_by = dup(claimers[i]);
+        g[i].claimed_at = since[i];
+    }
+}
+
 static const struct {
     const char *name, *op;
     rp_status code;
@@ -178,6 +206,12 @@ static bool fixture_encode(const char *name, rp_encoding enc, rp_proto_buf *out)
     } else if (strcmp(name, "gates_two") == 0) {
         rp_gate g[2];
         gates_two(g);
+        st = rp_proto_encode_gates_reply(g, 2, enc, out);
+        rp_gate_cleanup(&g[0]);
+        rp_gate_cleanup(&g[1]);
+    } else if (strcmp(name, "gates_replaying") == 0) {
+        rp_gate g[2];
+        gates_replaying(g);
         st = rp_proto_encode_gates_reply(g, 2, enc, out);
         rp_gate_cleanup(&g[0]);
         rp_gate_cleanup(&g[1]);
