@@ -58,6 +58,63 @@ void rp__pass_routes_cleanup(rp__pass *p) {
     p->n_routes = p->cap_routes = 0;
     rp__strs_cleanup(&p->x_present);
     rp__strs_cleanup(&p->x_missing);
+    for (size_t i = 0; i < p->n_held; i++) {
+        free(p->held[i].vhost);
+        free(p->held[i].queue);
+        rp_verdict_cleanup(&p->held[i].v);
+    }
+    free(p->held);
+    p->held = NULL;
+    p->n_held = p->cap_held = 0;
+}
+
+rp_status rp__pass_hold(rp__pass *p, const char *vhost, const char *name, rp_verdict *v) {
+    rp__held h = {.vhost = strdup(vhost), .queue = strdup(name), .v = *v};
+    rp_verdict_init(v);
+    if (h.vhost != NULL && h.queue != NULL && p->n_held == p->cap_held) {
+        size_t cap = p->cap_held ? p->cap_held * 2 : 8;
+        rp__held *n = realloc(p->held, cap * sizeof *n);
+        if (n != NULL) {
+            p->held = n;
+            p->cap_held = cap;
+        }
+    }
+    if (h.vhost == NULL || h.queue == NULL || p->n_held == p->cap_held) {
+        free(h.vhost);
+        free(h.queue);
+        rp_verdict_cleanup(&h.v);
+        return RP_ERR_NOMEM;
+    }
+    p->held[p->n_held++] = h;
+    return RP_OK;
+}
+
+/* Whether an owned queue's route through the default exchange names
+ * vhost/name (a route back into the owned queue itself does not: that
+ * queue stays a work queue). */
+static bool rp_is_route_target(const rp__pass *p, const char *vhost, const char *name) {
+    for (size_t i = 0; i < p->n_routes; i++) {
+        const rp__route *r = &p->routes[i];
+        if (r->exchange[0] == '\0' && r->routing_key != NULL &&
+            strcmp(r->routing_key, r->queue) != 0 && strcmp(r->vhost, vhost) == 0 &&
+            strcmp(r->routing_key, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+rp_status rp__pass_release_held(rp__pass *p) {
+    rp_status st = RP_OK;
+    for (size_t i = 0; i < p->n_held; i++) {
+        rp__held *h = &p->held[i];
+        if (st == RP_OK && !rp_is_route_target(p, h->vhost, h->queue))
+            st = rp__pass_surface(p, &h->v);
+        rp_verdict_cleanup(&h->v);
+        free(h->vhost);
+        free(h->queue);
+    }
+    p->n_held = 0;
+    return st;
 }
 
 /* Whether a named exchange exists, asked once per pass. *known false when
@@ -116,6 +173,11 @@ static rp_status rp_target(rp__pass *p, const rp__route *r, bool backfill, rp_dl
     out->target_known = out->target_exists = true;
     out->target_depth_known = f.counts_known;
     out->target_depth = rp__sat_add(rp__nonneg(f.ready), rp__nonneg(f.unacked));
+    /* A targeted check reads no dead letters: what was sighted on the
+     * target (by a sweep, judged as a dead-letter queue) stays open. */
+    if (!backfill && strcmp(r->routing_key, r->queue) != 0 &&
+        !rp__pass_is_own_queue(p, r->routing_key))
+        return rp__pass_keep_queue(p, r->vhost, r->routing_key);
     if (!backfill || strcmp(r->routing_key, r->queue) == 0 ||
         rp__pass_is_own_queue(p, r->routing_key) ||
         rp__pass_has_target(p, r->vhost, r->routing_key))
