@@ -84,6 +84,8 @@ typedef struct rp__pass {
     rp__route *routes;
     size_t n_routes, cap_routes;
     rp__strs x_present, x_missing;
+    /* Of the exchanges present: bound to something, or to nothing. */
+    rp__strs x_bound, x_unbound;
     /* Verdicts on owned work queues, held until every route is known. */
     rp__held *held;
     size_t n_held, cap_held;
