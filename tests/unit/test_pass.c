@@ -1553,6 +1553,40 @@ static void test_route_target_is_never_a_work_queue(void **state) {
                                      "queue:/:vibey.y DEAD_LETTER SURFACED\n");
 }
 
+/* A targeted check reads no dead letters: what a sweep sighted on a
+ * route's target (its unread remainder) stays open when the check reads
+ * the target and its owned queue. */
+static void test_route_target_sighting_kept_by_a_check(void **state) {
+    fixture *f = *state;
+    f->opt.dead_letter_peek_limit = 1;
+    rp_queue_facts owner = {
+        .vhost = "/",
+        .name = "vibey.y",
+        .type = RP_QUEUE_TYPE_CLASSIC,
+        .counts_known = true,
+        .consumers_known = true,
+        .consumers = 1,
+        .dead_letter_exchange = true,
+        .dlx_name = "",
+        .dlx_routing_key = "vibey.parked",
+    };
+    assert_int_equal(rp_memory_put_queue(f->m, &owner), RP_OK);
+    put_queue(f, "vibey.parked", RP_QUEUE_TYPE_CLASSIC, 3, 0, 0);
+    add_dead_letter(f, "vibey.parked", "m-1", "one");
+    add_dead_letter(f, "vibey.parked", "m-2", "two");
+    add_dead_letter(f, "vibey.parked", "m-3", "three");
+    rp_report r;
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 1);
+    rp_report_cleanup(&r);
+    const char *key = "broker|DEAD_LETTER|queue:/:vibey.parked";
+    assert_non_null(rp_memory_sighting(f->m, key));
+    const rp_queue_ref refs[] = {{"/", "vibey.parked"}, {"/", "vibey.y"}};
+    assert_int_equal(rp_pass_queues(&f->ports, &f->opt, refs, 2, &r), RP_OK);
+    rp_report_cleanup(&r);
+    assert_non_null(rp_memory_sighting(f->m, key));
+}
+
 static void test_invalid_options(void **state) {
     fixture *f = *state;
     rp_report r;
@@ -1615,6 +1649,7 @@ int main(void) {
         T(test_dead_letter_remainder_kept_by_a_stop),
         T(test_dead_letter_sighting_across_ownership),
         T(test_route_target_is_never_a_work_queue),
+        T(test_route_target_sighting_kept_by_a_check),
         T(test_invalid_options),
     };
     return cmocka_run_group_tests_name("pass", tests, NULL, NULL);
