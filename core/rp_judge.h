@@ -237,6 +237,10 @@ typedef struct rp_dl_route {
      * tell, and nothing is judged). */
     bool exchange_known;
     bool exchange_exists;
+    /* An existing named exchange: whether anything but reaper's own
+     * queues is bound to it (known false: not asked, nothing judged). */
+    bool bound_known;
+    bool bound;
     /* The default exchange with a routing key: the queue it names (the
      * target), whether it exists and its depth (ready + unacked). */
     bool target_known;
@@ -255,9 +259,13 @@ typedef struct rp_dl_route {
  *     -1; the pass backfills it like a dead-letter queue), without one to
  *     the queue each message's own routing key names (measured -1);
  *   - a named exchange that does not exist: the broker drops the queue's
- *     dead letters until it is declared (measured -1).
- * Nothing (condition RP_COND_NONE) for a named exchange that exists or
- * whose existence is not known. *out is initialised here; clean it up
+ *     dead letters until it is declared (measured -1);
+ *   - a named exchange that exists with nothing bound to it (bound_known,
+ *     !bound): the broker routes the dead letters nowhere, and the tap,
+ *     which copies the bindings to dead-letter queues, gets none (-1).
+ * Nothing (condition RP_COND_NONE) for a named exchange that exists and
+ * is bound (or whose bindings are not known), or whose existence is not
+ * known. *out is initialised here; clean it up
  * whatever is returned. RP_ERR_INVALID for NULL names; RP_ERR_NOMEM. */
 rp_status rp_judge_dead_letter_route(const rp_dl_route *r, rp_verdict *out) RP_MUSTCHECK;
 

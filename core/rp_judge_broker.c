@@ -435,13 +435,24 @@ rp_status rp_judge_dead_letter_route(const rp_dl_route *r, rp_verdict *out) {
             j.measured = (double)rp__nonneg(r->target_depth);
         st = rp_route_default_detail(r, &detail);
     } else {
-        if (!r->exchange_known || r->exchange_exists) return RP_OK;
-        st = rp_text_format(&detail,
-                            "owned queue %s on vhost %s names dead-letter exchange %s, which does "
-                            "not exist (yet): the broker drops the queue's dead letters, and the "
-                            "tap cannot be bound to it; fix: declare exchange %s and bind the "
-                            "dead-letter queue to it (the tap follows within a second)",
-                            r->queue, r->vhost, r->exchange, r->exchange);
+        if (!r->exchange_known) return RP_OK;
+        if (r->exchange_exists && (!r->bound_known || r->bound)) return RP_OK;
+        if (r->exchange_exists)
+            st = rp_text_format(&detail,
+                                "owned queue %s on vhost %s names dead-letter exchange %s, which "
+                                "exists but has nothing bound to it: the broker drops the "
+                                "queue's dead letters, and the tap (bound like the dead-letter "
+                                "queues) gets none; fix: bind the dead-letter queue to exchange "
+                                "%s (the tap follows within a second)",
+                                r->queue, r->vhost, r->exchange, r->exchange);
+        else
+            st = rp_text_format(&detail,
+                                "owned queue %s on vhost %s names dead-letter exchange %s, which "
+                                "does not exist (yet): the broker drops the queue's dead letters, "
+                                "and the tap cannot be bound to it; fix: declare exchange %s and "
+                                "bind the dead-letter queue to it (the tap follows within a "
+                                "second)",
+                                r->queue, r->vhost, r->exchange, r->exchange);
     }
     if (st != RP_OK) return st;
     char *object = NULL;

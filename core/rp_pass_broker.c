@@ -140,7 +140,14 @@ rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *listed, bool b
      * targeted check does no backfill) keeps its sighting: only a backfill
      * can tell whether what it could not read is still there. */
     if (st == RP_OK && j.backfill && !backfill) st = rp_keep_queue(p, q.vhost, q.name);
-    if (st == RP_OK && j.verdict.condition != RP_COND_NONE) st = rp__pass_surface(p, &j.verdict);
+    /* An owned work queue may yet turn out to be where another owned
+     * queue's dead letters go (a route through the default exchange names
+     * it, maybe on a later page): its verdict waits for the whole listing
+     * (rp__pass_release_held), so that the listing order cannot make a
+     * dead-letter queue be judged as a work queue. */
+    if (st == RP_OK && j.verdict.condition != RP_COND_NONE)
+        st = q.owned && !q.is_dead_letter_queue ? rp__pass_hold(p, q.vhost, q.name, &j.verdict)
+                                                : rp__pass_surface(p, &j.verdict);
     rp_queue_judgement_cleanup(&j);
     if (st == RP_OK) st = rp__pass_add_route(p, &q);
     /* A limit at which the broker would drop a message (no dead-letter
@@ -295,6 +302,7 @@ rp_status rp__pass_broker(rp__pass *p) {
     }
     p->broker_ran = true;
     rp_status st = rp_list_and_judge(p);
+    if (st == RP_OK) st = rp__pass_release_held(p);
     if (st == RP_OK) st = rp__pass_routes(p, true);
     size_t i = 0;
     for (; i < p->n_targets && st == RP_OK; i++) {

@@ -33,6 +33,15 @@ typedef struct rp__route {
     char *routing_key;  /* NULL: none */
 } rp__route;
 
+/* A verdict on an owned work queue held until the listing is whole
+ * (rp__pass_hold): surfaced then unless the queue turned out to be the
+ * target of a dead-letter route through the default exchange. */
+typedef struct rp__held {
+    char *vhost;
+    char *queue;
+    rp_verdict v;
+} rp__held;
+
 /* A growable list of heap strings. */
 typedef struct rp__strs {
     char **v;
@@ -75,6 +84,11 @@ typedef struct rp__pass {
     rp__route *routes;
     size_t n_routes, cap_routes;
     rp__strs x_present, x_missing;
+    /* Of the exchanges present: bound to something, or to nothing. */
+    rp__strs x_bound, x_unbound;
+    /* Verdicts on owned work queues, held until every route is known. */
+    rp__held *held;
+    size_t n_held, cap_held;
 } rp__pass;
 
 /* Sets up *p for a pass over ports with opt and report (the clock read
@@ -100,6 +114,15 @@ rp_status rp__pass_add_route(rp__pass *p, const rp_queue_facts *q) RP_MUSTCHECK;
  * dead-letter queue. Call after the listing (it reads the broker port). */
 rp_status rp__pass_routes(rp__pass *p, bool backfill) RP_MUSTCHECK;
 void rp__pass_routes_cleanup(rp__pass *p);
+/* Holds the verdict *v on the owned work queue vhost/name: moves it in
+ * (*v is left empty, also on failure: then it is cleaned up). */
+rp_status rp__pass_hold(rp__pass *p, const char *vhost, const char *name,
+                        rp_verdict *v) RP_MUSTCHECK;
+/* Surfaces the held verdicts, but drops those on a queue that a route of
+ * an owned queue through the default exchange names (a dead-letter queue,
+ * judged as one by rp__pass_routes): call after the listing, before
+ * rp__pass_routes. Empties the held list. */
+rp_status rp__pass_release_held(rp__pass *p) RP_MUSTCHECK;
 /* Shared with rp_pass_routes.c (rp_pass_broker.c). */
 bool rp__pass_is_own_queue(const rp__pass *p, const char *name);
 rp_status rp__pass_keep_queue(rp__pass *p, const char *vhost, const char *name) RP_MUSTCHECK;

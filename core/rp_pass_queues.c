@@ -70,6 +70,7 @@ rp_status rp_pass_queues(const rp_ports *ports, const rp_pass_options *opt,
         }
         st = rp_check_one(&p, &queues[i]);
     }
+    if (st == RP_OK) st = rp__pass_release_held(&p);
     if (st == RP_OK) st = rp__pass_routes(&p, false);
     if (st == RP_OK) st = rp__pass_clear(&p);
     rp__pass_cleanup(&p);

@@ -111,6 +111,15 @@ typedef struct rp_broker_port {
      * dead-letter exchange that does not exist yet is surfaced). May be
      * NULL: the pass then cannot tell, and judges nothing of it. */
     rp_status (*exchange_exists)(void *self, const char *vhost, const char *name, bool *exists);
+    /* Whether exchange `name` on vhost is the source of any binding (to a
+     * queue or to an exchange) other than one to a queue named in
+     * except[0..n_except) (NULL entries skipped; the pass gives reaper's
+     * own queues). A dead-letter exchange bound to nothing routes dead
+     * letters nowhere: the broker drops them, and the tap, which copies
+     * the bindings to dead-letter queues, is not bound either. May be
+     * NULL: the pass then does not judge it. */
+    rp_status (*exchange_bound)(void *self, const char *vhost, const char *name,
+                                const char *const *except, size_t n_except, bool *bound);
 } rp_broker_port;
 
 /* ---- Job store, ledger and sightings (PostgreSQL) ----------------------- */

@@ -281,6 +281,52 @@ static rp_status rp_port_exchange_exists(void *self, const char *vhost, const ch
     return st;
 }
 
+/* GET /api/exchanges/{vhost}/{name}/bindings/source: whether any binding
+ * (to a queue or an exchange) has the exchange as its source, other than
+ * one to a queue named in except. 404: RP_ERR_NOT_FOUND. Leaves b->page
+ * alone. */
+static rp_status rp_port_exchange_bound(void *self, const char *vhost, const char *name,
+                                        const char *const *except, size_t n_except,
+                                        bool *bound) {
+    rp_mgmt_broker *b = self;
+    *bound = false;
+    if (vhost == NULL || name == NULL || (n_except > 0 && except == NULL)) return RP_ERR_INVALID;
+    char *ev = rp_mgmt_url_encode(vhost), *en = rp_mgmt_url_encode(name);
+    size_t plen = (ev ? strlen(ev) : 0) + (en ? strlen(en) : 0) + 80;
+    char *path = malloc(plen);
+    rp_status st = ev && en && path ? RP_OK : RP_ERR_NOMEM;
+    if (st == RP_OK) {
+        snprintf(path, plen, "/api/exchanges/%s/%s/bindings/source", ev, en);
+        rp_mgmt_response r;
+        st = rp_mgmt_broker_request(b, RP_HTTP_GET, path, NULL, 0, &r);
+        json_t *arr = NULL;
+        if (st == RP_OK) {
+            arr = json_loadb(r.body ? r.body : "", r.body_len, 0, NULL);
+            if (!json_is_array(arr)) st = RP_ERR_INTERNAL;
+        }
+        size_t i;
+        json_t *bd;
+        if (st == RP_OK) json_array_foreach(arr, i, bd) {
+                const char *dtype = json_string_value(json_object_get(bd, "destination_type"));
+                const char *dest = json_string_value(json_object_get(bd, "destination"));
+                bool own = false;
+                for (size_t k = 0; k < n_except && dtype && dest; k++)
+                    if (except[k] && strcmp(dtype, "queue") == 0 && strcmp(dest, except[k]) == 0)
+                        own = true;
+                if (!own) {
+                    *bound = true;
+                    break;
+                }
+            }
+        json_decref(arr);
+        rp_mgmt_response_cleanup(&r);
+    }
+    free(ev);
+    free(en);
+    free(path);
+    return st;
+}
+
 /* The consumer-timeout value of a JSON object key, when a positive integer. */
 static bool rp_timeout_key(const json_t *obj, const char *key, int64_t *ms) {
     if (obj == NULL) return false;
@@ -460,6 +506,7 @@ void rp_mgmt_broker_port(rp_mgmt_broker *b, rp_broker_port *out) {
     out->get_queue = rp_port_get_queue;
     out->get_timeout_in_force = rp_port_get_timeout;
     out->exchange_exists = rp_port_exchange_exists;
+    out->exchange_bound = rp_port_exchange_bound;
 }
 
 /* ---- the inventory seed ------------------------------------------------------- */

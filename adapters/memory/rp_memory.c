@@ -62,6 +62,8 @@ void rp__mem_event_cleanup(rp_mem_event *e) {
 void rp__mem_queue_cleanup(rp__mem_queue *q) {
     free(q->vhost);
     free(q->name);
+    free(q->dlx_name);
+    free(q->dlx_routing_key);
     free(q->timeout_origin);
     memset(q, 0, sizeof *q);
 }

@@ -18,12 +18,16 @@ static rp_status rp_store_queue(rp_memory *m, const rp_queue_facts *q, bool repl
     bool ok = true;
     nq.vhost = rp__mem_strdup(q->vhost, &ok);
     nq.name = rp__mem_strdup(q->name, &ok);
+    nq.dlx_name = q->dlx_name ? rp__mem_strdup(q->dlx_name, &ok) : NULL;
+    nq.dlx_routing_key = q->dlx_routing_key ? rp__mem_strdup(q->dlx_routing_key, &ok) : NULL;
     if (!ok) {
         rp__mem_queue_cleanup(&nq);
         return RP_ERR_NOMEM;
     }
     nq.facts.vhost = nq.vhost;
     nq.facts.name = nq.name;
+    nq.facts.dlx_name = nq.dlx_name;
+    nq.facts.dlx_routing_key = nq.dlx_routing_key;
     nq.facts.owned = nq.facts.is_dead_letter_queue = false; /* the pass decides */
     size_t i = replace ? rp_find_queue(m, q->vhost, q->name) : SIZE_MAX;
     if (i != SIZE_MAX) {

@@ -14,6 +14,8 @@ typedef struct rp__mem_queue {
     rp_queue_facts facts;   /* vhost and name point to the two strings below */
     char *vhost;
     char *name;
+    char *dlx_name;         /* facts.dlx_name and dlx_routing_key point here */
+    char *dlx_routing_key;
     bool timeout_set;
     rp_timeout_in_force timeout;
     char *timeout_origin;

@@ -397,6 +397,12 @@ static rp_status rp_sweep_exchange(void *self, const char *vhost, const char *na
     return e->sweep_real.exchange_exists(e->sweep_real.self, vhost, name, exists);
 }
 
+static rp_status rp_sweep_bound(void *self, const char *vhost, const char *name,
+                                const char *const *except, size_t n_except, bool *bound) {
+    rp_events *e = self;
+    return e->sweep_real.exchange_bound(e->sweep_real.self, vhost, name, except, n_except, bound);
+}
+
 void rp_events_wrap_sweep_port(rp_events *e, rp_broker_port *port) {
     if (e == NULL || port->list_queues == NULL || port->get_queue == NULL ||
         port->get_timeout_in_force == NULL)
@@ -407,6 +413,7 @@ void rp_events_wrap_sweep_port(rp_events *e, rp_broker_port *port) {
     port->get_queue = rp_sweep_get;
     port->get_timeout_in_force = rp_sweep_timeout;
     if (port->exchange_exists) port->exchange_exists = rp_sweep_exchange;
+    if (port->exchange_bound) port->exchange_bound = rp_sweep_bound;
 }
 
 /* ---- pending checks ------------------------------------------------------ */
@@ -541,6 +548,14 @@ static rp_status rp_check_exchange_exists(void *self, const char *vhost, const c
     return real->exchange_exists(real->self, vhost, name, exists);
 }
 
+static rp_status rp_check_exchange_bound(void *self, const char *vhost, const char *name,
+                                         const char *const *except, size_t n_except,
+                                         bool *bound) {
+    rp_check_job *j = self;
+    const rp_broker_port *real = &j->e->runner.ports.broker;
+    return real->exchange_bound(real->self, vhost, name, except, n_except, bound);
+}
+
 static void rp_check_work(void *ctx, void *arg) {
     rp_events *e = ctx;
     rp_check_job *j = arg;
@@ -558,6 +573,8 @@ static void rp_check_work(void *ctx, void *arg) {
     ports.broker.get_timeout_in_force = NULL;
     ports.broker.exchange_exists =
         e->runner.ports.broker.exchange_exists ? rp_check_exchange_exists : NULL;
+    ports.broker.exchange_bound =
+        e->runner.ports.broker.exchange_bound ? rp_check_exchange_bound : NULL;
     rp_pass_options opt;
     rp_pass_runner_options(cfg, &opt);
     rp_queue_ref *refs = calloc(j->n ? j->n : 1, sizeof *refs);

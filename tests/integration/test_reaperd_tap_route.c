@@ -11,7 +11,10 @@
  *     and later dead letters come through the tap;
  *   - an owned queue naming a dead-letter exchange that does not exist
  *     yet: surfaced; once the exchange is declared and a dead-letter queue
- *     bound to it, the sighting clears and its dead letters are tapped.
+ *     bound to it, the sighting clears and its dead letters are tapped;
+ *   - an owned queue naming a dead-letter exchange that exists with
+ *     nothing bound to it (its dead letters are dropped: not parked
+ *     either): surfaced; once a dead-letter queue is bound, cleared.
  * The dead-letter queue pattern matches nothing here (tap_common.h), so
  * only the route can make a queue backfilled.
  */
@@ -175,6 +178,48 @@ static void test_missing_exchange_surfaced_then_cleared(void **state) {
     tap_delete_queue(dlq);
 }
 
+/* A dead-letter exchange that exists with nothing bound to it: the
+ * broker routes the queue's dead letters nowhere, and the tap, which
+ * copies the dead-letter queues' bindings, is not bound either, so they
+ * are lost: surfaced on the owned queue; once a dead-letter queue is
+ * bound, the sighting clears and dead letters are tapped. */
+static void test_unbound_exchange_surfaced_then_cleared(void **state) {
+    (void)state;
+    char work[128], dlq[128], x[128];
+    tap_owned(work, sizeof work, "ux.work");
+    tap_owned(dlq, sizeof dlq, "ux.work.dead");
+    tap_plain(x, sizeof x, "ux.dlx");
+    tap_exchange(x, "fanout");
+    tap_start_reaperd_every(2);
+    tap_queue(work, x, NULL, -1);
+    wait_sighting(work, 1);
+    assert_detail(work, "has nothing bound to it");
+    assert_detail(work, x);
+    assert_int_equal(events_of(work, "SURFACED"), 1);
+    /* The loss is real: these are dropped by the broker, none parked. */
+    tap_publish(work, "uxa", 10);
+    tap_reject(work, 10);
+    wait_sweeps(2);
+    assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') "
+                              "LIKE 'uxa-%%'"),
+                     0);
+    assert_int_equal(sighting_of(work), 1);
+    assert_int_equal(events_of(work, "SURFACED"), 1);
+
+    tap_queue(dlq, NULL, NULL, -1);
+    tap_bind(dlq, x, "", amqp_empty_table);
+    wait_sighting(work, 0);
+    assert_int_equal(events_of(work, "CLEARED"), 1);
+    tap_publish(work, "uxb", 20);
+    tap_reject(work, 20);
+    tap_wait_parked("uxb", 20, 30000);
+    for (int i = 0; i < 100 && tap_depth(dlq) < 20; i++) usleep(50 * 1000);
+    assert_int_equal(tap_depth(dlq), 20);
+    tap_stop_reaperd(SIGTERM);
+    tap_delete_queue(work);
+    tap_delete_queue(dlq);
+}
+
 static int setup(void **state) {
     (void)state;
     return tap_world_setup("taproute");
@@ -189,6 +234,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_exchange_surfaced_and_backfilled),
         cmocka_unit_test(test_missing_exchange_surfaced_then_cleared),
+        cmocka_unit_test(test_unbound_exchange_surfaced_then_cleared),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

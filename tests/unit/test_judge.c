@@ -793,6 +793,24 @@ static void test_dead_letter_route_verdicts(void **state) {
     assert_non_null(strstr(v.detail, "dead-letter exchange w.dlx, which does not exist (yet)"));
     assert_non_null(strstr(v.detail, "fix: declare exchange w.dlx"));
     rp_verdict_cleanup(&v);
+    /* It exists with nothing bound to it (reaper's own queues aside): the
+     * broker drops the dead letters, surfaced; bound, or not known, nothing. */
+    n.exchange_exists = true;
+    n.bound_known = true;
+    n.bound = true;
+    assert_int_equal(rp_judge_dead_letter_route(&n, &v), RP_OK);
+    assert_int_equal(v.condition, RP_COND_NONE);
+    n.bound = false;
+    assert_int_equal(rp_judge_dead_letter_route(&n, &v), RP_OK);
+    assert_int_equal(v.condition, RP_COND_DEAD_LETTER);
+    assert_int_equal(v.action, RP_ACTION_SURFACED);
+    assert_string_equal(v.object, "queue:/:vibey.w");
+    assert_non_null(strstr(v.detail, "exchange w.dlx, which exists but has nothing bound to it"));
+    assert_non_null(strstr(v.detail, "fix: bind the dead-letter queue to exchange w.dlx"));
+    rp_verdict_cleanup(&v);
+    n.bound_known = false;
+    assert_int_equal(rp_judge_dead_letter_route(&n, &v), RP_OK);
+    assert_int_equal(v.condition, RP_COND_NONE);
     assert_int_equal(rp_judge_dead_letter_route(NULL, &v), RP_ERR_INVALID);
     assert_int_equal(rp_judge_dead_letter_route(&n, NULL), RP_ERR_INVALID);
 }

@@ -1487,6 +1487,106 @@ static void test_dead_letter_remainder_kept_by_a_stop(void **state) {
     rp_report_cleanup(&r);
 }
 
+/* ---- Dead-letter routes ---- */
+
+/* vibey.y dead-letters through the default exchange into vibey.parked,
+ * whose name matches the owned pattern and not the dead-letter one, and
+ * which holds 4 messages 5000 s old with no consumer; vibey.other is a
+ * plain stale work queue. Listed in the order given, judged by a dry run:
+ * "object condition action" lines, sorted. */
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void route_verdicts(fixture *f, bool target_first, char *out, size_t cap) {
+    rp_queue_facts owner = {
+        .vhost = "/",
+        .name = "vibey.y",
+        .type = RP_QUEUE_TYPE_CLASSIC,
+        .counts_known = true,
+        .consumers_known = true,
+        .consumers = 1,
+        .dead_letter_exchange = true,
+        .dlx_name = "",
+        .dlx_routing_key = "vibey.parked",
+    };
+    if (!target_first) assert_int_equal(rp_memory_put_queue(f->m, &owner), RP_OK);
+    put_stale_queue(f, "vibey.parked", 5000);
+    put_stale_queue(f, "vibey.other", 5000);
+    add_dead_letter(f, "vibey.parked", "m-1", "one");
+    if (target_first) assert_int_equal(rp_memory_put_queue(f->m, &owner), RP_OK);
+    rp_report r;
+    run(f, true, &r);
+    assert_true(r.ok);
+    char *lines[16];
+    size_t n = 0;
+    for (size_t i = 0; i < r.n_verdicts && n < 16; i++) {
+        char line[256];
+        snprintf(line, sizeof line, "%s %s %s\n", r.verdicts[i].object,
+                 rp_condition_string(r.verdicts[i].condition), rp_action_string(r.verdicts[i].action));
+        lines[n++] = strdup(line);
+    }
+    qsort(lines, n, sizeof *lines, cmp_str);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        strncat(out, lines[i], cap - strlen(out) - 1);
+        free(lines[i]);
+    }
+    rp_report_cleanup(&r);
+    assert_int_equal(rp_memory_remove_queue(f->m, "/", "vibey.y"), RP_OK);
+    assert_int_equal(rp_memory_remove_queue(f->m, "/", "vibey.parked"), RP_OK);
+    assert_int_equal(rp_memory_remove_queue(f->m, "/", "vibey.other"), RP_OK);
+    assert_int_equal(rp_memory_purge_dead_letters(f->m, "/", "vibey.parked"), 1);
+}
+
+static void test_route_target_is_never_a_work_queue(void **state) {
+    fixture *f = *state;
+    char owned_first[1024], target_first[1024];
+    route_verdicts(f, false, owned_first, sizeof owned_first);
+    route_verdicts(f, true, target_first, sizeof target_first);
+    assert_string_equal(owned_first, target_first);
+    /* The target is a dead-letter queue (backfilled: its dead letter is
+     * parked), never STALE_READY; the route is surfaced on its owned
+     * queue; the held verdict on the other work queue is still surfaced. */
+    assert_string_equal(owned_first, "dead_letter:id:%2F/vibey.x/m-1 DEAD_LETTER PARKED\n"
+                                     "queue:/:vibey.other STALE_READY SURFACED\n"
+                                     "queue:/:vibey.y DEAD_LETTER SURFACED\n");
+}
+
+/* A targeted check reads no dead letters: what a sweep sighted on a
+ * route's target (its unread remainder) stays open when the check reads
+ * the target and its owned queue. */
+static void test_route_target_sighting_kept_by_a_check(void **state) {
+    fixture *f = *state;
+    f->opt.dead_letter_peek_limit = 1;
+    rp_queue_facts owner = {
+        .vhost = "/",
+        .name = "vibey.y",
+        .type = RP_QUEUE_TYPE_CLASSIC,
+        .counts_known = true,
+        .consumers_known = true,
+        .consumers = 1,
+        .dead_letter_exchange = true,
+        .dlx_name = "",
+        .dlx_routing_key = "vibey.parked",
+    };
+    assert_int_equal(rp_memory_put_queue(f->m, &owner), RP_OK);
+    put_queue(f, "vibey.parked", RP_QUEUE_TYPE_CLASSIC, 3, 0, 0);
+    add_dead_letter(f, "vibey.parked", "m-1", "one");
+    add_dead_letter(f, "vibey.parked", "m-2", "two");
+    add_dead_letter(f, "vibey.parked", "m-3", "three");
+    rp_report r;
+    run(f, false, &r);
+    assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 1);
+    rp_report_cleanup(&r);
+    const char *key = "broker|DEAD_LETTER|queue:/:vibey.parked";
+    assert_non_null(rp_memory_sighting(f->m, key));
+    const rp_queue_ref refs[] = {{"/", "vibey.parked"}, {"/", "vibey.y"}};
+    assert_int_equal(rp_pass_queues(&f->ports, &f->opt, refs, 2, &r), RP_OK);
+    rp_report_cleanup(&r);
+    assert_non_null(rp_memory_sighting(f->m, key));
+}
+
 static void test_invalid_options(void **state) {
     fixture *f = *state;
     rp_report r;
@@ -1548,6 +1648,8 @@ int main(void) {
         T(test_dead_letter_remainder_kept_when_unknown),
         T(test_dead_letter_remainder_kept_by_a_stop),
         T(test_dead_letter_sighting_across_ownership),
+        T(test_route_target_is_never_a_work_queue),
+        T(test_route_target_sighting_kept_by_a_check),
         T(test_invalid_options),
     };
     return cmocka_run_group_tests_name("pass", tests, NULL, NULL);
