@@ -252,6 +252,18 @@ static rp_status rp_port_get_queue(void *self, const char *vhost, const char *na
     return RP_OK;
 }
 
+/* "/api/exchanges/{vhost}/{name}{tail}", both encoded; NULL when out of
+ * memory. Freed by the caller. */
+static char *rp_exchange_path(const char *vhost, const char *name, const char *tail) {
+    char *ev = rp_mgmt_url_encode(vhost), *en = rp_mgmt_url_encode(name);
+    size_t plen = (ev ? strlen(ev) : 0) + (en ? strlen(en) : 0) + strlen(tail) + 20;
+    char *path = ev && en ? malloc(plen) : NULL;
+    if (path) snprintf(path, plen, "/api/exchanges/%s/%s%s", ev, en, tail);
+    free(ev);
+    free(en);
+    return path;
+}
+
 /* GET /api/exchanges/{vhost}/{name}: 200 exists, 404 does not. Leaves
  * b->page alone. The default exchange ("") always exists. */
 static rp_status rp_port_exchange_exists(void *self, const char *vhost, const char *name,
@@ -263,20 +275,15 @@ static rp_status rp_port_exchange_exists(void *self, const char *vhost, const ch
         *exists = true;
         return RP_OK;
     }
-    char *ev = rp_mgmt_url_encode(vhost), *en = rp_mgmt_url_encode(name);
-    size_t plen = (ev ? strlen(ev) : 0) + (en ? strlen(en) : 0) + 40;
-    char *path = malloc(plen);
-    rp_status st = ev && en && path ? RP_OK : RP_ERR_NOMEM;
+    char *path = rp_exchange_path(vhost, name, "?columns=name");
+    rp_status st = path ? RP_OK : RP_ERR_NOMEM;
     if (st == RP_OK) {
-        snprintf(path, plen, "/api/exchanges/%s/%s?columns=name", ev, en);
         rp_mgmt_response r;
         st = rp_mgmt_broker_request(b, RP_HTTP_GET, path, NULL, 0, &r);
         rp_mgmt_response_cleanup(&r);
         if (st == RP_OK) *exists = true;
         if (st == RP_ERR_NOT_FOUND) st = RP_OK;
     }
-    free(ev);
-    free(en);
     free(path);
     return st;
 }
@@ -291,12 +298,9 @@ static rp_status rp_port_exchange_bound(void *self, const char *vhost, const cha
     rp_mgmt_broker *b = self;
     *bound = false;
     if (vhost == NULL || name == NULL || (n_except > 0 && except == NULL)) return RP_ERR_INVALID;
-    char *ev = rp_mgmt_url_encode(vhost), *en = rp_mgmt_url_encode(name);
-    size_t plen = (ev ? strlen(ev) : 0) + (en ? strlen(en) : 0) + 80;
-    char *path = malloc(plen);
-    rp_status st = ev && en && path ? RP_OK : RP_ERR_NOMEM;
+    char *path = rp_exchange_path(vhost, name, "/bindings/source");
+    rp_status st = path ? RP_OK : RP_ERR_NOMEM;
     if (st == RP_OK) {
-        snprintf(path, plen, "/api/exchanges/%s/%s/bindings/source", ev, en);
         rp_mgmt_response r;
         st = rp_mgmt_broker_request(b, RP_HTTP_GET, path, NULL, 0, &r);
         json_t *arr = NULL;
@@ -321,8 +325,6 @@ static rp_status rp_port_exchange_bound(void *self, const char *vhost, const cha
         json_decref(arr);
         rp_mgmt_response_cleanup(&r);
     }
-    free(ev);
-    free(en);
     free(path);
     return st;
 }

@@ -371,18 +371,13 @@ rp_status rp__pg_recv(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult
     return rp_recv(s, cmds, n, res, op, code, false);
 }
 
+static rp_status rp_pipeline(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,
+                             const char *op, char code[6], bool keep);
+
 rp_status rp__pg_run_each(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,
                           const char *op) {
     char code[6];
-    for (size_t i = 0; i < n; i++) res[i] = NULL;
-    if (s->pending > 0) {
-        RP_ERROR("store pipeline used while results are outstanding", "op", op, NULL);
-        rp_lose_session(s);
-        return RP_ERR_UNAVAILABLE;
-    }
-    rp_status st = rp__pg_send(s, cmds, n, op);
-    if (st != RP_OK) return st;
-    return rp_recv(s, cmds, n, res, op, code, true);
+    return rp_pipeline(s, cmds, n, res, op, code, true);
 }
 
 rp_status rp__pg_failure(rp_pg_store *s, const PGresult *r, const char *op, const char *step,
@@ -399,9 +394,10 @@ rp_status rp__pg_failure(rp_pg_store *s, const PGresult *r, const char *op, cons
 /* Sends and reads one pipeline. Returns RP_OK when every command succeeded
  * (res filled), RP_ERR_UNAVAILABLE when the session broke or timed out
  * (closed, res empty), or the mapped status of the first failed command
- * (res empty; the failure logged, code set). */
+ * (res empty; the failure logged, code set). keep: rp_recv's, as
+ * rp__pg_run_each needs it. */
 static rp_status rp_pipeline(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,
-                             const char *op, char code[6]) {
+                             const char *op, char code[6], bool keep) {
     for (size_t i = 0; i < n; i++) res[i] = NULL;
     code[0] = '\0';
     if (s->pending > 0) {
@@ -413,13 +409,13 @@ static rp_status rp_pipeline(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, P
     }
     rp_status st = rp__pg_send(s, cmds, n, op);
     if (st != RP_OK) return st;
-    return rp__pg_recv(s, cmds, n, res, op, code);
+    return rp_recv(s, cmds, n, res, op, code, keep);
 }
 
 rp_status rp__pg_run(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,
                      const char *op, char sqlstate[6]) {
     char code[6];
-    rp_status st = rp_pipeline(s, cmds, n, res, op, code);
+    rp_status st = rp_pipeline(s, cmds, n, res, op, code, false);
     if (sqlstate) memcpy(sqlstate, code, 6);
     if (st == RP_OK || st == RP_ERR_UNAVAILABLE) return st;
     /* A failed command may have left a transaction open or aborted: end it,
@@ -441,7 +437,7 @@ rp_status rp__pg_rollback(rp_pg_store *s, const char *op) {
     rp__pg_cmd k = {.stmt = -1, .sql = "ROLLBACK"};
     PGresult *r = NULL;
     char code[6];
-    rp_status st = rp_pipeline(s, &k, 1, &r, op, code);
+    rp_status st = rp_pipeline(s, &k, 1, &r, op, code, false);
     PQclear(r);
     if (st != RP_OK && st != RP_ERR_UNAVAILABLE) {
         /* A ROLLBACK that fails leaves the session in a state nobody can
