@@ -729,6 +729,8 @@ static void test_broker_restart(void **state) {
         rp_child_drain(W.reaperd, 500);
         back = strstr(W.reaperd->log + before, "\"msg\":\"broker connected\"") != NULL;
     }
+    if (!back) fprintf(stderr, "reaperd did not reconnect in 90 s; it said since:\n%s\n",
+                       W.reaperd->log + before);
     assert_true(back);
     W.amqp = itest_amqp_connect();
     /* (allowed_users is "reaper" since test_forbidden_users.) */
