@@ -208,9 +208,13 @@ typedef struct rp_pg_park_item {
 } rp_pg_park_item;
 
 /* Parks n (>= 1) dead letters as park() would each, but in ONE transaction
- * sent in one round trip (the plan mode and n park statements in one
- * pipeline segment, one implicit transaction committed at its sync): one
- * commit for all, which is what makes a storm affordable (POSTGRES.md).
+ * sent in one round trip (the plan mode and the set statement PARK_SET for
+ * all n, bound as arrays, in one pipeline segment, one implicit transaction
+ * committed at its sync): one commit and one statement for all, which is
+ * what makes a storm affordable. A batch naming one identity more than once
+ * takes one statement per run of distinct identities (rp_pg_park.c), so the
+ * OCCURRENCE rule sees its deaths in order; results, events and ledger
+ * numbers follow the items' order.
  * All or nothing: on any failure nothing is committed and the status is
  * park()'s mapping (RP_ERR_UNAVAILABLE for the connection or server;
  * RP_ERR_INVALID for an item park() would refuse; RP_ERR_INTERNAL or

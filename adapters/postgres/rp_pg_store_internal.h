@@ -37,7 +37,7 @@ typedef enum rp__pg_stmt {
     RP__PG_GATE_LOCK,
     RP__PG_GATE_ANSWER,
     RP__PG_IS_PARKED,
-    RP__PG_PARK,
+    RP__PG_PARK_SET,
     RP__PG_STMT_COUNT_
 } rp__pg_stmt;
 

@@ -34,6 +34,7 @@
 
 typedef struct world {
     pgfx *f;
+    pgfx *lock; /* test_request_redelivered_too_often's table lock, while held */
     rp_child *reaperd;
     amqp_connection_state_t amqp;
     char control[96];
@@ -78,8 +79,14 @@ static int group_setup(void **state) {
     static char env_replies[200];
     snprintf(env_replies, sizeof env_replies,
              "REAPER_CONTROL_REPLY_QUEUE_PATTERN=^vibey\\.itest\\.rp%d\\.replies$", (int)getpid());
+    /* The lock timeout outlasts test_request_redelivered_too_often's four
+     * reconnects (its request's store work waits behind a table lock the
+     * whole time: with the default 10 s, a slow reconnect on a loaded
+     * machine let the work fail as unavailable and the request be answered
+     * before its fourth redelivery). */
     char *env[] = {W.env_schema, W.env_control, W.env_owned, "REAPER_LOG_FORMAT=json",
-                   "REAPER_REAP_INTERVAL_SECONDS=3600", env_replies, NULL};
+                   "REAPER_REAP_INTERVAL_SECONDS=3600", "REAPER_STORE_LOCK_TIMEOUT_MS=180000",
+                   env_replies, NULL};
     W.reaperd =
         itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
     return 0;
@@ -89,6 +96,9 @@ static int group_teardown(void **state) {
     (void)state;
     int rc = 0;
     /* A clean stop (and, under the sanitizers, no leak or error). */
+    /* A test that failed while it held a table lock: let it go first, or
+     * reaperd's stop and the schema's drop would wait for it. */
+    if (W.lock) pgfx_free(W.lock);
     if (W.reaperd) rc = itest_reaperd_stop(W.reaperd);
     amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(W.control), 0, 0);
     amqp_get_rpc_reply(W.amqp);
@@ -727,7 +737,7 @@ static void test_request_redelivered_too_often(void **state) {
     char rq[160];
     snprintf(rq, sizeof rq, "%s", replies);
     declare(rq, amqp_empty_table);
-    pgfx *lock = pgfx_attach(W.f->schema);
+    pgfx *lock = W.lock = pgfx_attach(W.f->schema);
     pgfx_exec(lock, "BEGIN");
     pgfx_exec(lock, "LOCK TABLE gate IN ACCESS EXCLUSIVE MODE");
 
@@ -778,6 +788,7 @@ static void test_request_redelivered_too_often(void **state) {
         fprintf(stderr, "%s\n", W.reaperd->log);
         pgfx_exec(lock, "COMMIT"); /* so that the teardown is not held */
         pgfx_free(lock);
+        W.lock = NULL;
         fail_msg("no reply to a request delivered five times");
     }
     assert_refused(reply, "internal", "more than 3 times");
@@ -791,6 +802,7 @@ static void test_request_redelivered_too_often(void **state) {
     assert_int_equal(connects(), before + 5);
     pgfx_exec(lock, "COMMIT");
     pgfx_free(lock);
+    W.lock = NULL;
     usleep(500 * 1000);
     assert_int_equal(depth(W.control), 0);
     delete_queue(rq);
