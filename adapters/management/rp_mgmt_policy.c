@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "rp_clock.h"
 #include "rp_log.h"
 #include "rp_match.h"
 
@@ -822,12 +823,6 @@ static size_t rp_missing(const rp_rec *r) {
     return n;
 }
 
-static int64_t rp_mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void rp_sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0) {
@@ -1061,7 +1056,7 @@ static rp_status rp_reconcile(rp_rec *r) {
             if (st != RP_OK) return st;
         }
 
-    int64_t deadline = rp_mono_ms() + (o->verify_wait_ms > 0 ? o->verify_wait_ms : RP_POLICY_VERIFY_WAIT_MS);
+    int64_t deadline = rp_clock_mono_ms() + (o->verify_wait_ms > 0 ? o->verify_wait_ms : RP_POLICY_VERIFY_WAIT_MS);
     long poll = o->poll_ms > 0 ? o->poll_ms : RP_POLICY_POLL_MS;
     for (;;) {
         st = rp_check_queues(r);
@@ -1071,7 +1066,7 @@ static rp_status rp_reconcile(rp_rec *r) {
          * looked at again until the deadline before it counts. A dry run
          * expects the mismatches it would write away. */
         size_t pending = o->dry_run ? rp_missing(r) : rp_pending(r);
-        if (pending == 0 || rp_mono_ms() + poll > deadline) break;
+        if (pending == 0 || rp_clock_mono_ms() + poll > deadline) break;
         rp_sleep_ms(poll);
     }
     if (st == RP_ERR_NOMEM) return st;
