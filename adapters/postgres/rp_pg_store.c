@@ -3,7 +3,6 @@
  * port (rp_pg_store.h). */
 #include <errno.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,7 +14,6 @@
 #include "rp_clock.h"
 #include "rp_log.h"
 #include "rp_pg_store_internal.h"
-#include "rp_proto.h"
 
 rp_pg_store *rp_pg_store_new(rp_pg_conn *conn, const char *schema) {
     if (conn == NULL || schema == NULL || *schema == '\0') return NULL;
@@ -119,15 +117,6 @@ void rp__pg_clear(PGresult **res, size_t n) {
         PQclear(res[i]);
         res[i] = NULL;
     }
-}
-
-rp_status rp__pg_payload(const rp_verdict *v, char **out) {
-    *out = NULL;
-    json_t *t = rp_proto_verdict_json(v);
-    if (t == NULL) return v == NULL ? RP_ERR_INVALID : RP_ERR_NOMEM;
-    *out = json_dumps(t, JSON_COMPACT);
-    json_decref(t);
-    return *out ? RP_OK : RP_ERR_NOMEM;
 }
 
 void rp__pg_forget_row(rp_pg_store *s) {
