@@ -199,9 +199,12 @@ int64_t rp__pg_i64(const PGresult *r, int row, int col);
 const char *rp__pg_str(const PGresult *r, int row, int col);
 bool rp__pg_null(const PGresult *r, int row, int col);
 
-/* The verdict as its ledger payload (rp_proto_verdict_json), compact JSON
- * text in *out (free()). RP_ERR_INVALID for a verdict outside its enums;
- * RP_ERR_NOMEM. */
+/* The verdict as its ledger payload (rp_pg_payload.c), compact JSON text in
+ * *out (free()): the keys object, queue, project, condition, measured,
+ * threshold, unit, action, source, detail, trusted in that order, the
+ * control protocol's verdict shape (proto/SCHEMA.md) byte for byte, without
+ * linking the codec. RP_ERR_INVALID for a NULL verdict or one outside its
+ * enums; RP_ERR_NOMEM. */
 rp_status rp__pg_payload(const rp_verdict *v, char **out) RP_MUSTCHECK;
 
 /* Formats a signed integer into buf (at least 24 bytes); returns buf. */
