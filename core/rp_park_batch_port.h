@@ -4,8 +4,8 @@
  * more sessions (core/rp_tap_batch.h runs it).
  *
  * adapters/postgres fills it over the tap's own PostgreSQL sessions
- * (rp_pg_park_batch_port, rp_pg_store.h); adapters/memory fills it for the
- * unit tests (rp_memory_park_batch_port, rp_memory.h).
+ * (rp_pg_park_sessions_port, rp_pg_park_batch.h); adapters/memory fills it
+ * for the unit tests (rp_memory_park_batch_port, rp_memory_park_batch.h).
  *
  * CALLING CONVENTION (the shape of rp_ports.h: p->fn(p->self, ...)).
  * send() hands one transaction of n (>= 1) dead letters to session s
