@@ -276,6 +276,9 @@ static void rp_on_deadline(evutil_socket_t fd, short what, void *arg) {
 
 /* ---- the run ---------------------------------------------------------------- */
 
+/* The daemon's tap's bindings, soon (tap.h): for broker.c and events.c. */
+void rp_tap_bindings_soon(rp_daemon *d) { rp_tap_bind_soon(d->tap); }
+
 /* Events hook (loop thread): an owned queue appeared or vanished, or a
  * policy over them changed: the tap's bindings follow its dead-letter
  * exchange (coalesced with any reconcile already wanted). */
@@ -346,7 +349,18 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
     }
-    d->tap = rp_tap_new(d);
+    rp_tap_deps tap_deps = {
+        .base = d->base,
+        .cfg = &d->cfg,
+        .stopping = &d->stopping,
+        .vhost = &d->mgmt_keep.vhost,
+        .broker_generation = &d->broker_generation,
+        .broker_up = &d->broker_up,
+        .mgmt = d->mgmt,
+        .metrics = &d->metrics,
+    };
+    rp_feed_port(d, &tap_deps.feed);
+    d->tap = rp_tap_new(&tap_deps);
     if (d->tap == NULL) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;

@@ -21,6 +21,7 @@
 
 #include "pg_fixture.h"
 #include "rp_park.h"
+#include "rp_pg_store_internal.h" /* the batch park: internal to the adapter */
 
 static int setup(void **state) {
     *state = pgfx_new("gates");
