@@ -1,6 +1,7 @@
 /*
- * rp_metrics.h - reaper's metrics (CONTRACT section 7) and their rendering
- * in the Prometheus text format (version 0.0.4).
+ * rp_metrics.h - reaper's metrics (CONTRACT section 7): the registry. Its
+ * rendering in the Prometheus text format (version 0.0.4) is the HTTP
+ * adapter's (adapters/http/rp_http_prom.h).
  *
  * One rp_metrics holds every series as fixed arrays indexed by the core's
  * enums (source, condition, action, gate kind, choice) or by small fixed
@@ -104,7 +105,8 @@ typedef struct rp_metrics_histogram {
     uint64_t sum_us; /* microseconds */
 } rp_metrics_histogram;
 
-/* What the process uses, read by the caller (cmd/) from the system. */
+/* What the process uses, read from the system by the HTTP adapter
+ * (adapters/http/rp_http_process.h). */
 typedef struct rp_metrics_process {
     int64_t cpu_us;         /* user + system CPU time */
     int64_t resident_bytes; /* resident set size */
@@ -205,15 +207,14 @@ void rp_metrics_control(rp_metrics *m, const char *op, const char *outcome);
 /* A ledger event the feed could not publish (nacked, dropped...). */
 void rp_metrics_feed_publish_failed(rp_metrics *m);
 
-/* ---- rendering ---------------------------------------------------------- */
-
-/* Renders every metric in the text format into *out (a heap string the
- * caller frees; *len its length, len may be NULL). RP_ERR_NOMEM (*out NULL). */
-rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) RP_MUSTCHECK;
-
-/* Escapes a label value as the text format requires (backslash, double
- * quote and line feed become \\, \" and \n) into buf (NUL-terminated, cut
- * to cap without splitting an escape). Returns the full escaped length. */
-size_t rp_metrics_escape_label(const char *v, char *buf, size_t cap);
+/* The label values of the registry's dimensions, by index (static;
+ * "unknown" outside): backend, scope, result, control op and outcome. The
+ * text-format rendering (adapters/http/rp_http_prom.h) names its series
+ * with them. */
+const char *rp_metrics_backend_name(int i);
+const char *rp_metrics_scope_name(int i);
+const char *rp_metrics_result_name(int i);
+const char *rp_metrics_op_name(int i);
+const char *rp_metrics_outcome_name(int i);
 
 #endif

@@ -22,6 +22,11 @@
  * again and it is answered again (answer is idempotent: a second answer
  * reports already_answered).
  *
+ * The decisions (who may ask, where a reply may go, the size, the reap
+ * rate, redeliveries, the refusals' texts) are core's (rp_control.h); the
+ * properties are read and written by the AMQP adapter (rp_amqp_control.h).
+ * This file is the use cases: request -> use case -> reply.
+ *
  * An answer with replay runs in replay.c: read on the store thread, publish
  * (mandatory, confirmed) on the loop, settle on the store thread, then the
  * reply. While a replay of a gate is in flight, any other answer to that
@@ -36,22 +41,21 @@
 #include "daemon_internal.h"
 #include "replay.h"
 #include "report_text.h"
+#include "rp_amqp_control.h"
 #include "rp_amqp_open.h"
+#include "rp_control.h"
 #include "rp_log.h"
 #include "rp_proto.h"
+#include "rp_replay.h"
 #include "version.h"
 
 typedef struct rp_ctl {
     rp_daemon *d;
     unsigned generation;
     uint64_t delivery_tag;
-    char reply_to[256];
-    char correlation_id[256];
-    bool has_correlation_id;
-    char user[256];
-    bool has_user;
+    rp_control_envelope env; /* its rp_bytes only during rp_control_on_message */
     rp_encoding enc;
-    uint64_t identity; /* rp_redelivery_key of the request */
+    uint64_t identity; /* rp_control_identity of the request */
     rp_request req;
     /* Results from the store thread. */
     rp_pass_request pass;
@@ -60,6 +64,13 @@ typedef struct rp_ctl {
     size_t n_gates;
     rp_answer_result answer;
 } rp_ctl;
+
+/* Who sent requests, and what they were told (rp_control.h). Loop thread
+ * only; one daemon per process, so it lives here and rp_daemon stays as
+ * it is. */
+static rp_control_senders rp_ctl_senders;
+
+static const char *rp_ctl_user(const rp_ctl *c) { return c->env.has_user ? c->env.user : NULL; }
 
 static void rp_ctl_free(rp_ctl *c) {
     rp_request_cleanup(&c->req);
@@ -87,8 +98,8 @@ static void rp_ctl_replied(void *arg, rp_publish_outcome outcome) {
          * starve the consumer. */
         if (outcome != RP_PUBLISH_CONFIRMED)
             RP_WARN("control reply not delivered; its request is acked", "outcome",
-                    rp_publish_outcome_string(outcome), "reply_to", c->reply_to, "user",
-                    c->has_user ? c->user : NULL, NULL);
+                    rp_publish_outcome_string(outcome), "reply_to", c->env.reply_to, "user",
+                    rp_ctl_user(c), NULL);
         rp_ctl_ack(c);
     } else {
         RP_WARN("control reply not confirmed; the request will be delivered again", "outcome",
@@ -100,42 +111,19 @@ static void rp_ctl_replied(void *arg, rp_publish_outcome outcome) {
 /* Publishes buf as the reply (or acks at once without reply_to); takes c. */
 static void rp_ctl_reply(rp_ctl *c, rp_proto_buf *buf) {
     rp_daemon *d = c->d;
-    if (c->reply_to[0] == '\0' || d->publisher == NULL) {
+    if (c->env.reply_to[0] == '\0' || d->publisher == NULL) {
         rp_ctl_ack(c);
         rp_proto_buf_cleanup(buf);
         rp_ctl_free(c);
         return;
     }
-    amqp_basic_properties_t props;
-    memset(&props, 0, sizeof props);
-    props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
-                   AMQP_BASIC_APP_ID_FLAG;
-    props.content_type = amqp_cstring_bytes(rp_encoding_content_type(c->enc));
-    props.delivery_mode = 1;
-    /* Who answers: the broker checks user_id against our login, so a
-     * client can tell reaperd's replies from anyone else's. */
-    props.app_id = amqp_cstring_bytes("reaperd");
     char own[256];
-    if (rp_amqp_url_user(d->cfg->broker.url, own, sizeof own)) {
-        props._flags |= AMQP_BASIC_USER_ID_FLAG;
-        props.user_id = amqp_cstring_bytes(own);
-    }
-    if (c->has_correlation_id) {
-        props._flags |= AMQP_BASIC_CORRELATION_ID_FLAG;
-        props.correlation_id = amqp_cstring_bytes(c->correlation_id);
-    }
-    rp_publish pub = {
-        .exchange = "",
-        .routing_key = c->reply_to,
-        .props = &props,
-        .body = {buf->ptr, buf->len},
-        .mandatory = true,
-        .retry = false,
-        .done = rp_ctl_replied,
-        .arg = c,
-    };
-    rp_status st = rp_amqp_publisher_publish(d->publisher, &pub);
-    RP_DEBUG("control reply queued", "reply_to", c->reply_to, NULL);
+    bool have_own = rp_amqp_url_user(d->cfg->broker.url, own, sizeof own);
+    rp_status st = rp_amqp_control_reply(
+        d->publisher, c->env.reply_to, rp_encoding_content_type(c->enc), have_own ? own : NULL,
+        c->env.has_correlation_id ? c->env.correlation_id : NULL, (rp_bytes){buf->ptr, buf->len},
+        rp_ctl_replied, c);
+    RP_DEBUG("control reply queued", "reply_to", c->env.reply_to, NULL);
     rp_proto_buf_cleanup(buf);
     if (st != RP_OK) {
         RP_ERROR("cannot publish a control reply", "status", rp_status_string(st), NULL);
@@ -161,10 +149,10 @@ static void rp_ctl_encoded(rp_ctl *c, rp_status est, rp_proto_buf *buf) {
         return;
     }
     rp_proto_buf_cleanup(buf);
-    rp_ctl_error(c, rp_op_string(c->req.op),
-                 est == RP_ERR_TOO_LARGE ? RP_ERR_INTERNAL : est,
-                 est == RP_ERR_TOO_LARGE ? "the reply is too large to send; use reaperd --once"
-                                         : "the reply could not be encoded");
+    rp_status code;
+    const char *message;
+    rp_control_encode_failure(est, &code, &message);
+    rp_ctl_error(c, rp_op_string(c->req.op), code, message);
 }
 
 /* ---- reap ---------------------------------------------------------------- */
@@ -187,7 +175,7 @@ static void rp_ctl_reap_done(void *arg, bool cancelled) {
     }
     if (!c->pass.dry_run) c->d->last_pass_at = c->pass.started_at + c->pass.clock_offset_ms;
     char who[300];
-    snprintf(who, sizeof who, "%s", c->has_user ? c->user : "(unknown)");
+    snprintf(who, sizeof who, "%s", c->env.has_user ? c->env.user : "(unknown)");
     rp_report_log(&c->pass.report, "on demand", c->pass.duration_ms);
     RP_INFO("reap request answered", "user", who, "dry_run", c->pass.dry_run ? "true" : "false",
             "ok", c->pass.report.ok ? "true" : "false", NULL);
@@ -227,8 +215,7 @@ static void rp_ctl_gates_done(void *arg, bool cancelled) {
         return;
     }
     if (c->st != RP_OK) {
-        rp_ctl_error(c, "gates", c->st,
-                     c->st == RP_ERR_UNAVAILABLE ? "the store is unreachable" : "listing gates failed");
+        rp_ctl_error(c, "gates", c->st, rp_control_gates_refusal(c->st));
         return;
     }
     rp_proto_buf buf = {0};
@@ -244,7 +231,7 @@ static void rp_ctl_answer_work(void *ctx, void *arg) {
      * only a note. */
     rp_pg_store_set_claim_seconds(d->runner.store, d->runner.cfg->control.replay_claim_seconds);
     const rp_gate_port *g = &d->runner.ports.gates;
-    c->st = g->answer(g->self, c->req.answer.gate, c->req.answer.choice, c->user,
+    c->st = g->answer(g->self, c->req.answer.gate, c->req.answer.choice, c->env.user,
                       c->req.answer.by, &c->answer);
 }
 
@@ -259,19 +246,15 @@ static void rp_ctl_answer_done(void *arg, bool cancelled) {
     if (c->st == RP_ERR_BUSY) {
         /* Another replica's (or this one's) replay holds the gate. */
         char msg[400];
-        rp_replay_claim_text(msg, sizeof msg - 64, c->req.answer.gate, c->answer.claimed_by,
+        rp_control_busy_text(msg, sizeof msg, c->req.answer.gate, c->answer.claimed_by,
                              c->answer.claimed_at);
-        strcat(msg, "; ask again for its outcome later");
         RP_WARN("gate answer refused", "gate", gate, "choice",
                 rp_choice_string(c->req.answer.choice), "reason", msg, NULL);
         rp_ctl_error(c, "answer", RP_ERR_BUSY, msg);
         return;
     }
     if (c->st != RP_OK) {
-        const char *msg = c->st == RP_ERR_NOT_FOUND      ? "no such gate"
-                          : c->st == RP_ERR_CONFLICT     ? "this gate does not take that choice"
-                          : c->st == RP_ERR_UNAVAILABLE  ? "the store is unreachable"
-                                                         : "answering the gate failed";
+        const char *msg = rp_control_answer_refusal(c->st);
         RP_WARN("gate answer refused", "gate", gate, "choice", rp_choice_string(c->req.answer.choice),
                 "reason", msg, NULL);
         rp_ctl_error(c, "answer", c->st, msg);
@@ -280,8 +263,7 @@ static void rp_ctl_answer_done(void *arg, bool cancelled) {
     if (c->answer.outcome != RP_OUTCOME_ALREADY_ANSWERED)
         rp_metrics_gate_answered(&c->d->metrics, c->answer.kind, c->answer.choice);
     RP_INFO("gate answered", "gate", gate, "choice", rp_choice_string(c->answer.choice),
-            "outcome", rp_outcome_string(c->answer.outcome), "user", c->has_user ? c->user : NULL,
-            NULL);
+            "outcome", rp_outcome_string(c->answer.outcome), "user", rp_ctl_user(c), NULL);
     rp_proto_buf buf = {0};
     rp_status est;
     if (c->answer.claim == RP_GATE_CLAIM_STALE) {
@@ -302,12 +284,8 @@ static void rp_ctl_answer_done(void *arg, bool cancelled) {
  * when another replica holds its claim (replay.h). */
 static void rp_ctl_replay_in_flight(rp_ctl *c) {
     char msg[400];
-    rp_replay_claim_text(msg, sizeof msg - 64, c->req.answer.gate,
-                         rp_pg_store_claimer(c->d->runner.store), 0);
-    /* No claim time is known on the loop: say "now" rather than a time. */
-    char *since = strstr(msg, " since ");
-    if (since) *since = '\0';
-    strcat(msg, " (this reaperd); ask again for its outcome later");
+    rp_control_in_flight_text(msg, sizeof msg, c->req.answer.gate,
+                              rp_pg_store_claimer(c->d->runner.store));
     rp_ctl_error(c, "answer", RP_ERR_BUSY, msg);
 }
 
@@ -327,8 +305,7 @@ static void rp_ctl_replay_done(void *arg, const rp_replay_result *r) {
         return;
     }
     RP_INFO("gate answered", "gate", gate, "choice", rp_choice_string(r->answer.choice),
-            "outcome", rp_outcome_string(r->answer.outcome), "user", c->has_user ? c->user : NULL,
-            NULL);
+            "outcome", rp_outcome_string(r->answer.outcome), "user", rp_ctl_user(c), NULL);
     rp_proto_buf buf = {0};
     if (r->note) RP_WARN("replay published without some stored properties", "gate", gate,
                          "note", r->note, NULL);
@@ -353,37 +330,7 @@ static void rp_ctl_status(rp_ctl *c) {
     rp_ctl_encoded(c, est, &buf);
 }
 
-/* ---- senders: who may ask, how often, and told once ----------------------- */
-
-/* What reaperd remembers of a sender (by user_id; "" for none): when its
- * last reap was accepted, and whether its refusals were logged. Loop
- * thread only. A bounded table (one daemon per process, so it lives here
- * and rp_daemon stays as it is): past RP_CTL_SENDERS names the oldest slot
- * is reused, which at worst logs a sender again or lets one reap early. */
-#define RP_CTL_SENDERS 256
-typedef struct rp_ctl_sender {
-    bool used;
-    bool told_forbidden;
-    bool told_reply_to;
-    bool reaped;
-    int64_t last_reap_ms; /* monotonic, when reaped */
-    char user[256];
-} rp_ctl_sender;
-
-static rp_ctl_sender rp_ctl_senders[RP_CTL_SENDERS];
-static size_t rp_ctl_senders_next;
-
-static rp_ctl_sender *rp_ctl_sender_of(const rp_ctl *c) {
-    const char *user = c->has_user ? c->user : "";
-    for (size_t i = 0; i < RP_CTL_SENDERS; i++)
-        if (rp_ctl_senders[i].used && strcmp(rp_ctl_senders[i].user, user) == 0)
-            return &rp_ctl_senders[i];
-    rp_ctl_sender *s = &rp_ctl_senders[rp_ctl_senders_next++ % RP_CTL_SENDERS];
-    memset(s, 0, sizeof *s);
-    s->used = true;
-    snprintf(s->user, sizeof s->user, "%s", user);
-    return s;
-}
+/* ---- the checks before a request runs (rp_control.h) ----------------------- */
 
 static int64_t rp_ctl_mono_ms(void) {
     struct timespec ts;
@@ -391,97 +338,45 @@ static int64_t rp_ctl_mono_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* control.allowed_users: empty means reaperd's own broker user only, "*"
- * any authenticated user; a request without user_id is from nobody the
- * broker vouched for, so it is never allowed. */
-static bool rp_user_allowed(const rp_config *cfg, const rp_ctl *c) {
-    if (!c->has_user) return false;
-    const rp_config_strlist *users = &cfg->control.allowed_users;
-    if (users->n == 0) {
-        char own[256];
-        return rp_amqp_url_user(cfg->broker.url, own, sizeof own) && strcmp(own, c->user) == 0;
-    }
-    for (size_t i = 0; i < users->n; i++)
-        if (strcmp(users->items[i], "*") == 0 || strcmp(users->items[i], c->user) == 0)
-            return true;
-    return false;
-}
-
 /* A request the broker keeps handing back (its reply never confirmed, the
  * connection lost while it ran) is answered internal and acked after
  * RP_REDELIVERY_MAX redeliveries, so that no request can make reaperd
- * loop (rp_redelivery.h). True when c was answered so (c is then taken). */
-static bool rp_ctl_redelivered_too_often(rp_ctl *c, const rp_amqp_message *msg) {
-    const amqp_basic_properties_t *p = &msg->props;
-    rp_bytes idp[5] = {{NULL, 0}};
-    if (p->_flags & AMQP_BASIC_MESSAGE_ID_FLAG) {
-        idp[0] = (rp_bytes){p->message_id.bytes, p->message_id.len};
-    } else {
-        if (c->reply_to[0]) idp[1] = (rp_bytes){(const uint8_t *)c->reply_to, strlen(c->reply_to)};
-        if (c->has_correlation_id)
-            idp[2] = (rp_bytes){(const uint8_t *)c->correlation_id, strlen(c->correlation_id)};
-        if (c->has_user) idp[3] = (rp_bytes){(const uint8_t *)c->user, strlen(c->user)};
-        idp[4] = (rp_bytes){msg->body ? msg->body : (const uint8_t *)"", msg->body_len};
-    }
-    c->identity = rp_redelivery_key(idp, RP_ARRAY_LEN(idp));
-    if (!msg->redelivered) return false;
-    unsigned n = rp_redelivery_note(&c->d->redeliveries, c->identity);
-    if (n <= RP_REDELIVERY_MAX) return false;
+ * loop. True when c was answered so (c is then taken). */
+static bool rp_ctl_redelivered_too_often(rp_ctl *c) {
+    c->identity = rp_control_identity(&c->env);
+    unsigned n = 0;
+    if (!rp_control_redelivered_too_often(&c->d->redeliveries, c->identity, c->env.redelivered,
+                                          &n))
+        return false;
     char times[16];
     snprintf(times, sizeof times, "%u", n);
     RP_ERROR("control request delivered again and again without being answered; answered "
              "internal and acked",
-             "redeliveries", times, "user", c->has_user ? c->user : "(none)", NULL);
-    rp_ctl_error(c, NULL, RP_ERR_INTERNAL,
-                 "this request was delivered again more than 3 times without being answered "
-                 "(each time reaperd lost its reply or its connection); it is dropped from the "
-                 "control queue: send it again");
+             "redeliveries", times, "user", c->env.has_user ? c->env.user : "(none)", NULL);
+    rp_ctl_error(c, NULL, RP_ERR_INTERNAL, RP_CONTROL_REDELIVERED_MESSAGE);
     return true;
 }
 
-
-/* Replies go to direct reply-to or to a queue control.reply_queue_pattern
- * names, nowhere else: reaperd is not a relay into other queues. */
-static bool rp_reply_to_allowed(const rp_config *cfg, const char *reply_to) {
-    static const char direct[] = "amq.rabbitmq.reply-to";
-    size_t n = strlen(direct);
-    if (strncmp(reply_to, direct, n) == 0 && (reply_to[n] == '\0' || reply_to[n] == '.'))
-        return true;
-    return rp_config_pattern_match(&cfg->control.reply_queue_pattern, reply_to,
-                                   strlen(reply_to)) == 1;
-}
-
 /* Acks a refused request without a reply; logs the sender once. */
-static void rp_ctl_refuse_silently(rp_ctl *c, bool *told, const char *why) {
-    if (!*told) {
-        *told = true;
-        RP_WARN(why, "user", c->has_user ? c->user : "(none)", "reply_to", c->reply_to,
-                "note", "no reply is sent; logged once per sender", NULL);
-    }
+static void rp_ctl_refuse_silently(rp_ctl *c, rp_control_admission a) {
+    if (rp_control_tell_once(&rp_ctl_senders, rp_ctl_user(c), a))
+        RP_WARN(rp_control_admission_string(a), "user",
+                c->env.has_user ? c->env.user : "(none)", "reply_to", c->env.reply_to, "note",
+                "no reply is sent; logged once per sender", NULL);
     rp_metrics_control(&c->d->metrics, NULL, rp_proto_error_code(RP_ERR_FORBIDDEN));
     rp_ctl_ack(c);
     rp_ctl_free(c);
 }
 
-/* control.reap_rate_seconds: one reap per user per that many seconds.
- * True (and c answered busy) when this one comes too soon; else the reap
- * is counted as accepted now. */
+/* True (and c answered busy) when a reap comes too soon for its user. */
 static bool rp_ctl_reap_too_soon(rp_ctl *c) {
-    rp_ctl_sender *s = rp_ctl_sender_of(c);
-    int64_t rate = c->d->cfg->control.reap_rate_seconds;
-    int64_t now = rp_ctl_mono_ms(), gap = rate * 1000;
-    if (gap > 0 && s->reaped && now - s->last_reap_ms < gap) {
-        char why[200];
-        snprintf(why, sizeof why,
-                 "one reap per %" PRId64 " s per user (control.reap_rate_seconds); ask again "
-                 "in %" PRId64 " s",
-                 rate, (gap - (now - s->last_reap_ms) + 999) / 1000);
-        rp_ctl_error(c, "reap", RP_ERR_BUSY, why);
-        return true;
-    }
-    s->reaped = true;
-    s->last_reap_ms = now;
-    return false;
+    char why[200];
+    if (!rp_control_reap_too_soon(&rp_ctl_senders, rp_ctl_user(c),
+                                  c->d->cfg->control.reap_rate_seconds, rp_ctl_mono_ms(), why,
+                                  sizeof why))
+        return false;
+    rp_ctl_error(c, "reap", RP_ERR_BUSY, why);
+    return true;
 }
 
 /* ---- dispatch ------------------------------------------------------------ */
@@ -497,48 +392,36 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
     c->delivery_tag = msg->delivery_tag;
     rp_request_init(&c->req);
     rp_pass_request_init(&c->pass, RP_PASS_FULL, false);
-    const amqp_basic_properties_t *p = &msg->props;
-    rp_amqp_prop_string(p, AMQP_BASIC_REPLY_TO_FLAG, c->reply_to, sizeof c->reply_to);
-    c->has_correlation_id =
-        rp_amqp_prop_string(p, AMQP_BASIC_CORRELATION_ID_FLAG, c->correlation_id,
-                            sizeof c->correlation_id);
-    /* The broker checks user_id against the connection's user, so it is
-     * the sender's real name (a message without it is from nobody). */
-    c->has_user = rp_amqp_prop_string(p, AMQP_BASIC_USER_ID_FLAG, c->user, sizeof c->user);
-    rp_bytes ct = {NULL, 0};
-    if (p->_flags & AMQP_BASIC_CONTENT_TYPE_FLAG) ct = (rp_bytes){p->content_type.bytes, p->content_type.len};
+    rp_amqp_control_envelope(msg, &c->env);
+    rp_bytes ct = c->env.content_type;
     c->enc = rp_proto_reply_encoding(ct);
 
-    if (rp_ctl_redelivered_too_often(c, msg)) return;
+    if (rp_ctl_redelivered_too_often(c)) return;
 
-    if (!rp_user_allowed(d->cfg, c)) {
-        rp_ctl_refuse_silently(c, &rp_ctl_sender_of(c)->told_forbidden,
-                               c->has_user ? "control request refused: sender not allowed by "
-                                             "control.allowed_users"
-                                           : "control request refused: no user_id property");
+    char own[256];
+    rp_control_rules rules = {
+        .allowed_users = &d->cfg->control.allowed_users,
+        .own_user = rp_amqp_url_user(d->cfg->broker.url, own, sizeof own) ? own : NULL,
+        .reply_queue_pattern = &d->cfg->control.reply_queue_pattern,
+    };
+    char why[128];
+    rp_control_admission a = rp_control_admit(&rules, &c->env, why, sizeof why);
+    if (rp_control_admission_silent(a)) {
+        rp_ctl_refuse_silently(c, a);
         return;
     }
-    if (c->reply_to[0] != '\0' && !rp_reply_to_allowed(d->cfg, c->reply_to)) {
-        rp_ctl_refuse_silently(c, &rp_ctl_sender_of(c)->told_reply_to,
-                               "control request refused: reply_to is neither direct reply-to "
-                               "nor matched by control.reply_queue_pattern");
-        return;
-    }
-    if (msg->truncated) {
-        char why[128];
-        snprintf(why, sizeof why, "the request body is %" PRIu64 " bytes; the limit is 65536",
-                 msg->body_size);
-        RP_WARN("control request refused: too large", "size", why, NULL);
+    if (a == RP_CONTROL_TOO_LARGE) {
+        RP_WARN(rp_control_admission_string(a), "size", why, NULL);
         rp_ctl_error(c, NULL, RP_ERR_BAD_REQUEST, why);
         return;
     }
     rp_proto_error perr;
     rp_proto_error_init(&perr);
-    rp_status st = rp_request_decode((rp_bytes){msg->body, msg->body_len}, ct, &c->req, &perr);
+    rp_status st = rp_request_decode(c->env.body, ct, &c->req, &perr);
     if (st != RP_OK) {
         /* The message says what is wrong; the request's bytes are not logged. */
         RP_WARN("control request refused", "code", rp_proto_error_code(perr.code), "reason",
-                perr.message, "user", c->has_user ? c->user : NULL, NULL);
+                perr.message, "user", rp_ctl_user(c), NULL);
         rp_metrics_control(&d->metrics, rp_op_string(c->req.op), rp_proto_error_code(perr.code));
         rp_proto_buf buf = {0};
         if (rp_proto_encode_decode_error(&perr, c->enc, &buf) != RP_OK) {
@@ -549,8 +432,7 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         rp_ctl_reply(c, &buf);
         return;
     }
-    RP_DEBUG("control request", "op", rp_op_string(c->req.op), "user", c->has_user ? c->user : NULL,
-             NULL);
+    RP_DEBUG("control request", "op", rp_op_string(c->req.op), "user", rp_ctl_user(c), NULL);
     switch (c->req.op) {
     case RP_OP_STATUS:
         rp_ctl_status(c);
@@ -569,23 +451,26 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         st = rp_daemon_store_job(d, rp_ctl_gates_work, rp_ctl_gates_done, c);
         break;
     case RP_OP_ANSWER:
-        if (c->req.answer.choice == RP_CHOICE_REPLAY) {
+        switch (rp_control_route_answer(c->req.answer.choice,
+                                        rp_replay_busy(d, c->req.answer.gate))) {
+        case RP_CONTROL_ANSWER_REPLAY:
             /* Published and confirmed on the loop before the gate is
              * settled (replay.h). */
-            st = rp_replay_start(d, c->req.answer.gate, c->user, c->req.answer.by,
+            st = rp_replay_start(d, c->req.answer.gate, c->env.user, c->req.answer.by,
                                  rp_ctl_replay_done, c);
             if (st == RP_ERR_CONFLICT) {
                 rp_ctl_replay_in_flight(c);
                 return;
             }
             break;
-        }
-        if (rp_replay_busy(d, c->req.answer.gate)) {
+        case RP_CONTROL_ANSWER_IN_FLIGHT:
             /* Settling it now could dismiss a message being replayed. */
             rp_ctl_replay_in_flight(c);
             return;
+        default:
+            st = rp_daemon_store_job(d, rp_ctl_answer_work, rp_ctl_answer_done, c);
+            break;
         }
-        st = rp_daemon_store_job(d, rp_ctl_answer_work, rp_ctl_answer_done, c);
         break;
     default:
         rp_ctl_error(c, NULL, RP_ERR_UNKNOWN_OP, "unknown op");

@@ -14,7 +14,7 @@
 
 #include "broker_http.h"
 #include "events.h"
-#include "http.h"
+#include "rp_http.h"
 #include "rp_metrics.h"
 #include "pass_runner.h"
 #include "rp_mgmt_bridge.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "daemon.h"
-#include "healthcheck.h"
+#include "rp_http_check.h"
 #include "migrate_cli.h"
 #include "once.h"
 #include "rp_config.h"

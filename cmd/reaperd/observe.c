@@ -1,5 +1,6 @@
 /*
- * The daemon's metrics glue: starts the HTTP endpoints (http.h) over the
+ * The daemon's metrics glue: starts the HTTP endpoints (adapters/http,
+ * rp_http.h) over the
  * daemon's registry (rp_metrics.h), copies loop-side state into it before
  * each scrape, and records what the loop and the store thread see: the
  * event lag of broker events, every pass, the open sightings and gates
@@ -24,20 +25,19 @@
  *                                   a sighting opened or cleared between
  *                                   passes shows within that)
  *
- * Before each scrape (rp_observe_refresh, on the loop) it reads what the
- * process uses from /proc (CPU, resident memory, open descriptors) and
- * the tap's gauges, and sets the wall clock the gate ages are measured at.
+ * Before each scrape (rp_observe_refresh, on the loop) it takes what the
+ * process uses (rp_http_process.h: CPU, resident memory, open descriptors)
+ * and the tap's gauges, and sets the wall clock the gate ages are measured
+ * at. The rendering and the listener are the HTTP adapter's.
  */
-#include <amqp.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "daemon_internal.h"
+#include "rp_amqp_stamp.h"
+#include "rp_http.h"
+#include "rp_http_process.h"
 #include "rp_log.h"
 #include "version.h"
 
@@ -49,79 +49,9 @@ static rp_time_ms rp_observe_wall_ms(void) {
     return (rp_time_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Fields 14 (utime), 15 (stime), 22 (starttime, clock ticks after boot) and
- * 24 (rss, pages) of /proc/self/stat. false when it cannot be read. */
-static bool rp_proc_stat(int64_t *cpu_ticks, int64_t *start_ticks, int64_t *rss_pages) {
-    FILE *f = fopen("/proc/self/stat", "re");
-    if (f == NULL) return false;
-    char buf[1024];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    /* The command name (field 2) may hold spaces and parentheses: the
-     * fields after it start past its last ')'. */
-    char *p = strrchr(buf, ')');
-    if (p == NULL) return false;
-    p++;
-    long long v[24] = {0};
-    for (int field = 3; field <= 24; field++) {
-        while (*p == ' ') p++;
-        if (field == 3) { /* the state, a letter */
-            while (*p && *p != ' ') p++;
-            continue;
-        }
-        char *end;
-        v[field - 1] = strtoll(p, &end, 10);
-        if (end == p) return false;
-        p = end;
-    }
-    *cpu_ticks = v[13] + v[14];
-    *start_ticks = v[21];
-    *rss_pages = v[23];
-    return true;
-}
-
-/* The wall clock of the machine's boot (btime in /proc/stat), in ms; 0
- * when unknown. */
-static int64_t rp_boot_time_ms(void) {
-    FILE *f = fopen("/proc/stat", "re");
-    if (f == NULL) return 0;
-    char line[256];
-    long long btime = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "btime %lld", &btime) == 1) break;
-    fclose(f);
-    return (int64_t)btime * 1000;
-}
-
-static int64_t rp_open_fds(void) {
-    DIR *dir = opendir("/proc/self/fd");
-    if (dir == NULL) return -1;
-    int64_t n = 0;
-    for (struct dirent *e; (e = readdir(dir)) != NULL;)
-        if (e->d_name[0] != '.') n++;
-    closedir(dir);
-    return n - 1; /* not the one opendir held */
-}
-
 static void rp_observe_process(rp_daemon *d) {
-    static int64_t boot_ms = -1;
-    if (boot_ms < 0) boot_ms = rp_boot_time_ms();
-    int64_t cpu, start, rss;
-    if (!rp_proc_stat(&cpu, &start, &rss)) return;
-    long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
-    if (tick <= 0 || page <= 0) return;
-    struct rlimit rl;
-    rp_metrics_process p = {
-        .cpu_us = cpu * 1000000 / tick,
-        .resident_bytes = rss * page,
-        .open_fds = rp_open_fds(),
-        .max_fds = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
-                       ? (int64_t)rl.rlim_cur
-                       : -1,
-        .start_time_ms = boot_ms + start * 1000 / tick,
-    };
-    rp_metrics_set_process(&d->metrics, &p);
+    rp_metrics_process p;
+    if (rp_http_process_sample(&p)) rp_metrics_set_process(&d->metrics, &p);
 }
 
 static void rp_observe_refresh(void *arg) {
@@ -171,23 +101,9 @@ rp_status rp_observe_start(rp_daemon *d) {
 
 /* The broker stamps each event with a timestamp_in_ms header (a long). */
 void rp_observe_event(rp_daemon *d, const rp_amqp_message *msg) {
-    const amqp_basic_properties_t *p = &msg->props;
-    if (!(p->_flags & AMQP_BASIC_HEADERS_FLAG)) return;
-    for (int i = 0; i < p->headers.num_entries; i++) {
-        const amqp_table_entry_t *e = &p->headers.entries[i];
-        if (e->key.len != 15 || memcmp(e->key.bytes, "timestamp_in_ms", 15) != 0) continue;
-        int64_t ts;
-        switch (e->value.kind) {
-        case AMQP_FIELD_KIND_I64: ts = e->value.value.i64; break;
-        case AMQP_FIELD_KIND_U64:
-        case AMQP_FIELD_KIND_TIMESTAMP: ts = (int64_t)e->value.value.u64; break;
-        case AMQP_FIELD_KIND_I32: ts = e->value.value.i32; break;
-        case AMQP_FIELD_KIND_U32: ts = e->value.value.u32; break;
-        default: return;
-        }
+    int64_t ts;
+    if (rp_amqp_timestamp_in_ms(msg, &ts))
         rp_metrics_set_event_lag_ms(&d->metrics, rp_observe_wall_ms() - ts);
-        return;
-    }
 }
 
 /* The open gates and how old the oldest of each kind is, into the metrics

@@ -7,6 +7,7 @@
 
 #include "report_text.h"
 #include "rp_log.h"
+#include "rp_pass_setup.h"
 
 static int64_t rp_mono_ms(void) {
     struct timespec ts;
@@ -21,18 +22,7 @@ static rp_time_ms rp_wall_ms(void) {
 }
 
 void rp_pass_runner_options(const rp_config *cfg, rp_pass_options *opt) {
-    rp_pass_options_default(opt);
-    opt->thresholds.lease_grace_seconds = cfg->reap.lease_grace_seconds;
-    opt->thresholds.stale_ready_seconds = cfg->reap.stale_ready_seconds;
-    opt->thresholds.dead_letter_min_depth = cfg->reap.dead_letter_min_depth;
-    opt->thresholds.consumer_timeout_seconds = cfg->reap.consumer_timeout_seconds;
-    opt->thresholds.delivery_limit = cfg->reap.delivery_limit;
-    opt->owned_queue_pattern = cfg->reap.owned_queue_pattern.code;
-    opt->dead_letter_queue_pattern = cfg->reap.dead_letter_queue_pattern.code;
-    opt->own_queues[0] = cfg->broker.control_queue;
-    opt->own_queues[1] = cfg->broker.tap_queue;
-    opt->dead_letter_peek_limit = (size_t)cfg->reap.dead_letter_peek_limit;
-    opt->lease_batch_size = (size_t)cfg->store.lease_batch_size;
+    rp_pass_options_from_config(cfg, opt);
     opt->on_verdict = rp_verdict_log;
 }
 
@@ -128,14 +118,8 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
     if (rp_pg_conn_ensure(r->conn, err, sizeof err) != RP_OK) {
         /* The pass cannot read the job table at all: say so in the report
          * the way a pass would, so every caller handles one shape. */
-        rp_report_init(&req->report, req->dry_run);
         req->started_at = rp_wall_ms();
-        req->status = RP_OK;
-        char note[400];
-        snprintf(note, sizeof note, "job_queue: store unreachable: %s", err);
-        if (rp_report_add_unreadable(&req->report, "job_queue") != RP_OK ||
-            rp_report_add_note(&req->report, note) != RP_OK)
-            req->status = RP_ERR_NOMEM;
+        req->status = rp_pass_report_unreachable(&req->report, req->dry_run, err);
         req->duration_ms = rp_mono_ms() - t0;
         return;
     }
@@ -169,10 +153,7 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
     rp_sighting_list open = {0};
     if (r->ports.store.list_open_sightings(r->ports.store.self, &open) == RP_OK) {
         req->open_sightings = (int64_t)open.n;
-        memset(req->open_by_condition, 0, sizeof req->open_by_condition);
-        for (size_t i = 0; i < open.n; i++)
-            if ((int)open.rows[i].condition >= 0 && open.rows[i].condition < RP_COND_COUNT_)
-                req->open_by_condition[open.rows[i].condition]++;
+        rp_sightings_by_condition(&open, req->open_by_condition);
     }
     if (r->ports.store.next_lease_deadline &&
         r->ports.store.next_lease_deadline(r->ports.store.self, cfg->reap.lease_grace_seconds,

@@ -9,6 +9,8 @@
 #include <time.h>
 
 #include "daemon_internal.h"
+#include "rp_amqp_control.h"
+#include "rp_amqp_open.h"
 #include "rp_amqp_restore.h"
 #include "rp_log.h"
 #include "rp_pg_replay.h"
@@ -30,8 +32,7 @@ typedef struct rp_replay_job {
     char *queue;               /* the destination */
     uint8_t *body;
     size_t body_len;
-    amqp_pool_t pool;          /* the restored properties */
-    amqp_basic_properties_t props;
+    rp_amqp_replay_msg *msg;   /* the restored properties */
 } rp_replay_job;
 
 /* ---- the in-flight set (loop thread) -------------------------------------- */
@@ -73,7 +74,7 @@ void rp_replay_cleanup(rp_daemon *d) {
 /* ---- the end ------------------------------------------------------------- */
 
 static void rp_job_free(rp_replay_job *j) {
-    empty_amqp_pool(&j->pool);
+    rp_amqp_replay_msg_free(j->msg);
     free(j->by);
     free(j->by_note);
     free(j->queue);
@@ -101,146 +102,54 @@ static void rp_fail(rp_replay_job *j, rp_status st, const char *fmt, ...) {
 
 /* ---- 1. store thread: read and decide ------------------------------------ */
 
-/* The vhost of broker.url ("/" when the URL names none). */
-static bool rp_same_vhost(const char *url, const char *vhost) {
-    char *copy = strdup(url);
-    if (copy == NULL) return false;
-    struct amqp_connection_info info;
-    amqp_default_connection_info(&info);
-    bool same = amqp_parse_url(copy, &info) == AMQP_STATUS_OK && info.vhost &&
-                strcmp(info.vhost, vhost) == 0;
-    free(copy);
-    return same;
-}
-
-/* The user reaperd logs in as (broker.url's user; "guest" when it names
- * none, as rabbitmq-c does). False when the URL does not parse. */
-static bool rp_own_user(const char *url, char *out, size_t n) {
-    char *copy = strdup(url);
-    if (copy == NULL) return false;
-    struct amqp_connection_info info;
-    amqp_default_connection_info(&info);
-    bool ok = amqp_parse_url(copy, &info) == AMQP_STATUS_OK && info.user != NULL;
-    if (ok) snprintf(out, n, "%s", info.user);
-    free(copy);
-    return ok;
-}
-
-/* Appends one sentence to the job's note. */
-static void rp_note(rp_replay_job *j, const char *fmt, ...) RP_PRINTF(2, 3);
-static void rp_note(rp_replay_job *j, const char *fmt, ...) {
-    size_t used = strlen(j->note);
-    if (used > 0 && used + 1 < sizeof j->note) j->note[used++] = ' ', j->note[used] = '\0';
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(j->note + used, sizeof j->note - used, fmt, ap);
-    va_end(ap);
-}
-
-/* Takes out of the restored properties what the broker would refuse with a
- * channel error, saying so in the note (the stored record keeps them):
- * a user_id other than reaperd's own user (the broker checks it against
- * the connection's user: 406), and an expiration that is not a
- * non-negative integer string (406). */
-static void rp_replay_sanitize(rp_replay_job *j, const char *url) {
-    amqp_basic_properties_t *p = &j->props;
-    if (p->_flags & AMQP_BASIC_USER_ID_FLAG) {
-        char own[256] = "";
-        bool have_own = rp_own_user(url, own, sizeof own);
-        if (!have_own || p->user_id.len != strlen(own) ||
-            memcmp(p->user_id.bytes, own, p->user_id.len) != 0) {
-            p->_flags &= ~(amqp_flags_t)AMQP_BASIC_USER_ID_FLAG;
-            rp_note(j, "user_id \"%.*s\" was left out of the replay: the broker accepts only "
-                       "reaperd's own user (%s) there; the stored dead letter keeps it.",
-                    (int)(p->user_id.len > 200 ? 200 : p->user_id.len),
-                    (const char *)p->user_id.bytes, have_own ? own : "unknown");
-        }
-    }
-    if ((p->_flags & AMQP_BASIC_EXPIRATION_FLAG) &&
-        !rp_replay_expiration_valid(p->expiration.bytes, p->expiration.len)) {
-        p->_flags &= ~(amqp_flags_t)AMQP_BASIC_EXPIRATION_FLAG;
-        rp_note(j, "expiration \"%.*s\" was left out of the replay: the broker takes only a "
-                   "non-negative integer of milliseconds; the stored dead letter keeps it.",
-                (int)(p->expiration.len > 100 ? 100 : p->expiration.len),
-                (const char *)p->expiration.bytes);
-    }
-}
-
-void rp_replay_claim_text(char *buf, size_t n, int64_t gate, const char *claimed_by,
-                          rp_time_ms claimed_at) {
-    char at[40] = "an unknown time";
-    time_t t = (time_t)(claimed_at / 1000);
-    struct tm tm;
-    if (claimed_at > 0 && gmtime_r(&t, &tm) != NULL)
-        strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    snprintf(buf, n, "gate %" PRId64 " is being replayed by %s since %s", gate,
-             claimed_by && *claimed_by ? claimed_by : "another reaperd", at);
-}
-
-void rp_replay_takeover_text(char *buf, size_t n, int64_t gate, const char *claimed_by,
-                             rp_time_ms claimed_at) {
-    char claim[300];
-    rp_replay_claim_text(claim, sizeof claim, gate, claimed_by, claimed_at);
-    /* "gate N is being replayed by X since T" -> reworded as the past. */
-    const char *by = strstr(claim, " by ");
-    snprintf(buf, n,
-             "the replay of gate %" PRId64 " claimed%s was never settled (that reaperd stopped "
-             "or hung between publishing and settling): the message may have been published "
-             "once already; the stale claim was taken over and recorded on the ledger "
-             "(GateClaimTakenOver)",
-             gate, by ? by : "");
-}
-
-/* Store thread: the rest of the decision, with the gate locked and open. */
+/* Store thread: the rest of the decision, with the gate locked and open
+ * (rp_replay_check), then the properties restored and what the broker
+ * would refuse left out (rp_replay_strip_decide). */
 static void rp_prepare_decide(rp_daemon *d, rp_replay_job *j, rp_pg_replay_row *row) {
-    rp_status st;
+    const rp_config *cfg = d->runner.cfg;
     char kept_why[256];
-    if (!rp_gate_accepts(row->kind, RP_CHOICE_REPLAY)) {
-        rp_fail(j, RP_ERR_CONFLICT, "this gate does not take that choice");
-    } else if (!row->has_dead_letter) {
-        rp_fail(j, RP_ERR_CONFLICT, "no dead letter is stored for this gate");
-    } else if (rp_amqp_restore_refusal(row->properties_json, kept_why, sizeof kept_why)) {
-        /* Kept without its headers (the tap's header cap): its stored
-         * properties say why. */
-        rp_fail(j, RP_ERR_CONFLICT, "not replayed: %s", kept_why);
-    } else {
-        const char *why = NULL;
-        st = rp_replay_decide(row->origin_queue, row->body_truncated || row->headers_json == NULL,
-                              d->runner.cfg->reap.owned_queue_pattern.code, &j->queue, &why);
-        if (st == RP_ERR_NOMEM) {
-            rp_fail(j, RP_ERR_INTERNAL, "out of memory");
-        } else if (st != RP_OK) {
-            rp_fail(j, RP_ERR_CONFLICT, "not replayed: %s (origin queue %s)", why,
-                    row->origin_queue);
-        } else if (rp_replay_reserved_queue(
-                       j->queue,
-                       (const char *const[]){d->runner.cfg->broker.control_queue,
-                                             d->runner.cfg->broker.tap_queue},
-                       2)) {
-            rp_fail(j, RP_ERR_CONFLICT,
-                    "not replayed: the origin queue %s is one of reaper's own queues (control, "
-                    "tap or events), never a replay destination whatever owned_queue_pattern "
-                    "says", row->origin_queue);
-        } else if (row->vhost != NULL && !rp_same_vhost(d->runner.cfg->broker.url, row->vhost)) {
-            rp_fail(j, RP_ERR_CONFLICT,
-                    "not replayed: the dead letter was found on vhost %s, and reaperd publishes "
-                    "only on the vhost of broker.url", row->vhost);
-        } else {
-            char perr[200];
-            st = rp_amqp_restore_props(&j->pool, row->properties_json, row->headers_json,
-                                       &j->props, perr, sizeof perr);
-            if (st != RP_OK) {
-                rp_fail(j, st == RP_ERR_NOMEM ? RP_ERR_INTERNAL : RP_ERR_CONFLICT,
-                        "not replayed: the stored properties cannot be restored: %s", perr);
-            } else {
-                rp_replay_sanitize(j, d->runner.cfg->broker.url);
-                j->body = row->body;
-                j->body_len = row->body_len;
-                row->body = NULL;
-                j->res.st = RP_OK;
-            }
-        }
+    const char *const own[] = {cfg->broker.control_queue, cfg->broker.tap_queue};
+    rp_replay_facts f = {
+        .kind = row->kind,
+        .has_dead_letter = row->has_dead_letter,
+        .not_replayable = row->has_dead_letter && rp_amqp_restore_refusal(
+                                                      row->properties_json, kept_why,
+                                                      sizeof kept_why)
+                              ? kept_why
+                              : NULL,
+        .origin_queue = row->origin_queue,
+        .stored_whole = !row->body_truncated && row->headers_json != NULL,
+        .owned = cfg->reap.owned_queue_pattern.code,
+        .own_queues = own,
+        .n_own = RP_ARRAY_LEN(own),
+        .vhost = row->vhost,
+        .vhost_is_ours = row->vhost != NULL && rp_amqp_url_vhost_is(cfg->broker.url, row->vhost),
+    };
+    rp_status st = rp_replay_check(&f, &j->queue, j->message, sizeof j->message);
+    if (st != RP_OK) {
+        j->res.st = st;
+        j->res.message = j->message;
+        return;
     }
+    char perr[200];
+    st = rp_amqp_replay_msg_restore(j->msg, row->properties_json, row->headers_json, perr,
+                                    sizeof perr);
+    if (st != RP_OK) {
+        j->res.st = rp_replay_restore_refusal(st, perr, j->message, sizeof j->message);
+        j->res.message = j->message;
+        return;
+    }
+    rp_bytes user_id, expiration;
+    rp_amqp_replay_msg_peek(j->msg, &user_id, &expiration);
+    char own_user[256];
+    bool have_own = rp_amqp_url_user(cfg->broker.url, own_user, sizeof own_user);
+    rp_amqp_replay_msg_strip(j->msg, rp_replay_strip_decide(user_id, expiration,
+                                                            have_own ? own_user : NULL, j->note,
+                                                            sizeof j->note));
+    j->body = row->body;
+    j->body_len = row->body_len;
+    row->body = NULL;
+    j->res.st = RP_OK;
 }
 
 static void rp_prepare_work(void *ctx, void *arg) {
@@ -264,34 +173,30 @@ static void rp_prepare_work(void *ctx, void *arg) {
                 "reading the gate failed");
         return;
     }
-    if (row.answered) {
+    rp_replay_state state = rp_replay_state_of(row.answered, row.claim);
+    if (state == RP_REPLAY_STATE_ANSWERED) {
         j->settled_early = true;
         j->res.st = RP_OK;
         j->res.answer.outcome = RP_OUTCOME_ALREADY_ANSWERED;
         j->res.answer.choice = row.answer;
         j->res.answer.kind = row.kind;
-    } else if (row.claim == RP_GATE_CLAIM_LIVE) {
-        char claim[300];
-        rp_replay_claim_text(claim, sizeof claim, j->gate, row.claimed_by, row.claimed_at);
-        rp_fail(j, RP_ERR_BUSY, "%s; ask again for its outcome later", claim);
-        j->res.answer.claim = RP_GATE_CLAIM_LIVE;
-    } else if (row.claim == RP_GATE_CLAIM_STALE) {
-        /* Taken over and committed by rp_pg_replay_lock; not published
-         * again: whether the claimer published cannot be known here. */
-        char text[500], gate[24], at[24];
-        rp_replay_takeover_text(text, sizeof text, j->gate, row.claimed_by, row.claimed_at);
-        snprintf(gate, sizeof gate, "%" PRId64, j->gate);
-        snprintf(at, sizeof at, "%" PRId64, (int64_t)row.claimed_at);
-        RP_WARN("a stale replay claim on a gate was taken over: its message may have been "
-                "published once already, so it was not published again", "gate", gate,
-                "claimed_by", row.claimed_by, "claimed_at_ms", at, "choice", "replay", NULL);
-        rp_fail(j, RP_ERR_CONFLICT,
-                "not replayed: %s. The claim is released and the gate stays open: look for the "
-                "message on its origin queue, then answer again (replay publishes it, dismiss "
-                "closes the gate)", text);
-        j->res.answer.claim = RP_GATE_CLAIM_STALE;
-        snprintf(j->res.answer.claimed_by, sizeof j->res.answer.claimed_by, "%s", row.claimed_by);
-        j->res.answer.claimed_at = row.claimed_at;
+    } else if (state == RP_REPLAY_STATE_BUSY || state == RP_REPLAY_STATE_TAKEN_OVER) {
+        if (state == RP_REPLAY_STATE_TAKEN_OVER) {
+            /* Taken over and committed by rp_pg_replay_lock. */
+            char gate[24], at[24];
+            snprintf(gate, sizeof gate, "%" PRId64, j->gate);
+            snprintf(at, sizeof at, "%" PRId64, (int64_t)row.claimed_at);
+            RP_WARN("a stale replay claim on a gate was taken over: its message may have been "
+                    "published once already, so it was not published again", "gate", gate,
+                    "claimed_by", row.claimed_by, "claimed_at_ms", at, "choice", "replay", NULL);
+            snprintf(j->res.answer.claimed_by, sizeof j->res.answer.claimed_by, "%s",
+                     row.claimed_by);
+            j->res.answer.claimed_at = row.claimed_at;
+        }
+        j->res.st = rp_replay_state_refusal(state, j->gate, row.claimed_by, row.claimed_at,
+                                            j->message, sizeof j->message);
+        j->res.message = j->message;
+        j->res.answer.claim = row.claim;
     } else {
         rp_prepare_decide(d, j, &row);
         /* 2. Claim it (the gate is "replaying" from the commit on), or
@@ -366,20 +271,11 @@ static void rp_settle_work(void *ctx, void *arg) {
         const rp_gate_port *g = &d->runner.ports.gates;
         st = g->answer(g->self, j->gate, RP_CHOICE_REPLAY, j->by, j->by_note, &j->res.answer);
     }
-    if (st == RP_ERR_BUSY) {
-        char claim[300];
-        rp_replay_claim_text(claim, sizeof claim, j->gate, j->res.answer.claimed_by,
-                             j->res.answer.claimed_at);
-        rp_fail(j, RP_ERR_CONFLICT,
-                "the message was published to %s and confirmed, but this reaperd's claim on "
-                "the gate was taken over meanwhile (%s), so the gate was not settled by this "
-                "replay", j->queue, claim);
-    } else if (st != RP_OK) {
-        rp_fail(j, st == RP_ERR_UNAVAILABLE ? st : RP_ERR_INTERNAL,
-                "the message was published to %s and confirmed, but the gate could not be "
-                "settled (%s); the gate stays claimed: after control.replay_claim_seconds the "
-                "next answer reports it and does not publish it again",
-                j->queue, rp_status_string(st));
+    if (st != RP_OK) {
+        j->res.st = rp_replay_settle_refusal(st, j->gate, j->queue, j->res.answer.claimed_by,
+                                             j->res.answer.claimed_at, j->message,
+                                             sizeof j->message);
+        j->res.message = j->message;
     } else {
         j->claimed = false;
     }
@@ -412,50 +308,37 @@ static void rp_published(void *arg, rp_publish_outcome outcome) {
     rp_replay_job *j = arg;
     char gate[24];
     snprintf(gate, sizeof gate, "%" PRId64, j->gate);
-    switch (outcome) {
-    case RP_PUBLISH_CONFIRMED:
+    rp_status st = RP_ERR_INTERNAL;
+    switch (rp_replay_after_publish(rp_amqp_replay_outcome(outcome), j->queue,
+                                    outcome == RP_PUBLISH_REFUSED
+                                        ? rp_amqp_publisher_refusal(j->d->replay_publisher)
+                                        : NULL,
+                                    &st,
+                                    j->message, sizeof j->message)) {
+    case RP_REPLAY_NEXT_SETTLE:
         if (rp_daemon_store_job(j->d, rp_settle_work, rp_settle_done, j) == RP_OK) return;
         rp_fail(j, RP_ERR_UNAVAILABLE,
                 "the message was published to %s and confirmed, but reaperd is shutting down "
                 "and did not settle the gate", j->queue);
         break;
-    case RP_PUBLISH_RETURNED:
-        rp_fail(j, RP_ERR_CONFLICT,
-                "not replayed: the broker could not route the message to queue %s (does it "
-                "exist?); nothing was delivered and the gate stays open", j->queue);
-        break;
-    case RP_PUBLISH_REFUSED:
-        rp_fail(j, RP_ERR_CONFLICT,
-                "not replayed: the broker refused the message for queue %s (%s); nothing was "
-                "delivered and the gate stays open",
-                j->queue, rp_amqp_publisher_refusal(j->d->replay_publisher));
-        break;
-    case RP_PUBLISH_NACKED:
-        rp_fail(j, RP_ERR_UNAVAILABLE,
-                "not replayed: the broker refused the message for queue %s (nack: full, or an "
-                "internal error); the gate stays open", j->queue);
-        break;
-    case RP_PUBLISH_DROPPED:
-        /* Only when the publisher is freed (reaperd stopping) or its queue
-         * is full: no reply can go out through it now, so none is tried;
-         * the request stays unacked and is delivered again. */
+    case RP_REPLAY_NEXT_CANCEL:
         RP_WARN("replay dropped: reaperd is stopping", "gate", gate, "queue", j->queue, NULL);
         j->res.cancelled = true;
         rp_finish(j);
         return;
-    case RP_PUBLISH_LOST:
-    default:
-        /* It may have been delivered: the claim stays, so that no answer
-         * publishes it again before a person has been told (rp_gate.h). */
-        rp_fail(j, RP_ERR_UNAVAILABLE,
-                "the broker connection was lost before the broker confirmed the message for %s; "
-                "it may or may not have been delivered; the gate stays open and claimed by this "
-                "replay until control.replay_claim_seconds pass, then the next answer reports "
-                "it", j->queue);
+    case RP_REPLAY_NEXT_KEEP_CLAIM:
+        /* It may have been delivered: the claim stays (rp_gate.h). */
+        j->res.st = st;
+        j->res.message = j->message;
         RP_WARN("replay not confirmed", "gate", gate, "queue", j->queue, "outcome",
                 rp_publish_outcome_string(outcome), NULL);
         rp_finish(j);
         return;
+    case RP_REPLAY_NEXT_RELEASE:
+    default:
+        j->res.st = st;
+        j->res.message = j->message;
+        break;
     }
     RP_WARN("replay not confirmed", "gate", gate, "queue", j->queue, "outcome",
             rp_publish_outcome_string(outcome), NULL);
@@ -481,17 +364,8 @@ static void rp_prepare_done(void *arg, bool cancelled) {
         rp_release_then_finish(j);
         return;
     }
-    rp_publish pub = {
-        .exchange = "",
-        .routing_key = j->queue,
-        .props = &j->props,
-        .body = {j->body, j->body_len},
-        .mandatory = true,
-        .retry = false,
-        .done = rp_published,
-        .arg = j,
-    };
-    if (rp_amqp_publisher_publish(d->replay_publisher, &pub) != RP_OK) {
+    if (rp_amqp_replay_msg_publish(d->replay_publisher, j->msg, j->queue,
+                                   (rp_bytes){j->body, j->body_len}, rp_published, j) != RP_OK) {
         rp_fail(j, RP_ERR_INTERNAL, "out of memory");
         rp_release_then_finish(j);
     }
@@ -502,13 +376,12 @@ rp_status rp_replay_start(rp_daemon *d, int64_t gate, const char *by, const char
     if (rp_inflight_has(d, gate)) return RP_ERR_CONFLICT;
     rp_replay_job *j = calloc(1, sizeof *j);
     if (j == NULL) return RP_ERR_NOMEM;
-    init_amqp_pool(&j->pool, 4096);
     j->d = d;
     j->gate = gate;
     j->done = done;
     j->arg = arg;
     j->res.st = RP_ERR_INTERNAL;
-    if ((by && (j->by = strdup(by)) == NULL) || (note && (j->by_note = strdup(note)) == NULL) ||
+    if ((j->msg = rp_amqp_replay_msg_new()) == NULL || (by && (j->by = strdup(by)) == NULL) || (note && (j->by_note = strdup(note)) == NULL) ||
         !rp_inflight_add(d, gate)) {
         rp_job_free(j);
         return RP_ERR_NOMEM;

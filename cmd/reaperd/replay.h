@@ -84,15 +84,9 @@ rp_status rp_replay_start(struct rp_daemon *d, int64_t gate, const char *by,
  * control.c refuses it with conflict until the replay is over). */
 bool rp_replay_busy(const struct rp_daemon *d, int64_t gate);
 
-/* "gate N is being replayed by X since 2026-01-02T03:04:05Z" (claimed_at:
- * Unix ms), into buf (n bytes, cut to fit). */
-void rp_replay_claim_text(char *buf, size_t n, int64_t gate, const char *claimed_by,
-                          rp_time_ms claimed_at);
-/* What a stale claim taken over means, one clause: "the replay of gate N
- * claimed by X since T was never settled (...): the message may have been
- * published once already; ...". */
-void rp_replay_takeover_text(char *buf, size_t n, int64_t gate, const char *claimed_by,
-                             rp_time_ms claimed_at);
+/* The texts of a claim (rp_replay_claim_text, rp_replay_takeover_text) and
+ * every check and state of a replay are core's (rp_replay.h); this file
+ * runs them on the store thread and publishes on the loop. */
 
 /* Frees the in-flight set (at the daemon's end). */
 void rp_replay_cleanup(struct rp_daemon *d);

@@ -1,6 +1,7 @@
 /*
  * report_text.h - the pass report for people (reaperd --once without
- * --json) and its lines in the daemon's log.
+ * --json) and its lines in the daemon's log: the printing and the logging
+ * only; the words are core's (rp_report_text.h), since core does not log.
  *
  * Ownership: nothing is kept; the report is borrowed.
  */

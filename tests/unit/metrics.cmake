@@ -1,2 +1,3 @@
-# The metrics registry and its Prometheus text rendering (core/rp_metrics.h).
-rp_unit_test(test_metrics SOURCES unit/test_metrics.c LIBS reaper::core)
+# The metrics registry (core/rp_metrics.h) and its Prometheus text rendering
+# (adapters/http/rp_http_prom.h).
+rp_unit_test(test_metrics SOURCES unit/test_metrics.c LIBS reaper::http reaper::core)

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "rp_http_prom.h"
 #include "rp_metrics.h"
 
 /* Not inlined: GCC 12 at -O3 takes the string it returns for a pointer to

@@ -158,6 +158,246 @@ static void test_claim_judge(void **state) {
     assert_string_equal(rp_gate_claim_state_string(RP_GATE_CLAIM_STATE_COUNT_), "unknown");
 }
 
+/* ---- a replay's states and checks (moved from cmd/reaperd/replay.c) ------ */
+
+static void test_claim_texts(void **state) {
+    (void)state;
+    char buf[600];
+    rp_replay_claim_text(buf, sizeof buf, 9, "host-1:77", 1767323045000);
+    assert_string_equal(buf, "gate 9 is being replayed by host-1:77 since 2026-01-02T03:04:05Z");
+    rp_replay_claim_text(buf, sizeof buf, 9, "", -5);
+    assert_string_equal(buf, "gate 9 is being replayed by another reaperd since an unknown time");
+    rp_replay_claim_text(buf, 20, 9, "host-1:77", 0);
+    assert_string_equal(buf, "gate 9 is being rep");
+    rp_replay_takeover_text(buf, sizeof buf, 9, "host-1:77", 1767323045000);
+    assert_string_equal(buf,
+                        "the replay of gate 9 claimed by host-1:77 since 2026-01-02T03:04:05Z was "
+                        "never settled (that reaperd stopped or hung between publishing and "
+                        "settling): the message may have been published once already; the stale "
+                        "claim was taken over and recorded on the ledger (GateClaimTakenOver)");
+}
+
+static void test_state(void **state) {
+    (void)state;
+    static const struct {
+        bool answered;
+        rp_gate_claim_state claim;
+        rp_replay_state want;
+        rp_status st;
+        const char *msg;
+    } rows[] = {
+        {true, RP_GATE_CLAIM_NONE, RP_REPLAY_STATE_ANSWERED, RP_OK, ""},
+        {true, RP_GATE_CLAIM_LIVE, RP_REPLAY_STATE_ANSWERED, RP_OK, ""},
+        {true, RP_GATE_CLAIM_STALE, RP_REPLAY_STATE_ANSWERED, RP_OK, ""},
+        {false, RP_GATE_CLAIM_NONE, RP_REPLAY_STATE_OPEN, RP_OK, ""},
+        {false, RP_GATE_CLAIM_LIVE, RP_REPLAY_STATE_BUSY, RP_ERR_BUSY,
+         "gate 3 is being replayed by r2 since 2026-01-02T03:04:05Z; ask again for its "
+         "outcome later"},
+        {false, RP_GATE_CLAIM_STALE, RP_REPLAY_STATE_TAKEN_OVER, RP_ERR_CONFLICT,
+         "not replayed: the replay of gate 3 claimed by r2 since 2026-01-02T03:04:05Z was never "
+         "settled (that reaperd stopped or hung between publishing and settling): the message "
+         "may have been published once already; the stale claim was taken over and recorded on "
+         "the ledger (GateClaimTakenOver). The claim is released and the gate stays open: look "
+         "for the message on its origin queue, then answer again (replay publishes it, dismiss "
+         "closes the gate)"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        rp_replay_state s = rp_replay_state_of(rows[i].answered, rows[i].claim);
+        assert_int_equal(s, rows[i].want);
+        char msg[600] = "x";
+        assert_int_equal(rp_replay_state_refusal(s, 3, "r2", 1767323045000, msg, sizeof msg),
+                         rows[i].st);
+        assert_string_equal(msg, rows[i].msg);
+    }
+}
+
+static void test_check(void **state) {
+    (void)state;
+    pcre2_code *owned = compile("^vibey\\.");
+    const char *own[] = {"vibey.reap.control", "vibey.reap.tap"};
+    static const struct {
+        const char *name;
+        rp_gate_kind kind;
+        bool has_dl;
+        const char *not_replayable;
+        const char *origin;
+        bool whole;
+        const char *vhost;
+        bool ours;
+        rp_status st;
+        const char *msg; /* the whole reason, or the queue for RP_OK */
+    } rows[] = {
+        {"replayable", RP_GATE_BUS_DEAD_LETTERED, true, NULL, "\"vibey.orders\"", true, "/", true,
+         RP_OK, "vibey.orders"},
+        {"vhost unknown", RP_GATE_BUS_DEAD_LETTERED, true, NULL, "\"vibey.orders\"", true, NULL,
+         false, RP_OK, "vibey.orders"},
+        {"kind", RP_GATE_DELIVERY_EXHAUSTED, true, NULL, "\"vibey.orders\"", true, "/", true,
+         RP_ERR_CONFLICT, "this gate does not take that choice"},
+        {"no dead letter", RP_GATE_BUS_DEAD_LETTERED, false, NULL, "\"vibey.orders\"", true, "/",
+         true, RP_ERR_CONFLICT, "no dead letter is stored for this gate"},
+        {"kept without headers", RP_GATE_BUS_DEAD_LETTERED, true, "its headers were 9 bytes",
+         "\"vibey.orders\"", true, "/", true, RP_ERR_CONFLICT,
+         "not replayed: its headers were 9 bytes"},
+        {"not owned", RP_GATE_BUS_DEAD_LETTERED, true, NULL, "\"celery\"", true, "/", true,
+         RP_ERR_CONFLICT,
+         "not replayed: the origin queue named by the message's (untrusted) dead-letter headers "
+         "is not owned by reaper (owned_queue_pattern): reaper replays only to queues it owns "
+         "(origin queue \"celery\")"},
+        {"not whole", RP_GATE_BUS_DEAD_LETTERED, true, NULL, "\"vibey.orders\"", false, "/", true,
+         RP_ERR_CONFLICT,
+         "not replayed: the message's body (or its properties) was not stored whole, so it "
+         "cannot be replayed byte for byte (origin queue \"vibey.orders\")"},
+        {"own queue", RP_GATE_BUS_DEAD_LETTERED, true, NULL, "\"vibey.reap.tap\"", true, "/",
+         true, RP_ERR_CONFLICT,
+         "not replayed: the origin queue \"vibey.reap.tap\" is one of reaper's own queues "
+         "(control, tap or events), never a replay destination whatever owned_queue_pattern "
+         "says"},
+        {"other vhost", RP_GATE_BUS_DEAD_LETTERED, true, NULL, "\"vibey.orders\"", true, "/prod",
+         false, RP_ERR_CONFLICT,
+         "not replayed: the dead letter was found on vhost /prod, and reaperd publishes only on "
+         "the vhost of broker.url"},
+        {"kind before the rest", RP_GATE_DELIVERY_EXHAUSTED, false, "x", "\"celery\"", false,
+         "/prod", false, RP_ERR_CONFLICT, "this gate does not take that choice"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        rp_replay_facts f = {
+            .kind = rows[i].kind,
+            .has_dead_letter = rows[i].has_dl,
+            .not_replayable = rows[i].not_replayable,
+            .origin_queue = rows[i].origin,
+            .stored_whole = rows[i].whole,
+            .owned = owned,
+            .own_queues = own,
+            .n_own = 2,
+            .vhost = rows[i].vhost,
+            .vhost_is_ours = rows[i].ours,
+        };
+        char *queue = (char *)"junk";
+        char msg[600];
+        rp_status st = rp_replay_check(&f, &queue, msg, sizeof msg);
+        if (st != rows[i].st) fail_msg("%s: status %d, want %d", rows[i].name, st, rows[i].st);
+        if (st == RP_OK) {
+            assert_string_equal(queue, rows[i].msg);
+            free(queue);
+        } else {
+            assert_null(queue);
+            assert_string_equal(msg, rows[i].msg);
+        }
+    }
+    char msg[600];
+    assert_int_equal(rp_replay_restore_refusal(RP_ERR_INVALID, "bad json", msg, sizeof msg),
+                     RP_ERR_CONFLICT);
+    assert_string_equal(msg, "not replayed: the stored properties cannot be restored: bad json");
+    assert_int_equal(rp_replay_restore_refusal(RP_ERR_NOMEM, "x", msg, sizeof msg),
+                     RP_ERR_INTERNAL);
+    pcre2_code_free(owned);
+}
+
+#define B(s) ((rp_bytes){(const uint8_t *)(s), sizeof(s) - 1})
+static void test_strip(void **state) {
+    (void)state;
+    static const rp_bytes none = {NULL, 0};
+    const struct {
+        rp_bytes user_id, expiration;
+        const char *own;
+        bool strip_user, strip_exp;
+        const char *note;
+    } rows[] = {
+        {none, none, "reaper", false, false, ""},
+        {B("reaper"), B("60000"), "reaper", false, false, ""},
+        {B("reaper2"), none, "reaper", true, false,
+         "user_id \"reaper2\" was left out of the replay: the broker accepts only reaperd's own "
+         "user (reaper) there; the stored dead letter keeps it."},
+        {B("reape"), none, "reaper", true, false,
+         "user_id \"reape\" was left out of the replay: the broker accepts only reaperd's own "
+         "user (reaper) there; the stored dead letter keeps it."},
+        {B("reaper"), none, NULL, true, false,
+         "user_id \"reaper\" was left out of the replay: the broker accepts only reaperd's own "
+         "user (unknown) there; the stored dead letter keeps it."},
+        {none, B("-1"), "reaper", false, true,
+         "expiration \"-1\" was left out of the replay: the broker takes only a non-negative "
+         "integer of milliseconds; the stored dead letter keeps it."},
+        {B("eve"), B("soon"), "reaper", true, true,
+         "user_id \"eve\" was left out of the replay: the broker accepts only reaperd's own user "
+         "(reaper) there; the stored dead letter keeps it. expiration \"soon\" was left out of "
+         "the replay: the broker takes only a non-negative integer of milliseconds; the stored "
+         "dead letter keeps it."},
+        {B(""), B(""), "reaper", true, true,
+         "user_id \"\" was left out of the replay: the broker accepts only reaperd's own user "
+         "(reaper) there; the stored dead letter keeps it. expiration \"\" was left out of the "
+         "replay: the broker takes only a non-negative integer of milliseconds; the stored dead "
+         "letter keeps it."},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char note[600] = "stale";
+        rp_replay_strip s =
+            rp_replay_strip_decide(rows[i].user_id, rows[i].expiration, rows[i].own, note,
+                                   sizeof note);
+        if (s.user_id != rows[i].strip_user || s.expiration != rows[i].strip_exp)
+            fail_msg("row %zu: strip %d %d", i, s.user_id, s.expiration);
+        assert_string_equal(note, rows[i].note);
+    }
+}
+#undef B
+
+static void test_after_publish(void **state) {
+    (void)state;
+    static const struct {
+        rp_replay_publish o;
+        rp_replay_next next;
+        rp_status st;
+        const char *msg;
+    } rows[] = {
+        {RP_REPLAY_PUBLISH_CONFIRMED, RP_REPLAY_NEXT_SETTLE, RP_OK, NULL},
+        {RP_REPLAY_PUBLISH_RETURNED, RP_REPLAY_NEXT_RELEASE, RP_ERR_CONFLICT,
+         "not replayed: the broker could not route the message to queue vibey.q (does it "
+         "exist?); nothing was delivered and the gate stays open"},
+        {RP_REPLAY_PUBLISH_REFUSED, RP_REPLAY_NEXT_RELEASE, RP_ERR_CONFLICT,
+         "not replayed: the broker refused the message for queue vibey.q (406 PRECONDITION); "
+         "nothing was delivered and the gate stays open"},
+        {RP_REPLAY_PUBLISH_NACKED, RP_REPLAY_NEXT_RELEASE, RP_ERR_UNAVAILABLE,
+         "not replayed: the broker refused the message for queue vibey.q (nack: full, or an "
+         "internal error); the gate stays open"},
+        {RP_REPLAY_PUBLISH_DROPPED, RP_REPLAY_NEXT_CANCEL, RP_OK, NULL},
+        {RP_REPLAY_PUBLISH_LOST, RP_REPLAY_NEXT_KEEP_CLAIM, RP_ERR_UNAVAILABLE,
+         "the broker connection was lost before the broker confirmed the message for vibey.q; "
+         "it may or may not have been delivered; the gate stays open and claimed by this replay "
+         "until control.replay_claim_seconds pass, then the next answer reports it"},
+    };
+    assert_int_equal(sizeof rows / sizeof rows[0], RP_REPLAY_PUBLISH_COUNT_);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        rp_status st = RP_OK;
+        char msg[600] = "";
+        assert_int_equal(rp_replay_after_publish(rows[i].o, "vibey.q", "406 PRECONDITION", &st,
+                                                 msg, sizeof msg),
+                         rows[i].next);
+        assert_int_equal(st, rows[i].st);
+        if (rows[i].msg) assert_string_equal(msg, rows[i].msg);
+    }
+}
+
+static void test_settle_refusal(void **state) {
+    (void)state;
+    char msg[600];
+    assert_int_equal(rp_replay_settle_refusal(RP_OK, 4, "q", NULL, 0, msg, sizeof msg), RP_OK);
+    assert_string_equal(msg, "");
+    assert_int_equal(rp_replay_settle_refusal(RP_ERR_BUSY, 4, "vibey.q", "r2", 1767323045000, msg,
+                                              sizeof msg),
+                     RP_ERR_CONFLICT);
+    assert_string_equal(msg, "the message was published to vibey.q and confirmed, but this "
+                             "reaperd's claim on the gate was taken over meanwhile (gate 4 is "
+                             "being replayed by r2 since 2026-01-02T03:04:05Z), so the gate was "
+                             "not settled by this replay");
+    assert_int_equal(rp_replay_settle_refusal(RP_ERR_UNAVAILABLE, 4, "vibey.q", NULL, 0, msg,
+                                              sizeof msg),
+                     RP_ERR_UNAVAILABLE);
+    assert_non_null(strstr(msg, "could not be settled (unavailable)"));
+    assert_int_equal(rp_replay_settle_refusal(RP_ERR_IO, 4, "vibey.q", NULL, 0, msg, sizeof msg),
+                     RP_ERR_INTERNAL);
+    assert_non_null(strstr(msg, "the message was published to vibey.q and confirmed, but the "
+                                "gate could not be settled ("));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_origin_roundtrip),
@@ -166,6 +406,12 @@ int main(void) {
         cmocka_unit_test(test_expiration),
         cmocka_unit_test(test_reserved),
         cmocka_unit_test(test_claim_judge),
+        cmocka_unit_test(test_claim_texts),
+        cmocka_unit_test(test_state),
+        cmocka_unit_test(test_check),
+        cmocka_unit_test(test_strip),
+        cmocka_unit_test(test_after_publish),
+        cmocka_unit_test(test_settle_refusal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /*
- * http.h - reaperd's HTTP endpoints (CONTRACT section 7), libevent's evhttp
+ * rp_http.h - reaperd's HTTP endpoints (CONTRACT section 7), libevent's evhttp
  * on the daemon's loop:
- *   GET /metrics  the Prometheus text format (rp_metrics_render)
+ *   GET /metrics  the Prometheus text format (rp_http_prom.h)
  *   GET /healthz  200 while the loop runs (the loop answers it)
  *   GET /readyz   200 only while the broker and the store are connected
  *                 and the tap is bound (daemon's ready hook), else 503
@@ -13,8 +13,13 @@
  * http.listen is host:port, [v6]:port or :port (every IPv4 address); port
  * 0 binds a free port, which rp_http_bound() gives (and the daemon logs).
  *
+ * The part's narrow ports: the registry it renders and two hooks (refresh
+ * before a scrape, ready for /readyz); it calls nothing else of the daemon.
+ *
  * Ownership: rp_http_new borrows base, metrics and the hooks' arg for the
- * server's life; rp_http_free closes the socket and every connection.
+ * server's life; rp_http_stop closes the listening socket and every
+ * connection (nothing is served after it; rp_http_bound still answers);
+ * rp_http_free stops it when still running and frees it.
  * Threads: loop thread only.
  */
 #ifndef RP_HTTP_H
@@ -44,6 +49,8 @@ rp_http *rp_http_new(struct event_base *base, const char *listen, rp_metrics *me
                      const rp_http_hooks *hooks, char *err, size_t errlen);
 /* The bound address ("127.0.0.1:41234", "[::1]:9464"). */
 const char *rp_http_bound(const rp_http *h);
+/* Stops serving (idempotent; NULL is fine). */
+void rp_http_stop(rp_http *h);
 void rp_http_free(rp_http *h);
 
 #endif

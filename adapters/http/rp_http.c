@@ -1,5 +1,5 @@
-/* reaperd's HTTP endpoints on the loop (http.h). */
-#include "http.h"
+/* reaperd's HTTP endpoints on the loop (rp_http.h). */
+#include "rp_http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "rp_http_prom.h"
 #include "rp_log.h"
 
 /* A scrape is small and fast: a slow or idle client is cut off. */
@@ -176,8 +177,14 @@ rp_http *rp_http_new(struct event_base *base, const char *listen, rp_metrics *me
 
 const char *rp_http_bound(const rp_http *h) { return h->bound; }
 
+void rp_http_stop(rp_http *h) {
+    if (h == NULL || h->http == NULL) return;
+    evhttp_free(h->http);
+    h->http = NULL;
+}
+
 void rp_http_free(rp_http *h) {
     if (h == NULL) return;
-    evhttp_free(h->http);
+    rp_http_stop(h);
     free(h);
 }

@@ -1,5 +1,5 @@
 /*
- * healthcheck.h - reaperd --healthcheck: asks a running reaperd's /healthz,
+ * rp_http_check.h - reaperd --healthcheck, the HTTP client side: asks a running reaperd's /healthz,
  * found where the configuration in force puts it (http.listen), so that a
  * container's HEALTHCHECK follows the configuration rather than a port
  * written into the image.
@@ -7,8 +7,8 @@
  * A one-shot command, not part of the loop: it blocks, for at most the
  * timeout given.
  */
-#ifndef RP_HEALTHCHECK_H
-#define RP_HEALTHCHECK_H
+#ifndef RP_HTTP_CHECK_H
+#define RP_HTTP_CHECK_H
 
 #include <stddef.h>
 

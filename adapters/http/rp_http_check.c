@@ -1,7 +1,7 @@
 /*
- * healthcheck.c - reaperd --healthcheck (healthcheck.h).
+ * rp_http_check.c - reaperd --healthcheck (rp_http_check.h).
  */
-#include "healthcheck.h"
+#include "rp_http_check.h"
 
 #include <errno.h>
 #include <fcntl.h>
