@@ -17,19 +17,25 @@ struct rp_amqp_feed {
 
 typedef struct rp_feed_item {
     rp_amqp_feed *f;
+    int64_t seq;
     rp_proto_event_msg msg;
 } rp_feed_item;
 
 typedef struct rp_feed_sent {
-    rp_metrics *metrics;
+    rp_amqp_feed *f;
+    int64_t seq;
     char id[RP_PROTO_EVENT_ID_MAX];
 } rp_feed_sent;
 
 static void rp_feed_settled(void *arg, rp_publish_outcome outcome) {
     rp_feed_sent *sent = arg;
-    if (outcome == RP_PUBLISH_CONFIRMED) rp_metrics_feed_published(sent->metrics);
-    if (outcome != RP_PUBLISH_CONFIRMED) {
-        rp_metrics_feed_publish_failed(sent->metrics);
+    rp_amqp_feed *f = sent->f;
+    if (outcome == RP_PUBLISH_CONFIRMED) rp_metrics_feed_published(f->metrics);
+    if (f->hooks.on_settled) {
+        if (outcome != RP_PUBLISH_CONFIRMED) rp_metrics_feed_publish_failed(f->metrics);
+        f->hooks.on_settled(f->hooks.ctx, sent->seq, outcome);
+    } else if (outcome != RP_PUBLISH_CONFIRMED) {
+        rp_metrics_feed_publish_failed(f->metrics);
         RP_WARN("ledger event not published to the events exchange (it stays on the ledger)",
                 "event", sent->id, "outcome", rp_publish_outcome_string(outcome), NULL);
     }
@@ -56,7 +62,8 @@ static void rp_feed_on_loop(void *job, bool cancelled) {
         props.app_id = amqp_cstring_bytes("reaperd");
         rp_feed_sent *id = malloc(sizeof *id);
         if (id) {
-            id->metrics = f->metrics;
+            id->f = f;
+            id->seq = it->seq;
             snprintf(id->id, sizeof id->id, "%s", it->msg.message_id);
         }
         rp_publish pub = {
@@ -74,7 +81,10 @@ static void rp_feed_on_loop(void *job, bool cancelled) {
             rp_metrics_feed_publish_failed(f->metrics);
             RP_WARN("out of memory: a ledger event was not published", "event",
                     it->msg.message_id, NULL);
+            if (f->hooks.on_settled) f->hooks.on_settled(f->hooks.ctx, it->seq, RP_PUBLISH_DROPPED);
         }
+    } else if (f->hooks.on_settled) {
+        f->hooks.on_settled(f->hooks.ctx, it->seq, RP_PUBLISH_DROPPED);
     } else {
         RP_WARN("ledger event not published to the events exchange (it stays on the ledger)",
                 "event", it->msg.message_id, "outcome", "stopping", NULL);
@@ -92,6 +102,7 @@ static rp_status rp_feed_publish(void *self, const rp_ledger_event *ev) {
         return RP_ERR_NOMEM;
     }
     it->f = f;
+    it->seq = ev->seq;
     /* Metrics: every committed ledger event passes here; a gate answer's
      * event carries no verdict. */
     const rp_verdict *v = ev->verdict;

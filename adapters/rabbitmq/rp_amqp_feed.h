@@ -46,6 +46,11 @@ typedef struct rp_amqp_feed_hooks {
     /* Loop: an event reached the loop (a gate or sighting may have
      * changed). May be NULL. */
     void (*on_loop)(void *ctx);
+    /* Loop: what became of one event (its ledger seq), once it is settled
+     * (or not handed to a publisher: RP_PUBLISH_DROPPED). When set, the
+     * feed logs nothing per event: the caller says it once (reaperd
+     * --once). May be NULL. */
+    void (*on_settled)(void *ctx, int64_t seq, rp_publish_outcome outcome);
     void *ctx;
 } rp_amqp_feed_hooks;
 

@@ -38,6 +38,7 @@ struct rp_amqp_session {
     uint16_t replay_channel;
     unsigned generation; /* grows at every (re)connect: stale tags */
     bool up;
+    bool quiet;
 };
 
 static const char *const rp_ack_result_names[RP_AMQP_ACK_COUNT_] = {
@@ -66,6 +67,7 @@ static bool rp_session_setup(void *arg, amqp_connection_state_t c, char *err, si
     amqp_exchange_declare(c, 1, amqp_cstring_bytes(s->events_exchange),
                           amqp_cstring_bytes("topic"), 0, 1, 0, 0, amqp_empty_table);
     if (!rp_rpc_ok(c, "declaring the events exchange", err, n)) return false;
+    if (s->control_queue == NULL) return rp_amqp_publisher_setup(c, err, n);
     amqp_queue_declare(c, 1, amqp_cstring_bytes(s->control_queue), 0, 1, 0, 0, amqp_empty_table);
     if (!rp_rpc_ok(c, "declaring the control queue", err, n)) return false;
     amqp_basic_qos(c, 1, 0, s->control_prefetch, 0);
@@ -94,7 +96,7 @@ static bool rp_session_setup(void *arg, amqp_connection_state_t c, char *err, si
     }
     amqp_bytes_free(name);
     return ok && rp_amqp_publisher_setup(c, err, n) &&
-           rp_amqp_publisher_setup_on(c, s->replay_channel, err, n);
+           (s->replay_channel == 0 || rp_amqp_publisher_setup_on(c, s->replay_channel, err, n));
 }
 
 static bool rp_tag_is(amqp_bytes_t tag, const char *want) {
@@ -125,7 +127,7 @@ static void rp_session_on_message(void *arg, const rp_amqp_message *msg) {
 static void rp_session_on_frame(void *arg, const amqp_frame_t *f) {
     rp_amqp_session *s = arg;
     if (rp_amqp_publisher_frame(s->publisher, f)) return;
-    if (rp_amqp_publisher_frame(s->replay_publisher, f)) return;
+    if (s->replay_publisher && rp_amqp_publisher_frame(s->replay_publisher, f)) return;
     rp_status st = RP_OK;
     if (rp_amqp_assembler_frame(&s->assembler, f, &st)) {
         if (st != RP_OK) rp_amqp_conn_fail(s->conn, "a delivery arrived out of order");
@@ -149,7 +151,7 @@ static void rp_session_on_frame(void *arg, const amqp_frame_t *f) {
  * channel rebuilds the connection. */
 static bool rp_session_on_channel_close(void *arg, uint16_t channel, const char *why) {
     rp_amqp_session *s = arg;
-    if (channel != s->replay_channel) return false;
+    if (s->replay_publisher == NULL || channel != s->replay_channel) return false;
     RP_WARN("the broker refused a replay and closed the replay channel; opening it again",
             "reason", why, NULL);
     return rp_amqp_publisher_channel_closed(s->replay_publisher, channel, why);
@@ -162,9 +164,12 @@ static void rp_session_on_state(void *arg, rp_amqp_state state, const char *why)
         s->up = true;
         s->generation++;
         if (s->hooks.on_up) s->hooks.on_up(s->hooks.arg, s->generation);
-        RP_INFO("broker connected", "broker", why, "control_queue", s->control_queue, NULL);
+        if (s->quiet)
+            RP_DEBUG("broker connected", "broker", why, NULL);
+        else
+            RP_INFO("broker connected", "broker", why, "control_queue", s->control_queue, NULL);
         rp_amqp_publisher_on_up(s->publisher);
-        rp_amqp_publisher_on_up(s->replay_publisher);
+        if (s->replay_publisher) rp_amqp_publisher_on_up(s->replay_publisher);
         if (s->hooks.on_ready) s->hooks.on_ready(s->hooks.arg);
         break;
     case RP_AMQP_DOWN: {
@@ -172,12 +177,16 @@ static void rp_session_on_state(void *arg, rp_amqp_state state, const char *why)
         if (was_up) {
             rp_amqp_assembler_reset(&s->assembler);
             rp_amqp_publisher_on_down(s->publisher);
-            rp_amqp_publisher_on_down(s->replay_publisher);
+            if (s->replay_publisher) rp_amqp_publisher_on_down(s->replay_publisher);
         }
         s->up = false;
-        if (s->hooks.on_down) s->hooks.on_down(s->hooks.arg, was_up);
-        RP_WARN("broker unreachable; retrying", "broker", rp_amqp_conn_peer(s->conn), "reason",
-                why, NULL);
+        if (s->hooks.on_down) s->hooks.on_down(s->hooks.arg, was_up, why);
+        if (s->quiet)
+            RP_DEBUG("broker unreachable; retrying", "broker", rp_amqp_conn_peer(s->conn),
+                     "reason", why, NULL);
+        else
+            RP_WARN("broker unreachable; retrying", "broker", rp_amqp_conn_peer(s->conn),
+                    "reason", why, NULL);
         break;
     }
     case RP_AMQP_CONNECTING:
@@ -196,10 +205,11 @@ rp_amqp_session *rp_amqp_session_new(struct event_base *base, const rp_amqp_sess
     if (hooks != NULL) s->hooks = *hooks;
     s->control_prefetch = p->control_prefetch;
     s->replay_channel = p->replay_channel;
+    s->quiet = p->quiet;
     s->events_exchange = strdup(p->events_exchange);
-    s->control_queue = strdup(p->control_queue);
+    s->control_queue = p->control_queue ? strdup(p->control_queue) : NULL;
     rp_amqp_assembler_init(&s->assembler, p->body_limit, rp_session_on_message, s);
-    if (s->events_exchange == NULL || s->control_queue == NULL) {
+    if (s->events_exchange == NULL || (p->control_queue != NULL && s->control_queue == NULL)) {
         rp_amqp_session_free(s);
         return NULL;
     }
@@ -216,8 +226,9 @@ rp_amqp_session *rp_amqp_session_new(struct event_base *base, const rp_amqp_sess
         return NULL;
     }
     s->publisher = rp_amqp_publisher_new(s->conn);
-    s->replay_publisher = rp_amqp_publisher_new_on(s->conn, p->replay_channel);
-    if (s->publisher == NULL || s->replay_publisher == NULL) {
+    if (p->replay_channel != 0)
+        s->replay_publisher = rp_amqp_publisher_new_on(s->conn, p->replay_channel);
+    if (s->publisher == NULL || (p->replay_channel != 0 && s->replay_publisher == NULL)) {
         *err = "out of memory";
         rp_amqp_session_free(s);
         return NULL;

@@ -60,10 +60,16 @@
 typedef struct rp_amqp_session_params {
     const rp_amqp_params *amqp;  /* the connection (copied) */
     const char *events_exchange; /* broker.events_exchange */
-    const char *control_queue;   /* broker.control_queue */
+    /* broker.control_queue. NULL: a publishing session (reaperd --once's
+     * feed), which declares the events exchange and its publish channel
+     * and consumes nothing. */
+    const char *control_queue;
     uint16_t control_prefetch;   /* unacked control requests at most */
-    uint16_t replay_channel;     /* the replays' confirm channel (not 1) */
+    uint16_t replay_channel;     /* the replays' confirm channel (not 1); 0: none */
     size_t body_limit;           /* the largest delivery body kept whole */
+    /* The connection's ups and downs are logged at debug level only
+     * (reaperd --once says what became of its feed once, at the end). */
+    bool quiet;
 } rp_amqp_session_params;
 
 typedef struct rp_amqp_session_hooks {
@@ -76,9 +82,9 @@ typedef struct rp_amqp_session_hooks {
     void (*on_up)(void *arg, unsigned generation);
     /* Loop: after "broker connected" and the publishers resumed. */
     void (*on_ready)(void *arg);
-    /* Loop: the connection is down (was_up: it had come up), before
-     * "broker unreachable" is logged. */
-    void (*on_down)(void *arg, bool was_up);
+    /* Loop: the connection is down (was_up: it had come up; why: a short
+     * reason without secrets), before "broker unreachable" is logged. */
+    void (*on_down)(void *arg, bool was_up, const char *why);
     void *arg;
 } rp_amqp_session_hooks;
 
@@ -100,7 +106,8 @@ rp_status rp_amqp_session_on(rp_amqp_session *s, const char *tag, rp_amqp_sessio
                              void *arg) RP_MUSTCHECK;
 /* Begins connecting (then keeps reconnecting until stopped). */
 rp_status rp_amqp_session_start(rp_amqp_session *s) RP_MUSTCHECK;
-/* The publishers (borrowed; NULL when s is NULL). */
+/* The publishers (borrowed; NULL when s is NULL, and the replay one when
+ * the session has no replay channel). */
 rp_amqp_publisher *rp_amqp_session_publisher(const rp_amqp_session *s);
 rp_amqp_publisher *rp_amqp_session_replay_publisher(const rp_amqp_session *s);
 /* "host:port vhost V" for logs. */

@@ -328,8 +328,9 @@ static void rp_session_on_ready(void *arg) {
     rp_tap_bindings_soon(d);
 }
 
-static void rp_session_on_down(void *arg, bool was_up) {
+static void rp_session_on_down(void *arg, bool was_up, const char *why) {
     rp_daemon *d = arg;
+    RP_UNUSED(why);
     if (was_up && d->events) rp_events_on_down(d->events);
     d->broker_up = false;
 }
