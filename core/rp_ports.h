@@ -379,11 +379,11 @@ typedef struct rp_publisher_port {
     /* Publishes one committed ledger event (ev and what it points to are
      * borrowed for the call: an adapter copies or encodes what it keeps).
      * An adapter may accept the event and settle it later (the daemon's
-     * feed confirms on the loop; --once's blocking publisher at its flush):
+     * feed confirms on the loop, --once's waits for them at its end):
      * RP_OK then means accepted, and the adapter reports what it finally
      * failed to publish itself. A failure loses nothing from the ledger,
      * which stays the record. Called on the thread that committed (the
-     * store thread, or --once's main thread). */
+     * store thread, --once's too). */
     rp_status (*publish)(void *self, const rp_ledger_event *ev);
 } rp_publisher_port;
 

@@ -1,9 +1,8 @@
 /*
  * A committed ledger event as a message of the events exchange (SCHEMA.md
- * section 7): routing key, message id, type, timestamp and body. Shared by
- * the daemon's feed (cmd/reaperd/feed.c) and --once's blocking publisher
- * (adapters/rabbitmq/rp_amqp_blocking_publisher.c), so that both publish
- * the same message for the same event.
+ * section 7): routing key, message id, type, timestamp and body. Built for
+ * the events feed (adapters/rabbitmq/rp_amqp_feed.c), which the daemon and
+ * --once share, so that both publish the same message for the same event.
  *
  * Ownership: the event is borrowed; the message's body is the caller's
  * (rp_proto_event_msg_cleanup).

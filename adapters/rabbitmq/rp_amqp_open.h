@@ -1,8 +1,8 @@
 /*
  * rp_amqp_open.h - the one blocking, bounded AMQP connect and login that
  * every connection of reaper goes through: the daemon's (on its connect
- * thread, rp_amqp_conn.h), the backfill's peek (rp_amqp_peek.h), the
- * --once feed (rp_amqp_blocking_publisher.h) and reaperctl. TCP or TLS as
+ * thread, rp_amqp_conn.h, which --once's feed uses too), the backfill's
+ * peek (rp_amqp_peek.h) and reaperctl. TCP or TLS as
  * the URL's scheme says (amqp:// or amqps://); with TLS, broker.tls.*: the
  * CA file, an optional client certificate and key, and peer verification
  * (the certificate chain and the host name) unless verify_peer is false.

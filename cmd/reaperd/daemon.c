@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "daemon_internal.h"
+#include "events_parse.h"
 #include "rp_pg_listen.h"
 #include "replay.h"
 #include "rp_clock.h"
@@ -35,6 +36,18 @@
 #include "version.h"
 
 #define RP_STORE_CHECK_MS 2000
+#define RP_HEARTBEAT_SECONDS 10
+/* The largest delivery body kept on the session's connection: a control
+ * request is at most 64 KiB (proto/SCHEMA.md; a longer one is kept only to
+ * say it is too large, truncated at the limit), broker events are small.
+ * The tap has a connection of its own (tap.h), which keeps a dead letter
+ * whole up to what the store keeps. */
+#define RP_DELIVERY_BODY_LIMIT 65536
+#define RP_CONTROL_PREFETCH 16
+/* Replays publish on a confirm-mode channel of their own: a stored message
+ * the broker refuses with a channel error (406) closes only this channel,
+ * never the control, events or tap channel (replay.c). */
+#define RP_REPLAY_CHANNEL 4
 
 /* ---- the store thread ---------------------------------------------------- */
 
@@ -274,6 +287,145 @@ static void rp_on_deadline(evutil_socket_t fd, short what, void *arg) {
     rp_submit_pass(d, RP_PASS_LEASES);
 }
 
+/* ---- the broker session's wiring ------------------------------------------ */
+
+/* The AMQP parameters of the session and the tap, from the configuration
+ * reaperd started with (broker.* needs a restart). */
+static void rp_daemon_amqp_params(const rp_config *cfg, const char *password, rp_amqp_params *ap) {
+    *ap = (rp_amqp_params){
+        .url = cfg->broker.url,
+        .password = password,
+        .heartbeat_seconds = RP_HEARTBEAT_SECONDS,
+        .connect_timeout_ms = 5000,
+        .connection_name = "reaperd",
+        .ca_file = cfg->broker.tls.ca_file,
+        .cert_file = cfg->broker.tls.cert_file,
+        .key_file = cfg->broker.tls.key_file,
+        .verify_peer = cfg->broker.tls.verify_peer,
+    };
+}
+
+/* Session hooks (loop thread). Stopping: no new delivery is taken. */
+static bool rp_session_accepting(void *arg) {
+    return !__atomic_load_n(&((rp_daemon *)arg)->stopping, __ATOMIC_ACQUIRE);
+}
+
+static void rp_session_on_up(void *arg, unsigned generation) {
+    rp_daemon *d = arg;
+    d->broker_up = true;
+    d->broker_generation = generation;
+    rp_metrics_connected(&d->metrics, RP_METRICS_BROKER);
+}
+
+static void rp_session_on_ready(void *arg) {
+    rp_daemon *d = arg;
+    if (d->events) rp_events_on_up(d->events); /* events are not replayed: list again */
+    rp_tap_bindings_soon(d);
+}
+
+static void rp_session_on_down(void *arg, bool was_up, const char *why) {
+    rp_daemon *d = arg;
+    RP_UNUSED(why);
+    if (was_up && d->events) rp_events_on_down(d->events);
+    d->broker_up = false;
+}
+
+/* The control queue's deliveries. */
+static void rp_on_control_delivery(void *arg, const rp_amqp_message *msg) {
+    rp_control_on_message(arg, msg);
+}
+
+/* A delivery on the event queue that amq.rabbitmq.event did not route
+ * (published straight into the queue through the default exchange, say):
+ * not acted on, not even for the event lag; counted, and said once. The
+ * event consumer is no-ack, so there is nothing to settle. */
+static void rp_event_refused(rp_daemon *d, const rp_amqp_message *msg) {
+    uint64_t n = rp_metrics_event_refused(&d->metrics);
+    char ex[64];
+    snprintf(ex, sizeof ex, "%.*s", (int)(msg->exchange.len < 48 ? msg->exchange.len : 48),
+             msg->exchange.len ? (const char *)msg->exchange.bytes : "");
+    if (n == 1)
+        RP_WARN("a delivery on the broker-event queue did not come from amq.rabbitmq.event "
+                "(published straight into the queue?): refused and not acted on; later ones "
+                "are only counted (reaper_broker_events_refused_total)",
+                "exchange", ex, NULL);
+    else
+        RP_DEBUG("broker event refused: not from amq.rabbitmq.event", "exchange", ex, NULL);
+}
+
+/* The broker-event queue's deliveries. */
+static void rp_on_event_delivery(void *arg, const rp_amqp_message *msg) {
+    rp_daemon *d = arg;
+    if (!rp_broker_event_from_broker(msg->exchange)) {
+        rp_event_refused(d, msg);
+        return;
+    }
+    rp_observe_event(d, msg);
+    if (d->events) rp_events_on_message(d->events, msg);
+}
+
+void rp_broker_ack(rp_daemon *d, unsigned generation, uint64_t tag) {
+    (void)rp_amqp_session_ack(d->session, generation, tag);
+}
+
+/* Feed hooks: the store thread posts to the loop through the worker. */
+static rp_status rp_feed_post(void *ctx, rp_amqp_feed_loop_fn fn, void *job) {
+    return rp_worker_post(((rp_daemon *)ctx)->store, fn, job);
+}
+
+static rp_amqp_publisher *rp_feed_publisher(void *ctx) { return ((rp_daemon *)ctx)->publisher; }
+
+static void rp_feed_on_loop(void *ctx) {
+    rp_observe_gauges_soon(ctx); /* a gate or sighting may have changed */
+}
+
+void rp_feed_port(rp_daemon *d, rp_publisher_port *out) { rp_amqp_feed_port(d->feed, out); }
+
+/* The session: its consumers' handlers, the tap's connection with the same
+ * parameters, then connecting. */
+static rp_status rp_daemon_broker_start(rp_daemon *d, const char *password) {
+    const rp_config *cfg = d->cfg;
+    rp_amqp_params ap;
+    rp_daemon_amqp_params(cfg, password, &ap);
+    rp_amqp_session_params sp = {
+        .amqp = &ap,
+        .events_exchange = cfg->broker.events_exchange,
+        .control_queue = cfg->broker.control_queue,
+        .control_prefetch = RP_CONTROL_PREFETCH,
+        .replay_channel = RP_REPLAY_CHANNEL,
+        .body_limit = RP_DELIVERY_BODY_LIMIT,
+    };
+    rp_amqp_session_hooks sh = {
+        .accepting = rp_session_accepting,
+        .on_up = rp_session_on_up,
+        .on_ready = rp_session_on_ready,
+        .on_down = rp_session_on_down,
+        .arg = d,
+    };
+    const char *err = NULL;
+    d->session = rp_amqp_session_new(d->base, &sp, &sh, &err);
+    if (d->session == NULL) {
+        RP_ERROR("cannot use the broker URL", "key", "broker.url", "reason", err, NULL);
+        return RP_ERR_CONFIG;
+    }
+    d->publisher = rp_amqp_session_publisher(d->session);
+    d->replay_publisher = rp_amqp_session_replay_publisher(d->session);
+    if (rp_amqp_session_on(d->session, RP_AMQP_SESSION_CONTROL_TAG, rp_on_control_delivery, d) !=
+            RP_OK ||
+        rp_amqp_session_on(d->session, RP_AMQP_SESSION_EVENTS_TAG, rp_on_event_delivery, d) !=
+            RP_OK)
+        return RP_ERR_NOMEM;
+    if (d->tap != NULL && rp_tap_connect(d->tap, &ap) != RP_OK) {
+        RP_ERROR("cannot start the tap's broker connection", NULL);
+        return RP_ERR_INTERNAL;
+    }
+    if (rp_amqp_session_start(d->session) != RP_OK) {
+        RP_ERROR("cannot start the broker connection", NULL);
+        return RP_ERR_INTERNAL;
+    }
+    return RP_OK;
+}
+
 /* ---- the run ---------------------------------------------------------------- */
 
 /* The daemon's tap's bindings, soon (tap.h): for broker.c and events.c. */
@@ -309,6 +461,17 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     }
     /* Every committed ledger event (gate answers included) also goes to
      * the events exchange. */
+    rp_amqp_feed_hooks fh = {.post = rp_feed_post,
+                             .publisher = rp_feed_publisher,
+                             .on_loop = rp_feed_on_loop,
+                             .ctx = d};
+    rp_encoding enc =
+        cfg->broker.events_format == RP_EVENTS_FORMAT_JSON ? RP_ENC_JSON : RP_ENC_MSGPACK;
+    d->feed = rp_amqp_feed_new(cfg->broker.events_exchange, enc, &d->metrics, &fh);
+    if (d->feed == NULL) {
+        RP_ERROR("out of memory", NULL);
+        return RP_ERR_NOMEM;
+    }
     rp_publisher_port feed;
     rp_feed_port(d, &feed);
     rp_pass_runner_set_publisher(&d->runner, &feed);
@@ -365,7 +528,7 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
     }
-    if (rp_broker_start(d, broker_password) != RP_OK) return RP_ERR_INTERNAL;
+    if (rp_daemon_broker_start(d, broker_password) != RP_OK) return RP_ERR_INTERNAL;
     rp_pg_listen_hooks lh = {.on_deadline = rp_on_lease_deadline,
                              .on_up = rp_on_lease_listen_up,
                              .arg = d};
@@ -385,10 +548,42 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     }
     char interval[24];
     snprintf(interval, sizeof interval, "%" PRId64, cfg->reap.interval_seconds);
-    RP_INFO("reaperd started", "version", RP_VERSION_STRING, "broker", rp_amqp_conn_peer(d->amqp),
+    RP_INFO("reaperd started", "version", RP_VERSION_STRING, "broker", rp_amqp_session_peer(d->session),
             "store_schema", cfg->store.schema, "sweep", cfg->reap.enabled ? "on" : "off (lease reap only)",
             "interval_seconds", interval, NULL);
     return RP_OK;
+}
+
+/* The stop order, in one place. The store thread ends the pass in flight
+ * at the next row and is joined; the bridge is closed first so that no
+ * call waits on a loop that no longer turns. Every part tolerates never
+ * having been made (a start that failed half way). */
+static void rp_daemon_stop(rp_daemon *d) {
+    if (d->mgmt) rp_mgmt_bridge_close(d->mgmt);
+    rp_events_stop(d->events); /* before the store thread: its publishes go through it */
+    rp_tap_stop(d->tap); /* before the store thread: the tap's events post through it */
+    if (d->store) rp_worker_free(d->store);
+    rp_events_free(d->events); /* after: the sweep's broker port points at it */
+    /* The session's publishers first (their pending callbacks may still
+     * use the daemon), then its connection. */
+    rp_amqp_session_free(d->session);
+    d->session = NULL;
+    d->publisher = NULL;
+    d->replay_publisher = NULL;
+    rp_tap_free(d->tap);
+    rp_pass_runner_cleanup(&d->runner);
+    /* After the store thread, the tap and the runners: nothing calls the
+     * feed's port or runs a post it made. */
+    rp_amqp_feed_free(d->feed);
+    rp_replay_cleanup(d);
+    rp_mgmt_bridge_free(d->mgmt);
+    rp_http_free(d->http);
+    rp_signals_cleanup(d);
+    if (d->sweep_ev) event_free(d->sweep_ev);
+    rp_pg_listen_free(d->lease_listen);
+    if (d->deadline_ev) event_free(d->deadline_ev);
+    if (d->gauges_ev) event_free(d->gauges_ev);
+    event_base_free(d->base);
 }
 
 int rp_daemon_run(const rp_config *cfg, const char *broker_password) {
@@ -406,26 +601,7 @@ int rp_daemon_run(const rp_config *cfg, const char *broker_password) {
         event_base_dispatch(d.base);
         d.exit_code = 0;
     }
-    /* The store thread ends the pass in flight at the next row and is
-     * joined; the bridge is closed first so that no call waits on a loop
-     * that no longer turns. */
-    if (d.mgmt) rp_mgmt_bridge_close(d.mgmt);
-    rp_events_stop(d.events); /* before the store thread: its publishes go through it */
-    rp_tap_stop(d.tap); /* before the store thread: the tap's events post through it */
-    if (d.store) rp_worker_free(d.store);
-    rp_events_free(d.events); /* after: the sweep's broker port points at it */
-    rp_broker_stop(&d);
-    rp_tap_free(d.tap);
-    rp_pass_runner_cleanup(&d.runner);
-    rp_replay_cleanup(&d);
-    rp_mgmt_bridge_free(d.mgmt);
-    rp_http_free(d.http);
-    rp_signals_cleanup(&d);
-    if (d.sweep_ev) event_free(d.sweep_ev);
-    rp_pg_listen_free(d.lease_listen);
-    if (d.deadline_ev) event_free(d.deadline_ev);
-    if (d.gauges_ev) event_free(d.gauges_ev);
-    event_base_free(d.base);
+    rp_daemon_stop(&d);
     if (d.exit_code == 0) RP_INFO("reaperd stopped", NULL);
     return d.exit_code;
 }

@@ -1,7 +1,7 @@
 /*
- * daemon_internal.h - the daemon's state, shared by daemon.c (the loop,
- * passes, signals), broker.c (the AMQP connection, declarations,
- * deliveries) and control.c (the control protocol). Not for other files.
+ * daemon_internal.h - the daemon's state, shared by daemon.c (the
+ * composition root: the loop, passes, the broker session's wiring) and the
+ * parts still in cmd/reaperd that read it. Not for other files.
  *
  * Threads: fields marked "store thread" are touched only there; all others
  * only on the loop thread.
@@ -18,21 +18,14 @@
 #include "rp_metrics.h"
 #include "pass_runner.h"
 #include "rp_mgmt_bridge.h"
-#include "rp_amqp_conn.h"
+#include "rp_amqp_feed.h"
 #include "rp_amqp_msg.h"
 #include "rp_amqp_publisher.h"
+#include "rp_amqp_session.h"
 #include "rp_config.h"
 #include "rp_redelivery.h"
 #include "tap.h"
 #include "worker.h"
-
-#define RP_CONTROL_CONSUMER_TAG "reaper.control"
-#define RP_EVENTS_CONSUMER_TAG "reaper.events"
-#define RP_CONTROL_PREFETCH 16
-/* Replays publish on a confirm-mode channel of their own: a stored message
- * the broker refuses with a channel error (406) closes only this channel,
- * never the control, events or tap channel (replay.c). */
-#define RP_REPLAY_CHANNEL 4
 
 typedef struct rp_cfg_snapshot rp_cfg_snapshot;
 
@@ -60,11 +53,14 @@ typedef struct rp_daemon {
     uint64_t deadline_rearms; /* times a notification brought the timer forward */
     rp_worker *store;
 
-    /* The broker (loop thread). */
-    rp_amqp_conn *amqp;
-    rp_amqp_assembler assembler;
+    /* The broker (loop thread): the AMQP session (rp_amqp_session.h) and
+     * the events feed's publisher port (rp_amqp_feed.h). publisher,
+     * replay_publisher (on RP_REPLAY_CHANNEL), broker_generation and
+     * broker_up are the session's, lent and kept current by daemon.c. */
+    rp_amqp_session *session;
+    rp_amqp_feed *feed;
     rp_amqp_publisher *publisher;
-    rp_amqp_publisher *replay_publisher; /* on RP_REPLAY_CHANNEL */
+    rp_amqp_publisher *replay_publisher;
     unsigned broker_generation; /* grows at every (re)connect: stale tags */
     bool broker_up;
     /* The management API: HTTP on the loop, called from the store thread
@@ -111,17 +107,16 @@ typedef struct rp_daemon {
     bool gauges_queued; /* a recount waits on the store thread */
 } rp_daemon;
 
-/* broker.c */
-rp_status rp_broker_start(rp_daemon *d, const char *password) RP_MUSTCHECK;
-void rp_broker_stop(rp_daemon *d);
-/* Acks one delivery of the current connection generation (a tag from an
- * older connection is dropped: the broker redelivers that message). */
+/* daemon.c: acks one delivery of the current connection generation (a tag
+ * from an older connection is dropped: the broker redelivers that
+ * message; rp_amqp_session_ack). */
 void rp_broker_ack(rp_daemon *d, unsigned generation, uint64_t tag);
 
 /* control.c */
 void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg);
 
-/* feed.c: the publisher port (store thread) feeding the events exchange. */
+/* daemon.c: the publisher port (store thread) feeding the events exchange
+ * (rp_amqp_feed.h). */
 void rp_feed_port(rp_daemon *d, rp_publisher_port *out);
 
 /* signals.c: SIGHUP reload, the bounded stop on SIGTERM/SIGINT. */

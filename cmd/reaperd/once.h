@@ -7,7 +7,8 @@
  * cfg and password.
  *
  * Every ledger event the pass commits is also published to
- * broker.events_exchange (rp_amqp_blocking_publisher.h; none in a dry run).
+ * broker.events_exchange (rp_amqp_feed.h over a publish-only
+ * rp_amqp_session; none in a dry run).
  * Events the broker did not take are a note in the report and a warning,
  * and do not make the exit code 1: the ledger has them.
  */

@@ -39,8 +39,8 @@
  * queues are not read (basic.get does not apply to them): their depth is
  * reported unread.
  *
- * Threads: the thread that runs the pass (the store thread, or --once's
- * main thread). Ownership: borrows the store and the broker port (both
+ * Threads: the thread that runs the pass (the store thread, the daemon's
+ * and --once's). Ownership: borrows the store and the broker port (both
  * must outlive it); copies the AMQP parameters.
  */
 #ifndef RP_PEEK_PORT_H

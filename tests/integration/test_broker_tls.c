@@ -7,7 +7,7 @@
  *     control request answered through it;
  *   - reaperctl's (cmd/reaperctl/client.c): `status` exits 0;
  *   - `reaperd --once`: the backfill's peek (rp_amqp_peek) parks a dead
- *     letter read over TLS, and the feed (rp_amqp_blocking_publisher)
+ *     letter read over TLS, and the feed (rp_amqp_feed)
  *     publishes its event over TLS;
  *   - the wrong trust anchor (a CA that signed nothing here) is refused by
  *     each, with a reason that says so: the daemon stays up with /readyz

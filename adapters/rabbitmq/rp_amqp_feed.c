@@ -1,46 +1,41 @@
-/*
- * The events feed (issue: reaps as events): every ledger event reaper
- * commits is also published, after the commit, to broker.events_exchange
- * (topic) with publisher confirms. The message (routing key
- * <source>.<condition>.<action> or gate.<kind>.<outcome> in lower case,
- * message_id ledger-<seq>, the ledger payload as the body, msgpack or JSON
- * as broker.events_format says, with the content_type to match) is built by
- * rp_proto_encode_event (SCHEMA.md section 7). broker.events_format needs a
- * restart, so the store thread reads it from boot_cfg.
- *
- * The publisher port is called on the store thread, right after a commit
- * (a pass's verdicts, a park, and every gate answer through
- * rp_gate_feed_wrap); it encodes there and posts the publish to the loop,
- * which alone touches AMQP. A publish waiting for the broker is retried
- * across reconnects (rp_amqp_publisher retry) and never blocks the loop or
- * the pass; past the publisher's bounded queue it is DROPPED and logged
- * here with its message id. The ledger row is the record either way.
- */
+/* The events feed's publisher port (rp_amqp_feed.h). */
+#include "rp_amqp_feed.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon_internal.h"
 #include "rp_log.h"
-#include "rp_proto.h"
+
+struct rp_amqp_feed {
+    char *exchange;
+    rp_encoding enc;
+    rp_metrics *metrics;
+    rp_amqp_feed_hooks hooks;
+};
 
 typedef struct rp_feed_item {
-    rp_daemon *d;
-    rp_encoding enc; /* the body's encoding (broker.events_format) */
+    rp_amqp_feed *f;
+    int64_t seq;
     rp_proto_event_msg msg;
 } rp_feed_item;
 
 typedef struct rp_feed_sent {
-    rp_daemon *d;
+    rp_amqp_feed *f;
+    int64_t seq;
     char id[RP_PROTO_EVENT_ID_MAX];
 } rp_feed_sent;
 
 static void rp_feed_settled(void *arg, rp_publish_outcome outcome) {
     rp_feed_sent *sent = arg;
-    if (outcome == RP_PUBLISH_CONFIRMED) rp_metrics_feed_published(&sent->d->metrics);
-    if (outcome != RP_PUBLISH_CONFIRMED) {
-        rp_metrics_feed_publish_failed(&sent->d->metrics);
+    rp_amqp_feed *f = sent->f;
+    if (outcome == RP_PUBLISH_CONFIRMED) rp_metrics_feed_published(f->metrics);
+    if (f->hooks.on_settled) {
+        if (outcome != RP_PUBLISH_CONFIRMED) rp_metrics_feed_publish_failed(f->metrics);
+        f->hooks.on_settled(f->hooks.ctx, sent->seq, outcome);
+    } else if (outcome != RP_PUBLISH_CONFIRMED) {
+        rp_metrics_feed_publish_failed(f->metrics);
         RP_WARN("ledger event not published to the events exchange (it stays on the ledger)",
                 "event", sent->id, "outcome", rp_publish_outcome_string(outcome), NULL);
     }
@@ -50,15 +45,16 @@ static void rp_feed_settled(void *arg, rp_publish_outcome outcome) {
 /* Loop thread: hand the encoded event to the publisher. */
 static void rp_feed_on_loop(void *job, bool cancelled) {
     rp_feed_item *it = job;
-    rp_daemon *d = it->d;
-    if (!cancelled) rp_observe_gauges_soon(d); /* a gate or sighting may have changed */
-    if (!cancelled && d->publisher != NULL) {
+    rp_amqp_feed *f = it->f;
+    if (!cancelled && f->hooks.on_loop) f->hooks.on_loop(f->hooks.ctx);
+    rp_amqp_publisher *publisher = cancelled ? NULL : f->hooks.publisher(f->hooks.ctx);
+    if (publisher != NULL) {
         amqp_basic_properties_t props;
         memset(&props, 0, sizeof props);
         props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
                        AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TIMESTAMP_FLAG |
                        AMQP_BASIC_TYPE_FLAG | AMQP_BASIC_APP_ID_FLAG;
-        props.content_type = amqp_cstring_bytes(rp_encoding_content_type(it->enc));
+        props.content_type = amqp_cstring_bytes(rp_encoding_content_type(f->enc));
         props.delivery_mode = 2; /* persistent */
         props.message_id = amqp_cstring_bytes(it->msg.message_id);
         props.timestamp = (uint64_t)it->msg.timestamp;
@@ -66,11 +62,12 @@ static void rp_feed_on_loop(void *job, bool cancelled) {
         props.app_id = amqp_cstring_bytes("reaperd");
         rp_feed_sent *id = malloc(sizeof *id);
         if (id) {
-            id->d = d;
+            id->f = f;
+            id->seq = it->seq;
             snprintf(id->id, sizeof id->id, "%s", it->msg.message_id);
         }
         rp_publish pub = {
-            .exchange = d->cfg->broker.events_exchange,
+            .exchange = f->exchange,
             .routing_key = it->msg.routing_key,
             .props = &props,
             .body = {it->msg.body.ptr, it->msg.body.len},
@@ -79,12 +76,15 @@ static void rp_feed_on_loop(void *job, bool cancelled) {
             .done = rp_feed_settled,
             .arg = id,
         };
-        if (id == NULL || rp_amqp_publisher_publish(d->publisher, &pub) != RP_OK) {
+        if (id == NULL || rp_amqp_publisher_publish(publisher, &pub) != RP_OK) {
             free(id);
-            rp_metrics_feed_publish_failed(&d->metrics);
+            rp_metrics_feed_publish_failed(f->metrics);
             RP_WARN("out of memory: a ledger event was not published", "event",
                     it->msg.message_id, NULL);
+            if (f->hooks.on_settled) f->hooks.on_settled(f->hooks.ctx, it->seq, RP_PUBLISH_DROPPED);
         }
+    } else if (f->hooks.on_settled) {
+        f->hooks.on_settled(f->hooks.ctx, it->seq, RP_PUBLISH_DROPPED);
     } else {
         RP_WARN("ledger event not published to the events exchange (it stays on the ledger)",
                 "event", it->msg.message_id, "outcome", "stopping", NULL);
@@ -93,31 +93,26 @@ static void rp_feed_on_loop(void *job, bool cancelled) {
     free(it);
 }
 
-/* broker.events_format as the proto's encoding. */
-static rp_encoding rp_feed_encoding(const rp_config *cfg) {
-    return cfg->broker.events_format == RP_EVENTS_FORMAT_JSON ? RP_ENC_JSON : RP_ENC_MSGPACK;
-}
-
-/* Store thread: the publisher port. */
+/* Committing thread: the publisher port. */
 static rp_status rp_feed_publish(void *self, const rp_ledger_event *ev) {
-    rp_daemon *d = self;
+    rp_amqp_feed *f = self;
     rp_feed_item *it = calloc(1, sizeof *it);
     if (it == NULL) {
         RP_WARN("out of memory: a ledger event was not published", NULL);
         return RP_ERR_NOMEM;
     }
-    it->d = d;
-    it->enc = rp_feed_encoding(d->boot_cfg);
-    /* Metrics: every committed ledger event passes here (store thread);
-     * a gate answer's event carries no verdict. */
+    it->f = f;
+    it->seq = ev->seq;
+    /* Metrics: every committed ledger event passes here; a gate answer's
+     * event carries no verdict. */
     const rp_verdict *v = ev->verdict;
     if (v != NULL) {
-        rp_metrics_reaped(&d->metrics, v->source, v->condition, v->action);
+        rp_metrics_reaped(f->metrics, v->source, v->condition, v->action);
         if (v->condition == RP_COND_DEAD_LETTER && v->action == RP_ACTION_PARKED)
-            rp_metrics_dead_letters_parked(&d->metrics, 1);
+            rp_metrics_dead_letters_parked(f->metrics, 1);
     }
-    rp_status st = rp_proto_encode_event(ev, it->enc, &it->msg);
-    if (st == RP_OK) st = rp_worker_post(d->store, rp_feed_on_loop, it);
+    rp_status st = rp_proto_encode_event(ev, f->enc, &it->msg);
+    if (st == RP_OK) st = f->hooks.post(f->hooks.ctx, rp_feed_on_loop, it);
     if (st != RP_OK) {
         char id[RP_PROTO_EVENT_ID_MAX];
         snprintf(id, sizeof id, "ledger-%" PRId64, ev->seq);
@@ -129,7 +124,28 @@ static rp_status rp_feed_publish(void *self, const rp_ledger_event *ev) {
     return st;
 }
 
-void rp_feed_port(rp_daemon *d, rp_publisher_port *out) {
-    out->self = d;
+rp_amqp_feed *rp_amqp_feed_new(const char *exchange, rp_encoding enc, rp_metrics *metrics,
+                               const rp_amqp_feed_hooks *hooks) {
+    rp_amqp_feed *f = calloc(1, sizeof *f);
+    if (f == NULL) return NULL;
+    f->exchange = strdup(exchange);
+    if (f->exchange == NULL) {
+        free(f);
+        return NULL;
+    }
+    f->enc = enc;
+    f->metrics = metrics;
+    f->hooks = *hooks;
+    return f;
+}
+
+void rp_amqp_feed_port(rp_amqp_feed *f, rp_publisher_port *out) {
+    out->self = f;
     out->publish = rp_feed_publish;
+}
+
+void rp_amqp_feed_free(rp_amqp_feed *f) {
+    if (f == NULL) return;
+    free(f->exchange);
+    free(f);
 }

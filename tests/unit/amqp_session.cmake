@@ -1,0 +1,4 @@
+# The daemon's AMQP session without a broker: dispatch by consumer tag, the
+# handler table's rules, acks checked against the connection's generation.
+rp_unit_test(test_amqp_session SOURCES unit/test_amqp_session.c LIBS reaper::rabbitmq
+  PkgConfig::EVENT)
