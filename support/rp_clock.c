@@ -12,6 +12,12 @@ int64_t rp_clock_mono_ms(void) {
     return rp_clock_ms(CLOCK_MONOTONIC);
 }
 
+int64_t rp_clock_mono_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 rp_time_ms rp_clock_wall_ms(void) {
     return (rp_time_ms)rp_clock_ms(CLOCK_REALTIME);
 }

@@ -21,6 +21,9 @@
 /* Milliseconds on CLOCK_MONOTONIC (an arbitrary origin). */
 int64_t rp_clock_mono_ms(void);
 
+/* Microseconds on CLOCK_MONOTONIC (the same origin). */
+int64_t rp_clock_mono_us(void);
+
 /* Unix time in milliseconds (CLOCK_REALTIME). */
 rp_time_ms rp_clock_wall_ms(void);
 

@@ -14,11 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static long rp_hc_ms_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "rp_clock.h"
 
 /* Splits listen into host and port text; false when it is not host:port. */
 static bool rp_hc_split(const char *listen, char *host, size_t hcap, char *port, size_t pcap) {
@@ -47,7 +43,7 @@ static bool rp_hc_split(const char *listen, char *host, size_t hcap, char *port,
 /* Waits until fd is ready for events or the deadline passes. */
 static bool rp_hc_wait(int fd, short events, long deadline) {
     for (;;) {
-        long left = deadline - rp_hc_ms_now();
+        long left = (long)(deadline - rp_clock_mono_ms());
         if (left <= 0) return false;
         struct pollfd pfd = {.fd = fd, .events = events};
         int n = poll(&pfd, 1, (int)left);
@@ -69,7 +65,7 @@ int rp_healthcheck(const char *listen, int timeout_ms, char *err, size_t errlen)
     if (host[0] == '\0' || strcmp(host, "0.0.0.0") == 0) snprintf(host, sizeof host, "127.0.0.1");
     else if (strcmp(host, "::") == 0) snprintf(host, sizeof host, "::1");
 
-    long deadline = rp_hc_ms_now() + timeout_ms;
+    long deadline = (long)(rp_clock_mono_ms() + timeout_ms);
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
     struct addrinfo *res = NULL;
     int gai = getaddrinfo(host, port, &hints, &res);

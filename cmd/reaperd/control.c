@@ -45,6 +45,7 @@
 #include "rp_amqp_open.h"
 #include "rp_control.h"
 #include "rp_log.h"
+#include "rp_clock.h"
 #include "rp_proto.h"
 #include "rp_replay.h"
 #include "version.h"
@@ -332,12 +333,6 @@ static void rp_ctl_status(rp_ctl *c) {
 
 /* ---- the checks before a request runs (rp_control.h) ----------------------- */
 
-static int64_t rp_ctl_mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A request the broker keeps handing back (its reply never confirmed, the
  * connection lost while it ran) is answered internal and acked after
  * RP_REDELIVERY_MAX redeliveries, so that no request can make reaperd
@@ -372,7 +367,7 @@ static void rp_ctl_refuse_silently(rp_ctl *c, rp_control_admission a) {
 static bool rp_ctl_reap_too_soon(rp_ctl *c) {
     char why[200];
     if (!rp_control_reap_too_soon(&rp_ctl_senders, rp_ctl_user(c),
-                                  c->d->cfg->control.reap_rate_seconds, rp_ctl_mono_ms(), why,
+                                  c->d->cfg->control.reap_rate_seconds, rp_clock_mono_ms(), why,
                                   sizeof why))
         return false;
     rp_ctl_error(c, "reap", RP_ERR_BUSY, why);

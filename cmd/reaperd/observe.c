@@ -39,15 +39,10 @@
 #include "rp_http.h"
 #include "rp_http_process.h"
 #include "rp_log.h"
+#include "rp_clock.h"
 #include "version.h"
 
 #define RP_OBSERVE_GAUGES_MS 2000
-
-static rp_time_ms rp_observe_wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (rp_time_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void rp_observe_process(rp_daemon *d) {
     rp_metrics_process p;
@@ -58,7 +53,7 @@ static void rp_observe_refresh(void *arg) {
     rp_daemon *d = arg;
     rp_metrics_set_up(&d->metrics, RP_METRICS_BROKER, d->broker_up);
     rp_metrics_set_up(&d->metrics, RP_METRICS_STORE, d->store_up);
-    rp_metrics_set_clock(&d->metrics, rp_observe_wall_ms());
+    rp_metrics_set_clock(&d->metrics, rp_clock_wall_ms());
     rp_observe_process(d);
     if (d->tap) {
         int64_t held;
@@ -103,7 +98,7 @@ rp_status rp_observe_start(rp_daemon *d) {
 void rp_observe_event(rp_daemon *d, const rp_amqp_message *msg) {
     int64_t ts;
     if (rp_amqp_timestamp_in_ms(msg, &ts))
-        rp_metrics_set_event_lag_ms(&d->metrics, rp_observe_wall_ms() - ts);
+        rp_metrics_set_event_lag_ms(&d->metrics, rp_clock_wall_ms() - ts);
 }
 
 /* The open gates and how old the oldest of each kind is, into the metrics
@@ -111,7 +106,7 @@ void rp_observe_event(rp_daemon *d, const rp_amqp_message *msg) {
  * opened). Store thread. */
 static void rp_observe_gates(rp_daemon *d, const int64_t gates[RP_GATE_KIND_COUNT_],
                              const int64_t age_ms[RP_GATE_KIND_COUNT_]) {
-    rp_time_ms now = rp_observe_wall_ms();
+    rp_time_ms now = rp_clock_wall_ms();
     int64_t opened[RP_GATE_KIND_COUNT_];
     for (int k = 0; k < RP_GATE_KIND_COUNT_; k++) opened[k] = gates[k] > 0 ? now - age_ms[k] : 0;
     rp_metrics_set_gates_open(&d->metrics, gates);
@@ -136,7 +131,7 @@ void rp_observe_pass_done(rp_daemon *d, const rp_pass_request *req) {
     if (result == RP_METRICS_RESULT_OK)
         rp_metrics_pass_succeeded(
             &d->metrics, req->scope == RP_PASS_FULL ? RP_METRICS_SCOPE_FULL : RP_METRICS_SCOPE_LEASES,
-            rp_observe_wall_ms());
+            rp_clock_wall_ms());
 }
 
 typedef struct rp_gauge_job {

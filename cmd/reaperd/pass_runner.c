@@ -8,18 +8,7 @@
 #include "report_text.h"
 #include "rp_log.h"
 #include "rp_pass_setup.h"
-
-static int64_t rp_mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static rp_time_ms rp_wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (rp_time_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "rp_clock.h"
 
 void rp_pass_runner_options(const rp_config *cfg, rp_pass_options *opt) {
     rp_pass_options_from_config(cfg, opt);
@@ -110,7 +99,7 @@ void rp_pass_request_cleanup(rp_pass_request *req) {
 
 void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
     const rp_config *cfg = r->cfg;
-    int64_t t0 = rp_mono_ms();
+    int64_t t0 = rp_clock_mono_ms();
     rp_report_cleanup(&req->report);
     req->deadline_known = false;
     req->open_sightings = -1;
@@ -118,9 +107,9 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
     if (rp_pg_conn_ensure(r->conn, err, sizeof err) != RP_OK) {
         /* The pass cannot read the job table at all: say so in the report
          * the way a pass would, so every caller handles one shape. */
-        req->started_at = rp_wall_ms();
+        req->started_at = rp_clock_wall_ms();
         req->status = rp_pass_report_unreachable(&req->report, req->dry_run, err);
-        req->duration_ms = rp_mono_ms() - t0;
+        req->duration_ms = rp_clock_mono_ms() - t0;
         return;
     }
     rp_pass_options opt;
@@ -133,7 +122,7 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
     opt.should_stop = req->should_stop;
     opt.stop_arg = req->stop_arg;
     req->started_at = r->ports.clock.now_ms(r->ports.clock.self);
-    req->clock_offset_ms = rp_wall_ms() - req->started_at;
+    req->clock_offset_ms = rp_clock_wall_ms() - req->started_at;
     if (r->peek) r->peek->dry_run = req->dry_run;
     req->status = rp_pass_run(&r->ports, &opt, &req->report);
     if (r->peek) rp_peek_port_pass_over(r->peek);
@@ -147,7 +136,7 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
         if (rp_mgmt_policy_reconcile(r->broker, &popt, &req->report, &stats) == RP_ERR_NOMEM)
             req->status = RP_ERR_NOMEM;
     }
-    req->duration_ms = rp_mono_ms() - t0;
+    req->duration_ms = rp_clock_mono_ms() - t0;
     /* Stopping (SIGTERM): what follows serves the next pass; skip it. */
     if (req->should_stop && req->should_stop(req->stop_arg)) return;
     rp_sighting_list open = {0};

@@ -6,6 +6,7 @@
  * counts is decided here from what core returns.
  */
 #include "tap.h"
+#include "rp_clock.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -51,12 +52,6 @@ struct rp_tap {
     rp_ports ports; /* dead_letters and clock over the first session; publisher: the feed */
     rp_tap_examiner examiner;
 };
-
-static int64_t rp_tap_mono_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static bool rp_tap_stopping(const rp_tap *t) {
     return __atomic_load_n(t->deps.stopping, __ATOMIC_ACQUIRE);
@@ -185,7 +180,7 @@ static void rp_tap_done(void *job, bool cancelled) {
     const rp_config *cfg = rp_tap_cfg(t);
     for (size_t k = 0; !cancelled && k < b->unpublished; k++)
         RP_DEBUG("a tap park's event was not handed to the feed", NULL);
-    const rp_tap_settled *r = rp_tap_state_settle(&t->s, b, cancelled, rp_tap_mono_us());
+    const rp_tap_settled *r = rp_tap_state_settle(&t->s, b, cancelled, rp_clock_mono_us());
     if (cancelled) {
         rp_tap_hold_check(t);
         return;
@@ -294,7 +289,7 @@ static void rp_tap_on_returned(void *arg) { rp_tap_state_returned(&((rp_tap *)ar
 
 static void rp_tap_on_item(void *arg, rp_amqp_tap_item *it) {
     rp_tap *t = arg;
-    it->base.received_us = rp_tap_mono_us();
+    it->base.received_us = rp_clock_mono_us();
     rp_tap_state_hold(&t->s, &it->base);
     rp_tap_kick(t);
     rp_tap_hold_check(t);
