@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "daemon_internal.h"
-#include "events_parse.h"
+#include "rp_amqp_events.h"
 #include "rp_log.h"
 #include "rp_pg_store.h"
 

@@ -341,7 +341,10 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         return RP_ERR_INTERNAL;
     }
 
-    d->events = rp_events_new(d);
+    rp_events_deps events_deps = {.cfg = &d->cfg, .mgmt = d->mgmt, .mgmt_keep = &d->mgmt_keep,
+                                  .stopping = &d->stopping};
+    rp_feed_port(d, &events_deps.publisher);
+    d->events = rp_events_new(d->base, &events_deps);
     if (d->events == NULL) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
