@@ -41,6 +41,13 @@ static rp_time_ms rp_wall_ms(void) {
     return (rp_time_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Monotonic milliseconds, for the events part (rp_events_deps). */
+static int64_t rp_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* ---- the store thread ---------------------------------------------------- */
 
 typedef struct rp_store_news {
@@ -342,7 +349,8 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     }
 
     rp_events_deps events_deps = {.cfg = &d->cfg, .mgmt = d->mgmt, .mgmt_keep = &d->mgmt_keep,
-                                  .stopping = &d->stopping};
+                                  .stopping = &d->stopping, .mono_ms = rp_mono_ms,
+                                  .wall_ms = rp_wall_ms};
     rp_feed_port(d, &events_deps.publisher);
     d->events = rp_events_new(d->base, &events_deps);
     if (d->events == NULL) {

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <event2/event.h>
 
@@ -29,21 +28,6 @@
 #include "rp_pass.h"
 #include "rp_pg_conn.h"
 #include "worker.h"
-
-/* This part's clock: monotonic milliseconds for core's decisions and the
- * timers, wall milliseconds for a judgement's delay from its event. (One
- * clock for the daemon, support/rp_clock, replaces these when it lands.) */
-static int64_t rp_ev_mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t rp_ev_wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const char *const rp_own_policies[] = {RP_MGMT_POLICY_NAME, RP_MGMT_POLICY_CLASSIC_NAME,
                                               NULL};
@@ -207,7 +191,7 @@ static rp_recent *rp_recent_find(rp_events *e, const char *vhost, const char *na
 
 /* Store thread: applies the events' counts to facts (a copy). */
 static void rp_recent_apply(rp_events *e, rp_queue_facts *q, size_t n) {
-    int64_t t = rp_ev_mono_ms();
+    int64_t t = e->deps.mono_ms();
     pthread_mutex_lock(&e->recent_mu);
     for (size_t i = 0; i < n && e->n_recent > 0; i++) {
         if (q[i].vhost == NULL || q[i].name == NULL) continue;
@@ -343,7 +327,7 @@ static void rp_check_work(void *ctx, void *arg) {
     rp_events *e = ctx;
     rp_check_job *j = arg;
     const rp_config *cfg = j->cfg;
-    int64_t t0 = rp_ev_mono_ms();
+    int64_t t0 = e->deps.mono_ms();
     char err[256] = "";
     /* A store that is down shows in the report (the sightings cannot be
      * read nor opened); the check itself still runs. */
@@ -372,8 +356,8 @@ static void rp_check_work(void *ctx, void *arg) {
     rp_report_cleanup(&j->report);
     j->status = rp_pass_queues(&ports, &opt, refs, n, &j->report);
     free(refs);
-    j->judged_wall_ms = rp_ev_wall_ms();
-    j->duration_ms = rp_ev_mono_ms() - t0;
+    j->judged_wall_ms = e->deps.wall_ms();
+    j->duration_ms = e->deps.mono_ms() - t0;
 }
 
 static void rp_check_job_free(rp_check_job *j) {
@@ -423,7 +407,7 @@ static void rp_check_done(void *arg, bool cancelled) {
                 "ready", ready, "judged", judged, "event_to_judgement_ms",
                 it->has_ts ? delay : NULL, NULL);
     }
-    int64_t now = rp_ev_mono_ms();
+    int64_t now = e->deps.mono_ms();
     rp_consumers_due due = rp_consumers_check_done(e->core, &j->batch,
                                                    j->generation != e->generation, now);
     char n[24], ms[24];
@@ -438,7 +422,7 @@ static void rp_on_check_timer(evutil_socket_t fd, short what, void *arg) {
     RP_UNUSED(fd);
     RP_UNUSED(what);
     rp_events *e = arg;
-    int64_t t = rp_ev_mono_ms();
+    int64_t t = e->deps.mono_ms();
     rp_check_job *j = calloc(1, sizeof *j);
     rp_consumers_due due = {0, 0};
     if (j == NULL) {
@@ -483,19 +467,20 @@ typedef struct rp_reconcile_job {
 static void rp_reconcile_work(void *ctx, void *arg) {
     RP_UNUSED(ctx);
     rp_reconcile_job *j = arg;
-    int64_t t0 = rp_ev_mono_ms();
+    const rp_events *e = j->e;
+    int64_t t0 = e->deps.mono_ms();
     rp_mgmt_policy_options popt;
-    rp_broker_policy_options(j->cfg, j->e->deps.mgmt_keep, false, &popt);
+    rp_broker_policy_options(j->cfg, e->deps.mgmt_keep, false, &popt);
     memset(&j->stats, 0, sizeof j->stats);
     j->status = rp_mgmt_policy_reconcile(j->e->pbroker, &popt, &j->report, &j->stats);
-    j->duration_ms = rp_ev_mono_ms() - t0;
+    j->duration_ms = e->deps.mono_ms() - t0;
 }
 
 static void rp_reconcile_done(void *arg, bool cancelled) {
     rp_reconcile_job *j = arg;
     rp_events *e = j->e;
     if (!cancelled && !e->closing) {
-        int64_t now = rp_ev_mono_ms();
+        int64_t now = e->deps.mono_ms();
         for (size_t i = 0; i < j->report.n_policies; i++) {
             const rp_policy_check *pc = &j->report.policies[i];
             RP_LOG_AT(pc->verified ? RP_LOG_INFO : RP_LOG_WARN, "policy reconciled on event",
@@ -521,7 +506,7 @@ static void rp_on_reconcile_timer(evutil_socket_t fd, short what, void *arg) {
     RP_UNUSED(fd);
     RP_UNUSED(what);
     rp_events *e = arg;
-    int64_t t = rp_ev_mono_ms();
+    int64_t t = e->deps.mono_ms();
     rp_consumers_due due;
     if (!rp_consumers_reconcile_fire(e->core, t, &due)) {
         rp_arm(e, due, t);
@@ -617,7 +602,7 @@ static void rp_seed_done(void *arg, bool cancelled) {
     }
     rp_consumers_seed_result r =
         rp_consumers_seed_done(e->core, j->generation != e->generation, j->status,
-                               j->items, j->n, rp_ev_mono_ms());
+                               j->items, j->n, e->deps.mono_ms());
     switch (r.outcome) {
     case RP_SEED_AGAIN:
         /* Reconnected meanwhile: that listing may miss what changed. */
@@ -648,7 +633,7 @@ static void rp_seed_done(void *arg, bool cancelled) {
 }
 
 static void rp_start_seed(rp_events *e) {
-    if (!rp_consumers_seed_begin(e->core, rp_ev_mono_ms())) return;
+    if (!rp_consumers_seed_begin(e->core, e->deps.mono_ms())) return;
     rp_seed_job *j = calloc(1, sizeof *j);
     if (j == NULL) {
         rp_consumers_seed_abort(e->core);
@@ -675,7 +660,7 @@ void rp_events_on_message(rp_events *e, const rp_amqp_message *msg) {
     }
     RP_DEBUG("broker event", "routing_key", ev.routing_key, "queue", ev.name[0] ? ev.name : NULL,
              NULL);
-    int64_t now = rp_ev_mono_ms();
+    int64_t now = e->deps.mono_ms();
     rp_arm(e, rp_consumers_on_event(e->core, *e->deps.cfg, &ev, now), now);
 }
 
@@ -699,7 +684,8 @@ void rp_events_on_down(rp_events *e) { e->up = false; }
 
 rp_events *rp_events_new(struct event_base *base, const rp_events_deps *deps) {
     if (base == NULL || deps == NULL || deps->cfg == NULL || *deps->cfg == NULL ||
-        deps->mgmt_keep == NULL || deps->stopping == NULL)
+        deps->mgmt_keep == NULL || deps->stopping == NULL || deps->mono_ms == NULL ||
+        deps->wall_ms == NULL)
         return NULL;
     rp_events *e = calloc(1, sizeof *e);
     if (e == NULL) return NULL;

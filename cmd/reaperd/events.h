@@ -39,6 +39,7 @@
 #define RP_EVENTS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "broker_http.h"
 #include "rp_amqp_msg.h"
@@ -64,6 +65,11 @@ typedef struct rp_events_deps {
     rp_publisher_port publisher;
     /* The daemon is stopping (read atomically): no check is started. */
     const bool *stopping;
+    /* The clocks, any thread: monotonic milliseconds (core's decisions,
+     * the timers, durations) and Unix milliseconds (a judgement's delay
+     * from the broker's event timestamp). */
+    int64_t (*mono_ms)(void);
+    int64_t (*wall_ms)(void);
 } rp_events_deps;
 
 /* NULL when out of memory or when deps lacks something. */
