@@ -117,7 +117,7 @@ bool rp_consumers_count(const rp_consumers *c, const char *vhost, const char *na
  * queues now (then call rp_consumers_seed_done, or rp_consumers_seed_abort
  * when the listing could not be started); false: a listing is in flight,
  * another follows it. */
-bool rp_consumers_seed_begin(rp_consumers *c, int64_t now);
+bool rp_consumers_seed_begin(rp_consumers *c, int64_t now) RP_MUSTCHECK;
 void rp_consumers_seed_abort(rp_consumers *c);
 
 /* One owned queue of a listing (classify with rp_consumers_classify). */
@@ -206,7 +206,7 @@ rp_consumers_due rp_consumers_check_done(rp_consumers *c, const rp_consumers_bat
 /* The reconcile timer fired. True: run one reconcile now (then call
  * rp_consumers_reconcile_done, or rp_consumers_reconcile_abort when it could
  * not be started); false: nothing, or not yet (*due). */
-bool rp_consumers_reconcile_fire(rp_consumers *c, int64_t now, rp_consumers_due *due);
+bool rp_consumers_reconcile_fire(rp_consumers *c, int64_t now, rp_consumers_due *due) RP_MUSTCHECK;
 void rp_consumers_reconcile_abort(rp_consumers *c);
 /* backoff: the reconcile failed, was refused or wrote (something may keep
  * changing the policy back): the gap doubles up to the maximum; else it

@@ -279,9 +279,10 @@ typedef struct rp_check_job {
 } rp_check_job;
 
 static rp_consumers_check *rp_job_item(rp_check_job *j, const char *vhost, const char *name) {
-    for (size_t i = 0; i < j->batch.n; i++)
-        if (strcmp(j->batch.items[i].vhost, vhost) == 0 && strcmp(j->batch.items[i].name, name) == 0)
-            return &j->batch.items[i];
+    for (size_t i = 0; i < j->batch.n; i++) {
+        rp_consumers_check *it = &j->batch.items[i];
+        if (strcmp(it->vhost, vhost) == 0 && strcmp(it->name, name) == 0) return it;
+    }
     return NULL;
 }
 
