@@ -27,7 +27,7 @@
 #include <time.h>
 
 #include "daemon_internal.h"
-#include "events_parse.h"
+#include "rp_amqp_events.h"
 #include "rp_pg_listen.h"
 #include "replay.h"
 #include "rp_clock.h"
@@ -428,7 +428,7 @@ static rp_status rp_daemon_broker_start(rp_daemon *d, const char *password) {
 
 /* ---- the run ---------------------------------------------------------------- */
 
-/* The daemon's tap's bindings, soon (tap.h): for broker.c and events.c. */
+/* The daemon's tap's bindings, soon (tap.h): for the session's connect hook and events.c. */
 void rp_tap_bindings_soon(rp_daemon *d) { rp_tap_bind_soon(d->tap); }
 
 /* Events hook (loop thread): an owned queue appeared or vanished, or a
@@ -502,7 +502,11 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         return RP_ERR_INTERNAL;
     }
 
-    d->events = rp_events_new(d);
+    rp_events_deps events_deps = {.cfg = &d->cfg, .mgmt = d->mgmt, .mgmt_keep = &d->mgmt_keep,
+                                  .stopping = &d->stopping, .mono_ms = rp_clock_mono_ms,
+                                  .wall_ms = rp_clock_wall_ms};
+    rp_feed_port(d, &events_deps.publisher);
+    d->events = rp_events_new(d->base, &events_deps);
     if (d->events == NULL) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;

@@ -2,57 +2,78 @@
  * events.h - acting on broker events as they happen (CONTRACT section 1:
  * "the event exchange (as it happens)"; issue #4).
  *
- * The daemon's exclusive queue bound to amq.rabbitmq.event (broker.c)
- * delivers here. From the events this module keeps:
- *  - an INVENTORY of the queues reaper owns (classified as the pass does),
- *    seeded by one listing of the management API after every (re)connect
- *    (events are not replayed) and kept from queue.created/queue.deleted;
- *  - per owned queue, a CONSUMER COUNT from consumer.created/deleted and
- *    channel.closed, seeded from the listing (why: see events.c);
- * and it acts:
- *  - when a consumer, a channel or a connection of an owned queue goes
- *    away, that queue is checked at once (debounced: many events, one
- *    check) with the sweep's rules (core rp_pass_queues), and checked again
- *    after the broker's next statistics emission, so that a stale first
- *    reading cannot hide held work;
- *  - queue.created of an owned queue, and policy.set/policy.cleared of
- *    reaper's policies or of a policy whose pattern matches an owned queue,
- *    give a debounced policy reconcile (on a thread of its own, never more
- *    often than every 10 s, backing off while the broker refuses writes or
- *    something keeps changing the policy back; not while reap.enabled is
- *    false, as the sweep's reconcile).
+ * The daemon's exclusive queue bound to amq.rabbitmq.event (adapters/rabbitmq/rp_amqp_session.c)
+ * delivers here. This part is wiring: it parses each delivery
+ * (adapters/rabbitmq rp_amqp_events.h), hands it to core/rp_consumers.h,
+ * which decides (the inventory of owned queues, the consumer counts, the
+ * debounced checks and the re-check after the statistics emission, the
+ * seed merge, the policy-reconcile timer, the queue hooks), arms the
+ * timers core asks for, runs the checks and reconciles core asks for on
+ * threads of its own, and logs what happened:
+ *  - a check judges the queues due with the sweep's rules (core
+ *    rp_pass_queues) using the events' consumer count where core gives one;
+ *  - a seed lists the queues after every (re)connect (events are not
+ *    replayed);
+ *  - a reconcile writes reaper's policies (not while reap.enabled is false).
  *
  * HOOK for other parts of the daemon: rp_events_add_queue_hook() registers
  * a function called on the loop thread for every owned queue that appears
  * (queue.created, and every queue of each seed listing) or disappears
  * (queue.deleted), e.g. to check the dead-letter tap's bindings; and with
  * name NULL (created true) when a policy that concerns the owned queues of
- * that vhost was set or cleared (it may name a dead-letter exchange).
+ * that vhost was set or cleared (it may name a dead-letter exchange), or a
+ * binding or an exchange of that vhost changed.
  *
  * Threads: every function here on the loop thread. Checks run on the
- * module's own "events" thread, with a store connection and a management
+ * part's own "events" thread, with a store connection and a management
  * client of their own (so a long sweep on the store thread never delays
  * them); seeds and reconciles on its "policy" thread; results come back to
- * the loop. Their ledger events go to the events exchange (feed.c).
- * Ownership: the module borrows the daemon (which must outlive it) and
- * owns its inventory, timers, threads, store connection and management
- * clients. Shut down with rp_events_stop() (after the management bridge is
- * closed, before the store thread is freed) and rp_events_free() (after
- * the store thread is freed).
+ * the loop. Their ledger events go to deps->publisher.
+ * Ownership: the part borrows what rp_events_deps points at (which must
+ * outlive it) and owns its decisions (core), timers, threads, store
+ * connection and management clients. Shut down with rp_events_stop()
+ * (after the management bridge is closed, before the store thread is
+ * freed) and rp_events_free() (after the store thread is freed).
  */
 #ifndef RP_EVENTS_H
 #define RP_EVENTS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
+#include "broker_http.h"
 #include "rp_amqp_msg.h"
+#include "rp_config.h"
+#include "rp_mgmt_bridge.h"
+#include "rp_ports.h"
 #include "rp_status.h"
 
-struct rp_daemon;
+struct event_base;
 typedef struct rp_events rp_events;
 
-/* NULL when out of memory. */
-rp_events *rp_events_new(struct rp_daemon *d);
+/* What the part uses, all borrowed: each must outlive it. */
+typedef struct rp_events_deps {
+    /* The configuration in force, read through on the loop at each use (a
+     * reload replaces *cfg). */
+    const rp_config *const *cfg;
+    /* The management API (the checks', seeds' and reconciles' clients are
+     * made over it) and the keep-alive settings its clients share. */
+    rp_mgmt_bridge *mgmt;
+    const rp_broker_http_keep *mgmt_keep;
+    /* Where every ledger event a check commits also goes (the events
+     * exchange); copied. Called on the "events" thread. */
+    rp_publisher_port publisher;
+    /* The daemon is stopping (read atomically): no check is started. */
+    const bool *stopping;
+    /* The clocks, any thread: monotonic milliseconds (core's decisions,
+     * the timers, durations) and Unix milliseconds (a judgement's delay
+     * from the broker's event timestamp). */
+    int64_t (*mono_ms)(void);
+    int64_t (*wall_ms)(void);
+} rp_events_deps;
+
+/* NULL when out of memory or when deps lacks something. */
+rp_events *rp_events_new(struct event_base *base, const rp_events_deps *deps);
 /* Joins the module's threads (their jobs finish or are cancelled): BEFORE
  * the store thread is freed, since their publishes go through it. */
 void rp_events_stop(rp_events *e);
@@ -70,7 +91,7 @@ void rp_events_on_message(rp_events *e, const rp_amqp_message *msg);
 /* Wraps the sweep's broker port (the store thread's runner) so that, for
  * a queue whose consumers changed less than a statistics interval ago, the
  * sweep uses the events' consumer count as the event checks do (see
- * events.c): a sweep right after a cancel then agrees with the check made
+ * core/rp_consumers.c): a sweep right after a cancel then agrees with the check made
  * at once instead of clearing its sighting on a stale reading. The
  * wrapped port keeps e as self: e must outlive the port's use (free e
  * after the store thread). Call once, on the loop thread, before the first

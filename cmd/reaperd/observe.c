@@ -7,18 +7,18 @@
  * after a pass.
  *
  * Hooks other code calls (all thread-safe, on &d->metrics):
- *   rp_metrics_reaped               feed.c, every committed ledger event
- *   rp_metrics_dead_letters_parked  feed.c counts DEAD_LETTER/PARKED events
+ *   rp_metrics_reaped               rp_amqp_feed.c, every committed ledger event
+ *   rp_metrics_dead_letters_parked  rp_amqp_feed.c counts DEAD_LETTER/PARKED events
  *   rp_metrics_gate_answered        control.c, an answer that changed a gate
  *   rp_metrics_control              control.c, once per reply
- *   rp_metrics_feed_publish_failed  feed.c
- *   rp_metrics_feed_published       feed.c, an event the exchange confirmed
- *   rp_metrics_connected            broker.c and daemon.c, each connection made
+ *   rp_metrics_feed_publish_failed  rp_amqp_feed.c
+ *   rp_metrics_feed_published       rp_amqp_feed.c, an event the exchange confirmed
+ *   rp_metrics_connected            daemon.c (the session's hooks), each connection made
  *   rp_metrics_tap_parked           tap.c, each dead letter it parked
- *   rp_observe_event                broker.c, each broker event
+ *   rp_observe_event                daemon.c, each broker event
  *   rp_observe_pass_store           daemon.c, store thread, after a pass
  *   rp_observe_pass_done            daemon.c, loop, when a pass is done
- *   rp_observe_gauges_soon          feed.c, loop, after each published ledger
+ *   rp_observe_gauges_soon          rp_amqp_feed.c, loop, after each published ledger
  *                                   event: the open gates and sightings are
  *                                   counted again at most once every
  *                                   RP_OBSERVE_GAUGES_MS (a park, an answer,

@@ -1,4 +1,4 @@
-/* libFuzzer: broker event parsing (cmd/reaperd/events_parse.h), the
+/* libFuzzer: broker event parsing (adapters/rabbitmq/rp_amqp_events.h), the
  * headers coming through rabbitmq-c's own wire decoder
  * (amqp_decode_properties, amqp_decode_table), as a delivery from
  * amq.rabbitmq.event (or a forgery of one) reaches reaperd.
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events_parse.h"
+#include "rp_amqp_events.h"
 #include "fuzz_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,11 +1,11 @@
 /*
- * reaperd acting on broker events as they happen (cmd/reaperd/events.c),
+ * reaperd acting on broker events as they happen (core/rp_consumers.c),
  * against the real broker (RabbitMQ 3.10.8 and 4.0.5: label broker) and
  * PostgreSQL: a consumer killed while it holds unacknowledged messages, and
  * what reaper judged and when.
  *
  * What the brokers do (checked here; see the comment at the top of
- * events.c): a basic.cancel with the channel left open leaves the
+ * core/rp_consumers.c): a basic.cancel with the channel left open leaves the
  * deliveries unacknowledged with nobody consuming - held work whose holder
  * is gone - while the management API still shows the consumer for 4 to 6 s.
  * Closing the channel (or killing its connection) requeues the deliveries:

@@ -1,4 +1,4 @@
-/* Reading amq.rabbitmq.event messages (cmd/reaperd/events_parse.h): the
+/* Reading amq.rabbitmq.event messages (adapters/rabbitmq/rp_amqp_events.h): the
  * shapes RabbitMQ 3.10.8 and 4.0.5 send (seen here), and every odd or
  * missing field refused with a reason instead of read. */
 #include <setjmp.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "events_parse.h"
+#include "rp_amqp_events.h"
 
 #define MAXE 16
 

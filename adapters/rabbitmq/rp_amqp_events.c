@@ -1,4 +1,4 @@
-#include "events_parse.h"
+#include "rp_amqp_events.h"
 
 #include <string.h>
 

@@ -1,14 +1,14 @@
 /*
- * events_parse.h - reading one message of amq.rabbitmq.event (routing key
- * and headers; the body is empty) into a plain struct, defensively.
+ * rp_broker_event.h - one event of the broker's event exchange
+ * (amq.rabbitmq.event), as core reads it: a plain struct with no AMQP in it.
  *
- * The broker makes these headers, but reaper does not lean on that: a field
- * that is missing, of another type, too long or holding a NUL makes the
- * event unusable (rp_broker_event_parse returns false with a reason, the
- * caller logs it at debug and ignores the event). What is read, checked on
- * RabbitMQ 3.10.8 and 4.0.5 (RABBITMQ.md, and the comment in events.c):
+ * adapters/rabbitmq/rp_amqp_events.h fills it from a delivery's routing key
+ * and headers (defensively: what it cannot use is refused there, with a
+ * reason); core/rp_consumers.h acts on it. What each kind carries, checked
+ * on RabbitMQ 3.10.8 and 4.0.5 (RABBITMQ.md):
  *   queue.created / queue.deleted      name, vhost
- *   consumer.created / consumer.deleted queue, vhost, consumer_tag, channel
+ *   consumer.created / consumer.deleted queue (into name), vhost,
+ *                                       consumer_tag, channel (into pid)
  *   channel.closed                      pid
  *   connection.closed                   pid (read, not used)
  *   policy.set / policy.cleared         name, vhost; pattern when present
@@ -18,19 +18,14 @@
  *   exchange.created / exchange.deleted name, vhost
  *   every event                         timestamp_in_ms (optional),
  *                                       user_who_performed_action (optional)
- * Strings are longtext ('S') or bytes ('x'); numbers any integer kind.
  *
- * Ownership: the event holds copies in fixed buffers (no heap); the message
- * is borrowed for the call.
+ * Ownership: the event holds copies in fixed buffers (no heap).
  */
-#ifndef RP_EVENTS_PARSE_H
-#define RP_EVENTS_PARSE_H
+#ifndef RP_BROKER_EVENT_H
+#define RP_BROKER_EVENT_H
 
-#include <amqp.h>
 #include <stdbool.h>
 #include <stdint.h>
-
-#include "rp_common.h"
 
 typedef enum rp_broker_event_kind {
     RP_BEV_OTHER = 0, /* a routing key reaper does not act on */
@@ -67,21 +62,5 @@ typedef struct rp_broker_event {
     bool has_timestamp;
     int64_t timestamp_ms;           /* timestamp_in_ms: when the broker emitted it */
 } rp_broker_event;
-
-/* The exchange every broker event comes from. */
-#define RP_BROKER_EVENT_EXCHANGE "amq.rabbitmq.event"
-
-/* Whether a delivery on the event queue came from the broker's event
- * exchange. Anyone allowed to publish on the vhost can put a message
- * straight into reaper's event queue through the default exchange (its
- * name is in the management API), with forged headers: such a delivery is
- * no broker event and is never acted on. */
-bool rp_broker_event_from_broker(amqp_bytes_t exchange);
-
-/* Parses routing_key and headers. False, with a static reason in *why,
- * when a field the kind needs is missing or unusable; an unknown routing
- * key parses as RP_BEV_OTHER (true). */
-bool rp_broker_event_parse(amqp_bytes_t routing_key, const amqp_basic_properties_t *props,
-                           rp_broker_event *out, const char **why);
 
 #endif
