@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "itest.h"
+#include "test_daemon.h"
 #include "pg_fixture.h"
 #include "rp_amqp_restore.h"
 #include "rp_park.h"
@@ -38,7 +39,7 @@ typedef struct world {
     amqp_connection_state_t amqp;
     char control[96];
     char prefix[64];   /* vibey.itest.rp<pid> */
-    char env_schema[128], env_control[160], env_owned[128];
+    char env_owned[128];
     int seq;
 } world;
 
@@ -68,8 +69,6 @@ static int group_setup(void **state) {
     /* Named like this run's owned queues: the owned pattern matches it,
      * and a replay to it must still be refused (test_replay_to_own_queue). */
     snprintf(W.control, sizeof W.control, "vibey.itest.rp%d.control", (int)getpid());
-    snprintf(W.env_schema, sizeof W.env_schema, "REAPER_STORE_SCHEMA=%s", W.f->schema);
-    snprintf(W.env_control, sizeof W.env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", W.control);
     itest_env_owned(W.env_owned, sizeof W.env_owned, "rp"); /* this run's queues only */
     W.amqp = itest_amqp_connect();
     /* Replies may also go to this run's named reply queues (the
@@ -78,10 +77,9 @@ static int group_setup(void **state) {
     static char env_replies[200];
     snprintf(env_replies, sizeof env_replies,
              "REAPER_CONTROL_REPLY_QUEUE_PATTERN=^vibey\\.itest\\.rp%d\\.replies$", (int)getpid());
-    char *env[] = {W.env_schema, W.env_control, W.env_owned, "REAPER_LOG_FORMAT=json",
-                   "REAPER_REAP_INTERVAL_SECONDS=3600", env_replies, NULL};
-    W.reaperd =
-        itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
+    char *env[] = {W.env_owned, env_replies, NULL};
+    W.reaperd = itest_daemon_start(
+        &(itest_daemon_opts){.schema = W.f->schema, .control = W.control, .env = env});
     return 0;
 }
 
@@ -89,7 +87,7 @@ static int group_teardown(void **state) {
     (void)state;
     int rc = 0;
     /* A clean stop (and, under the sanitizers, no leak or error). */
-    if (W.reaperd) rc = itest_reaperd_stop(W.reaperd);
+    rc = itest_daemon_stop(W.reaperd);
     amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(W.control), 0, 0);
     amqp_get_rpc_reply(W.amqp);
     itest_amqp_close(W.amqp);
