@@ -638,3 +638,24 @@ bool itest_wait_until(bool (*pred)(void *ctx), void *ctx, int deadline_ms) {
         usleep(20 * 1000);
     }
 }
+
+typedef struct itest_lock_waiters {
+    PGconn *pg;
+    long n;
+} itest_lock_waiters;
+
+static bool itest_has_lock_waiters(void *ctx) {
+    itest_lock_waiters *w = ctx;
+    PGresult *r = PQexec(w->pg, "SELECT count(*) FROM pg_locks WHERE NOT granted");
+    long got = PQresultStatus(r) == PGRES_TUPLES_OK ? atol(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    return got >= w->n;
+}
+
+bool itest_pg_wait_lock_waiters(int n, int deadline_ms) {
+    itest_lock_waiters w = {itest_pg_connect(), n};
+    bool ok = itest_wait_until(itest_has_lock_waiters, &w, deadline_ms);
+    if (!ok) fprintf(stderr, "fewer than %d sessions waited for a lock in %d ms\n", n, deadline_ms);
+    PQfinish(w.pg);
+    return ok;
+}

@@ -74,7 +74,6 @@ char *itest_scrape(int port);
  * rendered) in a Prometheus text body; -1 when absent. */
 double itest_metric(const char *text, const char *series);
 
-#endif
 
 /* ---- AMQP client for tests (rabbitmq-c, blocking, test side only) ---- */
 #include <amqp.h>
@@ -138,6 +137,11 @@ const char *itest_sql(PGconn *pg, const char *schema, const char *fmt, ...)
  * went bad is reset first, so a test can poll across a database restart). */
 long itest_sqln(PGconn *pg, const char *schema, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Waits until at least n lock requests of the database wait (pg_locks,
+ * not granted), asking on a connection of its own every 20 ms, for up to
+ * deadline_ms. true when they did. For a test whose other sessions must
+ * be queued behind a lock it holds before it lets go. */
+bool itest_pg_wait_lock_waiters(int n, int deadline_ms);
 /* DROP SCHEMA IF EXISTS schema CASCADE. */
 void itest_drop_schema(PGconn *pg, const char *schema);
 /* Runs reaperd --migrate with REAPER_STORE_SCHEMA=schema; 0 on success
@@ -167,3 +171,5 @@ const char *itest_broker_service(void);
 int itest_broker_ctl(const char *args);
 /* A local TCP port nothing listens on (bound, then closed). */
 int itest_closed_port(void);
+
+#endif

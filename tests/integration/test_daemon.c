@@ -1,47 +1,54 @@
 #include "test_daemon.h"
 
-#include "itest.h"
-
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
 
 enum { ITEST_DAEMON_MAX_ENV = 32, ITEST_DAEMON_MAX_ARGS = 8 };
 
-rp_child *itest_daemon_start(const itest_daemon_opts *o) {
-    char schema[160] = "", control[224] = "";
+/* What a start or a run of o passes: argv and env (NULL-ended), the two
+ * "K=V" buffers they point into. */
+typedef struct itest_daemon_call {
+    char schema[160], control[224];
     char *env[ITEST_DAEMON_MAX_ENV];
+    char *argv[ITEST_DAEMON_MAX_ARGS + 2];
+} itest_daemon_call;
+
+static void itest_daemon_prepare(const itest_daemon_opts *o, itest_daemon_call *k) {
     size_t n = 0;
     for (size_t i = 0; o->env && o->env[i]; i++) {
         assert_true(n < ITEST_DAEMON_MAX_ENV - 5);
-        env[n++] = o->env[i];
+        k->env[n++] = o->env[i];
     }
     if (o->schema) {
-        snprintf(schema, sizeof schema, "REAPER_STORE_SCHEMA=%s", o->schema);
-        env[n++] = schema;
+        snprintf(k->schema, sizeof k->schema, "REAPER_STORE_SCHEMA=%s", o->schema);
+        k->env[n++] = k->schema;
     }
     if (o->control) {
-        snprintf(control, sizeof control, "REAPER_BROKER_CONTROL_QUEUE=%s", o->control);
-        env[n++] = control;
+        snprintf(k->control, sizeof k->control, "REAPER_BROKER_CONTROL_QUEUE=%s", o->control);
+        k->env[n++] = k->control;
     }
-    env[n++] = ITEST_DAEMON_LOG_JSON;
-    env[n++] = ITEST_DAEMON_HOURLY;
-    env[n] = NULL;
-
-    char *argv[ITEST_DAEMON_MAX_ARGS + 2];
+    k->env[n++] = ITEST_DAEMON_LOG_JSON;
+    if (!o->no_interval) k->env[n++] = ITEST_DAEMON_HOURLY;
+    k->env[n] = NULL;
     size_t a = 0;
-    argv[a++] = (char *)itest_env("REAPERD");
+    k->argv[a++] = (char *)itest_env("REAPERD");
     for (size_t i = 0; o->args && o->args[i]; i++) {
         assert_true(a <= ITEST_DAEMON_MAX_ARGS);
-        argv[a++] = o->args[i];
+        k->argv[a++] = o->args[i];
     }
-    argv[a] = NULL;
+    k->argv[a] = NULL;
+}
 
-    rp_child *c = rp_child_start(argv, env);
+rp_child *itest_daemon_start(const itest_daemon_opts *o) {
+    itest_daemon_call k;
+    itest_daemon_prepare(o, &k);
+    rp_child *c = rp_child_start(k.argv, k.env);
     assert_non_null(c);
     if (o->no_wait) return c;
     const char *ready[2] = {o->ready[0], o->ready[1]};
@@ -59,6 +66,12 @@ rp_child *itest_daemon_start(const itest_daemon_opts *o) {
     return c;
 }
 
+int itest_daemon_run(const itest_daemon_opts *o, char **out, char **err) {
+    itest_daemon_call k;
+    itest_daemon_prepare(o, &k);
+    return rp_run_capture(k.argv, k.env, out, err);
+}
+
 int itest_daemon_stop_sig(rp_child *c, int sig) {
     if (c == NULL) return 0;
     int rc = rp_child_stop(c, sig, 20000);
@@ -68,3 +81,10 @@ int itest_daemon_stop_sig(rp_child *c, int sig) {
 }
 
 int itest_daemon_stop(rp_child *c) { return itest_daemon_stop_sig(c, SIGTERM); }
+
+int itest_daemon_stop_group(rp_child *c, amqp_connection_state_t amqp, const char *control) {
+    int rc = itest_daemon_stop(c);
+    amqp_queue_delete(amqp, 1, amqp_cstring_bytes(control), 0, 0);
+    amqp_get_rpc_reply(amqp);
+    return rc;
+}

@@ -18,9 +18,7 @@
 
 #include <stdbool.h>
 
-/* itest.h's child process (itest.h is not included here: part of it is
- * outside its include guard). */
-typedef struct rp_child rp_child;
+#include "itest.h"
 
 typedef struct itest_daemon_opts {
     /* REAPER_STORE_SCHEMA=schema; NULL: not set. */
@@ -42,6 +40,9 @@ typedef struct itest_daemon_opts {
     const char *ready[2];
     /* Return as soon as the process runs; the test waits itself. */
     bool no_wait;
+    /* No ITEST_DAEMON_HOURLY: the interval is reaperd's default, or a
+     * --config file's. */
+    bool no_interval;
     /* Each wait's deadline; 0: 60 s. */
     int ready_ms;
 } itest_daemon_opts;
@@ -59,11 +60,20 @@ typedef struct itest_daemon_opts {
  * time-out prints the log, kills it and fails the test (cmocka). Never
  * NULL. */
 rp_child *itest_daemon_start(const itest_daemon_opts *opts);
+/* Runs REAPERD with opts (ready, no_wait and ready_ms are not used) to
+ * completion, capturing stdout and stderr (heap strings the caller frees);
+ * as rp_run_capture (itest.h): the exit code, -1 if it could not run. For
+ * --once, --migrate, --check-config. */
+int itest_daemon_run(const itest_daemon_opts *opts, char **out, char **err);
 /* Sends sig and waits up to 20 s for the exit; prints the log when the
  * exit code is not 0; frees c (NULL: nothing, returns 0). Returns the exit
  * code (rp_child_stop's values). */
 int itest_daemon_stop_sig(rp_child *c, int sig);
 /* itest_daemon_stop_sig(c, SIGTERM). */
 int itest_daemon_stop(rp_child *c);
+/* The end of a test group's daemon: itest_daemon_stop(c), then its
+ * control queue (durable) deleted on channel 1 of amqp (a refusal is
+ * ignored). Returns the stop's exit code. */
+int itest_daemon_stop_group(rp_child *c, amqp_connection_state_t amqp, const char *control);
 
 #endif
