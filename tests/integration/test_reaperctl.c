@@ -52,11 +52,8 @@ static int group_setup(void **state) {
 
 static int group_teardown(void **state) {
     (void)state;
-    int rc = 0;
     /* A clean stop (and, under the sanitizers, no leak or error). */
-    rc = itest_daemon_stop(W.reaperd);
-    amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(W.control), 0, 0);
-    amqp_get_rpc_reply(W.amqp);
+    int rc = itest_daemon_stop_group(W.reaperd, W.amqp, W.control);
     itest_amqp_close(W.amqp);
     pgfx_free(W.f);
     return rc == 0 ? 0 : -1;
