@@ -85,11 +85,8 @@ static int group_setup(void **state) {
 
 static int group_teardown(void **state) {
     (void)state;
-    int rc = 0;
     /* A clean stop (and, under the sanitizers, no leak or error). */
-    rc = itest_daemon_stop(W.reaperd);
-    amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(W.control), 0, 0);
-    amqp_get_rpc_reply(W.amqp);
+    int rc = itest_daemon_stop_group(W.reaperd, W.amqp, W.control);
     itest_amqp_close(W.amqp);
     pgfx_free(W.f);
     return rc == 0 ? 0 : -1;
@@ -354,7 +351,7 @@ static void test_replay_once(void **state) {
     /* A second answer, replay or dismiss: the first answer, nothing sent. */
     assert_outcome(answer(p.gate, "replay"), "replay", "already_answered");
     assert_outcome(answer(p.gate, "dismiss"), "replay", "already_answered");
-    usleep(300 * 1000);
+    usleep(300 * 1000); /* Deliberate: a window for a publish that must not happen to show. */
     assert_int_equal(depth(origin), 0);
     assert_int_equal(pgfx_i64(W.f, "SELECT count(*) FROM ledger WHERE kind = 'GateAnswered'"),
                      events + 1);
@@ -372,7 +369,7 @@ static void test_dismiss(void **state) {
     parked p = park(origin, "hello", 5, false);
     assert_outcome(answer(p.gate, "dismiss"), "dismiss", "dismissed");
     assert_outcome(answer(p.gate, "replay"), "dismiss", "already_answered");
-    usleep(300 * 1000);
+    usleep(300 * 1000); /* Deliberate: a window for a publish that must not happen to show. */
     assert_int_equal(depth(origin), 0);
     assert_int_equal(pgfx_i64(W.f, "SELECT count(*) FROM job j JOIN gate g ON g.job_id = j.id "
                                    "WHERE g.id = %" PRId64 " AND j.state = 'failed'", p.gate), 1);
@@ -395,7 +392,7 @@ static void test_forged_foreign_origin(void **state) {
     free(stored);
     assert_refused(answer(p.gate, "replay"), "conflict", "not owned");
     assert_true(gate_open(p.gate));
-    usleep(300 * 1000);
+    usleep(300 * 1000); /* Deliberate: a window for a publish that must not happen to show. */
     assert_int_equal(depth(foreign), 0);
     /* Dismiss is still possible. */
     assert_outcome(answer(p.gate, "dismiss"), "dismiss", "dismissed");
@@ -410,7 +407,7 @@ static void test_truncated_refused(void **state) {
     parked p = park(origin, "partial", 7, true);
     assert_refused(answer(p.gate, "replay"), "conflict", "whole");
     assert_true(gate_open(p.gate));
-    usleep(200 * 1000);
+    usleep(200 * 1000); /* Deliberate: a window for a publish that must not happen to show. */
     assert_int_equal(depth(origin), 0);
     delete_queue(origin);
 }
@@ -499,7 +496,7 @@ static void test_concurrent_replays_publish_once(void **state) {
     }
     assert_int_equal(replayed, 1);
     assert_int_equal(other, 3);
-    usleep(300 * 1000);
+    usleep(300 * 1000); /* Deliberate: a window for a publish that must not happen to show. */
     assert_int_equal(depth(origin), 1);
     delete_queue(origin);
 }
@@ -573,7 +570,7 @@ static void test_other_vhost_refused(void **state) {
     parked p = park_on("tenant-b", origin, "x", 1, false);
     assert_refused(answer(p.gate, "replay"), "conflict", "vhost tenant-b");
     assert_true(gate_open(p.gate));
-    usleep(200 * 1000);
+    usleep(200 * 1000); /* Deliberate: a window for a publish that must not happen to show. */
     assert_int_equal(depth(origin), 0);
     delete_queue(origin);
 }
@@ -688,7 +685,7 @@ static void test_replay_refused_by_broker(void **state) {
     assert_refused(answer(bad.gate, "replay"), "conflict", "406");
     assert_true(gate_open(bad.gate));
     assert_control_empty();
-    usleep(500 * 1000);
+    usleep(500 * 1000); /* Deliberate: a window for a publish that must not happen to show. */
     assert_int_equal(depth(origin), 0);
     /* Again: the same answer, still no loop. */
     assert_refused(answer(bad.gate, "replay"), "conflict", "refused");
@@ -751,6 +748,9 @@ static void test_request_redelivered_too_often(void **state) {
         /* reaperd holds it (its store work waits for the lock). */
         for (int i = 0; i < 250 && depth(W.control) != 0; i++) usleep(20 * 1000);
         assert_int_equal(depth(W.control), 0);
+        /* Deliberate: a margin for reaperd to take the delivery in hand before its
+         * connection goes (nothing marks it: its store session already waits
+         * for the lock since the first delivery). */
         usleep(200 * 1000);
         assert_int_equal(itest_broker_ctl("close_all_connections itest-redelivered"), 0);
         itest_amqp_close(W.amqp);
@@ -789,7 +789,7 @@ static void test_request_redelivered_too_often(void **state) {
     assert_int_equal(connects(), before + 5);
     pgfx_exec(lock, "COMMIT");
     pgfx_free(lock);
-    usleep(500 * 1000);
+    usleep(500 * 1000); /* Deliberate: a window for a redelivery that must not happen. */
     assert_int_equal(depth(W.control), 0);
     delete_queue(rq);
 }
