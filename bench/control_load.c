@@ -98,6 +98,10 @@ static void cl_rpc_check(amqp_rpc_reply_t r, const char *what) {
     exit(2);
 }
 
+/* The user the URL logs in as: requests name it in user_id, as reaperd
+ * requires of every control request (the broker checks it). */
+static char cl_user[256];
+
 /* Connects (vhost: NULL for the URL's own), opens channel 1. */
 static amqp_connection_state_t cl_connect(const char *vhost) {
     static char url[512];
@@ -105,6 +109,7 @@ static amqp_connection_state_t cl_connect(const char *vhost) {
     struct amqp_connection_info info;
     amqp_default_connection_info(&info);
     if (amqp_parse_url(url, &info) != AMQP_STATUS_OK) cl_die("REAPER_BROKER_URL does not parse");
+    snprintf(cl_user, sizeof cl_user, "%s", info.user);
     amqp_connection_state_t c = amqp_new_connection();
     amqp_socket_t *s = amqp_tcp_socket_new(c);
     if (s == NULL || amqp_socket_open(s, info.host, info.port) != AMQP_STATUS_OK)
@@ -216,7 +221,9 @@ static int cl_rpc(int argc, char **argv) {
     amqp_basic_properties_t p;
     memset(&p, 0, sizeof p);
     p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_REPLY_TO_FLAG |
-               AMQP_BASIC_CORRELATION_ID_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG;
+               AMQP_BASIC_CORRELATION_ID_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
+               AMQP_BASIC_USER_ID_FLAG;
+    p.user_id = amqp_cstring_bytes(cl_user);
     p.content_type = amqp_cstring_bytes(ct);
     p.reply_to = amqp_cstring_bytes("amq.rabbitmq.reply-to");
     p.delivery_mode = 1;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rp_clock.h"
 #include "rp_match.h"
 
 #define RP_BROKER_DEFAULT_TIMEOUT_MS 10000L
@@ -354,14 +355,8 @@ static void rp_wipe(char *p, size_t n) {
 
 #define RP_WIDE_CACHE_MS 60000
 
-static int64_t rp_mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static rp_status rp_read_wide(rp_mgmt_broker *b) {
-    if (b->wide != RP_WIDE_UNREAD && rp_mono_ms() - b->wide_at < RP_WIDE_CACHE_MS) return RP_OK;
+    if (b->wide != RP_WIDE_UNREAD && rp_clock_mono_ms() - b->wide_at < RP_WIDE_CACHE_MS) return RP_OK;
     rp_mgmt_response r;
     rp_status st = rp_mgmt_broker_request(b, RP_HTTP_GET, "/api/config/effective", NULL, 0, &r);
     if (st == RP_OK) {
@@ -395,7 +390,7 @@ static rp_status rp_read_wide(rp_mgmt_broker *b) {
     if (r.body) rp_wipe(r.body, r.body_len);
     rp_mgmt_response_cleanup(&r);
     if (st != RP_OK) return st;
-    b->wide_at = rp_mono_ms();
+    b->wide_at = rp_clock_mono_ms();
     return RP_OK;
 }
 

@@ -1,5 +1,6 @@
 #include "rp_pg_conn.h"
 
+#include "rp_clock.h"
 #include "rp_log.h"
 
 #include <errno.h>
@@ -174,17 +175,11 @@ rp_status rp_pg_conn_ensure(rp_pg_conn *c, char *err, size_t errlen) {
     return RP_OK;
 }
 
-static int64_t rp_pg_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits until the socket is ready for events or the deadline passes.
  * True when ready. */
 static bool rp_pg_wait(PGconn *pg, short events, int64_t deadline_ms) {
     for (;;) {
-        int64_t left = deadline_ms - rp_pg_now_ms();
+        int64_t left = deadline_ms - rp_clock_mono_ms();
         if (left <= 0) return false;
         struct pollfd p = {.fd = PQsocket(pg), .events = events};
         if (p.fd < 0) return false;
@@ -202,7 +197,7 @@ rp_status rp_pg_conn_ping(rp_pg_conn *c, char *err, size_t errlen) {
     /* Sent and read without blocking past the deadline: a server that
      * stopped answering (a black hole, no RST) must not hold the store
      * thread until TCP gives up. */
-    int64_t deadline = rp_pg_now_ms() + (int64_t)c->connect_timeout_s * 1000;
+    int64_t deadline = rp_clock_mono_ms() + (int64_t)c->connect_timeout_s * 1000;
     bool ok = PQsendQuery(c->conn, "SELECT 1") == 1;
     if (!ok) rp_pg_error_line(PQerrorMessage(c->conn), err, errlen);
     bool timed_out = false;

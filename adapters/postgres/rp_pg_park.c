@@ -1,9 +1,12 @@
-/* The dead-letter park: is_parked, and park in one statement, idempotent by
- * identity and death (rp_pg_store.h, rp_deadletter.h OCCURRENCE). */
+/* The dead-letter park: is_parked, and park, idempotent by identity and
+ * death (rp_pg_store.h, rp_deadletter.h OCCURRENCE). Every park, one dead
+ * letter or a batch, is the set statement PARK_SET (rp_pg_sql.c) over
+ * arrays: a batch of n costs one statement, not n. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "rp_pg_binarray.h"
 #include "rp_pg_store_internal.h"
 #include "rp_text.h"
 #include "rp_untrusted.h"
@@ -14,8 +17,10 @@
 #define RP_PG_MIN_UNIX_S (-62135596800LL)
 #define RP_PG_MAX_UNIX_S (253402300799LL)
 
-/* The park statement's parameters (rp_pg_sql.c). */
-#define RP_PARK_NPARAMS 14
+/* The set statement's parameters (rp_pg_sql.c): RP_PARK_NCOLS arrays,
+ * then the project. */
+#define RP_PARK_NCOLS 13
+#define RP_PARK_NPARAMS (RP_PARK_NCOLS + 1)
 
 static rp_status rp_is_parked(void *self, const rp_dead_letter *facts, bool *parked) {
     rp_pg_store *s = self;
@@ -85,14 +90,174 @@ static rp_status rp_park_text_build(rp_park_text *t, const char *vhost, const ch
     return st;
 }
 
+/* The columns of one item, as the set statement binds them (NULL: SQL
+ * NULL). texts: the item's rendered texts; death: room for the first
+ * death's digits. */
+typedef struct rp_park_row {
+    const char *text[RP_PARK_NCOLS];
+    const void *body;
+    size_t body_len;
+} rp_park_row;
+
+static void rp_park_row_fill(rp_park_row *r, const rp_pg_park_item *it, const rp_park_text *t,
+                             char death[24]) {
+    const rp_dead_letter *f = it->facts;
+    const rp_pg_dl_handle *h = it->msg->handle;
+    size_t body_len = it->msg->body.len;
+    bool truncated = it->msg->body_truncated;
+    if (truncated || body_len > RP_PG_DL_BODY_MAX) {
+        if (body_len > RP_PG_DL_BODY_MAX) body_len = RP_PG_DL_BODY_MAX;
+        truncated = true;
+    }
+    bool death_known = f->first_death_known && f->first_death_at >= RP_PG_MIN_UNIX_S &&
+                       f->first_death_at <= RP_PG_MAX_UNIX_S;
+    const char *v[RP_PARK_NCOLS] = {
+        f->identity,
+        it->queue,
+        t->origin,
+        t->reason,
+        death_known ? rp__pg_itoa(f->first_death_at, death) : NULL,
+        h && h->headers_json ? h->headers_json : "{}",
+        h && h->properties_json ? h->properties_json : "{}",
+        NULL, /* the body: bytes, below */
+        truncated ? "t" : "f",
+        t->job_payload,
+        t->question,
+        t->ledger_payload,
+        f->death,
+    };
+    memcpy(r->text, v, sizeof v);
+    /* An empty body is an empty value, never NULL. */
+    r->body = it->msg->body.len > 0 ? (const void *)it->msg->body.ptr : "";
+    r->body_len = body_len;
+}
+
+static bool rp_item_valid(const rp_pg_park_item *it) {
+    return it->queue != NULL && it->msg != NULL && it->facts != NULL &&
+           it->facts->identity != NULL && it->facts->death != NULL && it->v != NULL &&
+           !(it->msg->body.len > 0 && it->msg->body.ptr == NULL);
+}
+
+/* ---- runs: no identity twice in one statement ---------------------------- */
+
+/* The set statement reads the table as it was when the statement began, so
+ * two deaths of one identity in one statement would not see each other (the
+ * OCCURRENCE rule numbers and covers them in order). A batch is therefore
+ * parked in runs, consecutive statements of one transaction: a run ends
+ * before the item whose identity it holds already. Items, their events and
+ * their ledger numbers keep the batch's order; a storm's batch is one run. */
+typedef struct rp_run_key {
+    const char *identity;
+    size_t i;
+} rp_run_key;
+
+static int rp_run_cmp(const void *a, const void *b) {
+    const rp_run_key *x = a, *y = b;
+    int c = strcmp(x->identity, y->identity);
+    if (c != 0) return c;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* run[i] for every item (0, 1, ... in order); returns the number of runs
+ * (0: no memory). */
+static size_t rp_runs(const rp_pg_park_item *items, size_t n, size_t *run) {
+    rp_run_key *k = malloc(n * sizeof *k);
+    size_t *prev = malloc(n * sizeof *prev); /* the last item before of its identity, or n */
+    if (k == NULL || prev == NULL) {
+        free(k);
+        free(prev);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) k[i] = (rp_run_key){items[i].facts->identity, i};
+    qsort(k, n, sizeof *k, rp_run_cmp);
+    for (size_t j = 0; j < n; j++)
+        prev[k[j].i] = j > 0 && strcmp(k[j].identity, k[j - 1].identity) == 0 ? k[j - 1].i : n;
+    size_t runs = 1, start = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (prev[i] != n && prev[i] >= start) {
+            runs++;
+            start = i;
+        }
+        run[i] = runs - 1;
+    }
+    free(k);
+    free(prev);
+    return runs;
+}
+
+/* ---- one statement's parameters ------------------------------------------ */
+
+typedef struct rp_park_set {
+    rp_pg_binarray col[RP_PARK_NCOLS];
+    const char *vals[RP_PARK_NPARAMS];
+    int lengths[RP_PARK_NPARAMS];
+    int formats[RP_PARK_NPARAMS];
+} rp_park_set;
+
+static void rp_park_set_cleanup(rp_park_set *p) {
+    for (int c = 0; c < RP_PARK_NCOLS; c++) rp_pg_binarray_cleanup(&p->col[c]);
+}
+
+/* The parameters of run r: the items whose run is r, in order. */
+static rp_status rp_park_set_build(rp_park_set *p, const rp_park_row *rows, const size_t *run,
+                                   size_t n, size_t r) {
+    memset(p, 0, sizeof *p);
+    uint32_t count = 0;
+    for (size_t i = 0; i < n; i++) count += run[i] == r;
+    for (int c = 0; c < RP_PARK_NCOLS; c++)
+        rp_pg_binarray_begin(&p->col[c], c == 7 ? RP_PG_OID_BYTEA : RP_PG_OID_TEXT, count);
+    for (size_t i = 0; i < n; i++) {
+        if (run[i] != r) continue;
+        for (int c = 0; c < RP_PARK_NCOLS; c++) {
+            if (c == 7)
+                rp_pg_binarray_add(&p->col[c], rows[i].body, rows[i].body_len);
+            else
+                rp_pg_binarray_add_str(&p->col[c], rows[i].text[c]);
+        }
+    }
+    for (int c = 0; c < RP_PARK_NCOLS; c++) {
+        if (!rp_pg_binarray_ok(&p->col[c])) {
+            rp_park_set_cleanup(p);
+            return RP_ERR_NOMEM;
+        }
+        p->vals[c] = p->col[c].data;
+        p->lengths[c] = (int)p->col[c].len;
+        p->formats[c] = 1;
+    }
+    p->vals[RP_PARK_NCOLS] = RP_PG_BUS_PROJECT;
+    return RP_OK;
+}
+
+/* Fills the results of run r from its statement's result. */
+static void rp_park_set_results(rp_pg_park_item *items, const size_t *run, size_t n, size_t r,
+                                PGresult *res) {
+    /* The rows name the position in the run (1-based), ascending. */
+    size_t pos = 0, i = 0;
+    for (int row = 0; row < PQntuples(res); row++) {
+        int64_t ord = rp__pg_i64(res, row, 0);
+        for (; i < n; i++) {
+            if (run[i] != r) continue;
+            if ((int64_t)++pos == ord) break;
+        }
+        if (i == n) return; /* not one of ours: ignored, as before */
+        rp_park_result *out = &items[i].result;
+        out->parked = true;
+        out->event.seq = rp__pg_i64(res, row, 1);
+        out->event.at = rp__pg_i64(res, row, 2);
+        out->job_id = rp__pg_i64(res, row, 3);
+        out->gate_id = rp__pg_i64(res, row, 4);
+        i++;
+    }
+}
+
+/* ---- the park port's park(): a set of one --------------------------------- */
+
 static rp_status rp_park(void *self, const char *vhost, const char *queue, const rp_dl_message *msg,
                          const rp_dead_letter *facts, const rp_verdict *v, rp_park_result *out) {
     rp_pg_store *s = self;
     memset(out, 0, sizeof *out);
-    if (queue == NULL || msg == NULL || facts == NULL || facts->identity == NULL ||
-        facts->death == NULL || v == NULL ||
-        (msg->body.len > 0 && msg->body.ptr == NULL))
-        return RP_ERR_INVALID;
+    rp_pg_park_item it = {vhost, queue, msg, facts, v, {0}};
+    if (!rp_item_valid(&it)) return RP_ERR_INVALID;
     rp_park_text t = {0};
     rp_status st = rp_park_text_build(&t, vhost, queue, facts, v);
     if (st == RP_OK) st = rp__pg_enter(s, RP__PG_WRITE, "park");
@@ -100,46 +265,26 @@ static rp_status rp_park(void *self, const char *vhost, const char *queue, const
         rp_park_text_cleanup(&t);
         return st;
     }
-
-    const rp_pg_dl_handle *h = msg->handle;
-    const char *headers = h && h->headers_json ? h->headers_json : "{}";
-    const char *props = h && h->properties_json ? h->properties_json : "{}";
-    size_t body_len = msg->body.len;
-    bool truncated = msg->body_truncated;
-    if (truncated || body_len > RP_PG_DL_BODY_MAX) {
-        if (body_len > RP_PG_DL_BODY_MAX) body_len = RP_PG_DL_BODY_MAX;
-        truncated = true;
-    }
     char death[24];
-    bool death_known = facts->first_death_known && facts->first_death_at >= RP_PG_MIN_UNIX_S &&
-                       facts->first_death_at <= RP_PG_MAX_UNIX_S;
-    /* An empty body still needs a non-NULL pointer: NULL would be SQL NULL. */
-    const char *body = msg->body.len > 0 ? (const char *)msg->body.ptr : "";
-    const char *vals[RP_PARK_NPARAMS] = {
-        facts->identity, queue, t.origin, t.reason,
-        death_known ? rp__pg_itoa(facts->first_death_at, death) : NULL,
-        headers, props, body, truncated ? "t" : "f", RP_PG_BUS_PROJECT, t.job_payload,
-        t.question, t.ledger_payload, facts->death,
-    };
-    int lengths[RP_PARK_NPARAMS] = {0};
-    int formats[RP_PARK_NPARAMS] = {0};
-    lengths[7] = (int)body_len;
-    formats[7] = 1; /* the body travels as bytes, not text */
-    rp__pg_cmd k = {.stmt = RP__PG_PARK, .n = RP_PARK_NPARAMS, .values = vals, .lengths = lengths,
-                    .formats = formats};
-    PGresult *r = NULL;
-    st = rp__pg_run(s, &k, 1, &r, "park", NULL);
-    rp_park_text_cleanup(&t);
-    if (st != RP_OK) return st;
-    if (PQntuples(r) == 1) {
-        out->parked = true;
-        out->event.seq = rp__pg_i64(r, 0, 0);
-        out->event.at = rp__pg_i64(r, 0, 1);
-        out->job_id = rp__pg_i64(r, 0, 2);
-        out->gate_id = rp__pg_i64(r, 0, 3);
+    rp_park_row row;
+    rp_park_row_fill(&row, &it, &t, death);
+    size_t run = 0;
+    rp_park_set p;
+    st = rp_park_set_build(&p, &row, &run, 1, 0);
+    if (st == RP_OK) {
+        rp__pg_cmd k = {.stmt = RP__PG_PARK_SET, .n = RP_PARK_NPARAMS, .values = p.vals,
+                        .lengths = p.lengths, .formats = p.formats};
+        PGresult *r = NULL;
+        st = rp__pg_run(s, &k, 1, &r, "park", NULL);
+        if (st == RP_OK) {
+            rp_park_set_results(&it, &run, 1, 0, r);
+            *out = it.result;
+            PQclear(r);
+        }
+        rp_park_set_cleanup(&p);
     }
-    PQclear(r);
-    return RP_OK;
+    rp_park_text_cleanup(&t);
+    return st;
 }
 
 void rp__pg_fill_park(rp_dead_letter_port *out) {
@@ -152,69 +297,46 @@ void rp__pg_fill_park(rp_dead_letter_port *out) {
 
 /* The commands before the parks in a segment: the plan mode (set_config). */
 #define RP_PARK_LEAD 1
-/* The park's plan does not depend on the data (four inserts from
- * parameters, the conflict on the primary key, a join of two one-row
- * results): within this transaction its generic plan is made once for the
- * session and reused, instead of the session's custom plan planned for
- * every park (rp_pg_store.c's plan mode, there for statements whose plans
- * do depend on the table). Measured here: about 10% less PostgreSQL time
- * per park. Local: it ends with the transaction (set_config rather than SET
- * LOCAL, which warns outside an explicit block). */
+/* The park's plan does not depend on the data (inserts from unnested
+ * parameters, the conflict on the primary key, joins of the sets it
+ * inserted): within this transaction its generic plan is made once for the
+ * session and reused, instead of a custom plan planned at every park
+ * (rp_pg_store.c's plan mode, there for statements whose plans do depend on
+ * the table). Local: it ends with the transaction (set_config rather than
+ * SET LOCAL, which warns outside an explicit block). */
 #define RP_PARK_PLAN_SQL "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 rp_status rp_pg_park_send(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
     if (s == NULL || items == NULL || n == 0 || n > 100000) return RP_ERR_INVALID;
     for (size_t i = 0; i < n; i++) {
-        const rp_pg_park_item *it = &items[i];
         memset(&items[i].result, 0, sizeof items[i].result);
-        if (it->queue == NULL || it->msg == NULL || it->facts == NULL ||
-            it->facts->identity == NULL || it->facts->death == NULL || it->v == NULL ||
-            (it->msg->body.len > 0 && it->msg->body.ptr == NULL))
-            return RP_ERR_INVALID;
+        if (!rp_item_valid(&items[i])) return RP_ERR_INVALID;
     }
     rp_status st = RP_ERR_NOMEM;
+    size_t runs = 0, built = 0;
     rp_park_text *t = calloc(n, sizeof *t);
-    const char **vals = calloc(n * RP_PARK_NPARAMS, sizeof *vals);
-    int *lengths = calloc(n * RP_PARK_NPARAMS, sizeof *lengths);
-    int *formats = calloc(n * RP_PARK_NPARAMS, sizeof *formats);
+    rp_park_row *rows = calloc(n, sizeof *rows);
     char (*death)[24] = calloc(n, sizeof *death);
-    rp__pg_cmd *k = calloc(n + RP_PARK_LEAD, sizeof *k);
-    if (!t || !vals || !lengths || !formats || !death || !k) goto done;
+    size_t *run = calloc(n, sizeof *run);
+    rp_park_set *sets = NULL;
+    rp__pg_cmd *k = NULL;
+    if (!t || !rows || !death || !run || (runs = rp_runs(items, n, run)) == 0) goto done;
+    sets = calloc(runs, sizeof *sets);
+    k = calloc(runs + RP_PARK_LEAD, sizeof *k);
+    if (!sets || !k) goto done;
     st = RP_OK;
     for (size_t i = 0; i < n && st == RP_OK; i++) {
-        const rp_pg_park_item *it = &items[i];
-        st = rp_park_text_build(&t[i], it->vhost, it->queue, it->facts, it->v);
+        st = rp_park_text_build(&t[i], items[i].vhost, items[i].queue, items[i].facts,
+                                items[i].v);
+        if (st == RP_OK) rp_park_row_fill(&rows[i], &items[i], &t[i], death[i]);
+    }
+    for (; built < runs && st == RP_OK; built++) {
+        st = rp_park_set_build(&sets[built], rows, run, n, built);
         if (st != RP_OK) break;
-        const rp_pg_dl_handle *h = it->msg->handle;
-        size_t body_len = it->msg->body.len;
-        bool truncated = it->msg->body_truncated;
-        if (truncated || body_len > RP_PG_DL_BODY_MAX) {
-            if (body_len > RP_PG_DL_BODY_MAX) body_len = RP_PG_DL_BODY_MAX;
-            truncated = true;
-        }
-        const rp_dead_letter *f = it->facts;
-        bool death_known = f->first_death_known && f->first_death_at >= RP_PG_MIN_UNIX_S &&
-                           f->first_death_at <= RP_PG_MAX_UNIX_S;
-        const char **v = vals + i * RP_PARK_NPARAMS;
-        v[0] = f->identity;
-        v[1] = it->queue;
-        v[2] = t[i].origin;
-        v[3] = t[i].reason;
-        v[4] = death_known ? rp__pg_itoa(f->first_death_at, death[i]) : NULL;
-        v[5] = h && h->headers_json ? h->headers_json : "{}";
-        v[6] = h && h->properties_json ? h->properties_json : "{}";
-        v[7] = it->msg->body.len > 0 ? (const char *)it->msg->body.ptr : "";
-        v[8] = truncated ? "t" : "f";
-        v[9] = RP_PG_BUS_PROJECT;
-        v[10] = t[i].job_payload;
-        v[11] = t[i].question;
-        v[12] = t[i].ledger_payload;
-        v[13] = f->death;
-        lengths[i * RP_PARK_NPARAMS + 7] = (int)body_len;
-        formats[i * RP_PARK_NPARAMS + 7] = 1; /* the body travels as bytes */
-        k[i + RP_PARK_LEAD] = (rp__pg_cmd){.stmt = RP__PG_PARK, .n = RP_PARK_NPARAMS, .values = v,
-                                .lengths = lengths + i * RP_PARK_NPARAMS,
-                                .formats = formats + i * RP_PARK_NPARAMS};
+        k[built + RP_PARK_LEAD] =
+            (rp__pg_cmd){.stmt = RP__PG_PARK_SET, .n = RP_PARK_NPARAMS,
+                         .values = sets[built].vals, .lengths = sets[built].lengths,
+                         .formats = sets[built].formats};
     }
     /* Nothing outstanding: a port call's usual start (connect, prepare).
      * Otherwise the session is the one the outstanding segments went on
@@ -225,48 +347,45 @@ rp_status rp_pg_park_send(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
      * sync (rp__pg_send), so that one that fails leaves the next alone. */
     k[0] = (rp__pg_cmd){.stmt = -1, .sql = RP_PARK_PLAN_SQL};
     /* libpq copies the values as it sends: nothing here need outlive this. */
-    st = rp__pg_send(s, k, n + RP_PARK_LEAD, "park_batch");
+    st = rp__pg_send(s, k, runs + RP_PARK_LEAD, "park_batch");
 done:
+    for (size_t r = 0; sets && r < built; r++) rp_park_set_cleanup(&sets[r]);
     for (size_t i = 0; t && i < n; i++) rp_park_text_cleanup(&t[i]);
     free(t);
-    free(vals);
-    free(lengths);
-    free(formats);
+    free(rows);
     free(death);
+    free(run);
+    free(sets);
     free(k);
     return st;
 }
 
 rp_status rp_pg_park_recv(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
     if (s == NULL || items == NULL || n == 0 || n > 100000) return RP_ERR_INVALID;
-    rp__pg_cmd *k = calloc(n + RP_PARK_LEAD, sizeof *k);
-    PGresult **res = calloc(n + RP_PARK_LEAD, sizeof *res);
+    /* The same runs as the send computed: the same items. */
+    size_t *run = calloc(n, sizeof *run);
+    size_t runs = run ? rp_runs(items, n, run) : 0;
+    rp__pg_cmd *k = runs ? calloc(runs + RP_PARK_LEAD, sizeof *k) : NULL;
+    PGresult **res = runs ? calloc(runs + RP_PARK_LEAD, sizeof *res) : NULL;
     if (k == NULL || res == NULL) {
         /* Its results must still be read, or every later call would read
          * them as its own: give the session up instead. */
+        free(run);
         free(k);
         free(res);
         rp__pg_lose_session(s);
         return RP_ERR_UNAVAILABLE;
     }
     k[0] = (rp__pg_cmd){.stmt = -1, .sql = RP_PARK_PLAN_SQL};
-    for (size_t i = 0; i < n; i++) k[i + RP_PARK_LEAD] = (rp__pg_cmd){.stmt = RP__PG_PARK};
+    for (size_t r = 0; r < runs; r++) k[r + RP_PARK_LEAD] = (rp__pg_cmd){.stmt = RP__PG_PARK_SET};
     char code[6];
-    rp_status st = rp__pg_recv(s, k, n + RP_PARK_LEAD, res, "park_batch", code);
+    rp_status st = rp__pg_recv(s, k, runs + RP_PARK_LEAD, res, "park_batch", code);
     if (st == RP_OK) {
-        for (size_t i = 0; i < n; i++) {
-            PGresult *r = res[i + RP_PARK_LEAD];
-            if (PQntuples(r) == 1) {
-                rp_park_result *out = &items[i].result;
-                out->parked = true;
-                out->event.seq = rp__pg_i64(r, 0, 0);
-                out->event.at = rp__pg_i64(r, 0, 1);
-                out->job_id = rp__pg_i64(r, 0, 2);
-                out->gate_id = rp__pg_i64(r, 0, 3);
-            }
-        }
-        rp__pg_clear(res, n + RP_PARK_LEAD);
+        for (size_t r = 0; r < runs; r++)
+            rp_park_set_results(items, run, n, r, res[r + RP_PARK_LEAD]);
+        rp__pg_clear(res, runs + RP_PARK_LEAD);
     }
+    free(run);
     free(k);
     free(res);
     return st;

@@ -246,17 +246,26 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
     /* $1 identity, $2 death: true when a park would park nothing. */
     [RP__PG_IS_PARKED] = {"is_parked",
                           "SELECT {s}.dead_letter_next_occurrence($1::text, $2::text) IS NULL"},
-    /* $1 identity, $2 queue, $3 origin (rendered), $4 reason (rendered),
-     * $5 first death (Unix s) or NULL, $6 headers, $7 properties, $8 body
-     * (binary), $9 body_truncated, $10 project, $11 job payload, $12 gate
-     * question, $13 ledger payload, $14 death. The dead_letter row first,
-     * only when the OCCURRENCE rule opens one (prev: the function called
-     * once, OFFSET 0 keeps the planner from copying the call into the
-     * WHERE; a subquery, not a function scan, is the cheaper plan); the
-     * job, gate and event only when it was inserted. Ids are drawn up
-     * front, and only then,
-     * because the dead_letter row names its job and gate (foreign keys are
-     * checked at the end of the statement).
+    /* The park of a set of dead letters, one statement (issue #21: what a
+     * statement costs beyond its rows, about half of a one-row park's
+     * instructions, is paid once per set). Arrays in the binary format
+     * (rp_pg_binarray.h), one element per dead letter, in the caller's order:
+     * $1 identity, $2 queue, $3 origin (rendered), $4 reason (rendered),
+     * $5 first death (Unix s, as text) or NULL, $6 headers, $7 properties
+     * (JSON text), $8 body (bytea), $9 body_truncated ('t'/'f'), $10 job
+     * payload, $11 gate question, $12 ledger payload, $13 death; $14 the
+     * project (one text). No identity twice in one set (the caller splits a
+     * batch into rounds: rp_pg_park.c).
+     * Per dead letter, the dead_letter row first, only when the OCCURRENCE
+     * rule opens one: an identity with no rows takes occurrence 1 from one
+     * index probe (a subplan: no function call), one with rows asks
+     * dead_letter_next_occurrence (migration 0006; NULL: parked already or
+     * covered); the job, gate and event only for rows inserted. Ids and
+     * ledger numbers are drawn up front in the set's order (a row that then
+     * conflicts leaves a gap), so the events' order is the caller's; the
+     * dead_letter row names its job and gate (foreign keys are checked at
+     * the end of the statement). Result: one row per dead letter parked,
+     * its position in the set (1-based), event seq and time, job, gate.
      * Race-safe without locks: two parks of one death at once (two
      * sessions, two replicas) both find it unseen and insert the same
      * (identity, death): the second waits for the first's commit at ON
@@ -265,26 +274,37 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
      * a death parked while the gate that covers it is being answered is
      * covered by that gate when the answer has not committed yet, which
      * cannot happen to a replayed message (a new lineage, never covered). */
-    [RP__PG_PARK] =
-        {"park",
-         "WITH ids AS (SELECT nextval({job_seq}) AS job_id, nextval({gate_seq}) AS gate_id, "
-         "o AS occurrence FROM (SELECT {s}.dead_letter_next_occurrence($1::text, $14::text) "
-         "AS o OFFSET 0) prev WHERE o IS NOT NULL), "
+    [RP__PG_PARK_SET] =
+        {"park_set",
+         "WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], "
+         "$5::text[], $6::text[], $7::text[], $8::bytea[], $9::text[], $10::text[], $11::text[], "
+         "$12::text[], $13::text[]) WITH ORDINALITY AS u(identity, queue, origin, reason, "
+         "first_death, headers, props, body, truncated, job_payload, question, ledger_payload, "
+         "death, ord)), "
+         "ids AS (SELECT u.*, o AS occurrence, nextval({job_seq}) AS job_id, "
+         "nextval({gate_seq}) AS gate_id, nextval({ledger_seq}) AS seq FROM u, "
+         "LATERAL (SELECT CASE WHEN NOT EXISTS (SELECT FROM {s}.dead_letter d "
+         "WHERE d.identity = u.identity) THEN 1 "
+         "ELSE {s}.dead_letter_next_occurrence(u.identity, u.death) END AS o OFFSET 0) prev "
+         "WHERE o IS NOT NULL ORDER BY u.ord), "
          "dl AS (INSERT INTO {s}.dead_letter (identity, death, occurrence, job_id, gate_id, "
          "queue, origin_queue, reason, first_death_at, headers, properties, body, "
          "body_truncated) "
-         "SELECT $1::text, $14::text, occurrence, job_id, gate_id, $2::text, $3::text, $4::text, "
-         "to_timestamp($5::int8), $6::jsonb, $7::jsonb, $8::bytea, $9::bool FROM ids "
-         "ON CONFLICT (identity, death) DO NOTHING RETURNING job_id, gate_id), "
+         "SELECT identity, death, occurrence, job_id, gate_id, queue, origin, reason, "
+         "to_timestamp(first_death::int8), headers::jsonb, props::jsonb, body, truncated::bool "
+         "FROM ids ORDER BY ord ON CONFLICT (identity, death) DO NOTHING RETURNING job_id), "
+         "n AS (SELECT ids.* FROM ids JOIN dl ON dl.job_id = ids.job_id), "
          "j AS (INSERT INTO {s}.job (id, project_id, kind, state, payload) "
-         "SELECT job_id, $10::text, '" RP_PG_BUS_JOB_KIND "', 'awaiting_human', $11::jsonb "
-         "FROM dl RETURNING id, project_id), "
+         "SELECT job_id, $14::text, '" RP_PG_BUS_JOB_KIND "', 'awaiting_human', "
+         "job_payload::jsonb FROM n ORDER BY ord RETURNING id), "
          "g AS (INSERT INTO {s}.gate (id, job_id, kind, question, choices) "
-         "SELECT dl.gate_id, j.id, 'bus_dead_lettered', $12::text, ARRAY['replay', 'dismiss'] "
-         "FROM dl JOIN j ON j.id = dl.job_id RETURNING id), "
-         "ev AS (INSERT INTO {s}.ledger (kind, project_id, payload) "
-         "SELECT 'QueueReaped', project_id, $13::jsonb FROM j RETURNING seq, at) "
-         "SELECT ev.seq, " MS("ev.at") ", j.id, g.id FROM ev, j, g"},
+         "SELECT gate_id, job_id, 'bus_dead_lettered', question, ARRAY['replay', 'dismiss'] "
+         "FROM n ORDER BY ord RETURNING id), "
+         "ev AS (INSERT INTO {s}.ledger (seq, kind, project_id, payload) OVERRIDING SYSTEM VALUE "
+         "SELECT seq, 'QueueReaped', $14::text, ledger_payload::jsonb FROM n ORDER BY ord "
+         "RETURNING seq, at) "
+         "SELECT n.ord, ev.seq, " MS("ev.at") ", n.job_id, n.gate_id FROM n "
+         "JOIN ev ON ev.seq = n.seq ORDER BY n.ord"},
 };
 
 rp_status rp__pg_sql_expand(const char *text, const rp__pg_subst *sub, char **out) {

@@ -3,7 +3,6 @@
  * port (rp_pg_store.h). */
 #include <errno.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,9 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rp_clock.h"
 #include "rp_log.h"
 #include "rp_pg_store_internal.h"
-#include "rp_proto.h"
 
 rp_pg_store *rp_pg_store_new(rp_pg_conn *conn, const char *schema) {
     if (conn == NULL || schema == NULL || *schema == '\0') return NULL;
@@ -39,9 +38,7 @@ static void rp_instance_init(void) {
     char host[128] = "";
     if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') snprintf(host, sizeof host, "unknown");
     host[sizeof host - 1] = '\0';
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    long long ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    long long ms = (long long)rp_clock_wall_ms();
     snprintf(rp_instance, sizeof rp_instance, "%.100s:%ld:%lld", host, (long)getpid(), ms);
 }
 
@@ -122,21 +119,6 @@ void rp__pg_clear(PGresult **res, size_t n) {
     }
 }
 
-rp_status rp__pg_payload(const rp_verdict *v, char **out) {
-    *out = NULL;
-    json_t *t = rp_proto_verdict_json(v);
-    if (t == NULL) return v == NULL ? RP_ERR_INVALID : RP_ERR_NOMEM;
-    *out = json_dumps(t, JSON_COMPACT);
-    json_decref(t);
-    return *out ? RP_OK : RP_ERR_NOMEM;
-}
-
-static int64_t rp_mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void rp__pg_forget_row(rp_pg_store *s) {
     s->taken.active = false;
     s->taken.locked = false;
@@ -188,7 +170,7 @@ static rp_wait_result rp_poll(PGconn *c, short ev, int64_t deadline) {
     int fd = PQsocket(c);
     if (fd < 0) return RP_WAIT_BROKEN;
     for (;;) {
-        int64_t left = deadline - rp_mono_ms();
+        int64_t left = deadline - rp_clock_mono_ms();
         if (left <= 0) return RP_WAIT_TIMEOUT;
         struct pollfd p = {.fd = fd, .events = ev};
         int r = poll(&p, 1, left > 60000 ? 60000 : (int)left);
@@ -234,7 +216,7 @@ static bool rp_ok_status(ExecStatusType t) {
  * outstanding is lost with it). */
 rp_status rp__pg_send(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, const char *op) {
     PGconn *c = rp_pg_conn_handle(s->conn);
-    int64_t deadline = rp_mono_ms() + s->timeout_ms;
+    int64_t deadline = rp_clock_mono_ms() + s->timeout_ms;
     const char *broke = NULL;
     rp_wait_result w = RP_WAIT_OK;
     if (c == NULL || PQstatus(c) != CONNECTION_OK) {
@@ -285,7 +267,7 @@ lost: {
 static rp_status rp_recv(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,
                          const char *op, char code[6], bool keep) {
     PGconn *c = rp_pg_conn_handle(s->conn);
-    int64_t deadline = rp_mono_ms() + s->timeout_ms;
+    int64_t deadline = rp_clock_mono_ms() + s->timeout_ms;
     for (size_t i = 0; i < n; i++) res[i] = NULL;
     code[0] = '\0';
     const char *broke = NULL;
@@ -532,7 +514,7 @@ static rp_status rp_prepare(rp_pg_store *s) {
 
     /* The session's settings and every statement in one pipeline: one
      * round trip per session. */
-    int64_t deadline = rp_mono_ms() + s->timeout_ms;
+    int64_t deadline = rp_clock_mono_ms() + s->timeout_ms;
     const char *broke = NULL;
     if (PQsetnonblocking(c, 1) != 0 || PQenterPipelineMode(c) != 1) broke = "pipeline";
     if (!broke && !PQsendQueryParams(c, RP_PG_SESSION_SETTINGS, 0, NULL, NULL, NULL, NULL, 0))
@@ -622,12 +604,6 @@ rp_status rp__pg_enter(rp_pg_store *s, rp__pg_mode mode, const char *op) {
 
 /* ---- the clock ---- */
 
-static rp_time_ms rp_system_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (rp_time_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The database's time, so that expiry is judged by the same clock that the
  * workers' leases were written with (now() in their UPDATEs). Only when the
  * store cannot be reached does it fall back to the system clock: the pass
@@ -654,7 +630,7 @@ static rp_time_ms rp_now_ms(void *self) {
         RP_WARN("store clock unreadable; using the system clock", "status",
                 rp_status_string(st != RP_OK ? st : RP_ERR_INTERNAL), NULL);
     s->clock_fell_back = true;
-    return rp_system_ms();
+    return rp_clock_wall_ms();
 }
 
 /* ---- the ports ---- */

@@ -109,6 +109,7 @@
 #include <stddef.h>
 
 #include "rp_common.h"
+#include "rp_park_batch_port.h"
 #include "rp_pg_conn.h"
 #include "rp_ports.h"
 
@@ -197,46 +198,13 @@ rp_status rp_pg_store_count_open_sightings(rp_pg_store *s,
                                            int64_t by_condition[RP_COND_COUNT_]) RP_MUSTCHECK;
 
 /* One dead letter of a batch park (the dead-letter tap's): the arguments
- * park() takes, all borrowed, and its result. */
-typedef struct rp_pg_park_item {
-    const char *vhost;
-    const char *queue;
-    const rp_dl_message *msg;
-    const rp_dead_letter *facts;
-    const rp_verdict *v;
-    rp_park_result result; /* out, valid on RP_OK */
-} rp_pg_park_item;
+ * park() takes, all borrowed, and its result (core's park-batch item,
+ * rp_park_batch_port.h). */
+typedef rp_park_batch_item rp_pg_park_item;
 
-/* Parks n (>= 1) dead letters as park() would each, but in ONE transaction
- * sent in one round trip (the plan mode and n park statements in one
- * pipeline segment, one implicit transaction committed at its sync): one
- * commit for all, which is what makes a storm affordable (POSTGRES.md).
- * All or nothing: on any failure nothing is committed and the status is
- * park()'s mapping (RP_ERR_UNAVAILABLE for the connection or server;
- * RP_ERR_INVALID for an item park() would refuse; RP_ERR_INTERNAL or
- * RP_ERR_CONFLICT otherwise), so that the caller can park them one by one
- * to find the one that fails alone. Within a batch a death given twice
- * is parked once (the second finds the first's row). The caller publishes
- * the events of the parked ones after this returns (committed).
- * RP_ERR_INVALID while sent batches are unread. */
-rp_status rp_pg_park_batch(rp_pg_store *s, rp_pg_park_item *items, size_t n) RP_MUSTCHECK;
-
-/* rp_pg_park_batch in two halves, so that the next batch is on its way
- * before the last one's results are read and the server never waits for
- * the caller between them. rp_pg_park_send sends one batch's transaction
- * without waiting (RP_OK: sent; else as rp_pg_park_batch, nothing sent;
- * RP_ERR_UNAVAILABLE: the session was lost, with whatever was outstanding).
- * rp_pg_park_recv reads the results of the OLDEST batch sent and not yet
- * read (the same items and n: the results are filled) and returns what
- * rp_pg_park_batch would have. Each batch commits or fails alone: one that
- * fails does not touch the next. The caller reads every batch it sent, in
- * order, before any other call on the store (a port call, or
- * rp_pg_park_batch); items (and what they point to) stay the caller's and
- * only need to live until each call returns. Keep few outstanding (two: one
- * on the server, one in its socket). When the session is lost, every
- * outstanding batch's recv returns RP_ERR_UNAVAILABLE (committed or not:
- * park again; it is idempotent). */
-rp_status rp_pg_park_send(rp_pg_store *s, rp_pg_park_item *items, size_t n) RP_MUSTCHECK;
-rp_status rp_pg_park_recv(rp_pg_store *s, rp_pg_park_item *items, size_t n) RP_MUSTCHECK;
+/* The tap parks batches through the park-batch port over its own sessions
+ * (rp_pg_park_batch.h); the batch park itself (rp_pg_park_batch,
+ * rp_pg_park_send/recv) is internal to this adapter
+ * (rp_pg_store_internal.h). */
 
 #endif

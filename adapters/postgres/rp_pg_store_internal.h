@@ -37,7 +37,7 @@ typedef enum rp__pg_stmt {
     RP__PG_GATE_LOCK,
     RP__PG_GATE_ANSWER,
     RP__PG_IS_PARKED,
-    RP__PG_PARK,
+    RP__PG_PARK_SET,
     RP__PG_STMT_COUNT_
 } rp__pg_stmt;
 
@@ -199,9 +199,12 @@ int64_t rp__pg_i64(const PGresult *r, int row, int col);
 const char *rp__pg_str(const PGresult *r, int row, int col);
 bool rp__pg_null(const PGresult *r, int row, int col);
 
-/* The verdict as its ledger payload (rp_proto_verdict_json), compact JSON
- * text in *out (free()). RP_ERR_INVALID for a verdict outside its enums;
- * RP_ERR_NOMEM. */
+/* The verdict as its ledger payload (rp_pg_payload.c), compact JSON text in
+ * *out (free()): the keys object, queue, project, condition, measured,
+ * threshold, unit, action, source, detail, trusted in that order, the
+ * control protocol's verdict shape (proto/SCHEMA.md) byte for byte, without
+ * linking the codec. RP_ERR_INVALID for a NULL verdict or one outside its
+ * enums; RP_ERR_NOMEM. */
 rp_status rp__pg_payload(const rp_verdict *v, char **out) RP_MUSTCHECK;
 
 /* Formats a signed integer into buf (at least 24 bytes); returns buf. */
@@ -221,5 +224,43 @@ void rp__pg_fill_ready(rp_store_port *out);
 void rp__pg_fill_sighting(rp_store_port *out);
 void rp__pg_fill_gates(rp_gate_port *out);
 void rp__pg_fill_park(rp_dead_letter_port *out);
+
+/* ---- The batch park (the tap's, through rp_pg_park_batch.h's port) ------ */
+
+/* Parks n (>= 1) dead letters as park() would each, but in ONE transaction
+ * sent in one round trip (the plan mode and the set statement PARK_SET for
+ * all n, bound as arrays, in one pipeline segment, one implicit transaction
+ * committed at its sync): one commit and one statement for all, which is
+ * what makes a storm affordable. A batch naming one identity more than once
+ * takes one statement per run of distinct identities (rp_pg_park.c), so the
+ * OCCURRENCE rule sees its deaths in order; results, events and ledger
+ * numbers follow the items' order.
+ * All or nothing: on any failure nothing is committed and the status is
+ * park()'s mapping (RP_ERR_UNAVAILABLE for the connection or server;
+ * RP_ERR_INVALID for an item park() would refuse; RP_ERR_INTERNAL or
+ * RP_ERR_CONFLICT otherwise), so that the caller can park them one by one
+ * to find the one that fails alone. Within a batch a death given twice
+ * is parked once (the second finds the first's row). The caller publishes
+ * the events of the parked ones after this returns (committed).
+ * RP_ERR_INVALID while sent batches are unread. */
+rp_status rp_pg_park_batch(rp_pg_store *s, rp_pg_park_item *items, size_t n) RP_MUSTCHECK;
+
+/* rp_pg_park_batch in two halves, so that the next batch is on its way
+ * before the last one's results are read and the server never waits for
+ * the caller between them. rp_pg_park_send sends one batch's transaction
+ * without waiting (RP_OK: sent; else as rp_pg_park_batch, nothing sent;
+ * RP_ERR_UNAVAILABLE: the session was lost, with whatever was outstanding).
+ * rp_pg_park_recv reads the results of the OLDEST batch sent and not yet
+ * read (the same items and n: the results are filled) and returns what
+ * rp_pg_park_batch would have. Each batch commits or fails alone: one that
+ * fails does not touch the next. The caller reads every batch it sent, in
+ * order, before any other call on the store (a port call, or
+ * rp_pg_park_batch); items (and what they point to) stay the caller's and
+ * only need to live until each call returns. Keep few outstanding (two: one
+ * on the server, one in its socket). When the session is lost, every
+ * outstanding batch's recv returns RP_ERR_UNAVAILABLE (committed or not:
+ * park again; it is idempotent). */
+rp_status rp_pg_park_send(rp_pg_store *s, rp_pg_park_item *items, size_t n) RP_MUSTCHECK;
+rp_status rp_pg_park_recv(rp_pg_store *s, rp_pg_park_item *items, size_t n) RP_MUSTCHECK;
 
 #endif

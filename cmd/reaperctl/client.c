@@ -9,12 +9,7 @@
 #include <unistd.h>
 
 #include "rp_amqp_open.h"
-
-static long rp_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
+#include "rp_clock.h"
 
 static bool rp_rpc_ok(amqp_rpc_reply_t r, const char *what, char *err, size_t n) {
     if (r.reply_type == AMQP_RESPONSE_NORMAL) return true;
@@ -69,7 +64,7 @@ rp_status rp_ctl_request(const rp_config *cfg, const char *password, const char 
         goto out_close;
 
     char corr[64];
-    snprintf(corr, sizeof corr, "reaperctl-%d-%ld", (int)getpid(), rp_now_ms());
+    snprintf(corr, sizeof corr, "reaperctl-%d-%ld", (int)getpid(), (long)rp_clock_mono_ms());
     amqp_basic_properties_t p;
     memset(&p, 0, sizeof p);
     p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_REPLY_TO_FLAG |
@@ -95,9 +90,9 @@ rp_status rp_ctl_request(const rp_config *cfg, const char *password, const char 
     const char *reaperd_user = getenv("REAPERCTL_REAPERD_USER");
     if (reaperd_user == NULL || *reaperd_user == '\0') reaperd_user = user;
     bool warned = false;
-    long until = rp_now_ms() + timeout_ms;
+    long until = (long)rp_clock_mono_ms() + timeout_ms;
     for (;;) {
-        long left = until - rp_now_ms();
+        long left = until - (long)rp_clock_mono_ms();
         if (left <= 0) {
             snprintf(err, errlen,
                      "no reply from reaperd within %d s (is reaperd running and consuming %s?)",

@@ -29,17 +29,12 @@
 #include "daemon_internal.h"
 #include "rp_pg_listen.h"
 #include "replay.h"
+#include "rp_clock.h"
 #include "report_text.h"
 #include "rp_log.h"
 #include "version.h"
 
 #define RP_STORE_CHECK_MS 2000
-
-static rp_time_ms rp_wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (rp_time_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- the store thread ---------------------------------------------------- */
 
@@ -127,7 +122,7 @@ static void rp_deadline_at(rp_daemon *d, int64_t wait_ms) {
     if (wait_ms < 0) wait_ms = 0;
     struct timeval tv = {wait_ms / 1000, (wait_ms % 1000) * 1000};
     evtimer_add(d->deadline_ev, &tv);
-    d->deadline_fire_ms = rp_wall_ms() + wait_ms;
+    d->deadline_fire_ms = rp_clock_wall_ms() + wait_ms;
 }
 
 static void rp_arm_deadline(rp_daemon *d, const rp_pass_request *req) {
@@ -139,12 +134,12 @@ static void rp_arm_deadline(rp_daemon *d, const rp_pass_request *req) {
          * move it to ours with the offset measured at the pass's start.
          * Strictly past the grace: one millisecond after it is the first
          * moment the row counts as expired. */
-        int64_t until = req->deadline_at + req->clock_offset_ms + 1 - rp_wall_ms();
+        int64_t until = req->deadline_at + req->clock_offset_ms + 1 - rp_clock_wall_ms();
         if (until < wait_ms) wait_ms = until < 0 ? 0 : until;
     }
     /* A lease set after this pass read its deadline may have armed the
      * timer earlier meanwhile (rp_on_lease_deadline): keep that one. */
-    int64_t now = rp_wall_ms();
+    int64_t now = rp_clock_wall_ms();
     if (d->deadline_fire_ms != INT64_MAX && d->deadline_fire_ms > now &&
         d->deadline_fire_ms - now < wait_ms)
         wait_ms = d->deadline_fire_ms - now;
@@ -162,9 +157,9 @@ static void rp_on_lease_deadline(void *arg, int64_t at_ms) {
     if (fire >= d->deadline_fire_ms) return;
     d->deadline_rearms++;
     char in[24];
-    snprintf(in, sizeof in, "%" PRId64, fire - rp_wall_ms());
+    snprintf(in, sizeof in, "%" PRId64, fire - rp_clock_wall_ms());
     RP_DEBUG("lease deadline brought forward", "in_ms", in, NULL);
-    rp_deadline_at(d, fire - rp_wall_ms());
+    rp_deadline_at(d, fire - rp_clock_wall_ms());
 }
 
 /* Listener hook: listening (again). What was set while it was down was
@@ -185,7 +180,7 @@ static void rp_pass_done(void *arg, bool cancelled) {
                      rp_status_string(job->req.status), NULL);
         rp_report_log(&job->req.report, job->scope_name, job->req.duration_ms);
         rp_observe_pass_done(d, &job->req);
-        d->last_pass_at = rp_wall_ms();
+        d->last_pass_at = rp_clock_wall_ms();
         if (job->req.open_sightings >= 0) d->open_sightings = job->req.open_sightings;
         rp_arm_deadline(d, &job->req);
         /* After a sweep the tap's bindings are looked at again, on the
@@ -281,6 +276,9 @@ static void rp_on_deadline(evutil_socket_t fd, short what, void *arg) {
 
 /* ---- the run ---------------------------------------------------------------- */
 
+/* The daemon's tap's bindings, soon (tap.h): for broker.c and events.c. */
+void rp_tap_bindings_soon(rp_daemon *d) { rp_tap_bind_soon(d->tap); }
+
 /* Events hook (loop thread): an owned queue appeared or vanished, or a
  * policy over them changed: the tap's bindings follow its dead-letter
  * exchange (coalesced with any reconcile already wanted). */
@@ -351,7 +349,18 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
     }
-    d->tap = rp_tap_new(d);
+    rp_tap_deps tap_deps = {
+        .base = d->base,
+        .cfg = &d->cfg,
+        .stopping = &d->stopping,
+        .vhost = &d->mgmt_keep.vhost,
+        .broker_generation = &d->broker_generation,
+        .broker_up = &d->broker_up,
+        .mgmt = d->mgmt,
+        .metrics = &d->metrics,
+    };
+    rp_feed_port(d, &tap_deps.feed);
+    d->tap = rp_tap_new(&tap_deps);
     if (d->tap == NULL) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;

@@ -30,6 +30,7 @@
 
 #include "daemon_internal.h"
 #include "rp_pg_listen.h"
+#include "rp_clock.h"
 #include "rp_config_load.h"
 #include "rp_log.h"
 #include "tap.h"
@@ -47,12 +48,6 @@ struct rp_cfg_snapshot {
     rp_cfg_snapshot *next;
 };
 
-static int64_t rp_mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- stop ----------------------------------------------------------------- */
 
 static void rp_stop_check(evutil_socket_t fd, short what, void *arg) {
@@ -64,7 +59,7 @@ static void rp_stop_check(evutil_socket_t fd, short what, void *arg) {
                                       : 0;
     bool tap_busy = rp_tap_busy(d->tap);
     bool busy = d->pass_running || d->store_jobs > 0 || unconfirmed > 0 || tap_busy;
-    int64_t now = rp_mono_ms();
+    int64_t now = rp_clock_mono_ms();
     if (busy && now < d->stop_deadline_ms) return;
     bool store_busy = d->pass_running || d->store_jobs > 0 || tap_busy;
     if (store_busy && now < d->stop_deadline_ms + RP_STOP_CANCEL_MS) {
@@ -118,7 +113,7 @@ static void rp_on_stop_signal(evutil_socket_t sig, short what, void *arg) {
     d->lease_listen = NULL;
     /* A pass waiting on the management API is released at once. */
     if (d->mgmt) rp_mgmt_bridge_close(d->mgmt);
-    d->stop_deadline_ms = rp_mono_ms() + RP_STOP_GRACE_MS;
+    d->stop_deadline_ms = rp_clock_mono_ms() + RP_STOP_GRACE_MS;
     struct timeval tv = {0, RP_STOP_CHECK_MS * 1000};
     event_add(d->stop_check_ev, &tv);
     rp_stop_check(-1, 0, d);

@@ -80,10 +80,10 @@ done
 # is what the binaries are built with, though the context has no .git.
 cfg=$(mktemp -d)
 if cmake -S "$src" -B "$cfg" -DREAPER_TESTS=OFF -DREAPER_GIT_REV=image-rev-test >/dev/null 2>&1 &&
-    grep -rqs 'REAPER_GIT_REV=\\"image-rev-test\\"' "$cfg/cmd/reaperd"; then
-    pass "build stage: -DREAPER_GIT_REV reaches reaperd's flags"
+    grep -qsF '#define REAPER_GIT_REV "image-rev-test"' "$cfg/support/include/version.h"; then
+    pass "build stage: -DREAPER_GIT_REV reaches the generated version.h"
 else
-    fail "build stage: -DREAPER_GIT_REV=image-rev-test did not reach reaperd's compile flags"
+    fail "build stage: -DREAPER_GIT_REV=image-rev-test did not reach the generated version.h"
 fi
 rm -rf "$cfg"
 

@@ -4,7 +4,7 @@ if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_reaperd_backfill_remainde
   rp_integration_test(test_reaperd_backfill_remainder
     SOURCES integration/test_reaperd_backfill_remainder.c integration/pg_fixture.c
       integration/itest.c
-    LIBS reaper::postgres reaper::rabbitmq reaper::core reaper::log PkgConfig::PQ
+    LIBS reaper::postgres reaper::rabbitmq reaper::core reaper::support PkgConfig::PQ
       PkgConfig::JANSSON)
   set_property(TEST test_reaperd_backfill_remainder APPEND PROPERTY LABELS broker)
 endif()
@@ -13,5 +13,5 @@ endif()
 if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_pg_backfill_record.c)
   rp_integration_test(test_pg_backfill_record
     SOURCES integration/test_pg_backfill_record.c integration/pg_fixture.c integration/itest.c
-    LIBS reaper::postgres reaper::core reaper::log PkgConfig::PQ)
+    LIBS reaper::postgres reaper::core reaper::support PkgConfig::PQ)
 endif()

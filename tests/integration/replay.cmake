@@ -1,6 +1,6 @@
 # Answering gates over AMQP (replay, dismiss), reaperctl, and the backfill of
 # dead-letter queues, against a running reaperd or reaperd --once, on both brokers.
-set(RP_REPLAY_TEST_LIBS reaper::postgres reaper::rabbitmq reaper::core reaper::log PkgConfig::PQ
+set(RP_REPLAY_TEST_LIBS reaper::postgres reaper::rabbitmq reaper::core reaper::support PkgConfig::PQ
     PkgConfig::JANSSON)
 foreach(t test_reaperd_replay test_reaperd_replay_backfill test_reaperctl)
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/${t}.c)

@@ -1,6 +1,6 @@
 # The PostgreSQL store (adapters/postgres/rp_pg_store.h) against the real
 # database: core's pass over ports built from the adapter.
-set(RP_PG_STORE_TEST_LIBS reaper::postgres reaper::core reaper::log PkgConfig::PQ)
+set(RP_PG_STORE_TEST_LIBS reaper::postgres reaper::core reaper::support PkgConfig::PQ)
 foreach(t test_pg_store test_pg_store_ready test_pg_store_gates test_pg_store_concurrency
     test_pg_lease_batch)
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/${t}.c)

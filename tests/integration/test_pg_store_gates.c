@@ -22,6 +22,7 @@
 #include "itest.h"
 #include "pg_fixture.h"
 #include "rp_park.h"
+#include "rp_pg_store_internal.h" /* the batch park: internal to the adapter */
 
 static int setup(void **state) {
     *state = pgfx_new("gates");
@@ -376,6 +377,75 @@ static void test_park_new_death_is_new_occurrence(void **state) {
     assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter"), 4);
 }
 
+/* One batch holding one identity several times is parked as one at a time
+ * would park it (rp_pg_park.c's runs): the same death twice is one row;
+ * a death of the same lineage (count 2) is covered by the first's open
+ * gate; a new lineage opens occurrence 2. Each item's result names its own
+ * row, and the ledger numbers follow the items' order. Items:
+ *   0 q-0 death 1700000000/1   new, occurrence 1
+ *   1 q-1 death 1700000000/1   new
+ *   2 q-0 the same death       nothing
+ *   3 q-0 death 1700000000/2   covered by occurrence 1: nothing
+ *   4 q-0 death 1700000050/1   new lineage: occurrence 2
+ *   5 q-2 death 1700000000/1   new */
+static void test_park_batch_one_identity_many_times(void **state) {
+    pgfx *f = *state;
+    static const uint8_t body[] = "hello";
+    static const struct {
+        const char *id;
+        int64_t time, count;
+        bool parked;
+    } rows[] = {{"q-0", 1700000000, 1, true},  {"q-1", 1700000000, 1, true},
+                {"q-0", 1700000000, 1, false}, {"q-0", 1700000000, 2, false},
+                {"q-0", 1700000050, 1, true},  {"q-2", 1700000000, 1, true}};
+    enum { N = sizeof rows / sizeof rows[0] };
+    letter l[N];
+    rp_dead_letter facts[N];
+    rp_verdict v[N];
+    rp_pg_park_item items[N];
+    for (size_t i = 0; i < N; i++) {
+        make_letter(&l[i], rows[i].id, body, 5);
+        l[i].death.time.value = rows[i].time;
+        l[i].death.count.value = rows[i].count;
+        assert_int_equal(rp_dead_letter_examine(&l[i].msg.headers, "/", "vibey.orders.dlq",
+                                                f->dlq, l[i].msg.body, &facts[i]),
+                         RP_OK);
+        assert_int_equal(rp_judge_dead_letter(&facts[i], "/", "vibey.orders.dlq", &v[i]), RP_OK);
+        items[i] = (rp_pg_park_item){"/", "vibey.orders.dlq", &l[i].msg, &facts[i], &v[i], {0}};
+    }
+    assert_int_equal(rp_pg_park_batch(f->store, items, N), RP_OK);
+    int64_t last_seq = 0;
+    for (size_t i = 0; i < N; i++) {
+        assert_int_equal(items[i].result.parked, rows[i].parked);
+        if (!rows[i].parked) continue;
+        /* The row this item's result names is this item's death. */
+        assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter dl JOIN ledger e "
+                                     "ON e.seq = %lld WHERE dl.job_id = %lld AND dl.gate_id = %lld "
+                                     "AND dl.identity = 'id:%%2F/vibey.orders/%s' "
+                                     "AND dl.death = '%lld/%lld'",
+                                  (long long)items[i].result.event.seq,
+                                  (long long)items[i].result.job_id,
+                                  (long long)items[i].result.gate_id, rows[i].id,
+                                  (long long)rows[i].time, (long long)rows[i].count),
+                         1);
+        assert_true(items[i].result.event.seq > last_seq);
+        last_seq = items[i].result.event.seq;
+    }
+    assert_rows(f, "q-0", "1:1700000000/1:open;2:1700000050/1:open");
+    assert_rows(f, "q-1", "1:1700000000/1:open");
+    /* Every death parked, again in one batch: nothing new. (Item 3 is left
+     * out: its lineage is no longer the latest of q-0, so the rule would
+     * now open it.) */
+    rp_pg_park_item again[] = {items[0], items[1], items[2], items[4], items[5]};
+    assert_int_equal(rp_pg_park_batch(f->store, again, 5), RP_OK);
+    for (size_t i = 0; i < 5; i++) assert_false(again[i].result.parked);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter"), 4);
+    for (size_t i = 0; i < N; i++) {
+        rp_verdict_cleanup(&v[i]);
+        rp_dead_letter_cleanup(&facts[i]);
+    }
+}
+
 /* One message_id reused by two messages of two origin queues: two dead
  * letters, two gates. */
 static void test_park_same_message_id_two_origins(void **state) {
@@ -677,6 +747,7 @@ int main(void) {
         T(test_park_edge_cases),
         T(test_park_batches_pipelined),
         T(test_park_new_death_is_new_occurrence),
+        T(test_park_batch_one_identity_many_times),
         T(test_park_same_message_id_two_origins),
         T(test_park_race_two_sessions),
         T(test_gate_list),

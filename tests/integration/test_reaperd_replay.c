@@ -35,6 +35,7 @@
 
 typedef struct world {
     pgfx *f;
+    pgfx *lock; /* test_request_redelivered_too_often's table lock, while held */
     rp_child *reaperd;
     amqp_connection_state_t amqp;
     char control[96];
@@ -77,7 +78,12 @@ static int group_setup(void **state) {
     static char env_replies[200];
     snprintf(env_replies, sizeof env_replies,
              "REAPER_CONTROL_REPLY_QUEUE_PATTERN=^vibey\\.itest\\.rp%d\\.replies$", (int)getpid());
-    char *env[] = {W.env_owned, env_replies, NULL};
+    /* The lock timeout outlasts test_request_redelivered_too_often's four
+     * reconnects (its request's store work waits behind a table lock the
+     * whole time: with the default 10 s, a slow reconnect on a loaded
+     * machine let the work fail as unavailable and the request be answered
+     * before its fourth redelivery). */
+    char *env[] = {W.env_owned, "REAPER_STORE_LOCK_TIMEOUT_MS=180000", env_replies, NULL};
     W.reaperd = itest_daemon_start(
         &(itest_daemon_opts){.schema = W.f->schema, .control = W.control, .env = env});
     return 0;
@@ -86,6 +92,9 @@ static int group_setup(void **state) {
 static int group_teardown(void **state) {
     (void)state;
     /* A clean stop (and, under the sanitizers, no leak or error). */
+    /* A test that failed while it held a table lock: let it go first, or
+     * reaperd's stop and the schema's drop would wait for it. */
+    if (W.lock) pgfx_free(W.lock);
     int rc = itest_daemon_stop_group(W.reaperd, W.amqp, W.control);
     itest_amqp_close(W.amqp);
     pgfx_free(W.f);
@@ -722,7 +731,7 @@ static void test_request_redelivered_too_often(void **state) {
     char rq[160];
     snprintf(rq, sizeof rq, "%s", replies);
     declare(rq, amqp_empty_table);
-    pgfx *lock = pgfx_attach(W.f->schema);
+    pgfx *lock = W.lock = pgfx_attach(W.f->schema);
     pgfx_exec(lock, "BEGIN");
     pgfx_exec(lock, "LOCK TABLE gate IN ACCESS EXCLUSIVE MODE");
 
@@ -776,6 +785,7 @@ static void test_request_redelivered_too_often(void **state) {
         fprintf(stderr, "%s\n", W.reaperd->log);
         pgfx_exec(lock, "COMMIT"); /* so that the teardown is not held */
         pgfx_free(lock);
+        W.lock = NULL;
         fail_msg("no reply to a request delivered five times");
     }
     assert_refused(reply, "internal", "more than 3 times");
@@ -789,6 +799,7 @@ static void test_request_redelivered_too_often(void **state) {
     assert_int_equal(connects(), before + 5);
     pgfx_exec(lock, "COMMIT");
     pgfx_free(lock);
+    W.lock = NULL;
     usleep(500 * 1000); /* Deliberate: a window for a redelivery that must not happen. */
     assert_int_equal(depth(W.control), 0);
     delete_queue(rq);
