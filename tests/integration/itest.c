@@ -551,27 +551,6 @@ int itest_closed_port(void) {
     return ntohs(a.sin_port);
 }
 
-rp_child *itest_reaperd_start(char *const env[], const char *ready1, const char *ready2) {
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    rp_child *c = rp_child_start(argv, env);
-    assert_non_null(c);
-    const char *ready[] = {ready1, ready2};
-    for (int i = 0; i < 2; i++) {
-        if (ready[i] == NULL || rp_child_wait_for(c, ready[i], 60000)) continue;
-        fprintf(stderr, "reaperd never said %s; it said:\n%s\n", ready[i], c->log);
-        rp_child_free(c); /* killed: a failed test must not leave it running */
-        fail();
-    }
-    return c;
-}
-
-int itest_reaperd_stop(rp_child *c) {
-    int rc = rp_child_stop(c, SIGTERM, 20000);
-    if (rc != 0) fprintf(stderr, "reaperd exit %d; it said:\n%s\n", rc, c->log);
-    rp_child_free(c);
-    return rc;
-}
-
 long itest_queue_depth(amqp_connection_state_t c, int channel, const char *queue) {
     amqp_queue_declare_ok_t *ok = amqp_queue_declare(
         c, (amqp_channel_t)channel, amqp_cstring_bytes(queue), 1, 0, 0, 0, amqp_empty_table);
@@ -649,4 +628,34 @@ void itest_dead_letters(amqp_connection_state_t c, const char *origin, const cha
     for (int i = 0; i < 200 && itest_queue_depth(c, 1, dlq) != n; i++) usleep(20 * 1000);
     long got = itest_queue_depth(c, 1, dlq);
     if (got != n) fail_msg("%s holds %ld dead letters, not %d", dlq, got, n);
+}
+
+bool itest_wait_until(bool (*pred)(void *ctx), void *ctx, int deadline_ms) {
+    long long until = itest_mono_ms() + deadline_ms;
+    for (;;) {
+        if (pred(ctx)) return true;
+        if (itest_mono_ms() >= until) return false;
+        usleep(20 * 1000);
+    }
+}
+
+typedef struct itest_lock_waiters {
+    PGconn *pg;
+    long n;
+} itest_lock_waiters;
+
+static bool itest_has_lock_waiters(void *ctx) {
+    itest_lock_waiters *w = ctx;
+    PGresult *r = PQexec(w->pg, "SELECT count(*) FROM pg_locks WHERE NOT granted");
+    long got = PQresultStatus(r) == PGRES_TUPLES_OK ? atol(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    return got >= w->n;
+}
+
+bool itest_pg_wait_lock_waiters(int n, int deadline_ms) {
+    itest_lock_waiters w = {itest_pg_connect(), n};
+    bool ok = itest_wait_until(itest_has_lock_waiters, &w, deadline_ms);
+    if (!ok) fprintf(stderr, "fewer than %d sessions waited for a lock in %d ms\n", n, deadline_ms);
+    PQfinish(w.pg);
+    return ok;
 }

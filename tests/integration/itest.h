@@ -43,14 +43,7 @@ int rp_child_stop(rp_child *c, int sig, int timeout_ms);
 int rp_child_wait_exit(rp_child *c, int timeout_ms);
 void rp_child_free(rp_child *c);
 
-/* Starts REAPERD (no arguments) with env added (as rp_child_start), then
- * waits for the log to contain ready1 and then ready2 (either may be NULL),
- * 60 s each; on time-out prints the log, kills it and fails the test
- * (cmocka). */
-rp_child *itest_reaperd_start(char *const env[], const char *ready1, const char *ready2);
-/* SIGTERM, up to 20 s for the exit; prints the log when the exit code is
- * not 0; frees c. Returns the exit code (rp_child_stop's values). */
-int itest_reaperd_stop(rp_child *c);
+/* A test reaperd: test_daemon.h. */
 
 /* Runs argv to completion, capturing stdout and stderr (heap strings the
  * caller frees). Returns the exit code, or -1 if it could not run. */
@@ -68,6 +61,11 @@ int itest_http(int port, const char *method, const char *path, char **body, int 
 
 /* Milliseconds on CLOCK_MONOTONIC (for time-outs and measured durations). */
 long long itest_mono_ms(void);
+/* Asks pred(ctx) until it says true or deadline_ms have passed (it is
+ * asked every 20 ms, and once more at the deadline). true when it did. For
+ * a wait that stands for "until X happened"; a wait that must let time
+ * pass (to show that something did NOT happen) sleeps, and says so. */
+bool itest_wait_until(bool (*pred)(void *ctx), void *ctx, int deadline_ms);
 
 /* GET /metrics from a reaperd's HTTP port; fails the test unless it answers
  * 200. Heap string, the caller frees. */
@@ -76,7 +74,6 @@ char *itest_scrape(int port);
  * rendered) in a Prometheus text body; -1 when absent. */
 double itest_metric(const char *text, const char *series);
 
-#endif
 
 /* ---- AMQP client for tests (rabbitmq-c, blocking, test side only) ---- */
 #include <amqp.h>
@@ -140,6 +137,11 @@ const char *itest_sql(PGconn *pg, const char *schema, const char *fmt, ...)
  * went bad is reset first, so a test can poll across a database restart). */
 long itest_sqln(PGconn *pg, const char *schema, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Waits until at least n lock requests of the database wait (pg_locks,
+ * not granted), asking on a connection of its own every 20 ms, for up to
+ * deadline_ms. true when they did. For a test whose other sessions must
+ * be queued behind a lock it holds before it lets go. */
+bool itest_pg_wait_lock_waiters(int n, int deadline_ms);
 /* DROP SCHEMA IF EXISTS schema CASCADE. */
 void itest_drop_schema(PGconn *pg, const char *schema);
 /* Runs reaperd --migrate with REAPER_STORE_SCHEMA=schema; 0 on success
@@ -169,3 +171,5 @@ const char *itest_broker_service(void);
 int itest_broker_ctl(const char *args);
 /* A local TCP port nothing listens on (bound, then closed). */
 int itest_closed_port(void);
+
+#endif

@@ -30,9 +30,8 @@ int tap_world_setup(const char *name) {
     snprintf(T.tag, sizeof T.tag, "itt%d", (int)getpid());
     snprintf(T.schema, sizeof T.schema, "itest_%s_%d", name, (int)getpid());
     snprintf(T.tap, sizeof T.tap, "%s.tap", T.tag);
-    snprintf(T.env_schema, sizeof T.env_schema, "REAPER_STORE_SCHEMA=%s", T.schema);
     snprintf(T.env_tap, sizeof T.env_tap, "REAPER_BROKER_TAP_QUEUE=%s", T.tap);
-    snprintf(T.env_control, sizeof T.env_control, "REAPER_BROKER_CONTROL_QUEUE=%s.control", T.tag);
+    snprintf(T.control, sizeof T.control, "%s.control", T.tag);
     snprintf(T.env_owned, sizeof T.env_owned, "REAPER_REAP_OWNED_QUEUE_PATTERN=^vibey\\.%s\\.",
              T.tag);
     /* The sweep's backfill of dead-letter queues is not the tap's to test:
@@ -91,17 +90,31 @@ void tap_start_reaperd_every(int interval_seconds) {
     snprintf(interval, sizeof interval, "REAPER_REAP_INTERVAL_SECONDS=%d", interval_seconds);
     /* The tests ask for passes back to back: no reap rate limit here
      * (test_control tests it). */
-    char *env[] = {T.env_schema, T.env_tap,   T.env_control, T.env_owned,
-                   T.env_dlq,    "REAPER_LOG_FORMAT=json", interval,
-                   "REAPER_CONTROL_REAP_RATE_SECONDS=0", NULL};
-    T.reaperd = itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"tap bindings ");
+    char *env[] = {interval, "REAPER_CONTROL_REAP_RATE_SECONDS=0", NULL};
+    T.reaperd = tap_daemon_start((itest_daemon_opts){.env = env});
+}
+
+rp_child *tap_daemon_start(itest_daemon_opts o) {
+    char *env[24];
+    size_t n = 0;
+    for (size_t i = 0; o.env && o.env[i] && n < 19; i++) env[n++] = o.env[i];
+    env[n++] = T.env_tap;
+    env[n++] = T.env_owned;
+    env[n++] = T.env_dlq;
+    env[n] = NULL;
+    o.env = env;
+    o.schema = T.schema;
+    o.control = T.control;
+    if (o.ready[0] == NULL && o.ready[1] == NULL) {
+        o.ready[0] = ITEST_READY_BROKER;
+        o.ready[1] = ITEST_READY_TAP;
+    }
+    return itest_daemon_start(&o);
 }
 
 void tap_stop_reaperd(int sig) {
     if (T.reaperd == NULL) return;
-    int rc = rp_child_stop(T.reaperd, sig, 20000);
-    if (sig == SIGTERM && rc != 0) fprintf(stderr, "reaperd exit %d\n%s\n", rc, T.reaperd->log);
-    rp_child_free(T.reaperd);
+    int rc = itest_daemon_stop_sig(T.reaperd, sig);
     T.reaperd = NULL;
     /* A clean stop exits 0 (under the sanitizers, also free of leaks). */
     if (sig == SIGTERM) assert_int_equal(rc, 0);

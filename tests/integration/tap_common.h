@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "itest.h"
+#include "test_daemon.h"
 
 typedef struct tap_world {
     rp_child *reaperd;
@@ -24,7 +25,8 @@ typedef struct tap_world {
     char tag[32];      /* itt<pid> */
     char schema[64];
     char tap[96];      /* the tap queue */
-    char env_schema[128], env_tap[160], env_control[160], env_owned[160], env_dlq[160];
+    char control[96];  /* the control queue */
+    char env_tap[160], env_owned[160], env_dlq[160];
     /* Every queue and exchange declared, deleted at teardown whatever
      * happened (a failed test must not leave owned dead-letter queues
      * holding messages behind). */
@@ -51,6 +53,11 @@ const char *tap_plain(char *buf, size_t n, const char *what);
 void tap_start_reaperd(void);
 /* The same with a sweep every interval_seconds (tap_start_reaperd: 3600). */
 void tap_start_reaperd_every(int interval_seconds);
+/* itest_daemon_start with this world's schema, tap, control queue, owned
+ * pattern and no dead-letter backfill, after o's env (whose entries win:
+ * e.g. a dead-letter pattern of the test's own). o's ready lines, when
+ * both NULL, are "broker connected" and then "tap bindings". */
+rp_child *tap_daemon_start(itest_daemon_opts o);
 void tap_stop_reaperd(int sig);
 
 void tap_exchange(const char *name, const char *type);

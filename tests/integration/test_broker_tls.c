@@ -31,6 +31,7 @@
 
 #include "itest.h"
 #include "pg_fixture.h"
+#include "test_daemon.h"
 
 typedef struct world {
     pgfx *f;
@@ -95,11 +96,18 @@ static int ctl_status(const char *ca, const char *more, char **err) {
     return rc;
 }
 
+/* reaperd over TLS with the CA entry ca ("K=V"), waiting for ready1 and
+ * then ready2 (may be NULL). */
+static rp_child *tls_daemon(char *ca, const char *ready1, const char *ready2) {
+    char *env[] = {W.env_url, ca, W.env_control, W.env_tap, W.env_owned, W.env_dlq,
+                   W.env_exchange, NULL};
+    itest_daemon_opts o = {.schema = W.f->schema, .env = env, .ready = {ready1, ready2}};
+    return itest_daemon_start(&o);
+}
+
 static void test_daemon_and_reaperctl_over_tls(void **state) {
     (void)state;
-    char *env[] = {W.env_schema, W.env_url, W.env_ca, W.env_control, W.env_tap, W.env_owned,
-                   W.env_dlq, W.env_exchange, "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
-    rp_child *c = itest_reaperd_start(env, "broker connected", "\"msg\":\"pass finished\"");
+    rp_child *c = tls_daemon(W.env_ca, "broker connected", ITEST_READY_PASS);
     int port = itest_reaperd_http_port(c, 10000);
     assert_true(port > 0);
     char *body = NULL;
@@ -125,16 +133,14 @@ static void test_daemon_and_reaperctl_over_tls(void **state) {
     char *err = NULL;
     assert_int_equal(ctl_status(W.env_ca, NULL, &err), 0);
     free(err);
-    assert_int_equal(itest_reaperd_stop(c), 0);
+    assert_int_equal(itest_daemon_stop(c), 0);
 }
 
 static void test_wrong_ca_refused(void **state) {
     (void)state;
     char bad[600];
     snprintf(bad, sizeof bad, "REAPER_BROKER_TLS_CA_FILE=%s", W.other_ca);
-    char *env[] = {W.env_schema, W.env_url, bad, W.env_control, W.env_tap, W.env_owned,
-                   W.env_dlq, W.env_exchange, "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
-    rp_child *c = itest_reaperd_start(env, "http listening", NULL);
+    rp_child *c = tls_daemon(bad, "http listening", NULL);
     int port = itest_reaperd_http_port(c, 10000);
     assert_true(port > 0);
     /* It keeps trying, says why, and is not ready. */
@@ -147,7 +153,7 @@ static void test_wrong_ca_refused(void **state) {
     assert_int_equal(itest_http(port, "GET", "/readyz", &body, 5000), 503);
     assert_non_null(strstr(body, "broker down"));
     free(body);
-    assert_int_equal(itest_reaperd_stop(c), 0);
+    assert_int_equal(itest_daemon_stop(c), 0);
 
     /* reaperctl: exit 1 and a reason. */
     char *err = NULL;
@@ -157,9 +163,7 @@ static void test_wrong_ca_refused(void **state) {
     free(err);
     /* verify_peer false accepts a certificate it cannot verify. This needs
      * a daemon to answer: one on the right CA. */
-    char *good[] = {W.env_schema, W.env_url, W.env_ca, W.env_control, W.env_tap, W.env_owned,
-                    W.env_dlq, W.env_exchange, "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
-    c = itest_reaperd_start(good, "broker connected", NULL);
+    c = tls_daemon(W.env_ca, "broker connected", NULL);
     err = NULL;
     assert_int_equal(ctl_status(bad, "REAPER_BROKER_TLS_VERIFY_PEER=false", &err), 0);
     free(err);
@@ -175,7 +179,7 @@ static void test_wrong_ca_refused(void **state) {
                      1);
     assert_non_null(strstr(err, "reaperctl: TLS: the client certificate /nonexistent/client.pem"));
     free(err);
-    assert_int_equal(itest_reaperd_stop(c), 0);
+    assert_int_equal(itest_daemon_stop(c), 0);
 }
 
 static void delete_queues(const char *origin, const char *dlq) {

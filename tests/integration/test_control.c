@@ -26,6 +26,7 @@
 
 #include "itest.h"
 #include "rp_proto.h"
+#include "test_daemon.h"
 
 typedef struct world {
     rp_child *reaperd;
@@ -33,7 +34,7 @@ typedef struct world {
     PGconn *pg;
     char schema[64];
     char queue[96];
-    char env_schema[128], env_queue[160], env_users[160];
+    char env_queue[160];
     char env_owned[128], env_dlq[160]; /* no queue of other tests on the broker */
     char replies[96];                  /* prefix of the reply queues the pattern admits */
     char env_replies[192];
@@ -46,9 +47,7 @@ static world W;
 
 /* rate_env: NULL for no reap rate limit (most tests reap more often). */
 static rp_child *start_reaperd_rate(const char *users_env, const char *rate_env) {
-    char *env[] = {W.env_schema, W.env_queue, (char *)users_env, W.env_owned, W.env_dlq,
-                   "REAPER_LOG_FORMAT=json", "REAPER_REAP_INTERVAL_SECONDS=3600",
-                   W.env_replies,
+    char *env[] = {(char *)users_env, W.env_owned, W.env_dlq, W.env_replies,
                    (char *)(rate_env ? rate_env : "REAPER_CONTROL_REAP_RATE_SECONDS=0"), NULL};
     assert_int_equal(itest_migrate(W.schema), 0);
     /* These tests plant expired leases and ask for the pass themselves
@@ -56,14 +55,14 @@ static rp_child *start_reaperd_rate(const char *users_env, const char *rate_env)
      * notifications would have the daemon reap them first, on its own.
      * Reaping on the deadline is test_reaperd_store's. */
     sql("ALTER TABLE job DISABLE TRIGGER job_lease_notify");
-    return itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
+    itest_daemon_opts o = {.schema = W.schema, .control = W.queue, .env = env};
+    return itest_daemon_start(&o);
 }
 
 static rp_child *start_reaperd(const char *users_env) { return start_reaperd_rate(users_env, NULL); }
 
 static void restart_reaperd(const char *users_env, const char *rate_env) {
-    rp_child_stop(W.reaperd, SIGTERM, 20000);
-    rp_child_free(W.reaperd);
+    itest_daemon_stop(W.reaperd);
     W.reaperd = start_reaperd_rate(users_env, rate_env);
 }
 
@@ -102,7 +101,6 @@ static int group_setup(void **state) {
     (void)state;
     snprintf(W.schema, sizeof W.schema, "itest_ctl_%d", (int)getpid());
     snprintf(W.queue, sizeof W.queue, "vibey.reap.control.itest.%d", (int)getpid());
-    snprintf(W.env_schema, sizeof W.env_schema, "REAPER_STORE_SCHEMA=%s", W.schema);
     snprintf(W.env_queue, sizeof W.env_queue, "REAPER_BROKER_CONTROL_QUEUE=%s", W.queue);
     itest_env_owned(W.env_owned, sizeof W.env_owned, "ctlq");
     itest_env_dead_letters(W.env_dlq, sizeof W.env_dlq, "ctlq");
@@ -118,10 +116,7 @@ static int group_setup(void **state) {
 
 static int group_teardown(void **state) {
     (void)state;
-    if (W.reaperd) {
-        rp_child_stop(W.reaperd, SIGTERM, 20000);
-        rp_child_free(W.reaperd);
-    }
+    itest_daemon_stop(W.reaperd);
     if (W.amqp) itest_amqp_close(W.amqp);
     char q[256];
     snprintf(q, sizeof q, "DROP SCHEMA IF EXISTS %s CASCADE", W.schema);

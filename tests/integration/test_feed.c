@@ -39,12 +39,13 @@
 
 #include "feed_common.h"
 #include "itest.h"
+#include "test_daemon.h"
 
 typedef struct fixture {
     PGconn *pg;
     char schema[64];
     char exchange[128];
-    char env_schema[96], env_exchange[192];
+    char env_exchange[192];
     char env_owned[128], env_dlq[160]; /* no queue of other tests on the broker */
     feed_sub sub;
     rp_child *daemon; /* the reaperd running, killed by teardown if a test fails */
@@ -57,7 +58,6 @@ static int setup(void **state) {
     snprintf(f->schema, sizeof f->schema, "itest_feed_%d_%d", (int)getpid(), n);
     snprintf(f->exchange, sizeof f->exchange, "vibey.reap.events.itest.%d.%d", (int)getpid(), n);
     n++;
-    snprintf(f->env_schema, sizeof f->env_schema, "REAPER_STORE_SCHEMA=%s", f->schema);
     snprintf(f->env_exchange, sizeof f->env_exchange, "REAPER_BROKER_EVENTS_EXCHANGE=%s",
              f->exchange);
     itest_env_owned(f->env_owned, sizeof f->env_owned, "feed");
@@ -102,11 +102,10 @@ static void expired(fixture *f, const char *project, int n, int n_poison) {
  * exit code, stdout and stderr (heap). */
 static int once(fixture *f, const char *a1, const char *a2, const char *a3, const char *a4,
                 const char *env_extra, char **out, char **err) {
-    char *argv[] = {(char *)itest_env("REAPERD"), "--once", (char *)a1, (char *)a2, (char *)a3,
-                    (char *)a4, NULL};
-    char *env[] = {f->env_schema, f->env_exchange, f->env_owned, "REAPER_LOG_FORMAT=json",
-                   (char *)env_extra, NULL};
-    return rp_run_capture(argv, env, out, err);
+    char *args[] = {"--once", (char *)a1, (char *)a2, (char *)a3, (char *)a4, NULL};
+    char *env[] = {f->env_exchange, f->env_owned, (char *)env_extra, NULL};
+    itest_daemon_opts o = {.schema = f->schema, .env = env, .args = args, .no_interval = true};
+    return itest_daemon_run(&o, out, err);
 }
 
 /* stdout is exactly one JSON object (json_loads refuses anything after it). */
@@ -327,14 +326,19 @@ static void test_once_exchange_of_another_type(void **state) {
 
 static rp_child *daemon_start(fixture *f, const char *queue_env, const char *extra1,
                               const char *extra2) {
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
     /* Its tests count the ledger: not-owned dead-letter queues of other
      * tests on the broker would add surfaced verdicts to it. */
-    char *env[] = {f->env_schema, f->env_exchange, f->env_owned, f->env_dlq, (char *)queue_env,
-                   "REAPER_LOG_FORMAT=json", "REAPER_REAP_INTERVAL_SECONDS=3600", (char *)extra1,
+    char *env[] = {f->env_exchange, f->env_owned, f->env_dlq, (char *)queue_env, (char *)extra1,
                    (char *)extra2, NULL};
-    f->daemon = rp_child_start(argv, env);
+    itest_daemon_opts o = {.schema = f->schema, .env = env, .no_wait = true};
+    f->daemon = itest_daemon_start(&o);
     return f->daemon;
+}
+
+/* A clean stop of the fixture's daemon d (exit 0). */
+static void daemon_stop(fixture *f, rp_child *d) {
+    f->daemon = NULL;
+    assert_int_equal(itest_daemon_stop(d), 0);
 }
 
 static void test_gate_answer_on_feed(void **state) {
@@ -401,9 +405,7 @@ static void test_gate_answer_on_feed(void **state) {
     feed_ids_free(ids, n);
     feed_ids_free(kinds, n);
 
-    assert_int_equal(rp_child_stop(d, SIGTERM, 20000), 0);
-    rp_child_free(d);
-    f->daemon = NULL;
+    daemon_stop(f, d);
     c = itest_amqp_connect();
     amqp_queue_delete(c, 1, amqp_cstring_bytes(queue), 0, 0);
     itest_amqp_close(c);
@@ -548,9 +550,7 @@ static void test_json_format_daemon(void **state) {
     size_t n = expect_json_feed(f, 6);
     fprintf(stderr, "daemon, events_format json: %zu events on the feed, equal to the ledger\n",
             n);
-    assert_int_equal(rp_child_stop(d, SIGTERM, 20000), 0);
-    rp_child_free(d);
-    f->daemon = NULL;
+    daemon_stop(f, d);
     amqp_connection_state_t c = itest_amqp_connect();
     char queue[160];
     snprintf(queue, sizeof queue, "vibey.reap.control.itest.feedjson.%d", (int)getpid());

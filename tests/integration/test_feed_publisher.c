@@ -270,7 +270,7 @@ static void alarm_raise(void) {
     alarm_watchdog = fork();
     assert_true(alarm_watchdog >= 0);
     if (alarm_watchdog == 0) {
-        sleep(RP_ALARM_WATCHDOG_S);
+        sleep(RP_ALARM_WATCHDOG_S); /* deliberate: a watchdog, the alarm's longest life */
         _exit(itest_broker_ctl("set_vm_memory_high_watermark 0.4") == 0 ? 0 : 1);
     }
     assert_int_equal(itest_broker_ctl("set_vm_memory_high_watermark 0"), 0);

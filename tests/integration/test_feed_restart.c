@@ -29,6 +29,7 @@
 
 #include "feed_common.h"
 #include "itest.h"
+#include "test_daemon.h"
 
 #define BATCH 1500
 
@@ -41,13 +42,10 @@ static void test_feed_across_broker_restart(void **state) {
     snprintf(exchange, sizeof exchange, "vibey.reap.events.itest.restart.%d", (int)getpid());
     snprintf(queue, sizeof queue, "itest.feed.restart.%d", (int)getpid());
     snprintf(control, sizeof control, "vibey.reap.control.itest.restart.%d", (int)getpid());
-    char env_schema[96], env_exchange[192], env_control[192], env_owned[128];
-    snprintf(env_schema, sizeof env_schema, "REAPER_STORE_SCHEMA=%s", schema);
+    char env_exchange[192], env_owned[128];
     itest_env_owned(env_owned, sizeof env_owned, "fr"); /* no queue of other tests */
     snprintf(env_exchange, sizeof env_exchange, "REAPER_BROKER_EVENTS_EXCHANGE=%s", exchange);
-    snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
-    char *env[] = {env_schema, env_exchange, env_control, env_owned, "REAPER_LOG_FORMAT=json",
-                   "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
+    char *env[] = {env_exchange, env_owned, NULL};
     assert_int_equal(itest_migrate(schema), 0);
 
     /* Batch B expires in 15 s: the daemon's first pass arms its lease
@@ -62,7 +60,7 @@ static void test_feed_across_broker_restart(void **state) {
     feed_sub sub;
     feed_sub_open(&sub, exchange, queue); /* durable: it outlives the restart */
     rp_child *d =
-        itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
+        itest_daemon_start(&(itest_daemon_opts){.schema = schema, .control = control, .env = env});
 
     /* Batch A expired now: reaped on request, as the broker goes down. */
     itest_sql(
@@ -131,8 +129,7 @@ static void test_feed_across_broker_restart(void **state) {
     feed_ids_free(ids, n);
     feed_ids_free(kinds, n);
 
-    assert_int_equal(rp_child_stop(d, SIGTERM, 20000), 0);
-    rp_child_free(d);
+    assert_int_equal(itest_daemon_stop(d), 0);
     feed_sub_delete(&sub);
     c = itest_amqp_connect();
     amqp_queue_delete(c, 1, amqp_cstring_bytes(control), 0, 0);
@@ -151,10 +148,9 @@ static void test_once_connection_closed_mid_pass(void **state) {
     snprintf(schema2, sizeof schema2, "%s_mid", schema);
     snprintf(exchange, sizeof exchange, "vibey.reap.events.itest.mid.%d", (int)getpid());
     snprintf(queue, sizeof queue, "itest.feed.mid.%d", (int)getpid());
-    char env_schema[128], env_exchange[192];
-    snprintf(env_schema, sizeof env_schema, "REAPER_STORE_SCHEMA=%s", schema2);
+    char env_exchange[192];
     snprintf(env_exchange, sizeof env_exchange, "REAPER_BROKER_EVENTS_EXCHANGE=%s", exchange);
-    char *env[] = {env_schema, env_exchange, "REAPER_LOG_FORMAT=json", NULL};
+    char *env[] = {env_exchange, NULL};
     assert_int_equal(itest_migrate(schema2), 0);
     char sql[512];
     snprintf(sql, sizeof sql,
@@ -165,9 +161,9 @@ static void test_once_connection_closed_mid_pass(void **state) {
     PQclear(PQexec(pg, sql));
     feed_sub sub;
     feed_sub_open(&sub, exchange, queue);
-    char *argv[] = {(char *)itest_env("REAPERD"), "--once", "--json", "--project", "feedmid",
-                    NULL};
-    rp_child *o = rp_child_start(argv, env);
+    char *args[] = {"--once", "--json", "--project", "feedmid", NULL};
+    rp_child *o = itest_daemon_start(
+        &(itest_daemon_opts){.schema = schema2, .env = env, .args = args, .no_wait = true});
     assert_true(rp_child_wait_for(o, "\"msg\":\"work reaped\"", 30000));
     ctl("close_all_connections itest-feed-mid-pass");
     int rc = rp_child_wait_exit(o, 120000);

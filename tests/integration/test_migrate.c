@@ -146,7 +146,8 @@ static void test_concurrent_migrations_apply_once(void **state) {
         PQfinish(c);
         _exit(st == RP_OK ? applied : 100);
     }
-    usleep(300 * 1000);
+    /* Until the child waits for the migration lock. */
+    (void)itest_pg_wait_lock_waiters(1, 10000);
     PQclear(PQexec(other, "COMMIT"));
     char err[512];
     int applied = -1;

@@ -106,6 +106,22 @@ static void test_session_is_set_on_connect(void **state) {
     rp_pg_conn_free(c);
 }
 
+typedef struct backend {
+    PGconn *pg; /* another session, to look */
+    int pid;
+} backend;
+
+/* Whether the server process pid is gone. */
+static bool backend_gone(void *ctx) {
+    backend *b = ctx;
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_stat_activity WHERE pid = %d", b->pid);
+    PGresult *r = PQexec(b->pg, sql);
+    bool gone = PQresultStatus(r) == PGRES_TUPLES_OK && atol(PQgetvalue(r, 0, 0)) == 0;
+    PQclear(r);
+    return gone;
+}
+
 /* A transaction left idle past idle_in_transaction_session_timeout is ended
  * by the server (its locks released), and the connection is found dead. */
 static void test_idle_in_transaction_is_ended(void **state) {
@@ -121,7 +137,11 @@ static void test_idle_in_transaction_is_ended(void **state) {
     assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
     PQclear(r);
     assert_int_equal(PQtransactionStatus(rp_pg_conn_handle(c)), PQTRANS_INTRANS);
-    usleep(1200 * 1000);
+    /* Until the server has ended the session (asked from another one: a
+     * query on this one would restart its idle time). */
+    backend b = {itest_pg_connect(), PQbackendPID(rp_pg_conn_handle(c))};
+    (void)itest_wait_until(backend_gone, &b, 10000);
+    PQfinish(b.pg);
     assert_int_equal(rp_pg_conn_ping(c, err, sizeof err), RP_ERR_UNAVAILABLE);
     PGconn *pg = itest_pg_connect();
     /* The lock went with the session. */

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,14 +32,16 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* A reaper in a child: waits for the go byte, runs one pass, writes
- * "<verdicts> <ok>" to out, exits 0 (250 and up on failure). */
+/* A reaper in a child: connects, writes "r" to out (ready), waits for the
+ * go byte, runs one pass, writes "<verdicts> <ok>" to out, exits 0 (250
+ * and up on failure). */
 static pid_t reaper(const char *schema, int go, int out) {
     pid_t pid = fork();
     if (pid != 0) return pid;
     pgfx *c = pgfx_attach(schema);
     /* Connect and prepare before the start, so both start together. */
     (void)c->ports.clock.now_ms(c->ports.clock.self);
+    if (write(out, "r", 1) != 1) _exit(253);
     char b;
     if (read(go, &b, 1) != 1) _exit(250);
     rp_report r;
@@ -64,7 +67,12 @@ static void test_two_reapers_split_the_work(void **state) {
         kids[i] = reaper(f->schema, go[0], out[i][1]);
         close(out[i][1]);
     }
-    usleep(300 * 1000);
+    /* Until both are connected and prepared (each says "r"). */
+    for (int i = 0; i < 2; i++) {
+        struct pollfd p = {out[i][0], POLLIN, 0};
+        char r;
+        if (poll(&p, 1, 30000) != 1 || read(out[i][0], &r, 1) != 1) break; /* it failed */
+    }
     assert_int_equal(write(go[1], "gg", 2), 2);
     size_t total = 0;
     for (int i = 0; i < 2; i++) {

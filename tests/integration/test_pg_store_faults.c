@@ -112,7 +112,7 @@ static void test_connection_killed_between_take_and_move(void **state) {
 static pid_t killer(pgfx *f, const char *app, int delay_ms) {
     pid_t pid = fork();
     if (pid != 0) return pid;
-    usleep((useconds_t)delay_ms * 1000);
+    usleep((useconds_t)delay_ms * 1000); /* deliberate: the fault lands mid-operation */
     PGconn *c = PQconnectdb(itest_env("REAPER_STORE_DSN"));
     char sql[200];
     snprintf(sql, sizeof sql,
@@ -246,7 +246,7 @@ static void test_database_restart_mid_reap(void **state) {
     (void)f->ports.clock.now_ms(f->ports.clock.self);
     pid_t pid = fork();
     if (pid == 0) {
-        usleep(1000 * 1000);
+        usleep(1000 * 1000); /* deliberate: the restart lands mid-reap */
         char cmd[1024];
         snprintf(cmd, sizeof cmd, "'%s/scripts/services' restart postgres >/dev/null 2>&1",
                  itest_env("REAPER_SOURCE_DIR"));

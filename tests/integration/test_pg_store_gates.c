@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "itest.h"
 #include "pg_fixture.h"
 #include "rp_park.h"
 #include "rp_pg_store_internal.h" /* the batch park: internal to the adapter */
@@ -493,7 +494,8 @@ static void race(pgfx *f, const letter *one, const letter *two, int want_codes_s
             _exit(st != RP_OK ? 250 : res.parked ? 1 : 0);
         }
     }
-    usleep(300 * 1000);
+    /* Until both children wait behind the lock. */
+    (void)itest_pg_wait_lock_waiters(2, 10000);
     pgfx_exec(f, "COMMIT");
     int sum = 0;
     for (int i = 0; i < 2; i++) {
@@ -716,7 +718,8 @@ static void test_gate_answered_once_under_a_race(void **state) {
             _exit(a.outcome == RP_OUTCOME_ALREADY_ANSWERED ? 10 + (int)a.choice : (int)a.outcome);
         }
     }
-    usleep(300 * 1000);
+    /* Until both children wait behind the lock. */
+    (void)itest_pg_wait_lock_waiters(2, 10000);
     pgfx_exec(f, "COMMIT");
     int codes[2];
     for (int i = 0; i < 2; i++) {

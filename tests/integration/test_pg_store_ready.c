@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "itest.h"
 #include "pg_fixture.h"
 
 static int setup(void **state) {
@@ -354,7 +355,7 @@ static void test_sightings_racing(void **state) {
                  " RETURNING seq, at) INSERT INTO sighting"
                  " SELECT 'job_queue|STALE_READY|project:p0', 'STALE_READY', seq, at FROM e");
     pid_t c = race(f->schema, 1, false);
-    usleep(300 * 1000);
+    (void)itest_pg_wait_lock_waiters(1, 10000); /* until our open waits for it */
     pgfx_exec(f, "COMMIT");
     assert_int_equal(wait_child(c), 0);
     assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM sighting"), 1);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "itest.h"
+#include "test_daemon.h"
 #include "pg_fixture.h"
 #include "rp_park.h"
 #include "rp_proto.h"
@@ -29,7 +30,7 @@ typedef struct world {
     rp_child *reaperd;
     amqp_connection_state_t amqp;
     char control[96], prefix[64];
-    char env_schema[128], env_control[160], env_owned[128];
+    char env_control[160], env_owned[128];
     int seq;
 } world;
 
@@ -40,24 +41,19 @@ static int group_setup(void **state) {
     W.f = pgfx_new("ctl");
     snprintf(W.prefix, sizeof W.prefix, "vibey.itest.ctl%d", (int)getpid());
     snprintf(W.control, sizeof W.control, "vibey.reap.control.itest.ctl.%d", (int)getpid());
-    snprintf(W.env_schema, sizeof W.env_schema, "REAPER_STORE_SCHEMA=%s", W.f->schema);
     snprintf(W.env_control, sizeof W.env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", W.control);
     itest_env_owned(W.env_owned, sizeof W.env_owned, "ctl"); /* this run's queues only */
     W.amqp = itest_amqp_connect();
-    char *env[] = {W.env_schema, W.env_control, W.env_owned, "REAPER_LOG_FORMAT=json",
-                   "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
-    W.reaperd =
-        itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
+    char *env[] = {W.env_owned, NULL};
+    W.reaperd = itest_daemon_start(
+        &(itest_daemon_opts){.schema = W.f->schema, .control = W.control, .env = env});
     return 0;
 }
 
 static int group_teardown(void **state) {
     (void)state;
-    int rc = 0;
     /* A clean stop (and, under the sanitizers, no leak or error). */
-    if (W.reaperd) rc = itest_reaperd_stop(W.reaperd);
-    amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(W.control), 0, 0);
-    amqp_get_rpc_reply(W.amqp);
+    int rc = itest_daemon_stop_group(W.reaperd, W.amqp, W.control);
     itest_amqp_close(W.amqp);
     pgfx_free(W.f);
     return rc == 0 ? 0 : -1;

@@ -39,6 +39,7 @@
 
 #include "itest.h"
 #include "pg_fixture.h"
+#include "test_daemon.h"
 
 #define LIMIT_ENV "REAPER_REAP_DEAD_LETTER_PEEK_LIMIT=3"
 
@@ -46,7 +47,6 @@ typedef struct world {
     pgfx *f;
     amqp_connection_state_t amqp;
     char prefix[64];
-    char env_schema[128];
     char env_owned[128];
     char made[24][160]; /* queues to delete at the end, whatever happened */
     int n_made;
@@ -61,7 +61,6 @@ static int group_setup(void **state) {
     snprintf(W.prefix, sizeof W.prefix, "itrem%d", (int)getpid());
     snprintf(W.env_owned, sizeof W.env_owned, "REAPER_REAP_OWNED_QUEUE_PATTERN=^itrem%d\\.",
              (int)getpid());
-    snprintf(W.env_schema, sizeof W.env_schema, "REAPER_STORE_SCHEMA=%s", W.f->schema);
     W.amqp = itest_amqp_connect_plain();
     return 0;
 }
@@ -112,12 +111,11 @@ static void take(const char *q, int k) {
 /* reaperd --once --json [--dry-run] with the peek limit given as its
  * environment entry. */
 static json_t *once_with(bool dry_run, const char *limit_env) {
-    char *argv[] = {(char *)itest_env("REAPERD"), "--once", "--json",
-                    dry_run ? "--dry-run" : NULL, NULL};
-    char *env[] = {W.env_schema, W.env_owned, "REAPER_LOG_FORMAT=json", (char *)limit_env,
-                   NULL};
+    char *args[] = {"--once", "--json", dry_run ? "--dry-run" : NULL, NULL};
+    char *env[] = {W.env_owned, (char *)limit_env, NULL};
+    itest_daemon_opts o = {.schema = W.f->schema, .env = env, .args = args, .no_interval = true};
     char *out = NULL, *err = NULL;
-    int rc = rp_run_capture(argv, env, &out, &err);
+    int rc = itest_daemon_run(&o, &out, &err);
     json_error_t je;
     json_t *rep = json_loads(out ? out : "", 0, &je);
     if (rep == NULL || rc != 0) fprintf(stderr, "reaperd --once exit %d\n%s\n%s\n", rc, out, err);
@@ -442,6 +440,31 @@ static const char *wait_line(rp_child *c, size_t *from, const char *a, const cha
     }
 }
 
+/* A daemon of this test (W.daemon) sweeping every 2 s, in text logs, with
+ * the dead-letter peek limit limit_env, on a control queue and a tap queue
+ * of its own ("<prefix>.control<k>", "<prefix>.tap<k>", deleted at the
+ * end); not waited for. */
+static rp_child *sweeping_daemon(const char *k, const char *limit_env) {
+    char control[128], tap[128], env_tap[200];
+    snprintf(control, sizeof control, "%s.control%s", W.prefix, k);
+    snprintf(tap, sizeof tap, "%s.tap%s", W.prefix, k);
+    snprintf(env_tap, sizeof env_tap, "REAPER_BROKER_TAP_QUEUE=%s", tap);
+    assert_true(W.n_made + 2 <= 24);
+    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", control);
+    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", tap);
+    char *env[] = {W.env_owned, env_tap, (char *)limit_env, "REAPER_REAP_INTERVAL_SECONDS=2",
+                   "REAPER_LOG_FORMAT=text", "REAPER_LOG_LEVEL=info", NULL};
+    itest_daemon_opts o = {.schema = W.f->schema, .control = control, .env = env, .no_wait = true};
+    return W.daemon = itest_daemon_start(&o);
+}
+
+/* Stops W.daemon; its exit code. */
+static int stop_sweeping_daemon(void) {
+    rp_child *d = W.daemon;
+    W.daemon = NULL;
+    return itest_daemon_stop(d);
+}
+
 /* The daemon: the sweep opens the sighting; a consumer of the dead-letter
  * queue goes away, so the queue is checked from the events (at once and
  * after the statistics), with no backfill: the sighting stays open, never
@@ -449,25 +472,14 @@ static const char *wait_line(rp_child *c, size_t *from, const char *a, const cha
  * would open it again). */
 static void test_daemon_event_check_keeps_the_remainder(void **state) {
     (void)state;
-    char origin[128], dlq[160], control[128], tap[128], env_control[200], env_tap[200];
+    char origin[128], dlq[160];
     snprintf(origin, sizeof origin, "%s.live", W.prefix);
     snprintf(dlq, sizeof dlq, "%s.dlq", origin);
-    snprintf(control, sizeof control, "%s.control", W.prefix);
-    snprintf(tap, sizeof tap, "%s.tap", W.prefix);
-    snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
-    snprintf(env_tap, sizeof env_tap, "REAPER_BROKER_TAP_QUEUE=%s", tap);
-    assert_true(W.n_made + 2 <= 24);
-    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", control);
-    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", tap);
     /* 300 with a peek limit of 3 and a sweep every 2 s: each sweep parks 3
      * more (it reads past the parked ones), so what is unread stays for
      * far longer than this test (and the sighting with it). */
     dead_letter(origin, dlq, 300, false);
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {W.env_schema, W.env_owned, env_control, env_tap, LIMIT_ENV,
-                   "REAPER_REAP_INTERVAL_SECONDS=2", "REAPER_LOG_FORMAT=text",
-                   "REAPER_LOG_LEVEL=info", NULL};
-    rp_child *d = W.daemon = rp_child_start(argv, env);
+    rp_child *d = sweeping_daemon("", LIMIT_ENV);
     assert_non_null(d);
     for (int i = 0; i < 60 && sightings_of(dlq) == 0; i++) rp_child_drain(d, 500);
     if (sightings_of(dlq) != 1) fprintf(stderr, "%s\n", d->log);
@@ -510,11 +522,7 @@ static void test_daemon_event_check_keeps_the_remainder(void **state) {
     fprintf(stderr, "# parked by the sweeps meanwhile: %lld\n", (long long)parked);
     assert_true(parked >= 3 && parked < 300);
     assert_int_equal(depth(dlq), 300);
-    W.daemon = NULL;
-    int rc = rp_child_stop(d, SIGTERM, 20000);
-    if (rc != 0) fprintf(stderr, "reaperd exit %d:\n%s\n", rc, d->log);
-    rp_child_free(d);
-    assert_int_equal(rc, 0);
+    assert_int_equal(stop_sweeping_daemon(), 0);
     /* Its unparked rest would be parked by the next test's sweeps. */
     itest_queue_delete(W.amqp, 1, dlq);
 }
@@ -526,23 +534,11 @@ static void test_daemon_event_check_keeps_the_remainder(void **state) {
  * each once; the broker's copies all stay on the queue. */
 static void test_daemon_backlog_worked_through(void **state) {
     (void)state;
-    char origin[128], dlq[160], control[128], tap[128], env_control[200], env_tap[200];
+    char origin[128], dlq[160];
     snprintf(origin, sizeof origin, "%s.startup", W.prefix);
     snprintf(dlq, sizeof dlq, "%s.dlq", origin);
-    snprintf(control, sizeof control, "%s.control2", W.prefix);
-    snprintf(tap, sizeof tap, "%s.tap2", W.prefix);
-    snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
-    snprintf(env_tap, sizeof env_tap, "REAPER_BROKER_TAP_QUEUE=%s", tap);
-    assert_true(W.n_made + 2 <= 24);
-    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", control);
-    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", tap);
     dead_letter(origin, dlq, 600, false);
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {W.env_schema, W.env_owned, env_control, env_tap,
-                   "REAPER_REAP_DEAD_LETTER_PEEK_LIMIT=100", "REAPER_REAP_INTERVAL_SECONDS=2",
-                   "REAPER_LOG_FORMAT=text", "REAPER_LOG_LEVEL=info", NULL};
-    rp_child *d = W.daemon = rp_child_start(argv, env);
-    assert_non_null(d);
+    rp_child *d = sweeping_daemon("2", "REAPER_REAP_DEAD_LETTER_PEEK_LIMIT=100");
     size_t from = 0;
     int sweeps = 0, most = 0;
     for (int i = 0; i < 120 && parked_on(dlq) < 600; i++) {
@@ -567,11 +563,7 @@ static void test_daemon_backlog_worked_through(void **state) {
                               dlq),
                      600);
     assert_int_equal(depth(dlq), 600);
-    W.daemon = NULL;
-    int rc = rp_child_stop(d, SIGTERM, 20000);
-    if (rc != 0) fprintf(stderr, "reaperd exit %d:\n%s\n", rc, d->log);
-    rp_child_free(d);
-    assert_int_equal(rc, 0);
+    assert_int_equal(stop_sweeping_daemon(), 0);
 }
 
 /* After the daemon test: a failed assertion leaves the test at once, so
@@ -665,11 +657,7 @@ static void test_backfill_caps_headers_as_the_tap(void **state) {
 
 static int stop_daemon(void **state) {
     (void)state;
-    if (W.daemon != NULL) {
-        (void)rp_child_stop(W.daemon, SIGTERM, 20000);
-        rp_child_free(W.daemon);
-        W.daemon = NULL;
-    }
+    (void)stop_sweeping_daemon();
     return 0;
 }
 

@@ -21,14 +21,14 @@
 #include <unistd.h>
 
 #include "itest.h"
+#include "test_daemon.h"
 
-static char schema[64], env_schema[96], env_owned[160], prefix[64];
+static char schema[64], env_owned[160], prefix[64];
 static amqp_connection_state_t C;
 
 static int setup(void **state) {
     (void)state;
     snprintf(schema, sizeof schema, "itest_rb_%d", (int)getpid());
-    snprintf(env_schema, sizeof env_schema, "REAPER_STORE_SCHEMA=%s", schema);
     snprintf(prefix, sizeof prefix, "vibey.itb%d.", (int)getpid());
     /* Owned: only this run's queues, so other tests' queues stay out. */
     snprintf(env_owned, sizeof env_owned, "REAPER_REAP_OWNED_QUEUE_PATTERN=^vibey\\.itb%d\\.",
@@ -78,10 +78,11 @@ static void publish(amqp_connection_state_t c, const char *queue, uint64_t times
 
 /* Runs reaperd --once --json; returns the report. */
 static json_t *once(void) {
-    char *argv[] = {(char *)itest_env("REAPERD"), "--once", "--json", NULL};
-    char *env[] = {env_schema, env_owned, "REAPER_LOG_LEVEL=warn", NULL};
+    char *args[] = {"--once", "--json", NULL};
+    char *env[] = {env_owned, "REAPER_LOG_LEVEL=warn", NULL};
+    itest_daemon_opts o = {.schema = schema, .env = env, .args = args, .no_interval = true};
     char *out, *err;
-    int rc = rp_run_capture(argv, env, &out, &err);
+    int rc = itest_daemon_run(&o, &out, &err);
     json_t *rep = json_loads(out, 0, NULL);
     if (rep == NULL || rc != 0) fprintf(stderr, "rc %d\n%s\n%s\n", rc, out, err);
     assert_non_null(rep);

@@ -47,9 +47,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test_daemon.h"
 #include "test_mgmt_common.h" /* and itest.h */
 
-static char schema[64], env_schema[96], env_owned[160], prefix[64], control[96], env_control[160];
+static char schema[64], env_owned[160], prefix[64], control[96];
 static rp_child *reaperd;
 static PGconn *pg;
 
@@ -62,36 +63,27 @@ static long wall_ms(void) {
 static int setup(void **state) {
     (void)state;
     snprintf(schema, sizeof schema, "itest_ev_%d", (int)getpid());
-    snprintf(env_schema, sizeof env_schema, "REAPER_STORE_SCHEMA=%s", schema);
     snprintf(prefix, sizeof prefix, "vibey.ite%d.", (int)getpid());
     snprintf(env_owned, sizeof env_owned, "REAPER_REAP_OWNED_QUEUE_PATTERN=^vibey\\.ite%d\\.",
              (int)getpid());
     /* A control queue of its own: deleting it makes this reaperd (and no
      * other) reconnect (the broker cancels its consumer). */
     snprintf(control, sizeof control, "vibey.reap.control.ite%d", (int)getpid());
-    snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
     if (itest_migrate(schema) != 0) return -1;
     pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
     if (PQstatus(pg) != CONNECTION_OK) return -1;
     /* The sweep only at start (before the test's queues exist): whatever
      * is judged afterwards is judged from the events. */
-    char *rargv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *renv[] = {env_schema, env_owned, env_control, "REAPER_REAP_INTERVAL_SECONDS=3600",
-                    "REAPER_LOG_FORMAT=text", "REAPER_LOG_LEVEL=info", NULL};
-    reaperd = rp_child_start(rargv, renv);
-    if (reaperd == NULL || !rp_child_wait_for(reaperd, "owned queues listed", 20000) ||
-        !rp_child_wait_for(reaperd, "\"pass finished\" scope=sweep", 20000)) {
-        if (reaperd) fprintf(stderr, "%s\n", reaperd->log);
-        return -1;
-    }
+    char *env[] = {env_owned, "REAPER_LOG_FORMAT=text", "REAPER_LOG_LEVEL=info", NULL};
+    reaperd = itest_daemon_start(&(itest_daemon_opts){
+        .schema = schema, .control = control, .env = env,
+        .ready = {"owned queues listed", "\"pass finished\" scope=sweep"}, .ready_ms = 20000});
     return 0;
 }
 
 static int teardown(void **state) {
     (void)state;
-    int rc = rp_child_stop(reaperd, SIGTERM, 10000);
-    if (rc != 0) fprintf(stderr, "reaperd exit %d\n%s\n", rc, reaperd->log);
-    rp_child_free(reaperd);
+    int rc = itest_daemon_stop(reaperd);
     amqp_connection_state_t c = mt_amqp("/");
     amqp_queue_delete(c, 1, amqp_cstring_bytes(control), 0, 0);
     const char *names[] = {"cancel", "killed", "seeded"};
@@ -415,15 +407,12 @@ static void test_policy_events_reconcile(void **state) {
  * clears nothing, and reaperd stops cleanly. */
 static void test_management_api_unreachable(void **state) {
     (void)state;
-    char ctl[128], env_ctl[200];
+    char ctl[128];
     snprintf(ctl, sizeof ctl, "%s.down", control);
-    snprintf(env_ctl, sizeof env_ctl, "REAPER_BROKER_CONTROL_QUEUE=%s", ctl);
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {env_schema, env_owned, env_ctl, "REAPER_REAP_INTERVAL_SECONDS=3600",
-                   "REAPER_BROKER_MANAGEMENT_URL=http://127.0.0.1:9", "REAPER_LOG_FORMAT=text",
-                   "REAPER_LOG_LEVEL=info", NULL};
-    rp_child *r = rp_child_start(argv, env);
-    assert_non_null(r);
+    char *env[] = {env_owned, "REAPER_BROKER_MANAGEMENT_URL=http://127.0.0.1:9",
+                   "REAPER_LOG_FORMAT=text", "REAPER_LOG_LEVEL=info", NULL};
+    rp_child *r = itest_daemon_start(&(itest_daemon_opts){
+        .schema = schema, .control = ctl, .env = env, .no_wait = true});
     bool failed = rp_child_wait_for(r, "owned-queue listing failed; trying again", 20000);
     if (!failed) fprintf(stderr, "%s\n", r->log);
     assert_true(failed);
@@ -450,10 +439,7 @@ static void test_management_api_unreachable(void **state) {
     amqp_queue_delete(c, 1, amqp_cstring_bytes(q), 0, 0);
     amqp_queue_delete(c, 1, amqp_cstring_bytes(ctl), 0, 0);
     mt_amqp_close(c);
-    int rc = rp_child_stop(r, SIGTERM, 15000);
-    if (rc != 0) fprintf(stderr, "%s\n", r->log);
-    assert_int_equal(rc, 0);
-    rp_child_free(r);
+    assert_int_equal(itest_daemon_stop(r), 0);
 }
 
 int main(void) {

@@ -32,11 +32,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test_daemon.h"
 #include "test_mgmt_common.h" /* and itest.h */
 
 #define N_EVIL 4
 
-static char schema[64], env_schema[96], env_owned[160], prefix[64];
+static char schema[64], env_owned[160], prefix[64];
 static char forged_q[128], evil_q[N_EVIL][256], policy[64];
 static rp_child *reaperd;
 static int port;
@@ -44,7 +45,6 @@ static int port;
 static int setup(void **state) {
     (void)state;
     snprintf(schema, sizeof schema, "itest_hostile_%d", (int)getpid());
-    snprintf(env_schema, sizeof env_schema, "REAPER_STORE_SCHEMA=%s", schema);
     itest_env_owned(env_owned, sizeof env_owned, "hostile");
     snprintf(prefix, sizeof prefix, "vibey.itest.hostile%d.", (int)getpid());
     snprintf(forged_q, sizeof forged_q, "%sforged", prefix);
@@ -61,16 +61,16 @@ static int setup(void **state) {
     mt_declare(c, forged_q, "classic");
     for (int i = 0; i < N_EVIL; i++) mt_declare(c, evil_q[i], "classic");
     mt_amqp_close(c);
-    char *env[] = {env_schema, env_owned, "REAPER_REAP_INTERVAL_SECONDS=3600",
-                   "REAPER_LOG_FORMAT=text", "REAPER_LOG_LEVEL=debug", NULL};
-    reaperd = itest_reaperd_start(env, "owned queues listed", NULL);
+    char *env[] = {env_owned, "REAPER_LOG_FORMAT=text", "REAPER_LOG_LEVEL=debug", NULL};
+    reaperd = itest_daemon_start(&(itest_daemon_opts){
+        .schema = schema, .env = env, .ready = {"owned queues listed"}});
     port = itest_reaperd_http_port(reaperd, 10000);
     return port > 0 ? 0 : -1;
 }
 
 static int teardown(void **state) {
     (void)state;
-    int rc = itest_reaperd_stop(reaperd);
+    int rc = itest_daemon_stop(reaperd);
     char path[160];
     snprintf(path, sizeof path, "/api/policies/%%2F/%s", policy);
     (void)mt_http("DELETE", path, NULL, NULL);

@@ -35,13 +35,12 @@
 #include <unistd.h>
 
 #include "itest.h"
+#include "test_daemon.h"
 
 typedef struct fixture {
     PGconn *pg;
     char schema[64];
     char queue[96];
-    char env_schema[96];
-    char env_queue[160];
     char env_owned[128], env_dlq[160]; /* no queue of other tests on the broker */
     char config[128];
     rp_child *child; /* the reaperd running, killed by teardown if a test fails */
@@ -55,8 +54,6 @@ static int setup(void **state) {
     snprintf(f->queue, sizeof f->queue, "vibey.reap.control.itest-http.%d.%d", (int)getpid(), n);
     snprintf(f->config, sizeof f->config, "/tmp/itest-http-%d-%d.yaml", (int)getpid(), n);
     n++;
-    snprintf(f->env_schema, sizeof f->env_schema, "REAPER_STORE_SCHEMA=%s", f->schema);
-    snprintf(f->env_queue, sizeof f->env_queue, "REAPER_BROKER_CONTROL_QUEUE=%s", f->queue);
     itest_env_owned(f->env_owned, sizeof f->env_owned, "http");
     itest_env_dead_letters(f->env_dlq, sizeof f->env_dlq, "http");
     *state = f;
@@ -80,22 +77,28 @@ static int teardown(void **state) {
 static void migrate(fixture *f) { assert_int_equal(itest_migrate(f->schema), 0); }
 
 /* Starts the daemon (argv after the program: a1, a2 may be NULL) with the
- * fixture's schema and queue and the extra environment entries. */
+ * fixture's schema and queue and the extra environment entries (may be
+ * NULL), without waiting. */
 static rp_child *start(fixture *f, const char *a1, const char *a2, const char *e1,
                        const char *e2) {
-    char *argv[] = {(char *)itest_env("REAPERD"), (char *)a1, (char *)a2, NULL};
-    char *env[] = {f->env_schema, f->env_queue, f->env_owned, f->env_dlq,
-                   "REAPER_LOG_FORMAT=json", (char *)(e1 ? e1 : "REAPER_UNUSED_X="),
+    char *args[] = {(char *)a1, (char *)a2, NULL};
+    char *env[] = {f->env_owned, f->env_dlq, (char *)(e1 ? e1 : "REAPER_UNUSED_X="),
                    (char *)(e2 ? e2 : "REAPER_UNUSED_Y="), NULL};
-    rp_child *c = rp_child_start(argv, env);
-    assert_non_null(c);
-    f->child = c;
-    return c;
+    itest_daemon_opts o = {.schema = f->schema, .control = f->queue, .env = env, .args = args,
+                           .no_wait = true, .no_interval = true};
+    f->child = itest_daemon_start(&o);
+    return f->child;
 }
 
 static void finish(fixture *f, rp_child *c) {
     rp_child_free(c);
     if (f->child == c) f->child = NULL;
+}
+
+/* itest_daemon_stop, and c is no longer the fixture's. */
+static int stop(fixture *f, rp_child *c) {
+    if (f->child == c) f->child = NULL;
+    return itest_daemon_stop(c);
 }
 
 /* Every line is a comment or "name{labels} value"; no series twice. */
@@ -323,8 +326,7 @@ static void test_metrics_after_a_pass(void **state) {
         itest_metric(
             t, "reaper_gates_answered_total{kind=\"delivery_exhausted\",choice=\"dismiss\"}") == 0);
     free(t);
-    assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
-    finish(f, c);
+    assert_int_equal(stop(f, c), 0);
 }
 
 /* A connection holding the job table in ACCESS EXCLUSIVE mode (in an open
@@ -364,8 +366,7 @@ static void test_healthz_during_a_long_pass(void **state) {
     PQclear(PQexec(lock, "ROLLBACK"));
     PQfinish(lock);
     assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
-    assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
-    finish(f, c);
+    assert_int_equal(stop(f, c), 0);
 }
 
 /* Polls /readyz until it answers want (or timeout_ms passes); returns the
@@ -401,8 +402,7 @@ static void test_readyz_waits_for_the_tap(void **state) {
     assert_int_equal(readyz_until(c, port, 200, &body, 4000), 503);
     assert_non_null(strstr(body, "dead-letter tap not bound yet"));
     free(body);
-    assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
-    finish(f, c);
+    assert_int_equal(stop(f, c), 0);
 }
 
 /* /readyz follows the broker: 503 while it is stopped, 200 once it is
@@ -439,8 +439,7 @@ static void test_readyz_follows_the_broker(void **state) {
     assert_true(itest_metric(t, "reaper_reconnects_total{backend=\"store\"}") == 0);
     free(t);
     assert_false(c->exited);
-    assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
-    finish(f, c);
+    assert_int_equal(stop(f, c), 0);
 }
 
 static void write_file(const char *path, const char *text) {
@@ -520,8 +519,7 @@ static void test_sighup_reload(void **state) {
     unlink(f->config);
     hup_and_wait(c, "\"msg\":\"new configuration refused; the one in force stays\"");
     assert_false(c->exited);
-    assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
-    finish(f, c);
+    assert_int_equal(stop(f, c), 0);
 }
 
 /* SIGTERM while a control request is being worked on (its pass stuck on a

@@ -183,10 +183,8 @@ static void test_same_death_after_an_answer_opens_nothing(void **state) {
     char env_dlq[160];
     snprintf(env_dlq, sizeof env_dlq,
              "REAPER_REAP_DEAD_LETTER_QUEUE_PATTERN=^vibey\\.%s\\.red\\.dlq$", T.tag);
-    char *env[] = {T.env_schema, T.env_tap, T.env_control, T.env_owned, env_dlq,
-                   "REAPER_LOG_FORMAT=json", "REAPER_REAP_INTERVAL_SECONDS=3600",
-                   "REAPER_CONTROL_REAP_RATE_SECONDS=0", NULL}; /* reaps back to back */
-    T.reaperd = itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"tap bindings ");
+    char *env[] = {env_dlq, "REAPER_CONTROL_REAP_RATE_SECONDS=0", NULL}; /* reaps back to back */
+    T.reaperd = tap_daemon_start((itest_daemon_opts){.env = env});
     assert_non_null(T.reaperd);
 
     publish_one(work, "red-1", "red body");

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "itest.h"
+#include "test_daemon.h"
 #include "pg_fixture.h"
 #include "rp_amqp_restore.h"
 #include "rp_park.h"
@@ -39,7 +40,7 @@ typedef struct world {
     amqp_connection_state_t amqp;
     char control[96];
     char prefix[64];   /* vibey.itest.rp<pid> */
-    char env_schema[128], env_control[160], env_owned[128];
+    char env_owned[128];
     int seq;
 } world;
 
@@ -69,8 +70,6 @@ static int group_setup(void **state) {
     /* Named like this run's owned queues: the owned pattern matches it,
      * and a replay to it must still be refused (test_replay_to_own_queue). */
     snprintf(W.control, sizeof W.control, "vibey.itest.rp%d.control", (int)getpid());
-    snprintf(W.env_schema, sizeof W.env_schema, "REAPER_STORE_SCHEMA=%s", W.f->schema);
-    snprintf(W.env_control, sizeof W.env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", W.control);
     itest_env_owned(W.env_owned, sizeof W.env_owned, "rp"); /* this run's queues only */
     W.amqp = itest_amqp_connect();
     /* Replies may also go to this run's named reply queues (the
@@ -84,24 +83,19 @@ static int group_setup(void **state) {
      * whole time: with the default 10 s, a slow reconnect on a loaded
      * machine let the work fail as unavailable and the request be answered
      * before its fourth redelivery). */
-    char *env[] = {W.env_schema, W.env_control, W.env_owned, "REAPER_LOG_FORMAT=json",
-                   "REAPER_REAP_INTERVAL_SECONDS=3600", "REAPER_STORE_LOCK_TIMEOUT_MS=180000",
-                   env_replies, NULL};
-    W.reaperd =
-        itest_reaperd_start(env, "\"msg\":\"broker connected\"", "\"msg\":\"pass finished\"");
+    char *env[] = {W.env_owned, "REAPER_STORE_LOCK_TIMEOUT_MS=180000", env_replies, NULL};
+    W.reaperd = itest_daemon_start(
+        &(itest_daemon_opts){.schema = W.f->schema, .control = W.control, .env = env});
     return 0;
 }
 
 static int group_teardown(void **state) {
     (void)state;
-    int rc = 0;
     /* A clean stop (and, under the sanitizers, no leak or error). */
     /* A test that failed while it held a table lock: let it go first, or
      * reaperd's stop and the schema's drop would wait for it. */
     if (W.lock) pgfx_free(W.lock);
-    if (W.reaperd) rc = itest_reaperd_stop(W.reaperd);
-    amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(W.control), 0, 0);
-    amqp_get_rpc_reply(W.amqp);
+    int rc = itest_daemon_stop_group(W.reaperd, W.amqp, W.control);
     itest_amqp_close(W.amqp);
     pgfx_free(W.f);
     return rc == 0 ? 0 : -1;
@@ -366,7 +360,7 @@ static void test_replay_once(void **state) {
     /* A second answer, replay or dismiss: the first answer, nothing sent. */
     assert_outcome(answer(p.gate, "replay"), "replay", "already_answered");
     assert_outcome(answer(p.gate, "dismiss"), "replay", "already_answered");
-    usleep(300 * 1000);
+    usleep(300 * 1000); /* Deliberate: a window for a publish that must not happen to show. */
     assert_int_equal(depth(origin), 0);
     assert_int_equal(pgfx_i64(W.f, "SELECT count(*) FROM ledger WHERE kind = 'GateAnswered'"),
                      events + 1);
@@ -384,7 +378,7 @@ static void test_dismiss(void **state) {
     parked p = park(origin, "hello", 5, false);
     assert_outcome(answer(p.gate, "dismiss"), "dismiss", "dismissed");
     assert_outcome(answer(p.gate, "replay"), "dismiss", "already_answered");
-    usleep(300 * 1000);
+    usleep(300 * 1000); /* Deliberate: a window for a publish that must not happen to show. */
     assert_int_equal(depth(origin), 0);
     assert_int_equal(pgfx_i64(W.f, "SELECT count(*) FROM job j JOIN gate g ON g.job_id = j.id "
                                    "WHERE g.id = %" PRId64 " AND j.state = 'failed'", p.gate), 1);
@@ -407,7 +401,7 @@ static void test_forged_foreign_origin(void **state) {
     free(stored);
     assert_refused(answer(p.gate, "replay"), "conflict", "not owned");
     assert_true(gate_open(p.gate));
-    usleep(300 * 1000);
+    usleep(300 * 1000); /* Deliberate: a window for a publish that must not happen to show. */
     assert_int_equal(depth(foreign), 0);
     /* Dismiss is still possible. */
     assert_outcome(answer(p.gate, "dismiss"), "dismiss", "dismissed");
@@ -422,7 +416,7 @@ static void test_truncated_refused(void **state) {
     parked p = park(origin, "partial", 7, true);
     assert_refused(answer(p.gate, "replay"), "conflict", "whole");
     assert_true(gate_open(p.gate));
-    usleep(200 * 1000);
+    usleep(200 * 1000); /* Deliberate: a window for a publish that must not happen to show. */
     assert_int_equal(depth(origin), 0);
     delete_queue(origin);
 }
@@ -511,7 +505,7 @@ static void test_concurrent_replays_publish_once(void **state) {
     }
     assert_int_equal(replayed, 1);
     assert_int_equal(other, 3);
-    usleep(300 * 1000);
+    usleep(300 * 1000); /* Deliberate: a window for a publish that must not happen to show. */
     assert_int_equal(depth(origin), 1);
     delete_queue(origin);
 }
@@ -585,7 +579,7 @@ static void test_other_vhost_refused(void **state) {
     parked p = park_on("tenant-b", origin, "x", 1, false);
     assert_refused(answer(p.gate, "replay"), "conflict", "vhost tenant-b");
     assert_true(gate_open(p.gate));
-    usleep(200 * 1000);
+    usleep(200 * 1000); /* Deliberate: a window for a publish that must not happen to show. */
     assert_int_equal(depth(origin), 0);
     delete_queue(origin);
 }
@@ -700,7 +694,7 @@ static void test_replay_refused_by_broker(void **state) {
     assert_refused(answer(bad.gate, "replay"), "conflict", "406");
     assert_true(gate_open(bad.gate));
     assert_control_empty();
-    usleep(500 * 1000);
+    usleep(500 * 1000); /* Deliberate: a window for a publish that must not happen to show. */
     assert_int_equal(depth(origin), 0);
     /* Again: the same answer, still no loop. */
     assert_refused(answer(bad.gate, "replay"), "conflict", "refused");
@@ -763,6 +757,9 @@ static void test_request_redelivered_too_often(void **state) {
         /* reaperd holds it (its store work waits for the lock). */
         for (int i = 0; i < 250 && depth(W.control) != 0; i++) usleep(20 * 1000);
         assert_int_equal(depth(W.control), 0);
+        /* Deliberate: a margin for reaperd to take the delivery in hand before its
+         * connection goes (nothing marks it: its store session already waits
+         * for the lock since the first delivery). */
         usleep(200 * 1000);
         assert_int_equal(itest_broker_ctl("close_all_connections itest-redelivered"), 0);
         itest_amqp_close(W.amqp);
@@ -803,7 +800,7 @@ static void test_request_redelivered_too_often(void **state) {
     pgfx_exec(lock, "COMMIT");
     pgfx_free(lock);
     W.lock = NULL;
-    usleep(500 * 1000);
+    usleep(500 * 1000); /* Deliberate: a window for a redelivery that must not happen. */
     assert_int_equal(depth(W.control), 0);
     delete_queue(rq);
 }

@@ -34,12 +34,12 @@
 
 #include "itest.h"
 #include "pg_fixture.h"
+#include "test_daemon.h"
 
 typedef struct world {
     pgfx *f;
     amqp_connection_state_t amqp;
     char prefix[64];
-    char env_schema[128];
     char env_owned[128];
     char made[16][160]; /* queues to delete at the end, whatever happened */
     int n_made;
@@ -51,7 +51,6 @@ static int group_setup(void **state) {
     (void)state;
     W.f = pgfx_new("backfill");
     snprintf(W.prefix, sizeof W.prefix, "vibey.itest.bf%d", (int)getpid());
-    snprintf(W.env_schema, sizeof W.env_schema, "REAPER_STORE_SCHEMA=%s", W.f->schema);
     /* Owned: only this run's queues. With the default '^vibey\.' every
      * reaperd of this test would also read, park and note the dead-letter
      * queues of the other tests sharing the broker (and spend deliveries on
@@ -99,11 +98,11 @@ static void dead_letter(const char *origin, const char *dlq, int n, bool quorum,
 /* Runs reaperd --once --json with extra environment (may be NULL) and
  * returns the report. */
 static json_t *once_as(const char *extra, bool dry_run) {
-    char *argv[] = {(char *)itest_env("REAPERD"), "--once", "--json", dry_run ? "--dry-run" : NULL,
-                    NULL};
-    char *env[] = {W.env_schema, W.env_owned, "REAPER_LOG_FORMAT=json", (char *)extra, NULL};
+    char *args[] = {"--once", "--json", dry_run ? "--dry-run" : NULL, NULL};
+    char *env[] = {W.env_owned, (char *)extra, NULL};
+    itest_daemon_opts o = {.schema = W.f->schema, .env = env, .args = args, .no_interval = true};
     char *out = NULL, *err = NULL;
-    int rc = rp_run_capture(argv, env, &out, &err);
+    int rc = itest_daemon_run(&o, &out, &err);
     json_error_t je;
     json_t *rep = json_loads(out ? out : "", 0, &je);
     if (rep == NULL || rc != 0) fprintf(stderr, "reaperd --once exit %d\n%s\n%s\n", rc, out, err);
@@ -338,17 +337,15 @@ static void test_quorum_dlq_read_once(void **state) {
  * original properties and without the dead-letter headers. */
 static void test_daemon_sweep_backfill_and_replay(void **state) {
     (void)state;
-    char origin[128], dlq[160], control[128], env_control[200];
+    char origin[128], dlq[160], control[128];
     snprintf(origin, sizeof origin, "%s.live", W.prefix);
     snprintf(dlq, sizeof dlq, "%s.dlq", origin);
     snprintf(control, sizeof control, "vibey.reap.control.itest.bf.%d", (int)getpid());
-    snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", control);
     dead_letter(origin, dlq, 2, false, 0);
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {W.env_schema, W.env_owned, env_control, "REAPER_LOG_FORMAT=json",
-                   "REAPER_REAP_INTERVAL_SECONDS=1", NULL};
-    rp_child *d = rp_child_start(argv, env);
-    assert_true(rp_child_wait_for(d, "\"msg\":\"broker connected\"", 30000));
+    char *env[] = {W.env_owned, "REAPER_REAP_INTERVAL_SECONDS=1", NULL};
+    itest_daemon_opts o = {.schema = W.f->schema, .control = control, .env = env,
+                           .ready = {ITEST_READY_BROKER}, .ready_ms = 30000};
+    rp_child *d = itest_daemon_start(&o);
     for (int i = 0; i < 60 && parked_on(dlq) < 2; i++) rp_child_drain(d, 500);
     assert_int_equal(parked_on(dlq), 2);
     int64_t gate = pgfx_i64(W.f, "SELECT gate_id FROM dead_letter WHERE identity LIKE 'id:%%/%s-m0'",
@@ -386,10 +383,7 @@ static void test_daemon_sweep_backfill_and_replay(void **state) {
     assert_false(p->_flags & AMQP_BASIC_HEADERS_FLAG);
     amqp_destroy_message(&m);
     assert_int_equal(depth(dlq), 2); /* the broker's copies stay */
-    int rc = rp_child_stop(d, SIGTERM, 20000);
-    if (rc != 0) fprintf(stderr, "reaperd exit %d:\n%s\n", rc, d->log);
-    assert_int_equal(rc, 0);
-    rp_child_free(d);
+    assert_int_equal(itest_daemon_stop(d), 0);
     amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(control), 0, 0);
     ok_rpc("control queue delete");
 }

@@ -23,11 +23,11 @@
 #include <unistd.h>
 
 #include "itest.h"
+#include "test_daemon.h"
 
 typedef struct fixture {
     PGconn *pg;
     char schema[64];
-    char schema_env[96];
     char owned_env[128], dlq_env[160]; /* no queue of other tests on the broker */
 } fixture;
 
@@ -36,7 +36,6 @@ static int setup(void **state) {
     f->pg = itest_pg_connect();
     static int n;
     snprintf(f->schema, sizeof f->schema, "itest_rd_%d_%d", (int)getpid(), n++);
-    snprintf(f->schema_env, sizeof f->schema_env, "REAPER_STORE_SCHEMA=%s", f->schema);
     itest_env_owned(f->owned_env, sizeof f->owned_env, "rd");
     itest_env_dead_letters(f->dlq_env, sizeof f->dlq_env, "rd");
     *state = f;
@@ -61,10 +60,10 @@ static long qn(fixture *f, const char *query) {
 /* Runs reaperd with args and the fixture's schema; returns the exit code. */
 static int reaperd(fixture *f, char **out, char **err, const char *a1, const char *a2,
                    const char *a3, const char *a4) {
-    char *argv[] = {(char *)itest_env("REAPERD"), (char *)a1, (char *)a2, (char *)a3, (char *)a4,
-                    NULL};
-    char *env[] = {f->schema_env, f->owned_env, f->dlq_env, "REAPER_LOG_FORMAT=json", NULL};
-    return rp_run_capture(argv, env, out, err);
+    char *args[] = {(char *)a1, (char *)a2, (char *)a3, (char *)a4, NULL};
+    char *env[] = {f->owned_env, f->dlq_env, NULL};
+    itest_daemon_opts o = {.schema = f->schema, .env = env, .args = args, .no_interval = true};
+    return itest_daemon_run(&o, out, err);
 }
 
 static void migrate(fixture *f) {
@@ -277,10 +276,12 @@ static void test_two_reapers_split_the_work(void **state) {
     migrate(f);
     add_expired(f, 5000, "alpha", 1, 7, 30);
     add_expired(f, 500, "beta", 7, 7, 30);
-    char *argv[] = {(char *)itest_env("REAPERD"), "--once", "--json", NULL};
-    char *env[] = {f->schema_env, f->owned_env, f->dlq_env, "REAPER_LOG_LEVEL=warn", NULL};
-    rp_child *a = rp_child_start(argv, env);
-    rp_child *b = rp_child_start(argv, env);
+    char *args[] = {"--once", "--json", NULL};
+    char *env[] = {f->owned_env, f->dlq_env, "REAPER_LOG_LEVEL=warn", NULL};
+    itest_daemon_opts o = {.schema = f->schema, .env = env, .args = args, .no_wait = true,
+                           .no_interval = true};
+    rp_child *a = itest_daemon_start(&o);
+    rp_child *b = itest_daemon_start(&o);
     assert_int_equal(rp_child_wait_exit(a, 300000), 0);
     assert_int_equal(rp_child_wait_exit(b, 300000), 0);
     rp_child_free(a);
@@ -305,11 +306,9 @@ static void test_daemon_reaps_on_the_deadline(void **state) {
               "INSERT INTO job (project_id, kind, state, attempts, lease_owner, lease_expires_at)"
               " SELECT 'alpha', 'k', 'leased', 1, 'w', now() + interval '2 seconds'"
               " FROM generate_series(1, 50)");
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {f->schema_env, f->owned_env, f->dlq_env, "REAPER_REAP_INTERVAL_SECONDS=600",
-                   "REAPER_LOG_FORMAT=json", NULL};
-    rp_child *c = rp_child_start(argv, env);
-    assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
+    char *env[] = {f->owned_env, f->dlq_env, "REAPER_REAP_INTERVAL_SECONDS=600", NULL};
+    rp_child *c = itest_daemon_start(&(itest_daemon_opts){
+        .schema = f->schema, .env = env, .ready = {ITEST_READY_PASS}, .ready_ms = 30000});
     long t0 = itest_mono_ms();
     while (itest_mono_ms() - t0 < 15000 &&
            qn(f, "SELECT count(*) FROM job WHERE state = 'ready'") < 50)
@@ -322,8 +321,7 @@ static void test_daemon_reaps_on_the_deadline(void **state) {
         atof(itest_sql(f->pg, f->schema, "SELECT max((payload->>'measured')::float) FROM ledger"));
     assert_true(past >= 0.0);
     assert_true(past < 1.0);
-    assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
-    rp_child_free(c);
+    assert_int_equal(itest_daemon_stop(c), 0);
 }
 
 /* How many times needle stands in the child's log so far. */
@@ -336,12 +334,10 @@ static int log_count(const rp_child *c, const char *needle) {
 /* A daemon sweeping once an hour, once its first pass is over and its
  * lease-deadline session LISTENs (debug log, to count its re-arms). */
 static rp_child *start_listening(fixture *f) {
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {f->schema_env, f->owned_env, f->dlq_env, "REAPER_REAP_INTERVAL_SECONDS=3600",
-                   "REAPER_LOG_FORMAT=json", "REAPER_LOG_LEVEL=debug", NULL};
-    rp_child *c = rp_child_start(argv, env);
-    assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
-    assert_true(rp_child_wait_for(c, "\"msg\":\"lease deadlines: listening\"", 30000));
+    char *env[] = {f->owned_env, f->dlq_env, "REAPER_LOG_LEVEL=debug", NULL};
+    itest_daemon_opts o = {.schema = f->schema, .env = env, .ready_ms = 30000,
+                           .ready = {ITEST_READY_PASS, "\"msg\":\"lease deadlines: listening\""}};
+    rp_child *c = itest_daemon_start(&o);
     rp_child_drain(c, 300);
     return c;
 }
@@ -374,8 +370,7 @@ static void test_lease_claimed_after_the_pass(void **state) {
     fprintf(stderr, "a lease claimed after the pass was requeued %.3f s past its deadline\n", past);
     assert_true(past >= 0.0);
     assert_true(past < 1.0);
-    assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
-    rp_child_free(c);
+    assert_int_equal(itest_daemon_stop(c), 0);
 }
 
 /* A thousand claims in a second, each expiring later than the one before:
@@ -421,11 +416,10 @@ static void test_sweep_off_still_reaps_leases(void **state) {
     itest_sql(f->pg, f->schema,
               "INSERT INTO job (project_id, kind, state, run_after) VALUES"
               " ('beta', 'k', 'ready', now() - interval '2 hours')");
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {f->schema_env, f->owned_env, f->dlq_env, "REAPER_REAP_ENABLED=false",
-                   "REAPER_LOG_FORMAT=json", NULL};
-    rp_child *c = rp_child_start(argv, env);
-    assert_true(rp_child_wait_for(c, "\"msg\":\"pass finished\"", 30000));
+    char *env[] = {f->owned_env, f->dlq_env, "REAPER_REAP_ENABLED=false", NULL};
+    itest_daemon_opts o = {.schema = f->schema, .env = env, .ready = {ITEST_READY_PASS},
+                           .ready_ms = 30000, .no_interval = true};
+    rp_child *c = itest_daemon_start(&o);
     assert_non_null(strstr(c->log, "\"scope\":\"lease reap\""));
     assert_int_equal(rp_child_stop(c, SIGTERM, 20000), 0);
     assert_int_equal(qn(f, "SELECT count(*) FROM job WHERE state = 'ready' AND project_id = 'alpha'"), 10);
@@ -443,10 +437,9 @@ static void test_database_restart_under_the_daemon(void **state) {
     fixture *f = *state;
     migrate(f);
     add_expired(f, 40000, "alpha", 1, 7, 30);
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {f->schema_env, f->owned_env, f->dlq_env, "REAPER_REAP_INTERVAL_SECONDS=2",
-                   "REAPER_LOG_FORMAT=json", NULL};
-    rp_child *c = rp_child_start(argv, env);
+    char *env[] = {f->owned_env, f->dlq_env, "REAPER_REAP_INTERVAL_SECONDS=2", NULL};
+    itest_daemon_opts o = {.schema = f->schema, .env = env, .no_wait = true};
+    rp_child *c = itest_daemon_start(&o);
     /* Restart once the reap is under way. */
     long t0 = itest_mono_ms();
     while (itest_mono_ms() - t0 < 30000 &&

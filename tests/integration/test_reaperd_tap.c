@@ -395,7 +395,7 @@ static void test_same_ids_crossed_on_two_sessions(void **state) {
     tap_start_reaperd();
     tap_stop_reaperd(SIGTERM);
     /* Start just after a second begins, so that every copy dies in it (the
-     * broker's x-death time is in whole seconds). */
+     * broker's x-death time is in whole seconds). Deliberate: time must pass. */
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     usleep((useconds_t)((1000000000L - now.tv_nsec) / 1000 + 20000));
@@ -452,7 +452,8 @@ static void test_same_ids_crossed_on_two_sessions(void **state) {
     assert_int_equal(tap_depth(dlq), 2000);
     assert_consistent();
     /* Counted by the statistics collector a little later; shown, not
-     * asserted (the batches' boundaries are the broker's timing). */
+     * asserted (the batches' boundaries are the broker's timing).
+     * Deliberate: nothing tells when the count is final. */
     usleep(600 * 1000);
     fprintf(stderr, "deadlocks PostgreSQL broke meanwhile: %ld\n",
             tap_sqln("SELECT deadlocks FROM pg_stat_database WHERE datname = "

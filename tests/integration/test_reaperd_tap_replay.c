@@ -343,12 +343,9 @@ static void start_with_backfill(void) {
     char env_dlq[160];
     snprintf(env_dlq, sizeof env_dlq,
              "REAPER_REAP_DEAD_LETTER_QUEUE_PATTERN=^vibey\\.%s\\..*(\\.dlq)$", T.tag);
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
-    char *env[] = {T.env_schema, T.env_tap, T.env_control, T.env_owned, env_dlq,
-                   "REAPER_LOG_FORMAT=json", "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
-    T.reaperd = rp_child_start(argv, env);
-    assert_non_null(T.reaperd);
-    assert_true(rp_child_wait_for(T.reaperd, "\"msg\":\"broker connected\"", 30000));
+    char *env[] = {env_dlq, NULL};
+    T.reaperd = tap_daemon_start(
+        (itest_daemon_opts){.env = env, .ready = {ITEST_READY_BROKER}, .ready_ms = 30000});
 }
 
 static void test_tap_and_backfill_park_once(void **state) {
@@ -462,15 +459,12 @@ static void test_own_queues_get_no_policy(void **state) {
     amqp_queue_declare(T.amqp, 1, amqp_cstring_bytes(pq), 0, 1, 0, 0, (amqp_table_t){2, qt});
     assert_int_equal(amqp_get_rpc_reply(T.amqp).reply_type, AMQP_RESPONSE_NORMAL);
 
-    char *argv[] = {(char *)itest_env("REAPERD"), NULL};
     /* Default owned pattern, control and tap names; no dead-letter queue
      * of other tests backfilled. */
-    char *env[] = {T.env_schema, T.env_dlq, "REAPER_LOG_FORMAT=json",
-                   "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
-    T.reaperd = rp_child_start(argv, env);
-    assert_non_null(T.reaperd);
-    assert_true(rp_child_wait_for(T.reaperd, "\"msg\":\"pass finished\"", 30000));
-    assert_true(rp_child_wait_for(T.reaperd, "\"msg\":\"tap bindings ", 30000));
+    char *env[] = {T.env_dlq, NULL};
+    itest_daemon_opts o = {.schema = T.schema, .env = env,
+                           .ready = {ITEST_READY_PASS, ITEST_READY_TAP}, .ready_ms = 30000};
+    T.reaperd = itest_daemon_start(&o);
 
     /* Statistics lag: wait until the owned quorum queue shows vibey-reap,
      * then the tap's (and the control queue's) are as current. */
@@ -529,8 +523,8 @@ static void test_own_queues_get_no_policy(void **state) {
         assert_int_equal(amqp_basic_nack(T.amqp, 3, tag, 0, 1), 0);
         amqp_maybe_release_buffers(T.amqp);
     }
-    T.reaperd = rp_child_start(argv, env);
-    assert_non_null(T.reaperd);
+    o.no_wait = true;
+    T.reaperd = itest_daemon_start(&o);
     long got = tap_wait_count(1, 30000,
                               "SELECT count(*) FROM dead_letter WHERE encode(body, 'escape') = "
                               "'own-0'");

@@ -114,7 +114,8 @@ static void test_reaperd_survives_unreachable_backends(void **state) {
     assert_non_null(c);
     assert_true(rp_child_wait_for(c, "broker unreachable; retrying", 20000));
     assert_true(rp_child_wait_for(c, "store unreachable; retrying", 20000));
-    /* It keeps running (retrying with backoff) rather than exiting. */
+    /* It keeps running (retrying with backoff) rather than exiting.
+     * Deliberate: a window for an exit that must not happen. */
     usleep(1500 * 1000);
     assert_false(c->exited);
     assert_int_equal(rp_child_stop(c, SIGINT, 20000), 0);

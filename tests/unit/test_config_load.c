@@ -49,6 +49,51 @@ static rp_status load_text(const char *yaml, char *const *envp, rp_config *c,
     return st;
 }
 
+/* One load and what it must say. From the fixture unit/config/<fixture>,
+ * else from the text yaml (written to a temporary file), else from the
+ * environment alone; envp may be NULL. want is the status; count, when not
+ * 0, the number of problems; every (key, needle) pair in problems (key NULL:
+ * any problem) must be found among them. */
+typedef struct load_case {
+    const char *fixture;
+    const char *yaml;
+    char *const *envp;
+    rp_status want;
+    size_t count;
+    struct {
+        const char *key, *needle;
+    } problems[8];
+} load_case;
+
+/* Loads k into c and p (initialised here) and checks it; the caller may
+ * look further, then calls load_case_done. */
+static void load_case_run(const load_case *k, rp_config *c, rp_config_problems *p) {
+    rp_config_problems_init(p);
+    rp_status st = k->fixture ? rp_config_load(fixture(k->fixture), k->envp, c, p)
+                   : k->yaml  ? load_text(k->yaml, k->envp, c, p)
+                              : rp_config_load(NULL, k->envp, c, p);
+    if (st != k->want) print_problems(p);
+    assert_int_equal(st, k->want);
+    if (k->count) assert_count(p, k->count);
+    for (size_t i = 0; i < 8 && (k->problems[i].key || k->problems[i].needle); i++)
+        assert_problem(p, k->problems[i].key, k->problems[i].needle);
+}
+
+static void load_case_done(rp_config *c, rp_config_problems *p) {
+    rp_config_problems_cleanup(p);
+    rp_config_cleanup(c);
+}
+
+static void load_cases(const load_case *k, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        rp_config c;
+        rp_config_problems p;
+        load_case_run(&k[i], &c, &p);
+        load_case_done(&c, &p);
+    }
+}
+
+#define LOAD_CASES(cases) load_cases((cases), sizeof(cases) / sizeof *(cases))
 static void test_contract_example_is_the_defaults(void **state) {
     (void)state;
     rp_config c, d;
@@ -131,176 +176,127 @@ static void test_malformed_yaml_has_line_and_column(void **state) {
              fixture("malformed.yaml"));
     if (strncmp(p.items[0].message, want, strlen(want)) != 0) print_problems(&p);
     assert_int_equal(strncmp(p.items[0].message, want, strlen(want)), 0);
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case_done(&c, &p);
 
-    /* An unclosed quote: where the stream ended, and where the quote began. */
-    rp_config_problems_init(&p);
-    assert_int_equal(load_text("reap:\n  interval_seconds: 60\n  x: \"open\n", NULL, &c, &p),
-                     RP_ERR_CONFIG);
-    assert_problem(&p, NULL, ":4:1: malformed YAML: found unexpected end of stream (while "
-                             "scanning a quoted scalar at line 3 column 6)");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
-
-    /* Invalid UTF-8 is a reader error: still a line and a column. */
-    rp_config_problems_init(&p);
-    assert_int_equal(load_text("log:\n  level: \xff\xfe\n", NULL, &c, &p), RP_ERR_CONFIG);
-    assert_problem(&p, NULL, ":2:10: malformed YAML: invalid leading UTF-8 octet (byte 0xff)");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    static const load_case cases[] = {
+        /* An unclosed quote: where the stream ended, and where the quote began. */
+        {.yaml = "reap:\n  interval_seconds: 60\n  x: \"open\n", .want = RP_ERR_CONFIG,
+         .problems = {{NULL, ":4:1: malformed YAML: found unexpected end of stream (while "
+                             "scanning a quoted scalar at line 3 column 6)"}}},
+        /* Invalid UTF-8 is a reader error: still a line and a column. */
+        {.yaml = "log:\n  level: \xff\xfe\n", .want = RP_ERR_CONFIG,
+         .problems = {{NULL, ":2:10: malformed YAML: invalid leading UTF-8 octet (byte 0xff)"}}},
+    };
+    LOAD_CASES(cases);
 }
 
 static void test_document_shape(void **state) {
     (void)state;
-    rp_config c;
-    rp_config_problems p;
-    rp_config_problems_init(&p);
-    assert_int_equal(rp_config_load(fixture("not_mapping.yaml"), NULL, &c, &p), RP_ERR_CONFIG);
-    assert_count(&p, 1);
-    assert_problem(&p, NULL, ":1:1: the document is not a mapping (got a list)");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
-
-    rp_config_problems_init(&p);
-    assert_int_equal(load_text("just a string\n", NULL, &c, &p), RP_ERR_CONFIG);
-    assert_problem(&p, NULL, "not a mapping (got a single value)");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
-
-    rp_config_problems_init(&p);
-    assert_int_equal(load_text("log: {level: info}\n---\nlog: {level: debug}\n", NULL, &c, &p),
-                     RP_ERR_CONFIG);
-    assert_problem(&p, NULL, ":2:1: a second YAML document");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
-
-    /* Empty, comments only, an explicit empty document: the defaults. */
-    const char *empties[] = {"", "# nothing\n", "---\n", "--- ~\n...\n"};
-    for (size_t i = 0; i < sizeof empties / sizeof *empties; i++) {
-        rp_config_problems_init(&p);
-        rp_status st = load_text(empties[i], NULL, &c, &p);
-        if (st != RP_OK) print_problems(&p);
-        assert_int_equal(st, RP_OK);
-        rp_config_problems_cleanup(&p);
-        rp_config_cleanup(&c);
-    }
-    rp_config_problems_init(&p);
-    assert_int_equal(rp_config_load(fixture("empty.yaml"), NULL, &c, &p), RP_OK);
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
-
-    /* A section that is not a mapping; an empty section is fine. */
-    rp_config_problems_init(&p);
-    assert_int_equal(load_text("reap: 5\ncontrol:\n", NULL, &c, &p), RP_ERR_CONFIG);
-    assert_count(&p, 1);
-    assert_problem(&p, "reap", ":1:7: reap: is a section: expects a mapping, got a single value");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
-
-    /* A non-scalar key, a tag. */
-    rp_config_problems_init(&p);
-    assert_int_equal(load_text("log:\n  ? [a]\n  : b\n  level: !!str info\n", NULL, &c, &p),
-                     RP_ERR_CONFIG);
-    assert_count(&p, 2);
-    assert_problem(&p, "log", "a key must be a plain string, got a list");
-    assert_problem(&p, "log.level", "tags are not supported");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    static const load_case cases[] = {
+        {.fixture = "not_mapping.yaml", .want = RP_ERR_CONFIG, .count = 1,
+         .problems = {{NULL, ":1:1: the document is not a mapping (got a list)"}}},
+        {.yaml = "just a string\n", .want = RP_ERR_CONFIG,
+         .problems = {{NULL, "not a mapping (got a single value)"}}},
+        {.yaml = "log: {level: info}\n---\nlog: {level: debug}\n", .want = RP_ERR_CONFIG,
+         .problems = {{NULL, ":2:1: a second YAML document"}}},
+        /* Empty, comments only, an explicit empty document: the defaults. */
+        {.yaml = "", .want = RP_OK},
+        {.yaml = "# nothing\n", .want = RP_OK},
+        {.yaml = "---\n", .want = RP_OK},
+        {.yaml = "--- ~\n...\n", .want = RP_OK},
+        {.fixture = "empty.yaml", .want = RP_OK},
+        /* A section that is not a mapping; an empty section is fine. */
+        {.yaml = "reap: 5\ncontrol:\n", .want = RP_ERR_CONFIG, .count = 1,
+         .problems = {{"reap", ":1:7: reap: is a section: expects a mapping, got a single value"}}},
+        /* A non-scalar key, a tag. */
+        {.yaml = "log:\n  ? [a]\n  : b\n  level: !!str info\n", .want = RP_ERR_CONFIG,
+         .count = 2,
+         .problems = {{"log", "a key must be a plain string, got a list"},
+                      {"log.level", "tags are not supported"}}},
+    };
+    LOAD_CASES(cases);
 }
 
 static void test_wrong_types_from_yaml(void **state) {
     (void)state;
+    static const load_case types = {
+        .fixture = "types.yaml", .want = RP_ERR_CONFIG, .count = 7,
+        .problems = {{"reap.interval_seconds",
+                      "types.yaml:2:21: reap.interval_seconds: expects an integer, got a quoted "
+                      "string \"60\" (write the number without quotes)"},
+                     {"reap.stale_ready_seconds", "expects an integer, got a bool \"true\""},
+                     {"reap.delivery_limit", "expects an integer, got a float \"1.5\""},
+                     {"reap.dead_letter_min_depth", "expects an integer, got a string \"lots\""},
+                     {"reap.enabled", "expects true or false, got \"yes\""},
+                     {"reap.lease_grace_seconds", "expects an integer, got a mapping"},
+                     {"reap.policy_priority", "expects an integer, got a list"}}};
     rp_config c;
     rp_config_problems p;
-    rp_config_problems_init(&p);
-    assert_int_equal(rp_config_load(fixture("types.yaml"), NULL, &c, &p), RP_ERR_CONFIG);
-    assert_count(&p, 7);
-    assert_problem(&p, "reap.interval_seconds",
-                   "types.yaml:2:21: reap.interval_seconds: expects an integer, got a quoted "
-                   "string \"60\" (write the number without quotes)");
-    assert_problem(&p, "reap.stale_ready_seconds", "expects an integer, got a bool \"true\"");
-    assert_problem(&p, "reap.delivery_limit", "expects an integer, got a float \"1.5\"");
-    assert_problem(&p, "reap.dead_letter_min_depth", "expects an integer, got a string \"lots\"");
-    assert_problem(&p, "reap.enabled", "expects true or false, got \"yes\"");
-    assert_problem(&p, "reap.lease_grace_seconds", "expects an integer, got a mapping");
-    assert_problem(&p, "reap.policy_priority", "expects an integer, got a list");
+    load_case_run(&types, &c, &p);
     /* Refused values are not stored. */
     assert_int_equal(c.reap.interval_seconds, 60);
     assert_int_equal(c.origin[RP_CFG_REAP_INTERVAL_SECONDS].source, RP_CONFIG_DEFAULT);
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case_done(&c, &p);
 
-    /* A list item that is a mapping. */
-    rp_config_problems_init(&p);
-    assert_int_equal(load_text("control:\n  allowed_users: [alice, {b: c}]\n", NULL, &c, &p),
-                     RP_ERR_CONFIG);
-    assert_problem(&p, "control.allowed_users", "a list holding a mapping or a list");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    static const load_case cases[] = {
+        /* A list item that is a mapping. */
+        {.yaml = "control:\n  allowed_users: [alice, {b: c}]\n", .want = RP_ERR_CONFIG,
+         .problems = {{"control.allowed_users", "a list holding a mapping or a list"}}},
+    };
+    LOAD_CASES(cases);
 }
 
 static void test_unknown_keys_did_you_mean(void **state) {
     (void)state;
-    rp_config c;
-    rp_config_problems p;
-    rp_config_problems_init(&p);
-    assert_int_equal(rp_config_load(fixture("unknown.yaml"), NULL, &c, &p), RP_ERR_CONFIG);
-    assert_count(&p, 3);
-    assert_problem(&p, "broker.tsl", "unknown.yaml:2:3: broker.tsl: unknown key; did you mean "
-                                     "broker.tls?");
-    assert_problem(&p, "reap.intervall_seconds", "did you mean reap.interval_seconds?");
-    assert_problem(&p, "colour", "colour: unknown key");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
-
-    /* A dotted key is refused with how to write it. */
-    rp_config_problems_init(&p);
-    assert_int_equal(load_text("reap.interval_seconds: 30\n", NULL, &c, &p), RP_ERR_CONFIG);
-    assert_problem(&p, "reap.interval_seconds", "write it nested");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    static const load_case cases[] = {
+        {.fixture = "unknown.yaml", .want = RP_ERR_CONFIG, .count = 3,
+         .problems = {{"broker.tsl", "unknown.yaml:2:3: broker.tsl: unknown key; did you mean "
+                                     "broker.tls?"},
+                      {"reap.intervall_seconds", "did you mean reap.interval_seconds?"},
+                      {"colour", "colour: unknown key"}}},
+        /* A dotted key is refused with how to write it. */
+        {.yaml = "reap.interval_seconds: 30\n", .want = RP_ERR_CONFIG,
+         .problems = {{"reap.interval_seconds", "write it nested"}}},
+    };
+    LOAD_CASES(cases);
 }
 
 static void test_duplicates_refused(void **state) {
     (void)state;
+    static const load_case dup = {
+        .fixture = "duplicate.yaml", .want = RP_ERR_CONFIG, .count = 2,
+        .problems = {{"reap.interval_seconds", ":3:3: reap.interval_seconds: duplicate key "
+                                               "(first at line 2)"},
+                     {"log", ":6:1: log: duplicate section (first at line 4)"}}};
     rp_config c;
     rp_config_problems p;
-    rp_config_problems_init(&p);
-    assert_int_equal(rp_config_load(fixture("duplicate.yaml"), NULL, &c, &p), RP_ERR_CONFIG);
-    assert_count(&p, 2);
-    assert_problem(&p, "reap.interval_seconds", ":3:3: reap.interval_seconds: duplicate key "
-                                                "(first at line 2)");
-    assert_problem(&p, "log", ":6:1: log: duplicate section (first at line 4)");
+    load_case_run(&dup, &c, &p);
     assert_int_equal(c.reap.interval_seconds, 30); /* the first one */
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case_done(&c, &p);
 }
 
 static void test_aliases_refused_billion_laughs(void **state) {
     (void)state;
+    static const load_case laughs = {
+        .fixture = "billion_laughs.yaml", .want = RP_ERR_CONFIG,
+        .count = 10, /* a..i unknown, and the alias */
+        .problems = {{"control.allowed_users", "expects a list of strings, got an alias"},
+                     {"a", "unknown key"}}};
     rp_config c;
     rp_config_problems p;
-    rp_config_problems_init(&p);
     clock_t t0 = clock();
-    assert_int_equal(rp_config_load(fixture("billion_laughs.yaml"), NULL, &c, &p),
-                     RP_ERR_CONFIG);
+    load_case_run(&laughs, &c, &p);
     double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
     assert_true(secs < 1.0);
-    assert_problem(&p, "control.allowed_users", "expects a list of strings, got an alias");
-    assert_problem(&p, "a", "unknown key");
-    assert_count(&p, 10); /* a..i unknown, and the alias */
     assert_int_equal(c.control.allowed_users.n, 0);
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case_done(&c, &p);
 
-    /* An alias inside a list of users. */
-    rp_config_problems_init(&p);
-    assert_int_equal(load_text("control:\n  allowed_users: [&u alice, *u]\n", NULL, &c, &p),
-                     RP_ERR_CONFIG);
-    assert_problem(&p, "control.allowed_users", "an alias in the list");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    static const load_case cases[] = {
+        /* An alias inside a list of users. */
+        {.yaml = "control:\n  allowed_users: [&u alice, *u]\n", .want = RP_ERR_CONFIG,
+         .problems = {{"control.allowed_users", "an alias in the list"}}},
+    };
+    LOAD_CASES(cases);
 }
 
 static void test_file_missing_or_unreadable(void **state) {
@@ -316,8 +312,7 @@ static void test_file_missing_or_unreadable(void **state) {
     assert_string_equal(p.items[0].message, want);
     assert_null(p.items[0].key);
     assert_string_equal(p.items[0].where, fixture("no-such-file.yaml"));
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case_done(&c, &p);
 
     /* A directory opens but cannot be read (chmod 000 would not stop root). */
     rp_config_problems_init(&p);
@@ -325,15 +320,13 @@ static void test_file_missing_or_unreadable(void **state) {
     snprintf(want, sizeof want, "%s: cannot read the configuration file: Is a directory",
              RP_CONFIG_FIXTURES);
     assert_string_equal(p.items[0].message, want);
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case_done(&c, &p);
 
     /* Not a regular file. */
     rp_config_problems_init(&p);
     assert_int_equal(rp_config_load("/dev/null", NULL, &c, &p), RP_ERR_IO);
     assert_problem(&p, NULL, "/dev/null: cannot read the configuration file: not a regular file");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case_done(&c, &p);
 
     /* Over the size limit, as a file and as a buffer. */
     size_t big = RP_CONFIG_FILE_MAX + 1;
@@ -341,23 +334,18 @@ static void test_file_missing_or_unreadable(void **state) {
     assert_non_null(text);
     memset(text, '#', big);
     text[big] = '\0';
-    rp_config_problems_init(&p);
-    assert_int_equal(load_text(text, NULL, &c, &p), RP_ERR_TOO_LARGE);
-    assert_problem(&p, NULL, "the limit is 1048576 bytes");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case too_large = {.yaml = text, .want = RP_ERR_TOO_LARGE,
+                           .problems = {{NULL, "the limit is 1048576 bytes"}}};
+    load_cases(&too_large, 1);
     rp_config_problems_init(&p);
     assert_int_equal(rp_config_init(&c), RP_OK);
     assert_int_equal(rp_config_load_yaml_buffer(text, big, "big.yaml", &c, &p, NULL),
                      RP_ERR_TOO_LARGE);
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case_done(&c, &p);
     /* Exactly at the limit is fine (all comment). */
     text[big - 1] = '\0';
-    rp_config_problems_init(&p);
-    assert_int_equal(load_text(text, NULL, &c, &p), RP_OK);
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case at_limit = {.yaml = text, .want = RP_OK};
+    load_cases(&at_limit, 1);
     free(text);
 }
 
@@ -436,7 +424,7 @@ static void test_environment_alone(void **state) {
 
 static void test_environment_problems(void **state) {
     (void)state;
-    char *envp[] = {
+    static char *envp[] = {
         "REAPER_REAP_INTERVAL_SECOND=30",
         "REAPER_BROKER_PASWORD=Typo-Secret-1",
         "REAPER_REAP_DELIVERY_LIMIT=1.5",
@@ -446,27 +434,26 @@ static void test_environment_problems(void **state) {
         "REAPER_BROKER_TAP_QUEUE=tap\xff\xfe",
         NULL,
     };
+    static const load_case env = {
+        .envp = envp, .want = RP_ERR_CONFIG, .count = 7,
+        .problems = {{"broker.tap_queue", "the value is not valid UTF-8"},
+                     {"REAPER_REAP_INTERVAL_SECOND",
+                      "environment: REAPER_REAP_INTERVAL_SECOND: unknown variable; did you mean "
+                      "REAPER_REAP_INTERVAL_SECONDS?"},
+                     {"REAPER_BROKER_PASWORD", "did you mean REAPER_BROKER_PASSWORD?"},
+                     {"reap.delivery_limit",
+                      "environment REAPER_REAP_DELIVERY_LIMIT: reap.delivery_limit: expects an "
+                      "integer, got a float \"1.5\""},
+                     {"reap.enabled", "expects true or false"},
+                     {"log.level", "expects one of debug|info|warn|error, got \"loud\""},
+                     {"reap.policy_priority",
+                      "environment REAPER_REAP_POLICY_PRIORITY: reap.policy_priority: must be at "
+                      "least 0, got -1"}}};
     rp_config c;
     rp_config_problems p;
-    rp_config_problems_init(&p);
-    assert_int_equal(rp_config_load(NULL, envp, &c, &p), RP_ERR_CONFIG);
-    assert_count(&p, 7);
-    assert_problem(&p, "broker.tap_queue", "the value is not valid UTF-8");
-    assert_problem(&p, "REAPER_REAP_INTERVAL_SECOND",
-                   "environment: REAPER_REAP_INTERVAL_SECOND: unknown variable; did you mean "
-                   "REAPER_REAP_INTERVAL_SECONDS?");
-    assert_problem(&p, "REAPER_BROKER_PASWORD", "did you mean REAPER_BROKER_PASSWORD?");
-    assert_problem(&p, "reap.delivery_limit",
-                   "environment REAPER_REAP_DELIVERY_LIMIT: reap.delivery_limit: expects an "
-                   "integer, got a float \"1.5\"");
-    assert_problem(&p, "reap.enabled", "expects true or false");
-    assert_problem(&p, "log.level", "expects one of debug|info|warn|error, got \"loud\"");
-    assert_problem(&p, "reap.policy_priority",
-                   "environment REAPER_REAP_POLICY_PRIORITY: reap.policy_priority: must be at "
-                   "least 0, got -1");
+    load_case_run(&env, &c, &p);
     for (size_t i = 0; i < p.n; i++) assert_null(strstr(p.items[i].message, "Typo-Secret-1"));
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case_done(&c, &p);
 }
 
 /* Issue #16: the variables a kubelet injects into every container of a
@@ -534,16 +521,14 @@ static void test_environment_service_links(void **state) {
         "REAPER_HTTP_LISTEN_PORT=9100",
         NULL,
     };
-    rp_config_problems_init(&p);
-    assert_int_equal(rp_config_load(NULL, bad, &c, &p), RP_ERR_CONFIG);
-    assert_count(&p, 11);
-    assert_problem(&p, "REAPER_REAP_INTERVAL_SECOND", "did you mean REAPER_REAP_INTERVAL_SECONDS?");
-    assert_problem(&p, "REAPER_PORT", "unknown variable");
-    assert_problem(&p, "REAPER_HTTP_SERVICE_HOST", "unknown variable");
-    assert_problem(&p, "REAPER_HTTP_LISTEN_PORT", "unknown variable");
-    assert_problem(&p, "REAPER_PORT_9464_TCP_ADDR", "unknown variable");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    const load_case refused = {
+        .envp = bad, .want = RP_ERR_CONFIG, .count = 11,
+        .problems = {{"REAPER_REAP_INTERVAL_SECOND", "did you mean REAPER_REAP_INTERVAL_SECONDS?"},
+                     {"REAPER_PORT", "unknown variable"},
+                     {"REAPER_HTTP_SERVICE_HOST", "unknown variable"},
+                     {"REAPER_HTTP_LISTEN_PORT", "unknown variable"},
+                     {"REAPER_PORT_9464_TCP_ADDR", "unknown variable"}}};
+    load_cases(&refused, 1);
 }
 
 /* broker.events_format (issue #4: the feed's body, msgpack or JSON): from
@@ -585,24 +570,15 @@ static void test_events_format(void **state) {
     assert_problem(&p, "broker.events_format",
                    "environment REAPER_BROKER_EVENTS_FORMAT: broker.events_format: expects one "
                    "of msgpack|json, got \"protobuf\"");
-    rp_config_cleanup(&c);
-    rp_config_problems_cleanup(&p);
+    load_case_done(&c, &p);
 
-    rp_config_problems_init(&p);
-    assert_int_equal(load_text("broker:\n  events_format: [json]\n", NULL, &c, &p),
-                     RP_ERR_CONFIG);
-    assert_count(&p, 1);
-    assert_problem(&p, "broker.events_format", ":2:");
-    rp_config_cleanup(&c);
-    rp_config_problems_cleanup(&p);
-
-    rp_config_problems_init(&p);
-    assert_int_equal(load_text("broker:\n  events_format: Json\n", NULL, &c, &p),
-                     RP_ERR_CONFIG);
-    assert_count(&p, 1);
-    assert_problem(&p, "broker.events_format", "expects one of msgpack|json, got \"Json\"");
-    rp_config_cleanup(&c);
-    rp_config_problems_cleanup(&p);
+    static const load_case cases[] = {
+        {.yaml = "broker:\n  events_format: [json]\n", .want = RP_ERR_CONFIG, .count = 1,
+         .problems = {{"broker.events_format", ":2:"}}},
+        {.yaml = "broker:\n  events_format: Json\n", .want = RP_ERR_CONFIG, .count = 1,
+         .problems = {{"broker.events_format", "expects one of msgpack|json, got \"Json\""}}},
+    };
+    LOAD_CASES(cases);
 }
 
 static void check_no_secret(const rp_config_problems *p, const rp_config *c, const char *pw) {
@@ -619,71 +595,65 @@ static void check_no_secret(const rp_config_problems *p, const rp_config *c, con
 
 static void test_passwords_in_file_refused_never_shown(void **state) {
     (void)state;
-    rp_config c;
-    rp_config_problems p;
-    rp_config_problems_init(&p);
-    assert_int_equal(rp_config_load(fixture("secrets.yaml"), NULL, &c, &p), RP_ERR_CONFIG);
-    assert_count(&p, 4);
-    assert_problem(&p, "broker.url", "secrets.yaml:2:8: broker.url: the URL carries a password");
-    assert_problem(&p, "broker.password",
-                   "a secret may not be written in the file: put the password in the file "
-                   "named by broker.password_file, or in the environment variable "
-                   "REAPER_BROKER_PASSWORD");
-    assert_problem(&p, "broker.management_url", "the URL carries a password");
-    assert_problem(&p, "store.dsn", "the DSN carries a password (password=...)");
-    check_no_secret(&p, &c, "Hunter2-pw");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
-
-    rp_config_problems_init(&p);
-    assert_int_equal(rp_config_load(fixture("secrets_uri.yaml"), NULL, &c, &p), RP_ERR_CONFIG);
-    assert_count(&p, 1);
-    assert_problem(&p, "store.dsn", "the DSN URI carries a password (user:password@)");
-    check_no_secret(&p, &c, "Hunter2-pw");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
-
-    /* From the environment too, in a URL. */
-    char *envp[] = {"REAPER_BROKER_MANAGEMENT_URL=https://u:Env-pw-77@mgmt:15671", NULL};
-    rp_config_problems_init(&p);
-    assert_int_equal(rp_config_load(NULL, envp, &c, &p), RP_ERR_CONFIG);
-    assert_problem(&p, "broker.management_url",
-                   "environment REAPER_BROKER_MANAGEMENT_URL: broker.management_url: the URL "
-                   "carries a password");
-    check_no_secret(&p, &c, "Env-pw-77");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    static char *envp[] = {"REAPER_BROKER_MANAGEMENT_URL=https://u:Env-pw-77@mgmt:15671", NULL};
+    static const struct {
+        load_case k;
+        const char *secret;
+    } cases[] = {
+        {{.fixture = "secrets.yaml", .want = RP_ERR_CONFIG, .count = 4,
+          .problems = {{"broker.url", "secrets.yaml:2:8: broker.url: the URL carries a password"},
+                       {"broker.password",
+                        "a secret may not be written in the file: put the password in the file "
+                        "named by broker.password_file, or in the environment variable "
+                        "REAPER_BROKER_PASSWORD"},
+                       {"broker.management_url", "the URL carries a password"},
+                       {"store.dsn", "the DSN carries a password (password=...)"}}},
+         "Hunter2-pw"},
+        {{.fixture = "secrets_uri.yaml", .want = RP_ERR_CONFIG, .count = 1,
+          .problems = {{"store.dsn", "the DSN URI carries a password (user:password@)"}}},
+         "Hunter2-pw"},
+        /* From the environment too, in a URL. */
+        {{.envp = envp, .want = RP_ERR_CONFIG,
+          .problems = {{"broker.management_url",
+                        "environment REAPER_BROKER_MANAGEMENT_URL: broker.management_url: the URL "
+                        "carries a password"}}},
+         "Env-pw-77"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        rp_config c;
+        rp_config_problems p;
+        load_case_run(&cases[i].k, &c, &p);
+        check_no_secret(&p, &c, cases[i].secret);
+        load_case_done(&c, &p);
+    }
 }
 
 static void test_many_problems_collected(void **state) {
     (void)state;
-    rp_config c;
-    rp_config_problems p;
-    rp_config_problems_init(&p);
-    assert_int_equal(rp_config_load(fixture("many_wrong.yaml"), NULL, &c, &p), RP_ERR_CONFIG);
-    assert_count(&p, 6);
-    assert_problem(&p, "reap.interval_seconds", "many_wrong.yaml:3:21: ");
-    assert_problem(&p, "reap.lease_grace_seconds", "between 0 and 86400, got 90000");
-    assert_problem(&p, "reap.dead_letter_peek_limit", "between 1 and 1000, got 0");
-    assert_problem(&p, "reap.owned_queue_pattern", "matches the empty string");
-    assert_problem(&p, "reap.dead_letter_queue_pattern",
-                   "does not compile: missing closing parenthesis at offset 9");
-    assert_problem(&p, "reap.policy_priority", "at least 0, got -1");
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    static const load_case many = {
+        .fixture = "many_wrong.yaml", .want = RP_ERR_CONFIG, .count = 6,
+        .problems = {{"reap.interval_seconds", "many_wrong.yaml:3:21: "},
+                     {"reap.lease_grace_seconds", "between 0 and 86400, got 90000"},
+                     {"reap.dead_letter_peek_limit", "between 1 and 1000, got 0"},
+                     {"reap.owned_queue_pattern", "matches the empty string"},
+                     {"reap.dead_letter_queue_pattern",
+                      "does not compile: missing closing parenthesis at offset 9"},
+                     {"reap.policy_priority", "at least 0, got -1"}}};
+    load_cases(&many, 1);
 
     /* Past the bound, problems are counted but not kept. */
     char *text = malloc(200 * 16 + 1);
     assert_non_null(text);
     text[0] = '\0';
     for (int i = 0; i < 200; i++) sprintf(text + strlen(text), "unknown_%03d: 1\n", i);
+    rp_config c;
+    rp_config_problems p;
     rp_config_problems_init(&p);
     assert_int_equal(load_text(text, NULL, &c, &p), RP_ERR_CONFIG);
     assert_int_equal(p.n, RP_CONFIG_PROBLEMS_MAX);
     assert_int_equal(rp_config_problems_count(&p), 200);
     free(text);
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case_done(&c, &p);
 }
 
 /* What --check-config prints loads back to the same configuration (once

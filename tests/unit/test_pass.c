@@ -104,6 +104,16 @@ static void add_dead_letter(fixture *f, const char *queue, const char *message_i
     add_death(f, queue, message_id, body, "vibey.x", 1699990000, 1);
 }
 
+/* n dead letters on queue: message_id "<prefix>-<i>", body "<i>", i = 1..n. */
+static void add_numbered(fixture *f, const char *queue, const char *prefix, int n) {
+    for (int i = 1; i <= n; i++) {
+        char id[32], body[16];
+        snprintf(id, sizeof id, "%s-%d", prefix, i);
+        snprintf(body, sizeof body, "%d", i);
+        add_dead_letter(f, queue, id, body);
+    }
+}
+
 static void run(fixture *f, bool dry_run, rp_report *r) {
     f->opt.dry_run = dry_run;
     assert_int_equal(rp_pass_run(&f->ports, &f->opt, r), RP_OK);
@@ -136,6 +146,27 @@ static bool unreadable(const rp_report *r, const char *what) {
     return false;
 }
 
+/* A real pass into r that went through (r->ok). */
+static void run_ok(fixture *f, rp_report *r) {
+    run(f, false, r);
+    assert_true(r->ok);
+}
+
+/* A real pass into r that could not read what (r->ok false, what named). */
+static void run_unreadable(fixture *f, rp_report *r, const char *what) {
+    run(f, false, r);
+    assert_false(r->ok);
+    assert_true(unreadable(r, what));
+}
+
+/* A real pass that reports nothing. */
+static void quiet_pass(fixture *f) {
+    rp_report r;
+    run(f, false, &r);
+    assert_int_equal(r.n_verdicts, 0);
+    rp_report_cleanup(&r);
+}
+
 static char *dump(fixture *f) {
     char *s;
     assert_int_equal(rp_memory_dump(f->m, &s), RP_OK);
@@ -149,8 +180,7 @@ static void test_requeue_vs_park(void **state) {
     int64_t a = add_leased(f, "alpha", 3, 7, NOW - MIN_MS);
     int64_t b = add_leased(f, "alpha", 7, 7, NOW - MIN_MS);
     rp_report r;
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_int_equal(r.n_verdicts, 2);
 
     const rp_mem_job *ja = rp_memory_job(f->m, a);
@@ -194,16 +224,36 @@ static void test_requeue_vs_park(void **state) {
     rp_report_cleanup(&r);
 }
 
+/* A leased job of project alpha (max_attempts 7) with attempts and
+ * lease_expires_at, and the state a pass must leave it in. */
+typedef struct lease_case {
+    int32_t attempts;
+    rp_time_ms expires;
+    rp_job_state want;
+} lease_case;
+
+/* Adds a job for each of the n cases (ids[i] is case i's), runs one real
+ * pass into r, and checks the state each job is left in. */
+static void lease_cases_run(fixture *f, const lease_case *k, size_t n, int64_t *ids,
+                            rp_report *r) {
+    for (size_t i = 0; i < n; i++) ids[i] = add_leased(f, "alpha", k[i].attempts, 7, k[i].expires);
+    run(f, false, r);
+    for (size_t i = 0; i < n; i++) assert_int_equal(rp_memory_job(f->m, ids[i])->state, k[i].want);
+}
+
+#define LEASE_CASES_RUN(f, cases, ids, r) \
+    lease_cases_run((f), (cases), RP_ARRAY_LEN(cases), (ids), (r))
+
 static void test_attempts_boundaries(void **state) {
     fixture *f = *state;
-    int64_t under = add_leased(f, "alpha", 6, 7, NOW - 1);
-    int64_t at = add_leased(f, "alpha", 7, 7, NOW - 1);
-    int64_t over = add_leased(f, "alpha", 8, 7, NOW - 1);
+    static const lease_case cases[] = {
+        {6, NOW - 1, RP_JOB_READY},          /* under */
+        {7, NOW - 1, RP_JOB_AWAITING_HUMAN}, /* at */
+        {8, NOW - 1, RP_JOB_AWAITING_HUMAN}, /* over */
+    };
+    int64_t ids[RP_ARRAY_LEN(cases)];
     rp_report r;
-    run(f, false, &r);
-    assert_int_equal(rp_memory_job(f->m, under)->state, RP_JOB_READY);
-    assert_int_equal(rp_memory_job(f->m, at)->state, RP_JOB_AWAITING_HUMAN);
-    assert_int_equal(rp_memory_job(f->m, over)->state, RP_JOB_AWAITING_HUMAN);
+    LEASE_CASES_RUN(f, cases, ids, &r);
     assert_int_equal(count(&r, RP_COND_LEASE_EXPIRED, RP_ACTION_REQUEUED), 1);
     assert_int_equal(count(&r, RP_COND_POISON, RP_ACTION_PARKED), 2);
     assert_int_equal(rp_memory_n_gates(f->m), 2);
@@ -213,19 +263,18 @@ static void test_attempts_boundaries(void **state) {
 static void test_grace_boundary_in_a_pass(void **state) {
     fixture *f = *state;
     f->opt.thresholds.lease_grace_seconds = 10;
-    int64_t at = add_leased(f, "alpha", 1, 7, NOW - 10000);      /* exactly at the grace */
-    int64_t over = add_leased(f, "alpha", 1, 7, NOW - 10001);    /* 1 ms past it */
-    int64_t under = add_leased(f, "alpha", 1, 7, NOW - 9999);    /* 1 ms short of it */
-    int64_t future = add_leased(f, "alpha", 1, 7, NOW + 60000);  /* not due at all */
+    static const lease_case cases[] = {
+        {1, NOW - 10000, RP_JOB_LEASED}, /* exactly at the grace */
+        {1, NOW - 10001, RP_JOB_READY},  /* 1 ms past it */
+        {1, NOW - 9999, RP_JOB_LEASED},  /* 1 ms short of it */
+        {1, NOW + 60000, RP_JOB_LEASED}, /* not due at all */
+    };
+    int64_t ids[RP_ARRAY_LEN(cases)];
     rp_report r;
-    run(f, false, &r);
-    assert_int_equal(rp_memory_job(f->m, at)->state, RP_JOB_LEASED);
-    assert_int_equal(rp_memory_job(f->m, under)->state, RP_JOB_LEASED);
-    assert_int_equal(rp_memory_job(f->m, future)->state, RP_JOB_LEASED);
-    assert_int_equal(rp_memory_job(f->m, over)->state, RP_JOB_READY);
+    LEASE_CASES_RUN(f, cases, ids, &r);
     /* What the judge left alone was released, not left locked. */
-    assert_false(rp_memory_job(f->m, at)->locked);
-    assert_false(rp_memory_job(f->m, under)->locked);
+    assert_false(rp_memory_job(f->m, ids[0])->locked);
+    assert_false(rp_memory_job(f->m, ids[2])->locked);
     /* One batch: the two rows left alone stay as they were when it commits. */
     assert_int_equal(rp_memory_calls(f->m, RP_MEM_COMMIT_LEASES), 1);
     assert_int_equal(r.n_verdicts, 1);
@@ -378,9 +427,7 @@ static void test_sighting_opened_once_and_cleared(void **state) {
     assert_int_equal(rp_memory_ledger(f->m, 1)->verdict.action, RP_ACTION_CLEARED);
     assert_int_equal(rp_memory_n_published(f->m), 2);
     rp_report_cleanup(&r);
-    run(f, false, &r);
-    assert_int_equal(r.n_verdicts, 0);
-    rp_report_cleanup(&r);
+    quiet_pass(f);
 
     /* It comes back: a new sighting. */
     put_queue(f, "vibey.held", RP_QUEUE_TYPE_CLASSIC, 0, 3, 0);
@@ -455,8 +502,7 @@ static void test_sightings_the_pass_does_not_judge_are_left_alone(void **state) 
                      RP_OK);
     assert_int_equal(rp_memory_add_sighting(f->m, "future|FORMAT|x", RP_COND_NONE), RP_OK);
     rp_report r;
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_int_equal(r.n_verdicts, 0);
     assert_int_equal(rp_memory_n_sightings(f->m), 2);
     rp_report_cleanup(&r);
@@ -470,8 +516,7 @@ static void test_unreadable_broker_clears_nothing(void **state) {
     put_queue(f, "vibey.a", RP_QUEUE_TYPE_CLASSIC, 0, 3, 0);
     put_queue(f, "vibey.b", RP_QUEUE_TYPE_CLASSIC, 0, 3, 0);
     rp_report r;
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_int_equal(rp_memory_n_sightings(f->m), 2);
     rp_report_cleanup(&r);
 
@@ -479,9 +524,7 @@ static void test_unreadable_broker_clears_nothing(void **state) {
     put_queue(f, "vibey.a", RP_QUEUE_TYPE_CLASSIC, 0, 3, 1);
     put_queue(f, "vibey.b", RP_QUEUE_TYPE_CLASSIC, 0, 3, 1);
     rp_memory_fail(f->m, RP_MEM_LIST_QUEUES, RP_ERR_UNAVAILABLE, 0);
-    run(f, false, &r);
-    assert_false(r.ok);
-    assert_true(unreadable(&r, "broker"));
+    run_unreadable(f, &r, "broker");
     assert_true(has_note(&r, "broker: listing queues: unavailable"));
     assert_int_equal(r.n_verdicts, 0);
     assert_int_equal(rp_memory_n_sightings(f->m), 2);
@@ -498,8 +541,7 @@ static void test_unreadable_broker_clears_nothing(void **state) {
 
     /* Readable again: both clear. */
     rp_memory_fail(f->m, RP_MEM_LIST_QUEUES, RP_OK, 0);
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_int_equal(count(&r, RP_COND_HOLDER_GONE, RP_ACTION_CLEARED), 2);
     assert_int_equal(rp_memory_n_sightings(f->m), 0);
     rp_report_cleanup(&r);
@@ -517,9 +559,7 @@ static void test_unreadable_store(void **state) {
     rp_mem_job *j = (rp_mem_job *)rp_memory_job(f->m, old);
     j->state = RP_JOB_SUCCEEDED;
     rp_memory_fail(f->m, RP_MEM_LIST_CLAIMABLE, RP_ERR_UNAVAILABLE, 0);
-    run(f, false, &r);
-    assert_false(r.ok);
-    assert_true(unreadable(&r, "job_queue"));
+    run_unreadable(f, &r, "job_queue");
     assert_int_equal(r.n_verdicts, 0);
     assert_non_null(rp_memory_sighting(f->m, "job_queue|STALE_READY|project:alpha"));
     rp_report_cleanup(&r);
@@ -542,24 +582,22 @@ static void test_unreadable_store(void **state) {
     rp_report_cleanup(&r);
 
     rp_memory_fail(f->m, RP_MEM_LIST_SIGHTINGS, RP_OK, 0);
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_int_equal(count(&r, RP_COND_STALE_READY, RP_ACTION_CLEARED), 1);
     rp_report_cleanup(&r);
 }
 
 static void test_failed_move_stops_the_lease_reap(void **state) {
     fixture *f = *state;
-    int64_t a = add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
-    int64_t b = add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    static const lease_case cases[] = {{1, NOW - MIN_MS, RP_JOB_LEASED},
+                                       {1, NOW - MIN_MS, RP_JOB_LEASED}};
+    int64_t ids[2];
     rp_memory_fail(f->m, RP_MEM_MOVE_LEASE, RP_ERR_UNAVAILABLE, 0);
     rp_report r;
-    run(f, false, &r);
+    LEASE_CASES_RUN(f, cases, ids, &r);
     assert_false(r.ok);
     assert_true(unreadable(&r, "job_queue"));
-    assert_int_equal(rp_memory_job(f->m, a)->state, RP_JOB_LEASED);
-    assert_false(rp_memory_job(f->m, a)->locked);
-    assert_int_equal(rp_memory_job(f->m, b)->state, RP_JOB_LEASED);
+    assert_false(rp_memory_job(f->m, ids[0])->locked);
     assert_int_equal(rp_memory_calls(f->m, RP_MEM_MOVE_LEASE), 1);
     assert_int_equal(rp_memory_n_ledger(f->m), 0);
     rp_report_cleanup(&r);
@@ -569,22 +607,20 @@ static void test_failed_move_stops_the_lease_reap(void **state) {
  * the others still move, and the report says which row was left. */
 static void test_failed_row_does_not_block_the_others(void **state) {
     fixture *f = *state;
-    int64_t a = add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
-    int64_t b = add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
-    int64_t c = add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
+    static const lease_case cases[] = {{1, NOW - MIN_MS, RP_JOB_READY},
+                                       {1, NOW - MIN_MS, RP_JOB_LEASED}, /* its move fails */
+                                       {1, NOW - MIN_MS, RP_JOB_READY}};
+    int64_t ids[3];
     rp_memory_fail_once(f->m, RP_MEM_MOVE_LEASE, RP_ERR_INTERNAL, 1); /* the second move */
     rp_report r;
-    run(f, false, &r);
+    LEASE_CASES_RUN(f, cases, ids, &r);
     assert_true(r.ok);
-    assert_int_equal(rp_memory_job(f->m, a)->state, RP_JOB_READY);
-    assert_int_equal(rp_memory_job(f->m, b)->state, RP_JOB_LEASED);
-    assert_false(rp_memory_job(f->m, b)->locked);
-    assert_int_equal(rp_memory_job(f->m, c)->state, RP_JOB_READY);
+    assert_false(rp_memory_job(f->m, ids[1])->locked);
     assert_int_equal(rp_memory_n_ledger(f->m), 2);
     assert_int_equal(count(&r, RP_COND_LEASE_EXPIRED, RP_ACTION_REQUEUED), 2);
     bool noted = false;
     char want[64];
-    snprintf(want, sizeof want, "job %lld could not be moved", (long long)b);
+    snprintf(want, sizeof want, "job %lld could not be moved", (long long)ids[1]);
     for (size_t i = 0; i < r.n_notes; i++)
         if (strstr(r.notes[i], want)) noted = true;
     assert_true(noted);
@@ -599,8 +635,7 @@ static void test_lease_batches_judge_each_row(void **state) {
     fixture *f = *state;
     for (int i = 0; i < 250; i++) add_leased(f, "alpha", i % 10 == 0 ? 7 : 2, 7, NOW - MIN_MS);
     rp_report r;
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_int_equal(rp_memory_calls(f->m, RP_MEM_TAKE_LEASE), 4);
     assert_int_equal(rp_memory_calls(f->m, RP_MEM_COMMIT_LEASES), 3);
     assert_int_equal(rp_memory_calls(f->m, RP_MEM_MOVE_LEASE), 250);
@@ -633,8 +668,7 @@ static void test_batch_row_failure_publishes_only_committed_rows(void **state) {
     for (int i = 0; i < 5; i++) add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
     rp_memory_fail_once(f->m, RP_MEM_MOVE_LEASE, RP_ERR_INTERNAL, 2); /* the third row */
     rp_report r;
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_int_equal(rp_memory_calls(f->m, RP_MEM_COMMIT_LEASES), 1);
     assert_int_equal(rp_memory_job(f->m, 3)->state, RP_JOB_LEASED);
     assert_false(rp_memory_job(f->m, 3)->locked);
@@ -655,9 +689,7 @@ static void test_failed_batch_commit_publishes_nothing(void **state) {
     for (int i = 0; i < 5; i++) add_leased(f, "alpha", i == 0 ? 7 : 1, 7, NOW - MIN_MS);
     rp_memory_fail(f->m, RP_MEM_COMMIT_LEASES, RP_ERR_UNAVAILABLE, 0);
     rp_report r;
-    run(f, false, &r);
-    assert_false(r.ok);
-    assert_true(unreadable(&r, "job_queue"));
+    run_unreadable(f, &r, "job_queue");
     assert_int_equal(r.n_verdicts, 0);
     assert_int_equal(rp_memory_n_ledger(f->m), 0);
     assert_int_equal(rp_memory_n_published(f->m), 0);
@@ -668,8 +700,7 @@ static void test_failed_batch_commit_publishes_nothing(void **state) {
     }
     rp_report_cleanup(&r);
     rp_memory_fail(f->m, RP_MEM_COMMIT_LEASES, RP_OK, 0);
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_int_equal(rp_memory_n_ledger(f->m), 5);
     assert_int_equal(rp_memory_n_published(f->m), 5);
     assert_int_equal(count(&r, RP_COND_POISON, RP_ACTION_PARKED), 1);
@@ -682,12 +713,12 @@ static void test_lease_batch_size_range(void **state) {
     fixture *f = *state;
     add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
     rp_report r;
-    f->opt.lease_batch_size = 0;
-    assert_int_equal(rp_pass_run(&f->ports, &f->opt, &r), RP_ERR_INVALID);
-    rp_report_cleanup(&r);
-    f->opt.lease_batch_size = RP_PASS_LEASE_BATCH_MAX + 1;
-    assert_int_equal(rp_pass_run(&f->ports, &f->opt, &r), RP_ERR_INVALID);
-    rp_report_cleanup(&r);
+    static const size_t refused[] = {0, RP_PASS_LEASE_BATCH_MAX + 1};
+    for (size_t i = 0; i < RP_ARRAY_LEN(refused); i++) {
+        f->opt.lease_batch_size = refused[i];
+        assert_int_equal(rp_pass_run(&f->ports, &f->opt, &r), RP_ERR_INVALID);
+        rp_report_cleanup(&r);
+    }
     assert_int_equal(rp_memory_calls(f->m, RP_MEM_TAKE_LEASE), 0);
     f->opt.lease_batch_size = RP_PASS_LEASE_BATCH_MAX;
     run(f, false, &r);
@@ -722,8 +753,7 @@ static void test_leases_scope_moves_leases_only(void **state) {
     f->opt.on_verdict = on_verdict;
     progress_calls = progress_last = verdicts_seen = 0;
     rp_report r;
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     /* The report is bounded: it lists the first 1000, counts them all. */
     assert_int_equal(r.counts[RP_ACTION_REQUEUED], 25000);
     assert_int_equal(r.n_verdicts, RP_PASS_REPORT_VERDICTS);
@@ -780,9 +810,7 @@ static void test_unrecorded_surface_is_still_reported(void **state) {
     put_queue(f, "vibey.held", RP_QUEUE_TYPE_CLASSIC, 0, 3, 0);
     rp_memory_fail(f->m, RP_MEM_OPEN_SIGHTING, RP_ERR_UNAVAILABLE, 0);
     rp_report r;
-    run(f, false, &r);
-    assert_false(r.ok);
-    assert_true(unreadable(&r, "job_queue"));
+    run_unreadable(f, &r, "job_queue");
     assert_int_equal(count(&r, RP_COND_HOLDER_GONE, RP_ACTION_SURFACED), 1);
     assert_int_equal(rp_memory_n_sightings(f->m), 0);
     rp_report_cleanup(&r);
@@ -796,8 +824,7 @@ static void test_unrecorded_surface_is_still_reported(void **state) {
     rp_report_cleanup(&r);
     /* Recorded by the next pass that can. */
     rp_memory_fail(f->m, RP_MEM_OPEN_SIGHTING, RP_OK, 0);
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_int_equal(count(&r, RP_COND_HOLDER_GONE, RP_ACTION_SURFACED), 2);
     assert_int_equal(rp_memory_n_sightings(f->m), 2);
     rp_report_cleanup(&r);
@@ -842,9 +869,7 @@ static void test_stale_ready_per_project(void **state) {
 
     /* The oldest is taken; the next one is stale too: the same sighting. */
     ((rp_mem_job *)rp_memory_job(f->m, a1))->state = RP_JOB_SUCCEEDED;
-    run(f, false, &r);
-    assert_int_equal(r.n_verdicts, 0);
-    rp_report_cleanup(&r);
+    quiet_pass(f);
 
     /* The dependency finished 1000 s ago: delta's job counts from then. */
     rp_mem_job *b = (rp_mem_job *)rp_memory_job(f->m, blocker);
@@ -873,8 +898,7 @@ static void test_project_narrows_the_pass(void **state) {
                                             RP_COND_HOLDER_GONE), RP_OK);
     f->opt.project = "alpha";
     rp_report r;
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_int_equal(rp_memory_job(f->m, a)->state, RP_JOB_READY);
     assert_int_equal(rp_memory_job(f->m, b)->state, RP_JOB_LEASED);
     assert_int_equal(rp_memory_calls(f->m, RP_MEM_LIST_QUEUES), 0);
@@ -896,8 +920,7 @@ static void test_broker_notes(void **state) {
     put_queue(f, "vibey.fresh", RP_QUEUE_TYPE_CLASSIC, 5, 2, -1); /* consumers unknown */
     put_queue(f, "other.quorum", RP_QUEUE_TYPE_QUORUM, 5, 0, 0);  /* not owned: no note */
     rp_report r;
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_int_equal(r.n_verdicts, 0);
     assert_int_equal(r.n_notes, 3);
     assert_true(has_note(&r, "queue vibey.quorum on vhost /: stale ready not judged, a quorum"));
@@ -916,8 +939,7 @@ static void test_dead_letter_queues(void **state) {
     add_dead_letter(f, "vibey.x.dlq", NULL, "two");
     add_dead_letter(f, "vibey.x.dlq", "m-1", "one again"); /* the same identity */
     rp_report r;
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     const rp_verdict *s = find(&r, "queue:/:celery.dlq");
     assert_non_null(s);
     assert_int_equal(s->condition, RP_COND_DEAD_LETTER);
@@ -969,9 +991,7 @@ static void test_dead_letter_new_death_after_answer(void **state) {
     rp_answer_result a;
     assert_int_equal(f->ports.gates.answer(f->ports.gates.self, first, RP_CHOICE_REPLAY, "ops", NULL, &a),
                      RP_OK);
-    run(f, false, &r);
-    assert_int_equal(r.n_verdicts, 0);
-    rp_report_cleanup(&r);
+    quiet_pass(f);
     assert_int_equal(rp_memory_n_parked(f->m), 1);
 
     /* Replayed, rejected again 30 s later: a new death. A dry run says so. */
@@ -995,16 +1015,12 @@ static void test_dead_letter_new_death_after_answer(void **state) {
     assert_true(rp_memory_gate(f->m, 0)->answered);
     assert_false(rp_memory_gate(f->m, 1)->answered);
     /* Both copies read again: nothing. */
-    run(f, false, &r);
-    assert_int_equal(r.n_verdicts, 0);
-    rp_report_cleanup(&r);
+    quiet_pass(f);
     assert_int_equal(rp_memory_n_parked(f->m), 2);
     /* Dead again with its headers (count 2) while occurrence 2 is open:
      * covered by its gate. */
     add_death(f, "vibey.x.dlq", "m-1", "one", "vibey.x", 1699990030, 2);
-    run(f, false, &r);
-    assert_int_equal(r.n_verdicts, 0);
-    rp_report_cleanup(&r);
+    quiet_pass(f);
     assert_int_equal(rp_memory_n_parked(f->m), 2);
 }
 
@@ -1028,9 +1044,7 @@ static void test_dead_letter_peek_limit(void **state) {
     fixture *f = *state;
     f->opt.dead_letter_peek_limit = 2;
     put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 3, 0, 0);
-    add_dead_letter(f, "vibey.x.dlq", "m-1", "1");
-    add_dead_letter(f, "vibey.x.dlq", "m-2", "2");
-    add_dead_letter(f, "vibey.x.dlq", "m-3", "3");
+    add_numbered(f, "vibey.x.dlq", "m", 3);
     rp_report r;
     run(f, false, &r);
     assert_int_equal(rp_memory_n_parked(f->m), 2);
@@ -1067,22 +1081,17 @@ static void test_dead_letter_queue_owned_by_its_base_name(void **state) {
 static void test_dead_letter_park_failure(void **state) {
     fixture *f = *state;
     put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 2, 0, 0);
-    add_dead_letter(f, "vibey.x.dlq", "m-1", "1");
-    add_dead_letter(f, "vibey.x.dlq", "m-2", "2");
+    add_numbered(f, "vibey.x.dlq", "m", 2);
     rp_memory_fail(f->m, RP_MEM_PARK, RP_ERR_UNAVAILABLE, 0);
     rp_report r;
-    run(f, false, &r);
-    assert_false(r.ok);
-    assert_true(unreadable(&r, "job_queue"));
+    run_unreadable(f, &r, "job_queue");
     assert_int_equal(rp_memory_calls(f->m, RP_MEM_PARK), 1); /* stopped at the first */
     assert_int_equal(rp_memory_n_parked(f->m), 0);
     assert_int_equal(rp_memory_n_jobs(f->m), 0);
     rp_report_cleanup(&r);
     rp_memory_fail(f->m, RP_MEM_PEEK, RP_ERR_UNAVAILABLE, 0);
     rp_memory_fail(f->m, RP_MEM_PARK, RP_OK, 0);
-    run(f, false, &r);
-    assert_false(r.ok);
-    assert_true(unreadable(&r, "broker"));
+    run_unreadable(f, &r, "broker");
     rp_report_cleanup(&r);
 }
 
@@ -1119,8 +1128,7 @@ static void test_dead_letter_peek_note(void **state) {
     put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_QUORUM, 4, 0, 0);
     f->ports.dead_letters.peek = peek_with_note;
     rp_report r;
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_true(has_note(&r, "dead-letter queue vibey.x.dlq on vhost /: not read again, for a "
                              "reason the port gives"));
     assert_int_equal(rp_memory_n_parked(f->m), 0);
@@ -1153,8 +1161,7 @@ static void test_dead_letter_remainder_surfaced_then_cleared(void **state) {
     const char *ids[] = {"m-1", "m-2", "m-3", "m-4", "m-5"};
     for (size_t i = 0; i < 5; i++) add_dead_letter(f, "vibey.x.dlq", ids[i], ids[i]);
     rp_report r;
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 3);
     assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_SURFACED), 1);
     const rp_verdict *v = remainder_verdict(&r);
@@ -1184,8 +1191,7 @@ static void test_dead_letter_remainder_surfaced_then_cleared(void **state) {
 
     /* The next pass reads past the 3 parked (issue 14): it parks the 2
      * behind them, finds nothing unread and clears the sighting. */
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 2);
     assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_CLEARED), 1);
     assert_null(rp_memory_sighting(f->m, DLQ_KEY));
@@ -1225,12 +1231,9 @@ static void test_dead_letter_all_read_surfaces_nothing(void **state) {
     fixture *f = *state;
     f->opt.dead_letter_peek_limit = 3;
     put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 3, 0, 0);
-    add_dead_letter(f, "vibey.x.dlq", "m-1", "1");
-    add_dead_letter(f, "vibey.x.dlq", "m-2", "2");
-    add_dead_letter(f, "vibey.x.dlq", "m-3", "3");
+    add_numbered(f, "vibey.x.dlq", "m", 3);
     rp_report r;
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_PARKED), 3);
     assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_SURFACED), 0);
     assert_int_equal(rp_memory_n_sightings(f->m), 0);
@@ -1248,8 +1251,7 @@ static void test_dead_letter_remainder_dry_run(void **state) {
     fixture *f = *state;
     f->opt.dead_letter_peek_limit = 1;
     put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 2, 0, 0);
-    add_dead_letter(f, "vibey.x.dlq", "m-1", "1");
-    add_dead_letter(f, "vibey.x.dlq", "m-2", "2");
+    add_numbered(f, "vibey.x.dlq", "m", 2);
     char *before = dump(f);
     rp_report r;
     run(f, true, &r);
@@ -1363,17 +1365,14 @@ static void test_dead_letter_remainder_kept_when_unknown(void **state) {
     rp_report_cleanup(&r);
 
     script(RP_OK, -2, false, RP_DL_UNREAD_NONE, "an old record that says no count");
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_int_equal(SP.calls, 1);
     assert_int_equal(r.n_verdicts, 0);
     assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
     rp_report_cleanup(&r);
 
     script(RP_ERR_UNAVAILABLE, 0, false, RP_DL_UNREAD_NONE, NULL);
-    run(f, false, &r);
-    assert_false(r.ok);
-    assert_true(unreadable(&r, "broker"));
+    run_unreadable(f, &r, "broker");
     assert_int_equal(r.n_verdicts, 0);
     assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
     rp_report_cleanup(&r);
@@ -1397,8 +1396,7 @@ static void test_dead_letter_remainder_kept_when_unknown(void **state) {
     /* The port says everything was read: cleared. */
     f->ports.dead_letters.peek = peek_scripted;
     script(RP_OK, 0, false, RP_DL_UNREAD_NONE, NULL);
-    run(f, false, &r);
-    assert_true(r.ok);
+    run_ok(f, &r);
     assert_int_equal(count(&r, RP_COND_DEAD_LETTER, RP_ACTION_CLEARED), 1);
     assert_null(rp_memory_sighting(f->m, DLQ_KEY));
     rp_report_cleanup(&r);
@@ -1413,9 +1411,7 @@ static void test_dead_letter_sighting_across_ownership(void **state) {
     fixture *f = *state;
     f->opt.dead_letter_peek_limit = 2;
     put_queue(f, "other.x.dlq", RP_QUEUE_TYPE_CLASSIC, 3, 0, 0);
-    add_dead_letter(f, "other.x.dlq", "o-1", "1");
-    add_dead_letter(f, "other.x.dlq", "o-2", "2");
-    add_dead_letter(f, "other.x.dlq", "o-3", "3");
+    add_numbered(f, "other.x.dlq", "o", 3);
     const char *key = "broker|DEAD_LETTER|queue:/:other.x.dlq";
     rp_report r;
     run(f, false, &r);
@@ -1465,8 +1461,7 @@ static void test_dead_letter_remainder_kept_by_a_stop(void **state) {
     fixture *f = *state;
     f->opt.dead_letter_peek_limit = 1;
     put_queue(f, "vibey.x.dlq", RP_QUEUE_TYPE_CLASSIC, 2, 0, 0);
-    add_dead_letter(f, "vibey.x.dlq", "m-1", "1");
-    add_dead_letter(f, "vibey.x.dlq", "m-2", "2");
+    add_numbered(f, "vibey.x.dlq", "m", 2);
     rp_report r;
     run(f, false, &r);
     assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
@@ -1589,17 +1584,18 @@ static void test_route_target_sighting_kept_by_a_check(void **state) {
 
 static void test_invalid_options(void **state) {
     fixture *f = *state;
-    rp_report r;
-    f->opt.owned_queue_pattern = NULL;
-    assert_int_equal(rp_pass_run(&f->ports, &f->opt, &r), RP_ERR_INVALID);
-    rp_report_cleanup(&r);
-    f->opt.owned_queue_pattern = f->owned;
-    f->opt.dead_letter_peek_limit = 0;
-    assert_int_equal(rp_pass_run(&f->ports, &f->opt, &r), RP_ERR_INVALID);
-    rp_report_cleanup(&r);
-    f->opt.dead_letter_peek_limit = 1001;
-    assert_int_equal(rp_pass_run(&f->ports, &f->opt, &r), RP_ERR_INVALID);
-    rp_report_cleanup(&r);
+    /* No owned pattern; a peek limit under and over its range. */
+    static const struct {
+        bool no_owned;
+        size_t peek_limit;
+    } refused[] = {{true, 0}, {false, 0}, {false, 1001}};
+    for (size_t i = 0; i < RP_ARRAY_LEN(refused); i++) {
+        f->opt.owned_queue_pattern = refused[i].no_owned ? NULL : f->owned;
+        if (!refused[i].no_owned) f->opt.dead_letter_peek_limit = refused[i].peek_limit;
+        rp_report r;
+        assert_int_equal(rp_pass_run(&f->ports, &f->opt, &r), RP_ERR_INVALID);
+        rp_report_cleanup(&r);
+    }
     for (int op = 0; op < RP_MEM_OP_COUNT_; op++)
         assert_int_equal(rp_memory_calls(f->m, (rp_memory_op)op), 0);
 }

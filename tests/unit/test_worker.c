@@ -10,6 +10,7 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "worker.h"
@@ -21,6 +22,7 @@ typedef struct job {
     int *n_done;
     int *n_cancelled;
     int sleep_ms;
+    int started; /* set (atomically) when work begins */
     struct event_base *base;
     int stop_after;
 } job;
@@ -31,6 +33,8 @@ static void work(void *ctx, void *arg) {
     (void)ctx;
     job *j = arg;
     j->ran_on = pthread_self();
+    __atomic_store_n(&j->started, 1, __ATOMIC_SEQ_CST);
+    /* Deliberate: a job that takes this long. */
     if (j->sleep_ms) usleep((useconds_t)j->sleep_ms * 1000);
 }
 
@@ -44,6 +48,17 @@ static void done(void *arg, bool cancelled) {
     assert_false(pthread_equal(j->ran_on, loop_thread));
     j->order[(*j->n_done)++] = j->id;
     if (*j->n_done == j->stop_after) event_base_loopbreak(j->base);
+}
+
+/* Asks whether *flag has reached at_least every 5 ms, for up to 5 s. */
+static void wait_for_count(const int *flag, int at_least) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        if (__atomic_load_n(flag, __ATOMIC_SEQ_CST) >= at_least) return;
+        usleep(5 * 1000);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while (t.tv_sec - t0.tv_sec < 5);
 }
 
 static int ticks;
@@ -95,7 +110,7 @@ static void test_pending_jobs_are_cancelled_at_free(void **state) {
                         .sleep_ms = 100};
         assert_int_equal(rp_worker_submit(w, work, done, &jobs[i]), RP_OK);
     }
-    usleep(50 * 1000); /* the first job is running */
+    wait_for_count(&jobs[0].started, 1); /* until the first job is running */
     rp_worker_free(w);
     /* Every job got exactly one done call: finished or cancelled. */
     assert_int_equal(n_done + n_cancelled, 5);
@@ -116,7 +131,7 @@ static void test_idle_runs_when_nothing_waits(void **state) {
     struct event_base *base = event_base_new();
     idle_calls = 0;
     rp_worker *w = rp_worker_new(base, "test", on_idle, NULL, 20);
-    usleep(300 * 1000);
+    wait_for_count(&idle_calls, 3); /* until idle has run three times */
     rp_worker_free(w);
     assert_true(__atomic_load_n(&idle_calls, __ATOMIC_SEQ_CST) >= 3);
     event_base_free(base);
