@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "rp_text.h"
+
 void rp_verdict_measure(const rp_verdict *v, char *buf, size_t n) {
     const char *unit = v->unit ? v->unit : "";
     if (v->measured < 0)
@@ -43,40 +45,6 @@ void rp_report_figures_of(const rp_report *r, int64_t duration_ms, rp_report_fig
     out->warns = !r->ok;
 }
 
-/* A growing text; nomem once any append failed. */
-typedef struct rp_text_buf {
-    char *p;
-    size_t len, cap;
-    bool nomem;
-} rp_text_buf;
-
-static void rp_put(rp_text_buf *b, const char *fmt, ...) RP_PRINTF(2, 3);
-static void rp_put(rp_text_buf *b, const char *fmt, ...) {
-    if (b->nomem) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->nomem = true;
-            return;
-        }
-        if ((size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap * 2 + (size_t)n;
-        char *p = realloc(b->p, cap);
-        if (p == NULL) {
-            b->nomem = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-}
-
 rp_status rp_report_text(const rp_report *r, rp_time_ms at, int64_t duration_ms, char **out,
                          size_t *len) {
     *out = NULL;
@@ -90,37 +58,37 @@ rp_status rp_report_text(const rp_report *r, rp_time_ms at, int64_t duration_ms,
     gmtime_r(&s, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     size_t total = r->n_verdicts + r->n_omitted;
-    rp_put(&b, "reaper pass at %s: %s%s, %zu verdict%s, %" PRId64 " ms\n", when,
+    rp_text_buf_printf(&b, "reaper pass at %s: %s%s, %zu verdict%s, %" PRId64 " ms\n", when,
            r->ok ? "ok" : "NOT OK", r->dry_run ? " (dry run: nothing was written)" : "", total,
            total == 1 ? "" : "s", duration_ms);
-    rp_put(&b, "  requeued %zu, parked %zu, surfaced %zu, cleared %zu\n",
+    rp_text_buf_printf(&b, "  requeued %zu, parked %zu, surfaced %zu, cleared %zu\n",
            r->counts[RP_ACTION_REQUEUED], r->counts[RP_ACTION_PARKED],
            r->counts[RP_ACTION_SURFACED], r->counts[RP_ACTION_CLEARED]);
     if (r->n_verdicts > 0) {
-        rp_put(&b, "\n  %-9s %-13s %-9s %-28s %-12s %s\n", "ACTION", "CONDITION", "SOURCE",
+        rp_text_buf_printf(&b, "\n  %-9s %-13s %-9s %-28s %-12s %s\n", "ACTION", "CONDITION", "SOURCE",
                "OBJECT", "PROJECT", "MEASURED");
         for (size_t i = 0; i < r->n_verdicts; i++) {
             const rp_verdict *v = &r->verdicts[i];
             char m[96];
             rp_verdict_measure(v, m, sizeof m);
-            rp_put(&b, "  %-9s %-13s %-9s %-28s %-12s %s\n", rp_action_string(v->action),
+            rp_text_buf_printf(&b, "  %-9s %-13s %-9s %-28s %-12s %s\n", rp_action_string(v->action),
                    rp_condition_string(v->condition), rp_source_string(v->source),
                    v->object ? v->object : "-", v->project ? v->project : "-", m);
-            if (v->detail) rp_put(&b, "            %s\n", v->detail);
+            if (v->detail) rp_text_buf_printf(&b, "            %s\n", v->detail);
         }
     }
     if (r->n_unreadable > 0) {
-        rp_put(&b, "\nunreadable:\n");
-        for (size_t i = 0; i < r->n_unreadable; i++) rp_put(&b, "  %s\n", r->unreadable[i]);
+        rp_text_buf_printf(&b, "\nunreadable:\n");
+        for (size_t i = 0; i < r->n_unreadable; i++) rp_text_buf_printf(&b, "  %s\n", r->unreadable[i]);
     }
     if (r->n_notes > 0) {
-        rp_put(&b, "\nnotes:\n");
-        for (size_t i = 0; i < r->n_notes; i++) rp_put(&b, "  %s\n", r->notes[i]);
+        rp_text_buf_printf(&b, "\nnotes:\n");
+        for (size_t i = 0; i < r->n_notes; i++) rp_text_buf_printf(&b, "  %s\n", r->notes[i]);
     }
     if (r->n_policies > 0) {
-        rp_put(&b, "\npolicies:\n");
+        rp_text_buf_printf(&b, "\npolicies:\n");
         for (size_t i = 0; i < r->n_policies; i++)
-            rp_put(&b, "  %-24s %-12s %s\n", r->policies[i].name,
+            rp_text_buf_printf(&b, "  %-24s %-12s %s\n", r->policies[i].name,
                    r->policies[i].verified ? "verified" : "NOT VERIFIED", r->policies[i].detail);
     }
     if (b.nomem) {

@@ -27,3 +27,29 @@ rp_status rp_text_format(char **out, const char *fmt, ...) {
     va_end(ap);
     return st;
 }
+
+void rp_text_buf_printf(rp_text_buf *b, const char *fmt, ...) {
+    if (b->nomem) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->nomem = true;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap * 2 + (size_t)n;
+        char *p = realloc(b->p, cap);
+        if (p == NULL) {
+            b->nomem = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+}

@@ -11,6 +11,8 @@
 #define RP_TEXT_H
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "rp_common.h"
 #include "rp_status.h"
@@ -19,5 +21,18 @@
  * RP_ERR_INVALID when the format fails (an encoding error). */
 rp_status rp_text_format(char **out, const char *fmt, ...) RP_PRINTF(2, 3) RP_MUSTCHECK;
 rp_status rp_text_vformat(char **out, const char *fmt, va_list ap) RP_PRINTF(2, 0) RP_MUSTCHECK;
+
+/* A growing text, appended to with printf formats: the Prometheus
+ * rendering and the pass report build theirs so. The caller starts it with
+ * a heap buffer of cap bytes (p = malloc(cap), len 0, nomem false) and
+ * owns p (free()). A failed append (no memory, an encoding error) sets
+ * nomem and every later append does nothing: check it once at the end. */
+typedef struct rp_text_buf {
+    char *p;
+    size_t len, cap;
+    bool nomem;
+} rp_text_buf;
+
+void rp_text_buf_printf(rp_text_buf *b, const char *fmt, ...) RP_PRINTF(2, 3);
 
 #endif

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rp_text.h"
+
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 
 /* ---- rendering ------------------------------------------------------------ */
@@ -32,57 +34,23 @@ size_t rp_metrics_escape_label(const char *v, char *buf, size_t cap) {
     return n;
 }
 
-typedef struct rp_mbuf {
-    char *p;
-    size_t len, cap;
-    bool nomem;
-} rp_mbuf;
-
-static void rp_mbuf_printf(rp_mbuf *b, const char *fmt, ...) RP_PRINTF(2, 3);
-
-static void rp_mbuf_printf(rp_mbuf *b, const char *fmt, ...) {
-    if (b->nomem) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->nomem = true;
-            return;
-        }
-        if ((size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap * 2 + (size_t)n;
-        char *p = realloc(b->p, cap);
-        if (p == NULL) {
-            b->nomem = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-}
-
-static void rp_family(rp_mbuf *b, const char *name, const char *type, const char *help) {
-    rp_mbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+static void rp_family(rp_text_buf *b, const char *name, const char *type, const char *help) {
+    rp_text_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* Label values here are the core's enum names (no escapes needed), except
  * the version, which is escaped. */
 /* labels: "scope=\"full\"," (with its trailing comma) or "" for none. */
-static void rp_render_histogram(rp_mbuf *b, const char *name, const char *labels,
+static void rp_render_histogram(rp_text_buf *b, const char *name, const char *labels,
                                 const double *bounds, const rp_metrics_histogram *h) {
     uint64_t cum = 0;
     for (size_t i = 0; i <= RP_METRICS_BUCKETS; i++) {
         cum += LOAD(&h->buckets[i]);
         if (i < RP_METRICS_BUCKETS)
-            rp_mbuf_printf(b, "%s_bucket{%sle=\"%g\"} %llu\n", name, labels, bounds[i],
+            rp_text_buf_printf(b, "%s_bucket{%sle=\"%g\"} %llu\n", name, labels, bounds[i],
                            (unsigned long long)cum);
         else
-            rp_mbuf_printf(b, "%s_bucket{%sle=\"+Inf\"} %llu\n", name, labels,
+            rp_text_buf_printf(b, "%s_bucket{%sle=\"+Inf\"} %llu\n", name, labels,
                            (unsigned long long)cum);
     }
     /* The count is the +Inf bucket, so the two always agree in one scrape
@@ -92,15 +60,15 @@ static void rp_render_histogram(rp_mbuf *b, const char *name, const char *labels
     snprintf(only, sizeof only, "%.*s", n > 0 ? (int)n - 1 : 0, labels); /* without the comma */
     const char *open = n > 0 ? "{" : "", *close = n > 0 ? "}" : "";
     uint64_t sum = LOAD(&h->sum_us);
-    rp_mbuf_printf(b, "%s_sum%s%s%s %llu.%06llu\n", name, open, only, close,
+    rp_text_buf_printf(b, "%s_sum%s%s%s %llu.%06llu\n", name, open, only, close,
                    (unsigned long long)(sum / 1000000), (unsigned long long)(sum % 1000000));
-    rp_mbuf_printf(b, "%s_count%s%s%s %llu\n", name, open, only, close, (unsigned long long)cum);
+    rp_text_buf_printf(b, "%s_count%s%s%s %llu\n", name, open, only, close, (unsigned long long)cum);
 }
 
 /* A duration in ms as seconds with three decimals (negative counts as 0). */
-static void rp_render_ms(rp_mbuf *b, const char *series, int64_t ms) {
+static void rp_render_ms(rp_text_buf *b, const char *series, int64_t ms) {
     if (ms < 0) ms = 0;
-    rp_mbuf_printf(b, "%s %lld.%03lld\n", series, (long long)(ms / 1000), (long long)(ms % 1000));
+    rp_text_buf_printf(b, "%s %lld.%03lld\n", series, (long long)(ms / 1000), (long long)(ms % 1000));
 }
 
 static void rp_lower(char *dst, size_t n, const char *src) {
@@ -111,7 +79,7 @@ static void rp_lower(char *dst, size_t n, const char *src) {
 }
 
 rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
-    rp_mbuf b = {malloc(8192), 0, 8192, false};
+    rp_text_buf b = {malloc(8192), 0, 8192, false};
     *out = NULL;
     if (len) *len = 0;
     if (b.p == NULL) return RP_ERR_NOMEM;
@@ -122,15 +90,15 @@ rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
         int64_t cpu = LOAD(&m->process.cpu_us);
         rp_family(&b, "process_cpu_seconds_total", "counter",
                   "Total user and system CPU time spent in seconds.");
-        rp_mbuf_printf(&b, "process_cpu_seconds_total %lld.%06lld\n", (long long)(cpu / 1000000),
+        rp_text_buf_printf(&b, "process_cpu_seconds_total %lld.%06lld\n", (long long)(cpu / 1000000),
                        (long long)(cpu % 1000000));
         rp_family(&b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
-        rp_mbuf_printf(&b, "process_resident_memory_bytes %lld\n",
+        rp_text_buf_printf(&b, "process_resident_memory_bytes %lld\n",
                        (long long)LOAD(&m->process.resident_bytes));
         rp_family(&b, "process_open_fds", "gauge", "Number of open file descriptors.");
-        rp_mbuf_printf(&b, "process_open_fds %lld\n", (long long)LOAD(&m->process.open_fds));
+        rp_text_buf_printf(&b, "process_open_fds %lld\n", (long long)LOAD(&m->process.open_fds));
         rp_family(&b, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
-        rp_mbuf_printf(&b, "process_max_fds %lld\n", (long long)LOAD(&m->process.max_fds));
+        rp_text_buf_printf(&b, "process_max_fds %lld\n", (long long)LOAD(&m->process.max_fds));
         rp_family(&b, "process_start_time_seconds", "gauge",
                   "Start time of the process since unix epoch in seconds.");
         rp_render_ms(&b, "process_start_time_seconds", LOAD(&m->process.start_time_ms));
@@ -141,17 +109,17 @@ rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
     rp_metrics_escape_label(m->revision, rev, sizeof rev);
     rp_family(&b, "reaper_build_info", "gauge",
               "The running reaperd's version and source revision (always 1).");
-    rp_mbuf_printf(&b, "reaper_build_info{version=\"%s\",revision=\"%s\"} 1\n", ver, rev);
+    rp_text_buf_printf(&b, "reaper_build_info{version=\"%s\",revision=\"%s\"} 1\n", ver, rev);
 
     rp_family(&b, "reaper_up", "gauge", "1 while the backend is connected, else 0.");
     for (int i = 0; i < RP_METRICS_BACKEND_COUNT_; i++)
-        rp_mbuf_printf(&b, "reaper_up{backend=\"%s\"} %u\n", rp_metrics_backend_name(i), LOAD(&m->up[i]));
+        rp_text_buf_printf(&b, "reaper_up{backend=\"%s\"} %u\n", rp_metrics_backend_name(i), LOAD(&m->up[i]));
 
     rp_family(&b, "reaper_reconnects_total", "counter",
               "Connections to the backend established again after the first.");
     for (int i = 0; i < RP_METRICS_BACKEND_COUNT_; i++) {
         uint64_t c = LOAD(&m->connects[i]);
-        rp_mbuf_printf(&b, "reaper_reconnects_total{backend=\"%s\"} %llu\n", rp_metrics_backend_name(i),
+        rp_text_buf_printf(&b, "reaper_reconnects_total{backend=\"%s\"} %llu\n", rp_metrics_backend_name(i),
                        (unsigned long long)(c > 0 ? c - 1 : 0));
     }
 
@@ -168,7 +136,7 @@ rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
                 char cond[32], act[32];
                 rp_lower(cond, sizeof cond, rp_condition_string((rp_condition)c));
                 rp_lower(act, sizeof act, rp_action_string((rp_action)a));
-                rp_mbuf_printf(&b,
+                rp_text_buf_printf(&b,
                                "reaper_reaped_total{source=\"%s\",condition=\"%s\",action=\"%s\"} "
                                "%llu\n",
                                rp_source_string((rp_source)s), cond, act, (unsigned long long)v);
@@ -180,31 +148,31 @@ rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
         for (int c = 1; c < RP_COND_COUNT_; c++) {
             char cond[32];
             rp_lower(cond, sizeof cond, rp_condition_string((rp_condition)c));
-            rp_mbuf_printf(&b, "reaper_sightings_open{condition=\"%s\"} %lld\n", cond,
+            rp_text_buf_printf(&b, "reaper_sightings_open{condition=\"%s\"} %lld\n", cond,
                            (long long)LOAD(&m->sightings_open[c]));
         }
 
     rp_family(&b, "reaper_dead_letters_parked_total", "counter",
               "Dead letters parked (job, gate and ledger event committed).");
-    rp_mbuf_printf(&b, "reaper_dead_letters_parked_total %llu\n",
+    rp_text_buf_printf(&b, "reaper_dead_letters_parked_total %llu\n",
                    (unsigned long long)LOAD(&m->dead_letters_parked));
 
     rp_family(&b, "reaper_tap_ignored_total", "counter",
               "Deliveries on the dead-letter tap that did not come through a dead-letter "
               "exchange (no x-death, or through the default exchange): acked, not parked.");
-    rp_mbuf_printf(&b, "reaper_tap_ignored_total %llu\n",
+    rp_text_buf_printf(&b, "reaper_tap_ignored_total %llu\n",
                    (unsigned long long)LOAD(&m->tap_ignored));
 
     rp_family(&b, "reaper_broker_events_refused_total", "counter",
               "Deliveries on the broker-event queue that did not come from amq.rabbitmq.event "
               "(published straight into the queue): refused, not acted on.");
-    rp_mbuf_printf(&b, "reaper_broker_events_refused_total %llu\n",
+    rp_text_buf_printf(&b, "reaper_broker_events_refused_total %llu\n",
                    (unsigned long long)LOAD(&m->events_refused));
 
     rp_family(&b, "reaper_gates_open", "gauge", "Gates waiting for a person, by kind.");
     if (LOAD(&m->gates_open_known))
         for (int k = 0; k < RP_GATE_KIND_COUNT_; k++)
-            rp_mbuf_printf(&b, "reaper_gates_open{kind=\"%s\"} %lld\n",
+            rp_text_buf_printf(&b, "reaper_gates_open{kind=\"%s\"} %lld\n",
                            rp_gate_kind_string((rp_gate_kind)k), (long long)LOAD(&m->gates_open[k]));
 
     rp_family(&b, "reaper_oldest_open_gate_age_seconds", "gauge",
@@ -228,7 +196,7 @@ rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
                     {RP_GATE_BUS_DEAD_LETTERED, RP_CHOICE_DISMISS}};
     rp_family(&b, "reaper_gates_answered_total", "counter", "Gates answered, by kind and choice.");
     for (size_t i = 0; i < RP_ARRAY_LEN(answered); i++)
-        rp_mbuf_printf(&b, "reaper_gates_answered_total{kind=\"%s\",choice=\"%s\"} %llu\n",
+        rp_text_buf_printf(&b, "reaper_gates_answered_total{kind=\"%s\",choice=\"%s\"} %llu\n",
                        rp_gate_kind_string(answered[i].kind), rp_choice_string(answered[i].choice),
                        (unsigned long long)LOAD(&m->gates_answered[answered[i].kind][answered[i].choice]));
 
@@ -244,7 +212,7 @@ rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
     rp_family(&b, "reaper_passes_total", "counter", "Passes run by the daemon, by scope and result.");
     for (int s = 0; s < RP_METRICS_SCOPE_COUNT_; s++)
         for (int r = 0; r < RP_METRICS_RESULT_COUNT_; r++)
-            rp_mbuf_printf(&b, "reaper_passes_total{scope=\"%s\",result=\"%s\"} %llu\n",
+            rp_text_buf_printf(&b, "reaper_passes_total{scope=\"%s\",result=\"%s\"} %llu\n",
                            rp_metrics_scope_name(s), rp_metrics_result_name(r),
                            (unsigned long long)LOAD(&m->passes[s][r]));
 
@@ -263,7 +231,7 @@ rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
               "For the last broker event handled: now minus its timestamp_in_ms.");
     if (LOAD(&m->event_lag_known)) {
         int64_t lag = LOAD(&m->event_lag_ms);
-        rp_mbuf_printf(&b, "reaper_event_lag_seconds %lld.%03lld\n", (long long)(lag / 1000),
+        rp_text_buf_printf(&b, "reaper_event_lag_seconds %lld.%03lld\n", (long long)(lag / 1000),
                        (long long)(lag % 1000));
     }
 
@@ -274,26 +242,26 @@ rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
             uint64_t v = LOAD(&m->control[o][r]);
             /* ok for the four real ops always; the rest once they happen. */
             if (v == 0 && (r != 0 || o == RP_METRICS_OPS - 1)) continue;
-            rp_mbuf_printf(&b, "reaper_control_requests_total{op=\"%s\",outcome=\"%s\"} %llu\n",
+            rp_text_buf_printf(&b, "reaper_control_requests_total{op=\"%s\",outcome=\"%s\"} %llu\n",
                            rp_metrics_op_name(o), rp_metrics_outcome_name(r), (unsigned long long)v);
         }
 
     rp_family(&b, "reaper_feed_publish_failures_total", "counter",
               "Ledger events not published to the events exchange (they stay on the ledger).");
-    rp_mbuf_printf(&b, "reaper_feed_publish_failures_total %llu\n",
+    rp_text_buf_printf(&b, "reaper_feed_publish_failures_total %llu\n",
                    (unsigned long long)LOAD(&m->feed_publish_failures));
     rp_family(&b, "reaper_feed_published_total", "counter",
               "Ledger events the events exchange confirmed.");
-    rp_mbuf_printf(&b, "reaper_feed_published_total %llu\n",
+    rp_text_buf_printf(&b, "reaper_feed_published_total %llu\n",
                    (unsigned long long)LOAD(&m->feed_published));
 
     if (LOAD(&m->tap_known)) {
         rp_family(&b, "reaper_tap_held_bytes", "gauge",
                   "What the dead-letter tap holds in memory (bodies and bookkeeping).");
-        rp_mbuf_printf(&b, "reaper_tap_held_bytes %lld\n", (long long)LOAD(&m->tap_held_bytes));
+        rp_text_buf_printf(&b, "reaper_tap_held_bytes %lld\n", (long long)LOAD(&m->tap_held_bytes));
         rp_family(&b, "reaper_tap_paused", "gauge",
                   "1 while the tap does not consume (at its memory bound) or waits to retry the store.");
-        rp_mbuf_printf(&b, "reaper_tap_paused %u\n", LOAD(&m->tap_paused));
+        rp_text_buf_printf(&b, "reaper_tap_paused %u\n", LOAD(&m->tap_paused));
     }
     rp_family(&b, "reaper_tap_park_delay_seconds", "histogram",
               "From a dead letter's arrival at reaperd's tap to the commit of its park.");

@@ -16,18 +16,6 @@
 #define RP_POLICY_SCAN_COLUMNS "name,vhost,type,policy,operator_policy,effective_policy_definition"
 #define RP_POLICY_SEED_COLUMNS "name,vhost,type,policy,effective_policy_definition,arguments"
 
-rp_status rp_mgmt_policy_pattern(const char *owned, const char *dead_letter, char **out,
-                                 char *err, size_t errlen) {
-    return rp_pass_policy_pattern(owned, dead_letter, out, err, errlen);
-}
-
-rp_status rp_mgmt_policy_pattern_excluding(const char *owned, const char *dead_letter,
-                                           const char *const *exclude, size_t n_exclude,
-                                           char **out, char *err, size_t errlen) {
-    return rp_pass_policy_pattern_excluding(owned, dead_letter, exclude, n_exclude, out, err,
-                                            errlen);
-}
-
 void rp_mgmt_policy_options_default(rp_mgmt_policy_options *o) {
     rp_pass_policy_options d;
     rp_pass_policy_options_default(&d);

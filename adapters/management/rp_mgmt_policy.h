@@ -66,27 +66,7 @@ typedef struct rp_mgmt_policy_stats {
 rp_status rp_mgmt_policy_reconcile(rp_mgmt_broker *b, const rp_mgmt_policy_options *o,
                                    rp_report *report, rp_mgmt_policy_stats *stats) RP_MUSTCHECK;
 
-/* rp_pass_policy_pattern (core/rp_pass_policy.h). Composes the broker
- * policy pattern that selects exactly the names that
- * `owned` matches and `dead_letter` does not (both searched unanchored, the
- * way the broker and rp_match do):
- *     ^(?!(?s:.*?)(?:DEAD_LETTER))(?=(?s:.*?)(?:OWNED))
- * Each pattern keeps its own inline options and alternation inside its
- * group. Refused (RP_ERR_INVALID, reason in err): an empty pattern, one
- * that does not compile, a numbered back-reference or subroutine call (the
- * group numbers would shift once the two are joined), or a result that does
- * not compile with the sum of their groups. *out is a heap string the
- * caller frees (NULL on error). RP_ERR_NOMEM. */
-rp_status rp_mgmt_policy_pattern(const char *owned, const char *dead_letter, char **out,
-                                 char *err, size_t errlen) RP_MUSTCHECK;
-
-/* The same, and never any of the n_exclude names given (each matched
- * whole, as a literal; NULL or empty entries skipped):
- *     ^(?!(?:NAME1|NAME2)\z)(?!(?s:.*?)(?:DEAD_LETTER))(?=(?s:.*?)(?:OWNED))
- * Every ASCII character of a name but letters and digits is escaped with a
- * backslash (literal in PCRE2 and in the broker's Erlang re). */
-rp_status rp_mgmt_policy_pattern_excluding(const char *owned, const char *dead_letter,
-                                           const char *const *exclude, size_t n_exclude,
-                                           char **out, char *err, size_t errlen) RP_MUSTCHECK;
+/* The policy pattern itself: rp_pass_policy_pattern and
+ * rp_pass_policy_pattern_excluding (core/rp_pass_policy.h). */
 
 #endif

@@ -23,6 +23,7 @@
 #include "rp_mgmt_broker.h"
 #include "rp_mgmt_loop.h"
 #include "rp_mgmt_policy.h"
+#include "rp_pass_policy.h"
 #include "rp_report.h"
 #include "test_mgmt_common.h"
 
@@ -194,7 +195,7 @@ static void test_writes_then_leaves_alone(void **state) {
     assert_non_null(strstr(p->detail, "written on vhost"));
     assert_non_null(strstr(p->detail, "carried as wanted by 1 of 1 owned quorum queues"));
     char *pattern = NULL;
-    assert_int_equal(rp_mgmt_policy_pattern(e->owned, DLQ, &pattern, NULL, 0), RP_OK);
+    assert_int_equal(rp_pass_policy_pattern(e->owned, DLQ, &pattern, NULL, 0), RP_OK);
 
     json_t *pol = get_policy(e, RP_MGMT_POLICY_NAME);
     assert_non_null(pol);

@@ -1,4 +1,4 @@
-/* The policy pattern (rp_mgmt_policy_pattern): the joined pattern selects
+/* The policy pattern (rp_pass_policy_pattern): the joined pattern selects
  * exactly the names the owned pattern matches and the dead-letter pattern
  * does not, matched the way reaper's own PCRE2 matching does, for the
  * default patterns and for shapes an operator may write; and the joins that
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "rp_mgmt_policy.h"
+#include "rp_pass_policy.h"
 
 static pcre2_code *compile(const char *p) {
     int code = 0;
@@ -48,7 +49,7 @@ static const char *const names[] = {
 static void assert_selects_exactly(const char *owned, const char *dlq) {
     char *joined = NULL;
     char err[300] = "";
-    rp_status st = rp_mgmt_policy_pattern(owned, dlq, &joined, err, sizeof err);
+    rp_status st = rp_pass_policy_pattern(owned, dlq, &joined, err, sizeof err);
     if (st != RP_OK) fprintf(stderr, "refused %s / %s: %s\n", owned, dlq, err);
     assert_int_equal(st, RP_OK);
     assert_non_null(joined);
@@ -72,7 +73,7 @@ static void test_default_patterns(void **state) {
     (void)state;
     char *joined = NULL;
     char err[200];
-    assert_int_equal(rp_mgmt_policy_pattern("^vibey\\.", "(\\.dlq|\\.dead)$", &joined, err, sizeof err),
+    assert_int_equal(rp_pass_policy_pattern("^vibey\\.", "(\\.dlq|\\.dead)$", &joined, err, sizeof err),
                      RP_OK);
     /* The exact text the broker gets (3.10.8 accepted it: 201). */
     assert_string_equal(joined, "^(?!(?s:.*?)(?:(\\.dlq|\\.dead)$))(?=(?s:.*?)(?:^vibey\\.))");
@@ -106,7 +107,7 @@ static void test_operator_shapes(void **state) {
 static void assert_refused(const char *owned, const char *dlq, const char *needle) {
     char *joined = (char *)1;
     char err[300] = "";
-    assert_int_equal(rp_mgmt_policy_pattern(owned, dlq, &joined, err, sizeof err), RP_ERR_INVALID);
+    assert_int_equal(rp_pass_policy_pattern(owned, dlq, &joined, err, sizeof err), RP_ERR_INVALID);
     assert_null(joined);
     if (strstr(err, needle) == NULL) fprintf(stderr, "reason: %s\n", err);
     assert_non_null(strstr(err, needle));
@@ -127,8 +128,8 @@ static void test_refused_joins(void **state) {
     /* A comment that would swallow the join. */
     assert_refused("(?x)^vibey # owned", "\\.dlq$", "");
     char *joined = NULL;
-    assert_int_equal(rp_mgmt_policy_pattern(NULL, "x", &joined, NULL, 0), RP_ERR_INVALID);
-    assert_int_equal(rp_mgmt_policy_pattern("x", "y", NULL, NULL, 0), RP_ERR_INVALID);
+    assert_int_equal(rp_pass_policy_pattern(NULL, "x", &joined, NULL, 0), RP_ERR_INVALID);
+    assert_int_equal(rp_pass_policy_pattern("x", "y", NULL, NULL, 0), RP_ERR_INVALID);
 }
 
 /* Reaper's own queues, by exact name: never selected, whatever the owned
@@ -139,7 +140,7 @@ static void test_own_queues_excluded(void **state) {
     const char *own[] = {"vibey.reap.control", NULL, "", "vibey.reap.tap", "vibey.a+(b)|c\\E$"};
     char *joined = NULL;
     char err[300] = "";
-    assert_int_equal(rp_mgmt_policy_pattern_excluding("^vibey\\.", "(\\.dlq|\\.dead)$", own, 5,
+    assert_int_equal(rp_pass_policy_pattern_excluding("^vibey\\.", "(\\.dlq|\\.dead)$", own, 5,
                                                       &joined, err, sizeof err),
                      RP_OK);
     assert_string_equal(joined, "^(?!(?:vibey\\.reap\\.control|vibey\\.reap\\.tap|"
@@ -163,7 +164,7 @@ static void test_own_queues_excluded(void **state) {
     pcre2_code_free(j);
     free(joined);
     /* Nothing to exclude: the plain join. */
-    assert_int_equal(rp_mgmt_policy_pattern_excluding("^vibey\\.", "(\\.dlq|\\.dead)$", NULL, 0,
+    assert_int_equal(rp_pass_policy_pattern_excluding("^vibey\\.", "(\\.dlq|\\.dead)$", NULL, 0,
                                                       &joined, err, sizeof err),
                      RP_OK);
     assert_string_equal(joined, "^(?!(?s:.*?)(?:(\\.dlq|\\.dead)$))(?=(?s:.*?)(?:^vibey\\.))");
