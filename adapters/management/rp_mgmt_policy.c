@@ -17,16 +17,7 @@
 #define RP_POLICY_SEED_COLUMNS "name,vhost,type,policy,effective_policy_definition,arguments"
 
 void rp_mgmt_policy_options_default(rp_mgmt_policy_options *o) {
-    rp_pass_policy_options d;
-    rp_pass_policy_options_default(&d);
-    memset(o, 0, sizeof *o);
-    o->consumer_timeout_seconds = d.consumer_timeout_seconds;
-    o->longest_lease_seconds = d.longest_lease_seconds;
-    o->delivery_limit = d.delivery_limit;
-    o->priority = d.priority;
-    o->vhost = d.vhost;
-    o->verify_wait_ms = d.verify_wait_ms;
-    o->poll_ms = d.poll_ms;
+    rp_pass_policy_options_default(o);
 }
 
 /* ---- the port over the management API ---------------------------------------------- */
@@ -273,20 +264,7 @@ rp_status rp_mgmt_policy_reconcile(rp_mgmt_broker *b, const rp_mgmt_policy_optio
     if (stats == NULL) stats = &dummy;
     memset(stats, 0, sizeof *stats);
     if (b == NULL || o == NULL || report == NULL) return RP_ERR_INVALID;
-    rp_pass_policy_options co;
-    memset(&co, 0, sizeof co);
-    co.owned_pattern = o->owned_pattern;
-    co.dead_letter_pattern = o->dead_letter_pattern;
-    for (size_t i = 0; i < sizeof co.exclude / sizeof *co.exclude; i++) co.exclude[i] = o->exclude[i];
-    co.n_exclude = o->n_exclude;
-    co.consumer_timeout_seconds = o->consumer_timeout_seconds;
-    co.longest_lease_seconds = o->longest_lease_seconds;
-    co.delivery_limit = o->delivery_limit;
-    co.priority = o->priority;
-    co.dry_run = o->dry_run;
-    co.vhost = o->vhost;
-    co.verify_wait_ms = o->verify_wait_ms;
-    co.poll_ms = o->poll_ms;
+    rp_pass_policy_options co = *o;
     rp_pport pp;
     memset(&pp, 0, sizeof pp);
     pp.b = b;

@@ -35,20 +35,9 @@
 #define RP_MGMT_POLICY_NAME RP_PASS_POLICY_NAME
 #define RP_MGMT_POLICY_CLASSIC_NAME RP_PASS_POLICY_CLASSIC_NAME
 
-typedef struct rp_mgmt_policy_options {
-    const char *owned_pattern;        /* reap.owned_queue_pattern, as text */
-    const char *dead_letter_pattern;  /* reap.dead_letter_queue_pattern, as text */
-    const char *exclude[4];           /* reaper's own queues (control, tap): never selected */
-    size_t n_exclude;                 /* entries of exclude used */
-    int64_t consumer_timeout_seconds; /* >= 1 */
-    int64_t longest_lease_seconds;    /* >= 0; the broker-wide timeout is checked against it */
-    int64_t delivery_limit;           /* >= 1 */
-    int64_t priority;                 /* >= 0 */
-    bool dry_run;
-    const char *vhost;                /* always managed; NULL: "/" (the vhost of broker.url) */
-    long verify_wait_ms;              /* 0: 12000 (statistics lag 5-10 s; checked on 3.10.8 and 4.0.5) */
-    long poll_ms;                     /* 0: 1000 */
-} rp_mgmt_policy_options;
+/* What the reconcile wants: core's options (rp_pass_policy.h), vhost NULL
+ * meaning "/" (the vhost of broker.url). */
+typedef rp_pass_policy_options rp_mgmt_policy_options;
 
 /* Fills the defaults of CONTRACT section 3 (patterns unset). */
 void rp_mgmt_policy_options_default(rp_mgmt_policy_options *o);
