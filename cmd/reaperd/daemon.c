@@ -361,7 +361,13 @@ static void rp_on_event_delivery(void *arg, const rp_amqp_message *msg) {
         return;
     }
     rp_observe_event(d, msg);
-    if (d->events) rp_events_on_message(d->events, msg);
+    rp_broker_event ev;
+    const char *why = NULL;
+    if (!rp_broker_event_parse(msg->routing_key, &msg->props, &ev, &why)) {
+        RP_DEBUG("broker event ignored", "routing_key", ev.routing_key, "reason", why, NULL);
+        return;
+    }
+    if (d->events) rp_events_on_event(d->events, &ev);
 }
 
 void rp_broker_ack(rp_daemon *d, unsigned generation, uint64_t tag) {
@@ -502,9 +508,10 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         return RP_ERR_INTERNAL;
     }
 
-    rp_events_deps events_deps = {.cfg = &d->cfg, .mgmt = d->mgmt, .mgmt_keep = &d->mgmt_keep,
-                                  .stopping = &d->stopping, .mono_ms = rp_clock_mono_ms,
-                                  .wall_ms = rp_clock_wall_ms};
+    d->events_backends = (rp_runner_backends){.mgmt = d->mgmt, .keep = &d->mgmt_keep};
+    rp_events_deps events_deps = {.cfg = &d->cfg, .stopping = &d->stopping,
+                                  .mono_ms = rp_clock_mono_ms, .wall_ms = rp_clock_wall_ms};
+    rp_runner_port_fill(&d->events_backends, &events_deps.runner);
     rp_feed_port(d, &events_deps.publisher);
     d->events = rp_events_new(d->base, &events_deps);
     if (d->events == NULL) {

@@ -13,10 +13,11 @@
 #include <stdbool.h>
 
 #include "broker_http.h"
-#include "events.h"
+#include "rp_events.h"
 #include "rp_http.h"
 #include "rp_metrics.h"
 #include "pass_runner.h"
+#include "runner_port.h"
 #include "rp_mgmt_bridge.h"
 #include "rp_amqp_feed.h"
 #include "rp_amqp_msg.h"
@@ -67,8 +68,10 @@ typedef struct rp_daemon {
      * through the bridge. */
     rp_mgmt_bridge *mgmt;
     rp_broker_http_keep mgmt_keep;
-    /* Broker events as they happen (events.h). */
+    /* Broker events as they happen (app/rp_events.h), and the backends of
+     * its checks, seeds and reconciles (runner_port.h). */
     rp_events *events;
+    rp_runner_backends events_backends;
     /* The dead-letter tap (tap.h). */
     rp_tap *tap;
 

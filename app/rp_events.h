@@ -1,15 +1,17 @@
 /*
- * events.h - acting on broker events as they happen (CONTRACT section 1:
+ * rp_events.h - acting on broker events as they happen (CONTRACT section 1:
  * "the event exchange (as it happens)"; issue #4).
  *
- * The daemon's exclusive queue bound to amq.rabbitmq.event (adapters/rabbitmq/rp_amqp_session.c)
- * delivers here. This part is wiring: it parses each delivery
- * (adapters/rabbitmq rp_amqp_events.h), hands it to core/rp_consumers.h,
- * which decides (the inventory of owned queues, the consumer counts, the
- * debounced checks and the re-check after the statistics emission, the
- * seed merge, the policy-reconcile timer, the queue hooks), arms the
- * timers core asks for, runs the checks and reconciles core asks for on
- * threads of its own, and logs what happened:
+ * The daemon's exclusive queue bound to amq.rabbitmq.event
+ * (adapters/rabbitmq/rp_amqp_session.c) delivers to the daemon, which
+ * parses each delivery (adapters/rabbitmq/rp_amqp_events.h) and hands the
+ * event here as core's plain rp_broker_event. This part is wiring: it
+ * hands each event to core/rp_consumers.h, which decides (the inventory of
+ * owned queues, the consumer counts, the debounced checks and the re-check
+ * after the statistics emission, the seed merge, the policy-reconcile
+ * timer, the queue hooks), arms the timers core asks for, runs the checks
+ * and reconciles core asks for on threads of its own over the backends of
+ * core/rp_runner_port.h, and logs what happened:
  *  - a check judges the queues due with the sweep's rules (core
  *    rp_pass_queues) using the events' consumer count where core gives one;
  *  - a seed lists the queues after every (re)connect (events are not
@@ -25,15 +27,16 @@
  * binding or an exchange of that vhost changed.
  *
  * Threads: every function here on the loop thread. Checks run on the
- * part's own "events" thread, with a store connection and a management
- * client of their own (so a long sweep on the store thread never delays
- * them); seeds and reconciles on its "policy" thread; results come back to
- * the loop. Their ledger events go to deps->publisher.
+ * part's own "events" thread, over a runner set of their own (a store
+ * session and a management client: a long sweep on the store thread never
+ * delays them); seeds and reconciles on its "policy" thread, over a second
+ * set (a management client only); results come back to the loop. Their
+ * ledger events go to deps->publisher.
  * Ownership: the part borrows what rp_events_deps points at (which must
- * outlive it) and owns its decisions (core), timers, threads, store
- * connection and management clients. Shut down with rp_events_stop()
- * (after the management bridge is closed, before the store thread is
- * freed) and rp_events_free() (after the store thread is freed).
+ * outlive it), copies the ports, and owns its decisions (core), timers,
+ * threads and runner sets. Shut down with rp_events_stop() (after the
+ * management bridge is closed, before the store thread is freed) and
+ * rp_events_free() (after the store thread is freed).
  */
 #ifndef RP_EVENTS_H
 #define RP_EVENTS_H
@@ -41,25 +44,24 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "broker_http.h"
-#include "rp_amqp_msg.h"
+#include "rp_broker_event.h"
 #include "rp_config.h"
-#include "rp_mgmt_bridge.h"
 #include "rp_ports.h"
+#include "rp_runner_port.h"
 #include "rp_status.h"
 
 struct event_base;
 typedef struct rp_events rp_events;
 
-/* What the part uses, all borrowed: each must outlive it. */
+/* What the part uses: pointers borrowed (each must outlive the part),
+ * ports copied. */
 typedef struct rp_events_deps {
     /* The configuration in force, read through on the loop at each use (a
      * reload replaces *cfg). */
     const rp_config *const *cfg;
-    /* The management API (the checks', seeds' and reconciles' clients are
-     * made over it) and the keep-alive settings its clients share. */
-    rp_mgmt_bridge *mgmt;
-    const rp_broker_http_keep *mgmt_keep;
+    /* The backends of the checks, seeds and reconciles (rp_runner_port.h):
+     * the part opens two sets at rp_events_new and closes them. */
+    rp_runner_port runner;
     /* Where every ledger event a check commits also goes (the events
      * exchange); copied. Called on the "events" thread. */
     rp_publisher_port publisher;
@@ -74,7 +76,7 @@ typedef struct rp_events_deps {
 
 /* NULL when out of memory or when deps lacks something. */
 rp_events *rp_events_new(struct event_base *base, const rp_events_deps *deps);
-/* Joins the module's threads (their jobs finish or are cancelled): BEFORE
+/* Joins the part's threads (their jobs finish or are cancelled): BEFORE
  * the store thread is freed, since their publishes go through it. */
 void rp_events_stop(rp_events *e);
 /* Stops (if not yet) and frees: AFTER the store thread is freed, since the
@@ -85,8 +87,8 @@ void rp_events_free(rp_events *e);
 void rp_events_on_up(rp_events *e);
 void rp_events_on_down(rp_events *e);
 
-/* One delivery of the event queue (lent for the call). */
-void rp_events_on_message(rp_events *e, const rp_amqp_message *msg);
+/* One broker event, parsed (lent for the call). */
+void rp_events_on_event(rp_events *e, const rp_broker_event *ev);
 
 /* Wraps the sweep's broker port (the store thread's runner) so that, for
  * a queue whose consumers changed less than a statistics interval ago, the
@@ -96,8 +98,7 @@ void rp_events_on_message(rp_events *e, const rp_amqp_message *msg);
  * wrapped port keeps e as self: e must outlive the port's use (free e
  * after the store thread). Call once, on the loop thread, before the first
  * pass. */
-struct rp_broker_port;
-void rp_events_wrap_sweep_port(rp_events *e, struct rp_broker_port *port);
+void rp_events_wrap_sweep_port(rp_events *e, rp_broker_port *port);
 
 /* created: true when the queue appeared (event or seed), false when it was
  * deleted. Strings are lent for the call. */

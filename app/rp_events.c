@@ -1,13 +1,13 @@
 /*
- * Broker events as they happen (events.h): the wiring around the decisions
- * of core/rp_consumers.h (the inventory, the consumer counts, the debounce,
- * the seed merge, the reconcile timer; why they are what they are: the
- * comment at the top of core/rp_consumers.c). Here: parsing deliveries
- * (adapters/rabbitmq rp_amqp_events.h), the timers core asks for, the jobs
- * on the "events" and "policy" threads, the counts the sweep shares, and
- * every log line.
+ * Broker events as they happen (rp_events.h): the wiring around the
+ * decisions of core/rp_consumers.h (the inventory, the consumer counts, the
+ * debounce, the seed merge, the reconcile timer; why they are what they
+ * are: the comment at the top of core/rp_consumers.c). Here: the timers
+ * core asks for, the jobs on the "events" and "policy" threads over the
+ * runner port's sets (core/rp_runner_port.h), the counts the sweep shares,
+ * and every log line.
  */
-#include "events.h"
+#include "rp_events.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -17,19 +17,13 @@
 
 #include <event2/event.h>
 
-#include "broker_http.h"
-#include "pass_runner.h"
-#include "report_text.h"
-#include "rp_amqp_events.h"
 #include "rp_consumers.h"
 #include "rp_log.h"
-#include "rp_mgmt_broker.h"
-#include "rp_mgmt_policy.h"
 #include "rp_pass.h"
-#include "rp_pg_conn.h"
+#include "rp_pass_policy.h"
 #include "worker.h"
 
-static const char *const rp_own_policies[] = {RP_MGMT_POLICY_NAME, RP_MGMT_POLICY_CLASSIC_NAME,
+static const char *const rp_own_policies[] = {RP_PASS_POLICY_NAME, RP_PASS_POLICY_CLASSIC_NAME,
                                               NULL};
 
 typedef struct rp_hook {
@@ -46,25 +40,25 @@ typedef struct rp_recent {
 } rp_recent;
 
 struct rp_events {
-    rp_events_deps deps; /* borrowed: see events.h */
+    rp_events_deps deps; /* see rp_events.h */
     unsigned generation; /* grows at every rp_events_on_up: a job of an older one is stale */
     bool up;             /* between rp_events_on_up and rp_events_on_down */
     rp_consumers *core;
     struct event *check_ev;
     rp_hook *hooks;
     size_t n_hooks;
-    /* Seeding and reconciles run on the policy thread, with a management
-     * client of their own (an rp_mgmt_broker serves one thread). */
+    /* Seeding and reconciles run on the policy thread, over a runner set of
+     * their own (a management client serves one thread). */
     rp_worker *policy;
-    rp_mgmt_broker *pbroker;
+    rp_runner_set *pset;
     struct event *reconcile_ev;
     struct event *seed_retry_ev;
-    /* Checks run on a thread of their own with a store connection and a
-     * management client of their own (a runner: pass_runner.h), so that a
+    /* Checks run on a thread of their own over a runner set of their own (a
+     * store session and a management client: rp_runner_port.h), so that a
      * long sweep on the store thread never delays them. */
     rp_worker *checker;
-    rp_pass_runner runner;
-    bool runner_ready;
+    rp_runner_set *cset;
+    const rp_ports *cports; /* cset's, lent for its life */
     /* The consumer counts from events that the sweep uses too (see
      * rp_events_wrap_sweep_port): written by the loop, read by the store
      * thread, under recent_mu. */
@@ -269,7 +263,7 @@ void rp_events_wrap_sweep_port(rp_events *e, rp_broker_port *port) {
 
 typedef struct rp_check_job {
     rp_events *e;
-    const rp_config *cfg; /* d->cfg when made, on the loop (a reload replaces d->cfg) */
+    const rp_config *cfg; /* *deps.cfg when made, on the loop (a reload replaces it) */
     unsigned generation;
     rp_consumers_batch batch;
     rp_report report;
@@ -291,7 +285,7 @@ static rp_consumers_check *rp_job_item(rp_check_job *j, const char *vhost, const
 static rp_status rp_check_get_queue(void *self, const char *vhost, const char *name,
                                     rp_queue_facts *out) {
     rp_check_job *j = self;
-    const rp_broker_port *real = &j->e->runner.ports.broker;
+    const rp_broker_port *real = &j->e->cports->broker;
     rp_status st = real->get_queue(real->self, vhost, name, out);
     rp_consumers_check *it = rp_job_item(j, vhost, name);
     if (it == NULL) return st;
@@ -312,7 +306,7 @@ static rp_status rp_check_get_queue(void *self, const char *vhost, const char *n
 static rp_status rp_check_exchange_exists(void *self, const char *vhost, const char *name,
                                           bool *exists) {
     rp_check_job *j = self;
-    const rp_broker_port *real = &j->e->runner.ports.broker;
+    const rp_broker_port *real = &j->e->cports->broker;
     return real->exchange_exists(real->self, vhost, name, exists);
 }
 
@@ -320,7 +314,7 @@ static rp_status rp_check_exchange_bound(void *self, const char *vhost, const ch
                                          const char *const *except, size_t n_except,
                                          bool *bound) {
     rp_check_job *j = self;
-    const rp_broker_port *real = &j->e->runner.ports.broker;
+    const rp_broker_port *real = &j->e->cports->broker;
     return real->exchange_bound(real->self, vhost, name, except, n_except, bound);
 }
 
@@ -332,22 +326,22 @@ static void rp_check_work(void *ctx, void *arg) {
     char err[256] = "";
     /* A store that is down shows in the report (the sightings cannot be
      * read nor opened); the check itself still runs. */
-    if (rp_pg_conn_ensure(e->runner.conn, err, sizeof err) != RP_OK)
+    if (e->deps.runner.connect(e->deps.runner.self, e->cset, err, sizeof err) != RP_OK)
         RP_DEBUG("event check: store unreachable", "reason", err, NULL);
-    rp_ports ports = e->runner.ports;
+    rp_ports ports = *e->cports;
     ports.broker.self = j;
     ports.broker.get_queue = rp_check_get_queue;
     ports.broker.list_queues = NULL;
     ports.broker.get_timeout_in_force = NULL;
     ports.broker.exchange_exists =
-        e->runner.ports.broker.exchange_exists ? rp_check_exchange_exists : NULL;
+        e->cports->broker.exchange_exists ? rp_check_exchange_exists : NULL;
     ports.broker.exchange_bound =
-        e->runner.ports.broker.exchange_bound ? rp_check_exchange_bound : NULL;
+        e->cports->broker.exchange_bound ? rp_check_exchange_bound : NULL;
     rp_pass_options opt;
-    rp_pass_runner_options(cfg, &opt);
+    e->deps.runner.pass_options(e->deps.runner.self, cfg, &opt);
     size_t n = j->batch.n;
     rp_queue_ref *refs = calloc(n ? n : 1, sizeof *refs);
-    if (refs == NULL || e->runner.ports.broker.get_queue == NULL) {
+    if (refs == NULL || e->cports->broker.get_queue == NULL) {
         free(refs);
         j->status = refs == NULL ? RP_ERR_NOMEM : RP_ERR_INVALID;
         return;
@@ -458,9 +452,9 @@ static void rp_on_check_timer(evutil_socket_t fd, short what, void *arg) {
 
 typedef struct rp_reconcile_job {
     rp_events *e;
-    const rp_config *cfg; /* d->cfg when made, on the loop */
+    const rp_config *cfg; /* *deps.cfg when made, on the loop */
     rp_report report;
-    rp_mgmt_policy_stats stats;
+    rp_pass_policy_stats stats;
     rp_status status;
     int64_t duration_ms;
 } rp_reconcile_job;
@@ -470,10 +464,9 @@ static void rp_reconcile_work(void *ctx, void *arg) {
     rp_reconcile_job *j = arg;
     const rp_events *e = j->e;
     int64_t t0 = e->deps.mono_ms();
-    rp_mgmt_policy_options popt;
-    rp_broker_policy_options(j->cfg, e->deps.mgmt_keep, false, &popt);
     memset(&j->stats, 0, sizeof j->stats);
-    j->status = rp_mgmt_policy_reconcile(j->e->pbroker, &popt, &j->report, &j->stats);
+    j->status = e->deps.runner.reconcile(e->deps.runner.self, e->pset, j->cfg, &j->report,
+                                         &j->stats);
     j->duration_ms = e->deps.mono_ms() - t0;
 }
 
@@ -533,7 +526,7 @@ static void rp_on_reconcile_timer(evutil_socket_t fd, short what, void *arg) {
 
 typedef struct rp_seed_job {
     rp_events *e;
-    const rp_config *cfg; /* d->cfg when made, on the loop */
+    const rp_config *cfg; /* *deps.cfg when made, on the loop */
     unsigned generation;
     rp_consumers_seed_item *items;
     size_t n, cap;
@@ -547,10 +540,11 @@ static void rp_seed_work(void *ctx, void *arg) {
     const rp_config *cfg = j->cfg;
     for (size_t page = 1;; page++) {
         rp_queue_page pg;
-        rp_status st = rp_mgmt_broker_list(j->e->pbroker, page, "name,vhost,type,consumers", &pg);
+        const rp_runner_port *rp = &j->e->deps.runner;
+        rp_status st = rp->list_queues(rp->self, j->e->pset, page, &pg);
         if (st != RP_OK) {
             j->status = st;
-            snprintf(j->error, sizeof j->error, "%s", rp_mgmt_broker_last_error(j->e->pbroker));
+            snprintf(j->error, sizeof j->error, "%s", rp->last_error(rp->self, j->e->pset));
             return;
         }
         for (size_t i = 0; i < pg.n; i++) {
@@ -652,17 +646,11 @@ static void rp_start_seed(rp_events *e) {
 
 /* ---- events ------------------------------------------------------------------ */
 
-void rp_events_on_message(rp_events *e, const rp_amqp_message *msg) {
-    rp_broker_event ev;
-    const char *why = NULL;
-    if (!rp_broker_event_parse(msg->routing_key, &msg->props, &ev, &why)) {
-        RP_DEBUG("broker event ignored", "routing_key", ev.routing_key, "reason", why, NULL);
-        return;
-    }
-    RP_DEBUG("broker event", "routing_key", ev.routing_key, "queue", ev.name[0] ? ev.name : NULL,
-             NULL);
+void rp_events_on_event(rp_events *e, const rp_broker_event *ev) {
+    RP_DEBUG("broker event", "routing_key", ev->routing_key, "queue",
+             ev->name[0] ? ev->name : NULL, NULL);
     int64_t now = e->deps.mono_ms();
-    rp_arm(e, rp_consumers_on_event(e->core, *e->deps.cfg, &ev, now), now);
+    rp_arm(e, rp_consumers_on_event(e->core, *e->deps.cfg, ev, now), now);
 }
 
 static void rp_on_seed_retry(evutil_socket_t fd, short what, void *arg) {
@@ -685,8 +673,11 @@ void rp_events_on_down(rp_events *e) { e->up = false; }
 
 rp_events *rp_events_new(struct event_base *base, const rp_events_deps *deps) {
     if (base == NULL || deps == NULL || deps->cfg == NULL || *deps->cfg == NULL ||
-        deps->mgmt_keep == NULL || deps->stopping == NULL || deps->mono_ms == NULL ||
-        deps->wall_ms == NULL)
+        deps->stopping == NULL || deps->mono_ms == NULL || deps->wall_ms == NULL ||
+        deps->runner.open == NULL || deps->runner.ports == NULL || deps->runner.connect == NULL ||
+        deps->runner.pass_options == NULL || deps->runner.list_queues == NULL ||
+        deps->runner.last_error == NULL || deps->runner.reconcile == NULL ||
+        deps->runner.close == NULL)
         return NULL;
     rp_events *e = calloc(1, sizeof *e);
     if (e == NULL) return NULL;
@@ -708,22 +699,16 @@ rp_events *rp_events_new(struct event_base *base, const rp_events_deps *deps) {
     e->check_ev = evtimer_new(base, rp_on_check_timer, e);
     e->reconcile_ev = evtimer_new(base, rp_on_reconcile_timer, e);
     e->seed_retry_ev = evtimer_new(base, rp_on_seed_retry, e);
-    e->pbroker = deps->mgmt ? rp_mgmt_broker_new(deps->mgmt, NULL) : NULL;
+    const rp_runner_port *rp = &e->deps.runner;
+    e->pset = rp->open(rp->self, *deps->cfg, false, NULL);
     e->policy = rp_worker_new(base, "policy", NULL, NULL, 0);
-    if (rp_pass_runner_init(&e->runner, *deps->cfg) == RP_OK) {
-        e->runner_ready = true;
-        if (deps->mgmt == NULL ||
-            rp_pass_runner_attach_broker(&e->runner, deps->mgmt, deps->mgmt_keep) != RP_OK) {
-            rp_events_free(e);
-            return NULL;
-        }
-        /* Every committed ledger event also goes to the events exchange. */
-        e->runner.ports.publisher = deps->publisher;
-    }
+    /* Every committed ledger event also goes to the events exchange. */
+    e->cset = rp->open(rp->self, *deps->cfg, true, &e->deps.publisher);
+    if (e->cset != NULL) e->cports = rp->ports(rp->self, e->cset);
     e->checker = rp_worker_new(base, "events", NULL, e, 0);
-    if (!e->runner_ready || e->core == NULL || e->checker == NULL || e->check_ev == NULL ||
-        e->reconcile_ev == NULL || e->seed_retry_ev == NULL || e->pbroker == NULL ||
-        e->policy == NULL) {
+    if (e->cset == NULL || e->cports == NULL || e->core == NULL || e->checker == NULL ||
+        e->check_ev == NULL || e->reconcile_ev == NULL || e->seed_retry_ev == NULL ||
+        e->pset == NULL || e->policy == NULL) {
         rp_events_free(e);
         return NULL;
     }
@@ -733,18 +718,19 @@ rp_events *rp_events_new(struct event_base *base, const rp_events_deps *deps) {
 void rp_events_stop(rp_events *e) {
     if (e == NULL) return;
     e->closing = true;
-    /* The threads first: their jobs use the clients and the runner. */
+    /* The threads first: their jobs use the runner sets. */
     if (e->checker) rp_worker_free(e->checker);
     if (e->policy) rp_worker_free(e->policy);
     e->checker = e->policy = NULL;
-    if (e->runner_ready) rp_pass_runner_cleanup(&e->runner);
-    e->runner_ready = false;
+    if (e->cset) e->deps.runner.close(e->deps.runner.self, e->cset);
+    e->cset = NULL;
+    e->cports = NULL;
 }
 
 void rp_events_free(rp_events *e) {
     if (e == NULL) return;
     rp_events_stop(e);
-    rp_mgmt_broker_free(e->pbroker);
+    if (e->pset) e->deps.runner.close(e->deps.runner.self, e->pset);
     if (e->check_ev) event_free(e->check_ev);
     if (e->reconcile_ev) event_free(e->reconcile_ev);
     if (e->seed_retry_ev) event_free(e->seed_retry_ev);
