@@ -302,6 +302,23 @@ static void test_lock_held_by_another_skips_it(void **state) {
     assert_int_equal(rp_memory_backfill_records(t->mb, "/", DLQ, NULL, NULL), 1);
 }
 
+/* A queue whose type the broker does not report is read as a quorum one:
+ * once, ever, under its lock. */
+static void test_unknown_type_read_once(void **state) {
+    bf *t = *state;
+    put_queue(t, DLQ, RP_QUEUE_TYPE_UNKNOWN, 2);
+    add_dead_letters(t, DLQ, 2);
+    rp_report r;
+    for (int i = 0; i < 3; i++) {
+        pass(t, false, &r);
+        assert_true(r.ok);
+        rp_report_cleanup(&r);
+    }
+    assert_int_equal(rp_memory_backfill_reads(t->mb, "/", DLQ), 1);
+    assert_int_equal(rp_memory_backfill_records(t->mb, "/", DLQ, NULL, NULL), 1);
+    assert_int_equal(rp_memory_n_parked(t->f->m), 2);
+}
+
 /* A stream queue is not read: its depth is reported unread, with a note. */
 static void test_stream_is_not_read(void **state) {
     bf *t = *state;
@@ -407,6 +424,7 @@ int main(void) {
         T(test_record_that_fails_is_read_again),
         T(test_dry_run_reads_no_quorum_queue),
         T(test_lock_held_by_another_skips_it),
+        T(test_unknown_type_read_once),
         T(test_stream_is_not_read),
         T(test_unread_count_kept_with_the_record),
         T(test_classic_read_every_pass),
