@@ -108,6 +108,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "rp_backfill_port.h"
 #include "rp_common.h"
 #include "rp_park_batch_port.h"
 #include "rp_pg_conn.h"
@@ -140,10 +141,7 @@
  * message's headers table and basic properties, each as one JSON object in
  * text (valid UTF-8, no \u0000, which jsonb refuses). NULL members mean
  * "{}". Borrowed for the call. */
-typedef struct rp_pg_dl_handle {
-    const char *headers_json;
-    const char *properties_json;
-} rp_pg_dl_handle;
+typedef rp_dl_stored rp_pg_dl_handle; /* core's stored form (rp_backfill_port.h) */
 
 typedef struct rp_pg_store rp_pg_store;
 

@@ -34,6 +34,10 @@ struct rp_amqp_peek {
     rp_peek_item *items;
     rp_amqp_peeked *views; /* what read lends: copies of items[i].pub */
     size_t n, cap;
+    /* What the peek port lends (rp_amqp_peek_port): core's view of views. */
+    rp_dl_message *dl;
+    rp_dl_stored *stored;
+    size_t dl_cap;
 };
 
 static char *rp_dup_or_null(const char *s) {
@@ -87,6 +91,8 @@ void rp_amqp_peek_free(rp_amqp_peek *p) {
     rp_amqp_peek_close(p);
     free(p->items);
     free(p->views);
+    free(p->dl);
+    free(p->stored);
     free(p->url);
     if (p->password) {
         memset(p->password, 0, strlen(p->password));
@@ -348,4 +354,75 @@ rp_status rp_amqp_peek_read_past(rp_amqp_peek *p, const char *vhost, const char 
     *n = p->n;
     *behind = left;
     return RP_OK;
+}
+
+/* ---- core's peek port ---------------------------------------------------- */
+
+/* Whether a message read is kept whole: its headers and properties as JSON,
+ * none of its headers dropped. */
+static bool rp_kept_whole(const rp_amqp_peeked *m) {
+    return m->headers_json != NULL && !m->headers_dropped;
+}
+
+/* The caller's pass_over asked of one message read (its handle is not made
+ * yet: pass_over reads only the headers and the body). */
+static bool rp_port_pass_over(void *arg, const rp_amqp_peeked *m) {
+    const rp_peek_past *past = arg;
+    rp_dl_message msg = {
+        .headers = m->headers,
+        .body = m->body,
+        .body_truncated = !rp_kept_whole(m),
+        .handle = NULL,
+    };
+    return past->pass_over(past->arg, &msg);
+}
+
+static rp_status rp_port_read(void *self, const char *vhost, const char *queue, size_t limit,
+                              const rp_peek_past *past, const rp_dl_message **msgs, size_t *n,
+                              size_t *read, int64_t *behind, char *err, size_t errlen) {
+    rp_amqp_peek *p = self;
+    *msgs = NULL;
+    *n = 0;
+    rp_amqp_peek_past ap = {rp_port_pass_over, (void *)past, past ? past->read_max : 0};
+    const rp_amqp_peeked *items = NULL;
+    size_t k = 0;
+    rp_status st = rp_amqp_peek_read_past(p, vhost, queue, limit,
+                                          past && past->pass_over ? &ap : NULL, &items, &k, read,
+                                          behind, err, errlen);
+    if (st != RP_OK) return st;
+    if (k > p->dl_cap) {
+        rp_dl_message *m = realloc(p->dl, k * sizeof *m);
+        if (m != NULL) p->dl = m;
+        rp_dl_stored *h = m ? realloc(p->stored, k * sizeof *h) : NULL;
+        if (h != NULL) p->stored = h;
+        if (m == NULL || h == NULL) {
+            snprintf(err, errlen, "out of memory");
+            rp_items_clear(p);
+            return RP_ERR_NOMEM;
+        }
+        p->dl_cap = k;
+    }
+    for (size_t i = 0; i < k; i++) {
+        p->stored[i].headers_json = items[i].headers_json;
+        p->stored[i].properties_json = items[i].properties_json;
+        p->dl[i].headers = items[i].headers;
+        p->dl[i].body = items[i].body;
+        /* Properties that could not be kept whole: stored as truncated so
+         * that it is never replayed with properties other than its own. */
+        p->dl[i].body_truncated = !rp_kept_whole(&items[i]);
+        p->dl[i].handle = &p->stored[i];
+    }
+    *msgs = p->dl;
+    *n = k;
+    return RP_OK;
+}
+
+static void rp_port_close(void *self) {
+    rp_amqp_peek_close(self);
+}
+
+void rp_amqp_peek_port(rp_amqp_peek *p, rp_peek_port *out) {
+    out->self = p;
+    out->read = rp_port_read;
+    out->close = rp_port_close;
 }

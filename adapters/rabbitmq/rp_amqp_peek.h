@@ -19,9 +19,10 @@
  *   - A quorum queue counts every return as a delivery (RABBITMQ.md; 4.0
  *     puts a default delivery limit of 20 on every quorum queue) and drops
  *     or dead-letters a message past its limit. So a quorum queue must be
- *     read at most once per message: the caller (cmd/reaperd/peek_port.c)
- *     reads a quorum dead-letter queue only once, ever, and records it in
- *     the store. This function reads what it is asked to read.
+ *     read at most once per message: the backfill (core/rp_backfill_read.c,
+ *     over rp_amqp_peek_port) reads a quorum dead-letter queue only once,
+ *     ever, and records it in the store. This function reads what it is
+ *     asked to read.
  *
  * A read also stops once the messages read hold more than
  * RP_AMQP_PEEK_BYTES (bodies, properties and headers as decoded, and their
@@ -40,6 +41,7 @@
 #include <stdint.h>
 
 #include "rp_amqp_conn.h"
+#include "rp_backfill_port.h"
 #include "rp_common.h"
 #include "rp_deadletter.h"
 #include "rp_status.h"
@@ -109,5 +111,13 @@ rp_status rp_amqp_peek_read_past(rp_amqp_peek *p, const char *vhost, const char 
 
 /* Closes the connection (the next read opens one again). */
 void rp_amqp_peek_close(rp_amqp_peek *p);
+
+/* Fills *out with core's peek port over p (rp_backfill_port.h): read is
+ * rp_amqp_peek_read_past, lending core's messages (each handle points to
+ * its rp_dl_stored: the properties and headers as JSON; a message whose
+ * headers could not be kept whole, or kept at all, is marked
+ * body_truncated, so that it is never replayed with properties other than
+ * its own); close is rp_amqp_peek_close. out->self borrows p. */
+void rp_amqp_peek_port(rp_amqp_peek *p, rp_peek_port *out);
 
 #endif

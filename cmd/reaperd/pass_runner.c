@@ -7,6 +7,7 @@
 
 #include "report_text.h"
 #include "rp_log.h"
+#include "rp_pg_backfill.h"
 #include "rp_pass_setup.h"
 #include "rp_clock.h"
 
@@ -55,16 +56,62 @@ rp_status rp_pass_runner_attach_broker(rp_pass_runner *r, rp_mgmt_bridge *bridge
     return RP_OK;
 }
 
-rp_status rp_pass_runner_attach_peek(rp_pass_runner *r, const char *password) {
-    r->peek = calloc(1, sizeof *r->peek);
-    if (r->peek == NULL) return RP_ERR_NOMEM;
-    rp_status st = rp_peek_port_init(r->peek, r->cfg, password, r->store, &r->ports.broker);
-    if (st != RP_OK) {
-        free(r->peek);
-        r->peek = NULL;
-        return st;
+/* What the backfill's read has to say, logged as it always was. */
+static void rp_backfill_news_log(void *arg, const rp_backfill_news *b) {
+    (void)arg;
+    char num[24], left[24];
+    snprintf(num, sizeof num, "%zu", b->n);
+    snprintf(left, sizeof left, "%lld", (long long)b->behind);
+    switch (b->kind) {
+    case RP_BACKFILL_READ_RECORDED:
+        RP_INFO("backfill: quorum dead-letter queue read once", "queue", b->queue, "vhost",
+                b->vhost, "messages", num, "behind", left, NULL);
+        break;
+    case RP_BACKFILL_PARK_FAILED:
+        RP_WARN("backfill: a park of a quorum dead-letter queue's read failed; the read is not "
+                "recorded, so a later pass reads the queue again", "queue", b->queue, "vhost",
+                b->vhost, "messages", num, NULL);
+        break;
+    case RP_BACKFILL_RECORD_FAILED:
+        RP_WARN("backfill: the read of a quorum dead-letter queue could not be recorded; a later "
+                "pass reads it again", "queue", b->queue, "vhost", b->vhost, NULL);
+        break;
+    case RP_BACKFILL_UNLOCK_FAILED:
+        RP_WARN("backfill: a queue's lock could not be released (it goes with the session)",
+                "queue", b->queue, "vhost", b->vhost, NULL);
+        break;
+    case RP_BACKFILL_READ_FAILED:
+        RP_WARN("backfill: cannot read a dead-letter queue", "queue", b->queue, "vhost",
+                b->vhost, "reason", b->reason ? b->reason : "", NULL);
+        break;
+    default: break;
     }
-    rp_peek_port_fill(r->peek, &r->ports.dead_letters);
+}
+
+rp_status rp_pass_runner_attach_peek(rp_pass_runner *r, const char *password) {
+    const rp_config *cfg = r->cfg;
+    rp_amqp_params ap = {
+        .url = cfg->broker.url,
+        .password = password,
+        .ca_file = cfg->broker.tls.ca_file,
+        .cert_file = cfg->broker.tls.cert_file,
+        .key_file = cfg->broker.tls.key_file,
+        .verify_peer = cfg->broker.tls.verify_peer,
+    };
+    r->peek = rp_amqp_peek_new(&ap);
+    if (r->peek == NULL) return RP_ERR_NOMEM;
+    rp_amqp_peek_set_header_cap(r->peek, (size_t)cfg->broker.tap_header_cap_bytes);
+    rp_backfill_read_deps d = {.broker = &r->ports.broker, .on_news = rp_backfill_news_log};
+    rp_amqp_peek_port(r->peek, &d.peek);
+    rp_pg_backfill_port(r->store, &d.record);
+    rp_pg_dead_letter_port(r->store, &d.store);
+    r->backfill = rp_backfill_read_new(&d);
+    if (r->backfill == NULL) {
+        rp_amqp_peek_free(r->peek);
+        r->peek = NULL;
+        return RP_ERR_NOMEM;
+    }
+    rp_backfill_read_port(r->backfill, &r->ports.dead_letters);
     return RP_OK;
 }
 
@@ -74,10 +121,8 @@ void rp_pass_runner_set_publisher(rp_pass_runner *r, const rp_publisher_port *pu
 }
 
 void rp_pass_runner_cleanup(rp_pass_runner *r) {
-    if (r->peek) {
-        rp_peek_port_cleanup(r->peek);
-        free(r->peek);
-    }
+    rp_backfill_read_free(r->backfill);
+    rp_amqp_peek_free(r->peek);
     rp_mgmt_broker_free(r->broker);
     rp_pg_store_free(r->store);
     rp_pg_conn_free(r->conn);
@@ -123,9 +168,9 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
     opt.stop_arg = req->stop_arg;
     req->started_at = r->ports.clock.now_ms(r->ports.clock.self);
     req->clock_offset_ms = rp_clock_wall_ms() - req->started_at;
-    if (r->peek) r->peek->dry_run = req->dry_run;
+    if (r->backfill) rp_backfill_read_pass_begin(r->backfill, req->dry_run);
     req->status = rp_pass_run(&r->ports, &opt, &req->report);
-    if (r->peek) rp_peek_port_pass_over(r->peek);
+    if (r->backfill) rp_backfill_read_pass_end(r->backfill);
     /* Policies (CONTRACT section 8): with every full pass over the broker.
      * A dry run reads them and writes nothing. */
     if (req->status == RP_OK && r->broker != NULL && req->scope == RP_PASS_FULL &&

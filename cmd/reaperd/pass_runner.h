@@ -22,7 +22,8 @@
 #include "rp_pg_store.h"
 #include "rp_mgmt_broker.h"
 #include "broker_http.h"
-#include "peek_port.h"
+#include "rp_amqp_peek.h"
+#include "rp_backfill_read.h"
 
 typedef struct rp_pass_runner {
     const rp_config *cfg;
@@ -32,8 +33,11 @@ typedef struct rp_pass_runner {
     /* The broker half, when attached (rp_pass_runner_attach_broker). */
     rp_mgmt_broker *broker;
     const rp_broker_http_keep *broker_keep; /* borrowed */
-    /* The backfill's peek, when attached (rp_pass_runner_attach_peek). */
-    rp_peek_port *peek;
+    /* The backfill, when attached (rp_pass_runner_attach_peek): core's read
+     * of dead-letter queues (rp_backfill_read.h) over the AMQP peek and
+     * the store's backfill record. */
+    rp_amqp_peek *peek;
+    rp_backfill_read *backfill;
     /* The gate port as the ports show it once a publisher is set: every
      * committed answer is handed to the publisher (rp_publish.h). */
     rp_gate_feed gate_feed;
@@ -72,8 +76,9 @@ rp_status rp_pass_runner_attach_broker(rp_pass_runner *r, rp_mgmt_bridge *bridge
                                        const rp_broker_http_keep *keep) RP_MUSTCHECK;
 
 /* Gives the runner the backfill's peek over an AMQP connection of its own
- * (peek_port.h), after attach_broker (it asks the broker port for a queue's
- * type). Without it the pass backfills nothing (a note says so). */
+ * (rp_amqp_peek.h; the rules in rp_backfill_read.h), after attach_broker (it
+ * asks the broker port for a queue's type). Without it the pass backfills
+ * nothing (a note says so). */
 rp_status rp_pass_runner_attach_peek(rp_pass_runner *r, const char *password) RP_MUSTCHECK;
 
 /* Sets the publisher port every committed ledger event of this runner is
