@@ -24,7 +24,8 @@
 #include "rp_amqp_session.h"
 #include "rp_config.h"
 #include "rp_redelivery.h"
-#include "tap.h"
+#include "rp_tap.h"
+#include "tap_ports.h"
 #include "worker.h"
 
 typedef struct rp_cfg_snapshot rp_cfg_snapshot;
@@ -69,8 +70,9 @@ typedef struct rp_daemon {
     rp_broker_http_keep mgmt_keep;
     /* Broker events as they happen (events.h). */
     rp_events *events;
-    /* The dead-letter tap (tap.h). */
+    /* The dead-letter tap (app/rp_tap.h). */
     rp_tap *tap;
+    rp_tap_ports *tap_ports; /* its backends (tap_ports.h) */
 
     /* Store thread side only. */
     rp_pass_runner runner;
