@@ -393,7 +393,10 @@ static void test_store_down_holds_and_retries(void **state) {
     rp_tap_gauges(f->tap, &held, &paused);
     assert_int_equal(held, 5 * 100);
     assert_true(paused);
-    /* The tap's thread is idle (paused): the store comes back. */
+    /* The store comes back while the tap's thread is idle: paused with
+     * nothing in flight, and the loop (which would hand it a batch) is
+     * not running. */
+    assert_true(run_until(f, paused_idle, NULL, 3000));
     rp_memory_park_batch_set_down(f->pb, false);
     size_t want = 5;
     assert_true(run_until(f, acked_at_least, &want, 10000));
