@@ -40,7 +40,7 @@
 /* The largest delivery body kept on the session's connection: a control
  * request is at most 64 KiB (proto/SCHEMA.md; a longer one is kept only to
  * say it is too large, truncated at the limit), broker events are small.
- * The tap has a connection of its own (tap.h), which keeps a dead letter
+ * The tap has a connection of its own (app/rp_tap.h), which keeps a dead letter
  * whole up to what the store keeps. */
 #define RP_DELIVERY_BODY_LIMIT 65536
 #define RP_CONTROL_PREFETCH 16
@@ -201,7 +201,7 @@ static void rp_pass_done(void *arg, bool cancelled) {
          * reconciles never overlap (one reading the broker before the
          * other's change could undo it). */
         if (job->req.scope == RP_PASS_FULL && !job->req.dry_run && job->req.project == NULL)
-            rp_tap_bindings_soon(d);
+            rp_tap_bind_soon(d->tap);
         if (d->want_sweep) rp_submit_pass(d, RP_PASS_FULL);
         else if (d->want_leases) rp_submit_pass(d, RP_PASS_LEASES);
     }
@@ -320,7 +320,7 @@ static void rp_session_on_up(void *arg, unsigned generation) {
 static void rp_session_on_ready(void *arg) {
     rp_daemon *d = arg;
     if (d->events) rp_events_on_up(d->events); /* events are not replayed: list again */
-    rp_tap_bindings_soon(d);
+    rp_tap_bind_soon(d->tap);
 }
 
 static void rp_session_on_down(void *arg, bool was_up, const char *why) {
@@ -421,7 +421,7 @@ static rp_status rp_daemon_broker_start(rp_daemon *d, const char *password) {
         rp_amqp_session_on(d->session, RP_AMQP_SESSION_EVENTS_TAG, rp_on_event_delivery, d) !=
             RP_OK)
         return RP_ERR_NOMEM;
-    if (d->tap != NULL && rp_tap_connect(d->tap, &ap) != RP_OK) {
+    if (d->tap != NULL && rp_tap_ports_connect(d->tap_ports, d->tap, &ap) != RP_OK) {
         RP_ERROR("cannot start the tap's broker connection", NULL);
         return RP_ERR_INTERNAL;
     }
@@ -434,9 +434,6 @@ static rp_status rp_daemon_broker_start(rp_daemon *d, const char *password) {
 
 /* ---- the run ---------------------------------------------------------------- */
 
-/* The daemon's tap's bindings, soon (tap.h): for the session's connect hook and events.c. */
-void rp_tap_bindings_soon(rp_daemon *d) { rp_tap_bind_soon(d->tap); }
-
 /* Events hook (loop thread): an owned queue appeared or vanished, or a
  * policy over them changed: the tap's bindings follow its dead-letter
  * exchange (coalesced with any reconcile already wanted). */
@@ -446,7 +443,7 @@ static void rp_on_owned_queue_change(void *arg, const char *vhost, const char *n
     RP_UNUSED(name);
     RP_UNUSED(dlq);
     RP_UNUSED(created);
-    rp_tap_bindings_soon(arg);
+    rp_tap_bind_soon(((rp_daemon *)arg)->tap);
 }
 
 static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
@@ -524,17 +521,16 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         return RP_ERR_NOMEM;
     }
     rp_tap_deps tap_deps = {
-        .base = d->base,
         .cfg = &d->cfg,
         .stopping = &d->stopping,
         .vhost = &d->mgmt_keep.vhost,
         .broker_generation = &d->broker_generation,
         .broker_up = &d->broker_up,
-        .mgmt = d->mgmt,
         .metrics = &d->metrics,
     };
     rp_feed_port(d, &tap_deps.feed);
-    d->tap = rp_tap_new(&tap_deps);
+    d->tap_ports = rp_tap_ports_new(d->base, &d->cfg, d->mgmt, &tap_deps);
+    d->tap = d->tap_ports ? rp_tap_new(d->base, &tap_deps) : NULL;
     if (d->tap == NULL) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
@@ -581,6 +577,7 @@ static void rp_daemon_stop(rp_daemon *d) {
     d->session = NULL;
     d->publisher = NULL;
     d->replay_publisher = NULL;
+    rp_tap_ports_free(d->tap_ports); /* its connection, sessions and client; after rp_tap_stop */
     rp_tap_free(d->tap);
     rp_pass_runner_cleanup(&d->runner);
     /* After the store thread, the tap and the runners: nothing calls the

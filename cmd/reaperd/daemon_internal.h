@@ -25,7 +25,8 @@
 #include "rp_amqp_session.h"
 #include "rp_config.h"
 #include "rp_redelivery.h"
-#include "tap.h"
+#include "rp_tap.h"
+#include "tap_ports.h"
 #include "worker.h"
 
 typedef struct rp_cfg_snapshot rp_cfg_snapshot;
@@ -72,8 +73,9 @@ typedef struct rp_daemon {
      * its checks, seeds and reconciles (runner_port.h). */
     rp_events *events;
     rp_runner_backends events_backends;
-    /* The dead-letter tap (tap.h). */
+    /* The dead-letter tap (app/rp_tap.h). */
     rp_tap *tap;
+    rp_tap_ports *tap_ports; /* its backends (tap_ports.h) */
 
     /* Store thread side only. */
     rp_pass_runner runner;

@@ -33,7 +33,7 @@
 #include "rp_clock.h"
 #include "rp_config_load.h"
 #include "rp_log.h"
-#include "tap.h"
+#include "rp_tap.h"
 
 extern char **environ;
 

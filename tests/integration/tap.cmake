@@ -1,4 +1,4 @@
-# The dead-letter tap end to end (cmd/reaperd/tap.c), on both brokers.
+# The dead-letter tap end to end (app/rp_tap.c), on both brokers.
 rp_integration_test(test_reaperd_tap SOURCES integration/test_reaperd_tap.c
   integration/tap_common.c integration/itest.c LIBS PkgConfig::PQ)
 set_property(TEST test_reaperd_tap APPEND PROPERTY LABELS broker)

@@ -1,6 +1,6 @@
 /*
  * The tap's memory is bounded in bytes, not only by its prefetch count
- * (cmd/reaperd/tap.h, RP_TAP_HOLD_BYTES): 150 dead letters of 1 MiB arrive
+ * (app/rp_tap.h, RP_TAP_HOLD_BYTES): 150 dead letters of 1 MiB arrive
  * while parking is blocked (the dead_letter table locked by this test), so
  * everything the broker hands over stays in reaperd. Past 32 MiB the tap
  * stops consuming: the rest waits on the broker (what it had already sent

@@ -1,20 +1,25 @@
 /*
- * tap.h - the dead-letter tap (CONTRACT section 2 condition e, section 8;
+ * rp_tap.h - the dead-letter tap (CONTRACT section 2 condition e, section 8;
  * issue #5): every message dead-lettered from an owned queue becomes a
  * parked dead letter (job bus.dead_letter, gate bus_dead_lettered,
  * dead_letter row, ledger event; one transaction, idempotent by identity),
  * never a deletion.
  *
- * This is the tap's wiring: it joins its parts and runs them on the loop.
- *   - core/rp_tap_batch.h: every decision (what is held and weighed, when
- *     the consumer stops and starts again, batches, which deliveries are
- *     acked after which commit, what is not a dead letter, the backoff,
- *     the pipelined park and the isolation of a failed transaction);
- *   - adapters/rabbitmq/rp_amqp_tap.h: the tap's own AMQP connection, its
- *     queue's declaration, its consumer, acks, returns, cancel/consume;
- *   - adapters/postgres/rp_pg_park_batch.h: its two PostgreSQL sessions and
- *     the park-batch port over them (core/rp_park_batch_port.h);
- *   - adapters/management/rp_mgmt_dlx.h: its bindings.
+ * This is the tap's part: it runs core's decisions on the loop and on
+ * threads of its own, over ports it is given (core/rp_tap_port.h), and turns
+ * what core decides into the consumer's calls, log lines and metrics.
+ *   - core/rp_tap_batch.h: every decision of the batching (what is held and
+ *     weighed, when the consumer stops and starts again, batches, which
+ *     deliveries are acked after which commit, what is not a dead letter,
+ *     the backoff, the pipelined park and the isolation of a failed
+ *     transaction); core/rp_tap_rules.h: what a bindings' reconcile means;
+ *   - the consumer port: the tap's own AMQP connection, its queue, its
+ *     consumer, acks, returns, cancel/consume, and how a delivery is read
+ *     (cmd/reaperd/tap_ports.c fills it from adapters/rabbitmq/rp_amqp_tap);
+ *   - the store port: the park-batch port and store ports of its own
+ *     sessions (from adapters/postgres/rp_pg_park_batch);
+ *   - the bind port: its bindings' reconcile (adapters/management/rp_mgmt_dlx).
+ * It includes no adapter.
  *
  * THE THREADS. The consumer, acks and the consumer switch run on the loop.
  * Batches (at most RP_TAP_BATCH each, at most RP_TAP_IN_FLIGHT handed over
@@ -31,8 +36,8 @@
  * logged; the broker gives it back at the next reconnect.
  *
  * THE BINDINGS follow the dead-letter exchanges of the owned queues
- * (adapters/management/rp_mgmt_dlx.h): reconciled after every sweep, at
- * every broker (re)connect, and whenever rp_tap_bindings_soon() is called
+ * (the bind port): reconciled after every sweep, at
+ * every broker (re)connect, and whenever rp_tap_bind_soon() is called
  * (the event inventory calls it when an owned queue appears or vanishes, a
  * policy changes, or any binding or exchange is created or deleted: an
  * application that declares its dead-letter queue and binding a moment
@@ -46,8 +51,11 @@
  *
  * Ownership: the daemon owns the tap (rp_tap_new after the store thread
  * exists; rp_tap_stop BEFORE the store thread is freed, since the feed
- * posts through it; rp_tap_free after the broker is stopped); what deps
- * point to must outlive it. Threads: every function on the loop thread,
+ * posts through it; rp_tap_free after the broker is stopped). The deps and
+ * what their pointers and ports point to are borrowed and must outlive the
+ * tap, except the consumer's connection and the store's sessions, which may
+ * go once rp_tap_stop has returned (the items and the examiner must stay
+ * callable until rp_tap_free). Threads: every function on the loop thread,
  * except rp_tap_cancel (any).
  */
 #ifndef RP_TAP_H
@@ -60,41 +68,38 @@
 #include "rp_common.h"
 #include "rp_config.h"
 #include "rp_metrics.h"
-#include "rp_mgmt_bridge.h"
 #include "rp_ports.h"
 #include "rp_status.h"
 #include "rp_tap_batch.h"
+#include "rp_tap_port.h"
 
-struct rp_daemon;
 typedef struct rp_tap rp_tap;
 
-/* What the tap reads and uses of the daemon (borrowed; pointers to the
- * daemon's own fields, read at each use: a reload replaces *cfg, a
- * reconnect changes *vhost and the broker's generation). */
+/* What the tap reads and uses (borrowed; pointers to the daemon's own
+ * fields, read at each use: a reload replaces *cfg, a reconnect changes
+ * *vhost and the broker's generation). */
 typedef struct rp_tap_deps {
-    struct event_base *base;
     const rp_config *const *cfg;
     const bool *stopping;            /* atomic loads: read by the tap's thread too */
     const char *const *vhost;        /* the broker's vhost (management), may be NULL */
     const unsigned *broker_generation; /* the daemon's connection: for readiness */
     const bool *broker_up;
-    rp_mgmt_bridge *mgmt;            /* NULL: no management API, no bindings */
     rp_metrics *metrics;
     rp_publisher_port feed;          /* where the parked ones' events go */
+    rp_tap_consumer_port consumer;   /* the tap's own connection */
+    rp_tap_store_port store;         /* its own sessions */
+    const rp_tap_bind_port *bind;    /* NULL: no management API, no bindings */
 } rp_tap_deps;
 
 /* NULL when out of memory or a thread cannot start. */
-rp_tap *rp_tap_new(const rp_tap_deps *deps);
-/* Joins the tap's threads (its last batch's acks are sent) and closes its
- * sessions. Idempotent. */
+rp_tap *rp_tap_new(struct event_base *base, const rp_tap_deps *deps);
+/* Joins the tap's threads (its last batch's acks are sent). Idempotent. */
 void rp_tap_stop(rp_tap *t);
 void rp_tap_free(rp_tap *t);
 
-/* Starts the tap's own connection (params as the daemon's; copied): it
- * connects and reconnects by itself. RP_ERR_CONFIG when the URL does not
- * parse; RP_ERR_INTERNAL when its connect thread cannot start. */
-struct rp_amqp_params;
-rp_status rp_tap_connect(rp_tap *t, const struct rp_amqp_params *params) RP_MUSTCHECK;
+/* Starts the tap's own connection (the consumer port's start): it connects
+ * and reconnects by itself. */
+rp_status rp_tap_connect(rp_tap *t) RP_MUSTCHECK;
 
 /* Loop thread: batches are on the tap's thread (a stop waits for them). */
 bool rp_tap_busy(const rp_tap *t);
@@ -113,9 +118,9 @@ void rp_tap_gauges(const rp_tap *t, int64_t *held_bytes, bool *paused);
  * follow it (the running one may have read the broker before the change).
  * For the event inventory: call it when an owned queue is created or
  * deleted, a policy changes, a binding or an exchange is created or
- * deleted. rp_tap_bindings_soon(d) is the same for the daemon's tap. */
+ * deleted; the daemon calls it after every sweep and at every connect.
+ * NULL t: nothing. */
 void rp_tap_bind_soon(rp_tap *t);
-void rp_tap_bindings_soon(struct rp_daemon *d);
 
 /* Loop thread: the tap's bindings were derived from the broker's
  * definitions since the daemon's current connection came up (so /readyz

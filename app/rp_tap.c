@@ -1,12 +1,11 @@
 /*
- * The dead-letter tap's wiring (tap.h): core's decisions (rp_tap_batch.h)
- * driven by the tap's AMQP connection (rp_amqp_tap.h) on the loop, its park
- * on its own thread over its own sessions (rp_pg_park_batch.h), and its
- * bindings on a thread of their own (rp_mgmt_dlx.h). What it logs and
- * counts is decided here from what core returns.
+ * The dead-letter tap's part (rp_tap.h): core's decisions (rp_tap_batch.h,
+ * rp_tap_rules.h) driven by the tap's consumer port on the loop, its park on
+ * its own thread over its store port, and its bindings on a thread of their
+ * own over its bind port (core/rp_tap_port.h). What it logs and counts is
+ * decided here from what core returns.
  */
-#include "tap.h"
-#include "rp_clock.h"
+#include "rp_tap.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,28 +13,21 @@
 #include <string.h>
 #include <time.h>
 
-#include "pass_runner.h"
-#include "rp_amqp_restore.h"
-#include "rp_amqp_table.h"
-#include "rp_amqp_tap.h"
+#include "rp_clock.h"
 #include "rp_log.h"
-#include "rp_mgmt_broker.h"
-#include "rp_mgmt_dlx.h"
-#include "rp_pg_park_batch.h"
-#include "rp_pg_store.h"
+#include "rp_tap_rules.h"
 #include "worker.h"
 
 struct rp_tap {
     rp_tap_deps deps;
+    struct event_base *base;
     rp_tap_state s;        /* core's decisions (loop thread) */
-    rp_amqp_tap *amqp;     /* the tap's own connection */
     struct event *retry_ev;
     /* The bindings' reconcile runs on a thread of its own with a
      * management client of its own, so that it never waits behind a sweep
      * (issue #14): bind_queued while one is wanted or running; bind_again
      * when another was asked for meanwhile (a change it may have missed). */
     rp_worker *bind_worker;
-    rp_mgmt_broker *bind_broker;
     bool bind_queued, bind_again;
     /* Readiness: the connection (broker_generation) the running reconcile
      * was asked for, whether it succeeded (written by the binding thread,
@@ -45,12 +37,9 @@ struct rp_tap {
     bool bind_ok;
     struct event *bind_retry_ev;
     bool stopped; /* rp_tap_stop ran: nothing more is parked */
-    /* The tap's own store sessions and thread (tap.h). */
+    /* The tap's own thread (rp_tap.h). */
     rp_worker *worker;
-    rp_pg_park_sessions *sessions;
-    rp_park_batch_port batch;
-    rp_ports ports; /* dead_letters and clock over the first session; publisher: the feed */
-    rp_tap_examiner examiner;
+    rp_ports ports; /* the store port's dead_letters and clock; publisher: the feed */
 };
 
 static bool rp_tap_stopping(const rp_tap *t) {
@@ -59,85 +48,6 @@ static bool rp_tap_stopping(const rp_tap *t) {
 
 static const rp_config *rp_tap_cfg(const rp_tap *t) { return *t->deps.cfg; }
 
-/* ---- items (core frees them through these) ---------------------------------- */
-
-static void rp_tap_item_drop(void *ctx, rp_tap_item *it) {
-    RP_UNUSED(ctx);
-    rp_amqp_tap_item_free((rp_amqp_tap_item *)it);
-}
-
-static size_t rp_tap_item_shed(void *ctx, rp_tap_item *it) {
-    RP_UNUSED(ctx);
-    return rp_amqp_tap_item_shed((rp_amqp_tap_item *)it);
-}
-
-/* ---- the tap's thread: how a delivery is read (core's examiner) ------------- */
-
-/* What the examiner keeps for one delivery. */
-typedef struct rp_tap_own {
-    rp_amqp_dl_model m;
-    char *headers, *props;
-    rp_pg_dl_handle h;
-} rp_tap_own;
-
-static rp_status rp_tap_inspect(void *ctx, rp_tap_item *base, rp_tap_prep *p, bool *death) {
-    RP_UNUSED(ctx);
-    rp_amqp_tap_item *it = (rp_amqp_tap_item *)base;
-    rp_tap_own *o = calloc(1, sizeof *o);
-    if (o == NULL) return RP_ERR_NOMEM;
-    p->own = o;
-    rp_status st = rp_amqp_dl_model_init(&o->m, &it->props);
-    if (st != RP_OK) return st;
-    *death = rp_amqp_dl_model_is_dead_letter(&o->m);
-    return RP_OK;
-}
-
-static rp_status rp_tap_capture(void *ctx, rp_tap_item *base, rp_tap_prep *p) {
-    rp_tap *t = ctx;
-    rp_amqp_tap_item *it = (rp_amqp_tap_item *)base;
-    rp_tap_own *o = p->own;
-    /* The one stored form, the one replay reads back (rp_amqp_restore.h).
-     * A header name that is not text cannot be stored losslessly: parked
-     * without its JSON and marked so that it is never replayed, as the
-     * backfill does (peek_port.c). */
-    rp_status st = rp_amqp_restore_capture(&it->props, &o->props, &o->headers);
-    if (st == RP_ERR_NOMEM) return st;
-    bool lossless = st == RP_OK;
-    /* Kept without its headers, or with more x-death entries than were
-     * parsed: the stored properties say so (rp_amqp_restore.h's note), and
-     * a replay answers with that reason. */
-    if (lossless) {
-        size_t entries = o->m.x_death_unparsed > 0
-                             ? o->m.headers.n_x_death + o->m.x_death_unparsed
-                             : 0;
-        st = rp_amqp_restore_note_kept(&o->props, it->headers_dropped,
-                                       (size_t)rp_tap_cfg(t)->broker.tap_header_cap_bytes,
-                                       entries);
-        if (st != RP_OK) return st;
-    }
-    o->h = (rp_pg_dl_handle){o->headers, o->props};
-    p->msg = (rp_dl_message){
-        .headers = o->m.headers,
-        .body = {it->body, it->body_len},
-        .body_truncated = it->truncated || !lossless || it->headers_dropped > 0,
-        .handle = &o->h,
-    };
-    /* Headers and properties too: they travel with the body, in this
-     * thread's parameters and in libpq's send buffer. */
-    p->bytes = (o->headers ? strlen(o->headers) : 0) + (o->props ? strlen(o->props) : 0);
-    return RP_OK;
-}
-
-static void rp_tap_release(void *ctx, rp_tap_prep *p) {
-    RP_UNUSED(ctx);
-    rp_tap_own *o = p->own;
-    if (o == NULL) return;
-    rp_amqp_dl_model_cleanup(&o->m);
-    free(o->headers);
-    free(o->props);
-    free(o);
-}
-
 static bool rp_tap_env_stopping(void *ctx) { return rp_tap_stopping(ctx); }
 
 /* The tap's thread: parks one batch (core/rp_tap_batch.h). */
@@ -145,10 +55,10 @@ static void rp_tap_work(void *ctx, void *job) {
     rp_tap *t = ctx;
     const rp_config *cfg = rp_tap_cfg(t);
     rp_tap_park_env env = {
-        .batch = &t->batch,
+        .batch = &t->deps.store.batch,
         .ports = &t->ports,
         .site = {*t->deps.vhost, cfg->broker.tap_queue, cfg->reap.dead_letter_queue_pattern.code},
-        .ex = &t->examiner,
+        .ex = &t->deps.consumer.examiner,
         .stopping = rp_tap_env_stopping,
         .stop_ctx = t,
     };
@@ -204,7 +114,7 @@ static void rp_tap_done(void *job, bool cancelled) {
     /* Ack what is settled; a failed ack drops the connection. */
     bool ok = true;
     for (size_t k = 0; ok && k < r->n_acks; k++)
-        ok = rp_amqp_tap_ack(t->amqp, r->acks[k], r->multiple);
+        ok = t->deps.consumer.ack(t->deps.consumer.self, r->acks[k], r->multiple);
     if (r->parked > 0 || r->n_stuck > 0) {
         char np[24], nh[24];
         snprintf(np, sizeof np, "%" PRIu64, r->parked);
@@ -234,14 +144,14 @@ static void rp_tap_hold_check(rp_tap *t) {
     snprintf(kib, sizeof kib, "%zu", t->s.held_bytes / 1024);
     snprintf(n, sizeof n, "%zu", rp_tap_state_messages(&t->s));
     if (a == RP_TAP_HOLD_CANCEL) {
-        if (!rp_amqp_tap_cancel(t->amqp, t->s.tag)) return;
+        if (!t->deps.consumer.cancel(t->deps.consumer.self, t->s.tag)) return;
         rp_tap_state_hold_sent(&t->s, a);
         RP_INFO("the tap holds as much as it may keep in memory: it stops consuming until parks "
                 "bring it to half (deliveries already on the way go back to the broker)",
                 "held_kib", kib, "messages", n, NULL);
         return;
     }
-    if (!rp_amqp_tap_consume(t->amqp, t->s.tag)) return;
+    if (!t->deps.consumer.consume(t->deps.consumer.self, t->s.tag)) return;
     rp_tap_state_hold_sent(&t->s, a);
     snprintf(back, sizeof back, "%" PRIu64, t->s.returned);
     RP_INFO("the tap consumes again", "held_kib", kib, "messages", n, "returned", back, NULL);
@@ -287,18 +197,18 @@ static bool rp_tap_returning(void *arg) { return rp_tap_state_off(&((rp_tap *)ar
 
 static void rp_tap_on_returned(void *arg) { rp_tap_state_returned(&((rp_tap *)arg)->s); }
 
-static void rp_tap_on_item(void *arg, rp_amqp_tap_item *it) {
+static void rp_tap_on_item(void *arg, rp_tap_item *it) {
     rp_tap *t = arg;
-    it->base.received_us = rp_clock_mono_us();
-    rp_tap_state_hold(&t->s, &it->base);
+    it->received_us = rp_clock_mono_us();
+    rp_tap_state_hold(&t->s, it);
     rp_tap_kick(t);
     rp_tap_hold_check(t);
 }
 
 static bool rp_tap_conn_stopping(void *arg) { return rp_tap_stopping(arg); }
 
-rp_status rp_tap_connect(rp_tap *t, const rp_amqp_params *params) {
-    rp_amqp_tap_hooks hooks = {
+rp_status rp_tap_connect(rp_tap *t) {
+    rp_tap_consumer_hooks hooks = {
         .arg = t,
         .on_up = rp_tap_on_up,
         .on_down = rp_tap_on_down,
@@ -307,15 +217,7 @@ rp_status rp_tap_connect(rp_tap *t, const rp_amqp_params *params) {
         .on_item = rp_tap_on_item,
         .stopping = rp_tap_conn_stopping,
     };
-    const rp_config *cfg = rp_tap_cfg(t);
-    const char *err = NULL;
-    t->amqp = rp_amqp_tap_new(t->deps.base, params, cfg->broker.tap_queue, RP_PG_DL_BODY_MAX,
-                              (size_t)cfg->broker.tap_header_cap_bytes, &hooks, &err);
-    if (t->amqp == NULL) {
-        RP_ERROR("cannot make the tap's broker connection", "reason", err, NULL);
-        return RP_ERR_CONFIG;
-    }
-    return rp_amqp_tap_start(t->amqp);
+    return t->deps.consumer.start(t->deps.consumer.self, &hooks);
 }
 
 void rp_tap_gauges(const rp_tap *t, int64_t *held_bytes, bool *paused) {
@@ -326,39 +228,39 @@ void rp_tap_gauges(const rp_tap *t, int64_t *held_bytes, bool *paused) {
 /* ---- bindings ------------------------------------------------------------------- */
 
 /* The binding thread: derives the tap's bindings from the broker's
- * definitions and adds or removes what differs (rp_mgmt_dlx.h). */
-static bool rp_tap_reconcile_bindings(rp_tap *t, rp_mgmt_broker *b) {
+ * definitions and adds or removes what differs (the bind port); logs what
+ * core makes of it. */
+static bool rp_tap_reconcile_bindings(rp_tap *t) {
     const char *vhost = *t->deps.vhost;
-    if (b == NULL || vhost == NULL) return false;
+    if (t->deps.bind == NULL || vhost == NULL) return false;
     const rp_config *cfg = rp_tap_cfg(t);
-    const char *skip[] = {cfg->broker.control_queue};
-    rp_mgmt_dlx_options o = {
-        .vhost = vhost,
-        .tap_queue = cfg->broker.tap_queue,
-        .owned_pattern = cfg->reap.owned_queue_pattern.code,
-        .skip = skip,
-        .n_skip = 1,
-    };
-    rp_mgmt_dlx_stats s;
-    rp_status st = rp_mgmt_dlx_reconcile(b, &o, &s);
+    rp_tap_bind_stats s = {0};
+    const char *reason = "";
+    rp_status st = t->deps.bind->reconcile(t->deps.bind->self, cfg, vhost, &s, &reason);
     char ex[24], add[24], rem[24], fail[24], unb[24];
     snprintf(ex, sizeof ex, "%zu", s.exchanges);
     snprintf(add, sizeof add, "%zu", s.added);
     snprintf(rem, sizeof rem, "%zu", s.removed);
     snprintf(fail, sizeof fail, "%zu", s.failed);
     snprintf(unb, sizeof unb, "%zu", s.unbindable);
-    if (st == RP_OK && s.tap_missing) {
+    rp_tap_bind_outcome o = rp_tap_bind_judge(st, &s);
+    switch (o) {
+    case RP_TAP_BIND_TAP_MISSING:
         RP_DEBUG("the tap queue is not declared yet; its bindings wait for the connection",
                  "queue", cfg->broker.tap_queue, NULL);
-    } else if (st != RP_OK || s.failed > 0) {
+        break;
+    case RP_TAP_BIND_FAILED:
         RP_WARN("the tap's bindings could not be reconciled; tried again in 2 s",
-                "status", rp_status_string(st), "reason", rp_mgmt_broker_last_error(b),
-                "added", add, "removed", rem, "failed", fail, NULL);
-    } else if (s.added > 0 || s.removed > 0) {
+                "status", rp_status_string(st), "reason", reason, "added", add, "removed", rem,
+                "failed", fail, NULL);
+        break;
+    case RP_TAP_BIND_CHANGED:
         RP_INFO("tap bindings reconciled", "queue", cfg->broker.tap_queue, "exchanges", ex,
                 "added", add, "removed", rem, NULL);
-    } else {
+        break;
+    case RP_TAP_BIND_IN_PLACE:
         RP_INFO("tap bindings in place", "queue", cfg->broker.tap_queue, "exchanges", ex, NULL);
+        break;
     }
     /* Each such queue is a DEAD_LETTER sighting of the sweep (logged when
      * it opens and when it clears, rp_judge_dead_letter_route), not a
@@ -367,7 +269,7 @@ static bool rp_tap_reconcile_bindings(rp_tap *t, rp_mgmt_broker *b) {
         RP_DEBUG("owned queues dead-letter through the default exchange, which the tap cannot "
                  "bind: surfaced by the sweep, their dead-letter queue backfilled",
                  "queues", unb, NULL);
-    return st == RP_OK && s.failed == 0 && !s.tap_missing;
+    return rp_tap_bind_in_place(o);
 }
 
 /* How long after a failed reconcile it is tried again. */
@@ -376,7 +278,7 @@ static bool rp_tap_reconcile_bindings(rp_tap *t, rp_mgmt_broker *b) {
 static void rp_tap_bind_work(void *ctx, void *job) {
     RP_UNUSED(ctx);
     rp_tap *t = job;
-    t->bind_ok = rp_tap_reconcile_bindings(t, t->bind_broker);
+    t->bind_ok = rp_tap_reconcile_bindings(t);
 }
 
 static void rp_tap_bind_done(void *job, bool cancelled) {
@@ -424,33 +326,20 @@ void rp_tap_bind_soon(rp_tap *t) {
 
 /* ---- life ---------------------------------------------------------------------- */
 
-rp_tap *rp_tap_new(const rp_tap_deps *deps) {
+rp_tap *rp_tap_new(struct event_base *base, const rp_tap_deps *deps) {
     rp_tap *t = calloc(1, sizeof *t);
     if (t == NULL) return NULL;
     t->deps = *deps;
-    rp_tap_item_ops ops = {.ctx = t, .drop = rp_tap_item_drop, .shed = rp_tap_item_shed};
-    rp_tap_state_init(&t->s, &ops);
-    t->examiner = (rp_tap_examiner){.ctx = t,
-                                    .inspect = rp_tap_inspect,
-                                    .capture = rp_tap_capture,
-                                    .release = rp_tap_release};
-    t->retry_ev = evtimer_new(deps->base, rp_tap_on_retry, t);
-    t->bind_retry_ev = evtimer_new(deps->base, rp_tap_on_bind_retry, t);
-    rp_pg_conn *conns[RP_PG_PARK_SESSIONS];
-    for (size_t k = 0; k < RP_PG_PARK_SESSIONS; k++) conns[k] = rp_pass_conn_new(rp_tap_cfg(t), 5);
-    t->sessions = rp_pg_park_sessions_new(conns, rp_tap_cfg(t)->store.schema);
-    if (t->sessions != NULL) {
-        rp_pg_park_sessions_port(t->sessions, &t->batch);
-        rp_pg_park_sessions_ports(t->sessions, &t->ports);
-        t->ports.publisher = deps->feed;
-        t->worker = rp_worker_new(deps->base, "tap", NULL, t, 0);
-    }
-    if (deps->mgmt != NULL) {
-        t->bind_broker = rp_mgmt_broker_new(deps->mgmt, NULL);
-        t->bind_worker = t->bind_broker ? rp_worker_new(deps->base, "tapbind", NULL, t, 0) : NULL;
-    }
+    t->base = base;
+    rp_tap_state_init(&t->s, &deps->consumer.items);
+    t->retry_ev = evtimer_new(base, rp_tap_on_retry, t);
+    t->bind_retry_ev = evtimer_new(base, rp_tap_on_bind_retry, t);
+    t->ports = deps->store.ports;
+    t->ports.publisher = deps->feed;
+    t->worker = rp_worker_new(base, "tap", NULL, t, 0);
+    if (deps->bind != NULL) t->bind_worker = rp_worker_new(base, "tapbind", NULL, t, 0);
     if (t->retry_ev == NULL || t->bind_retry_ev == NULL || t->worker == NULL ||
-        (deps->mgmt != NULL && t->bind_worker == NULL)) {
+        (deps->bind != NULL && t->bind_worker == NULL)) {
         rp_tap_free(t);
         return NULL;
     }
@@ -460,8 +349,8 @@ rp_tap *rp_tap_new(const rp_tap_deps *deps) {
 bool rp_tap_busy(const rp_tap *t) { return t != NULL && t->s.in_flight > 0; }
 
 void rp_tap_cancel(rp_tap *t) {
-    if (t == NULL) return;
-    rp_pg_park_sessions_cancel(t->sessions);
+    if (t == NULL || t->deps.store.cancel == NULL) return;
+    t->deps.store.cancel(t->deps.store.self);
 }
 
 void rp_tap_stop(rp_tap *t) {
@@ -474,10 +363,6 @@ void rp_tap_stop(rp_tap *t) {
     t->worker = NULL;
     if (t->bind_worker) rp_worker_free(t->bind_worker);
     t->bind_worker = NULL;
-    rp_mgmt_broker_free(t->bind_broker);
-    t->bind_broker = NULL;
-    rp_pg_park_sessions_free(t->sessions);
-    t->sessions = NULL;
 }
 
 void rp_tap_free(rp_tap *t) {
@@ -486,6 +371,5 @@ void rp_tap_free(rp_tap *t) {
     if (t->retry_ev) event_free(t->retry_ev);
     if (t->bind_retry_ev) event_free(t->bind_retry_ev);
     rp_tap_state_cleanup(&t->s);
-    rp_amqp_tap_free(t->amqp);
     free(t);
 }
