@@ -44,9 +44,10 @@
  *
  * One replay per gate at a time in this daemon: a second replay of a gate
  * whose replay is in flight is refused at once (RP_ERR_CONFLICT from
- * rp_replays_start; control.c answers it `busy`); across processes the claim on the gate row does the
- * same (RP_ERR_BUSY), so two replicas never both publish one gate's
- * message, and a dismiss never closes a gate being replayed.
+ * rp_replays_start; control.c answers it `busy`); across processes the
+ * claim on the gate row does the same (RP_ERR_BUSY), so two replicas never
+ * both publish one gate's message, and a dismiss never closes a gate being
+ * replayed.
  *
  * The part: the store side comes through rp_replay_store_port, the message
  * and its publish through rp_replay_publish_port (core/rp_replay_port.h,

@@ -27,9 +27,9 @@
  * properties are read and written by the AMQP adapter (rp_amqp_control.h).
  * This file is the use cases: request -> use case -> reply.
  *
- * An answer with replay runs in the replays part (app/rp_replays.h): read on the store thread, publish
- * (mandatory, confirmed) on the loop, settle on the store thread, then the
- * reply. While a replay of a gate is in flight, any other answer to that
+ * An answer with replay runs in the replays part (app/rp_replays.h): read
+ * on the store thread, publish (mandatory, confirmed) on the loop, settle on
+ * the store thread, then the reply. While a replay of a gate is in flight, any other answer to that
  * gate is refused with conflict.
  */
 #include <inttypes.h>
@@ -372,8 +372,8 @@ static void rp_ctl_refuse_silently(rp_ctl *c, rp_control_admission a) {
 static bool rp_ctl_reap_too_soon(rp_ctl *c) {
     char why[200];
     if (!rp_control_reap_too_soon(&c->d->senders, rp_ctl_user(c),
-                                  (*c->d->deps.cfg)->control.reap_rate_seconds, rp_clock_mono_ms(), why,
-                                  sizeof why))
+                                  (*c->d->deps.cfg)->control.reap_rate_seconds,
+                                  rp_clock_mono_ms(), why, sizeof why))
         return false;
     rp_ctl_error(c, "reap", RP_ERR_BUSY, why);
     return true;

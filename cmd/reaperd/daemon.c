@@ -48,7 +48,7 @@
 #define RP_CONTROL_PREFETCH 16
 /* Replays publish on a confirm-mode channel of their own: a stored message
  * the broker refuses with a channel error (406) closes only this channel,
- * never the control, events or tap channel (replay.c). */
+ * never the control, events or tap channel (app/rp_replays.h). */
 #define RP_REPLAY_CHANNEL 4
 
 /* ---- the store thread ---------------------------------------------------- */
