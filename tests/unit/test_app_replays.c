@@ -1,8 +1,9 @@
 /* The replays part (app/rp_replays.h) on a real event_base and store thread
  * (support/worker.h) with fake ports (core/rp_replay_port.h): a confirmed
  * publish settles the gate; a returned one releases the claim and is a
- * conflict; a lost one keeps the claim; a second replay of a gate whose
- * replay is in flight is refused with conflict and touches nothing. */
+ * conflict; a lost one keeps the claim; the broker not connected releases
+ * it; a second replay of a gate whose replay is in flight is refused with
+ * conflict and touches nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -110,6 +111,7 @@ typedef struct fake_broker {
     struct event_base *base;
     rp_replay_publish outcome; /* what the broker does with a publish */
     bool hold;                 /* keep the publish pending until the test says */
+    bool down;                 /* not connected: a publish is refused */
     int publishes;
     char queue[64];
     rp_replay_published_fn done;
@@ -171,6 +173,7 @@ static rp_status fb_publish(void *self, const rp_replay_msg *m, const char *queu
                             rp_bytes body, rp_replay_published_fn done, void *arg) {
     RP_UNUSED(m);
     fake_broker *b = self;
+    if (b->down) return RP_ERR_UNAVAILABLE;
     b->publishes++;
     snprintf(b->queue, sizeof b->queue, "%s", queue);
     assert_int_equal(body.len, 5);
@@ -340,6 +343,23 @@ static void test_lost_keeps_claim(void **state) {
     assert_false(rp_replays_busy(f->replays, GATE));
 }
 
+/* The broker not connected: nothing was sent, so the claim is released and
+ * the replay is unavailable; nothing is settled. */
+static void test_broker_down_releases(void **state) {
+    fixture *f = *state;
+    f->broker.down = true;
+    start(f);
+    run_until_done(f, 1);
+    assert_int_equal(f->res.st, RP_ERR_UNAVAILABLE);
+    assert_non_null(strstr(f->message, "the broker is not connected"));
+    assert_int_equal(f->broker.publishes, 0);
+    assert_int_equal(f->store.claims, 1);
+    assert_int_equal(f->store.releases, 1);
+    assert_int_equal(f->store.settles, 0);
+    assert_int_equal(f->store.claim, RP_GATE_CLAIM_NONE);
+    assert_false(rp_replays_busy(f->replays, GATE));
+}
+
 /* A second replay of the gate while the first is in flight: refused at once
  * with conflict, nothing read, claimed or published for it; the first ends
  * once, and afterwards the gate may be replayed again. */
@@ -393,6 +413,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_confirmed_settles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_returned_releases, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_keeps_claim, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_broker_down_releases, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_replay_in_flight_conflicts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stopped_refuses, setup, teardown),
     };
