@@ -139,7 +139,7 @@ bool rp_control_reap_too_soon(rp_control_senders *t, const char *user, int64_t r
 
 /* ---- answers --------------------------------------------------------------- */
 
-/* Where an answer goes: a replay runs as one (replay.h), any other answer
+/* Where an answer goes: a replay runs as one (rp_replays.h), any other answer
  * to a gate whose replay is in flight in this process is refused busy
  * (settling it could dismiss a message being replayed), the rest is
  * answered through the gate port on the store thread. */

@@ -47,7 +47,7 @@ bool rp_replay_expiration_valid(const char *s, size_t len);
  * owned_queue_pattern says. NULL entries in own are skipped. */
 bool rp_replay_reserved_queue(const char *queue, const char *const *own, size_t n);
 
-/* ---- a replay's states and checks (cmd/reaperd/replay.c runs them) ------- */
+/* ---- a replay's states and checks (app/rp_replays.c runs them) ---------- */
 
 /* "gate N is being replayed by X since 2026-01-02T03:04:05Z" (claimed_at:
  * Unix ms; 0 or less: "an unknown time"; claimed_by NULL or "": "another

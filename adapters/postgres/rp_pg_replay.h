@@ -53,7 +53,7 @@ typedef struct rp_pg_replay_row {
     char *properties_json;   /* the properties column as JSON text */
 } rp_pg_replay_row;
 
-/* The first step of a replay (replay.h): in a transaction, locks gate
+/* The first step of a replay (rp_replays.h): in a transaction, locks gate
  * gate_id (FOR UPDATE) and reads it, its claim and its dead letter. An
  * answered gate, or one with a live claim, ends the transaction having
  * changed nothing. A stale claim is taken over: cleared, with a ledger

@@ -27,9 +27,9 @@
  * properties are read and written by the AMQP adapter (rp_amqp_control.h).
  * This file is the use cases: request -> use case -> reply.
  *
- * An answer with replay runs in replay.c: read on the store thread, publish
- * (mandatory, confirmed) on the loop, settle on the store thread, then the
- * reply. While a replay of a gate is in flight, any other answer to that
+ * An answer with replay runs in the replays part (app/rp_replays.h): read
+ * on the store thread, publish (mandatory, confirmed) on the loop, settle on
+ * the store thread, then the reply. While a replay of a gate is in flight, any other answer to that
  * gate is refused with conflict.
  */
 #include <inttypes.h>
@@ -38,8 +38,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon_internal.h"
-#include "replay.h"
+#include "control.h"
 #include "report_text.h"
 #include "rp_amqp_control.h"
 #include "rp_amqp_open.h"
@@ -47,14 +46,23 @@
 #include "rp_log.h"
 #include "rp_clock.h"
 #include "rp_proto.h"
+#include "rp_redelivery.h"
 #include "rp_replay.h"
 #include "version.h"
 
+struct rp_controller {
+    rp_control_deps deps;
+    /* Who sent requests, and what they were told (rp_control.h). */
+    rp_control_senders senders;
+    /* Control requests the broker handed over again, counted by identity. */
+    rp_redelivery redeliveries;
+};
+
 typedef struct rp_ctl {
-    rp_daemon *d;
+    rp_controller *d;
     unsigned generation;
     uint64_t delivery_tag;
-    rp_control_envelope env; /* its rp_bytes only during rp_control_on_message */
+    rp_control_envelope env; /* its rp_bytes only during rp_controller_on_message */
     rp_encoding enc;
     uint64_t identity; /* rp_control_identity of the request */
     rp_request req;
@@ -65,11 +73,6 @@ typedef struct rp_ctl {
     size_t n_gates;
     rp_answer_result answer;
 } rp_ctl;
-
-/* Who sent requests, and what they were told (rp_control.h). Loop thread
- * only; one daemon per process, so it lives here and rp_daemon stays as
- * it is. */
-static rp_control_senders rp_ctl_senders;
 
 static const char *rp_ctl_user(const rp_ctl *c) { return c->env.has_user ? c->env.user : NULL; }
 
@@ -84,7 +87,7 @@ static void rp_ctl_free(rp_ctl *c) {
 /* Acks the request: answered, so its redelivery count is forgotten. */
 static void rp_ctl_ack(rp_ctl *c) {
     rp_redelivery_forget(&c->d->redeliveries, c->identity);
-    rp_broker_ack(c->d, c->generation, c->delivery_tag);
+    c->d->deps.ack(c->d->deps.self, c->generation, c->delivery_tag);
 }
 
 static void rp_ctl_replied(void *arg, rp_publish_outcome outcome) {
@@ -111,17 +114,17 @@ static void rp_ctl_replied(void *arg, rp_publish_outcome outcome) {
 
 /* Publishes buf as the reply (or acks at once without reply_to); takes c. */
 static void rp_ctl_reply(rp_ctl *c, rp_proto_buf *buf) {
-    rp_daemon *d = c->d;
-    if (c->env.reply_to[0] == '\0' || d->publisher == NULL) {
+    const rp_control_deps *d = &c->d->deps;
+    if (c->env.reply_to[0] == '\0' || *d->publisher == NULL) {
         rp_ctl_ack(c);
         rp_proto_buf_cleanup(buf);
         rp_ctl_free(c);
         return;
     }
     char own[256];
-    bool have_own = rp_amqp_url_user(d->cfg->broker.url, own, sizeof own);
+    bool have_own = rp_amqp_url_user((*d->cfg)->broker.url, own, sizeof own);
     rp_status st = rp_amqp_control_reply(
-        d->publisher, c->env.reply_to, rp_encoding_content_type(c->enc), have_own ? own : NULL,
+        *d->publisher, c->env.reply_to, rp_encoding_content_type(c->enc), have_own ? own : NULL,
         c->env.has_correlation_id ? c->env.correlation_id : NULL, (rp_bytes){buf->ptr, buf->len},
         rp_ctl_replied, c);
     RP_DEBUG("control reply queued", "reply_to", c->env.reply_to, NULL);
@@ -133,7 +136,7 @@ static void rp_ctl_reply(rp_ctl *c, rp_proto_buf *buf) {
 }
 
 static void rp_ctl_error(rp_ctl *c, const char *op, rp_status code, const char *message) {
-    rp_metrics_control(&c->d->metrics, op, rp_proto_error_code(code));
+    rp_metrics_control(c->d->deps.metrics, op, rp_proto_error_code(code));
     rp_proto_buf buf = {0};
     if (rp_proto_encode_error_reply(op, code, message, c->enc, &buf) != RP_OK) {
         rp_ctl_ack(c);
@@ -145,7 +148,7 @@ static void rp_ctl_error(rp_ctl *c, const char *op, rp_status code, const char *
 
 static void rp_ctl_encoded(rp_ctl *c, rp_status est, rp_proto_buf *buf) {
     if (est == RP_OK) {
-        rp_metrics_control(&c->d->metrics, rp_op_string(c->req.op), "ok");
+        rp_metrics_control(c->d->deps.metrics, rp_op_string(c->req.op), "ok");
         rp_ctl_reply(c, buf);
         return;
     }
@@ -159,9 +162,9 @@ static void rp_ctl_encoded(rp_ctl *c, rp_status est, rp_proto_buf *buf) {
 /* ---- reap ---------------------------------------------------------------- */
 
 static void rp_ctl_reap_work(void *ctx, void *arg) {
-    rp_daemon *d = ctx;
+    RP_UNUSED(ctx);
     rp_ctl *c = arg;
-    rp_pass_runner_run(&d->runner, &c->pass);
+    rp_pass_runner_run(c->d->deps.runner, &c->pass);
 }
 
 static void rp_ctl_reap_done(void *arg, bool cancelled) {
@@ -174,7 +177,7 @@ static void rp_ctl_reap_done(void *arg, bool cancelled) {
         rp_ctl_error(c, "reap", RP_ERR_INTERNAL, "the pass stopped early");
         return;
     }
-    if (!c->pass.dry_run) c->d->last_pass_at = c->pass.started_at + c->pass.clock_offset_ms;
+    if (!c->pass.dry_run) *c->d->deps.last_pass_at = c->pass.started_at + c->pass.clock_offset_ms;
     char who[300];
     snprintf(who, sizeof who, "%s", c->env.has_user ? c->env.user : "(unknown)");
     rp_report_log(&c->pass.report, "on demand", c->pass.duration_ms);
@@ -189,23 +192,24 @@ static void rp_ctl_reap_done(void *arg, bool cancelled) {
 
 /* Store thread: connects when needed; false (c->st set) when the store
  * cannot be reached. */
-static bool rp_ctl_store_ready(rp_daemon *d, rp_ctl *c) {
+static bool rp_ctl_store_ready(rp_pass_runner *r, rp_ctl *c) {
     char err[256];
-    if (rp_pg_conn_ensure(d->runner.conn, err, sizeof err) == RP_OK) return true;
+    if (rp_pg_conn_ensure(r->conn, err, sizeof err) == RP_OK) return true;
     c->st = RP_ERR_UNAVAILABLE;
     return false;
 }
 
 static void rp_ctl_gates_work(void *ctx, void *arg) {
-    rp_daemon *d = ctx;
+    RP_UNUSED(ctx);
     rp_ctl *c = arg;
-    if (!rp_ctl_store_ready(d, c)) return;
+    rp_pass_runner *r = c->d->deps.runner;
+    if (!rp_ctl_store_ready(r, c)) return;
     rp_gate_query q = {
         .state = c->req.gates.state,
         .limit = (size_t)c->req.gates.limit,
         .project = c->req.gates.project,
     };
-    const rp_gate_port *g = &d->runner.ports.gates;
+    const rp_gate_port *g = &r->ports.gates;
     c->st = g->list(g->self, &q, &c->gates, &c->n_gates);
 }
 
@@ -225,13 +229,14 @@ static void rp_ctl_gates_done(void *arg, bool cancelled) {
 }
 
 static void rp_ctl_answer_work(void *ctx, void *arg) {
-    rp_daemon *d = ctx;
+    RP_UNUSED(ctx);
     rp_ctl *c = arg;
-    if (!rp_ctl_store_ready(d, c)) return;
+    rp_pass_runner *r = c->d->deps.runner;
+    if (!rp_ctl_store_ready(r, c)) return;
     /* answered_by is the broker-validated user; the request's own "by" is
      * only a note. */
-    rp_pg_store_set_claim_seconds(d->runner.store, d->runner.cfg->control.replay_claim_seconds);
-    const rp_gate_port *g = &d->runner.ports.gates;
+    rp_pg_store_set_claim_seconds(r->store, r->cfg->control.replay_claim_seconds);
+    const rp_gate_port *g = &r->ports.gates;
     c->st = g->answer(g->self, c->req.answer.gate, c->req.answer.choice, c->env.user,
                       c->req.answer.by, &c->answer);
 }
@@ -262,7 +267,7 @@ static void rp_ctl_answer_done(void *arg, bool cancelled) {
         return;
     }
     if (c->answer.outcome != RP_OUTCOME_ALREADY_ANSWERED)
-        rp_metrics_gate_answered(&c->d->metrics, c->answer.kind, c->answer.choice);
+        rp_metrics_gate_answered(c->d->deps.metrics, c->answer.kind, c->answer.choice);
     RP_INFO("gate answered", "gate", gate, "choice", rp_choice_string(c->answer.choice),
             "outcome", rp_outcome_string(c->answer.outcome), "user", rp_ctl_user(c), NULL);
     rp_proto_buf buf = {0};
@@ -282,15 +287,15 @@ static void rp_ctl_answer_done(void *arg, bool cancelled) {
 }
 
 /* A replay of the request's gate is in flight in this reaperd: busy, as
- * when another replica holds its claim (replay.h). */
+ * when another replica holds its claim (rp_replays.h). */
 static void rp_ctl_replay_in_flight(rp_ctl *c) {
     char msg[400];
     rp_control_in_flight_text(msg, sizeof msg, c->req.answer.gate,
-                              rp_pg_store_claimer(c->d->runner.store));
+                              rp_pg_store_claimer(c->d->deps.runner->store));
     rp_ctl_error(c, "answer", RP_ERR_BUSY, msg);
 }
 
-/* Loop: the end of a replay (replay.h). */
+/* Loop: the end of a replay (rp_replays.h). */
 static void rp_ctl_replay_done(void *arg, const rp_replay_result *r) {
     rp_ctl *c = arg;
     if (r->cancelled) { /* shutting down: unacked, so delivered again later */
@@ -318,13 +323,13 @@ static void rp_ctl_replay_done(void *arg, const rp_replay_result *r) {
 /* ---- status -------------------------------------------------------------- */
 
 static void rp_ctl_status(rp_ctl *c) {
-    rp_daemon *d = c->d;
+    const rp_control_deps *d = &c->d->deps;
     rp_proto_status s = {
         .version = RP_VERSION_STRING,
-        .broker_up = d->broker_up,
-        .store_up = d->store_up,
-        .last_pass_at = d->last_pass_at,
-        .open_sightings = d->open_sightings,
+        .broker_up = *d->broker_up,
+        .store_up = *d->store_up,
+        .last_pass_at = *d->last_pass_at,
+        .open_sightings = *d->open_sightings,
     };
     rp_proto_buf buf = {0};
     rp_status est = rp_proto_encode_status_reply(&s, c->enc, &buf);
@@ -354,11 +359,11 @@ static bool rp_ctl_redelivered_too_often(rp_ctl *c) {
 
 /* Acks a refused request without a reply; logs the sender once. */
 static void rp_ctl_refuse_silently(rp_ctl *c, rp_control_admission a) {
-    if (rp_control_tell_once(&rp_ctl_senders, rp_ctl_user(c), a))
+    if (rp_control_tell_once(&c->d->senders, rp_ctl_user(c), a))
         RP_WARN(rp_control_admission_string(a), "user",
                 c->env.has_user ? c->env.user : "(none)", "reply_to", c->env.reply_to, "note",
                 "no reply is sent; logged once per sender", NULL);
-    rp_metrics_control(&c->d->metrics, NULL, rp_proto_error_code(RP_ERR_FORBIDDEN));
+    rp_metrics_control(c->d->deps.metrics, NULL, rp_proto_error_code(RP_ERR_FORBIDDEN));
     rp_ctl_ack(c);
     rp_ctl_free(c);
 }
@@ -366,9 +371,9 @@ static void rp_ctl_refuse_silently(rp_ctl *c, rp_control_admission a) {
 /* True (and c answered busy) when a reap comes too soon for its user. */
 static bool rp_ctl_reap_too_soon(rp_ctl *c) {
     char why[200];
-    if (!rp_control_reap_too_soon(&rp_ctl_senders, rp_ctl_user(c),
-                                  c->d->cfg->control.reap_rate_seconds, rp_clock_mono_ms(), why,
-                                  sizeof why))
+    if (!rp_control_reap_too_soon(&c->d->senders, rp_ctl_user(c),
+                                  (*c->d->deps.cfg)->control.reap_rate_seconds,
+                                  rp_clock_mono_ms(), why, sizeof why))
         return false;
     rp_ctl_error(c, "reap", RP_ERR_BUSY, why);
     return true;
@@ -376,14 +381,25 @@ static bool rp_ctl_reap_too_soon(rp_ctl *c) {
 
 /* ---- dispatch ------------------------------------------------------------ */
 
-void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
+rp_controller *rp_controller_new(const rp_control_deps *deps) {
+    rp_controller *k = calloc(1, sizeof *k);
+    if (k == NULL) return NULL;
+    k->deps = *deps;
+    rp_redelivery_init(&k->redeliveries);
+    return k;
+}
+
+void rp_controller_free(rp_controller *k) { free(k); }
+
+void rp_controller_on_message(rp_controller *k, const rp_amqp_message *msg) {
+    const rp_control_deps *d = &k->deps;
     rp_ctl *c = calloc(1, sizeof *c);
     if (c == NULL) {
         RP_ERROR("out of memory: control request left for redelivery", NULL);
         return;
     }
-    c->d = d;
-    c->generation = d->broker_generation;
+    c->d = k;
+    c->generation = *d->broker_generation;
     c->delivery_tag = msg->delivery_tag;
     rp_request_init(&c->req);
     rp_pass_request_init(&c->pass, RP_PASS_FULL, false);
@@ -395,9 +411,9 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
 
     char own[256];
     rp_control_rules rules = {
-        .allowed_users = &d->cfg->control.allowed_users,
-        .own_user = rp_amqp_url_user(d->cfg->broker.url, own, sizeof own) ? own : NULL,
-        .reply_queue_pattern = &d->cfg->control.reply_queue_pattern,
+        .allowed_users = &(*d->cfg)->control.allowed_users,
+        .own_user = rp_amqp_url_user((*d->cfg)->broker.url, own, sizeof own) ? own : NULL,
+        .reply_queue_pattern = &(*d->cfg)->control.reply_queue_pattern,
     };
     char why[128];
     rp_control_admission a = rp_control_admit(&rules, &c->env, why, sizeof why);
@@ -417,7 +433,7 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
         /* The message says what is wrong; the request's bytes are not logged. */
         RP_WARN("control request refused", "code", rp_proto_error_code(perr.code), "reason",
                 perr.message, "user", rp_ctl_user(c), NULL);
-        rp_metrics_control(&d->metrics, rp_op_string(c->req.op), rp_proto_error_code(perr.code));
+        rp_metrics_control(d->metrics, rp_op_string(c->req.op), rp_proto_error_code(perr.code));
         rp_proto_buf buf = {0};
         if (rp_proto_encode_decode_error(&perr, c->enc, &buf) != RP_OK) {
             rp_ctl_ack(c);
@@ -440,19 +456,19 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
             st = RP_ERR_NOMEM;
             break;
         }
-        st = rp_daemon_store_job(d, rp_ctl_reap_work, rp_ctl_reap_done, c);
+        st = d->store_job(d->self, rp_ctl_reap_work, rp_ctl_reap_done, c);
         break;
     case RP_OP_GATES:
-        st = rp_daemon_store_job(d, rp_ctl_gates_work, rp_ctl_gates_done, c);
+        st = d->store_job(d->self, rp_ctl_gates_work, rp_ctl_gates_done, c);
         break;
     case RP_OP_ANSWER:
         switch (rp_control_route_answer(c->req.answer.choice,
-                                        rp_replay_busy(d, c->req.answer.gate))) {
+                                        rp_replays_busy(d->replays, c->req.answer.gate))) {
         case RP_CONTROL_ANSWER_REPLAY:
             /* Published and confirmed on the loop before the gate is
-             * settled (replay.h). */
-            st = rp_replay_start(d, c->req.answer.gate, c->env.user, c->req.answer.by,
-                                 rp_ctl_replay_done, c);
+             * settled (rp_replays.h). */
+            st = rp_replays_start(d->replays, c->req.answer.gate, c->env.user, c->req.answer.by,
+                                  rp_ctl_replay_done, c);
             if (st == RP_ERR_CONFLICT) {
                 rp_ctl_replay_in_flight(c);
                 return;
@@ -463,7 +479,7 @@ void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg) {
             rp_ctl_replay_in_flight(c);
             return;
         default:
-            st = rp_daemon_store_job(d, rp_ctl_answer_work, rp_ctl_answer_done, c);
+            st = d->store_job(d->self, rp_ctl_answer_work, rp_ctl_answer_done, c);
             break;
         }
         break;

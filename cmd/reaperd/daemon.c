@@ -26,10 +26,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "control.h"
 #include "daemon_internal.h"
+#include "replay_port.h"
 #include "rp_amqp_events.h"
 #include "rp_pg_listen.h"
-#include "replay.h"
+#include "rp_replays.h"
 #include "rp_clock.h"
 #include "report_text.h"
 #include "rp_log.h"
@@ -46,7 +48,7 @@
 #define RP_CONTROL_PREFETCH 16
 /* Replays publish on a confirm-mode channel of their own: a stored message
  * the broker refuses with a channel error (406) closes only this channel,
- * never the control, events or tap channel (replay.c). */
+ * never the control, events or tap channel (app/rp_replays.h). */
 #define RP_REPLAY_CHANNEL 4
 
 /* ---- the store thread ---------------------------------------------------- */
@@ -332,7 +334,7 @@ static void rp_session_on_down(void *arg, bool was_up, const char *why) {
 
 /* The control queue's deliveries. */
 static void rp_on_control_delivery(void *arg, const rp_amqp_message *msg) {
-    rp_control_on_message(arg, msg);
+    rp_controller_on_message(((rp_daemon *)arg)->control, msg);
 }
 
 /* A delivery on the event queue that amq.rabbitmq.event did not route
@@ -372,6 +374,43 @@ static void rp_on_event_delivery(void *arg, const rp_amqp_message *msg) {
 
 void rp_broker_ack(rp_daemon *d, unsigned generation, uint64_t tag) {
     (void)rp_amqp_session_ack(d->session, generation, tag);
+}
+
+/* The control's and the replays' hooks: a store job, an ack. */
+static rp_status rp_daemon_store_job_port(void *self, rp_work_fn fn, rp_done_fn done,
+                                          void *job) {
+    return rp_daemon_store_job(self, fn, done, job);
+}
+
+static void rp_daemon_ack_port(void *self, unsigned generation, uint64_t tag) {
+    rp_broker_ack(self, generation, tag);
+}
+
+/* The replays (app/rp_replays.h) over their ports (replay_port.h), and the
+ * control queue's use cases (control.h). */
+static rp_status rp_daemon_control_start(rp_daemon *d) {
+    d->replay_wiring = rp_replay_wiring_new(&d->runner, &d->replay_publisher, &d->broker_up,
+                                            d->boot_cfg->broker.url);
+    if (d->replay_wiring == NULL) return RP_ERR_NOMEM;
+    rp_replays_deps rd = {.store_job = rp_daemon_store_job_port, .store_job_self = d};
+    rp_replay_wiring_ports(d->replay_wiring, &rd.store, &rd.publish);
+    if ((d->replays = rp_replays_new(d->base, &rd)) == NULL) return RP_ERR_NOMEM;
+    rp_control_deps cd = {
+        .self = d,
+        .store_job = rp_daemon_store_job_port,
+        .ack = rp_daemon_ack_port,
+        .broker_generation = &d->broker_generation,
+        .publisher = &d->publisher,
+        .cfg = &d->cfg,
+        .runner = &d->runner,
+        .metrics = &d->metrics,
+        .broker_up = &d->broker_up,
+        .store_up = &d->store_up,
+        .last_pass_at = &d->last_pass_at,
+        .open_sightings = &d->open_sightings,
+        .replays = d->replays,
+    };
+    return (d->control = rp_controller_new(&cd)) == NULL ? RP_ERR_NOMEM : RP_OK;
 }
 
 /* Feed hooks: the store thread posts to the loop through the worker. */
@@ -535,6 +574,10 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
     }
+    if (rp_daemon_control_start(d) != RP_OK) {
+        RP_ERROR("out of memory", NULL);
+        return RP_ERR_NOMEM;
+    }
     if (rp_daemon_broker_start(d, broker_password) != RP_OK) return RP_ERR_INTERNAL;
     rp_pg_listen_hooks lh = {.on_deadline = rp_on_lease_deadline,
                              .on_up = rp_on_lease_listen_up,
@@ -569,6 +612,7 @@ static void rp_daemon_stop(rp_daemon *d) {
     if (d->mgmt) rp_mgmt_bridge_close(d->mgmt);
     rp_events_stop(d->events); /* before the store thread: its publishes go through it */
     rp_tap_stop(d->tap); /* before the store thread: the tap's events post through it */
+    rp_replays_stop(d->replays);
     if (d->store) rp_worker_free(d->store);
     rp_events_free(d->events); /* after: the sweep's broker port points at it */
     /* The session's publishers first (their pending callbacks may still
@@ -583,7 +627,11 @@ static void rp_daemon_stop(rp_daemon *d) {
     /* After the store thread, the tap and the runners: nothing calls the
      * feed's port or runs a post it made. */
     rp_amqp_feed_free(d->feed);
-    rp_replay_cleanup(d);
+    /* After the store thread and the session: no request or replay is in
+     * flight. */
+    rp_controller_free(d->control);
+    rp_replays_free(d->replays);
+    rp_replay_wiring_free(d->replay_wiring);
     rp_mgmt_bridge_free(d->mgmt);
     rp_http_free(d->http);
     rp_signals_cleanup(d);

@@ -24,7 +24,6 @@
 #include "rp_amqp_publisher.h"
 #include "rp_amqp_session.h"
 #include "rp_config.h"
-#include "rp_redelivery.h"
 #include "rp_tap.h"
 #include "tap_ports.h"
 #include "worker.h"
@@ -101,12 +100,11 @@ typedef struct rp_daemon {
     int64_t stop_deadline_ms;    /* monotonic; the grace runs out then */
     unsigned store_jobs;         /* store jobs submitted and not yet done */
     bool stop_cancelled;         /* the store's command was cancelled */
-    /* Control requests the broker handed over again, counted by identity
-     * (control.c; loop thread; zeroed with the daemon). */
-    rp_redelivery redeliveries;
-    /* Gates whose replay is in flight (replay.c; loop thread). */
-    int64_t *replaying;
-    size_t n_replaying, cap_replaying;
+    /* The control queue's use cases (control.h) and the replays
+     * (app/rp_replays.h) over their ports (replay_port.h); loop thread. */
+    struct rp_controller *control;
+    struct rp_replays *replays;
+    struct rp_replay_wiring *replay_wiring;
     /* The gauges' recount after ledger events (observe.c; loop thread). */
     struct event *gauges_ev;
     bool gauges_queued; /* a recount waits on the store thread */
@@ -116,9 +114,6 @@ typedef struct rp_daemon {
  * from an older connection is dropped: the broker redelivers that
  * message; rp_amqp_session_ack). */
 void rp_broker_ack(rp_daemon *d, unsigned generation, uint64_t tag);
-
-/* control.c */
-void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg);
 
 /* daemon.c: the publisher port (store thread) feeding the events exchange
  * (rp_amqp_feed.h). */

@@ -1,5 +1,5 @@
-/* Answering a gate with replay (replay.h). */
-#include "replay.h"
+/* Answering a gate with replay (rp_replays.h). */
+#include "rp_replays.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -8,16 +8,20 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon_internal.h"
-#include "rp_amqp_control.h"
-#include "rp_amqp_open.h"
-#include "rp_amqp_restore.h"
 #include "rp_log.h"
-#include "rp_pg_replay.h"
 #include "rp_replay.h"
 
+struct rp_replays {
+    struct event_base *base;
+    rp_replays_deps deps;
+    bool stopped;
+    /* Gates whose replay is in flight (loop thread). */
+    int64_t *replaying;
+    size_t n_replaying, cap_replaying;
+};
+
 typedef struct rp_replay_job {
-    rp_daemon *d;
+    rp_replays *d;
     int64_t gate;
     char *by;
     char *by_note;             /* the request's `by`, kept as the ledger's note */
@@ -32,18 +36,18 @@ typedef struct rp_replay_job {
     char *queue;               /* the destination */
     uint8_t *body;
     size_t body_len;
-    rp_amqp_replay_msg *msg;   /* the restored properties */
+    rp_replay_msg *msg;        /* the restored properties */
 } rp_replay_job;
 
 /* ---- the in-flight set (loop thread) -------------------------------------- */
 
-static bool rp_inflight_has(const rp_daemon *d, int64_t gate) {
+static bool rp_inflight_has(const rp_replays *d, int64_t gate) {
     for (size_t i = 0; i < d->n_replaying; i++)
         if (d->replaying[i] == gate) return true;
     return false;
 }
 
-static bool rp_inflight_add(rp_daemon *d, int64_t gate) {
+static bool rp_inflight_add(rp_replays *d, int64_t gate) {
     if (d->n_replaying == d->cap_replaying) {
         size_t cap = d->cap_replaying ? d->cap_replaying * 2 : 8;
         int64_t *g = realloc(d->replaying, cap * sizeof *g);
@@ -55,7 +59,7 @@ static bool rp_inflight_add(rp_daemon *d, int64_t gate) {
     return true;
 }
 
-static void rp_inflight_remove(rp_daemon *d, int64_t gate) {
+static void rp_inflight_remove(rp_replays *d, int64_t gate) {
     for (size_t i = 0; i < d->n_replaying; i++)
         if (d->replaying[i] == gate) {
             d->replaying[i] = d->replaying[--d->n_replaying];
@@ -63,18 +67,36 @@ static void rp_inflight_remove(rp_daemon *d, int64_t gate) {
         }
 }
 
-bool rp_replay_busy(const rp_daemon *d, int64_t gate) { return rp_inflight_has(d, gate); }
+bool rp_replays_busy(const rp_replays *d, int64_t gate) { return rp_inflight_has(d, gate); }
 
-void rp_replay_cleanup(rp_daemon *d) {
+rp_replays *rp_replays_new(struct event_base *base, const rp_replays_deps *deps) {
+    rp_replays *d = calloc(1, sizeof *d);
+    if (d == NULL) return NULL;
+    d->base = base;
+    d->deps = *deps;
+    return d;
+}
+
+void rp_replays_stop(rp_replays *d) {
+    if (d) d->stopped = true;
+}
+
+void rp_replays_free(rp_replays *d) {
+    if (d == NULL) return;
     free(d->replaying);
-    d->replaying = NULL;
-    d->n_replaying = d->cap_replaying = 0;
+    free(d);
+}
+
+static rp_status rp_store_job(rp_replays *d, rp_work_fn fn, rp_done_fn done, void *job) {
+    if (d->stopped) return RP_ERR_CLOSED;
+    return d->deps.store_job(d->deps.store_job_self, fn, done, job);
 }
 
 /* ---- the end ------------------------------------------------------------- */
 
 static void rp_job_free(rp_replay_job *j) {
-    rp_amqp_replay_msg_free(j->msg);
+    const rp_replay_publish_port *p = &j->d->deps.publish;
+    p->msg_free(p->self, j->msg);
     free(j->by);
     free(j->by_note);
     free(j->queue);
@@ -105,16 +127,18 @@ static void rp_fail(rp_replay_job *j, rp_status st, const char *fmt, ...) {
 /* Store thread: the rest of the decision, with the gate locked and open
  * (rp_replay_check), then the properties restored and what the broker
  * would refuse left out (rp_replay_strip_decide). */
-static void rp_prepare_decide(rp_daemon *d, rp_replay_job *j, rp_pg_replay_row *row) {
-    const rp_config *cfg = d->runner.cfg;
+static void rp_prepare_decide(rp_replays *d, rp_replay_job *j, rp_replay_row *row) {
+    const rp_replay_store_port *s = &d->deps.store;
+    const rp_replay_publish_port *p = &d->deps.publish;
+    const rp_config *cfg = s->config(s->self);
     char kept_why[256];
     const char *const own[] = {cfg->broker.control_queue, cfg->broker.tap_queue};
     rp_replay_facts f = {
         .kind = row->kind,
         .has_dead_letter = row->has_dead_letter,
-        .not_replayable = row->has_dead_letter && rp_amqp_restore_refusal(
-                                                      row->properties_json, kept_why,
-                                                      sizeof kept_why)
+        .not_replayable = row->has_dead_letter && p->kept_refusal(p->self,
+                                                                  row->properties_json,
+                                                                  kept_why, sizeof kept_why)
                               ? kept_why
                               : NULL,
         .origin_queue = row->origin_queue,
@@ -123,7 +147,7 @@ static void rp_prepare_decide(rp_daemon *d, rp_replay_job *j, rp_pg_replay_row *
         .own_queues = own,
         .n_own = RP_ARRAY_LEN(own),
         .vhost = row->vhost,
-        .vhost_is_ours = row->vhost != NULL && rp_amqp_url_vhost_is(cfg->broker.url, row->vhost),
+        .vhost_is_ours = row->vhost != NULL && p->vhost_is_ours(p->self, row->vhost),
     };
     rp_status st = rp_replay_check(&f, &j->queue, j->message, sizeof j->message);
     if (st != RP_OK) {
@@ -132,20 +156,20 @@ static void rp_prepare_decide(rp_daemon *d, rp_replay_job *j, rp_pg_replay_row *
         return;
     }
     char perr[200];
-    st = rp_amqp_replay_msg_restore(j->msg, row->properties_json, row->headers_json, perr,
-                                    sizeof perr);
+    st = p->msg_restore(p->self, j->msg, row->properties_json, row->headers_json, perr,
+                        sizeof perr);
     if (st != RP_OK) {
         j->res.st = rp_replay_restore_refusal(st, perr, j->message, sizeof j->message);
         j->res.message = j->message;
         return;
     }
     rp_bytes user_id, expiration;
-    rp_amqp_replay_msg_peek(j->msg, &user_id, &expiration);
+    p->msg_peek(p->self, j->msg, &user_id, &expiration);
     char own_user[256];
-    bool have_own = rp_amqp_url_user(cfg->broker.url, own_user, sizeof own_user);
-    rp_amqp_replay_msg_strip(j->msg, rp_replay_strip_decide(user_id, expiration,
-                                                            have_own ? own_user : NULL, j->note,
-                                                            sizeof j->note));
+    bool have_own = p->own_user(p->self, own_user, sizeof own_user);
+    p->msg_strip(p->self, j->msg, rp_replay_strip_decide(user_id, expiration,
+                                                         have_own ? own_user : NULL, j->note,
+                                                         sizeof j->note));
     j->body = row->body;
     j->body_len = row->body_len;
     row->body = NULL;
@@ -153,17 +177,17 @@ static void rp_prepare_decide(rp_daemon *d, rp_replay_job *j, rp_pg_replay_row *
 }
 
 static void rp_prepare_work(void *ctx, void *arg) {
-    rp_daemon *d = ctx;
+    RP_UNUSED(ctx);
     rp_replay_job *j = arg;
-    char err[256];
-    if (rp_pg_conn_ensure(d->runner.conn, err, sizeof err) != RP_OK) {
+    rp_replays *d = j->d;
+    const rp_replay_store_port *s = &d->deps.store;
+    if (s->ready(s->self) != RP_OK) {
         rp_fail(j, RP_ERR_UNAVAILABLE, "the store is unreachable");
         return;
     }
-    rp_pg_store_set_claim_seconds(d->runner.store, d->runner.cfg->control.replay_claim_seconds);
-    /* 1. Lock the gate and read it and its claim (rp_pg_replay.h). */
-    rp_pg_replay_row row;
-    rp_status st = rp_pg_replay_lock(d->runner.store, j->gate, j->by, &row);
+    /* 1. Lock the gate and read it and its claim (rp_replay_port.h). */
+    rp_replay_row row;
+    rp_status st = s->lock(s->self, j->gate, j->by, &row);
     if (st == RP_ERR_NOT_FOUND) {
         rp_fail(j, st, "no such gate");
         return;
@@ -182,7 +206,7 @@ static void rp_prepare_work(void *ctx, void *arg) {
         j->res.answer.kind = row.kind;
     } else if (state == RP_REPLAY_STATE_BUSY || state == RP_REPLAY_STATE_TAKEN_OVER) {
         if (state == RP_REPLAY_STATE_TAKEN_OVER) {
-            /* Taken over and committed by rp_pg_replay_lock. */
+            /* Taken over and committed by the store port's lock. */
             char gate[24], at[24];
             snprintf(gate, sizeof gate, "%" PRId64, j->gate);
             snprintf(at, sizeof at, "%" PRId64, (int64_t)row.claimed_at);
@@ -203,31 +227,30 @@ static void rp_prepare_work(void *ctx, void *arg) {
          * leave it as it was. */
         if (j->res.st == RP_OK) {
             rp_time_ms at = 0;
-            st = rp_pg_replay_claim_commit(d->runner.store, j->gate, &at);
+            st = s->claim(s->self, j->gate, &at);
             if (st == RP_OK) {
                 j->claimed = true;
             } else {
                 rp_fail(j, st == RP_ERR_UNAVAILABLE ? st : RP_ERR_INTERNAL,
                         "claiming the gate for the replay failed; nothing was sent");
             }
-        } else if (rp_pg_replay_claim_abandon(d->runner.store) != RP_OK) {
+        } else if (s->abandon(s->self) != RP_OK) {
             /* The session was closed: the lock went with it. */
         }
     }
-    rp_pg_replay_row_cleanup(&row);
+    rp_replay_row_cleanup(&row);
 }
 
 /* ---- store thread: release a claim after a publish that delivered nothing */
 
 static void rp_release_work(void *ctx, void *arg) {
-    rp_daemon *d = ctx;
+    RP_UNUSED(ctx);
     rp_replay_job *j = arg;
-    char err[256];
+    const rp_replay_store_port *s = &j->d->deps.store;
     bool released = false;
     char gate[24];
     snprintf(gate, sizeof gate, "%" PRId64, j->gate);
-    if (rp_pg_conn_ensure(d->runner.conn, err, sizeof err) != RP_OK ||
-        rp_pg_replay_release(d->runner.store, j->gate, &released) != RP_OK)
+    if (s->ready(s->self) != RP_OK || s->release(s->self, j->gate, &released) != RP_OK)
         RP_WARN("a replay's claim on its gate could not be released; it goes stale after "
                 "control.replay_claim_seconds", "gate", gate, NULL);
     else if (released)
@@ -243,7 +266,7 @@ static void rp_release_done(void *arg, bool cancelled) {
 /* Loop: releases the claim (store thread), then finishes. */
 static void rp_release_then_finish(rp_replay_job *j) {
     if (j->claimed &&
-        rp_daemon_store_job(j->d, rp_release_work, rp_release_done, j) == RP_OK)
+        rp_store_job(j->d, rp_release_work, rp_release_done, j) == RP_OK)
         return;
     rp_finish(j);
 }
@@ -251,9 +274,9 @@ static void rp_release_then_finish(rp_replay_job *j) {
 /* ---- 3. store thread: settle --------------------------------------------- */
 
 static void rp_settle_work(void *ctx, void *arg) {
-    rp_daemon *d = ctx;
+    RP_UNUSED(ctx);
     rp_replay_job *j = arg;
-    char err[256];
+    const rp_replay_store_port *s = &j->d->deps.store;
     /* A test hook (docs/DEVELOPING.md): a pause between the confirm and the
      * settle, so that a test can kill reaperd there. */
     const char *pause = getenv("RP_TEST_PAUSE_AFTER_REPLAY_PUBLISH_MS");
@@ -264,13 +287,9 @@ static void rp_settle_work(void *ctx, void *arg) {
             while (nanosleep(&ts, &ts) != 0) {}
         }
     }
-    rp_status st = rp_pg_conn_ensure(d->runner.conn, err, sizeof err);
-    if (st == RP_OK) {
-        /* Fenced on this process's claim (rp_pg_store.h GATES). */
-        rp_pg_store_set_claim_seconds(d->runner.store, d->runner.cfg->control.replay_claim_seconds);
-        const rp_gate_port *g = &d->runner.ports.gates;
-        st = g->answer(g->self, j->gate, RP_CHOICE_REPLAY, j->by, j->by_note, &j->res.answer);
-    }
+    rp_status st = s->ready(s->self);
+    if (st == RP_OK) /* fenced on this process's claim (rp_replay_port.h) */
+        st = s->settle(s->self, j->gate, j->by, j->by_note, &j->res.answer);
     if (st != RP_OK) {
         j->res.st = rp_replay_settle_refusal(st, j->gate, j->queue, j->res.answer.claimed_by,
                                              j->res.answer.claimed_at, j->message,
@@ -304,19 +323,17 @@ static void rp_settle_done(void *arg, bool cancelled) {
 
 /* ---- 2. loop: publish ------------------------------------------------------ */
 
-static void rp_published(void *arg, rp_publish_outcome outcome) {
+static void rp_published(void *arg, rp_replay_publish outcome, const char *name,
+                         const char *refusal) {
     rp_replay_job *j = arg;
     char gate[24];
     snprintf(gate, sizeof gate, "%" PRId64, j->gate);
     rp_status st = RP_ERR_INTERNAL;
-    switch (rp_replay_after_publish(rp_amqp_replay_outcome(outcome), j->queue,
-                                    outcome == RP_PUBLISH_REFUSED
-                                        ? rp_amqp_publisher_refusal(j->d->replay_publisher)
-                                        : NULL,
-                                    &st,
+    switch (rp_replay_after_publish(outcome, j->queue,
+                                    outcome == RP_REPLAY_PUBLISH_REFUSED ? refusal : NULL, &st,
                                     j->message, sizeof j->message)) {
     case RP_REPLAY_NEXT_SETTLE:
-        if (rp_daemon_store_job(j->d, rp_settle_work, rp_settle_done, j) == RP_OK) return;
+        if (rp_store_job(j->d, rp_settle_work, rp_settle_done, j) == RP_OK) return;
         rp_fail(j, RP_ERR_UNAVAILABLE,
                 "the message was published to %s and confirmed, but reaperd is shutting down "
                 "and did not settle the gate", j->queue);
@@ -331,7 +348,7 @@ static void rp_published(void *arg, rp_publish_outcome outcome) {
         j->res.st = st;
         j->res.message = j->message;
         RP_WARN("replay not confirmed", "gate", gate, "queue", j->queue, "outcome",
-                rp_publish_outcome_string(outcome), NULL);
+                name, NULL);
         rp_finish(j);
         return;
     case RP_REPLAY_NEXT_RELEASE:
@@ -341,14 +358,14 @@ static void rp_published(void *arg, rp_publish_outcome outcome) {
         break;
     }
     RP_WARN("replay not confirmed", "gate", gate, "queue", j->queue, "outcome",
-            rp_publish_outcome_string(outcome), NULL);
+            name, NULL);
     /* Nothing was delivered: the claim goes. */
     rp_release_then_finish(j);
 }
 
 static void rp_prepare_done(void *arg, bool cancelled) {
     rp_replay_job *j = arg;
-    rp_daemon *d = j->d;
+    const rp_replay_publish_port *p = &j->d->deps.publish;
     if (cancelled) {
         j->res.cancelled = true;
         rp_finish(j);
@@ -358,35 +375,35 @@ static void rp_prepare_done(void *arg, bool cancelled) {
         rp_finish(j);
         return;
     }
-    if (!d->broker_up || d->replay_publisher == NULL) {
+    rp_status st = p->publish(p->self, j->msg, j->queue, (rp_bytes){j->body, j->body_len},
+                              rp_published, j);
+    if (st == RP_ERR_UNAVAILABLE) {
         rp_fail(j, RP_ERR_UNAVAILABLE,
                 "the broker is not connected; nothing was sent and the gate stays open");
         rp_release_then_finish(j);
-        return;
-    }
-    if (rp_amqp_replay_msg_publish(d->replay_publisher, j->msg, j->queue,
-                                   (rp_bytes){j->body, j->body_len}, rp_published, j) != RP_OK) {
+    } else if (st != RP_OK) {
         rp_fail(j, RP_ERR_INTERNAL, "out of memory");
         rp_release_then_finish(j);
     }
 }
 
-rp_status rp_replay_start(rp_daemon *d, int64_t gate, const char *by, const char *note,
-                          rp_replay_done_fn done, void *arg) {
+rp_status rp_replays_start(rp_replays *d, int64_t gate, const char *by, const char *note,
+                           rp_replay_done_fn done, void *arg) {
     if (rp_inflight_has(d, gate)) return RP_ERR_CONFLICT;
     rp_replay_job *j = calloc(1, sizeof *j);
     if (j == NULL) return RP_ERR_NOMEM;
+    const rp_replay_publish_port *p = &d->deps.publish;
     j->d = d;
     j->gate = gate;
     j->done = done;
     j->arg = arg;
     j->res.st = RP_ERR_INTERNAL;
-    if ((j->msg = rp_amqp_replay_msg_new()) == NULL || (by && (j->by = strdup(by)) == NULL) || (note && (j->by_note = strdup(note)) == NULL) ||
-        !rp_inflight_add(d, gate)) {
+    if ((j->msg = p->msg_new(p->self)) == NULL || (by && (j->by = strdup(by)) == NULL) ||
+        (note && (j->by_note = strdup(note)) == NULL) || !rp_inflight_add(d, gate)) {
         rp_job_free(j);
         return RP_ERR_NOMEM;
     }
-    rp_status st = rp_daemon_store_job(d, rp_prepare_work, rp_prepare_done, j);
+    rp_status st = rp_store_job(d, rp_prepare_work, rp_prepare_done, j);
     if (st != RP_OK) {
         rp_inflight_remove(d, gate);
         rp_job_free(j);

@@ -1,5 +1,5 @@
 /*
- * replay.h - answering a bus_dead_lettered gate with `replay` (CONTRACT
+ * rp_replays.h - answering a bus_dead_lettered gate with `replay` (CONTRACT
  * section 5): the stored body is published back to the queue it died on,
  * byte for byte with its original properties less the dead-letter headers,
  * to the default exchange with `mandatory` and publisher confirms, and the
@@ -44,24 +44,35 @@
  *
  * One replay per gate at a time in this daemon: a second replay of a gate
  * whose replay is in flight is refused at once (RP_ERR_CONFLICT from
- * rp_replay_start; control.c answers it `busy`); across processes the claim on the gate row does the
- * same (RP_ERR_BUSY), so two replicas never both publish one gate's
- * message, and a dismiss never closes a gate being replayed.
+ * rp_replays_start; control.c answers it `busy`); across processes the
+ * claim on the gate row does the same (RP_ERR_BUSY), so two replicas never
+ * both publish one gate's message, and a dismiss never closes a gate being
+ * replayed.
  *
- * Threads: rp_replay_start and done() on the loop thread. Ownership: `by`
+ * The part: the store side comes through rp_replay_store_port, the message
+ * and its publish through rp_replay_publish_port (core/rp_replay_port.h,
+ * filled in cmd/reaperd from adapters/postgres/rp_pg_replay.h and
+ * adapters/rabbitmq/rp_amqp_control.h); store work runs through deps'
+ * store_job (run fn on the store thread, then done on the loop). The
+ * decisions are core's (rp_replay.h).
+ *
+ * Threads: rp_replays_* and done() on the loop thread. Ownership: deps is
+ * copied, the selves in it are borrowed for the part's life; `by`
  * (answered_by: the broker-validated user) and `note` (the request's own
- * "by", kept in the ledger payload only) are copied; the result passed to done() is lent for the call.
+ * "by", kept in the ledger payload only) are copied; the result passed to
+ * done() is lent for the call.
  */
-#ifndef RP_REPLAY_DAEMON_H
-#define RP_REPLAY_DAEMON_H
+#ifndef RP_REPLAYS_H
+#define RP_REPLAYS_H
 
+#include <event2/event.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "rp_ports.h"
-
-struct rp_daemon;
+#include "rp_replay_port.h"
+#include "worker.h"
 
 typedef struct rp_replay_result {
     bool cancelled;            /* shutting down: nothing to reply */
@@ -74,21 +85,36 @@ typedef struct rp_replay_result {
 
 typedef void (*rp_replay_done_fn)(void *arg, const rp_replay_result *r);
 
+typedef struct rp_replays_deps {
+    rp_replay_store_port store;     /* store thread */
+    rp_replay_publish_port publish; /* restore: store thread; publish: loop */
+    /* Runs fn(ctx, job) on the store thread, then done(job, cancelled) on
+     * the loop; an error (RP_ERR_CLOSED: stopping) means neither runs. */
+    rp_status (*store_job)(void *self, rp_work_fn fn, rp_done_fn done, void *job);
+    void *store_job_self;
+} rp_replays_deps;
+
+typedef struct rp_replays rp_replays;
+
+/* NULL when out of memory. base is the loop's (borrowed). */
+rp_replays *rp_replays_new(struct event_base *base, const rp_replays_deps *deps);
+
 /* Starts a replay of gate. RP_OK: done() is called later, exactly once.
  * RP_ERR_CONFLICT: a replay of this gate is in flight; RP_ERR_CLOSED: shutting
  * down; RP_ERR_NOMEM. done() is then never called. */
-rp_status rp_replay_start(struct rp_daemon *d, int64_t gate, const char *by,
-                          const char *note, rp_replay_done_fn done, void *arg) RP_MUSTCHECK;
+rp_status rp_replays_start(rp_replays *r, int64_t gate, const char *by, const char *note,
+                           rp_replay_done_fn done, void *arg) RP_MUSTCHECK;
 
 /* Whether a replay of gate is in flight (any other answer to it waits:
  * control.c refuses it with conflict until the replay is over). */
-bool rp_replay_busy(const struct rp_daemon *d, int64_t gate);
+bool rp_replays_busy(const rp_replays *r, int64_t gate);
 
-/* The texts of a claim (rp_replay_claim_text, rp_replay_takeover_text) and
- * every check and state of a replay are core's (rp_replay.h); this file
- * runs them on the store thread and publishes on the loop. */
+/* Takes no new replay (RP_ERR_CLOSED); those in flight end through the
+ * store thread's cancellation and the publisher's drop. */
+void rp_replays_stop(rp_replays *r);
 
-/* Frees the in-flight set (at the daemon's end). */
-void rp_replay_cleanup(struct rp_daemon *d);
+/* Frees the part (NULL is fine): after the store thread and the replay
+ * publisher are gone, so that no replay is in flight. */
+void rp_replays_free(rp_replays *r);
 
 #endif
