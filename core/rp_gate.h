@@ -47,6 +47,14 @@ typedef enum rp_gate_state {
     RP_GATE_STATE_COUNT_
 } rp_gate_state;
 
+/* Where a listing stands among every gate its filters match (after
+ * ignored): total of them, and next_after, the id to pass as `after` for
+ * the next page, 0 when this page holds the last of them. */
+typedef struct rp_gate_page {
+    int64_t total;
+    int64_t next_after;
+} rp_gate_page;
+
 /* "delivery_exhausted", "retry", "replayed", "open", ...; "unknown" outside
  * the enums. Never NULL, static. */
 const char *rp_gate_kind_string(rp_gate_kind k);

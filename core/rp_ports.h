@@ -317,10 +317,22 @@ typedef struct rp_dead_letter_port {
 
 /* ---- Gates -------------------------------------------------------------- */
 
+/* Which gates a listing shows. Every filter is ANDed; a NULL string or a
+ * zero number filters nothing. Strings are borrowed for the call. */
 typedef struct rp_gate_query {
     rp_gate_state state;   /* open, answered or all */
     size_t limit;          /* 1..1000 */
     const char *project;   /* NULL: every project */
+    bool has_kind;
+    rp_gate_kind kind;     /* when has_kind */
+    const char *queue;     /* the dead-letter queue it was found on */
+    /* The queue it died on and why, from its headers, as the publisher
+     * wrote them: compared with the stored rendering (rp_untrusted.h), so
+     * `vibey.orders` finds what is shown as "vibey.orders". */
+    const char *origin;
+    const char *reason;
+    int64_t older_than_ms; /* > 0: opened at least this long ago (store's clock) */
+    int64_t after;         /* > 0: only ids below it (the next page, newest first) */
 } rp_gate_query;
 
 typedef struct rp_answer_result {
@@ -347,10 +359,13 @@ typedef struct rp_answer_result {
 
 typedef struct rp_gate_port {
     void *self;
-    /* Lists gates, newest first, at most q->limit. On RP_OK *gates is a heap
-     * array of *n gates that the CALLER owns: rp_gate_cleanup() each, then
-     * free() the array (NULL when *n is 0). */
-    rp_status (*list)(void *self, const rp_gate_query *q, rp_gate **gates, size_t *n);
+    /* Lists the gates q matches, newest first (keyset: ids below q->after),
+     * at most q->limit. On RP_OK *gates is a heap array of *n gates that the
+     * CALLER owns: rp_gate_cleanup() each, then free() the array (NULL when
+     * *n is 0), and *page (may be NULL) says how many match in all and where
+     * the next page starts. */
+    rp_status (*list)(void *self, const rp_gate_query *q, rp_gate **gates, size_t *n,
+                      rp_gate_page *page);
     /* Records the answer to a gate and applies it to its job, in one
      * transaction with its ledger event: retry (job ready, run_after now),
      * dismiss (job failed), replay (job succeeded; the replay itself is

@@ -51,9 +51,9 @@ rp_status rp_publish_answer(const rp_publisher_port *publisher, int64_t gate_id,
 }
 
 static rp_status rp_gate_feed_list(void *self, const rp_gate_query *q, rp_gate **gates,
-                                   size_t *n) {
+                                   size_t *n, rp_gate_page *page) {
     rp_gate_feed *f = self;
-    return f->inner.list(f->inner.self, q, gates, n);
+    return f->inner.list(f->inner.self, q, gates, n, page);
 }
 
 static rp_status rp_gate_feed_answer(void *self, int64_t gate_id, rp_choice choice,

@@ -63,6 +63,8 @@
 #define RP_PROTO_NAME_MAX 256u     /* bytes of "project" and "by" */
 #define RP_PROTO_LIMIT_MIN 1
 #define RP_PROTO_LIMIT_MAX 1000
+/* The largest gates older_than_seconds: ten years. */
+#define RP_PROTO_OLDER_THAN_MAX 315360000
 #define RP_PROTO_LIMIT_DEFAULT 100
 
 /* Sizes of the error fields below and of quoted untrusted text. */
@@ -160,6 +162,13 @@ typedef struct rp_request {
         rp_gate_state state; /* default RP_GATE_STATE_OPEN */
         int limit;           /* RP_PROTO_LIMIT_MIN..MAX, default ..._DEFAULT */
         char *project;       /* NULL: every project */
+        bool has_kind;
+        rp_gate_kind kind;   /* when has_kind */
+        char *queue;         /* NULL: any dead-letter queue */
+        char *origin;        /* NULL: any origin queue */
+        char *reason;        /* NULL: any reason */
+        int64_t older_than_seconds; /* 0: any age, else 1..RP_PROTO_OLDER_THAN_MAX */
+        int64_t after;       /* 0: from the newest, else a gate id >= 1 */
     } gates;
 } rp_request;
 
@@ -220,9 +229,11 @@ rp_status rp_proto_encode_answer_reply(int64_t gate, rp_choice choice, rp_outcom
 rp_status rp_proto_encode_answer_reply_note(int64_t gate, rp_choice choice, rp_outcome outcome,
                                             const char *note, rp_encoding enc,
                                             rp_proto_buf *out) RP_MUSTCHECK;
-/* gates may be NULL when n is 0. */
-rp_status rp_proto_encode_gates_reply(const rp_gate *gates, size_t n, rp_encoding enc,
-                                      rp_proto_buf *out) RP_MUSTCHECK;
+/* gates may be NULL when n is 0. page: how many gates match in all and
+ * where the next page starts ("total", "next_after": null when 0); NULL
+ * writes total n and no next page. */
+rp_status rp_proto_encode_gates_reply(const rp_gate *gates, size_t n, const rp_gate_page *page,
+                                      rp_encoding enc, rp_proto_buf *out) RP_MUSTCHECK;
 
 /* What the status op reports. Borrowed pointers. */
 typedef struct rp_proto_status {

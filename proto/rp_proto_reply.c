@@ -208,9 +208,10 @@ rp_status rp_proto_encode_answer_reply_note(int64_t gate, rp_choice choice, rp_o
     return rp_reply(RP_OP_ANSWER, t, enc, out);
 }
 
-rp_status rp_proto_encode_gates_reply(const rp_gate *gates, size_t n, rp_encoding enc,
-                                      rp_proto_buf *out) {
+rp_status rp_proto_encode_gates_reply(const rp_gate *gates, size_t n, const rp_gate_page *page,
+                                      rp_encoding enc, rp_proto_buf *out) {
     if (n > 0 && gates == NULL) return RP_ERR_INVALID;
+    if (page != NULL && (page->total < (int64_t)n || page->next_after < 0)) return RP_ERR_INVALID;
     for (size_t i = 0; i < n; i++)
         if (!rp_gate_valid(&gates[i])) return RP_ERR_INVALID;
     json_t *t = json_object(), *a = json_array();
@@ -221,6 +222,9 @@ rp_status rp_proto_encode_gates_reply(const rp_gate *gates, size_t n, rp_encodin
     }
     ok = ok && rp__set(t, "gates", json_incref(a));
     json_decref(a);
+    int64_t next = page != NULL ? page->next_after : 0;
+    ok = ok && rp__set(t, "total", json_integer(page != NULL ? page->total : (json_int_t)n)) &&
+         rp__set(t, "next_after", next > 0 ? json_integer(next) : json_null());
     if (!ok) {
         json_decref(t);
         t = NULL;

@@ -11,13 +11,18 @@ void rp_request_cleanup(rp_request *req) {
     free(req->reap.project);
     free(req->answer.by);
     free(req->gates.project);
+    free(req->gates.queue);
+    free(req->gates.origin);
+    free(req->gates.reason);
     memset(req, 0, sizeof *req);
 }
 
 /* The fields each op takes, "v" and "op" included. */
 static const char *const rp_fields_reap[] = {"v", "op", "project", "dry_run", NULL};
 static const char *const rp_fields_answer[] = {"v", "op", "gate", "choice", "by", NULL};
-static const char *const rp_fields_gates[] = {"v", "op", "state", "limit", "project", NULL};
+static const char *const rp_fields_gates[] = {"v",      "op",     "state",  "limit",
+                                               "project", "kind", "queue", "origin",
+                                               "reason", "older_than_seconds", "after", NULL};
 static const char *const rp_fields_status[] = {"v", "op", NULL};
 
 static const char *const *rp_fields_of(rp_op op) {
@@ -145,7 +150,24 @@ static rp_status rp_validate_gates(const json_t *root, rp_request *out, rp_proto
                          RP_PROTO_LIMIT_DEFAULT, "", &limit, err)) != RP_OK)
         return st;
     out->gates.limit = (int)limit;
-    return rp_get_name(root, "project", &out->gates.project, err);
+    if ((st = rp_get_name(root, "project", &out->gates.project, err)) != RP_OK) return st;
+    static const char kinds[] = "one of delivery_exhausted, bus_dead_lettered";
+    if ((st = rp_get_word(root, "kind", false, kinds, &w, err)) != RP_OK) return st;
+    if (w != NULL) {
+        if (!rp_gate_kind_parse(json_string_value(w), &out->gates.kind) ||
+            strlen(json_string_value(w)) != json_string_length(w))
+            return rp_bad_word(w, "kind", kinds, err);
+        out->gates.has_kind = true;
+    }
+    if ((st = rp_get_name(root, "queue", &out->gates.queue, err)) != RP_OK ||
+        (st = rp_get_name(root, "origin", &out->gates.origin, err)) != RP_OK ||
+        (st = rp_get_name(root, "reason", &out->gates.reason, err)) != RP_OK)
+        return st;
+    if ((st = rp_get_int(root, "older_than_seconds", false, 1, RP_PROTO_OLDER_THAN_MAX, 0, "",
+                         &out->gates.older_than_seconds, err)) != RP_OK)
+        return st;
+    return rp_get_int(root, "after", false, 1, INT64_MAX, 0, "a gate id, a positive integer",
+                      &out->gates.after, err);
 }
 
 static rp_status rp_validate(const json_t *root, rp_request *out, rp_proto_error *err) {
@@ -264,6 +286,17 @@ static json_t *rp_request_tree(const rp_request *req) {
              rp__set(t, "limit", json_integer(req->gates.limit));
         if (ok && req->gates.project != NULL)
             ok = rp__set(t, "project", rp__json_string(req->gates.project));
+        if (ok && req->gates.has_kind)
+            ok = rp__set(t, "kind", json_string(rp_gate_kind_string(req->gates.kind)));
+        if (ok && req->gates.queue != NULL)
+            ok = rp__set(t, "queue", rp__json_string(req->gates.queue));
+        if (ok && req->gates.origin != NULL)
+            ok = rp__set(t, "origin", rp__json_string(req->gates.origin));
+        if (ok && req->gates.reason != NULL)
+            ok = rp__set(t, "reason", rp__json_string(req->gates.reason));
+        if (ok && req->gates.older_than_seconds != 0)
+            ok = rp__set(t, "older_than_seconds", json_integer(req->gates.older_than_seconds));
+        if (ok && req->gates.after != 0) ok = rp__set(t, "after", json_integer(req->gates.after));
         break;
     default:
         break;

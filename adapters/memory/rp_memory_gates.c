@@ -3,12 +3,29 @@
 #include <string.h>
 
 #include "rp_memory_internal.h"
+#include "rp_untrusted.h"
 
-static bool rp_gate_wanted(const rp_gate *g, const rp_gate_query *q) {
+static bool rp_str_is(const char *have, const char *want) {
+    return want == NULL || (have != NULL && strcmp(have, want) == 0);
+}
+
+/* Whether g matches q's filters (q->after aside); origin and reason as
+ * stored: rendered (rp_untrusted.h). */
+static bool rp_gate_wanted(const rp_memory *m, const rp_gate *g, const rp_gate_query *q,
+                           const char *origin, const char *reason) {
     if (q->state == RP_GATE_STATE_OPEN && g->answered) return false;
     if (q->state == RP_GATE_STATE_ANSWERED && !g->answered) return false;
-    if (q->project && (g->project == NULL || strcmp(g->project, q->project) != 0)) return false;
-    return true;
+    if (q->has_kind && g->kind != q->kind) return false;
+    if (q->older_than_ms > 0 && g->created_at > m->now - q->older_than_ms) return false;
+    return rp_str_is(g->project, q->project) && rp_str_is(g->queue, q->queue) &&
+           rp_str_is(g->origin_queue, origin) && rp_str_is(g->reason, reason);
+}
+
+/* s rendered as the store keeps untrusted values, or NULL for NULL. */
+static rp_status rp_shown(const char *s, char **out) {
+    *out = NULL;
+    if (s == NULL) return RP_OK;
+    return rp_untrusted_render((rp_bytes){(const uint8_t *)s, strlen(s)}, out);
 }
 
 static rp_status rp_gate_copy(rp_gate *dst, const rp_gate *src) {
@@ -28,34 +45,58 @@ static rp_status rp_gate_copy(rp_gate *dst, const rp_gate *src) {
     return RP_OK;
 }
 
-static rp_status rp_list(void *self, const rp_gate_query *q, rp_gate **gates, size_t *n) {
+static rp_status rp_list(void *self, const rp_gate_query *q, rp_gate **gates, size_t *n,
+                         rp_gate_page *page) {
     rp_memory *m = self;
     *gates = NULL;
     *n = 0;
+    if (page != NULL) *page = (rp_gate_page){0};
     rp_status st = rp__mem_enter(m, RP_MEM_LIST_GATES);
     if (st != RP_OK) return st;
-    if (q->limit < 1 || q->limit > 1000) return RP_ERR_INVALID;
+    if (q->limit < 1 || q->limit > 1000 || q->older_than_ms < 0 || q->after < 0)
+        return RP_ERR_INVALID;
+    char *origin = NULL, *reason = NULL;
+    if (rp_shown(q->origin, &origin) != RP_OK || rp_shown(q->reason, &reason) != RP_OK) {
+        free(origin);
+        return RP_ERR_NOMEM;
+    }
     size_t cap = q->limit < m->n_gates ? q->limit : m->n_gates;
-    if (cap == 0) return RP_OK;
-    rp_gate *out = calloc(cap, sizeof *out);
-    if (out == NULL) return RP_ERR_NOMEM;
+    rp_gate *out = cap > 0 ? calloc(cap, sizeof *out) : NULL;
+    if (cap > 0 && out == NULL) {
+        free(origin);
+        free(reason);
+        return RP_ERR_NOMEM;
+    }
     size_t k = 0;
-    for (size_t i = m->n_gates; i-- > 0 && k < cap;) { /* newest first */
-        if (!rp_gate_wanted(&m->gates[i], q)) continue;
-        st = rp_gate_copy(&out[k], &m->gates[i]);
+    int64_t total = 0, next = 0;
+    for (size_t i = m->n_gates; i-- > 0;) { /* newest first */
+        const rp_gate *g = &m->gates[i];
+        if (!rp_gate_wanted(m, g, q, origin, reason)) continue;
+        total++;
+        if (q->after > 0 && g->id >= q->after) continue;
+        if (k == cap) {
+            if (next == 0) next = out[k - 1].id; /* one more matches below the page */
+            continue;
+        }
+        st = rp_gate_copy(&out[k], g);
         if (st != RP_OK) {
             for (size_t j = 0; j < k; j++) rp_gate_cleanup(&out[j]);
             free(out);
+            free(origin);
+            free(reason);
             return st;
         }
         k++;
     }
+    free(origin);
+    free(reason);
     if (k == 0) {
         free(out);
         out = NULL;
     }
     *gates = out;
     *n = k;
+    if (page != NULL) *page = (rp_gate_page){.total = total, .next_after = next};
     return RP_OK;
 }
 

@@ -8,6 +8,7 @@
 
 #include "rp_log.h"
 #include "rp_pg_store_internal.h"
+#include "rp_untrusted.h"
 
 static char *rp_dup(const char *s, bool *ok) {
     if (s == NULL) return NULL;
@@ -48,29 +49,61 @@ static rp_status rp_gate_from_row(const PGresult *r, int i, int64_t claim_second
     return RP_OK;
 }
 
-static rp_status rp_list(void *self, const rp_gate_query *q, rp_gate **gates, size_t *n) {
+static rp_status rp_list_query(rp_pg_store *s, const rp_gate_query *q, const char *origin,
+                               const char *reason, rp_gate **gates, size_t *n, rp_gate_page *page);
+
+static rp_status rp_list(void *self, const rp_gate_query *q, rp_gate **gates, size_t *n,
+                         rp_gate_page *page) {
     rp_pg_store *s = self;
     *gates = NULL;
     *n = 0;
+    if (page != NULL) *page = (rp_gate_page){0};
     if (q == NULL || q->limit < 1 || q->limit > 1000 || (int)q->state < 0 ||
-        q->state >= RP_GATE_STATE_COUNT_)
+        q->state >= RP_GATE_STATE_COUNT_ || q->older_than_ms < 0 || q->after < 0 ||
+        (q->has_kind && ((int)q->kind < 0 || q->kind >= RP_GATE_KIND_COUNT_)))
         return RP_ERR_INVALID;
+    /* origin and reason are kept rendered (rp_untrusted.h): so is the filter. */
+    char *origin = NULL, *reason = NULL;
+    if ((q->origin != NULL &&
+         rp_untrusted_render((rp_bytes){(const uint8_t *)q->origin, strlen(q->origin)}, &origin) !=
+             RP_OK) ||
+        (q->reason != NULL &&
+         rp_untrusted_render((rp_bytes){(const uint8_t *)q->reason, strlen(q->reason)}, &reason) !=
+             RP_OK)) {
+        free(origin);
+        return RP_ERR_NOMEM;
+    }
+    rp_status st = rp_list_query(s, q, origin, reason, gates, n, page);
+    free(origin);
+    free(reason);
+    return st;
+}
+
+static rp_status rp_list_query(rp_pg_store *s, const rp_gate_query *q, const char *origin,
+                               const char *reason, rp_gate **gates, size_t *n, rp_gate_page *page) {
     rp_status st = rp__pg_enter(s, RP__PG_READ, "list_gates");
     if (st != RP_OK) return st;
-    char limit[24];
-    const char *vals[] = {rp_gate_state_string(q->state), q->project,
-                          rp__pg_itoa((int64_t)q->limit, limit)};
-    rp__pg_cmd k = {.stmt = RP__PG_GATES, .n = 3, .values = vals};
+    char limit[24], older[24], after[24];
+    const char *vals[] = {rp_gate_state_string(q->state),
+                          q->project,
+                          rp__pg_itoa((int64_t)q->limit, limit),
+                          q->has_kind ? rp_gate_kind_string(q->kind) : NULL,
+                          q->queue,
+                          origin,
+                          reason,
+                          q->older_than_ms > 0 ? rp__pg_itoa(q->older_than_ms, older) : NULL,
+                          q->after > 0 ? rp__pg_itoa(q->after, after) : NULL};
+    rp__pg_cmd k = {.stmt = RP__PG_GATES, .n = 9, .values = vals};
     PGresult *r = NULL;
     st = rp__pg_run(s, &k, 1, &r, "list_gates", NULL);
     if (st != RP_OK) return st;
     int rows = PQntuples(r);
-    if (rows == 0) {
-        PQclear(r);
-        return RP_OK;
-    }
-    rp_gate *out = calloc((size_t)rows, sizeof *out);
-    if (out == NULL) {
+    /* Every row carries the counts; an empty page is one row of NULLs. */
+    int64_t total = rows > 0 ? rp__pg_i64(r, 0, 15) : 0;
+    int64_t rest = rows > 0 ? rp__pg_i64(r, 0, 16) : 0;
+    if (rows == 1 && rp__pg_null(r, 0, 0)) rows = 0;
+    rp_gate *out = rows > 0 ? calloc((size_t)rows, sizeof *out) : NULL;
+    if (rows > 0 && out == NULL) {
         PQclear(r);
         return RP_ERR_NOMEM;
     }
@@ -86,6 +119,9 @@ static rp_status rp_list(void *self, const rp_gate_query *q, rp_gate **gates, si
     PQclear(r);
     *gates = out;
     *n = (size_t)rows;
+    if (page != NULL)
+        *page = (rp_gate_page){.total = total,
+                               .next_after = rest > rows && rows > 0 ? out[rows - 1].id : 0};
     return RP_OK;
 }
 

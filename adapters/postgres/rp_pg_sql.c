@@ -195,16 +195,33 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
 
     /* $1 'open' | 'answered' | 'all', $2 project or NULL, $3 limit. The
      * replay claim and the store's now, to judge it (rp_gate.h). */
+    /* $1 state, $2 project, $3 limit, $4 kind, $5 queue, $6 origin queue,
+     * $7 reason, $8 older than (ms), $9 after (id): NULL filters nothing.
+     * One row per gate of the page, newest first, each with the count of
+     * every match (total) and of the matches from this page on (rest); one
+     * row of NULL gate columns when the page is empty. */
     [RP__PG_GATES] =
         {"gates",
-         "SELECT g.id, g.job_id, g.kind, j.project_id, g.question, g.answer, g.answered_by, "
-         MS("g.answered_at") ", " MS("g.created_at") ", dl.queue, dl.origin_queue, dl.reason, "
-         "g.claimed_by, " MS("g.claimed_at") ", " MS("now()") " "
+         "WITH m AS (SELECT g.id, g.job_id, g.kind, j.project_id, g.question, g.answer, "
+         "g.answered_by, " MS("g.answered_at") " AS answered_ms, " MS("g.created_at")
+         " AS created_ms, dl.queue, dl.origin_queue, dl.reason, g.claimed_by, "
+         MS("g.claimed_at") " AS claimed_ms "
          "FROM {s}.gate g JOIN {s}.job j ON j.id = g.job_id "
          "LEFT JOIN {s}.dead_letter dl ON dl.gate_id = g.id "
          "WHERE ($1::text = 'all' OR ($1::text = 'open') = (g.answer IS NULL)) "
          "AND ($2::text IS NULL OR j.project_id = $2::text) "
-         "ORDER BY g.id DESC LIMIT $3::int8"},
+         "AND ($4::text IS NULL OR g.kind = $4::text) "
+         "AND ($5::text IS NULL OR dl.queue = $5::text) "
+         "AND ($6::text IS NULL OR dl.origin_queue = $6::text) "
+         "AND ($7::text IS NULL OR dl.reason = $7::text) "
+         "AND ($8::int8 IS NULL OR g.created_at <= now() - $8::int8 * interval '1 millisecond')), "
+         "c AS (SELECT count(*) AS total, "
+         "count(*) FILTER (WHERE $9::int8 IS NULL OR id < $9::int8) AS rest FROM m) "
+         "SELECT p.id, p.job_id, p.kind, p.project_id, p.question, p.answer, p.answered_by, "
+         "p.answered_ms, p.created_ms, p.queue, p.origin_queue, p.reason, p.claimed_by, "
+         "p.claimed_ms, " MS("now()") ", c.total, c.rest "
+         "FROM c LEFT JOIN LATERAL (SELECT * FROM m WHERE $9::int8 IS NULL OR m.id < $9::int8 "
+         "ORDER BY m.id DESC LIMIT $3::int8) p ON true ORDER BY p.id DESC"},
     /* $1 gate id: locks the gate so that it is settled once. */
     [RP__PG_GATE_LOCK] = {"gate_lock",
                           "SELECT kind, answer, claimed_by, " MS("claimed_at") ", " MS("now()")

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "client.h"
+#include "duration.h"
 #include "escape.h"
 #include "print.h"
 #include "rp_config.h"
@@ -30,8 +31,11 @@ static void rp_usage(FILE *f) {
             "usage: reaperctl [--config FILE] [--timeout SECONDS] COMMAND [OPTIONS]\n"
             "\n"
             "  reap   [--project P] [--dry-run] [--json]   run one whole pass now\n"
-            "  gates  [--state open|answered|all] [--limit N] [--project P] [--json]\n"
-            "                                              list gates (default: open, 100)\n"
+            "  gates  [--state open|answered|all] [--limit N] [--project P] [--kind K]\n"
+            "         [--queue Q] [--origin Q] [--reason R] [--older-than DURATION]\n"
+            "         [--after ID] [--json]              list gates, newest first (default:\n"
+            "                                              open, 100), with how many match;\n"
+            "                                              --after ID: the next page\n"
             "  answer GATE --choice replay|dismiss|retry [--by NOTE] [--json]\n"
             "                                              answer a gate (once)\n"
             "  status [--json]                             reaperd's state\n"
@@ -71,17 +75,25 @@ static int rp_fail_usage_free(json_t *req, const char *msg) {
 }
 
 int main(int argc, char **argv) {
-    enum { O_PROJECT = 256, O_DRY, O_JSON, O_STATE, O_LIMIT, O_CHOICE, O_BY, O_TIMEOUT };
+    enum {
+        O_PROJECT = 256, O_DRY, O_JSON, O_STATE, O_LIMIT, O_CHOICE, O_BY, O_TIMEOUT,
+        O_KIND, O_QUEUE, O_ORIGIN, O_REASON, O_OLDER, O_AFTER
+    };
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},  {"timeout", required_argument, NULL, O_TIMEOUT},
         {"project", required_argument, NULL, O_PROJECT}, {"dry-run", no_argument, NULL, O_DRY},
         {"json", no_argument, NULL, O_JSON},       {"state", required_argument, NULL, O_STATE},
         {"limit", required_argument, NULL, O_LIMIT}, {"choice", required_argument, NULL, O_CHOICE},
-        {"by", required_argument, NULL, O_BY},     {"version", no_argument, NULL, 'V'},
+        {"by", required_argument, NULL, O_BY},     {"kind", required_argument, NULL, O_KIND},
+        {"queue", required_argument, NULL, O_QUEUE}, {"origin", required_argument, NULL, O_ORIGIN},
+        {"reason", required_argument, NULL, O_REASON},
+        {"older-than", required_argument, NULL, O_OLDER},
+        {"after", required_argument, NULL, O_AFTER}, {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     const char *path = NULL, *project = NULL, *state = NULL, *limit = NULL, *choice = NULL,
-               *by = NULL;
+               *by = NULL, *kind = NULL, *queue = NULL, *origin = NULL, *reason = NULL,
+               *older = NULL, *after = NULL;
     bool dry = false, json = false;
     long timeout_s = 30;
     int ch;
@@ -105,6 +117,12 @@ int main(int argc, char **argv) {
         case O_LIMIT: limit = optarg; break;
         case O_CHOICE: choice = optarg; break;
         case O_BY: by = optarg; break;
+        case O_KIND: kind = optarg; break;
+        case O_QUEUE: queue = optarg; break;
+        case O_ORIGIN: origin = optarg; break;
+        case O_REASON: reason = optarg; break;
+        case O_OLDER: older = optarg; break;
+        case O_AFTER: after = optarg; break;
         case 'V': printf("reaperctl %s\n", RP_VERSION_STRING); return 0;
         case 'h': rp_usage(stdout); return 0;
         case ':': {
@@ -138,6 +156,24 @@ int main(int argc, char **argv) {
             json_object_set_new(req, "limit", json_integer(n));
         }
         if (project) json_object_set_new(req, "project", json_string(project));
+        if (kind) json_object_set_new(req, "kind", json_string(kind));
+        if (queue) json_object_set_new(req, "queue", json_string(queue));
+        if (origin) json_object_set_new(req, "origin", json_string(origin));
+        if (reason) json_object_set_new(req, "reason", json_string(reason));
+        if (older) {
+            int64_t secs;
+            if (!rp_ctl_duration_parse(older, &secs))
+                return rp_fail_usage_free(req, "--older-than takes a duration: 90s, 15m, 2h, 7d "
+                                               "(a whole number, s when no unit)");
+            json_object_set_new(req, "older_than_seconds", json_integer(secs));
+        }
+        if (after) {
+            char *end;
+            long long id = strtoll(after, &end, 10);
+            if (*end || end == after)
+                return rp_fail_usage_free(req, "--after takes a gate id (a whole number)");
+            json_object_set_new(req, "after", json_integer(id));
+        }
     } else if (strcmp(cmd, "answer") == 0) {
         if (optind >= argc) return rp_fail_usage_free(req, "answer needs a GATE id");
         char *end;
@@ -162,7 +198,8 @@ int main(int argc, char **argv) {
         return rp_fail_usage_free(req, m);
     }
     if ((strcmp(cmd, "reap") != 0 && dry) || (strcmp(cmd, "answer") != 0 && (choice || by)) ||
-        (strcmp(cmd, "gates") != 0 && (state || limit)) ||
+        (strcmp(cmd, "gates") != 0 &&
+         (state || limit || kind || queue || origin || reason || older || after)) ||
         (strcmp(cmd, "reap") != 0 && strcmp(cmd, "gates") != 0 && project))
         return rp_fail_usage_free(req, "that option does not go with this command");
 

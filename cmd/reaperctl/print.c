@@ -92,10 +92,23 @@ static void rp_age(long long ms, char *buf, size_t n) {
     else snprintf(buf, n, "%llds", s);
 }
 
+/* How many of the matching gates the page shows, and how to see the next
+ * page (reaperd 0.x before paging sent neither: nothing is said then). */
+static void rp_ctl_print_page(FILE *f, const json_t *r, size_t shown) {
+    const json_t *total = json_object_get(r, "total");
+    if (!json_is_integer(total)) return;
+    fprintf(f, "%zu shown of %lld matching", shown, (long long)json_integer_value(total));
+    const json_t *next = json_object_get(r, "next_after");
+    if (json_is_integer(next))
+        fprintf(f, "; the next page: --after %lld", (long long)json_integer_value(next));
+    fputc('\n', f);
+}
+
 void rp_ctl_print_gates(FILE *f, const json_t *r, long long now_ms) {
     const json_t *gates = json_object_get(r, "gates");
     if (json_array_size(gates) == 0) {
         fprintf(f, "no gates\n");
+        if (json_integer_value(json_object_get(r, "total")) > 0) rp_ctl_print_page(f, r, 0);
         return;
     }
     static const char *const head[] = {"GATE", "KIND", "PROJECT", "QUEUE", "ORIGIN", "REASON",
@@ -146,6 +159,7 @@ void rp_ctl_print_gates(FILE *f, const json_t *r, long long now_ms) {
     }
     rp_table_print(t, f, "");
     rp_table_free(t);
+    rp_ctl_print_page(f, r, json_array_size(gates));
 }
 
 void rp_ctl_print_answer(FILE *f, const json_t *r) {

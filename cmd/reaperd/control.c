@@ -71,6 +71,7 @@ typedef struct rp_ctl {
     rp_status st;
     rp_gate *gates;
     size_t n_gates;
+    rp_gate_page gate_page;
     rp_answer_result answer;
 } rp_ctl;
 
@@ -208,9 +209,16 @@ static void rp_ctl_gates_work(void *ctx, void *arg) {
         .state = c->req.gates.state,
         .limit = (size_t)c->req.gates.limit,
         .project = c->req.gates.project,
+        .has_kind = c->req.gates.has_kind,
+        .kind = c->req.gates.kind,
+        .queue = c->req.gates.queue,
+        .origin = c->req.gates.origin,
+        .reason = c->req.gates.reason,
+        .older_than_ms = c->req.gates.older_than_seconds * 1000,
+        .after = c->req.gates.after,
     };
     const rp_gate_port *g = &r->ports.gates;
-    c->st = g->list(g->self, &q, &c->gates, &c->n_gates);
+    c->st = g->list(g->self, &q, &c->gates, &c->n_gates, &c->gate_page);
 }
 
 static void rp_ctl_gates_done(void *arg, bool cancelled) {
@@ -224,7 +232,7 @@ static void rp_ctl_gates_done(void *arg, bool cancelled) {
         return;
     }
     rp_proto_buf buf = {0};
-    rp_status est = rp_proto_encode_gates_reply(c->gates, c->n_gates, c->enc, &buf);
+    rp_status est = rp_proto_encode_gates_reply(c->gates, c->n_gates, &c->gate_page, c->enc, &buf);
     rp_ctl_encoded(c, est, &buf);
 }
 

@@ -207,7 +207,10 @@ def R(op, **kw):
 
 REAP = lambda project=None, dry_run=False: R("reap", project=project, dry_run=dry_run)
 ANSWER = lambda gate, choice, by=None: R("answer", gate=gate, choice=choice, by=by)
-GATES = lambda state="open", limit=100, project=None: R("gates", state=state, limit=limit, project=project)
+GATES = lambda state="open", limit=100, project=None, kind=None, queue=None, origin=None, reason=None, \
+    older_than_seconds=0, after=0: R("gates", state=state, limit=limit, project=project, kind=kind, queue=queue,
+                                     origin=origin, reason=reason, older_than_seconds=older_than_seconds,
+                                     after=after)
 STATUS = {"op": "status"}
 
 
@@ -238,6 +241,14 @@ def requests_ok():
     req_ok("req_gates_full", "every gates field",
            {"v": 1, "op": "gates", "state": "all", "limit": 1000, "project": "beta"},
            GATES("all", 1000, "beta"))
+    req_ok("req_gates_filters", "every gates filter: kind, queues, reason, age and the next page",
+           {"v": 1, "op": "gates", "state": "open", "limit": 50, "kind": "bus_dead_lettered",
+            "queue": "vibey.orders.dlq", "origin": "vibey.orders", "reason": "rejected",
+            "older_than_seconds": 3600, "after": 1234},
+           GATES("open", 50, None, "bus_dead_lettered", "vibey.orders.dlq", "vibey.orders", "rejected",
+                 3600, 1234))
+    req_ok("req_gates_null_filters", "null filters are absent",
+           {"v": 1, "op": "gates", "kind": None, "queue": None, "after": None}, GATES())
     req_ok("req_gates_limit_1", "the smallest limit",
            {"v": 1, "op": "gates", "state": "answered", "limit": 1}, GATES("answered", 1))
     req_ok("req_status", "status", {"v": 1, "op": "status"}, STATUS)
@@ -373,6 +384,20 @@ def requests_bad():
             op="gates", json_bytes=b'{"v":1,"op":"gates","limit":5e0}')
     req_err("err_gates_limit_minus_zero", "JSON -0 is the integer 0", E, 'got 0', op="gates",
             json_bytes=b'{"v":1,"op":"gates","limit":-0}')
+    req_err("err_gates_kind_unknown", "kind poison", E,
+            'field "kind" must be one of delivery_exhausted, bus_dead_lettered, got "poison"', op="gates",
+            obj={"v": 1, "op": "gates", "kind": "poison"})
+    req_err("err_gates_queue_empty", "an empty queue filter", E, 'field "queue" must not be empty',
+            op="gates", obj={"v": 1, "op": "gates", "queue": ""})
+    req_err("err_gates_older_than_0", "older_than_seconds 0", E,
+            'field "older_than_seconds" must be in 1..315360000, got 0', op="gates",
+            obj={"v": 1, "op": "gates", "older_than_seconds": 0})
+    req_err("err_gates_after_negative", "after -5", E,
+            'field "after" must be in 1..9223372036854775807, got -5', op="gates",
+            obj={"v": 1, "op": "gates", "after": -5})
+    req_err("err_gates_after_string", "after as a string", E,
+            'field "after" must be an integer, got a string', op="gates",
+            obj={"v": 1, "op": "gates", "after": "12"})
     req_err("err_gates_state_unknown", "state closed", E,
             'field "state" must be one of open, answered, all, got "closed"', op="gates",
             obj={"v": 1, "op": "gates", "state": "closed"})
@@ -563,7 +588,8 @@ def replies():
                "choices": ["replay", "dismiss"], "state": "answered", "answer": "replay",
                "answered_by": "alice", "answered_at": "2024-05-01T13:00:00.000Z",
                "created_at": "2024-05-01T12:01:00.000Z", "queue": "vibey.orders.dlq",
-               "origin_queue": "vibey.orders", "reason": "rejected"}]}), "gates_two")
+               "origin_queue": "vibey.orders", "reason": "rejected"}], "total": 7, "next_after": 5}),
+          "gates_two")
     reply("reply_gates_replaying", "two open gates being replayed: a live claim and a stale one",
           ok_reply("gates", {"gates": [
               {"id": 8, "job_id": 45, "kind": "bus_dead_lettered", "project": "vibey",
@@ -579,8 +605,8 @@ def replies():
                "answered_at": None, "created_at": "2024-05-01T12:01:30.000Z", "queue": "vibey.orders.dlq",
                "origin_queue": "vibey.orders", "reason": "expired",
                "replaying": {"by": "web-2:77:1714560000000", "since": "2024-05-01T11:00:00.000Z",
-                             "stale": True}}]}), "gates_replaying")
-    reply("reply_gates_empty", "no gates", ok_reply("gates", {"gates": []}), "gates_empty")
+                             "stale": True}}], "total": 2, "next_after": None}), "gates_replaying")
+    reply("reply_gates_empty", "no gates", ok_reply("gates", {"gates": [], "total": 0, "next_after": None}), "gates_empty")
     reply("reply_status", "status after a pass",
           ok_reply("status", {"version": "0.1.0-7741df0", "broker": "up", "store": "down",
                               "last_pass_at": "2024-05-01T12:00:00.000Z", "open_sightings": 3}), "status")

@@ -458,6 +458,84 @@ static int ctl(char **out, char **err, const char *a1, const char *a2, const cha
     return rp_run_capture(argv, env, out, err);
 }
 
+/* The gates op's filters and pages, over the protocol and through
+ * reaperctl: five poison gates of one project, listed two to a page. */
+static void test_gates_filters_and_pages(void **state) {
+    (void)state;
+    sql("INSERT INTO job (project_id, kind, state, attempts, max_attempts, lease_owner,"
+        " lease_expires_at) SELECT 'pages', 'k', 'leased', 3, 3, 'w', now() - interval '1 minute'"
+        " FROM generate_series(1, 5)");
+    json_t *r = call_json("{\"v\":1,\"op\":\"reap\",\"project\":\"pages\"}");
+    json_decref(r);
+    assert_int_equal(sqln("SELECT count(*) FROM gate g JOIN job j ON j.id = g.job_id"
+                          " WHERE j.project_id = 'pages'"), 5);
+    json_int_t seen[5], after = 0;
+    size_t n_seen = 0;
+    for (int page = 0; page < 3; page++) {
+        char req[256];
+        int len = snprintf(req, sizeof req,
+                           "{\"v\":1,\"op\":\"gates\",\"project\":\"pages\",\"limit\":2,"
+                           "\"kind\":\"delivery_exhausted\"");
+        if (after > 0) len += snprintf(req + len, sizeof req - (size_t)len, ",\"after\":%lld", (long long)after);
+        snprintf(req + len, sizeof req - (size_t)len, "}");
+        r = call_json(req);
+        assert_true(json_is_true(json_object_get(r, "ok")));
+        json_t *res = json_object_get(r, "result");
+        assert_int_equal(json_integer_value(json_object_get(res, "total")), 5);
+        json_t *gates = json_object_get(res, "gates");
+        assert_int_equal(json_array_size(gates), page < 2 ? 2 : 1);
+        size_t i;
+        json_t *g;
+        json_array_foreach(gates, i, g) {
+            json_int_t id = json_integer_value(json_object_get(g, "id"));
+            if (n_seen > 0) assert_true(id < seen[n_seen - 1]);
+            seen[n_seen++] = id;
+        }
+        json_t *next = json_object_get(res, "next_after");
+        if (page < 2) {
+            assert_int_equal(json_integer_value(next), seen[n_seen - 1]);
+            after = json_integer_value(next);
+        } else {
+            assert_true(json_is_null(next));
+        }
+        json_decref(r);
+    }
+    assert_int_equal(n_seen, 5);
+    /* Filters that match nothing; a filter the codec refuses. */
+    r = call_json("{\"v\":1,\"op\":\"gates\",\"project\":\"pages\",\"kind\":\"bus_dead_lettered\"}");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "result"), "total")), 0);
+    json_decref(r);
+    r = call_json("{\"v\":1,\"op\":\"gates\",\"project\":\"pages\",\"older_than_seconds\":3600}");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "result"), "total")), 0);
+    json_decref(r);
+    r = call_json("{\"v\":1,\"op\":\"gates\",\"kind\":\"poison\"}");
+    assert_string_equal(err_code(r), "bad_request");
+    json_decref(r);
+
+    /* reaperctl: the page line, then the next page by --after. */
+    char *out, *err;
+    assert_int_equal(ctl(&out, &err, "gates", "--project", "pages", "--limit", "2"), 0);
+    char want[128];
+    snprintf(want, sizeof want, "2 shown of 5 matching; the next page: --after %lld",
+             (long long)seen[1]);
+    assert_non_null(strstr(out, want));
+    free(out);
+    free(err);
+    char last[32];
+    snprintf(last, sizeof last, "%lld", (long long)seen[3]);
+    assert_int_equal(ctl(&out, &err, "gates", "--project", "pages", "--after", last), 0);
+    assert_non_null(strstr(out, "1 shown of 5 matching\n"));
+    free(out);
+    free(err);
+    assert_int_equal(ctl(&out, &err, "gates", "--older-than", "2x", NULL, NULL), 2);
+    assert_non_null(strstr(err, "--older-than"));
+    free(out);
+    free(err);
+    assert_int_equal(ctl(&out, &err, "status", "--reason", "expired", NULL, NULL), 2);
+    free(out);
+    free(err);
+}
+
 /* reaperctl: tables for people, --json for scripts, exit codes 0/1/2. */
 static void test_reaperctl(void **state) {
     (void)state;
@@ -765,6 +843,7 @@ int main(void) {
         cmocka_unit_test(test_gates_and_answers),
         cmocka_unit_test(test_hostile_requests),
         cmocka_unit_test(test_reaperctl),
+        cmocka_unit_test(test_gates_filters_and_pages),
         cmocka_unit_test(test_reaperctl_ignores_forged_replies),
         cmocka_unit_test(test_events_feed),
         cmocka_unit_test(test_status_answers_during_a_long_reap),

@@ -191,7 +191,7 @@ static void test_unreachable_store(void **state) {
     rp_gate *g;
     size_t n;
     rp_gate_query gq = {.state = RP_GATE_STATE_ALL, .limit = 5};
-    assert_int_equal(f->ports.gates.list(f->ports.gates.self, &gq, &g, &n), RP_ERR_UNAVAILABLE);
+    assert_int_equal(f->ports.gates.list(f->ports.gates.self, &gq, &g, &n, NULL), RP_ERR_UNAVAILABLE);
     rp_answer_result a;
     assert_int_equal(f->ports.gates.answer(f->ports.gates.self, 1, RP_CHOICE_RETRY, NULL, NULL, &a),
                      RP_ERR_UNAVAILABLE);

@@ -563,7 +563,7 @@ static void test_gate_list(void **state) {
     rp_gate *g;
     size_t n;
     rp_gate_query q = {.state = RP_GATE_STATE_OPEN, .limit = 10};
-    assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_OK);
+    assert_int_equal(gp->list(gp->self, &q, &g, &n, NULL), RP_OK);
     assert_int_equal(n, 3);
     /* Newest first. */
     assert_int_equal(g[0].id, bus);
@@ -588,26 +588,26 @@ static void test_gate_list(void **state) {
     free_gates(g, n);
     /* Limit, project, state. */
     q.limit = 2;
-    assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_OK);
+    assert_int_equal(gp->list(gp->self, &q, &g, &n, NULL), RP_OK);
     assert_int_equal(n, 2);
     free_gates(g, n);
     q.limit = 10;
     q.project = "beta";
-    assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_OK);
+    assert_int_equal(gp->list(gp->self, &q, &g, &n, NULL), RP_OK);
     assert_int_equal(n, 1);
     assert_int_equal(g[0].id, beta);
     free_gates(g, n);
     q.project = "nobody";
-    assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_OK);
+    assert_int_equal(gp->list(gp->self, &q, &g, &n, NULL), RP_OK);
     assert_int_equal(n, 0);
     assert_null(g);
     q.project = NULL;
     q.state = RP_GATE_STATE_ANSWERED;
-    assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_OK);
+    assert_int_equal(gp->list(gp->self, &q, &g, &n, NULL), RP_OK);
     assert_int_equal(n, 0);
     rp_answer_result a;
     assert_int_equal(gp->answer(gp->self, beta, RP_CHOICE_DISMISS, "ops", NULL, &a), RP_OK);
-    assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_OK);
+    assert_int_equal(gp->list(gp->self, &q, &g, &n, NULL), RP_OK);
     assert_int_equal(n, 1);
     assert_true(g[0].answered);
     assert_int_equal(g[0].answer, RP_CHOICE_DISMISS);
@@ -615,11 +615,119 @@ static void test_gate_list(void **state) {
     assert_true(g[0].answered_at >= g[0].created_at);
     free_gates(g, n);
     q.state = RP_GATE_STATE_ALL;
-    assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_OK);
+    assert_int_equal(gp->list(gp->self, &q, &g, &n, NULL), RP_OK);
     assert_int_equal(n, 3);
     free_gates(g, n);
     q.limit = 0;
-    assert_int_equal(gp->list(gp->self, &q, &g, &n), RP_ERR_INVALID);
+    assert_int_equal(gp->list(gp->self, &q, &g, &n, NULL), RP_ERR_INVALID);
+}
+
+/* Lists every page of q (limit as set) and checks that each page follows
+ * the last one (ids descending), that each reports total, and that the
+ * pages hold exactly total gates. Returns the ids seen, in order. */
+static size_t list_all_pages(pgfx *f, rp_gate_query q, int64_t total, int64_t *ids, size_t cap) {
+    const rp_gate_port *gp = &f->ports.gates;
+    size_t seen = 0;
+    q.after = 0;
+    for (int pages = 0; pages < 100; pages++) {
+        rp_gate *g;
+        size_t n;
+        rp_gate_page page = {-1, -1};
+        assert_int_equal(gp->list(gp->self, &q, &g, &n, &page), RP_OK);
+        assert_int_equal(page.total, total);
+        for (size_t i = 0; i < n; i++) {
+            assert_true(seen < cap);
+            if (seen > 0) assert_true(g[i].id < ids[seen - 1]);
+            ids[seen++] = g[i].id;
+        }
+        free_gates(g, n);
+        if (page.next_after == 0) break;
+        assert_int_equal((size_t)n, q.limit); /* only a full page has a next one */
+        assert_int_equal(page.next_after, ids[seen - 1]);
+        q.after = page.next_after;
+    }
+    assert_int_equal((int64_t)seen, total);
+    return seen;
+}
+
+static void test_gate_list_filters_and_pages(void **state) {
+    pgfx *f = *state;
+    int64_t alpha, beta, bus;
+    make_gates(f, &alpha, &beta, &bus);
+    static const uint8_t body[] = "y";
+    char id[16];
+    for (int i = 1; i <= 6; i++) {
+        letter l;
+        snprintf(id, sizeof id, "m-%d", i);
+        make_letter(&l, id, body, 1);
+        assert_int_equal(park(f, &l, false, RP_OK), RP_PARKED_NEW);
+    }
+    /* Seven dead-letter gates: three expired, four rejected; two of the
+     * rejected ones found on another dead-letter queue, from another queue;
+     * the two oldest gates opened two hours ago. Origin and reason are
+     * stored rendered (quoted), and filtered by the value as published. */
+    pgfx_exec(f, "UPDATE dead_letter SET reason = CASE WHEN gate_id IN (SELECT gate_id"
+                 " FROM dead_letter ORDER BY gate_id LIMIT 3) THEN '\"expired\"' ELSE '\"rejected\"' END, origin_queue = '\"vibey.orders\"'");
+    pgfx_exec(f, "UPDATE dead_letter SET queue = 'vibey.mail.dlq', origin_queue = '\"vibey.mail\"'"
+                 " WHERE gate_id IN (SELECT gate_id FROM dead_letter ORDER BY gate_id DESC LIMIT 2)");
+    pgfx_exec(f, "UPDATE gate SET created_at = now() - interval '2 hours'"
+                 " WHERE id IN (%" PRId64 ", %" PRId64 ")", alpha, beta);
+
+    int64_t ids[16];
+    rp_gate_query q = {.state = RP_GATE_STATE_OPEN, .limit = 3};
+    /* Every open gate, three to a page: 3 + 3 + 3. */
+    assert_int_equal(list_all_pages(f, q, 9, ids, 16), 9);
+    assert_int_equal(ids[0], pgfx_i64(f, "SELECT max(id) FROM gate"));
+    assert_int_equal(ids[8], alpha);
+    /* By kind, reason, queues, age; pages of two. */
+    q.limit = 2;
+    q.has_kind = true;
+    q.kind = RP_GATE_BUS_DEAD_LETTERED;
+    assert_int_equal(list_all_pages(f, q, 7, ids, 16), 7);
+    q.kind = RP_GATE_DELIVERY_EXHAUSTED;
+    assert_int_equal(list_all_pages(f, q, 2, ids, 16), 2);
+    assert_int_equal(ids[0], beta);
+    q.has_kind = false;
+    q.reason = "expired";
+    assert_int_equal(list_all_pages(f, q, 3, ids, 16), 3);
+    q.reason = "rejected";
+    q.queue = "vibey.orders.dlq";
+    assert_int_equal(list_all_pages(f, q, 2, ids, 16), 2);
+    q.queue = NULL;
+    q.origin = "vibey.mail";
+    assert_int_equal(list_all_pages(f, q, 2, ids, 16), 2);
+    q.reason = NULL;
+    q.origin = "nowhere";
+    assert_int_equal(list_all_pages(f, q, 0, ids, 16), 0);
+    q.origin = NULL;
+    q.older_than_ms = 3600 * 1000;
+    assert_int_equal(list_all_pages(f, q, 2, ids, 16), 2);
+    q.older_than_ms = 3 * 3600 * 1000;
+    assert_int_equal(list_all_pages(f, q, 0, ids, 16), 0);
+    q.older_than_ms = 0;
+
+    /* A page past the last gate is empty and still says how many match. */
+    const rp_gate_port *gp = &f->ports.gates;
+    rp_gate *g;
+    size_t n;
+    rp_gate_page page;
+    q.after = alpha;
+    assert_int_equal(gp->list(gp->self, &q, &g, &n, &page), RP_OK);
+    assert_int_equal(n, 0);
+    assert_null(g);
+    assert_int_equal(page.total, 9);
+    assert_int_equal(page.next_after, 0);
+    /* A page of exactly what is left has no next one. */
+    q.after = pgfx_i64(f, "SELECT min(id) FROM gate WHERE id > %" PRId64, beta);
+    assert_int_equal(gp->list(gp->self, &q, &g, &n, &page), RP_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(page.next_after, 0);
+    free_gates(g, n);
+    q.after = -1;
+    assert_int_equal(gp->list(gp->self, &q, &g, &n, &page), RP_ERR_INVALID);
+    q.after = 0;
+    q.older_than_ms = -1;
+    assert_int_equal(gp->list(gp->self, &q, &g, &n, &page), RP_ERR_INVALID);
 }
 
 static void test_gate_answers(void **state) {
@@ -751,6 +859,7 @@ int main(void) {
         T(test_park_same_message_id_two_origins),
         T(test_park_race_two_sessions),
         T(test_gate_list),
+        T(test_gate_list_filters_and_pages),
         T(test_gate_answers),
         T(test_gate_answered_once_under_a_race),
     };

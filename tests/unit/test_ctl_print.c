@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "duration.h"
 #include "escape.h"
 #include "print.h"
 
@@ -35,6 +36,8 @@ static char *capture(void (*fn)(FILE *, const json_t *), const json_t *j) {
     fclose(f);
     return buf;
 }
+
+static void rp_ctl_print_gates_now0(FILE *f, const json_t *r) { rp_ctl_print_gates(f, r, 0); }
 
 static void test_escaped(void **state) {
     (void)state;
@@ -85,6 +88,55 @@ static void test_gates_table(void **state) {
     json_decref(r);
 }
 
+static void test_gates_page_line(void **state) {
+    (void)state;
+    json_t *r = json_pack("{s:[{s:i, s:s}], s:i, s:i}", "gates", "id", 9, "kind",
+                          "bus_dead_lettered", "total", 250, "next_after", 9);
+    char *out = capture(rp_ctl_print_gates_now0, r);
+    assert_non_null(strstr(out, "1 shown of 250 matching; the next page: --after 9\n"));
+    free(out);
+    json_object_set_new(r, "next_after", json_null());
+    json_object_set_new(r, "total", json_integer(1));
+    out = capture(rp_ctl_print_gates_now0, r);
+    assert_non_null(strstr(out, "1 shown of 1 matching\n"));
+    free(out);
+    /* A page past the last one: nothing shown, the count still said. */
+    json_object_set_new(r, "gates", json_array());
+    json_object_set_new(r, "total", json_integer(4));
+    out = capture(rp_ctl_print_gates_now0, r);
+    assert_string_equal(out, "no gates\n0 shown of 4 matching\n");
+    free(out);
+    /* An older reaperd says neither. */
+    json_object_del(r, "total");
+    out = capture(rp_ctl_print_gates_now0, r);
+    assert_string_equal(out, "no gates\n");
+    free(out);
+    json_decref(r);
+}
+
+static void test_duration(void **state) {
+    (void)state;
+    static const struct {
+        const char *in;
+        bool ok;
+        int64_t s;
+    } cases[] = {
+        {"90", true, 90},        {"90s", true, 90},     {"15m", true, 900},
+        {"2h", true, 7200},      {"7d", true, 604800},  {"3650d", true, 315360000},
+        {"3651d", false, 0},     {"0", false, 0},       {"0s", false, 0},
+        {"", false, 0},          {"-5m", false, 0},     {"+5m", false, 0},
+        {" 5m", false, 0},       {"5 m", false, 0},     {"5mm", false, 0},
+        {"5w", false, 0},        {"m", false, 0},       {"99999999999999999999", false, 0},
+        {"315360001", false, 0}, {"87600h", true, 315360000},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t s = -1;
+        bool ok = rp_ctl_duration_parse(cases[i].in, &s);
+        if (ok != cases[i].ok || (ok && s != cases[i].s))
+            fail_msg("\"%s\": got %s %lld", cases[i].in, ok ? "ok" : "refused", (long long)s);
+    }
+}
+
 static void test_report_status_answer(void **state) {
     (void)state;
     json_t *rep = json_pack(
@@ -122,6 +174,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escaped),
         cmocka_unit_test(test_gates_table),
+        cmocka_unit_test(test_gates_page_line),
+        cmocka_unit_test(test_duration),
         cmocka_unit_test(test_report_status_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -217,7 +217,7 @@ static void test_gate_feed_publishes_committed_answers_only(void **state) {
     rp_gate_query gq = {.state = RP_GATE_STATE_ALL, .limit = 10};
     rp_gate *gates;
     size_t n;
-    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n), RP_OK);
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n, NULL), RP_OK);
     assert_int_equal(n, 2);
     for (size_t i = 0; i < n; i++) rp_gate_cleanup(&gates[i]);
     free(gates);

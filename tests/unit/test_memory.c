@@ -70,6 +70,69 @@ static void test_move_needs_the_lock(void **state) {
     rp_memory_free(m);
 }
 
+/* Three gates opened a second apart, listed two to a page, and by age. */
+static void test_gates_filters_and_pages(void **state) {
+    (void)state;
+    rp_ports p;
+    rp_memory *m = new_memory(&p);
+    for (int i = 0; i < 3; i++) {
+        rp_memory_set_now(m, NOW + i * 1000);
+        add_expired(m);
+        rp_lease_query q = {.now = NOW + i * 1000, .lock = true};
+        rp_lease_batch b;
+        assert_int_equal(p.store.take_leases(p.store.self, &q, 1, &b), RP_OK);
+        rp_verdict v;
+        parked_verdict(&v);
+        rp_lease_move mv = {.job = &b.jobs[0], .v = &v};
+        assert_int_equal(p.store.commit_leases(p.store.self, &mv, 1), RP_OK);
+        rp_verdict_cleanup(&v);
+    }
+    rp_gate_query gq = {.state = RP_GATE_STATE_OPEN, .limit = 2};
+    rp_gate *g;
+    size_t n;
+    rp_gate_page page;
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &g, &n, &page), RP_OK);
+    assert_int_equal(n, 2);
+    assert_true(g[0].id > g[1].id);
+    assert_int_equal(page.total, 3);
+    assert_int_equal(page.next_after, g[1].id);
+    gq.after = page.next_after;
+    for (size_t i = 0; i < n; i++) rp_gate_cleanup(&g[i]);
+    free(g);
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &g, &n, &page), RP_OK);
+    assert_int_equal(n, 1);
+    assert_true(g[0].id < gq.after);
+    assert_int_equal(page.total, 3);
+    assert_int_equal(page.next_after, 0);
+    int64_t oldest = g[0].id;
+    rp_gate_cleanup(&g[0]);
+    free(g);
+    /* At NOW + 2000, older than 1.5 s: only the first gate. */
+    gq = (rp_gate_query){.state = RP_GATE_STATE_OPEN, .limit = 10, .older_than_ms = 1500};
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &g, &n, &page), RP_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(g[0].id, oldest);
+    assert_int_equal(page.total, 1);
+    rp_gate_cleanup(&g[0]);
+    free(g);
+    /* Kind and reason: poison gates are delivery_exhausted, with no reason. */
+    gq = (rp_gate_query){.state = RP_GATE_STATE_ALL, .limit = 10, .has_kind = true,
+                         .kind = RP_GATE_BUS_DEAD_LETTERED};
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &g, &n, &page), RP_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(page.total, 0);
+    gq.kind = RP_GATE_DELIVERY_EXHAUSTED;
+    gq.reason = "rejected";
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &g, &n, &page), RP_OK);
+    assert_int_equal(page.total, 0);
+    gq.reason = NULL;
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &g, &n, &page), RP_OK);
+    assert_int_equal(page.total, 3);
+    for (size_t i = 0; i < n; i++) rp_gate_cleanup(&g[i]);
+    free(g);
+    rp_memory_free(m);
+}
+
 static void test_gates_list_and_answer(void **state) {
     (void)state;
     rp_ports p;
@@ -88,7 +151,7 @@ static void test_gates_list_and_answer(void **state) {
     rp_gate_query gq = {.state = RP_GATE_STATE_OPEN, .limit = 10};
     rp_gate *gates;
     size_t n;
-    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n), RP_OK);
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n, NULL), RP_OK);
     assert_int_equal(n, 1);
     assert_int_equal(gates[0].kind, RP_GATE_DELIVERY_EXHAUSTED);
     assert_int_equal(gates[0].job_id, id);
@@ -104,7 +167,7 @@ static void test_gates_list_and_answer(void **state) {
     held->claim = RP_GATE_CLAIM_STALE;
     held->claimed_by = strdup("ghost:1:2");
     held->claimed_at = NOW - 1000;
-    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n), RP_OK);
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n, NULL), RP_OK);
     assert_int_equal(n, 1);
     assert_int_equal(gates[0].claim, RP_GATE_CLAIM_STALE);
     assert_string_equal(gates[0].claimed_by, "ghost:1:2");
@@ -117,11 +180,11 @@ static void test_gates_list_and_answer(void **state) {
     held->claim = RP_GATE_CLAIM_NONE;
     held->claimed_at = 0;
     gq.project = "beta";
-    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n), RP_OK);
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n, NULL), RP_OK);
     assert_int_equal(n, 0);
     assert_null(gates);
     gq.limit = 0;
-    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n), RP_ERR_INVALID);
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n, NULL), RP_ERR_INVALID);
 
     rp_answer_result a;
     assert_int_equal(p.gates.answer(p.gates.self, gate, RP_CHOICE_REPLAY, "ops", NULL, &a),
@@ -141,7 +204,7 @@ static void test_gates_list_and_answer(void **state) {
     assert_int_equal(rp_memory_job(m, id)->state, RP_JOB_READY);
 
     gq = (rp_gate_query){.state = RP_GATE_STATE_ANSWERED, .limit = 10};
-    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n), RP_OK);
+    assert_int_equal(p.gates.list(p.gates.self, &gq, &gates, &n, NULL), RP_OK);
     assert_int_equal(n, 1);
     assert_true(gates[0].answered);
     assert_string_equal(gates[0].answered_by, "ops");
@@ -256,6 +319,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_move_needs_the_lock),
         cmocka_unit_test(test_gates_list_and_answer),
+        cmocka_unit_test(test_gates_filters_and_pages),
         cmocka_unit_test(test_single_queue_reads_and_timeout),
         cmocka_unit_test(test_append_and_failure_injection),
         cmocka_unit_test(test_next_lease_deadline),

@@ -688,7 +688,7 @@ static void test_gates_reply_round_trip(void **state) {
         rp_proto_buf b;
         rp_proto_reply_view view;
         rp_proto_buf_init(&b);
-        assert_int_equal(rp_proto_encode_gates_reply(g, N, (rp_encoding)e, &b), RP_OK);
+        assert_int_equal(rp_proto_encode_gates_reply(g, N, NULL, (rp_encoding)e, &b), RP_OK);
         json_t *t = read_back(&b, (rp_encoding)e, &view);
         assert_string_equal(view.op, "gates");
         const json_t *a = json_object_get(view.result, "gates");
@@ -825,8 +825,8 @@ static void test_encoders_refuse_bad_input(void **state) {
     rp_report_cleanup(&r);
     rp_gate_init(&g);
     g.kind = RP_GATE_KIND_COUNT_;
-    assert_int_equal(rp_proto_encode_gates_reply(&g, 1, RP_ENC_JSON, &b), RP_ERR_INVALID);
-    assert_int_equal(rp_proto_encode_gates_reply(NULL, 1, RP_ENC_JSON, &b), RP_ERR_INVALID);
+    assert_int_equal(rp_proto_encode_gates_reply(&g, 1, NULL, RP_ENC_JSON, &b), RP_ERR_INVALID);
+    assert_int_equal(rp_proto_encode_gates_reply(NULL, 1, NULL, RP_ENC_JSON, &b), RP_ERR_INVALID);
     assert_int_equal(rp_proto_encode_answer_reply(1, RP_CHOICE_COUNT_, RP_OUTCOME_RETRIED, RP_ENC_JSON, &b),
                      RP_ERR_INVALID);
     assert_int_equal(rp_proto_encode_answer_reply(1, RP_CHOICE_RETRY, RP_OUTCOME_COUNT_, RP_ENC_JSON, &b),

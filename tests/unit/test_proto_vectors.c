@@ -206,17 +206,20 @@ static bool fixture_encode(const char *name, rp_encoding enc, rp_proto_buf *out)
     } else if (strcmp(name, "gates_two") == 0) {
         rp_gate g[2];
         gates_two(g);
-        st = rp_proto_encode_gates_reply(g, 2, enc, out);
+        rp_gate_page gp = {.total = 7, .next_after = 5}; /* five more below gate 5 */
+        st = rp_proto_encode_gates_reply(g, 2, &gp, enc, out);
         rp_gate_cleanup(&g[0]);
         rp_gate_cleanup(&g[1]);
     } else if (strcmp(name, "gates_replaying") == 0) {
         rp_gate g[2];
         gates_replaying(g);
-        st = rp_proto_encode_gates_reply(g, 2, enc, out);
+        rp_gate_page gp = {.total = 2, .next_after = 0};
+        st = rp_proto_encode_gates_reply(g, 2, &gp, enc, out);
         rp_gate_cleanup(&g[0]);
         rp_gate_cleanup(&g[1]);
     } else if (strcmp(name, "gates_empty") == 0) {
-        st = rp_proto_encode_gates_reply(NULL, 0, enc, out);
+        rp_gate_page gp0 = {0};
+        st = rp_proto_encode_gates_reply(NULL, 0, &gp0, enc, out);
     } else if (strcmp(name, "status") == 0) {
         rp_proto_status s = {"0.1.0-7741df0", true, false, 1714564800000, 3};
         st = rp_proto_encode_status_reply(&s, enc, out);
@@ -282,7 +285,15 @@ static bool request_matches(const rp_request *req, const json_t *want, char *why
     case RP_OP_GATES:
         if (!same_str(rp_gate_state_string(req->gates.state), jstr(want, "state")) ||
             req->gates.limit != json_integer_value(json_object_get(want, "limit")) ||
-            !same_str(req->gates.project, jstr(want, "project"))) {
+            !same_str(req->gates.project, jstr(want, "project")) ||
+            !same_str(req->gates.has_kind ? rp_gate_kind_string(req->gates.kind) : NULL,
+                      jstr(want, "kind")) ||
+            !same_str(req->gates.queue, jstr(want, "queue")) ||
+            !same_str(req->gates.origin, jstr(want, "origin")) ||
+            !same_str(req->gates.reason, jstr(want, "reason")) ||
+            req->gates.older_than_seconds !=
+                json_integer_value(json_object_get(want, "older_than_seconds")) ||
+            req->gates.after != json_integer_value(json_object_get(want, "after"))) {
             snprintf(why, size, "gates state %s limit %d project %s", rp_gate_state_string(req->gates.state),
                      req->gates.limit, req->gates.project ? req->gates.project : "(null)");
             return false;
