@@ -226,9 +226,13 @@ static void test_stalled_evicted_fenced(void **state) {
     rp_long_held_job job = l.jobs[0];
     assert_int_equal(job.id, keep);
     assert_true(job.claimed_known);
-    pgfx_exec(f, "UPDATE job SET lease_owner = 'worker-9' WHERE id = %" PRId64, keep);
     job.lease_owner = "worker-8";
     job.project = job.kind = NULL;
+    /* The same owner gave it back and claimed it again: a new hold. */
+    pgfx_exec(f, "UPDATE job SET state = 'ready', lease_owner = NULL, lease_expires_at = NULL"
+                 " WHERE id = %" PRId64, keep);
+    pgfx_exec(f, "UPDATE job SET state = 'leased', lease_owner = 'worker-8', lease_expires_at ="
+                 " now() + interval '1 minute' WHERE id = %" PRId64, keep);
     rp_verdict ev;
     rp_verdict_init(&ev);
     ev.condition = RP_COND_STALLED;
@@ -238,9 +242,25 @@ static void test_stalled_evicted_fenced(void **state) {
     assert_int_equal(rp_verdict_set_unit(&ev, "seconds"), RP_OK);
     rp_event_ref ref;
     assert_int_equal(s->evict_held(s->self, &job, &ev, &ref), RP_ERR_CONFLICT);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job WHERE id = %" PRId64
+                                 " AND state = 'leased' AND lease_owner = 'worker-8'", keep), 1);
+    /* Another owner took it over (same claim time as listed): refused too. */
+    pgfx_exec(f, "ALTER TABLE job DISABLE TRIGGER job_claimed_at");
+    pgfx_exec(f, "UPDATE job SET lease_owner = 'worker-9', claimed_at = to_timestamp(%" PRId64
+                 " / 1000.0) WHERE id = %" PRId64, job.claimed_at, keep);
+    pgfx_exec(f, "ALTER TABLE job ENABLE TRIGGER job_claimed_at");
+    assert_int_equal(s->evict_held(s->self, &job, &ev, &ref), RP_ERR_CONFLICT);
+    /* And the row as listed is evicted (the fence holds both ways). */
+    pgfx_exec(f, "UPDATE job SET lease_owner = 'worker-8' WHERE id = %" PRId64, keep);
+    pgfx_exec(f, "ALTER TABLE job DISABLE TRIGGER job_claimed_at");
+    pgfx_exec(f, "UPDATE job SET claimed_at = to_timestamp(%" PRId64 " / 1000.0) WHERE id = %" PRId64,
+              job.claimed_at, keep);
+    pgfx_exec(f, "ALTER TABLE job ENABLE TRIGGER job_claimed_at");
+    assert_int_equal(s->evict_held(s->self, &job, &ev, &ref), RP_OK);
+    assert_true(ref.seq > 0);
     rp_verdict_cleanup(&ev);
     assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job WHERE id = %" PRId64
-                                 " AND state = 'leased' AND lease_owner = 'worker-9'", keep), 1);
+                                 " AND state = 'ready' AND lease_owner IS NULL", keep), 1);
 }
 
 static void add_ready(pgfx *f, const char *project, const char *kind, int n, const char *run_after) {
