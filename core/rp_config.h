@@ -88,6 +88,10 @@ typedef enum rp_config_key_id {
     RP_CFG_REAP_DEAD_LETTER_PEEK_LIMIT,
     RP_CFG_REAP_OWNED_QUEUE_PATTERN,
     RP_CFG_REAP_POLICY_PRIORITY,
+    RP_CFG_REAP_HELD_CEILING_SECONDS,
+    RP_CFG_REAP_HELD_EVICT_FACTOR,
+    RP_CFG_REAP_WAITING_DEPTH_THRESHOLD,
+    RP_CFG_REAP_QUEUE_DEPTH_THRESHOLD,
     RP_CFG_CONTROL_ALLOWED_USERS,
     RP_CFG_CONTROL_REAP_RATE_SECONDS,
     RP_CFG_CONTROL_REPLAY_CLAIM_SECONDS,
@@ -199,6 +203,11 @@ typedef struct rp_config {
         int64_t dead_letter_peek_limit;
         rp_config_pattern owned_queue_pattern;
         int64_t policy_priority;
+        /* Issue 18: STALLED and WAITING_DEPTH (rp_judge.h). */
+        int64_t held_ceiling_seconds;
+        int64_t held_evict_factor;
+        int64_t waiting_depth_threshold;
+        int64_t queue_depth_threshold;
     } reap;
     struct {
         /* Empty: reaperd's own broker user (the user of broker.url) only;

@@ -92,6 +92,20 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
                                         "to them. Refused if it matches every name or a known "
                                         "foreign one.",
     [RP_CFG_REAP_POLICY_PRIORITY] = "The priority of reaper's broker policies.",
+    [RP_CFG_REAP_HELD_CEILING_SECONDS] =
+        "A leased job held this long (since it was claimed: the `claimed_at` that migration 7's "
+        "trigger keeps, which heartbeats do not move) while its lease is still alive is "
+        "surfaced as `STALLED`, naming the job, its owner and the hold.",
+    [RP_CFG_REAP_HELD_EVICT_FACTOR] = "0: a `STALLED` job is only surfaced. N: a job held N x "
+                                      "`held_ceiling_seconds` is requeued (fenced on its owner "
+                                      "and claim; a `STALLED` / `REQUEUED` ledger event), and "
+                                      "its owner's later settle fails its fence.",
+    [RP_CFG_REAP_WAITING_DEPTH_THRESHOLD] = "More claimable jobs than this of one kind in one "
+                                            "project are surfaced as `WAITING_DEPTH`, with the "
+                                            "depth and the fix (a cap on admission).",
+    [RP_CFG_REAP_QUEUE_DEPTH_THRESHOLD] = "More ready messages than this on an owned work queue "
+                                          "are surfaced as `WAITING_DEPTH`, with the depth and "
+                                          "the fix (a cap on admission).",
     [RP_CFG_CONTROL_ALLOWED_USERS] = "Broker users (the broker-checked `user_id` of a request) "
                                      "allowed to send control requests; empty: reaperd's "
                                      "own broker user only (the user of `broker.url`); "

@@ -15,6 +15,10 @@ void rp_thresholds_default(rp_thresholds *t) {
     t->dead_letter_min_depth = 1;
     t->consumer_timeout_seconds = 21600;
     t->delivery_limit = 20;
+    t->held_ceiling_seconds = 3600;
+    t->held_evict_factor = 0;
+    t->waiting_depth_threshold = 10;
+    t->queue_depth_threshold = 10000;
 }
 
 bool rp_judge_lease_expired(rp_time_ms now, rp_time_ms lease_expires_at, int64_t grace_seconds) {
@@ -164,6 +168,15 @@ static void rp_condition_scale(rp_condition c, const rp_thresholds *t, int64_t *
         *threshold = t->delivery_limit;
         *unit = "attempts";
         return;
+    case RP_COND_STALLED:
+        *threshold = t->held_ceiling_seconds;
+        *unit = "seconds";
+        return;
+    case RP_COND_WAITING_DEPTH:
+        /* A kind subject counts jobs, a queue subject messages (below). */
+        *threshold = t->waiting_depth_threshold;
+        *unit = "jobs";
+        return;
     case RP_COND_HOLDER_GONE:
     default:
         *threshold = 0;
@@ -186,13 +199,19 @@ rp_status rp_judge_cleared(const rp_sighting_row *s, const rp_thresholds *t, rp_
         .trusted = true,
     };
     rp_condition_scale(parts.condition, t, &j.threshold, &j.unit);
+    if (parts.condition == RP_COND_WAITING_DEPTH && parts.source == RP_SOURCE_BROKER) {
+        j.threshold = t->queue_depth_threshold;
+        j.unit = "messages";
+    }
 
     char *vhost = NULL, *queue = NULL, *project = NULL, *object = NULL, *detail = NULL;
     rp_status st = RP_OK;
     if (rp_object_queue_split(parts.subject, &vhost, &queue) != RP_OK) {
         vhost = queue = NULL;
         static const char pfx[] = "project:";
-        if (strncmp(parts.subject, pfx, sizeof pfx - 1) == 0) {
+        if (rp_object_kind_split(parts.subject, &project, &queue) == RP_OK) {
+            /* kind:<project>:<kind>: project and kind (as the queue) */
+        } else if (strncmp(parts.subject, pfx, sizeof pfx - 1) == 0) {
             project = strdup(parts.subject + sizeof pfx - 1);
             if (project == NULL) st = RP_ERR_NOMEM;
         }

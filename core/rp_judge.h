@@ -58,6 +58,11 @@ typedef struct rp_thresholds {
     int64_t dead_letter_min_depth;    /* default 1 */
     int64_t consumer_timeout_seconds; /* default 21600 */
     int64_t delivery_limit;           /* default 20 */
+    /* Issue 18 (rp_judge_long_held, rp_judge_waiting, rp_judge_queue_depth). */
+    int64_t held_ceiling_seconds;     /* default 3600 */
+    int64_t held_evict_factor;        /* default 0: never evict */
+    int64_t waiting_depth_threshold;  /* default 10 */
+    int64_t queue_depth_threshold;    /* default 10000 */
 } rp_thresholds;
 
 /* Fills *t with the defaults of CONTRACT section 3. */
@@ -362,5 +367,96 @@ rp_status rp_judge_dead_letter_unread(const char *vhost, const char *dlq, int64_
  * RP_ERR_INVALID when the key does not split (rp_sighting_key_split). */
 rp_status rp_judge_cleared(const rp_sighting_row *s, const rp_thresholds *t,
                            rp_verdict *out) RP_MUSTCHECK;
+
+/* ---- Issue 18: the queue runbook's checks ------------------------------
+ *
+ * BOUNDARIES, exactly:
+ *   - a job is held too long (STALLED) when now - claimed_at >=
+ *     held_ceiling_seconds: AT the ceiling it IS stalled. A hold that
+ *     cannot be measured (claimed_at unknown) or is negative is not.
+ *   - it is evicted when held_evict_factor > 0 and now - claimed_at >=
+ *     held_evict_factor * held_ceiling_seconds (saturating).
+ *   - only a LEASED row whose lease has not expired is judged: an expired
+ *     lease (rp_judge_lease_expired, with the grace) is the lease reap's;
+ *     a lease with no deadline never expires and is judged.
+ *   - waiting depth: count > waiting_depth_threshold (job table, per
+ *     project and kind) or ready > queue_depth_threshold (an owned work
+ *     queue): strictly ABOVE; at the threshold nothing is surfaced. */
+
+/* Whether a hold of held_ms is at or past the ceiling / the eviction. */
+bool rp_judge_held_stalled(int64_t held_ms, int64_t ceiling_seconds);
+bool rp_judge_held_evict(int64_t held_ms, int64_t ceiling_seconds, int64_t evict_factor);
+
+/* A leased row of the job table with its hold (migration 0007's
+ * claimed_at). Strings borrowed. */
+typedef struct rp_long_held_job {
+    int64_t id;
+    const char *project;
+    const char *kind;
+    rp_job_state state;
+    const char *lease_owner;      /* NULL when unknown */
+    bool lease_expires_known;     /* false: the lease has no deadline */
+    rp_time_ms lease_expires_at;
+    bool claimed_known;           /* false when claimed_at is NULL */
+    rp_time_ms claimed_at;
+} rp_long_held_job;
+
+/* Judges a held job's hold. Nothing when it is not leased, its lease has
+ * expired (past the grace), the hold is unknown or under the ceiling.
+ * Otherwise STALLED, measured the hold in seconds, unit "seconds", object
+ * "job:<id>", queue the kind, project the job's, source job_queue, the
+ * detail naming the job, its owner and the hold:
+ *   past the eviction (held_evict_factor > 0): action REQUEUED, threshold
+ *     factor * ceiling (saturating);
+ *   else: action SURFACED, threshold the ceiling.
+ * RP_ERR_INVALID for NULL arguments; RP_ERR_NOMEM. */
+rp_status rp_judge_long_held(const rp_long_held_job *job, const rp_thresholds *t,
+                             rp_time_ms now, rp_verdict *out) RP_MUSTCHECK;
+
+/* What the store's list_long_held reads (rp_ports.h): leased rows held
+ * since claimed_before or earlier whose lease is not past now - grace. */
+typedef struct rp_long_held_query {
+    rp_time_ms now;
+    rp_time_ms claimed_before;  /* now - held_ceiling_seconds */
+    int64_t grace_seconds;
+    const char *project;        /* NULL: every project */
+    size_t limit;               /* at most this many rows, longest held first */
+} rp_long_held_query;
+
+typedef struct rp_long_held_list {
+    const rp_long_held_job *jobs;  /* lent */
+    size_t n;
+} rp_long_held_list;
+
+/* The claimable jobs of one kind in one project (ready, run_after <= now,
+ * dependency absent or succeeded). Strings borrowed. */
+typedef struct rp_waiting_group {
+    const char *project;
+    const char *kind;
+    int64_t claimable;
+} rp_waiting_group;
+
+typedef struct rp_waiting_list {
+    const rp_waiting_group *groups;  /* lent, by project then kind */
+    size_t n;
+} rp_waiting_list;
+
+/* claimable > waiting_depth_threshold: WAITING_DEPTH / SURFACED, measured
+ * the count, threshold the threshold, unit "jobs", object
+ * "kind:<project>:<kind>" (rp_object_kind), queue the kind, project, source
+ * job_queue; the detail gives the depth and the fix (a cap on admission).
+ * RP_ERR_INVALID for NULL arguments; RP_ERR_NOMEM. */
+rp_status rp_judge_waiting(const rp_waiting_group *g, const rp_thresholds *t,
+                           rp_verdict *out) RP_MUSTCHECK;
+
+/* An OWNED work queue (not a dead-letter queue, not a stream) whose
+ * message counts are known and whose ready > queue_depth_threshold:
+ * WAITING_DEPTH / SURFACED, measured ready, threshold the threshold, unit
+ * "messages", object "queue:<vhost>:<name>", queue the name, source broker,
+ * with the depth and the fix. Nothing otherwise (owned and
+ * is_dead_letter_queue are read: classify first). RP_ERR_INVALID for NULL
+ * arguments; RP_ERR_NOMEM. */
+rp_status rp_judge_queue_depth(const rp_queue_facts *q, const rp_thresholds *t,
+                               rp_verdict *out) RP_MUSTCHECK;
 
 #endif

@@ -7,6 +7,7 @@
 #include "rp_text.h"
 
 #define RP_QUEUE_PREFIX "queue:"
+#define RP_KIND_PREFIX "kind:"
 
 rp_status rp_object_job(int64_t id, char **out) {
     return rp_text_format(out, "job:%" PRId64, id);
@@ -20,7 +21,9 @@ rp_status rp_object_project(const char *project, char **out) {
     return rp_text_format(out, "project:%s", project ? project : "");
 }
 
-rp_status rp_object_queue(const char *vhost, const char *name, char **out) {
+/* prefix, then a with '%' and ':' encoded, ':', then b as it is. */
+static rp_status rp_object_pair(const char *prefix, const char *vhost, const char *name,
+                                char **out) {
     *out = NULL;
     if (vhost == NULL) vhost = "";
     if (name == NULL) name = "";
@@ -28,12 +31,13 @@ rp_status rp_object_queue(const char *vhost, const char *name, char **out) {
     for (const char *p = vhost; *p; p++)
         if (*p == '%' || *p == ':') extra += 2;
     size_t vlen = strlen(vhost), nlen = strlen(name);
-    size_t len = strlen(RP_QUEUE_PREFIX) + vlen + extra + 1 + nlen;
+    size_t plen = strlen(prefix);
+    size_t len = plen + vlen + extra + 1 + nlen;
     char *s = malloc(len + 1);
     if (s == NULL) return RP_ERR_NOMEM;
     char *w = s;
-    memcpy(w, RP_QUEUE_PREFIX, strlen(RP_QUEUE_PREFIX));
-    w += strlen(RP_QUEUE_PREFIX);
+    memcpy(w, prefix, plen);
+    w += plen;
     for (const char *p = vhost; *p; p++) {
         if (*p == '%') {
             memcpy(w, "%25", 3);
@@ -52,11 +56,20 @@ rp_status rp_object_queue(const char *vhost, const char *name, char **out) {
     return RP_OK;
 }
 
-rp_status rp_object_queue_split(const char *object, char **vhost, char **name) {
+rp_status rp_object_queue(const char *vhost, const char *name, char **out) {
+    return rp_object_pair(RP_QUEUE_PREFIX, vhost, name, out);
+}
+
+rp_status rp_object_kind(const char *project, const char *kind, char **out) {
+    return rp_object_pair(RP_KIND_PREFIX, project, kind, out);
+}
+
+static rp_status rp_object_pair_split(const char *prefix, const char *object, char **vhost,
+                                      char **name) {
     *vhost = NULL;
     *name = NULL;
-    size_t plen = strlen(RP_QUEUE_PREFIX);
-    if (object == NULL || strncmp(object, RP_QUEUE_PREFIX, plen) != 0) return RP_ERR_INVALID;
+    size_t plen = strlen(prefix);
+    if (object == NULL || strncmp(object, prefix, plen) != 0) return RP_ERR_INVALID;
     const char *v = object + plen;
     const char *colon = strchr(v, ':');
     if (colon == NULL) return RP_ERR_INVALID;
@@ -86,4 +99,12 @@ rp_status rp_object_queue_split(const char *object, char **vhost, char **name) {
     *vhost = vh;
     *name = nm;
     return RP_OK;
+}
+
+rp_status rp_object_queue_split(const char *object, char **vhost, char **name) {
+    return rp_object_pair_split(RP_QUEUE_PREFIX, object, vhost, name);
+}
+
+rp_status rp_object_kind_split(const char *object, char **project, char **kind) {
+    return rp_object_pair_split(RP_KIND_PREFIX, object, project, kind);
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rp_object.h"
 #include "rp_pass_internal.h"
 #include "rp_publish.h"
 #include "rp_text.h"
@@ -177,7 +178,23 @@ rp_status rp__pass_load_open(rp__pass *p) {
 static bool rp_may_clear(const rp__pass *p, const rp_sighting_key_parts *parts) {
     if (parts->source == RP_SOURCE_JOB_QUEUE) {
         if (p->targeted) return false; /* a targeted check reads no job table */
-        if (!p->store_whole || parts->condition != RP_COND_STALE_READY) return false;
+        if (!p->store_whole) return false;
+        if (parts->condition == RP_COND_STALLED) {
+            /* A job subject names no project: only a pass over every
+             * project that read the long-held rows whole clears it. */
+            return p->stalled_read && p->opt->project == NULL;
+        }
+        if (parts->condition == RP_COND_WAITING_DEPTH) {
+            if (!p->waiting_read) return false;
+            if (p->opt->project == NULL) return true;
+            char *project = NULL, *kind = NULL;
+            bool mine = rp_object_kind_split(parts->subject, &project, &kind) == RP_OK &&
+                        strcmp(project, p->opt->project) == 0;
+            free(project);
+            free(kind);
+            return mine;
+        }
+        if (parts->condition != RP_COND_STALE_READY) return false;
         if (p->opt->project == NULL) return true;
         static const char pfx[] = "project:";
         return strncmp(parts->subject, pfx, sizeof pfx - 1) == 0 &&
@@ -185,7 +202,8 @@ static bool rp_may_clear(const rp__pass *p, const rp_sighting_key_parts *parts) 
     }
     bool judged = parts->condition == RP_COND_HOLDER_GONE ||
                   parts->condition == RP_COND_STALE_READY || parts->condition == RP_COND_DEAD_LETTER ||
-                  parts->condition == RP_COND_POISON; /* a delivery limit that drops */
+                  parts->condition == RP_COND_POISON || /* a delivery limit that drops */
+                  parts->condition == RP_COND_WAITING_DEPTH;
     /* A queue read but not measured keeps what was sighted on it. */
     if (!judged || rp__strs_has(&p->kept, parts->subject)) return false;
     if (p->targeted) return rp__strs_has(&p->read, parts->subject);

@@ -15,6 +15,13 @@
  *      committed, and never those of a row rolled back.
  *   2. Stale ready: the oldest claimable job of every project (or of the
  *      named project) is judged; stale ones are surfaced.
+ *   3. Issue 18 (when the store port has the functions): leased rows held
+ *      past held_ceiling_seconds with their lease alive (at most 1,000,
+ *      longest held first) are judged (rp_judge_long_held): STALLED
+ *      surfaced per job, or, past held_evict_factor x the ceiling, requeued
+ *      through evict_held (fenced, with its ledger event; not a sighting:
+ *      the job's open STALLED sighting then clears). Claimable jobs per
+ *      (project, kind) above waiting_depth_threshold are WAITING_DEPTH.
  * THE BROKER HALF (skipped, with a note, when a project is named: a project
  * narrows the pass to the job table). Every queue is listed page by page,
  * classified by the configured patterns (a queue is a dead-letter queue when
@@ -43,8 +50,10 @@
  * report; while it stays open, later passes neither record nor report it
  * again. When a pass that read a source whole (every page, every list, no
  * error) no longer sees an open sighting of a condition it judges (job
- * table: STALE_READY of the named project or every project; broker:
- * HOLDER_GONE, STALE_READY, DEAD_LETTER), the sighting is closed with a
+ * table: STALE_READY and WAITING_DEPTH of the named project or every
+ * project, STALLED only in a pass over every project that read the
+ * long-held rows whole; broker: HOLDER_GONE, STALE_READY, DEAD_LETTER,
+ * POISON, WAITING_DEPTH), the sighting is closed with a
  * CLEARED verdict (ledger event, publish, report). A source that could not
  * be read clears nothing and is named in the report's unreadable list
  * ("job_queue" or "broker"; report.ok is then false), with the detail in a

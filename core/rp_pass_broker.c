@@ -150,6 +150,15 @@ rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *listed, bool b
                                                 : rp__pass_surface(p, &j.verdict);
     rp_queue_judgement_cleanup(&j);
     if (st == RP_OK) st = rp__pass_add_route(p, &q);
+    /* More ready than declared (issue 18, WAITING_DEPTH) is its own
+     * sighting, beside whatever else holds; held like the queue's other
+     * verdicts, since the queue may turn out to be a dead-letter target. */
+    if (st == RP_OK) {
+        rp_verdict v;
+        st = rp_judge_queue_depth(&q, &p->opt->thresholds, &v);
+        if (st == RP_OK && v.condition != RP_COND_NONE) st = rp__pass_hold(p, q.vhost, q.name, &v);
+        rp_verdict_cleanup(&v);
+    }
     /* A limit at which the broker would drop a message (no dead-letter
      * exchange) is its own sighting, beside whatever else holds. */
     if (st == RP_OK) {

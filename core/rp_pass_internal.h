@@ -89,6 +89,10 @@ typedef struct rp__pass {
     /* Verdicts on owned work queues, held until every route is known. */
     rp__held *held;
     size_t n_held, cap_held;
+    /* Issue 18: whether the job table's STALLED and WAITING_DEPTH listings
+     * were read whole this pass (only then are their sightings cleared). */
+    bool stalled_read;
+    bool waiting_read;
 } rp__pass;
 
 /* Sets up *p for a pass over ports with opt and report (the clock read

@@ -11,6 +11,10 @@ void rp_pass_options_from_config(const rp_config *cfg, rp_pass_options *opt) {
     opt->thresholds.dead_letter_min_depth = cfg->reap.dead_letter_min_depth;
     opt->thresholds.consumer_timeout_seconds = cfg->reap.consumer_timeout_seconds;
     opt->thresholds.delivery_limit = cfg->reap.delivery_limit;
+    opt->thresholds.held_ceiling_seconds = cfg->reap.held_ceiling_seconds;
+    opt->thresholds.held_evict_factor = cfg->reap.held_evict_factor;
+    opt->thresholds.waiting_depth_threshold = cfg->reap.waiting_depth_threshold;
+    opt->thresholds.queue_depth_threshold = cfg->reap.queue_depth_threshold;
     opt->owned_queue_pattern = cfg->reap.owned_queue_pattern.code;
     opt->dead_letter_queue_pattern = cfg->reap.dead_letter_queue_pattern.code;
     opt->own_queues[0] = cfg->broker.control_queue;

@@ -1,6 +1,9 @@
 /* The job table half of a pass: lease reap, then stale ready (rp_pass.h). */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "rp_arith.h"
 
 #include "rp_pass_internal.h"
 #include "rp_publish.h"
@@ -186,10 +189,138 @@ static rp_status rp_stale_ready(rp__pass *p) {
     return st;
 }
 
+/* Evicts one stalled job (v: STALLED / REQUEUED), or reports what a dry
+ * run would. Consumes *v. Not a sighting: the job's STALLED sighting, if
+ * one is open, is cleared by this pass (the job is no longer seen held). */
+static rp_status rp_evict(rp__pass *p, const rp_long_held_job *job, rp_verdict *v) {
+    const rp_store_port *s = &p->ports->store;
+    rp_status st = RP_OK;
+    if (p->opt->dry_run) {
+        st = rp_report_add_verdict(p->report, v);
+    } else if (s->evict_held == NULL) {
+        st = rp__pass_note(p, "job %" PRId64 " is past its eviction but this store cannot "
+                              "evict; left held", job->id);
+    } else {
+        rp_event_ref ev = {0};
+        rp_status est = s->evict_held(s->self, job, v, &ev);
+        if (est == RP_ERR_CONFLICT) {
+            st = rp__pass_note(p, "job %" PRId64 " changed while it was being evicted; left "
+                                  "for the next pass", job->id);
+        } else if (est != RP_OK) {
+            st = rp_store_failed(p, "evicting a stalled job", est);
+        } else {
+            st = rp_publish_event(p->ports, &ev, v, p->report);
+            if (st == RP_OK) st = rp_report_add_verdict(p->report, v);
+        }
+    }
+    rp_verdict_cleanup(v);
+    return st;
+}
+
+/* The most rows one pass judges for STALLED; past it the pass says so and
+ * clears no STALLED sighting. */
+#define RP_PASS_LONG_HELD_MAX 1000
+
+/* Held too long while still heartbeating (issue 18 item 1, job table). */
+static rp_status rp_stalled(rp__pass *p) {
+    const rp_store_port *s = &p->ports->store;
+    if (s->list_long_held == NULL) return RP_OK;
+    const rp_thresholds *t = &p->opt->thresholds;
+    rp_long_held_query q = {
+        .now = p->now,
+        .claimed_before = rp__sat_sub(p->now, rp__s_to_ms(t->held_ceiling_seconds)),
+        .grace_seconds = t->lease_grace_seconds,
+        .project = p->opt->project,
+        .limit = RP_PASS_LONG_HELD_MAX,
+    };
+    rp_long_held_list list = {0};
+    rp_status lst = s->list_long_held(s->self, &q, &list);
+    if (lst != RP_OK) {
+        p->store_whole = false;
+        return rp__pass_unreadable(p, RP_SOURCE_JOB_QUEUE, "listing long-held jobs", lst);
+    }
+    /* The list is lent until the next store call: judge (and copy what an
+     * eviction fences on) first, then act. */
+    rp_verdict *vs = list.n ? calloc(list.n, sizeof *vs) : NULL;
+    rp_long_held_job *jobs = list.n ? calloc(list.n, sizeof *jobs) : NULL;
+    char **owners = list.n ? calloc(list.n, sizeof *owners) : NULL;
+    rp_status st = RP_OK;
+    if (list.n && (vs == NULL || jobs == NULL || owners == NULL)) st = RP_ERR_NOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < list.n && st == RP_OK; i++) {
+        st = rp_judge_long_held(&list.jobs[i], t, p->now, &vs[n]);
+        if (st != RP_OK || vs[n].condition == RP_COND_NONE) {
+            rp_verdict_cleanup(&vs[n]);
+            continue;
+        }
+        jobs[n] = list.jobs[i];
+        jobs[n].project = jobs[n].kind = NULL; /* the verdict holds them */
+        if (list.jobs[i].lease_owner != NULL) {
+            owners[n] = strdup(list.jobs[i].lease_owner);
+            if (owners[n] == NULL) st = RP_ERR_NOMEM;
+        }
+        jobs[n].lease_owner = owners[n];
+        n++;
+    }
+    bool whole = list.n < RP_PASS_LONG_HELD_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (st != RP_OK) rp_verdict_cleanup(&vs[i]);
+        else if (vs[i].action == RP_ACTION_REQUEUED) st = rp_evict(p, &jobs[i], &vs[i]);
+        else st = rp__pass_surface(p, &vs[i]);
+        free(owners[i]);
+    }
+    free(vs);
+    free(jobs);
+    free(owners);
+    if (st == RP_OK && !whole)
+        st = rp__pass_note(p, "job_queue: more than %d jobs are held past the ceiling; the "
+                              "longest held were judged, and no STALLED sighting is cleared",
+                           RP_PASS_LONG_HELD_MAX - 1);
+    if (st == RP_OK) p->stalled_read = whole;
+    return st;
+}
+
+/* Waiting depth (issue 18 item 2, job table). */
+static rp_status rp_waiting(rp__pass *p) {
+    const rp_store_port *s = &p->ports->store;
+    if (s->count_waiting == NULL) return RP_OK;
+    rp_waiting_list list = {0};
+    rp_status lst = s->count_waiting(s->self, p->opt->project, p->now,
+                                     p->opt->thresholds.waiting_depth_threshold, &list);
+    if (lst != RP_OK) {
+        p->store_whole = false;
+        return rp__pass_unreadable(p, RP_SOURCE_JOB_QUEUE, "counting waiting jobs", lst);
+    }
+    rp_verdict *vs = list.n ? calloc(list.n, sizeof *vs) : NULL;
+    if (list.n && vs == NULL) return RP_ERR_NOMEM;
+    size_t n = 0;
+    rp_status st = RP_OK;
+    for (size_t i = 0; i < list.n && st == RP_OK; i++) {
+        st = rp_judge_waiting(&list.groups[i], &p->opt->thresholds, &vs[n]);
+        if (st == RP_ERR_INVALID) { /* a group without a project or kind */
+            rp_verdict_cleanup(&vs[n]);
+            st = rp__pass_note(p, "job_queue: a waiting group without a project or kind was "
+                                  "counted; left alone");
+            continue;
+        }
+        if (st == RP_OK && vs[n].condition != RP_COND_NONE) n++;
+        else rp_verdict_cleanup(&vs[n]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (st == RP_OK) st = rp__pass_surface(p, &vs[i]);
+        else rp_verdict_cleanup(&vs[i]);
+    }
+    free(vs);
+    if (st == RP_OK) p->waiting_read = true;
+    return st;
+}
+
 rp_status rp__pass_leases(rp__pass *p) { return rp_reap_leases(p); }
 
 rp_status rp__pass_store(rp__pass *p) {
     rp_status st = rp_reap_leases(p);
     if (st == RP_OK) st = rp_stale_ready(p);
+    if (st == RP_OK) st = rp_stalled(p);
+    if (st == RP_OK) st = rp_waiting(p);
     return st;
 }

@@ -226,6 +226,27 @@ typedef struct rp_store_port {
      * false, and *at 0, when no leased row has a known deadline. Read only. */
     rp_status (*next_lease_deadline)(void *self, int64_t grace_seconds, rp_time_ms *at,
                                      bool *any);
+    /* ---- Issue 18 (each may be NULL: the pass then says it could not judge
+     * that condition, and clears none of its sightings). Read only unless
+     * said. */
+    /* Leased rows whose claimed_at (migration 0007) is known and <=
+     * q->claimed_before and whose lease is not past q->now - grace (or has
+     * no deadline), in q->project when set, longest held first, at most
+     * q->limit. The adapter may filter more loosely: core judges every row
+     * (rp_judge_long_held). */
+    rp_status (*list_long_held)(void *self, const rp_long_held_query *q, rp_long_held_list *out);
+    /* Per (project, kind), in q->project when set, the claimable jobs
+     * (ready, run_after <= now, dependency absent or succeeded), only the
+     * groups with more than `more_than` of them, by project then kind. */
+    rp_status (*count_waiting)(void *self, const char *project, rp_time_ms now,
+                               int64_t more_than, rp_waiting_list *out);
+    /* The eviction of a stalled job (v: STALLED / REQUEUED), fenced on the
+     * row as listed (id, state leased, lease_owner, claimed_at): state
+     * ready, lease cleared, run_after not in the past, attempts unchanged,
+     * with v's ledger event, in one transaction. RP_ERR_CONFLICT when the
+     * row changed since (nothing done). */
+    rp_status (*evict_held)(void *self, const rp_long_held_job *job, const rp_verdict *v,
+                            rp_event_ref *event);
 } rp_store_port;
 
 /* ---- Dead-letter park --------------------------------------------------- */

@@ -28,6 +28,11 @@ typedef enum rp_condition {
     RP_COND_POISON,
     RP_COND_STALE_READY,
     RP_COND_DEAD_LETTER,
+    /* Issue 18 (the queue runbook): held too long while still heartbeating
+     * (job table) or holding unacked messages without acking (broker); and
+     * more work waiting than the declared depth. */
+    RP_COND_STALLED,
+    RP_COND_WAITING_DEPTH,
     RP_COND_COUNT_
 } rp_condition;
 

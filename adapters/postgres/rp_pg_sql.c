@@ -322,6 +322,44 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "RETURNING seq, at) "
          "SELECT n.ord, ev.seq, " MS("ev.at") ", n.job_id, n.gate_id FROM n "
          "JOIN ev ON ev.seq = n.seq ORDER BY n.ord"},
+
+    /* Issue 18 (rp_pg_runbook.c). $1 claimed_before (ms), $2 now (ms), $3
+     * grace seconds, $4 project or NULL, $5 limit. Leased rows held since
+     * $1 or earlier (claimed_at: migration 0007) whose lease is not past
+     * the grace or has no deadline, longest held first, over
+     * job_leased_by_claim. */
+    [RP__PG_LONG_HELD] =
+        {"long_held",
+         "SELECT id, project_id, kind, lease_owner, lease_expires_at IS NOT NULL, "
+         MS("lease_expires_at") ", " MS("claimed_at") " FROM {s}.job "
+         "WHERE state = 'leased' AND claimed_at <= " TS("$1") " "
+         "AND (lease_expires_at IS NULL OR lease_expires_at >= " TS("$2")
+         " - $3::int8 * interval '1 second') "
+         "AND ($4::text IS NULL OR project_id = $4::text) "
+         "ORDER BY claimed_at, id LIMIT $5::int8"},
+    /* $1 project or NULL, $2 now (ms), $3 more_than. Claimable jobs per
+     * (project, kind), as CLAIMABLE counts them claimable. */
+    [RP__PG_WAITING] =
+        {"waiting",
+         "SELECT j.project_id, j.kind, count(*) FROM {s}.job j "
+         "LEFT JOIN {s}.job d ON d.id = j.depends_on "
+         "WHERE j.state = 'ready' AND j.run_after <= " TS("$2") " "
+         "AND (j.depends_on IS NULL OR d.state = 'succeeded') "
+         "AND ($1::text IS NULL OR j.project_id = $1::text) "
+         "GROUP BY j.project_id, j.kind HAVING count(*) > $3::int8 "
+         "ORDER BY j.project_id, j.kind"},
+    /* $1 id, $2 lease_owner, $3 claimed_at (ms) as listed: the fence; $4
+     * the ledger payload. The requeue of MOVE_REQUEUE (the trigger clears
+     * claimed_at). */
+    [RP__PG_EVICT_HELD] =
+        {"evict_held",
+         "WITH moved AS (UPDATE {s}.job SET state = 'ready', lease_owner = NULL, "
+         "lease_expires_at = NULL, run_after = greatest(run_after, now()), updated_at = now() "
+         "WHERE id = $1::int8 AND state = 'leased' AND lease_owner IS NOT DISTINCT FROM $2::text "
+         "AND " MS("claimed_at") " = $3::int8 RETURNING project_id) "
+         "INSERT INTO {s}.ledger (kind, project_id, payload) "
+         "SELECT 'QueueReaped', project_id, $4::jsonb FROM moved "
+         "RETURNING seq, " MS("at")},
 };
 
 rp_status rp__pg_sql_expand(const char *text, const rp__pg_subst *sub, char **out) {

@@ -73,6 +73,14 @@ static void rp_free_lent(rp_pg_store *s) {
     s->sight_res = NULL;
     free(s->sight_view);
     s->sight_view = NULL;
+    PQclear(s->held_long_res);
+    s->held_long_res = NULL;
+    free(s->held_long_view);
+    s->held_long_view = NULL;
+    PQclear(s->waiting_res);
+    s->waiting_res = NULL;
+    free(s->waiting_view);
+    s->waiting_view = NULL;
 }
 
 void rp_pg_store_free(rp_pg_store *s) {
@@ -640,6 +648,7 @@ void rp_pg_store_port(rp_pg_store *s, rp_store_port *out) {
     out->self = s;
     rp__pg_fill_lease(out);
     rp__pg_fill_ready(out);
+    rp__pg_fill_runbook(out);
     rp__pg_fill_sighting(out);
 }
 

@@ -38,6 +38,9 @@ typedef enum rp__pg_stmt {
     RP__PG_GATE_ANSWER,
     RP__PG_IS_PARKED,
     RP__PG_PARK_SET,
+    RP__PG_LONG_HELD,
+    RP__PG_WAITING,
+    RP__PG_EVICT_HELD,
     RP__PG_STMT_COUNT_
 } rp__pg_stmt;
 
@@ -101,6 +104,11 @@ struct rp_pg_store {
     rp_claimable_job *claim_view;
     PGresult *sight_res;
     rp_sighting_row *sight_view;
+    /* What list_long_held and count_waiting lend (rp_pg_runbook.c). */
+    PGresult *held_long_res;
+    rp_long_held_job *held_long_view;
+    PGresult *waiting_res;
+    rp_waiting_group *waiting_view;
     bool clock_fell_back; /* logged once per outage */
     /* The replay claim on gates (rp_gate.h). */
     char claimer[160];
@@ -221,6 +229,7 @@ rp_status rp__pg_claim_take_over(rp_pg_store *s, int64_t gate_id, const char *by
 /* The port functions, one file per area. */
 void rp__pg_fill_lease(rp_store_port *out);
 void rp__pg_fill_ready(rp_store_port *out);
+void rp__pg_fill_runbook(rp_store_port *out);
 void rp__pg_fill_sighting(rp_store_port *out);
 void rp__pg_fill_gates(rp_gate_port *out);
 void rp__pg_fill_park(rp_dead_letter_port *out);

@@ -370,6 +370,8 @@ def main():
               "ReaperGateBacklog": ("gateBacklog", "reaper_gates_open"),
               "ReaperGateTooOld": ("gateAge", "reaper_oldest_open_gate_age_seconds"),
               "ReaperSightingOpenTooLong": ("sightingOpen", "reaper_sightings_open"),
+              "ReaperJobStalled": ("stalled", 'reaper_sightings_open{'),
+              "ReaperWaitingDepth": ("waitingDepth", 'reaper_sightings_open{'),
               "ReaperFeedFailures": ("feedFailures", "reaper_feed_publish_failures_total"),
               "ReaperReplicasNotReady": ("replicasNotReady", "reaper_up")}
     check(sorted(re.findall(r"- alert: (\w+)", rules)) == sorted(alerts), "the chart's alerts",

@@ -23,8 +23,8 @@ import yaml
 failures = []
 
 ALERTS = ["ReaperBackendUnreadable", "ReaperDown", "ReaperFeedFailures", "ReaperGateBacklog",
-          "ReaperGateTooOld", "ReaperNoSuccessfulPass", "ReaperReplicasNotReady",
-          "ReaperSightingOpenTooLong"]
+          "ReaperGateTooOld", "ReaperJobStalled", "ReaperNoSuccessfulPass", "ReaperReplicasNotReady",
+          "ReaperSightingOpenTooLong", "ReaperWaitingDepth"]
 
 
 def check(cond, msg, detail=""):

@@ -40,7 +40,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    const char *names[] = {"stale", "held", "x.dlq", "limited", "bare", "safe"};
+    const char *names[] = {"stale", "held", "x.dlq", "limited", "bare", "safe", "deep", "shallow"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char q[128];
         snprintf(q, sizeof q, "%s%s", prefix, names[i]);
@@ -76,10 +76,12 @@ static void publish(amqp_connection_state_t c, const char *queue, uint64_t times
                      AMQP_STATUS_OK);
 }
 
-/* Runs reaperd --once --json; returns the report. */
-static json_t *once(void) {
+/* Runs reaperd --once --json with up to two more environment settings
+ * (NULL: none); returns the report. */
+static json_t *once_with(const char *e1, const char *e2) {
     char *args[] = {"--once", "--json", NULL};
-    char *env[] = {env_owned, "REAPER_LOG_LEVEL=warn", NULL};
+    char *env[] = {env_owned, "REAPER_LOG_LEVEL=warn", (char *)e1, (char *)e2, NULL};
+    if (e1 == NULL) env[2] = (char *)e2, env[3] = NULL;
     itest_daemon_opts o = {.schema = schema, .env = env, .args = args, .no_interval = true};
     char *out, *err;
     int rc = itest_daemon_run(&o, &out, &err);
@@ -90,6 +92,8 @@ static json_t *once(void) {
     free(err);
     return rep;
 }
+
+static json_t *once(void) { return once_with(NULL, NULL); }
 
 /* How many verdicts of the report match condition/action on queue. */
 static int count(const json_t *rep, const char *cond, const char *action, const char *queue) {
@@ -181,6 +185,148 @@ static void test_stale_holder_gone_and_foreign_dead_letters(void **state) {
     json_decref(rep);
 }
 
+/* Issue 18 item 2 on the broker: an owned queue with more ready messages
+ * than reap.queue_depth_threshold is surfaced as WAITING_DEPTH once, with
+ * the depth and the fix; one AT the threshold is not; drained, it clears. */
+static void test_queue_depth_surfaced_and_cleared(void **state) {
+    (void)state;
+    char deep[128], shallow[128];
+    snprintf(deep, sizeof deep, "%sdeep", prefix);
+    snprintf(shallow, sizeof shallow, "%sshallow", prefix);
+    declare(C, deep);
+    declare(C, shallow);
+    for (int i = 0; i < 4; i++) publish(C, deep, 0);
+    for (int i = 0; i < 3; i++) publish(C, shallow, 0);
+    const char *depth = "REAPER_REAP_QUEUE_DEPTH_THRESHOLD=3";
+    int seen_deep = 0, seen_shallow = 0;
+    for (int i = 0; i < 20 && !seen_deep; i++) {
+        if (i) sleep(2);
+        json_t *r = once_with(depth, NULL);
+        seen_deep += count(r, "WAITING_DEPTH", "SURFACED", deep);
+        seen_shallow += count(r, "WAITING_DEPTH", "SURFACED", shallow);
+        size_t k;
+        json_t *v;
+        json_array_foreach(json_object_get(r, "verdicts"), k, v) {
+            const char *q = json_string_value(json_object_get(v, "queue"));
+            if (q && strcmp(q, deep) == 0 &&
+                strcmp(json_string_value(json_object_get(v, "condition")), "WAITING_DEPTH") == 0) {
+                assert_true(json_number_value(json_object_get(v, "measured")) == 4);
+                assert_int_equal(json_integer_value(json_object_get(v, "threshold")), 3);
+                assert_string_equal(json_string_value(json_object_get(v, "source")), "broker");
+                assert_non_null(strstr(json_string_value(json_object_get(v, "detail")),
+                                       "cap on admission"));
+            }
+        }
+        json_decref(r);
+    }
+    assert_int_equal(seen_deep, 1);
+    /* Open: not again; the one at the threshold never. */
+    json_t *rep = once_with(depth, NULL);
+    assert_int_equal(count(rep, "WAITING_DEPTH", "SURFACED", deep), 0);
+    assert_int_equal(count(rep, "WAITING_DEPTH", "SURFACED", shallow) + seen_shallow, 0);
+    json_decref(rep);
+    amqp_queue_purge(C, 1, amqp_cstring_bytes(deep));
+    for (int i = 0; i < 20; i++) {
+        if (i) sleep(2);
+        rep = once_with(depth, NULL);
+        int cleared = count(rep, "WAITING_DEPTH", "CLEARED", deep);
+        json_decref(rep);
+        if (cleared) return;
+    }
+    fail_msg("WAITING_DEPTH on %s never cleared", deep);
+}
+
+static PGconn *store(void) {
+    PGconn *pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
+    assert_int_equal(PQstatus(pg), CONNECTION_OK);
+    char sql[160];
+    snprintf(sql, sizeof sql, "SET search_path = %s", schema);
+    PQclear(PQexec(pg, sql));
+    return pg;
+}
+
+static void sql(PGconn *pg, const char *q) {
+    PGresult *r = PQexec(pg, q);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", q, PQerrorMessage(pg));
+    PQclear(r);
+}
+
+static const json_t *verdict(const json_t *rep, const char *cond, const char *action,
+                             const char *object) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(rep, "verdicts"), i, v) {
+        if (strcmp(json_string_value(json_object_get(v, "condition")), cond) == 0 &&
+            strcmp(json_string_value(json_object_get(v, "action")), action) == 0 &&
+            strcmp(json_string_value(json_object_get(v, "object")), object) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+/* Issue 18 items 1 and 2 on the job table, through reaperd itself (its
+ * --migrate's trigger and its configuration): a worker that claims a job
+ * and keeps heartbeating past a short reap.held_ceiling_seconds is
+ * surfaced as STALLED naming the job, its owner and the hold, and, at
+ * reap.held_evict_factor x the ceiling, requeued; more claimable jobs of a
+ * kind than reap.waiting_depth_threshold are surfaced as WAITING_DEPTH. */
+static void test_job_table_stalled_and_waiting_depth(void **state) {
+    (void)state;
+    PGconn *pg = store();
+    PGresult *r = PQexec(pg, "INSERT INTO job (project_id, kind, state, lease_owner,"
+                             " lease_expires_at) VALUES ('itb', 'render', 'leased', 'worker-hb',"
+                             " now() + interval '30 seconds') RETURNING id");
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    char object[48];
+    snprintf(object, sizeof object, "job:%s", PQgetvalue(r, 0, 0));
+    char hb[200];
+    snprintf(hb, sizeof hb, "UPDATE job SET lease_expires_at = now() + interval '30 seconds'"
+                            " WHERE id = %s AND lease_owner = 'worker-hb'", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    sql(pg, "INSERT INTO job (project_id, kind, state) SELECT 'itb', 'mail', 'ready'"
+            " FROM generate_series(1, 4)");
+    const char *ceiling = "REAPER_REAP_HELD_CEILING_SECONDS=2";
+    /* Heartbeats for 2.5 s: the lease never expires. */
+    for (int i = 0; i < 5; i++) {
+        sql(pg, hb);
+        usleep(500 * 1000);
+    }
+    sql(pg, hb);
+    json_t *rep = once_with(ceiling, "REAPER_REAP_WAITING_DEPTH_THRESHOLD=3");
+    const json_t *v = verdict(rep, "STALLED", "SURFACED", object);
+    assert_non_null(v);
+    assert_non_null(strstr(json_string_value(json_object_get(v, "detail")), "worker-hb"));
+    assert_true(json_number_value(json_object_get(v, "measured")) >= 2.0);
+    assert_int_equal(json_integer_value(json_object_get(v, "threshold")), 2);
+    assert_null(verdict(rep, "LEASE_EXPIRED", "REQUEUED", object));
+    v = verdict(rep, "WAITING_DEPTH", "SURFACED", "kind:itb:mail");
+    assert_non_null(v);
+    assert_true(json_number_value(json_object_get(v, "measured")) == 4);
+    json_decref(rep);
+    /* Still heartbeating, past twice the ceiling, with eviction at 2 x:
+     * requeued, fenced, with its ledger event; the STALLED sighting
+     * clears. */
+    for (int i = 0; i < 4; i++) {
+        sql(pg, hb);
+        usleep(500 * 1000);
+    }
+    sql(pg, hb);
+    rep = once_with(ceiling, "REAPER_REAP_HELD_EVICT_FACTOR=2");
+    assert_non_null(verdict(rep, "STALLED", "REQUEUED", object));
+    assert_non_null(verdict(rep, "STALLED", "CLEARED", object));
+    json_decref(rep);
+    r = PQexec(pg, hb);
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    assert_string_equal(PQcmdTuples(r), "0"); /* the worker's next heartbeat fails its fence */
+    PQclear(r);
+    r = PQexec(pg, "SELECT count(*) FROM ledger WHERE payload->>'condition' = 'STALLED'"
+                   " AND payload->>'action' IN ('SURFACED', 'REQUEUED', 'CLEARED')");
+    assert_string_equal(PQgetvalue(r, 0, 0), "3");
+    PQclear(r);
+    PQfinish(pg);
+}
+
 static int broker_major(void) {
     const amqp_table_t *p = amqp_get_server_properties(C);
     for (int i = 0; p && i < p->num_entries; i++)
@@ -258,6 +404,9 @@ static void test_delivery_limit_drop_surfaced(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_delivery_limit_drop_surfaced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_depth_surfaced_and_cleared, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_job_table_stalled_and_waiting_depth, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_stale_holder_gone_and_foreign_dead_letters, setup,
                                         teardown),
     };
