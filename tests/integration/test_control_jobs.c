@@ -482,12 +482,55 @@ static void test_reaperctl_jobs(void **state) {
     ctl_expect(0, "jobs cancel ID --reason R", NULL, (const char *[]){"--help", NULL});
 }
 
+/* A cancel waits for a worker's settle in flight (the row lock) and then
+ * sees what it committed: the job succeeded, so the cancel is a conflict
+ * that changes nothing, not a cancel of a job already done. */
+static void test_cancel_waits_for_a_settle_in_flight(void **state) {
+    (void)state;
+    long id = add_job("race", "pdf", "leased", "w-race");
+    PGconn *worker = itest_pg_connect();
+    char q[512];
+    snprintf(q, sizeof q, "SET search_path = %s", W.schema);
+    PQclear(PQexec(worker, q));
+    PQclear(PQexec(worker, "BEGIN"));
+    snprintf(q, sizeof q,
+             "UPDATE job SET state = 'succeeded', finished_at = now(), lease_owner = NULL, "
+             "lease_expires_at = NULL, updated_at = now() WHERE id = %ld AND state = 'leased' "
+             "AND lease_owner = 'w-race'",
+             id);
+    PGresult *r = PQexec(worker, q);
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    assert_string_equal(PQcmdTuples(r), "1");
+    PQclear(r);
+    char ids[24];
+    snprintf(ids, sizeof ids, "%ld", id);
+    char *argv[] = {(char *)itest_env("REAPERCTL"), "jobs", "cancel", ids, "--reason", "race", NULL};
+    char *env[] = {W.env_queue, NULL};
+    rp_child *ch = rp_child_start(argv, env);
+    /* The cancel waits on the worker's row lock. */
+    assert_true(itest_pg_wait_lock_waiters(1, 15000));
+    PQclear(PQexec(worker, "COMMIT"));
+    PQfinish(worker);
+    int rc = rp_child_wait_exit(ch, 20000);
+    if (rc != 1 || strstr(ch->log, "is succeeded") == NULL)
+        fprintf(stderr, "reaperctl exit %d:\n%s\nreaperd:\n%s\n", rc, ch->log, W.reaperd->log);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(ch->log, "conflict"));
+    assert_non_null(strstr(ch->log, "is succeeded"));
+    rp_child_free(ch);
+    assert_int_equal(sqln("SELECT count(*) FROM job WHERE id = %ld AND state = 'succeeded'", id), 1);
+    assert_int_equal(sqln("SELECT count(*) FROM ledger WHERE kind = 'JobCancelled' AND "
+                          "payload->>'job' = '%ld'", id),
+                     0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_list_pages_by_id),
         cmocka_unit_test(test_get),
         cmocka_unit_test(test_cancel_leased_fences_the_worker),
         cmocka_unit_test(test_cancel_refusals),
+        cmocka_unit_test(test_cancel_waits_for_a_settle_in_flight),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_reaperctl_jobs),
         cmocka_unit_test(test_sender_not_allowed),
