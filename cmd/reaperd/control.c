@@ -38,13 +38,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "control_jobs.h"
 #include "daemon_internal.h"
 #include "replay.h"
 #include "report_text.h"
 #include "rp_amqp_control.h"
 #include "rp_amqp_open.h"
 #include "rp_control.h"
-#include "rp_jobs_port.h"
 #include "rp_pg_jobs.h"
 #include "rp_log.h"
 #include "rp_clock.h"
@@ -66,10 +66,7 @@ typedef struct rp_ctl {
     rp_gate *gates;
     size_t n_gates;
     rp_answer_result answer;
-    /* Job triage's results (jobs, job, cancel). */
-    rp_job_page jobs;
-    rp_job_row job;
-    rp_job_cancel_result cancel;
+    rp_ctl_jobs jobs; /* job triage's results (control_jobs.h) */
 } rp_ctl;
 
 /* Who sent requests, and what they were told (rp_control.h). Loop thread
@@ -84,9 +81,7 @@ static void rp_ctl_free(rp_ctl *c) {
     rp_pass_request_cleanup(&c->pass);
     for (size_t i = 0; i < c->n_gates; i++) rp_gate_cleanup(&c->gates[i]);
     free(c->gates);
-    rp_job_page_cleanup(&c->jobs);
-    rp_job_row_cleanup(&c->job);
-    rp_job_cancel_result_cleanup(&c->cancel);
+    rp_ctl_jobs_cleanup(&c->jobs);
     free(c);
 }
 
@@ -324,7 +319,7 @@ static void rp_ctl_replay_done(void *arg, const rp_replay_result *r) {
     rp_ctl_encoded(c, est, &buf);
 }
 
-/* ---- job triage: jobs, job, cancel (rp_jobs_port.h) --------------------- */
+/* ---- job triage: jobs, job, cancel (control_jobs.h) ---------------------- */
 
 static void rp_ctl_jobs_work(void *ctx, void *arg) {
     rp_daemon *d = ctx;
@@ -332,22 +327,8 @@ static void rp_ctl_jobs_work(void *ctx, void *arg) {
     if (!rp_ctl_store_ready(d, c)) return;
     rp_jobs_port p;
     rp_pg_jobs_port(d->runner.store, &p);
-    if (c->req.op == RP_OP_JOBS) {
-        rp_job_query q = {
-            .any_state = c->req.jobs.any_state,
-            .state = c->req.jobs.state,
-            .project = c->req.jobs.project,
-            .kind = c->req.jobs.kind,
-            .limit = (size_t)c->req.jobs.limit,
-            .after = c->req.jobs.after,
-        };
-        c->st = p.list(p.self, &q, &c->jobs);
-    } else if (c->req.op == RP_OP_JOB) {
-        c->st = p.get(p.self, c->req.job.job, &c->job);
-    } else {
-        /* by is the broker-validated user, as a gate's answered_by. */
-        c->st = p.cancel(p.self, c->req.cancel.job, c->env.user, c->req.cancel.reason, &c->cancel);
-    }
+    rp_ctl_jobs_run(&p, &c->req, rp_ctl_user(c), &c->jobs);
+    c->st = c->jobs.st;
 }
 
 static void rp_ctl_jobs_done(void *arg, bool cancelled) {
@@ -356,31 +337,14 @@ static void rp_ctl_jobs_done(void *arg, bool cancelled) {
         rp_ctl_free(c);
         return;
     }
-    const char *op = rp_op_string(c->req.op);
-    int64_t id = c->req.op == RP_OP_CANCEL ? c->req.cancel.job : c->req.job.job;
-    char msg[200], job[32];
-    snprintf(job, sizeof job, "%" PRId64, id);
-    if (c->st != RP_OK) {
-        if (c->st == RP_ERR_NOT_FOUND) rp_job_not_found_text(msg, sizeof msg, id);
-        else if (c->st == RP_ERR_CONFLICT) rp_job_cancel_refusal(msg, sizeof msg, id, c->cancel.was);
-        else snprintf(msg, sizeof msg, "%s", rp_jobs_refusal(c->st));
-        if (c->req.op == RP_OP_CANCEL)
-            RP_WARN("job cancel refused", "job", job, "reason", msg, "user", rp_ctl_user(c), NULL);
-        rp_ctl_error(c, op, c->st, msg);
-        return;
-    }
+    if (c->st != RP_OK) c->jobs.st = c->st; /* the store could not be reached */
+    char msg[200];
     rp_proto_buf buf = {0};
-    rp_status est;
-    if (c->req.op == RP_OP_JOBS) {
-        est = rp_proto_encode_jobs_reply(&c->jobs, c->enc, &buf);
-    } else if (c->req.op == RP_OP_JOB) {
-        est = rp_proto_encode_job_reply(&c->job, c->enc, &buf);
-    } else {
-        RP_INFO("job cancelled", "job", job, "from", rp_job_state_string(c->cancel.was),
-                "lease_owner", c->cancel.was_owner, "user", rp_ctl_user(c), NULL);
-        est = rp_proto_encode_cancel_reply(&c->cancel, c->enc, &buf);
-    }
-    rp_ctl_encoded(c, est, &buf);
+    rp_status est = RP_OK;
+    rp_status st = rp_ctl_jobs_reply(&c->req, &c->jobs, rp_ctl_user(c), c->enc, &buf, &est, msg,
+                                     sizeof msg);
+    if (st != RP_OK) rp_ctl_error(c, rp_op_string(c->req.op), st, msg);
+    else rp_ctl_encoded(c, est, &buf);
 }
 
 /* ---- status -------------------------------------------------------------- */
