@@ -234,6 +234,20 @@ static void test_get(void **state) {
     assert_string_equal(json_string_value(json_object_get(res, "payload")), "{\"n\": 1}");
     assert_true(json_is_false(json_object_get(res, "payload_truncated")));
     json_decref(r);
+    /* A payload longer than RP_JOB_PAYLOAD_SHOWN characters is cut there
+     * (on characters: these are two bytes each) and says so. */
+    long big = atol(itest_sql(W.pg, W.schema,
+                              "INSERT INTO job (project_id, kind, state, payload) VALUES ('get', "
+                              "'pdf', 'ready', jsonb_build_object('s', repeat('\xc3\xa9', 20000))) "
+                              "RETURNING id"));
+    snprintf(req, sizeof req, "{\"v\":1,\"op\":\"job\",\"job\":%ld}", big);
+    r = call_json(req);
+    res = result(r);
+    assert_true(json_is_true(json_object_get(res, "payload_truncated")));
+    const char *pl = json_string_value(json_object_get(res, "payload"));
+    assert_non_null(pl);
+    assert_int_equal(strlen(pl), 7 + 2 * (RP_JOB_PAYLOAD_SHOWN - 7)); /* {"s": " then é... */
+    json_decref(r);
     r = call_json("{\"v\":1,\"op\":\"job\",\"job\":987654321}");
     assert_string_equal(err_code(r), "not_found");
     assert_non_null(strstr(err_message(r), "job 987654321 does not exist"));
