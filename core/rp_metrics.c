@@ -60,7 +60,8 @@ static const char *const rp_backend_names[RP_METRICS_BACKEND_COUNT_] = {"broker"
 static const char *const rp_scope_names[RP_METRICS_SCOPE_COUNT_] = {"full", "leases"};
 static const char *const rp_result_names[RP_METRICS_RESULT_COUNT_] = {"ok", "unreadable",
                                                                        "error"};
-static const char *const rp_op_names[RP_METRICS_OPS] = {"reap", "answer", "gates", "status",
+static const char *const rp_op_names[RP_METRICS_OPS] = {"reap",   "answer", "gates", "status",
+                                                        "jobs",   "job",    "cancel",
                                                         "unknown"};
 static const char *const rp_outcome_names[RP_METRICS_OUTCOMES] = {
     "ok", "bad_request", "unknown_op", "forbidden", "not_found", "conflict", "unavailable",

@@ -34,6 +34,7 @@
 
 #include "rp_common.h"
 #include "rp_gate.h"
+#include "rp_jobs_port.h"
 #include "rp_report.h"
 #include "rp_status.h"
 #include "rp_verdict.h"
@@ -66,6 +67,7 @@
 /* The largest gates older_than_seconds: ten years. */
 #define RP_PROTO_OLDER_THAN_MAX 315360000
 #define RP_PROTO_LIMIT_DEFAULT 100
+#define RP_PROTO_REASON_MAX 1024u  /* bytes of a cancel's "reason" */
 
 /* Sizes of the error fields below and of quoted untrusted text. */
 #define RP_PROTO_MESSAGE_MAX 256u
@@ -114,11 +116,14 @@ typedef enum rp_op {
     RP_OP_ANSWER,
     RP_OP_GATES,
     RP_OP_STATUS,
+    RP_OP_JOBS,   /* list job-table rows (job triage) */
+    RP_OP_JOB,    /* one job-table row */
+    RP_OP_CANCEL, /* cancel a ready or leased job */
     RP_OP_COUNT_
 } rp_op;
 
-/* "reap", "answer", "gates", "status"; "none" for RP_OP_NONE and "unknown"
- * outside the enum. Static, never NULL. */
+/* "reap", "answer", "gates", "status", "jobs", "job", "cancel"; "none" for
+ * RP_OP_NONE and "unknown" outside the enum. Static, never NULL. */
 const char *rp_op_string(rp_op op);
 /* Exact match of a wire name; RP_OP_NONE is never parsed. */
 bool rp_op_parse(const char *s, rp_op *out) RP_MUSTCHECK;
@@ -170,6 +175,21 @@ typedef struct rp_request {
         int64_t older_than_seconds; /* 0: any age, else 1..RP_PROTO_OLDER_THAN_MAX */
         int64_t after;       /* 0: from the newest, else a gate id >= 1 */
     } gates;
+    struct {
+        bool any_state;      /* default true ("all") */
+        rp_job_state state;  /* when !any_state */
+        int limit;           /* RP_PROTO_LIMIT_MIN..MAX, default ..._DEFAULT */
+        int64_t after;       /* >= 0, default 0: ids above it */
+        char *project;       /* NULL: every project */
+        char *kind;          /* NULL: every kind */
+    } jobs;
+    struct {
+        int64_t job;         /* >= 1 */
+    } job;
+    struct {
+        int64_t job;         /* >= 1 */
+        char *reason;        /* 1..RP_PROTO_REASON_MAX bytes, required */
+    } cancel;
 } rp_request;
 
 /* Zeroes *req (op RP_OP_NONE). */
@@ -235,6 +255,17 @@ rp_status rp_proto_encode_answer_reply_note(int64_t gate, rp_choice choice, rp_o
 rp_status rp_proto_encode_gates_reply(const rp_gate *gates, size_t n, const rp_gate_page *page,
                                       rp_encoding enc, rp_proto_buf *out) RP_MUSTCHECK;
 
+/* Job triage (SCHEMA.md 4, 5.5). jobs: {"jobs": [job...], "total": int,
+ * "next_after": int or null}; job: {"job": job, "payload": string or null,
+ * "payload_truncated": bool}; cancel: {"job": job, "from": state,
+ * "lease_owner": string or null, "seq": int}. Borrowed arguments. */
+rp_status rp_proto_encode_jobs_reply(const rp_job_page *page, rp_encoding enc,
+                                     rp_proto_buf *out) RP_MUSTCHECK;
+rp_status rp_proto_encode_job_reply(const rp_job_row *job, rp_encoding enc,
+                                    rp_proto_buf *out) RP_MUSTCHECK;
+rp_status rp_proto_encode_cancel_reply(const rp_job_cancel_result *r, rp_encoding enc,
+                                       rp_proto_buf *out) RP_MUSTCHECK;
+
 /* What the status op reports. Borrowed pointers. */
 typedef struct rp_proto_status {
     const char *version;      /* reaperd's version string */
@@ -297,6 +328,8 @@ json_t *rp_proto_verdict_json(const rp_verdict *v);
 json_t *rp_proto_report_json(const rp_report *report);
 json_t *rp_proto_gate_json(const rp_gate *g);
 json_t *rp_proto_status_json(const rp_proto_status *st);
+/* A job row (SCHEMA.md 5.5), without its payload. */
+json_t *rp_proto_job_json(const rp_job_row *j);
 
 /* Parses any message (a reply, a request, an event) into a generic tree,
  * with limits (NULL: rp_proto_reply_limits) enforced while parsing, and the

@@ -80,4 +80,12 @@ rp_status rp__finish(json_t *tree, rp_encoding enc, rp_proto_buf *out) RP_MUSTCH
  * set failed. */
 bool rp__set(json_t *obj, const char *key, json_t *value) RP_MUSTCHECK;
 
+/* A time as a wire string (SCHEMA.md section 5), null for 0 or a time
+ * that cannot be written. New reference; NULL only on allocation failure. */
+json_t *rp__time_json(rp_time_ms t);
+
+/* Steals result (NULL fails): writes {"v":1,"op":op,"ok":true,"result":...}
+ * in enc into out, as rp__finish. */
+rp_status rp__reply(rp_op op, json_t *result, rp_encoding enc, rp_proto_buf *out) RP_MUSTCHECK;
+
 #endif

@@ -10,7 +10,7 @@
 /* Longest error message written on the wire, in bytes. */
 #define RP_PROTO_ERROR_MESSAGE_MAX 1024u
 
-static json_t *rp_time_json(rp_time_ms t) {
+json_t *rp__time_json(rp_time_ms t) {
     char buf[RP_PROTO_TIME_SIZE];
     if (t == 0 || !rp_proto_format_time(t, buf, sizeof buf)) return json_null();
     return json_string(buf);
@@ -32,7 +32,7 @@ static bool rp_gate_valid(const rp_gate *g) {
 static json_t *rp_claim_json(const rp_gate *g) {
     json_t *t = json_object();
     bool ok = t != NULL && rp__set(t, "by", rp__json_string(g->claimed_by)) &&
-              rp__set(t, "since", rp_time_json(g->claimed_at)) &&
+              rp__set(t, "since", rp__time_json(g->claimed_at)) &&
               rp__set(t, "stale", json_boolean(g->claim == RP_GATE_CLAIM_STALE));
     if (!ok) {
         json_decref(t);
@@ -130,8 +130,8 @@ json_t *rp_proto_gate_json(const rp_gate *g) {
          rp__set(t, "state", json_string(g->answered ? "answered" : "open")) &&
          rp__set(t, "answer", g->answered ? json_string(rp_choice_string(g->answer)) : json_null()) &&
          rp__set(t, "answered_by", rp__json_string(g->answered ? g->answered_by : NULL)) &&
-         rp__set(t, "answered_at", rp_time_json(g->answered ? g->answered_at : 0)) &&
-         rp__set(t, "created_at", rp_time_json(g->created_at)) &&
+         rp__set(t, "answered_at", rp__time_json(g->answered ? g->answered_at : 0)) &&
+         rp__set(t, "created_at", rp__time_json(g->created_at)) &&
          rp__set(t, "queue", rp__json_string(g->queue)) &&
          rp__set(t, "origin_queue", rp__json_string(g->origin_queue)) &&
          rp__set(t, "reason", rp__json_string(g->reason));
@@ -152,7 +152,7 @@ json_t *rp_proto_status_json(const rp_proto_status *st) {
     bool ok = t != NULL && rp__set(t, "version", rp__json_string(st->version)) &&
               rp__set(t, "broker", json_string(st->broker_up ? "up" : "down")) &&
               rp__set(t, "store", json_string(st->store_up ? "up" : "down")) &&
-              rp__set(t, "last_pass_at", rp_time_json(st->last_pass_at)) &&
+              rp__set(t, "last_pass_at", rp__time_json(st->last_pass_at)) &&
               rp__set(t, "open_sightings", json_integer(st->open_sightings));
     if (!ok) {
         json_decref(t);
@@ -175,14 +175,14 @@ static json_t *rp_envelope(const char *op, bool ok, const char *key, json_t *bod
     return t;
 }
 
-static rp_status rp_reply(rp_op op, json_t *result, rp_encoding enc, rp_proto_buf *out) {
+rp_status rp__reply(rp_op op, json_t *result, rp_encoding enc, rp_proto_buf *out) {
     return rp__finish(rp_envelope(rp_op_string(op), true, "result", result), enc, out);
 }
 
 rp_status rp_proto_encode_reap_reply(const rp_report *report, rp_encoding enc,
                                      rp_proto_buf *out) {
     if (!rp_report_valid(report)) return RP_ERR_INVALID;
-    return rp_reply(RP_OP_REAP, rp_proto_report_json(report), enc, out);
+    return rp__reply(RP_OP_REAP, rp_proto_report_json(report), enc, out);
 }
 
 rp_status rp_proto_encode_answer_reply(int64_t gate, rp_choice choice, rp_outcome outcome,
@@ -205,7 +205,7 @@ rp_status rp_proto_encode_answer_reply_note(int64_t gate, rp_choice choice, rp_o
         json_decref(t);
         t = NULL;
     }
-    return rp_reply(RP_OP_ANSWER, t, enc, out);
+    return rp__reply(RP_OP_ANSWER, t, enc, out);
 }
 
 rp_status rp_proto_encode_gates_reply(const rp_gate *gates, size_t n, const rp_gate_page *page,
@@ -229,13 +229,13 @@ rp_status rp_proto_encode_gates_reply(const rp_gate *gates, size_t n, const rp_g
         json_decref(t);
         t = NULL;
     }
-    return rp_reply(RP_OP_GATES, t, enc, out);
+    return rp__reply(RP_OP_GATES, t, enc, out);
 }
 
 rp_status rp_proto_encode_status_reply(const rp_proto_status *st, rp_encoding enc,
                                        rp_proto_buf *out) {
     if (st == NULL) return RP_ERR_INVALID;
-    return rp_reply(RP_OP_STATUS, rp_proto_status_json(st), enc, out);
+    return rp__reply(RP_OP_STATUS, rp_proto_status_json(st), enc, out);
 }
 
 /* A heap copy of s cut to max bytes on a UTF-8 boundary. */

@@ -14,6 +14,9 @@ void rp_request_cleanup(rp_request *req) {
     free(req->gates.queue);
     free(req->gates.origin);
     free(req->gates.reason);
+    free(req->jobs.project);
+    free(req->jobs.kind);
+    free(req->cancel.reason);
     memset(req, 0, sizeof *req);
 }
 
@@ -24,6 +27,10 @@ static const char *const rp_fields_gates[] = {"v",      "op",     "state",  "lim
                                                "project", "kind", "queue", "origin",
                                                "reason", "older_than_seconds", "after", NULL};
 static const char *const rp_fields_status[] = {"v", "op", NULL};
+static const char *const rp_fields_jobs[] = {"v",    "op",    "state", "project",
+                                             "kind", "limit", "after", NULL};
+static const char *const rp_fields_job[] = {"v", "op", "job", NULL};
+static const char *const rp_fields_cancel[] = {"v", "op", "job", "reason", NULL};
 
 static const char *const *rp_fields_of(rp_op op) {
     switch (op) {
@@ -31,6 +38,9 @@ static const char *const *rp_fields_of(rp_op op) {
     case RP_OP_ANSWER: return rp_fields_answer;
     case RP_OP_GATES: return rp_fields_gates;
     case RP_OP_STATUS: return rp_fields_status;
+    case RP_OP_JOBS: return rp_fields_jobs;
+    case RP_OP_JOB: return rp_fields_job;
+    case RP_OP_CANCEL: return rp_fields_cancel;
     default: return NULL;
     }
 }
@@ -170,8 +180,50 @@ static rp_status rp_validate_gates(const json_t *root, rp_request *out, rp_proto
                       &out->gates.after, err);
 }
 
+static rp_status rp_validate_jobs(const json_t *root, rp_request *out, rp_proto_error *err) {
+    static const char one_of[] = "one of ready, leased, succeeded, failed, awaiting_human, all";
+    const json_t *w;
+    int64_t limit;
+    rp_status st = rp_get_word(root, "state", false, one_of, &w, err);
+    if (st != RP_OK) return st;
+    out->jobs.any_state = true;
+    if (w != NULL) {
+        const char *s = json_string_value(w);
+        if (strlen(s) != json_string_length(w)) return rp_bad_word(w, "state", one_of, err);
+        if (strcmp(s, "all") != 0) {
+            if (!rp_job_state_parse(s, &out->jobs.state)) return rp_bad_word(w, "state", one_of, err);
+            out->jobs.any_state = false;
+        }
+    }
+    if ((st = rp_get_name(root, "project", &out->jobs.project, err)) != RP_OK) return st;
+    if ((st = rp_get_name(root, "kind", &out->jobs.kind, err)) != RP_OK) return st;
+    if ((st = rp_get_int(root, "limit", false, RP_PROTO_LIMIT_MIN, RP_PROTO_LIMIT_MAX,
+                         RP_PROTO_LIMIT_DEFAULT, "", &limit, err)) != RP_OK)
+        return st;
+    out->jobs.limit = (int)limit;
+    return rp_get_int(root, "after", false, 0, INT64_MAX, 0, "", &out->jobs.after, err);
+}
+
+static rp_status rp_validate_cancel(const json_t *root, rp_request *out, rp_proto_error *err) {
+    rp_status st = rp_get_int(root, "job", true, 1, INT64_MAX, 0, "the job id, a positive integer",
+                              &out->cancel.job, err);
+    if (st != RP_OK) return st;
+    const json_t *v = rp_field(root, "reason");
+    if (v == NULL) return rp_missing(err, "reason", "why the job is cancelled, kept in the ledger");
+    if (!json_is_string(v)) return rp_wrong_type(err, "reason", "a string", v);
+    size_t len = json_string_length(v);
+    if (len == 0) return rp__err_set(err, RP_ERR_BAD_REQUEST, "field \"reason\" must not be empty");
+    if (len > RP_PROTO_REASON_MAX)
+        return rp__err_set(err, RP_ERR_BAD_REQUEST,
+                           "field \"reason\" must be at most %u bytes, got %zu", RP_PROTO_REASON_MAX,
+                           len);
+    out->cancel.reason = strndup(json_string_value(v), len);
+    if (out->cancel.reason == NULL) return rp__err_set(err, RP_ERR_NOMEM, "out of memory");
+    return RP_OK;
+}
+
 static rp_status rp_validate(const json_t *root, rp_request *out, rp_proto_error *err) {
-    static const char ops[] = "one of reap, answer, gates, status";
+    static const char ops[] = "one of reap, answer, gates, status, jobs, job, cancel";
     char q[RP_PROTO_QUOTE_MAX * 4 + 8];
     rp_status st;
     rp_op op;
@@ -226,6 +278,11 @@ static rp_status rp_validate(const json_t *root, rp_request *out, rp_proto_error
     case RP_OP_ANSWER: return rp_validate_answer(root, out, err);
     case RP_OP_GATES: return rp_validate_gates(root, out, err);
     case RP_OP_STATUS: return RP_OK;
+    case RP_OP_JOBS: return rp_validate_jobs(root, out, err);
+    case RP_OP_JOB:
+        return rp_get_int(root, "job", true, 1, INT64_MAX, 0, "the job id, a positive integer",
+                          &out->job.job, err);
+    case RP_OP_CANCEL: return rp_validate_cancel(root, out, err);
     default: return rp__err_set(err, RP_ERR_INTERNAL, "unhandled op");
     }
 }
@@ -297,6 +354,20 @@ static json_t *rp_request_tree(const rp_request *req) {
         if (ok && req->gates.older_than_seconds != 0)
             ok = rp__set(t, "older_than_seconds", json_integer(req->gates.older_than_seconds));
         if (ok && req->gates.after != 0) ok = rp__set(t, "after", json_integer(req->gates.after));
+        break;
+    case RP_OP_JOBS:
+        if (ok && !req->jobs.any_state)
+            ok = rp__set(t, "state", json_string(rp_job_state_string(req->jobs.state)));
+        if (ok && req->jobs.project != NULL)
+            ok = rp__set(t, "project", rp__json_string(req->jobs.project));
+        if (ok && req->jobs.kind != NULL) ok = rp__set(t, "kind", rp__json_string(req->jobs.kind));
+        ok = ok && rp__set(t, "limit", json_integer(req->jobs.limit));
+        if (ok && req->jobs.after != 0) ok = rp__set(t, "after", json_integer(req->jobs.after));
+        break;
+    case RP_OP_JOB: ok = ok && rp__set(t, "job", json_integer(req->job.job)); break;
+    case RP_OP_CANCEL:
+        ok = ok && rp__set(t, "job", json_integer(req->cancel.job)) &&
+             rp__set(t, "reason", rp__json_string(req->cancel.reason));
         break;
     default:
         break;

@@ -39,6 +39,17 @@ static void rp_usage(FILE *f) {
             "  answer GATE --choice replay|dismiss|retry [--by NOTE] [--json]\n"
             "                                              answer a gate (once)\n"
             "  status [--json]                             reaperd's state\n"
+            "  jobs list [--state S] [--project P] [--kind K] [--limit N] [--after ID] [--json]\n"
+            "                                              the job table, lowest id first, with\n"
+            "                                              the total that match; S: ready, leased,\n"
+            "                                              succeeded, failed, awaiting_human, all\n"
+            "                                              (default all); N: 1 to 1000 (100);\n"
+            "                                              the next page: --after the last id\n"
+            "  jobs get ID [--json]                        one job, with its payload\n"
+            "  jobs cancel ID --reason R [--json]          a ready or leased job -> failed, its\n"
+            "                                              lease cleared (the worker's settle then\n"
+            "                                              fails its fence), a JobCancelled ledger\n"
+            "                                              event with R and your broker user\n"
             "\n"
             "reaperctl speaks only AMQP: it sends the request to broker.control_queue\n"
             "and waits for the reply (default 30 s; a reap may need more: --timeout).\n"
@@ -68,6 +79,14 @@ static int rp_fail_usage(const char *msg) {
     return 2;
 }
 
+/* A whole number (optionally signed) of the command line into *out. */
+static bool rp_whole(const char *s, long long *out) {
+    char *end;
+    errno = 0;
+    *out = strtoll(s, &end, 10);
+    return errno == 0 && end != s && *end == '\0';
+}
+
 /* The same, for a usage error found once the request tree exists. */
 static int rp_fail_usage_free(json_t *req, const char *msg) {
     json_decref(req);
@@ -93,7 +112,7 @@ int main(int argc, char **argv) {
     };
     const char *path = NULL, *project = NULL, *state = NULL, *limit = NULL, *choice = NULL,
                *by = NULL, *kind = NULL, *queue = NULL, *origin = NULL, *reason = NULL,
-               *older = NULL, *after = NULL;
+               *older = NULL, *after = NULL, *sub = "";
     bool dry = false, json = false;
     long timeout_s = 30;
     int ch;
@@ -137,7 +156,8 @@ int main(int argc, char **argv) {
         }
         }
     }
-    if (optind >= argc) return rp_fail_usage("which command? reap, gates, answer or status");
+    if (optind >= argc)
+        return rp_fail_usage("which command? reap, gates, answer, status or jobs");
     const char *cmd = argv[optind++];
 
     /* The request, as a JSON tree validated by the daemon's own codec. */
@@ -187,6 +207,44 @@ int main(int argc, char **argv) {
         if (by) json_object_set_new(req, "by", json_string(by));
     } else if (strcmp(cmd, "status") == 0) {
         json_object_set_new(req, "op", json_string("status"));
+    } else if (strcmp(cmd, "jobs") == 0) {
+        if (optind >= argc) return rp_fail_usage_free(req, "jobs needs list, get or cancel");
+        sub = argv[optind++];
+        if (strcmp(sub, "list") == 0) {
+            json_object_set_new(req, "op", json_string("jobs"));
+            if (state) json_object_set_new(req, "state", json_string(state));
+            if (project) json_object_set_new(req, "project", json_string(project));
+            if (kind) json_object_set_new(req, "kind", json_string(kind));
+            long long n;
+            if (limit) {
+                if (!rp_whole(limit, &n))
+                    return rp_fail_usage_free(req, "--limit takes a whole number, 1 to 1000");
+                json_object_set_new(req, "limit", json_integer(n));
+            }
+            if (after) {
+                if (!rp_whole(after, &n))
+                    return rp_fail_usage_free(req, "--after takes a job id (a whole number)");
+                json_object_set_new(req, "after", json_integer(n));
+            }
+        } else if (strcmp(sub, "get") == 0 || strcmp(sub, "cancel") == 0) {
+            bool get = strcmp(sub, "get") == 0;
+            long long id;
+            if (optind >= argc)
+                return rp_fail_usage_free(req, get ? "jobs get needs a job ID"
+                                                   : "jobs cancel needs a job ID");
+            if (!rp_whole(argv[optind], &id))
+                return rp_fail_usage_free(req, "ID is a job id (a whole number)");
+            optind++;
+            if (!get && reason == NULL)
+                return rp_fail_usage_free(req, "jobs cancel needs --reason R (kept in the ledger)");
+            json_object_set_new(req, "op", json_string(get ? "job" : "cancel"));
+            json_object_set_new(req, "job", json_integer(id));
+            if (!get) json_object_set_new(req, "reason", json_string(reason));
+        } else {
+            char m[160];
+            snprintf(m, sizeof m, "unknown jobs command '%.64s' (list, get or cancel)", sub);
+            return rp_fail_usage_free(req, m);
+        }
     } else {
         char m[160];
         snprintf(m, sizeof m, "unknown command '%.64s'", cmd);
@@ -197,10 +255,14 @@ int main(int argc, char **argv) {
         snprintf(m, sizeof m, "unexpected argument '%.64s'", argv[optind]);
         return rp_fail_usage_free(req, m);
     }
+    bool listing = strcmp(cmd, "jobs") == 0 && strcmp(sub, "list") == 0;
     if ((strcmp(cmd, "reap") != 0 && dry) || (strcmp(cmd, "answer") != 0 && (choice || by)) ||
-        (strcmp(cmd, "gates") != 0 &&
-         (state || limit || kind || queue || origin || reason || older || after)) ||
-        (strcmp(cmd, "reap") != 0 && strcmp(cmd, "gates") != 0 && project))
+        (strcmp(cmd, "gates") != 0 && !listing && (state || limit)) ||
+        (strcmp(cmd, "reap") != 0 && strcmp(cmd, "gates") != 0 && !listing && project) ||
+        (strcmp(cmd, "gates") != 0 && !listing && (kind || after)) ||
+        (strcmp(cmd, "gates") != 0 && (queue || origin || older)) ||
+        (strcmp(cmd, "gates") != 0 && !(strcmp(cmd, "jobs") == 0 && strcmp(sub, "cancel") == 0) &&
+         reason))
         return rp_fail_usage_free(req, "that option does not go with this command");
 
     rp_request r;
@@ -280,6 +342,16 @@ int main(int argc, char **argv) {
             rp_ctl_print_status(stdout, view.result);
         } else if (strcmp(cmd, "reap") == 0) {
             rp_ctl_print_report(stdout, view.result);
+        } else if (strcmp(cmd, "jobs") == 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            if (strcmp(sub, "list") == 0)
+                rp_ctl_print_jobs(stdout, view.result,
+                                  (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+            else if (strcmp(sub, "get") == 0)
+                rp_ctl_print_job(stdout, view.result);
+            else
+                rp_ctl_print_cancel(stdout, view.result);
         } else if (strcmp(cmd, "gates") == 0) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);

@@ -169,3 +169,97 @@ void rp_ctl_print_answer(FILE *f, const json_t *r) {
     rp_ctl_fputs(f, rp_str(r, "choice"));
     fputs(")\n", f);
 }
+
+/* ---- job triage ------------------------------------------------------------ */
+
+static const char *rp_int(const json_t *o, const char *k, char *buf, size_t n) {
+    const json_t *v = json_object_get(o, k);
+    if (!json_is_integer(v)) return "-";
+    snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+    return buf;
+}
+
+void rp_ctl_print_jobs(FILE *f, const json_t *r, long long now_ms) {
+    const json_t *jobs = json_object_get(r, "jobs");
+    long long total = (long long)json_integer_value(json_object_get(r, "total"));
+    const json_t *next = json_object_get(r, "next_after");
+    if (json_array_size(jobs) == 0) {
+        fprintf(f, "no jobs on this page (%lld match)\n", total);
+        return;
+    }
+    static const char *const head[] = {"JOB",   "PROJECT", "KIND",        "STATE",
+                                       "TRIES", "OWNER",   "LEASE LEFT",  "AGE"};
+    rp_table *t = rp_table_new(8, head);
+    if (t == NULL) return;
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j) {
+        char id[24], tries[48], left[32] = "-", age[32] = "-";
+        rp_time_ms at = 0;
+        if (json_is_string(json_object_get(j, "created_at")) &&
+            rp_proto_parse_time(rp_str(j, "created_at"), &at))
+            rp_age(now_ms - at, age, sizeof age);
+        if (json_is_string(json_object_get(j, "lease_expires_at")) &&
+            rp_proto_parse_time(rp_str(j, "lease_expires_at"), &at)) {
+            if (at > now_ms) rp_age(at - now_ms, left, sizeof left);
+            else snprintf(left, sizeof left, "expired");
+        }
+        snprintf(tries, sizeof tries, "%lld/%lld",
+                 (long long)json_integer_value(json_object_get(j, "attempts")),
+                 (long long)json_integer_value(json_object_get(j, "max_attempts")));
+        const char *row[] = {rp_int(j, "id", id, sizeof id), rp_str(j, "project"), rp_str(j, "kind"),
+                             rp_str(j, "state"), tries, rp_str(j, "lease_owner"), left, age};
+        rp_table_add(t, row);
+    }
+    rp_table_print(t, f, "");
+    rp_table_free(t);
+    fprintf(f, "\n%zu shown, %lld match", json_array_size(jobs), total);
+    if (json_is_integer(next))
+        fprintf(f, "; more: --after %lld\n", (long long)json_integer_value(next));
+    else
+        fputs("; no more\n", f);
+}
+
+static void rp_job_lines(FILE *f, const json_t *j) {
+    char b[24];
+    rp_line(f, "job               ", rp_int(j, "id", b, sizeof b));
+    rp_line(f, "project           ", rp_str(j, "project"));
+    rp_line(f, "kind              ", rp_str(j, "kind"));
+    rp_line(f, "state             ", rp_str(j, "state"));
+    fprintf(f, "attempts          %lld of %lld\n",
+            (long long)json_integer_value(json_object_get(j, "attempts")),
+            (long long)json_integer_value(json_object_get(j, "max_attempts")));
+    rp_line(f, "lease owner       ", rp_str(j, "lease_owner"));
+    rp_line(f, "lease expires at  ", rp_str(j, "lease_expires_at"));
+    rp_line(f, "run after         ", rp_str(j, "run_after"));
+    rp_line(f, "depends on        ", rp_int(j, "depends_on", b, sizeof b));
+    rp_line(f, "created at        ", rp_str(j, "created_at"));
+    rp_line(f, "updated at        ", rp_str(j, "updated_at"));
+    rp_line(f, "finished at       ", rp_str(j, "finished_at"));
+}
+
+void rp_ctl_print_job(FILE *f, const json_t *r) {
+    rp_job_lines(f, json_object_get(r, "job"));
+    rp_line(f, "payload           ", rp_str(r, "payload"));
+    if (json_is_true(json_object_get(r, "payload_truncated")))
+        fputs("                  (cut: the payload is longer)\n", f);
+}
+
+void rp_ctl_print_cancel(FILE *f, const json_t *r) {
+    const json_t *j = json_object_get(r, "job");
+    char b[24];
+    fputs("job ", f);
+    rp_ctl_fputs(f, rp_int(j, "id", b, sizeof b));
+    fputs(" cancelled: ", f);
+    rp_ctl_fputs(f, rp_str(r, "from"));
+    fputs(" -> ", f);
+    rp_ctl_fputs(f, rp_str(j, "state"));
+    if (json_is_string(json_object_get(r, "lease_owner"))) {
+        fputs(" (lease of ", f);
+        rp_ctl_fputs(f, rp_str(r, "lease_owner"));
+        fputs(" cleared: its settle will find no row)", f);
+    }
+    fputs("; ledger seq ", f);
+    rp_ctl_fputs(f, rp_int(r, "seq", b, sizeof b));
+    fputc('\n', f);
+}

@@ -12,5 +12,10 @@ void rp_ctl_print_status(FILE *f, const json_t *result);
 void rp_ctl_print_report(FILE *f, const json_t *report);
 void rp_ctl_print_gates(FILE *f, const json_t *result, long long now_ms);
 void rp_ctl_print_answer(FILE *f, const json_t *result);
+/* Job triage: a page of jobs (with the total and how to get the next), one
+ * job with its payload, a cancel's outcome. */
+void rp_ctl_print_jobs(FILE *f, const json_t *result, long long now_ms);
+void rp_ctl_print_job(FILE *f, const json_t *result);
+void rp_ctl_print_cancel(FILE *f, const json_t *result);
 
 #endif

@@ -39,10 +39,12 @@
 #include <time.h>
 
 #include "control.h"
+#include "control_jobs.h"
 #include "report_text.h"
 #include "rp_amqp_control.h"
 #include "rp_amqp_open.h"
 #include "rp_control.h"
+#include "rp_pg_jobs.h"
 #include "rp_log.h"
 #include "rp_clock.h"
 #include "rp_proto.h"
@@ -73,6 +75,7 @@ typedef struct rp_ctl {
     size_t n_gates;
     rp_gate_page gate_page;
     rp_answer_result answer;
+    rp_ctl_jobs jobs; /* job triage's results (control_jobs.h) */
 } rp_ctl;
 
 static const char *rp_ctl_user(const rp_ctl *c) { return c->env.has_user ? c->env.user : NULL; }
@@ -82,6 +85,7 @@ static void rp_ctl_free(rp_ctl *c) {
     rp_pass_request_cleanup(&c->pass);
     for (size_t i = 0; i < c->n_gates; i++) rp_gate_cleanup(&c->gates[i]);
     free(c->gates);
+    rp_ctl_jobs_cleanup(&c->jobs);
     free(c);
 }
 
@@ -328,6 +332,35 @@ static void rp_ctl_replay_done(void *arg, const rp_replay_result *r) {
     rp_ctl_encoded(c, est, &buf);
 }
 
+/* ---- job triage: jobs, job, cancel (control_jobs.h) ---------------------- */
+
+static void rp_ctl_jobs_work(void *ctx, void *arg) {
+    RP_UNUSED(ctx);
+    rp_ctl *c = arg;
+    rp_pass_runner *r = c->d->deps.runner;
+    if (!rp_ctl_store_ready(r, c)) return;
+    rp_jobs_port p;
+    rp_pg_jobs_port(r->store, &p);
+    rp_ctl_jobs_run(&p, &c->req, rp_ctl_user(c), &c->jobs);
+    c->st = c->jobs.st;
+}
+
+static void rp_ctl_jobs_done(void *arg, bool cancelled) {
+    rp_ctl *c = arg;
+    if (cancelled) {
+        rp_ctl_free(c);
+        return;
+    }
+    if (c->st != RP_OK) c->jobs.st = c->st; /* the store could not be reached */
+    char msg[200];
+    rp_proto_buf buf = {0};
+    rp_status est = RP_OK;
+    rp_status st = rp_ctl_jobs_reply(&c->req, &c->jobs, rp_ctl_user(c), c->enc, &buf, &est, msg,
+                                     sizeof msg);
+    if (st != RP_OK) rp_ctl_error(c, rp_op_string(c->req.op), st, msg);
+    else rp_ctl_encoded(c, est, &buf);
+}
+
 /* ---- status -------------------------------------------------------------- */
 
 static void rp_ctl_status(rp_ctl *c) {
@@ -468,6 +501,11 @@ void rp_controller_on_message(rp_controller *k, const rp_amqp_message *msg) {
         break;
     case RP_OP_GATES:
         st = d->store_job(d->self, rp_ctl_gates_work, rp_ctl_gates_done, c);
+        break;
+    case RP_OP_JOBS:
+    case RP_OP_JOB:
+    case RP_OP_CANCEL:
+        st = d->store_job(d->self, rp_ctl_jobs_work, rp_ctl_jobs_done, c);
         break;
     case RP_OP_ANSWER:
         switch (rp_control_route_answer(c->req.answer.choice,

@@ -212,6 +212,10 @@ GATES = lambda state="open", limit=100, project=None, kind=None, queue=None, ori
                                      origin=origin, reason=reason, older_than_seconds=older_than_seconds,
                                      after=after)
 STATUS = {"op": "status"}
+JOBS = lambda state="all", limit=100, after=0, project=None, kind=None: R(
+    "jobs", state=state, limit=limit, after=after, project=project, kind=kind)
+JOB = lambda job: R("job", job=job)
+CANCEL = lambda job, reason: R("cancel", job=job, reason=reason)
 
 
 def requests_ok():
@@ -252,6 +256,20 @@ def requests_ok():
     req_ok("req_gates_limit_1", "the smallest limit",
            {"v": 1, "op": "gates", "state": "answered", "limit": 1}, GATES("answered", 1))
     req_ok("req_status", "status", {"v": 1, "op": "status"}, STATUS)
+    req_ok("req_jobs_defaults", "jobs with defaults: every state, 100, from the first id",
+           {"v": 1, "op": "jobs"}, JOBS())
+    req_ok("req_jobs_full", "every jobs field",
+           {"v": 1, "op": "jobs", "state": "leased", "project": "alpha", "kind": "pdf.render",
+            "limit": 50, "after": 1200}, JOBS("leased", 50, 1200, "alpha", "pdf.render"))
+    req_ok("req_jobs_state_all", "state all is every state, as absent",
+           {"v": 1, "op": "jobs", "state": "all", "limit": 1000}, JOBS(limit=1000))
+    req_ok("req_job", "one job", {"v": 1, "op": "job", "job": 42}, JOB(42))
+    req_ok("req_cancel", "cancel a job with a reason",
+           {"v": 1, "op": "cancel", "job": 42, "reason": "stuck on a bad PDF"},
+           CANCEL(42, "stuck on a bad PDF"))
+    req_ok("req_cancel_reason_1024", "a reason of exactly 1024 bytes",
+           {"v": 1, "op": "cancel", "job": 9223372036854775807, "reason": "r" * 1024},
+           CANCEL(9223372036854775807, "r" * 1024))
     req_ok("req_json_escaped_keys", "status, with a key and a value given as escapes in JSON",
            None, STATUS, msgpack=mp({"v": 1, "op": "status"}),
            json_bytes=b'{"\\u0076":1,"op":"st\\u0061tus"}')
@@ -403,6 +421,41 @@ def requests_bad():
             obj={"v": 1, "op": "gates", "state": "closed"})
     req_err("err_gates_state_int", "state 1", E, 'field "state" must be a string, got an integer',
             op="gates", obj={"v": 1, "op": "gates", "state": 1})
+    # jobs, job and cancel fields.
+    req_err("err_jobs_state_unknown", "jobs state stuck", E,
+            'field "state" must be one of ready, leased, succeeded, failed, awaiting_human, all, '
+            'got "stuck"', op="jobs", obj={"v": 1, "op": "jobs", "state": "stuck"})
+    req_err("err_jobs_state_open", "jobs take job states, not gate states", E,
+            'field "state" must be one of ready', op="jobs", obj={"v": 1, "op": "jobs", "state": "open"})
+    req_err("err_jobs_limit_negative", "jobs limit -1", E, 'field "limit" must be in 1..1000, got -1',
+            op="jobs", obj={"v": 1, "op": "jobs", "limit": -1})
+    req_err("err_jobs_limit_0", "jobs limit 0", E, 'field "limit" must be in 1..1000, got 0',
+            op="jobs", obj={"v": 1, "op": "jobs", "limit": 0})
+    req_err("err_jobs_after_negative", "jobs after -1", E,
+            'field "after" must be in 0..9223372036854775807, got -1', op="jobs",
+            obj={"v": 1, "op": "jobs", "after": -1})
+    req_err("err_jobs_after_string", "jobs after as a string", E,
+            'field "after" must be an integer, got a string', op="jobs",
+            obj={"v": 1, "op": "jobs", "after": "12"})
+    req_err("err_jobs_kind_empty", "an empty kind", E, 'field "kind" must not be empty', op="jobs",
+            obj={"v": 1, "op": "jobs", "kind": ""})
+    req_err("err_jobs_field_of_cancel", "reason is not a field of jobs", E,
+            'unknown field "reason" for op jobs', op="jobs", obj={"v": 1, "op": "jobs", "reason": "x"})
+    req_err("err_job_missing_job", "job without job", E, 'missing field "job"', op="job",
+            obj={"v": 1, "op": "job"})
+    req_err("err_job_0", "job 0", E, 'field "job" must be in 1..9223372036854775807, got 0', op="job",
+            obj={"v": 1, "op": "job", "job": 0})
+    req_err("err_cancel_missing_reason", "cancel without a reason", E, 'missing field "reason"',
+            op="cancel", obj={"v": 1, "op": "cancel", "job": 42})
+    req_err("err_cancel_null_reason", "a null reason is a missing one", E, 'missing field "reason"',
+            op="cancel", obj={"v": 1, "op": "cancel", "job": 42, "reason": None})
+    req_err("err_cancel_reason_empty", "an empty reason", E, 'field "reason" must not be empty',
+            op="cancel", obj={"v": 1, "op": "cancel", "job": 42, "reason": ""})
+    req_err("err_cancel_reason_1025", "a reason of 1025 bytes", E,
+            'field "reason" must be at most 1024 bytes, got 1025', op="cancel",
+            obj={"v": 1, "op": "cancel", "job": 42, "reason": "r" * 1025})
+    req_err("err_cancel_job_float", "a float job id", E, 'field "job" must be an integer, got a float',
+            op="cancel", obj={"v": 1, "op": "cancel", "job": 42.0, "reason": "x"})
 
 
 def requests_hostile():
@@ -546,6 +599,16 @@ V_DEAD = verdict("dead_letter:sha256:ab12", "vibey.orders.dlq", None, "DEAD_LETT
                  "PARKED", "broker", 'dead-lettered from "vibey.orders" (rejected)', False)
 V_STALE = verdict("job:77", "report.build", "beta", "STALE_READY", 1200.5, 900, "seconds", "SURFACED",
                   "job_queue", "oldest claimable job waited 1200.5 s", True)
+J_LEASED = {"id": 42, "project": "alpha", "kind": "pdf.render", "state": "leased", "attempts": 2,
+            "max_attempts": 7, "lease_owner": "worker-7", "lease_expires_at": "2024-05-01T12:05:00.000Z",
+            "run_after": "2024-05-01T11:00:00.000Z", "depends_on": None, "finished_at": None,
+            "created_at": "2024-05-01T11:00:00.000Z", "updated_at": "2024-05-01T12:00:00.123Z"}
+J_READY = {"id": 43, "project": "alpha", "kind": "pdf.render", "state": "ready", "attempts": 0,
+           "max_attempts": 7, "lease_owner": None, "lease_expires_at": None,
+           "run_after": "2024-05-01T11:30:00.000Z", "depends_on": 42, "finished_at": None,
+           "created_at": "2024-05-01T11:30:00.000Z", "updated_at": "2024-05-01T11:30:00.000Z"}
+J_CANCELLED = dict(J_LEASED, state="failed", lease_owner=None, lease_expires_at=None,
+                   finished_at="2024-05-01T12:10:00.000Z", updated_at="2024-05-01T12:10:00.000Z")
 V_CLEARED = verdict("queue:/:vibey.x", None, None, "HOLDER_GONE", None, 0, "messages", "CLEARED", "broker",
                     None, False)
 
@@ -607,6 +670,18 @@ def replies():
                "replaying": {"by": "web-2:77:1714560000000", "since": "2024-05-01T11:00:00.000Z",
                              "stale": True}}], "total": 2, "next_after": None}), "gates_replaying")
     reply("reply_gates_empty", "no gates", ok_reply("gates", {"gates": [], "total": 0, "next_after": None}), "gates_empty")
+    reply("reply_jobs_page", "a page of two jobs, more to come after id 43",
+          ok_reply("jobs", {"jobs": [J_LEASED, J_READY], "total": 5, "next_after": 43}), "jobs_page")
+    reply("reply_jobs_last", "the last page: next_after is null",
+          ok_reply("jobs", {"jobs": [J_READY], "total": 1, "next_after": None}), "jobs_last")
+    reply("reply_jobs_empty", "nothing matches", ok_reply("jobs", {"jobs": [], "total": 0,
+                                                                   "next_after": None}), "jobs_empty")
+    reply("reply_job", "one job with its payload",
+          ok_reply("job", {"job": J_LEASED, "payload": '{"file": "a.pdf"}', "payload_truncated": False}),
+          "job")
+    reply("reply_cancel_leased", "a leased job cancelled: its owner is named, its lease cleared",
+          ok_reply("cancel", {"job": J_CANCELLED, "from": "leased", "lease_owner": "worker-7",
+                              "seq": 901}), "cancel_leased")
     reply("reply_status", "status after a pass",
           ok_reply("status", {"version": "0.1.0-7741df0", "broker": "up", "store": "down",
                               "last_pass_at": "2024-05-01T12:00:00.000Z", "open_sightings": 3}), "status")
@@ -616,7 +691,7 @@ def replies():
     for name, op, code, msg in [
         ("reply_error_bad_request", "gates", "bad_request", 'field "limit" must be in 1..1000, got 0'),
         ("reply_error_unknown_op", "frobnicate", "unknown_op",
-         'unknown op "frobnicate" (expected one of reap, answer, gates, status)'),
+         'unknown op "frobnicate" (expected one of reap, answer, gates, status, jobs, job, cancel)'),
         ("reply_error_no_op", None, "bad_request", "truncated msgpack: the body ends inside a value (at byte 3)"),
         ("reply_error_forbidden", "reap", "forbidden", 'user "mallory" is not in control.allowed_users'),
         ("reply_error_not_found", "answer", "not_found", "gate 99 does not exist"),

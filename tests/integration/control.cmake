@@ -3,3 +3,8 @@ rp_integration_test(test_control SOURCES integration/test_control.c integration/
 set_property(TEST test_control APPEND PROPERTY LABELS broker)
 # It restarts the broker: nothing else may run then.
 set_tests_properties(test_control PROPERTIES RUN_SERIAL TRUE)
+
+# Job triage over the control queue (issue #18 item 7).
+rp_integration_test(test_control_jobs SOURCES integration/test_control_jobs.c integration/itest.c
+  LIBS reaper::proto PkgConfig::PQ PkgConfig::JANSSON)
+set_property(TEST test_control_jobs APPEND PROPERTY LABELS broker)

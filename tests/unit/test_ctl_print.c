@@ -170,8 +170,63 @@ static void test_report_status_answer(void **state) {
     json_decref(ans);
 }
 
+/* Job triage: a job's project, kind, lease owner and payload are the
+ * workers' text; the table, the job and the cancel line escape them. The
+ * paging line says how to get the next page. */
+static void test_jobs_output(void **state) {
+    (void)state;
+    json_t *page = json_pack("{s:[{s:i, s:s, s:s, s:s, s:i, s:i, s:s, s:s, s:s}], s:i, s:i}", "jobs",
+                             "id", 41, "project", "p\x1b[2J", "kind", "k\rX", "state", "leased",
+                             "attempts", 2, "max_attempts", 7, "lease_owner", "w\x1b]0;t\x07",
+                             "lease_expires_at", "2024-05-01T12:05:00.000Z", "created_at",
+                             "2024-05-01T11:00:00.000Z", "total", 9, "next_after", 41);
+    assert_non_null(page);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    rp_ctl_print_jobs(f, page, 1714564800000); /* 12:00: the lease has 5 min left */
+    fclose(f);
+    assert_terminal_safe(buf);
+    assert_non_null(strstr(buf, "p\\x1b[2J"));
+    assert_non_null(strstr(buf, "k\\rX"));
+    assert_non_null(strstr(buf, "2/7"));
+    assert_non_null(strstr(buf, "5m"));
+    assert_non_null(strstr(buf, "1 shown, 9 match; more: --after 41"));
+    free(buf);
+    json_object_set_new(page, "next_after", json_null());
+    json_object_set_new(page, "jobs", json_array());
+    json_object_set_new(page, "total", json_integer(0));
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    rp_ctl_print_jobs(f, page, 0);
+    fclose(f);
+    assert_string_equal(buf, "no jobs on this page (0 match)\n");
+    free(buf);
+    json_decref(page);
+
+    json_t *job = json_pack("{s:{s:i, s:s, s:s, s:s}, s:s, s:b}", "job", "id", 5, "project", "p",
+                            "kind", "k", "state", "ready", "payload", "{\"x\": \"\x1b[2J\"}",
+                            "payload_truncated", 1);
+    char *out = capture(rp_ctl_print_job, job);
+    assert_terminal_safe(out);
+    assert_non_null(strstr(out, "payload           {\"x\": \"\\x1b[2J\"}"));
+    assert_non_null(strstr(out, "(cut: the payload is longer)"));
+    free(out);
+    json_decref(job);
+
+    json_t *c = json_pack("{s:{s:i, s:s}, s:s, s:s, s:i}", "job", "id", 5, "state", "failed", "from",
+                          "leased", "lease_owner", "w\r7", "seq", 901);
+    out = capture(rp_ctl_print_cancel, c);
+    assert_terminal_safe(out);
+    assert_string_equal(out, "job 5 cancelled: leased -> failed (lease of w\\r7 cleared: its "
+                             "settle will find no row); ledger seq 901\n");
+    free(out);
+    json_decref(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_jobs_output),
         cmocka_unit_test(test_escaped),
         cmocka_unit_test(test_gates_table),
         cmocka_unit_test(test_gates_page_line),

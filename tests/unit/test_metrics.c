@@ -202,6 +202,8 @@ static void test_hooks_change_their_series(void **state) {
     rp_metrics_set_event_lag_ms(&m, 1234);
     rp_metrics_control(&m, "status", "ok");
     rp_metrics_control(&m, "answer", "conflict");
+    rp_metrics_control(&m, "cancel", "conflict");
+    rp_metrics_control(&m, "jobs", "ok");
     rp_metrics_control(&m, NULL, "forbidden");
     rp_metrics_control(&m, "bogus", "weird");
     rp_metrics_feed_publish_failed(&m);
@@ -243,6 +245,9 @@ static void test_hooks_change_their_series(void **state) {
     assert_true(value_of(t, "reaper_event_lag_seconds") == 1.234);
     assert_true(value_of(t, "reaper_control_requests_total{op=\"status\",outcome=\"ok\"}") == 1);
     assert_true(value_of(t, "reaper_control_requests_total{op=\"answer\",outcome=\"conflict\"}") == 1);
+    /* Job triage's ops have labels of their own, not "unknown". */
+    assert_true(value_of(t, "reaper_control_requests_total{op=\"cancel\",outcome=\"conflict\"}") == 1);
+    assert_true(value_of(t, "reaper_control_requests_total{op=\"jobs\",outcome=\"ok\"}") == 1);
     assert_true(value_of(t, "reaper_control_requests_total{op=\"unknown\",outcome=\"forbidden\"}") == 1);
     assert_true(value_of(t, "reaper_control_requests_total{op=\"unknown\",outcome=\"internal\"}") == 1);
     assert_true(value_of(t, "reaper_feed_publish_failures_total") == 1);

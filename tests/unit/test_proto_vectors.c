@@ -163,6 +163,85 @@ static void gates_replaying(rp_gate g[2]) {
     }
 }
 
+/* The jobs of the job triage vectors (gen.py J_LEASED, J_READY). */
+static void job_leased(rp_job_row *j) {
+    rp_job_row_init(j);
+    j->id = 42;
+    j->project = dup("alpha");
+    j->kind = dup("pdf.render");
+    j->state = RP_JOB_LEASED;
+    j->attempts = 2;
+    j->max_attempts = 7;
+    j->lease_owner = dup("worker-7");
+    j->has_lease_expires = true;
+    j->lease_expires_at = 1714565100000;
+    j->run_after = 1714561200000;
+    j->created_at = 1714561200000;
+    j->updated_at = 1714564800123;
+}
+
+static void job_ready(rp_job_row *j) {
+    rp_job_row_init(j);
+    j->id = 43;
+    j->project = dup("alpha");
+    j->kind = dup("pdf.render");
+    j->state = RP_JOB_READY;
+    j->max_attempts = 7;
+    j->run_after = 1714563000000;
+    j->depends_on = 42;
+    j->created_at = 1714563000000;
+    j->updated_at = 1714563000000;
+}
+
+static rp_status jobs_fixture(const char *name, rp_encoding enc, rp_proto_buf *out) {
+    rp_job_page page;
+    rp_job_page_init(&page);
+    rp_status st;
+    if (strcmp(name, "jobs_page") == 0 || strcmp(name, "jobs_last") == 0) {
+        bool last = strcmp(name, "jobs_last") == 0;
+        page.jobs = calloc(2, sizeof *page.jobs);
+        assert_non_null(page.jobs);
+        if (last) {
+            job_ready(&page.jobs[0]);
+            page.n = 1;
+            page.total = 1;
+        } else {
+            job_leased(&page.jobs[0]);
+            job_ready(&page.jobs[1]);
+            page.n = 2;
+            page.total = 5;
+            page.next_after = 43;
+        }
+        st = rp_proto_encode_jobs_reply(&page, enc, out);
+    } else if (strcmp(name, "jobs_empty") == 0) {
+        st = rp_proto_encode_jobs_reply(&page, enc, out);
+    } else if (strcmp(name, "job") == 0) {
+        rp_job_row j;
+        job_leased(&j);
+        j.payload = dup("{\"file\": \"a.pdf\"}");
+        st = rp_proto_encode_job_reply(&j, enc, out);
+        rp_job_row_cleanup(&j);
+    } else {
+        rp_job_cancel_result r;
+        rp_job_cancel_result_init(&r);
+        job_leased(&r.job);
+        r.job.state = RP_JOB_FAILED;
+        free(r.job.lease_owner);
+        r.job.lease_owner = NULL;
+        r.job.has_lease_expires = false;
+        r.job.has_finished = true;
+        r.job.finished_at = 1714565400000;
+        r.job.updated_at = 1714565400000;
+        r.was = RP_JOB_LEASED;
+        r.was_owner = dup("worker-7");
+        r.seq = 901;
+        st = rp_proto_encode_cancel_reply(&r, enc, out);
+        rp_job_cancel_result_cleanup(&r);
+    }
+    rp_job_page_cleanup(&page);
+    return st;
+}
+
 static const struct {
     const char *name, *op;
     rp_status code;
@@ -170,7 +249,7 @@ static const struct {
 } error_fixtures[] = {
     {"err_bad_request", "gates", RP_ERR_BAD_REQUEST, "field \"limit\" must be in 1..1000, got 0"},
     {"err_unknown_op", "frobnicate", RP_ERR_UNKNOWN_OP,
-     "unknown op \"frobnicate\" (expected one of reap, answer, gates, status)"},
+     "unknown op \"frobnicate\" (expected one of reap, answer, gates, status, jobs, job, cancel)"},
     {"err_no_op", NULL, RP_ERR_BAD_REQUEST,
      "truncated msgpack: the body ends inside a value (at byte 3)"},
     {"err_forbidden", "reap", RP_ERR_FORBIDDEN, "user \"mallory\" is not in control.allowed_users"},
@@ -220,6 +299,9 @@ static bool fixture_encode(const char *name, rp_encoding enc, rp_proto_buf *out)
     } else if (strcmp(name, "gates_empty") == 0) {
         rp_gate_page gp0 = {0};
         st = rp_proto_encode_gates_reply(NULL, 0, &gp0, enc, out);
+    } else if (strncmp(name, "jobs_", 5) == 0 || strcmp(name, "job") == 0 ||
+               strcmp(name, "cancel_leased") == 0) {
+        st = jobs_fixture(name, enc, out);
     } else if (strcmp(name, "status") == 0) {
         rp_proto_status s = {"0.1.0-7741df0", true, false, 1714564800000, 3};
         st = rp_proto_encode_status_reply(&s, enc, out);
@@ -300,6 +382,35 @@ static bool request_matches(const rp_request *req, const json_t *want, char *why
         }
         return true;
     case RP_OP_STATUS: return true;
+    case RP_OP_JOBS: {
+        const char *state = req->jobs.any_state ? "all" : rp_job_state_string(req->jobs.state);
+        if (!same_str(state, jstr(want, "state")) ||
+            req->jobs.limit != json_integer_value(json_object_get(want, "limit")) ||
+            req->jobs.after != json_integer_value(json_object_get(want, "after")) ||
+            !same_str(req->jobs.project, jstr(want, "project")) ||
+            !same_str(req->jobs.kind, jstr(want, "kind"))) {
+            snprintf(why, size, "jobs state %s limit %d after %lld project %s kind %s", state,
+                     req->jobs.limit, (long long)req->jobs.after,
+                     req->jobs.project ? req->jobs.project : "(null)",
+                     req->jobs.kind ? req->jobs.kind : "(null)");
+            return false;
+        }
+        return true;
+    }
+    case RP_OP_JOB:
+        if (req->job.job != json_integer_value(json_object_get(want, "job"))) {
+            snprintf(why, size, "job %lld", (long long)req->job.job);
+            return false;
+        }
+        return true;
+    case RP_OP_CANCEL:
+        if (req->cancel.job != json_integer_value(json_object_get(want, "job")) ||
+            !same_str(req->cancel.reason, jstr(want, "reason"))) {
+            snprintf(why, size, "cancel job %lld reason %.40s", (long long)req->cancel.job,
+                     req->cancel.reason ? req->cancel.reason : "(null)");
+            return false;
+        }
+        return true;
     default: snprintf(why, size, "no op"); return false;
     }
 }
