@@ -1,10 +1,13 @@
 /*
- * daemon_internal.h - the daemon's state, shared by daemon.c (the
- * composition root: the loop, passes, the broker session's wiring) and the
- * parts still in cmd/reaperd that read it. Not for other files.
+ * daemon_internal.h - TRANSITIONAL: the daemon's state, still read by the
+ * two files of cmd/reaperd that have no deps struct of their own yet
+ * (control.c, replay.c). daemon.c composes the parts (app/rp_sweeper.h,
+ * app/rp_observe.h, signals.h, the tap, the events) and hands each its
+ * narrow deps; none of them sees this struct. Once control.c and replay.c
+ * take their own deps, rp_daemon moves into daemon.c and this header goes.
  *
- * Threads: fields marked "store thread" are touched only there; all others
- * only on the loop thread.
+ * Threads: runner is touched only on the store thread; all other fields
+ * only on the loop thread (stopping: atomic access only).
  */
 #ifndef RP_DAEMON_INTERNAL_H
 #define RP_DAEMON_INTERNAL_H
@@ -14,7 +17,6 @@
 
 #include "broker_http.h"
 #include "events.h"
-#include "rp_http.h"
 #include "rp_metrics.h"
 #include "pass_runner.h"
 #include "rp_mgmt_bridge.h"
@@ -27,31 +29,25 @@
 #include "tap.h"
 #include "worker.h"
 
-typedef struct rp_cfg_snapshot rp_cfg_snapshot;
+struct rp_http;
+struct rp_observe;
+struct rp_signals;
+struct rp_sweeper;
 
 typedef struct rp_daemon {
     struct event_base *base;
-    /* The configuration in force (loop thread). A reload (SIGHUP) replaces
-     * it with a new snapshot; the store thread switches at its next job
-     * (runner.cfg). boot_cfg is the configuration reaperd started with:
+    /* The configuration in force (loop thread). A reload (SIGHUP, signals.h)
+     * replaces it with a new snapshot; the store thread switches at its next
+     * job (runner.cfg). boot_cfg is the configuration reaperd started with:
      * keys that need a restart (broker.*, store.*, http.listen) never
      * change, so a thread other than the loop (the AMQP connect thread)
      * reads those from boot_cfg, which lives as long as the daemon. */
     const rp_config *cfg;
     const rp_config *boot_cfg;
-    rp_cfg_snapshot *snapshots; /* every reload's config, freed at exit */
-    struct event *sig_term, *sig_int;
-    struct event *sweep_ev;    /* every interval_seconds, when reap.enabled */
-    struct event *deadline_ev; /* the next lease deadline */
-    /* Lease deadlines as they are set (rp_pg_listen.h): the deadline timer
-     * is armed earlier when a new lease expires before it fires. When it
-     * fires, on this host's wall clock (INT64_MAX: not armed), and the
-     * store's clock offset measured by the last pass. */
-    struct rp_pg_listen *lease_listen;
-    int64_t deadline_fire_ms;
-    int64_t clock_offset_ms;
-    uint64_t deadline_rearms; /* times a notification brought the timer forward */
-    rp_worker *store;
+    /* The parts daemon.c composes (each with its own deps). */
+    struct rp_signals *signals;   /* SIGHUP reload, the bounded stop */
+    struct rp_sweeper *sweeper;   /* the store thread and when passes run */
+    struct rp_observe *observe;   /* the metrics glue */
 
     /* The broker (loop thread): the AMQP session (rp_amqp_session.h) and
      * the events feed's publisher port (rp_amqp_feed.h). publisher,
@@ -72,39 +68,26 @@ typedef struct rp_daemon {
     /* The dead-letter tap (tap.h). */
     rp_tap *tap;
 
-    /* Store thread side only. */
+    /* Store thread side only: the runner every pass and store job uses. */
     rp_pass_runner runner;
-    bool store_up_seen;
-    unsigned store_checks, store_failures;
-    int64_t open_sightings_seen;
 
     /* Loop side. */
-    bool store_up;
-    bool pass_running;
-    bool want_sweep, want_leases;
+    bool store_up; /* kept by the sweeper's store news */
     bool stopping; /* also read by the store thread: atomic access only */
     rp_time_ms last_pass_at;
     int64_t open_sightings;
     int exit_code;
+    unsigned store_jobs; /* store jobs submitted and not yet done */
 
     /* Metrics (any thread: atomics) and the HTTP endpoints (loop). */
     rp_metrics metrics;
-    rp_http *http;
-    /* Signals and the bounded stop (signals.c). */
-    struct event *sig_hup;
-    struct event *stop_check_ev; /* polls for in-flight work while stopping */
-    int64_t stop_deadline_ms;    /* monotonic; the grace runs out then */
-    unsigned store_jobs;         /* store jobs submitted and not yet done */
-    bool stop_cancelled;         /* the store's command was cancelled */
+    struct rp_http *http;
     /* Control requests the broker handed over again, counted by identity
      * (control.c; loop thread; zeroed with the daemon). */
     rp_redelivery redeliveries;
     /* Gates whose replay is in flight (replay.c; loop thread). */
     int64_t *replaying;
     size_t n_replaying, cap_replaying;
-    /* The gauges' recount after ledger events (observe.c; loop thread). */
-    struct event *gauges_ev;
-    bool gauges_queued; /* a recount waits on the store thread */
 } rp_daemon;
 
 /* daemon.c: acks one delivery of the current connection generation (a tag
@@ -115,28 +98,8 @@ void rp_broker_ack(rp_daemon *d, unsigned generation, uint64_t tag);
 /* control.c */
 void rp_control_on_message(rp_daemon *d, const rp_amqp_message *msg);
 
-/* daemon.c: the publisher port (store thread) feeding the events exchange
- * (rp_amqp_feed.h). */
-void rp_feed_port(rp_daemon *d, rp_publisher_port *out);
-
-/* signals.c: SIGHUP reload, the bounded stop on SIGTERM/SIGINT. */
-rp_status rp_signals_start(rp_daemon *d) RP_MUSTCHECK;
-void rp_signals_cleanup(rp_daemon *d);
-/* The grace a stop waits for work in flight before closing anyway. */
-#define RP_STOP_GRACE_MS 10000
-
-/* observe.c: the metrics glue (HTTP start, loop-side state, event lag,
- * the store-side counts after a pass). */
-rp_status rp_observe_start(rp_daemon *d) RP_MUSTCHECK;
-void rp_observe_event(rp_daemon *d, const rp_amqp_message *msg);
-/* Store thread, after a daemon pass: the open sightings and gates. */
-void rp_observe_pass_store(rp_daemon *d, const rp_pass_request *req);
-/* Loop, when a daemon pass is done: its duration and result. */
-void rp_observe_pass_done(rp_daemon *d, const rp_pass_request *req);
-/* Loop: count the open gates and sightings again soon (debounced). */
-void rp_observe_gauges_soon(rp_daemon *d);
-
-/* daemon.c: runs fn(job) on the store thread, then done(job) on the loop. */
+/* daemon.c: runs fn(d, job) on the store thread, then done(job) on the
+ * loop; counted while in flight, so that a stop waits for it. */
 rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done,
                               void *job) RP_MUSTCHECK;
 
