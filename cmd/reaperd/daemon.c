@@ -367,7 +367,8 @@ void rp_broker_ack(rp_daemon *d, unsigned generation, uint64_t tag) {
 
 /* Feed hooks: the store thread posts to the loop through the worker. */
 static rp_status rp_feed_post(void *ctx, rp_amqp_feed_loop_fn fn, void *job) {
-    return rp_worker_post(rp_sweeper_store(((rp_daemon *)ctx)->sweeper), fn, job);
+    rp_worker *store = rp_sweeper_store(((rp_daemon *)ctx)->sweeper);
+    return store != NULL ? rp_worker_post(store, fn, job) : RP_ERR_CLOSED;
 }
 
 static rp_amqp_publisher *rp_feed_publisher(void *ctx) { return ((rp_daemon *)ctx)->publisher; }
