@@ -153,12 +153,12 @@ static int64_t mono_ms(void) {
  * (count NULL: the whole time). Returns whether it did. */
 static bool turn(rig *r, int ms, int (*count)(rig *), int at_least) {
     int64_t until = mono_ms() + ms;
-    while (mono_ms() < until) {
+    for (;;) { /* the loop turns once more after the time is up */
         event_base_loop(r->base, EVLOOP_NONBLOCK);
         if (count != NULL && count(r) >= at_least) return true;
+        if (mono_ms() >= until) return count == NULL;
         usleep(1000);
     }
-    return count == NULL;
 }
 
 static int n_started(rig *r) { return started(&r->f); }
