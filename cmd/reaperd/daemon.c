@@ -1,19 +1,25 @@
 /*
- * The loop, read top to bottom: signals, the broker connection (its socket
- * and heartbeat timer), the sweep and deadline timers, and the store
- * thread's posts are all events on one event_base. Nothing on this thread
- * waits for the network: the AMQP login and declarations run on a connect
- * thread, PostgreSQL and every pass on the store thread.
+ * The composition root of the long-running reaperd, read top to bottom:
+ * the parts made in order (rp_daemon_start), the loop, and one stop
+ * function with one visible order (rp_daemon_stop). Signals, the broker
+ * connection (its socket and heartbeat timer), the sweep and deadline
+ * timers and the store thread's posts are all events on one event_base.
+ * Nothing on this thread waits for the network: the AMQP login and
+ * declarations run on a connect thread, PostgreSQL and every pass on the
+ * store thread.
  *
- * Passes. One pass runs at a time, on the store thread:
- *  - the sweep (a full pass) every reap.interval_seconds while reap.enabled;
- *  - the lease reap (RP_PASS_LEASES) on the deadline timer, which after
- *    every pass is armed for the earliest lease_expires_at + grace still in
- *    the table (at most interval_seconds away), so a dead worker's job is
- *    back about when its lease runs out. It runs even with reap.enabled
- *    false: it is crash recovery.
- * A timer that fires while a pass runs leaves a wish that the end of the
- * pass fulfils; a sweep wish covers a lease wish.
+ * The parts, each with the narrow deps it uses (it never sees rp_daemon):
+ *  - observe (app/rp_observe.h): the metrics glue; the HTTP endpoints
+ *    (adapters/http) are served here with its hooks;
+ *  - signals (signals.h): SIGHUP reload and the bounded stop;
+ *  - the sweeper (app/rp_sweeper.h): the store thread and when passes run
+ *    (the sweep, the lease reap on the deadline timer, the lease LISTEN);
+ *    the pass itself runs through the pass port this file fills from the
+ *    pass runner, the LISTEN through adapters/postgres/rp_pg_listen.h;
+ *  - the broker events (app/rp_events.h), the dead-letter tap
+ *    (app/rp_tap.h), the replays (app/rp_replays.h), the control queue's
+ *    use cases (control.h) and the broker session
+ *    (adapters/rabbitmq/rp_amqp_session.h).
  */
 #include "daemon.h"
 
@@ -26,18 +32,36 @@
 #include <string.h>
 #include <time.h>
 
+#include "broker_http.h"
 #include "control.h"
-#include "daemon_internal.h"
+#include "pass_runner.h"
 #include "replay_port.h"
+#include "report_text.h"
 #include "rp_amqp_events.h"
+#include "rp_amqp_feed.h"
+#include "rp_amqp_msg.h"
+#include "rp_amqp_publisher.h"
+#include "rp_amqp_session.h"
+#include "rp_amqp_stamp.h"
+#include "rp_clock.h"
+#include "rp_config.h"
+#include "rp_events.h"
+#include "rp_http.h"
+#include "rp_http_process.h"
+#include "rp_log.h"
+#include "rp_metrics.h"
+#include "rp_mgmt_bridge.h"
+#include "rp_observe.h"
 #include "rp_pg_listen.h"
 #include "rp_replays.h"
-#include "rp_clock.h"
-#include "report_text.h"
-#include "rp_log.h"
+#include "rp_sweeper.h"
+#include "rp_tap.h"
+#include "runner_port.h"
+#include "signals.h"
+#include "tap_ports.h"
 #include "version.h"
+#include "worker.h"
 
-#define RP_STORE_CHECK_MS 2000
 #define RP_HEARTBEAT_SECONDS 10
 /* The largest delivery body kept on the session's connection: a control
  * request is at most 64 KiB (proto/SCHEMA.md; a longer one is kept only to
@@ -51,195 +75,163 @@
  * never the control, events or tap channel (app/rp_replays.h). */
 #define RP_REPLAY_CHANNEL 4
 
-/* ---- the store thread ---------------------------------------------------- */
+/* The daemon's state: the parts it composes and what they share.
+ * Threads: runner is touched only on the store thread; every other field
+ * only on the loop thread (stopping: atomic access only). No part sees this
+ * struct: each gets its narrow deps. */
+struct rp_http;
+struct rp_observe;
+struct rp_signals;
+struct rp_sweeper;
 
-typedef struct rp_store_news {
-    rp_daemon *d;
-    bool up;
-    char detail[300];
-} rp_store_news;
+typedef struct rp_daemon {
+    struct event_base *base;
+    /* The configuration in force (loop thread). A reload (SIGHUP, signals.h)
+     * replaces it with a new snapshot; the store thread switches at its next
+     * job (runner.cfg). boot_cfg is the configuration reaperd started with:
+     * keys that need a restart (broker.*, store.*, http.listen) never
+     * change, so a thread other than the loop (the AMQP connect thread)
+     * reads those from boot_cfg, which lives as long as the daemon. */
+    const rp_config *cfg;
+    const rp_config *boot_cfg;
+    /* The parts daemon.c composes (each with its own deps). */
+    struct rp_signals *signals;   /* SIGHUP reload, the bounded stop */
+    struct rp_sweeper *sweeper;   /* the store thread and when passes run */
+    struct rp_observe *observe;   /* the metrics glue */
 
-static void rp_store_news_on_loop(void *job, bool cancelled) {
-    rp_store_news *n = job;
-    if (!cancelled) {
-        n->d->store_up = n->up;
-        if (n->up) rp_metrics_connected(&n->d->metrics, RP_METRICS_STORE);
-        if (n->up)
-            RP_INFO("store connected", "store", n->detail, NULL);
-        else
-            RP_WARN("store unreachable; retrying", "reason", n->detail, NULL);
-    }
-    free(n);
+    /* The broker (loop thread): the AMQP session (rp_amqp_session.h) and
+     * the events feed's publisher port (rp_amqp_feed.h). publisher,
+     * replay_publisher (on RP_REPLAY_CHANNEL), broker_generation and
+     * broker_up are the session's, lent and kept current by daemon.c. */
+    rp_amqp_session *session;
+    rp_amqp_feed *feed;
+    rp_amqp_publisher *publisher;
+    rp_amqp_publisher *replay_publisher;
+    unsigned broker_generation; /* grows at every (re)connect: stale tags */
+    bool broker_up;
+    /* The management API: HTTP on the loop, called from the store thread
+     * through the bridge. */
+    rp_mgmt_bridge *mgmt;
+    rp_broker_http_keep mgmt_keep;
+    /* Broker events as they happen (app/rp_events.h), and the backends of
+     * its checks, seeds and reconciles (runner_port.h). */
+    rp_events *events;
+    rp_runner_backends events_backends;
+    /* The dead-letter tap (app/rp_tap.h). */
+    rp_tap *tap;
+    rp_tap_ports *tap_ports; /* its backends (tap_ports.h) */
+
+    /* Store thread side only: the runner every pass and store job uses. */
+    rp_pass_runner runner;
+
+    /* Loop side. */
+    bool store_up; /* kept by the sweeper's store news */
+    bool stopping; /* also read by the store thread: atomic access only */
+    rp_time_ms last_pass_at;
+    int64_t open_sightings;
+    int exit_code;
+    unsigned store_jobs; /* store jobs submitted and not yet done */
+
+    /* Metrics (any thread: atomics) and the HTTP endpoints (loop). */
+    rp_metrics metrics;
+    struct rp_http *http;
+    /* The control queue's use cases (control.h) and the replays
+     * (app/rp_replays.h) over their ports (replay_port.h); loop thread. */
+    struct rp_controller *control;
+    struct rp_replays *replays;
+    struct rp_replay_wiring *replay_wiring;
+} rp_daemon;
+
+/* Runs fn(d, job) on the store thread, then done(job) on the loop; counted
+ * while in flight, so that a stop waits for it. */
+static rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done, void *job);
+static void rp_broker_ack(rp_daemon *d, unsigned generation, uint64_t tag);
+static void rp_feed_port(rp_daemon *d, rp_publisher_port *out);
+
+/* ---- the sweeper's ports: a pass on the runner, the lease LISTEN ---------- */
+
+/* Store thread: the pass on the store's runner, then the open sightings
+ * and gates into the metrics. */
+static void rp_pass_port_run(void *self, rp_sweep_run *run) {
+    rp_daemon *d = self;
+    rp_pass_request *req = calloc(1, sizeof *req);
+    run->detail = req;
+    if (req == NULL) return;
+    rp_pass_request_init(req, run->scope, false);
+    req->progress = run->progress;
+    req->progress_arg = run->progress_arg;
+    req->should_stop = run->should_stop;
+    req->stop_arg = run->stop_arg;
+    rp_pass_runner_run(&d->runner, req);
+    rp_observe_pass_store(d->observe, req->open_sightings >= 0 ? req->open_by_condition : NULL);
+    run->clock_offset_ms = req->clock_offset_ms;
+    run->deadline_known = req->deadline_known;
+    run->deadline_at = req->deadline_at;
 }
 
-/* Tells the loop when the store's state changed (and every 30th failed
- * check, so a long outage stays visible in the log). Store thread. */
-static void rp_store_tell(rp_worker *w, rp_daemon *d, bool up, const char *err) {
-    bool changed = up != d->store_up_seen || d->store_checks == 0;
-    d->store_failures = up ? 0 : d->store_failures + 1;
-    d->store_checks++;
-    if (!changed && (up || d->store_failures % 30 != 0)) return;
-    d->store_up_seen = up;
-    rp_store_news *n = calloc(1, sizeof *n);
-    if (n == NULL) return;
-    n->d = d;
-    n->up = up;
-    if (up)
-        snprintf(n->detail, sizeof n->detail, "%s (server %d)", rp_pg_conn_peer(d->runner.conn),
-                 rp_pg_conn_server_version(d->runner.conn));
-    else
-        snprintf(n->detail, sizeof n->detail, "%s", err);
-    if (rp_worker_post(w, rp_store_news_on_loop, n) != RP_OK) free(n);
-}
-
-/* Runs on the store thread every RP_STORE_CHECK_MS while idle: connects, or
- * checks the connection. */
-static void rp_store_idle(rp_worker *w, void *ctx) {
-    rp_daemon *d = ctx;
-    char err[256] = "";
-    rp_pg_conn *c = d->runner.conn;
-    rp_status st = rp_pg_conn_is_up(c) ? rp_pg_conn_ping(c, err, sizeof err)
-                                       : rp_pg_conn_ensure(c, err, sizeof err);
-    rp_store_tell(w, d, st == RP_OK, err);
-}
-
-/* ---- passes ---------------------------------------------------------------- */
-
-typedef struct rp_pass_job {
-    rp_daemon *d;
-    rp_pass_request req;
-    const char *scope_name;
-} rp_pass_job;
-
-static void rp_pass_progress(void *arg, const char *phase, size_t done) {
-    char n[24];
-    snprintf(n, sizeof n, "%zu", done);
-    RP_INFO("pass progress", "phase", phase, "rows", n, "scope", (const char *)arg, NULL);
-}
-
-/* Store thread: asked between rows; set by the loop on SIGTERM/SIGINT. */
-static bool rp_pass_should_stop(void *arg) {
-    return __atomic_load_n(&((rp_daemon *)arg)->stopping, __ATOMIC_ACQUIRE);
-}
-
-/* Store thread: the pass itself. */
-static void rp_pass_work(void *ctx, void *arg) {
-    rp_daemon *d = ctx;
-    rp_pass_job *job = arg;
-    rp_pass_runner_run(&d->runner, &job->req);
-    rp_observe_pass_store(d, &job->req);
-    rp_store_tell(d->store, d, rp_pg_conn_is_up(d->runner.conn), "lost during a pass");
-}
-
-static void rp_submit_pass(rp_daemon *d, rp_pass_scope scope);
-
-static void rp_deadline_at(rp_daemon *d, int64_t wait_ms) {
-    if (wait_ms < 0) wait_ms = 0;
-    struct timeval tv = {wait_ms / 1000, (wait_ms % 1000) * 1000};
-    evtimer_add(d->deadline_ev, &tv);
-    d->deadline_fire_ms = rp_clock_wall_ms() + wait_ms;
-}
-
-static void rp_arm_deadline(rp_daemon *d, const rp_pass_request *req) {
-    int64_t interval_ms = d->cfg->reap.interval_seconds * 1000;
-    int64_t wait_ms = interval_ms;
-    d->clock_offset_ms = req->clock_offset_ms;
-    if (req->deadline_known) {
-        /* The deadline is on the database's clock, as the judgement is:
-         * move it to ours with the offset measured at the pass's start.
-         * Strictly past the grace: one millisecond after it is the first
-         * moment the row counts as expired. */
-        int64_t until = req->deadline_at + req->clock_offset_ms + 1 - rp_clock_wall_ms();
-        if (until < wait_ms) wait_ms = until < 0 ? 0 : until;
-    }
-    /* A lease set after this pass read its deadline may have armed the
-     * timer earlier meanwhile (rp_on_lease_deadline): keep that one. */
-    int64_t now = rp_clock_wall_ms();
-    if (d->deadline_fire_ms != INT64_MAX && d->deadline_fire_ms > now &&
-        d->deadline_fire_ms - now < wait_ms)
-        wait_ms = d->deadline_fire_ms - now;
-    rp_deadline_at(d, wait_ms);
-}
-
-/* Listener hook (loop thread): a lease was set expiring at at_ms on the
- * database's clock. The timer moves only when this is earlier than the
- * one armed, so a thousand claims a second cost a comparison each. */
-static void rp_on_lease_deadline(void *arg, int64_t at_ms) {
-    rp_daemon *d = arg;
-    int64_t grace_ms = d->cfg->reap.lease_grace_seconds * 1000;
-    /* Strictly past the grace, on this host's clock (rp_arm_deadline). */
-    int64_t fire = at_ms + grace_ms + d->clock_offset_ms + 1;
-    if (fire >= d->deadline_fire_ms) return;
-    d->deadline_rearms++;
-    char in[24];
-    snprintf(in, sizeof in, "%" PRId64, fire - rp_clock_wall_ms());
-    RP_DEBUG("lease deadline brought forward", "in_ms", in, NULL);
-    rp_deadline_at(d, fire - rp_clock_wall_ms());
-}
-
-/* Listener hook: listening (again). What was set while it was down was
- * not heard: the lease reap reads the earliest deadline from the table. */
-static void rp_on_lease_listen_up(void *arg) {
-    rp_daemon *d = arg;
-    rp_submit_pass(d, RP_PASS_LEASES);
-}
-
-/* Loop thread: log the outcome, arm the deadline, run what was wished. */
-static void rp_pass_done(void *arg, bool cancelled) {
-    rp_pass_job *job = arg;
-    rp_daemon *d = job->d;
-    d->pass_running = false;
-    if (!cancelled) {
-        if (job->req.status != RP_OK)
-            RP_ERROR("pass stopped early", "scope", job->scope_name, "status",
-                     rp_status_string(job->req.status), NULL);
-        rp_report_log(&job->req.report, job->scope_name, job->req.duration_ms);
-        rp_observe_pass_done(d, &job->req);
+/* Loop thread: log the outcome and what follows a pass. */
+static void rp_pass_port_finish(void *self, rp_sweep_run *run, bool cancelled) {
+    rp_daemon *d = self;
+    rp_pass_request *req = run->detail;
+    if (!cancelled && req == NULL) RP_ERROR("out of memory: pass skipped", NULL);
+    if (!cancelled && req != NULL) {
+        if (req->status != RP_OK)
+            RP_ERROR("pass stopped early", "scope", run->scope_name, "status",
+                     rp_status_string(req->status), NULL);
+        rp_report_log(&req->report, run->scope_name, req->duration_ms);
+        rp_observe_pass_done(d->observe, req->scope, req->status, req->report.ok,
+                             req->duration_ms);
         d->last_pass_at = rp_clock_wall_ms();
-        if (job->req.open_sightings >= 0) d->open_sightings = job->req.open_sightings;
-        rp_arm_deadline(d, &job->req);
+        if (req->open_sightings >= 0) d->open_sightings = req->open_sightings;
         /* After a sweep the tap's bindings are looked at again, on the
          * tap's own binding thread like every other reconcile, so two
          * reconciles never overlap (one reading the broker before the
          * other's change could undo it). */
-        if (job->req.scope == RP_PASS_FULL && !job->req.dry_run && job->req.project == NULL)
+        if (req->scope == RP_PASS_FULL && !req->dry_run && req->project == NULL)
             rp_tap_bind_soon(d->tap);
-        if (d->want_sweep) rp_submit_pass(d, RP_PASS_FULL);
-        else if (d->want_leases) rp_submit_pass(d, RP_PASS_LEASES);
     }
-    rp_pass_request_cleanup(&job->req);
-    free(job);
+    if (req != NULL) rp_pass_request_cleanup(req);
+    free(req);
+    run->detail = NULL;
 }
 
-static void rp_submit_pass(rp_daemon *d, rp_pass_scope scope) {
-    if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) return;
-    if (d->pass_running) {
-        if (scope == RP_PASS_FULL) d->want_sweep = true;
-        else d->want_leases = true;
-        return;
-    }
-    rp_pass_job *job = calloc(1, sizeof *job);
-    if (job == NULL) {
-        RP_ERROR("out of memory: pass skipped", NULL);
-        return;
-    }
-    job->d = d;
-    job->scope_name = scope == RP_PASS_FULL ? "sweep" : "lease reap";
-    rp_pass_request_init(&job->req, scope, false);
-    job->req.progress = rp_pass_progress;
-    job->req.progress_arg = (void *)job->scope_name;
-    job->req.should_stop = rp_pass_should_stop;
-    job->req.stop_arg = d;
-    if (rp_worker_submit(d->store, rp_pass_work, rp_pass_done, job) != RP_OK) {
-        rp_pass_request_cleanup(&job->req);
-        free(job);
-        RP_ERROR("the store thread refused a pass", NULL);
-        return;
-    }
-    d->pass_running = true;
-    if (scope == RP_PASS_FULL) d->want_sweep = false;
-    d->want_leases = false; /* every pass reaps leases */
+/* Store thread: connects or checks the store's connection (check), or only
+ * says whether it is up. */
+static bool rp_pass_port_store(void *self, bool check, char *detail, size_t cap) {
+    rp_daemon *d = self;
+    rp_pg_conn *c = d->runner.conn;
+    bool up = rp_pg_conn_is_up(c);
+    if (check)
+        up = (up ? rp_pg_conn_ping(c, detail, cap) : rp_pg_conn_ensure(c, detail, cap)) == RP_OK;
+    if (up)
+        snprintf(detail, cap, "%s (server %d)", rp_pg_conn_peer(c), rp_pg_conn_server_version(c));
+    return up;
 }
+
+static void *rp_lease_listen_open(void *self, const rp_lease_listen_hooks *h) {
+    rp_daemon *d = self;
+    rp_pg_listen_hooks lh = {.on_deadline = h->on_deadline, .on_up = h->on_up, .arg = h->arg};
+    return rp_pg_listen_new(d->base, d->cfg->store.dsn, d->cfg->store.schema, &lh);
+}
+
+static void rp_lease_listen_close(void *self, void *listener) {
+    RP_UNUSED(self);
+    rp_pg_listen_free(listener);
+}
+
+static rp_time_ms rp_wall_now(void *self) {
+    RP_UNUSED(self);
+    return rp_clock_wall_ms();
+}
+
+/* The sweeper's store news (loop thread). */
+static void rp_on_store(void *arg, bool up) {
+    rp_daemon *d = arg;
+    d->store_up = up;
+    if (up) rp_metrics_connected(&d->metrics, RP_METRICS_STORE);
+}
+
+/* ---- store jobs ------------------------------------------------------------- */
 
 /* A store job counted while in flight, so that a stop waits for it. */
 typedef struct rp_counted_job {
@@ -250,8 +242,9 @@ typedef struct rp_counted_job {
 } rp_counted_job;
 
 static void rp_counted_work(void *ctx, void *arg) {
+    RP_UNUSED(ctx);
     rp_counted_job *cj = arg;
-    cj->fn(ctx, cj->job);
+    cj->fn(cj->d, cj->job);
 }
 
 static void rp_counted_done(void *arg, bool cancelled) {
@@ -261,12 +254,13 @@ static void rp_counted_done(void *arg, bool cancelled) {
     free(cj);
 }
 
-rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done, void *job) {
-    if (d->store == NULL || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) return RP_ERR_CLOSED;
+static rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done, void *job) {
+    rp_worker *store = rp_sweeper_store(d->sweeper);
+    if (store == NULL || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) return RP_ERR_CLOSED;
     rp_counted_job *cj = malloc(sizeof *cj);
     if (cj == NULL) return RP_ERR_NOMEM;
     *cj = (rp_counted_job){d, fn, done, job};
-    rp_status st = rp_worker_submit(d->store, rp_counted_work, rp_counted_done, cj);
+    rp_status st = rp_worker_submit(store, rp_counted_work, rp_counted_done, cj);
     if (st != RP_OK) {
         free(cj);
         return st;
@@ -275,18 +269,106 @@ rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done, void
     return RP_OK;
 }
 
-static void rp_on_sweep(evutil_socket_t fd, short what, void *arg) {
-    RP_UNUSED(fd);
-    RP_UNUSED(what);
-    rp_submit_pass(arg, RP_PASS_FULL);
+static rp_status rp_store_job_port(void *arg, rp_work_fn fn, rp_done_fn done, void *job) {
+    return rp_daemon_store_job(arg, fn, done, job);
 }
 
-static void rp_on_deadline(evutil_socket_t fd, short what, void *arg) {
-    RP_UNUSED(fd);
-    RP_UNUSED(what);
+/* ---- observe's ports: the store's counts, the tap's gauges -------------------- */
+
+static bool rp_gauges_store_up(void *self) { return rp_pg_conn_is_up(((rp_daemon *)self)->runner.conn); }
+
+static rp_status rp_gauges_gates(void *self, int64_t by_kind[RP_GATE_KIND_COUNT_],
+                                 int64_t age_ms[RP_GATE_KIND_COUNT_]) {
+    return rp_pg_store_count_open_gates_aged(((rp_daemon *)self)->runner.store, by_kind, age_ms);
+}
+
+static rp_status rp_gauges_sightings(void *self, int64_t by_condition[RP_COND_COUNT_]) {
+    return rp_pg_store_count_open_sightings(((rp_daemon *)self)->runner.store, by_condition);
+}
+
+static bool rp_observe_tap_gauges(void *arg, int64_t *held, bool *paused) {
     rp_daemon *d = arg;
-    d->deadline_fire_ms = INT64_MAX; /* armed again when the pass is done */
-    rp_submit_pass(d, RP_PASS_LEASES);
+    if (d->tap == NULL) return false;
+    rp_tap_gauges(d->tap, held, paused);
+    return true;
+}
+
+static bool rp_observe_tap_bound(void *arg) { return rp_tap_bound(((rp_daemon *)arg)->tap); }
+
+/* HTTP first: an address that cannot be bound stops reaperd before it
+ * connects to anything. */
+static rp_status rp_daemon_http_start(rp_daemon *d) {
+    rp_http_hooks hooks = {.refresh = rp_observe_refresh, .ready = rp_observe_ready,
+                           .arg = d->observe};
+    char err[300];
+    d->http = rp_http_new(d->base, d->cfg->http.listen, &d->metrics, &hooks, err, sizeof err);
+    if (d->http == NULL) {
+        RP_ERROR("cannot serve HTTP (/metrics, /healthz, /readyz)", "key", "http.listen", "reason",
+                 err, NULL);
+        return RP_ERR_IO;
+    }
+    RP_INFO("http listening", "listen", rp_http_bound(d->http), "paths",
+            "/metrics /healthz /readyz", NULL);
+    return RP_OK;
+}
+
+/* ---- signals' ports ------------------------------------------------------------ */
+
+static void rp_signals_inflight_of(void *arg, rp_signals_inflight *out) {
+    rp_daemon *d = arg;
+    *out = (rp_signals_inflight){
+        .pass_running = rp_sweeper_busy(d->sweeper),
+        .store_jobs = d->store_jobs,
+        .broker_up = d->broker_up,
+        .unconfirmed = rp_amqp_publisher_pending(d->publisher) +
+                       rp_amqp_publisher_pending(d->replay_publisher),
+        .tap_busy = rp_tap_busy(d->tap),
+    };
+}
+
+/* The first stop signal: no new pass, no more deadlines to hear, and a
+ * pass waiting on the management API is released at once. */
+static void rp_signals_on_stop(void *arg) {
+    rp_daemon *d = arg;
+    rp_sweeper_stop(d->sweeper);
+    rp_observe_stop(d->observe);
+    if (d->mgmt) rp_mgmt_bridge_close(d->mgmt);
+}
+
+static void rp_signals_cancel(void *arg, bool store, bool tap) {
+    rp_daemon *d = arg;
+    if (store) rp_pg_conn_cancel(d->runner.conn);
+    if (tap) rp_tap_cancel(d->tap);
+}
+
+typedef struct rp_adopt_job {
+    rp_daemon *d;
+    const rp_config *cfg;
+} rp_adopt_job;
+
+static void rp_adopt_work(void *ctx, void *job) {
+    RP_UNUSED(ctx);
+    rp_adopt_job *a = job;
+    a->d->runner.cfg = a->cfg; /* store thread: its next job reads it */
+}
+
+static void rp_adopt_done(void *job, bool cancelled) {
+    RP_UNUSED(cancelled);
+    free(job);
+}
+
+/* A reload replaced d->cfg: the sweep timer follows, and the store thread
+ * switches between two jobs, never inside a pass. */
+static void rp_signals_on_reload(void *arg, const rp_config *old) {
+    rp_daemon *d = arg;
+    rp_sweeper_reconfigure(d->sweeper, old);
+    rp_adopt_job *a = malloc(sizeof *a);
+    if (a != NULL) *a = (rp_adopt_job){d, d->cfg};
+    if (a == NULL ||
+        rp_worker_submit(rp_sweeper_store(d->sweeper), rp_adopt_work, rp_adopt_done, a) != RP_OK) {
+        free(a);
+        RP_WARN("the store thread did not take the new configuration", NULL);
+    }
 }
 
 /* ---- the broker session's wiring ------------------------------------------ */
@@ -362,7 +444,8 @@ static void rp_on_event_delivery(void *arg, const rp_amqp_message *msg) {
         rp_event_refused(d, msg);
         return;
     }
-    rp_observe_event(d, msg);
+    int64_t stamped;
+    if (rp_amqp_timestamp_in_ms(msg, &stamped)) rp_observe_event_lag(d->observe, stamped);
     rp_broker_event ev;
     const char *why = NULL;
     if (!rp_broker_event_parse(msg->routing_key, &msg->props, &ev, &why)) {
@@ -372,7 +455,7 @@ static void rp_on_event_delivery(void *arg, const rp_amqp_message *msg) {
     if (d->events) rp_events_on_event(d->events, &ev);
 }
 
-void rp_broker_ack(rp_daemon *d, unsigned generation, uint64_t tag) {
+static void rp_broker_ack(rp_daemon *d, unsigned generation, uint64_t tag) {
     (void)rp_amqp_session_ack(d->session, generation, tag);
 }
 
@@ -415,16 +498,18 @@ static rp_status rp_daemon_control_start(rp_daemon *d) {
 
 /* Feed hooks: the store thread posts to the loop through the worker. */
 static rp_status rp_feed_post(void *ctx, rp_amqp_feed_loop_fn fn, void *job) {
-    return rp_worker_post(((rp_daemon *)ctx)->store, fn, job);
+    rp_worker *store = rp_sweeper_store(((rp_daemon *)ctx)->sweeper);
+    return store != NULL ? rp_worker_post(store, fn, job) : RP_ERR_CLOSED;
 }
 
 static rp_amqp_publisher *rp_feed_publisher(void *ctx) { return ((rp_daemon *)ctx)->publisher; }
 
 static void rp_feed_on_loop(void *ctx) {
-    rp_observe_gauges_soon(ctx); /* a gate or sighting may have changed */
+    /* a gate or sighting may have changed */
+    rp_observe_gauges_soon(((rp_daemon *)ctx)->observe);
 }
 
-void rp_feed_port(rp_daemon *d, rp_publisher_port *out) { rp_amqp_feed_port(d->feed, out); }
+static void rp_feed_port(rp_daemon *d, rp_publisher_port *out) { rp_amqp_feed_port(d->feed, out); }
 
 /* The session: its consumers' handlers, the tap's connection with the same
  * parameters, then connecting. */
@@ -485,24 +570,59 @@ static void rp_on_owned_queue_change(void *arg, const char *vhost, const char *n
     rp_tap_bind_soon(((rp_daemon *)arg)->tap);
 }
 
+/* The parts, made in order. */
 static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     const rp_config *cfg = d->cfg;
-    /* HTTP first: an address that cannot be bound stops reaperd before it
-     * connects to anything. Signals (stop, reload) are in signals.c. */
-    rp_status hst = rp_observe_start(d);
+    /* 1. The metrics glue and HTTP, first: an address that cannot be bound
+     * stops reaperd before it connects to anything. */
+    rp_metrics_init(&d->metrics, REAPER_VERSION, REAPER_GIT_REV);
+    rp_observe_deps od = {
+        .metrics = &d->metrics,
+        .stopping = &d->stopping,
+        .broker_up = &d->broker_up,
+        .store_up = &d->store_up,
+        .clock = {.now_ms = rp_wall_now},
+        .process_sample = rp_http_process_sample,
+        .tap_gauges = rp_observe_tap_gauges,
+        .tap_bound = rp_observe_tap_bound,
+        .tap_arg = d,
+        .gauges = {.self = d,
+                   .store_up = rp_gauges_store_up,
+                   .open_gates_aged = rp_gauges_gates,
+                   .open_sightings = rp_gauges_sightings},
+        .store_job = rp_store_job_port,
+        .store_job_arg = d,
+        .gauges_ms = RP_OBSERVE_GAUGES_MS,
+    };
+    d->observe = rp_observe_new(d->base, &od);
+    if (d->observe == NULL) {
+        RP_ERROR("out of memory", NULL);
+        return RP_ERR_NOMEM;
+    }
+    rp_status hst = rp_daemon_http_start(d);
     if (hst != RP_OK) return hst;
-    d->sweep_ev = event_new(d->base, -1, EV_PERSIST, rp_on_sweep, d);
-    d->deadline_ev = evtimer_new(d->base, rp_on_deadline, d);
-    if (!d->sweep_ev || !d->deadline_ev || rp_signals_start(d) != RP_OK) {
+    /* 2. Signals (stop, reload). */
+    rp_signals_deps sd = {
+        .cfg = &d->cfg,
+        .boot_cfg = d->boot_cfg,
+        .stopping = &d->stopping,
+        .inflight = rp_signals_inflight_of,
+        .on_stop = rp_signals_on_stop,
+        .cancel = rp_signals_cancel,
+        .on_reload = rp_signals_on_reload,
+        .arg = d,
+    };
+    d->signals = rp_signals_new(d->base, &sd);
+    if (d->signals == NULL) {
         RP_ERROR("cannot set up the loop's events", NULL);
         return RP_ERR_INTERNAL;
     }
+    /* 3. The store's runner, and the feed: every committed ledger event
+     * (gate answers included) also goes to the events exchange. */
     if (rp_pass_runner_init(&d->runner, cfg) != RP_OK) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
     }
-    /* Every committed ledger event (gate answers included) also goes to
-     * the events exchange. */
     rp_amqp_feed_hooks fh = {.post = rp_feed_post,
                              .publisher = rp_feed_publisher,
                              .on_loop = rp_feed_on_loop,
@@ -517,7 +637,7 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     rp_publisher_port feed;
     rp_feed_port(d, &feed);
     rp_pass_runner_set_publisher(&d->runner, &feed);
-    /* The broker half: the management API on this loop, for the store
+    /* 4. The broker half: the management API on this loop, for the store
      * thread through the bridge. */
     rp_mgmt_http_params hp;
     if (rp_broker_http_params(cfg, broker_password, &d->mgmt_keep, &hp) != RP_OK) {
@@ -538,12 +658,27 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
     }
-    d->store = rp_worker_new(d->base, "store", rp_store_idle, d, RP_STORE_CHECK_MS);
-    if (d->store == NULL) {
+    /* 5. The sweeper: the store thread (it starts checking the store at
+     * once); its passes start in step 8. */
+    rp_sweeper_deps swd = {
+        .cfg = &d->cfg,
+        .stopping = &d->stopping,
+        .clock = {.now_ms = rp_wall_now},
+        .pass = {.self = d,
+                 .run = rp_pass_port_run,
+                 .finish = rp_pass_port_finish,
+                 .store = rp_pass_port_store},
+        .listen = {.self = d, .open = rp_lease_listen_open, .close = rp_lease_listen_close},
+        .on_store = rp_on_store,
+        .arg = d,
+    };
+    d->sweeper = rp_sweeper_new(d->base, &swd);
+    if (d->sweeper == NULL) {
         RP_ERROR("cannot start the store thread", NULL);
         return RP_ERR_INTERNAL;
     }
 
+    /* 6. The broker events and the dead-letter tap. */
     d->events_backends = (rp_runner_backends){.mgmt = d->mgmt, .keep = &d->mgmt_keep};
     rp_events_deps events_deps = {.cfg = &d->cfg, .stopping = &d->stopping,
                                   .mono_ms = rp_clock_mono_ms, .wall_ms = rp_clock_wall_ms};
@@ -578,23 +713,14 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
     }
+    /* 7. The broker session. */
     if (rp_daemon_broker_start(d, broker_password) != RP_OK) return RP_ERR_INTERNAL;
-    rp_pg_listen_hooks lh = {.on_deadline = rp_on_lease_deadline,
-                             .on_up = rp_on_lease_listen_up,
-                             .arg = d};
-    d->deadline_fire_ms = INT64_MAX;
-    d->lease_listen = rp_pg_listen_new(d->base, cfg->store.dsn, cfg->store.schema, &lh);
-    if (d->lease_listen == NULL) {
+    /* 8. The passes: the lease LISTEN, the first pass now (it connects the
+     * store and reaps what expired while no reaper ran), then the sweep on
+     * its interval. */
+    if (rp_sweeper_start(d->sweeper) != RP_OK) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
-    }
-
-    /* The first pass now: it connects the store and reaps what expired
-     * while no reaper ran. Then the sweep on its interval. */
-    rp_submit_pass(d, cfg->reap.enabled ? RP_PASS_FULL : RP_PASS_LEASES);
-    if (cfg->reap.enabled) {
-        struct timeval tv = {(time_t)cfg->reap.interval_seconds, 0};
-        event_add(d->sweep_ev, &tv);
     }
     char interval[24];
     snprintf(interval, sizeof interval, "%" PRId64, cfg->reap.interval_seconds);
@@ -610,10 +736,14 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
  * having been made (a start that failed half way). */
 static void rp_daemon_stop(rp_daemon *d) {
     if (d->mgmt) rp_mgmt_bridge_close(d->mgmt);
+    rp_observe_stop(d->observe); /* no recount is started */
     rp_events_stop(d->events); /* before the store thread: its publishes go through it */
     rp_tap_stop(d->tap); /* before the store thread: the tap's events post through it */
     rp_replays_stop(d->replays);
-    if (d->store) rp_worker_free(d->store);
+    /* The store thread joined (what it posted runs now), the timers and
+     * the lease LISTEN gone. */
+    rp_sweeper_free(d->sweeper);
+    d->sweeper = NULL;
     rp_events_free(d->events); /* after: the sweep's broker port points at it */
     /* The session's publishers first (their pending callbacks may still
      * use the daemon), then its connection. */
@@ -634,11 +764,9 @@ static void rp_daemon_stop(rp_daemon *d) {
     rp_replay_wiring_free(d->replay_wiring);
     rp_mgmt_bridge_free(d->mgmt);
     rp_http_free(d->http);
-    rp_signals_cleanup(d);
-    if (d->sweep_ev) event_free(d->sweep_ev);
-    rp_pg_listen_free(d->lease_listen);
-    if (d->deadline_ev) event_free(d->deadline_ev);
-    if (d->gauges_ev) event_free(d->gauges_ev);
+    rp_observe_free(d->observe);
+    /* Last: the configurations a reload made (d->cfg may be one). */
+    rp_signals_free(d->signals);
     event_base_free(d->base);
 }
 

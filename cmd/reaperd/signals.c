@@ -22,18 +22,17 @@
  * control.allowed_users) and on the store thread from its next job (the
  * thresholds and patterns of the next pass).
  */
+#include "signals.h"
+
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "daemon_internal.h"
-#include "rp_pg_listen.h"
 #include "rp_clock.h"
 #include "rp_config_load.h"
 #include "rp_log.h"
-#include "rp_tap.h"
 
 extern char **environ;
 
@@ -43,9 +42,20 @@ extern char **environ;
  * come back before it closes regardless. */
 #define RP_STOP_CANCEL_MS 5000
 
+typedef struct rp_cfg_snapshot rp_cfg_snapshot;
 struct rp_cfg_snapshot {
     rp_config cfg;
     rp_cfg_snapshot *next;
+};
+
+struct rp_signals {
+    struct event_base *base;
+    rp_signals_deps deps;
+    struct event *sig_term, *sig_int, *sig_hup;
+    struct event *stop_check_ev; /* polls for in-flight work while stopping */
+    int64_t stop_deadline_ms;    /* monotonic; the grace runs out then */
+    bool stop_cancelled;         /* the store's command was cancelled */
+    rp_cfg_snapshot *snapshots;  /* every reload's config, freed at exit */
 };
 
 /* ---- stop ----------------------------------------------------------------- */
@@ -53,96 +63,82 @@ struct rp_cfg_snapshot {
 static void rp_stop_check(evutil_socket_t fd, short what, void *arg) {
     RP_UNUSED(fd);
     RP_UNUSED(what);
-    rp_daemon *d = arg;
-    size_t unconfirmed = d->broker_up ? rp_amqp_publisher_pending(d->publisher) +
-                                            rp_amqp_publisher_pending(d->replay_publisher)
-                                      : 0;
-    bool tap_busy = rp_tap_busy(d->tap);
-    bool busy = d->pass_running || d->store_jobs > 0 || unconfirmed > 0 || tap_busy;
+    rp_signals *s = arg;
+    rp_signals_inflight in;
+    s->deps.inflight(s->deps.arg, &in);
+    size_t unconfirmed = in.broker_up ? in.unconfirmed : 0;
+    bool tap_busy = in.tap_busy;
+    bool busy = in.pass_running || in.store_jobs > 0 || unconfirmed > 0 || tap_busy;
     int64_t now = rp_clock_mono_ms();
-    if (busy && now < d->stop_deadline_ms) return;
-    bool store_busy = d->pass_running || d->store_jobs > 0 || tap_busy;
-    if (store_busy && now < d->stop_deadline_ms + RP_STOP_CANCEL_MS) {
+    if (busy && now < s->stop_deadline_ms) return;
+    bool store_busy = in.pass_running || in.store_jobs > 0 || tap_busy;
+    if (store_busy && now < s->stop_deadline_ms + RP_STOP_CANCEL_MS) {
         /* The grace ran out with the store thread or the tap's still in a
          * command (a lock wait, a slow query): cancel it, so the thread
          * comes back and the joins below do not wait for the store's own
          * time-out (the tap's parks have none). */
-        if (!d->stop_cancelled)
+        if (!s->stop_cancelled)
             RP_WARN("stop grace ran out; cancelling the store's command in progress",
                     "tap", tap_busy ? "true" : "false", NULL);
-        d->stop_cancelled = true;
-        if (d->pass_running || d->store_jobs > 0) rp_pg_conn_cancel(d->runner.conn);
-        if (tap_busy) rp_tap_cancel(d->tap);
+        s->stop_cancelled = true;
+        s->deps.cancel(s->deps.arg, in.pass_running || in.store_jobs > 0, tap_busy);
         return;
     }
     if (busy) {
         char jobs[24], pubs[24];
-        snprintf(jobs, sizeof jobs, "%u", d->store_jobs + (d->pass_running ? 1u : 0u));
-        snprintf(pubs, sizeof pubs, "%zu",
-                 rp_amqp_publisher_pending(d->publisher) +
-                     rp_amqp_publisher_pending(d->replay_publisher));
+        snprintf(jobs, sizeof jobs, "%u", in.store_jobs + (in.pass_running ? 1u : 0u));
+        snprintf(pubs, sizeof pubs, "%zu", in.unconfirmed);
         RP_WARN("stop grace ran out; closing with work in flight (unacked requests are "
                 "delivered again, ledger events stay on the ledger)",
                 "store_jobs", jobs, "unconfirmed_publishes", pubs, NULL);
     } else {
         RP_INFO("work in flight finished; closing", NULL);
     }
-    event_del(d->stop_check_ev);
-    event_base_loopexit(d->base, NULL);
+    event_del(s->stop_check_ev);
+    event_base_loopexit(s->base, NULL);
 }
 
 static void rp_on_stop_signal(evutil_socket_t sig, short what, void *arg) {
     RP_UNUSED(what);
-    rp_daemon *d = arg;
+    rp_signals *s = arg;
     const char *name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
-    if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
+    if (__atomic_load_n(s->deps.stopping, __ATOMIC_ACQUIRE)) {
         RP_WARN("second stop signal; closing now", "signal", name, NULL);
-        event_base_loopexit(d->base, NULL);
+        event_base_loopexit(s->base, NULL);
         return;
     }
+    rp_signals_inflight in;
+    s->deps.inflight(s->deps.arg, &in);
     char jobs[24];
-    snprintf(jobs, sizeof jobs, "%u", d->store_jobs);
-    RP_INFO("stopping", "signal", name, "pass_running", d->pass_running ? "true" : "false",
+    snprintf(jobs, sizeof jobs, "%u", in.store_jobs);
+    RP_INFO("stopping", "signal", name, "pass_running", in.pass_running ? "true" : "false",
             "store_jobs", jobs, NULL);
     /* A pass in flight stops after the row it is on (each row commits on
-     * its own, so nothing is lost or half done); no new work is taken. */
-    __atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
-    if (d->sweep_ev) event_del(d->sweep_ev);
-    if (d->deadline_ev) event_del(d->deadline_ev);
-    rp_pg_listen_free(d->lease_listen); /* no more deadlines to hear */
-    d->lease_listen = NULL;
-    /* A pass waiting on the management API is released at once. */
-    if (d->mgmt) rp_mgmt_bridge_close(d->mgmt);
-    d->stop_deadline_ms = rp_clock_mono_ms() + RP_STOP_GRACE_MS;
+     * its own, so nothing is lost or half done); no new work is taken: the
+     * timers stop, no more deadlines are heard, and a pass waiting on the
+     * management API is released at once (on_stop). */
+    __atomic_store_n(s->deps.stopping, true, __ATOMIC_RELEASE);
+    s->deps.on_stop(s->deps.arg);
+    s->stop_deadline_ms = rp_clock_mono_ms() + RP_STOP_GRACE_MS;
     struct timeval tv = {0, RP_STOP_CHECK_MS * 1000};
-    event_add(d->stop_check_ev, &tv);
-    rp_stop_check(-1, 0, d);
+    event_add(s->stop_check_ev, &tv);
+    rp_stop_check(-1, 0, s);
 }
 
 /* ---- reload --------------------------------------------------------------- */
 
-static void rp_adopt_work(void *ctx, void *job) {
-    rp_daemon *d = ctx;
-    d->runner.cfg = &((rp_cfg_snapshot *)job)->cfg; /* store thread: its next job reads it */
+static void rp_snapshot_free(rp_cfg_snapshot *snap) {
+    rp_config_cleanup(&snap->cfg);
+    free(snap);
 }
 
-static void rp_adopt_done(void *job, bool cancelled) {
-    RP_UNUSED(job);
-    RP_UNUSED(cancelled);
-}
-
-static void rp_snapshot_free(rp_cfg_snapshot *s) {
-    rp_config_cleanup(&s->cfg);
-    free(s);
-}
-
-static void rp_reload(rp_daemon *d) {
+static void rp_reload(rp_signals *s) {
     rp_cfg_snapshot *snap = calloc(1, sizeof *snap);
     if (snap == NULL) {
         RP_ERROR("out of memory: configuration not reloaded", NULL);
         return;
     }
-    const char *path = d->boot_cfg->path;
+    const char *path = s->deps.boot_cfg->path;
     rp_config_problems problems;
     rp_config_problems_init(&problems);
     rp_status st = rp_config_load(path, environ, &snap->cfg, &problems);
@@ -158,7 +154,7 @@ static void rp_reload(rp_daemon *d) {
         return;
     }
     rp_config_problems_cleanup(&problems);
-    const rp_config *old = d->cfg;
+    const rp_config *old = *s->deps.cfg;
     size_t applied = 0, kept = 0;
     for (int i = 0; i < RP_CFG_KEY_COUNT_; i++) {
         rp_config_key_id id = (rp_config_key_id)i;
@@ -182,23 +178,14 @@ static void rp_reload(rp_daemon *d) {
         rp_snapshot_free(snap);
         return;
     }
-    snap->next = d->snapshots;
-    d->snapshots = snap;
-    d->cfg = &snap->cfg;
-    const rp_config *cfg = d->cfg;
-    rp_log_setup(cfg->log.level, cfg->log.format);
-    if (cfg->reap.enabled != old->reap.enabled ||
-        cfg->reap.interval_seconds != old->reap.interval_seconds) {
-        event_del(d->sweep_ev);
-        if (cfg->reap.enabled) {
-            struct timeval tv = {(time_t)cfg->reap.interval_seconds, 0};
-            event_add(d->sweep_ev, &tv);
-        }
-    }
-    /* The store thread switches between two jobs, never inside a pass; the
-     * old snapshot stays allocated until exit, for whoever still reads it. */
-    if (rp_worker_submit(d->store, rp_adopt_work, rp_adopt_done, snap) != RP_OK)
-        RP_WARN("the store thread did not take the new configuration", NULL);
+    snap->next = s->snapshots;
+    s->snapshots = snap;
+    *s->deps.cfg = &snap->cfg;
+    rp_log_setup(snap->cfg.log.level, snap->cfg.log.format);
+    /* The sweep timer follows; the store thread switches between two jobs,
+     * never inside a pass; the old snapshot stays allocated until exit, for
+     * whoever still reads it. */
+    s->deps.on_reload(s->deps.arg, old);
     char a[24], k[24];
     snprintf(a, sizeof a, "%zu", applied);
     snprintf(k, sizeof k, "%zu", kept);
@@ -208,33 +195,40 @@ static void rp_reload(rp_daemon *d) {
 static void rp_on_hup(evutil_socket_t sig, short what, void *arg) {
     RP_UNUSED(sig);
     RP_UNUSED(what);
-    rp_daemon *d = arg;
-    if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) return;
+    rp_signals *s = arg;
+    if (__atomic_load_n(s->deps.stopping, __ATOMIC_ACQUIRE)) return;
     RP_INFO("SIGHUP: reloading the configuration", NULL);
-    rp_reload(d);
+    rp_reload(s);
 }
 
-rp_status rp_signals_start(rp_daemon *d) {
-    d->sig_term = evsignal_new(d->base, SIGTERM, rp_on_stop_signal, d);
-    d->sig_int = evsignal_new(d->base, SIGINT, rp_on_stop_signal, d);
-    d->sig_hup = evsignal_new(d->base, SIGHUP, rp_on_hup, d);
-    d->stop_check_ev = event_new(d->base, -1, EV_PERSIST, rp_stop_check, d);
-    if (!d->sig_term || !d->sig_int || !d->sig_hup || !d->stop_check_ev ||
-        evsignal_add(d->sig_term, NULL) || evsignal_add(d->sig_int, NULL) ||
-        evsignal_add(d->sig_hup, NULL))
-        return RP_ERR_INTERNAL;
-    return RP_OK;
-}
-
-void rp_signals_cleanup(rp_daemon *d) {
-    if (d->sig_term) event_free(d->sig_term);
-    if (d->sig_int) event_free(d->sig_int);
-    if (d->sig_hup) event_free(d->sig_hup);
-    if (d->stop_check_ev) event_free(d->stop_check_ev);
-    d->sig_term = d->sig_int = d->sig_hup = d->stop_check_ev = NULL;
-    while (d->snapshots) {
-        rp_cfg_snapshot *s = d->snapshots;
-        d->snapshots = s->next;
-        rp_snapshot_free(s);
+rp_signals *rp_signals_new(struct event_base *base, const rp_signals_deps *deps) {
+    rp_signals *s = calloc(1, sizeof *s);
+    if (s == NULL) return NULL;
+    s->base = base;
+    s->deps = *deps;
+    s->sig_term = evsignal_new(base, SIGTERM, rp_on_stop_signal, s);
+    s->sig_int = evsignal_new(base, SIGINT, rp_on_stop_signal, s);
+    s->sig_hup = evsignal_new(base, SIGHUP, rp_on_hup, s);
+    s->stop_check_ev = event_new(base, -1, EV_PERSIST, rp_stop_check, s);
+    if (!s->sig_term || !s->sig_int || !s->sig_hup || !s->stop_check_ev ||
+        evsignal_add(s->sig_term, NULL) || evsignal_add(s->sig_int, NULL) ||
+        evsignal_add(s->sig_hup, NULL)) {
+        rp_signals_free(s);
+        return NULL;
     }
+    return s;
+}
+
+void rp_signals_free(rp_signals *s) {
+    if (s == NULL) return;
+    if (s->sig_term) event_free(s->sig_term);
+    if (s->sig_int) event_free(s->sig_int);
+    if (s->sig_hup) event_free(s->sig_hup);
+    if (s->stop_check_ev) event_free(s->stop_check_ev);
+    while (s->snapshots) {
+        rp_cfg_snapshot *snap = s->snapshots;
+        s->snapshots = snap->next;
+        rp_snapshot_free(snap);
+    }
+    free(s);
 }

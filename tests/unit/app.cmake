@@ -1,0 +1,6 @@
+# The daemon's pass scheduling (app/rp_sweeper.c): fake pass port, fake
+# lease LISTEN and a fake clock on a real event_base and store thread.
+rp_unit_test(test_app_sweeper SOURCES unit/test_app_sweeper.c LIBS reaper::app)
+# The metrics glue (app/rp_observe.c): the gauges' debounced recount, one
+# at a time; readiness.
+rp_unit_test(test_app_observe SOURCES unit/test_app_observe.c LIBS reaper::app)
