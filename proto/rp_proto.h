@@ -34,6 +34,7 @@
 
 #include "rp_common.h"
 #include "rp_gate.h"
+#include "rp_gate_look.h"
 #include "rp_jobs_port.h"
 #include "rp_report.h"
 #include "rp_status.h"
@@ -119,10 +120,11 @@ typedef enum rp_op {
     RP_OP_JOBS,   /* list job-table rows (job triage) */
     RP_OP_JOB,    /* one job-table row */
     RP_OP_CANCEL, /* cancel a ready or leased job */
+    RP_OP_GATE,   /* one gate looked inside: its job, its stored dead letter */
     RP_OP_COUNT_
 } rp_op;
 
-/* "reap", "answer", "gates", "status", "jobs", "job", "cancel"; "none" for
+/* "reap", "answer", "gates", "status", "jobs", "job", "cancel", "gate"; "none" for
  * RP_OP_NONE and "unknown" outside the enum. Static, never NULL. */
 const char *rp_op_string(rp_op op);
 /* Exact match of a wire name; RP_OP_NONE is never parsed. */
@@ -190,6 +192,11 @@ typedef struct rp_request {
         int64_t job;         /* >= 1 */
         char *reason;        /* 1..RP_PROTO_REASON_MAX bytes, required */
     } cancel;
+    struct {
+        int64_t gate;        /* >= 1 */
+        int64_t body_offset; /* >= 0, default 0 */
+        int64_t body_limit;  /* 1..RP_GATE_LOOK_WINDOW_MAX, default RP_GATE_LOOK_WINDOW_DEFAULT */
+    } gate;
 } rp_request;
 
 /* Zeroes *req (op RP_OP_NONE). */
@@ -263,6 +270,13 @@ rp_status rp_proto_encode_jobs_reply(const rp_job_page *page, rp_encoding enc,
                                      rp_proto_buf *out) RP_MUSTCHECK;
 rp_status rp_proto_encode_job_reply(const rp_job_row *job, rp_encoding enc,
                                     rp_proto_buf *out) RP_MUSTCHECK;
+/* One gate looked inside (SCHEMA.md 4 `gate`, 5.6): {"gate": gate,
+ * "job": {...}, "dead_letter": {...} or null, "replay": {"possible": bool,
+ * "why": string or null}}. why_not: NULL when a replay may go ahead, else
+ * the reason it would be refused (core's replay checks). The stored
+ * headers and properties are embedded as the JSON trees they are. */
+rp_status rp_proto_encode_gate_reply(const rp_gate_look *l, const char *why_not, rp_encoding enc,
+                                     rp_proto_buf *out) RP_MUSTCHECK;
 rp_status rp_proto_encode_cancel_reply(const rp_job_cancel_result *r, rp_encoding enc,
                                        rp_proto_buf *out) RP_MUSTCHECK;
 

@@ -31,6 +31,7 @@ static const char *const rp_fields_jobs[] = {"v",    "op",    "state", "project"
                                              "kind", "limit", "after", NULL};
 static const char *const rp_fields_job[] = {"v", "op", "job", NULL};
 static const char *const rp_fields_cancel[] = {"v", "op", "job", "reason", NULL};
+static const char *const rp_fields_gate[] = {"v", "op", "gate", "body_offset", "body_limit", NULL};
 
 static const char *const *rp_fields_of(rp_op op) {
     switch (op) {
@@ -41,6 +42,7 @@ static const char *const *rp_fields_of(rp_op op) {
     case RP_OP_JOBS: return rp_fields_jobs;
     case RP_OP_JOB: return rp_fields_job;
     case RP_OP_CANCEL: return rp_fields_cancel;
+    case RP_OP_GATE: return rp_fields_gate;
     default: return NULL;
     }
 }
@@ -223,7 +225,7 @@ static rp_status rp_validate_cancel(const json_t *root, rp_request *out, rp_prot
 }
 
 static rp_status rp_validate(const json_t *root, rp_request *out, rp_proto_error *err) {
-    static const char ops[] = "one of reap, answer, gates, status, jobs, job, cancel";
+    static const char ops[] = "one of reap, answer, gates, status, jobs, job, cancel, gate";
     char q[RP_PROTO_QUOTE_MAX * 4 + 8];
     rp_status st;
     rp_op op;
@@ -283,6 +285,14 @@ static rp_status rp_validate(const json_t *root, rp_request *out, rp_proto_error
         return rp_get_int(root, "job", true, 1, INT64_MAX, 0, "the job id, a positive integer",
                           &out->job.job, err);
     case RP_OP_CANCEL: return rp_validate_cancel(root, out, err);
+    case RP_OP_GATE:
+        if ((st = rp_get_int(root, "gate", true, 1, INT64_MAX, 0, "the gate id, a positive integer",
+                             &out->gate.gate, err)) != RP_OK ||
+            (st = rp_get_int(root, "body_offset", false, 0, INT64_MAX, 0, "",
+                             &out->gate.body_offset, err)) != RP_OK)
+            return st;
+        return rp_get_int(root, "body_limit", false, 1, RP_GATE_LOOK_WINDOW_MAX,
+                          RP_GATE_LOOK_WINDOW_DEFAULT, "", &out->gate.body_limit, err);
     default: return rp__err_set(err, RP_ERR_INTERNAL, "unhandled op");
     }
 }
@@ -365,6 +375,11 @@ static json_t *rp_request_tree(const rp_request *req) {
         if (ok && req->jobs.after != 0) ok = rp__set(t, "after", json_integer(req->jobs.after));
         break;
     case RP_OP_JOB: ok = ok && rp__set(t, "job", json_integer(req->job.job)); break;
+    case RP_OP_GATE:
+        ok = ok && rp__set(t, "gate", json_integer(req->gate.gate)) &&
+             rp__set(t, "body_offset", json_integer(req->gate.body_offset)) &&
+             rp__set(t, "body_limit", json_integer(req->gate.body_limit));
+        break;
     case RP_OP_CANCEL:
         ok = ok && rp__set(t, "job", json_integer(req->cancel.job)) &&
              rp__set(t, "reason", rp__json_string(req->cancel.reason));

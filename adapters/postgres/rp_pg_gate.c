@@ -8,6 +8,7 @@
 
 #include "rp_log.h"
 #include "rp_pg_store_internal.h"
+#include "rp_gate_look.h"
 #include "rp_untrusted.h"
 
 static char *rp_dup(const char *s, bool *ok) {
@@ -240,4 +241,64 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
 void rp__pg_fill_gates(rp_gate_port *out) {
     out->list = rp_list;
     out->answer = rp_answer;
+}
+
+/* ---- looking inside one gate (rp_gate_look.h) ------------------------------ */
+
+static rp_status rp_look(void *self, int64_t gate, int64_t offset, size_t len, rp_gate_look *out) {
+    rp_pg_store *s = self;
+    if (out == NULL || offset < 0 || len < 1 || len > RP_GATE_LOOK_WINDOW_MAX)
+        return RP_ERR_INVALID;
+    rp_status st = rp__pg_enter(s, RP__PG_READ, "look_gate");
+    if (st != RP_OK) return st;
+    char idb[24], offb[24], lenb[24];
+    /* No stored body is longer than RP_PG_DL_BODY_MAX: a window past it is
+     * empty, and the statement's offset stays an int. */
+    int64_t from = offset > (int64_t)RP_PG_DL_BODY_MAX ? (int64_t)RP_PG_DL_BODY_MAX : offset;
+    const char *vals[] = {rp__pg_itoa(gate, idb), rp__pg_itoa(from, offb),
+                          rp__pg_itoa((int64_t)len, lenb)};
+    rp__pg_cmd k = {.stmt = RP__PG_GATE_LOOK, .n = 3, .values = vals};
+    PGresult *r = NULL;
+    st = rp__pg_run(s, &k, 1, &r, "look_gate", NULL);
+    if (st != RP_OK) return st;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        return RP_ERR_NOT_FOUND;
+    }
+    rp_gate_look l;
+    rp_gate_look_init(&l);
+    st = rp_gate_from_row(r, 0, s->claim_seconds, &l.gate);
+    if (st == RP_OK && !rp_job_state_parse(PQgetvalue(r, 0, 15), &l.job_state)) st = RP_ERR_INTERNAL;
+    if (st == RP_OK) {
+        bool ok = true;
+        l.job_kind = rp_dup(rp__pg_str(r, 0, 16), &ok);
+        l.attempts = (int32_t)rp__pg_i64(r, 0, 17);
+        l.max_attempts = (int32_t)rp__pg_i64(r, 0, 18);
+        l.vhost = rp_dup(rp__pg_str(r, 0, 19), &ok);
+        l.has_dead_letter = strcmp(PQgetvalue(r, 0, 20), "t") == 0;
+        if (l.has_dead_letter) {
+            l.has_first_death = !rp__pg_null(r, 0, 21);
+            l.first_death_at = rp__pg_i64(r, 0, 21);
+            l.parked_at = rp__pg_i64(r, 0, 22);
+            l.headers_json = rp_dup(rp__pg_str(r, 0, 23), &ok);
+            l.properties_json = rp_dup(rp__pg_str(r, 0, 24), &ok);
+            l.body_size = rp__pg_i64(r, 0, 25);
+            l.body_truncated = strcmp(PQgetvalue(r, 0, 26), "t") == 0;
+            l.window_offset = offset;
+            l.window_base64 = rp_dup(rp__pg_str(r, 0, 27), &ok);
+            l.window_len = rp__pg_i64(r, 0, 28);
+        }
+        if (!ok) st = RP_ERR_NOMEM;
+    }
+    PQclear(r);
+    if (st != RP_OK) {
+        rp_gate_look_cleanup(&l);
+        return st;
+    }
+    *out = l;
+    return RP_OK;
+}
+
+void rp_pg_gate_look_port(rp_pg_store *s, rp_gate_look_port *out) {
+    *out = (rp_gate_look_port){.self = s, .look = rp_look};
 }

@@ -222,6 +222,23 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "p.claimed_ms, " MS("now()") ", c.total, c.rest "
          "FROM c LEFT JOIN LATERAL (SELECT * FROM m WHERE $9::int8 IS NULL OR m.id < $9::int8 "
          "ORDER BY m.id DESC LIMIT $3::int8) p ON true ORDER BY p.id DESC"},
+    /* $1 gate id, $2 the body window's first byte (0-based, at most
+     * RP_PG_DL_BODY_MAX), $3 its length:
+     * the gate's columns as RP__PG_GATES gives them (0-14), then its job,
+     * and its dead letter when it has one, with that window of the body in
+     * base64 (line breaks taken out). */
+    [RP__PG_GATE_LOOK] =
+        {"gate_look",
+         "SELECT g.id, g.job_id, g.kind, j.project_id, g.question, g.answer, g.answered_by, "
+         MS("g.answered_at") ", " MS("g.created_at") ", dl.queue, dl.origin_queue, dl.reason, "
+         "g.claimed_by, " MS("g.claimed_at") ", " MS("now()") ", "
+         "j.state, j.kind, j.attempts, j.max_attempts, j.payload ->> 'vhost', "
+         "dl.gate_id IS NOT NULL, " MS("dl.first_death_at") ", " MS("dl.parked_at") ", "
+         "dl.headers::text, dl.properties::text, length(dl.body), dl.body_truncated, "
+         "translate(encode(substring(dl.body FROM $2::int + 1 FOR $3::int), 'base64'), "
+         "E'\\n', ''), length(substring(dl.body FROM $2::int + 1 FOR $3::int)) "
+         "FROM {s}.gate g JOIN {s}.job j ON j.id = g.job_id "
+         "LEFT JOIN {s}.dead_letter dl ON dl.gate_id = g.id WHERE g.id = $1::int8"},
     /* $1 gate id: locks the gate so that it is settled once. */
     [RP__PG_GATE_LOCK] = {"gate_lock",
                           "SELECT kind, answer, claimed_by, " MS("claimed_at") ", " MS("now()")

@@ -175,6 +175,10 @@ void rp_pg_store_set_claim_seconds(rp_pg_store *s, int64_t seconds);
 /* Fill one port each. */
 void rp_pg_store_port(rp_pg_store *s, rp_store_port *out);
 void rp_pg_gate_port(rp_pg_store *s, rp_gate_port *out);
+/* Fills *out (core/rp_gate_look.h) over s (borrowed: it must outlive the
+ * port). Store thread. */
+struct rp_gate_look_port;
+void rp_pg_gate_look_port(rp_pg_store *s, struct rp_gate_look_port *out);
 void rp_pg_clock_port(rp_pg_store *s, rp_clock_port *out);
 /* is_parked and park; peek is left NULL (the broker side fills it). */
 void rp_pg_dead_letter_port(rp_pg_store *s, rp_dead_letter_port *out);

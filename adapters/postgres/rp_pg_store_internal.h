@@ -36,6 +36,7 @@ typedef enum rp__pg_stmt {
     RP__PG_GATES,
     RP__PG_GATE_LOCK,
     RP__PG_GATE_ANSWER,
+    RP__PG_GATE_LOOK,
     RP__PG_IS_PARKED,
     RP__PG_PARK_SET,
     RP__PG_LONG_HELD,

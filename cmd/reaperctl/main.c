@@ -17,6 +17,7 @@
 #include "client.h"
 #include "duration.h"
 #include "escape.h"
+#include "gate_view.h"
 #include "print.h"
 #include "rp_config.h"
 #include "rp_config_load.h"
@@ -38,6 +39,11 @@ static void rp_usage(FILE *f) {
             "                                              --after ID: the next page\n"
             "  answer GATE --choice replay|dismiss|retry [--by NOTE] [--json]\n"
             "                                              answer a gate (once)\n"
+            "  gate   GATE [--json] [--body raw|text|hex]  one gate looked inside: its job, the\n"
+            "                                              stored message's properties, headers\n"
+            "                                              (x-death as a table) and body (text\n"
+            "                                              when UTF-8, else hex; the first 4 KiB\n"
+            "                                              unless --body; raw: the exact bytes)\n"
             "  status [--json]                             reaperd's state\n"
             "  jobs list [--state S] [--project P] [--kind K] [--limit N] [--after ID] [--json]\n"
             "                                              the job table, lowest id first, with\n"
@@ -93,10 +99,130 @@ static int rp_fail_usage_free(json_t *req, const char *msg) {
     return rp_fail_usage(msg);
 }
 
+/* One request (req_json: validated and encoded here) and its reply:
+ * *tree (the caller frees it) and the view into it. 0, or 1 when it could
+ * not be sent or read (said on standard error). */
+static int rp_ctl_call(const rp_config *cfg, const char *password, const json_t *req_json,
+                       int timeout_ms, json_t **tree, rp_proto_reply_view *view) {
+    rp_request r;
+    rp_request_init(&r);
+    rp_proto_error perr;
+    rp_proto_error_init(&perr);
+    rp_proto_buf body = {0};
+    *tree = NULL;
+    if (rp_request_from_json(req_json, &r, &perr) != RP_OK ||
+        rp_request_encode(&r, RP_ENC_MSGPACK, &body, &perr) != RP_OK) {
+        rp_request_cleanup(&r);
+        rp_proto_buf_cleanup(&body);
+        rp_say("the request could not be made", perr.message);
+        return 1;
+    }
+    rp_request_cleanup(&r);
+    char err[512] = "";
+    rp_ctl_reply reply;
+    rp_status st = rp_ctl_request(cfg, password, "application/msgpack", body.ptr, body.len,
+                                  timeout_ms, &reply, err, sizeof err);
+    rp_proto_buf_cleanup(&body);
+    if (st != RP_OK) {
+        rp_say(err, NULL);
+        return 1;
+    }
+    rp_bytes ct = {(const uint8_t *)reply.content_type, strlen(reply.content_type)};
+    *tree = rp_proto_to_json((rp_bytes){reply.body, reply.len}, ct, NULL, &perr);
+    rp_ctl_reply_cleanup(&reply);
+    if (*tree == NULL || rp_proto_reply_unwrap(*tree, view, &perr) != RP_OK) {
+        rp_say("the reply could not be read", perr.message);
+        json_decref(*tree);
+        *tree = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+/* `gate ID`: the first window of the body with the gate (the preview), or
+ * with --body every window of it in turn, RP_GATE_LOOK_WINDOW_MAX at a
+ * time (one request each), then printed whole. */
+static int rp_ctl_gate(const rp_config *cfg, const char *password, long long gate,
+                       rp_ctl_body_mode mode, bool json, int timeout_ms) {
+    json_t *req = json_pack("{s:i, s:s, s:I, s:I, s:I}", "v", 1, "op", "gate", "gate",
+                            (json_int_t)gate, "body_offset", (json_int_t)0, "body_limit",
+                            (json_int_t)(mode == RP_CTL_BODY_AUTO ? RP_GATE_LOOK_WINDOW_DEFAULT
+                                                                  : RP_GATE_LOOK_WINDOW_MAX));
+    uint8_t *bytes = NULL;
+    size_t have = 0;
+    json_t *first = NULL;
+    rp_proto_reply_view view, first_view;
+    int rc = 0;
+    for (;;) {
+        json_t *tree;
+        if ((rc = rp_ctl_call(cfg, password, req, timeout_ms, &tree, &view)) != 0) break;
+        if (!view.ok) {
+            if (json) {
+                char *s = json_dumps(tree, JSON_COMPACT);
+                puts(s);
+                free(s);
+            }
+            rp_say(view.code ? view.code : "error", view.message ? view.message : "(no message)");
+            json_decref(tree);
+            rc = 1;
+            break;
+        }
+        const json_t *b = json_object_get(json_object_get(view.result, "dead_letter"), "body");
+        const char *b64 = json_string_value(json_object_get(b, "base64"));
+        long long size = json_integer_value(json_object_get(b, "size"));
+        long n = 0;
+        if (b64 != NULL) {
+            size_t room = strlen(b64) / 4 * 3 + 1;
+            uint8_t *grown = realloc(bytes, have + room);
+            n = grown != NULL ? rp_ctl_base64_decode(b64, grown + have, room) : -1;
+            if (grown != NULL) bytes = grown;
+        }
+        if (n < 0) {
+            rp_say("the reply could not be read", "the body is not base64");
+            json_decref(tree);
+            rc = 1;
+            break;
+        }
+        have += (size_t)n;
+        if (first == NULL) {
+            first = tree;
+            first_view = view;
+        } else {
+            json_decref(tree);
+        }
+        if (mode == RP_CTL_BODY_AUTO || n == 0 || (long long)have >= size) break;
+        json_object_set_new(req, "body_offset", json_integer((json_int_t)have));
+    }
+    json_decref(req);
+    if (rc == 0 && first != NULL) {
+        const rp_proto_reply_view v = first_view;
+        const json_t *dl = json_object_get(v.result, "dead_letter");
+        long long size = json_integer_value(json_object_get(json_object_get(dl, "body"), "size"));
+        if (mode == RP_CTL_BODY_RAW) {
+            rp_ctl_print_body(stdout, bytes ? bytes : (const uint8_t *)"", have, false, mode);
+        } else if (json) {
+            char *s = json_dumps(v.result, JSON_COMPACT);
+            puts(s);
+            free(s);
+        } else {
+            rp_ctl_print_gate(stdout, v.result);
+            if (json_is_object(dl) && have > 0) {
+                rp_ctl_print_body(stdout, bytes, have, (long long)have < size, mode);
+                if ((long long)have < size)
+                    printf("... %lld more bytes: reaperctl gate %lld --body text|hex|raw\n",
+                           size - (long long)have, gate);
+            }
+        }
+    }
+    json_decref(first);
+    free(bytes);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     enum {
         O_PROJECT = 256, O_DRY, O_JSON, O_STATE, O_LIMIT, O_CHOICE, O_BY, O_TIMEOUT,
-        O_KIND, O_QUEUE, O_ORIGIN, O_REASON, O_OLDER, O_AFTER
+        O_KIND, O_QUEUE, O_ORIGIN, O_REASON, O_OLDER, O_AFTER, O_BODY
     };
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},  {"timeout", required_argument, NULL, O_TIMEOUT},
@@ -107,13 +233,16 @@ int main(int argc, char **argv) {
         {"queue", required_argument, NULL, O_QUEUE}, {"origin", required_argument, NULL, O_ORIGIN},
         {"reason", required_argument, NULL, O_REASON},
         {"older-than", required_argument, NULL, O_OLDER},
-        {"after", required_argument, NULL, O_AFTER}, {"version", no_argument, NULL, 'V'},
+        {"after", required_argument, NULL, O_AFTER}, {"body", required_argument, NULL, O_BODY},
+        {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     const char *path = NULL, *project = NULL, *state = NULL, *limit = NULL, *choice = NULL,
                *by = NULL, *kind = NULL, *queue = NULL, *origin = NULL, *reason = NULL,
-               *older = NULL, *after = NULL, *sub = "";
+               *older = NULL, *after = NULL, *sub = "", *body_opt = NULL;
     bool dry = false, json = false;
+    long long gate_id = 0;
+    rp_ctl_body_mode body_mode = RP_CTL_BODY_AUTO;
     long timeout_s = 30;
     int ch;
     opterr = 0;
@@ -142,6 +271,7 @@ int main(int argc, char **argv) {
         case O_REASON: reason = optarg; break;
         case O_OLDER: older = optarg; break;
         case O_AFTER: after = optarg; break;
+        case O_BODY: body_opt = optarg; break;
         case 'V': printf("reaperctl %s\n", RP_VERSION_STRING); return 0;
         case 'h': rp_usage(stdout); return 0;
         case ':': {
@@ -205,6 +335,19 @@ int main(int argc, char **argv) {
         json_object_set_new(req, "gate", json_integer(gate));
         json_object_set_new(req, "choice", json_string(choice));
         if (by) json_object_set_new(req, "by", json_string(by));
+    } else if (strcmp(cmd, "gate") == 0) {
+        if (optind >= argc) return rp_fail_usage_free(req, "gate needs a GATE id");
+        char *end;
+        gate_id = strtoll(argv[optind], &end, 10);
+        if (*end || end == argv[optind]) return rp_fail_usage_free(req, "GATE is a gate id (a whole number)");
+        optind++;
+        if (body_opt != NULL && !rp_ctl_body_mode_parse(body_opt, &body_mode))
+            return rp_fail_usage_free(req, "--body takes raw, text or hex");
+        json_object_set_new(req, "op", json_string("gate"));
+        json_object_set_new(req, "gate", json_integer(gate_id));
+        json_object_set_new(req, "body_limit", json_integer(body_mode == RP_CTL_BODY_AUTO
+                                                                ? RP_GATE_LOOK_WINDOW_DEFAULT
+                                                                : RP_GATE_LOOK_WINDOW_MAX));
     } else if (strcmp(cmd, "status") == 0) {
         json_object_set_new(req, "op", json_string("status"));
     } else if (strcmp(cmd, "jobs") == 0) {
@@ -256,6 +399,8 @@ int main(int argc, char **argv) {
         return rp_fail_usage_free(req, m);
     }
     bool listing = strcmp(cmd, "jobs") == 0 && strcmp(sub, "list") == 0;
+    if (body_opt != NULL && strcmp(cmd, "gate") != 0)
+        return rp_fail_usage_free(req, "that option does not go with this command");
     if ((strcmp(cmd, "reap") != 0 && dry) || (strcmp(cmd, "answer") != 0 && (choice || by)) ||
         (strcmp(cmd, "gates") != 0 && !listing && (state || limit)) ||
         (strcmp(cmd, "reap") != 0 && strcmp(cmd, "gates") != 0 && !listing && project) ||
@@ -304,6 +449,13 @@ int main(int argc, char **argv) {
         return 2;
     }
 
+    if (strcmp(cmd, "gate") == 0) {
+        rp_proto_buf_cleanup(&body);
+        int grc = rp_ctl_gate(&cfg, password, gate_id, body_mode, json, (int)timeout_s * 1000);
+        rp_secret_free(password);
+        rp_config_cleanup(&cfg);
+        return grc;
+    }
     rp_ctl_reply reply;
     rp_status st = rp_ctl_request(&cfg, password, "application/msgpack", body.ptr, body.len,
                                   (int)timeout_s * 1000, &reply, err, sizeof err);

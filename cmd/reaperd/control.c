@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "control.h"
+#include "control_gate.h"
 #include "control_jobs.h"
 #include "report_text.h"
 #include "rp_amqp_control.h"
@@ -76,6 +77,7 @@ typedef struct rp_ctl {
     rp_gate_page gate_page;
     rp_answer_result answer;
     rp_ctl_jobs jobs; /* job triage's results (control_jobs.h) */
+    rp_ctl_gate gate; /* one gate looked inside (control_gate.h) */
 } rp_ctl;
 
 static const char *rp_ctl_user(const rp_ctl *c) { return c->env.has_user ? c->env.user : NULL; }
@@ -86,6 +88,7 @@ static void rp_ctl_free(rp_ctl *c) {
     for (size_t i = 0; i < c->n_gates; i++) rp_gate_cleanup(&c->gates[i]);
     free(c->gates);
     rp_ctl_jobs_cleanup(&c->jobs);
+    rp_ctl_gate_cleanup(&c->gate);
     free(c);
 }
 
@@ -332,6 +335,32 @@ static void rp_ctl_replay_done(void *arg, const rp_replay_result *r) {
     rp_ctl_encoded(c, est, &buf);
 }
 
+/* ---- one gate looked inside (control_gate.h) ------------------------------- */
+
+static void rp_ctl_gate_work(void *ctx, void *arg) {
+    RP_UNUSED(ctx);
+    rp_ctl *c = arg;
+    rp_pass_runner *r = c->d->deps.runner;
+    if (!rp_ctl_store_ready(r, c)) return;
+    rp_ctl_gate_run(r, &c->req, &c->gate);
+    c->st = c->gate.st;
+}
+
+static void rp_ctl_gate_done(void *arg, bool cancelled) {
+    rp_ctl *c = arg;
+    if (cancelled) {
+        rp_ctl_free(c);
+        return;
+    }
+    if (c->st != RP_OK) c->gate.st = c->st; /* the store could not be reached */
+    char msg[200];
+    rp_proto_buf buf = {0};
+    rp_status est = RP_OK;
+    rp_status st = rp_ctl_gate_reply(&c->req, &c->gate, c->enc, &buf, &est, msg, sizeof msg);
+    if (st != RP_OK) rp_ctl_error(c, "gate", st, msg);
+    else rp_ctl_encoded(c, est, &buf);
+}
+
 /* ---- job triage: jobs, job, cancel (control_jobs.h) ---------------------- */
 
 static void rp_ctl_jobs_work(void *ctx, void *arg) {
@@ -443,6 +472,7 @@ void rp_controller_on_message(rp_controller *k, const rp_amqp_message *msg) {
     c->generation = *d->broker_generation;
     c->delivery_tag = msg->delivery_tag;
     rp_request_init(&c->req);
+    rp_ctl_gate_init(&c->gate);
     rp_pass_request_init(&c->pass, RP_PASS_FULL, false);
     rp_amqp_control_envelope(msg, &c->env);
     rp_bytes ct = c->env.content_type;
@@ -506,6 +536,9 @@ void rp_controller_on_message(rp_controller *k, const rp_amqp_message *msg) {
     case RP_OP_JOB:
     case RP_OP_CANCEL:
         st = d->store_job(d->self, rp_ctl_jobs_work, rp_ctl_jobs_done, c);
+        break;
+    case RP_OP_GATE:
+        st = d->store_job(d->self, rp_ctl_gate_work, rp_ctl_gate_done, c);
         break;
     case RP_OP_ANSWER:
         switch (rp_control_route_answer(c->req.answer.choice,

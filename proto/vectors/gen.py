@@ -215,6 +215,8 @@ STATUS = {"op": "status"}
 JOBS = lambda state="all", limit=100, after=0, project=None, kind=None: R(
     "jobs", state=state, limit=limit, after=after, project=project, kind=kind)
 JOB = lambda job: R("job", job=job)
+GATE = lambda gate, body_offset=0, body_limit=4096: R("gate", gate=gate, body_offset=body_offset,
+                                                      body_limit=body_limit)
 CANCEL = lambda job, reason: R("cancel", job=job, reason=reason)
 
 
@@ -264,6 +266,10 @@ def requests_ok():
     req_ok("req_jobs_state_all", "state all is every state, as absent",
            {"v": 1, "op": "jobs", "state": "all", "limit": 1000}, JOBS(limit=1000))
     req_ok("req_job", "one job", {"v": 1, "op": "job", "job": 42}, JOB(42))
+    req_ok("req_gate", "one gate looked inside: the first 4 KiB of its body", {"v": 1, "op": "gate", "gate": 7},
+           GATE(7))
+    req_ok("req_gate_window", "the next 32 KiB of its body",
+           {"v": 1, "op": "gate", "gate": 7, "body_offset": 4096, "body_limit": 32768}, GATE(7, 4096, 32768))
     req_ok("req_cancel", "cancel a job with a reason",
            {"v": 1, "op": "cancel", "job": 42, "reason": "stuck on a bad PDF"},
            CANCEL(42, "stuck on a bad PDF"))
@@ -441,6 +447,16 @@ def requests_bad():
             obj={"v": 1, "op": "jobs", "kind": ""})
     req_err("err_jobs_field_of_cancel", "reason is not a field of jobs", E,
             'unknown field "reason" for op jobs', op="jobs", obj={"v": 1, "op": "jobs", "reason": "x"})
+    req_err("err_gate_missing_gate", "gate without gate", E, 'missing field "gate"', op="gate",
+            obj={"v": 1, "op": "gate"})
+    req_err("err_gate_limit_0", "a body window of 0", E, 'field "body_limit" must be in 1..32768, got 0',
+            op="gate", obj={"v": 1, "op": "gate", "gate": 7, "body_limit": 0})
+    req_err("err_gate_limit_big", "a body window over 32 KiB", E,
+            'field "body_limit" must be in 1..32768, got 32769', op="gate",
+            obj={"v": 1, "op": "gate", "gate": 7, "body_limit": 32769})
+    req_err("err_gate_offset_negative", "a negative offset", E,
+            'field "body_offset" must be in 0..9223372036854775807, got -1', op="gate",
+            obj={"v": 1, "op": "gate", "gate": 7, "body_offset": -1})
     req_err("err_job_missing_job", "job without job", E, 'missing field "job"', op="job",
             obj={"v": 1, "op": "job"})
     req_err("err_job_0", "job 0", E, 'field "job" must be in 1..9223372036854775807, got 0', op="job",
@@ -691,7 +707,7 @@ def replies():
     for name, op, code, msg in [
         ("reply_error_bad_request", "gates", "bad_request", 'field "limit" must be in 1..1000, got 0'),
         ("reply_error_unknown_op", "frobnicate", "unknown_op",
-         'unknown op "frobnicate" (expected one of reap, answer, gates, status, jobs, job, cancel)'),
+         'unknown op "frobnicate" (expected one of reap, answer, gates, status, jobs, job, cancel, gate)'),
         ("reply_error_no_op", None, "bad_request", "truncated msgpack: the body ends inside a value (at byte 3)"),
         ("reply_error_forbidden", "reap", "forbidden", 'user "mallory" is not in control.allowed_users'),
         ("reply_error_not_found", "answer", "not_found", "gate 99 does not exist"),

@@ -536,6 +536,99 @@ static void test_gates_filters_and_pages(void **state) {
     free(err);
 }
 
+/* A parked dead letter planted as the tap parks one: its job, its gate and
+ * the stored message (body: hex bytes). Returns the gate's id. */
+static long long plant_dead_letter(const char *identity, const char *body_sql, bool answered) {
+    return sqln("WITH j AS (INSERT INTO job (project_id, kind, state, attempts, max_attempts, payload)"
+                " VALUES ('bus', 'bus.dead_letter', 'awaiting_human', 0, 1, '{\"vhost\": \"/\"}')"
+                " RETURNING id),"
+                " g AS (INSERT INTO gate (job_id, kind, question, choices, answer, answered_by,"
+                " answered_at) SELECT id, 'bus_dead_lettered', 'replay or dismiss?',"
+                " ARRAY['replay', 'dismiss'], %s FROM j RETURNING id, job_id)"
+                " INSERT INTO dead_letter (identity, death, job_id, gate_id, queue, origin_queue,"
+                " reason, headers, properties, body) SELECT '%s', 'd1', job_id, id,"
+                " 'vibey.orders.dlq', '\"vibey.orders\"', '\"rejected\"',"
+                " '{\"x-death\": [{\"count\": 2, \"reason\": \"rejected\", \"queue\": \"vibey.orders\","
+                " \"exchange\": \"\"}], \"x-first-death-queue\": \"vibey.orders\"}',"
+                " '{\"content_type\": \"text/plain\", \"delivery_mode\": 2}', %s FROM g"
+                " RETURNING gate_id",
+                answered ? "'dismiss', 'ops', now()" : "NULL, NULL, NULL", identity, body_sql);
+}
+
+/* One gate looked inside: over the protocol, and through reaperctl as text
+ * (hostile bytes escaped), as a hex dump, and as the exact bytes. */
+static void test_gate_look_inside(void **state) {
+    (void)state;
+    long long text = plant_dead_letter("id:look-text",
+                                       "convert_to(E'<script>alert(1)</script>\\n\\x1b[2J hello', 'UTF8')",
+                                       false);
+    long long bin = plant_dead_letter("id:look-bin", "decode('00ff41', 'hex')", true);
+    /* 40,002 bytes: more than one window of 32 KiB. */
+    long long big = plant_dead_letter("id:look-big", "decode(repeat('00ff41', 13334), 'hex')", false);
+
+    char req[160];
+    snprintf(req, sizeof req, "{\"v\":1,\"op\":\"gate\",\"gate\":%lld}", big);
+    json_t *r = call_json(req);
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_t *res = json_object_get(r, "result");
+    json_t *body = json_object_get(json_object_get(res, "dead_letter"), "body");
+    assert_int_equal(json_integer_value(json_object_get(body, "size")), 40002);
+    assert_int_equal(json_integer_value(json_object_get(body, "length")), 4096);
+    assert_int_equal(json_string_length(json_object_get(body, "base64")), 4096 / 3 * 4 + 4);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(res, "job"), "state")),
+                        "awaiting_human");
+    json_decref(r);
+    /* An answered gate says why a replay would not go ahead. */
+    snprintf(req, sizeof req, "{\"v\":1,\"op\":\"gate\",\"gate\":%lld,\"body_offset\":1}", bin);
+    r = call_json(req);
+    res = json_object_get(r, "result");
+    assert_false(json_is_true(json_object_get(json_object_get(res, "replay"), "possible")));
+    assert_non_null(strstr(json_string_value(json_object_get(json_object_get(res, "replay"), "why")),
+                           "answered"));
+    body = json_object_get(json_object_get(res, "dead_letter"), "body");
+    assert_string_equal(json_string_value(json_object_get(body, "base64")), "/0E="); /* ff 41 */
+    json_decref(r);
+    r = call_json("{\"v\":1,\"op\":\"gate\",\"gate\":987654321}");
+    assert_string_equal(err_code(r), "not_found");
+    json_decref(r);
+    r = call_json("{\"v\":1,\"op\":\"gate\",\"gate\":1,\"body_limit\":40000}");
+    assert_string_equal(err_code(r), "bad_request");
+    json_decref(r);
+
+    char id[32], *out, *err;
+    snprintf(id, sizeof id, "%lld", text);
+    assert_int_equal(ctl(&out, &err, "gate", id, NULL, NULL, NULL), 0);
+    assert_non_null(strstr(out, "x-death history:"));
+    assert_non_null(strstr(out, "<script>alert(1)</script>\n\\x1b[2J hello"));
+    assert_null(strchr(out, 0x1b));
+    assert_non_null(strstr(out, "content_type: text/plain"));
+    free(out);
+    free(err);
+    snprintf(id, sizeof id, "%lld", bin);
+    assert_int_equal(ctl(&out, &err, "gate", id, NULL, NULL, NULL), 0);
+    assert_non_null(strstr(out, "00000000  00 ff 41"));
+    assert_non_null(strstr(out, "replay: not possible: "));
+    free(out);
+    free(err);
+    /* --body raw: every window in turn, the exact bytes. */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "\"%s\" gate %lld --body raw | md5sum | cut -d' ' -f1",
+             itest_env("REAPERCTL"), big);
+    char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    char *env[] = {W.env_queue, NULL};
+    assert_int_equal(rp_run_capture(argv, env, &out, &err), 0);
+    char want[64];
+    snprintf(want, sizeof want, "%s\n",
+             itest_sql(W.pg, W.schema, "SELECT md5(body) FROM dead_letter WHERE identity = 'id:look-big'"));
+    assert_string_equal(out, want);
+    free(out);
+    free(err);
+    snprintf(id, sizeof id, "%lld", big);
+    assert_int_equal(ctl(&out, &err, "gate", id, "--body", "xml", NULL), 2);
+    free(out);
+    free(err);
+}
+
 /* reaperctl: tables for people, --json for scripts, exit codes 0/1/2. */
 static void test_reaperctl(void **state) {
     (void)state;
@@ -843,6 +936,7 @@ int main(void) {
         cmocka_unit_test(test_gates_and_answers),
         cmocka_unit_test(test_hostile_requests),
         cmocka_unit_test(test_reaperctl),
+        cmocka_unit_test(test_gate_look_inside),
         cmocka_unit_test(test_gates_filters_and_pages),
         cmocka_unit_test(test_reaperctl_ignores_forged_replies),
         cmocka_unit_test(test_events_feed),

@@ -492,7 +492,7 @@ static void test_reaperctl_jobs(void **state) {
     ctl_expect(2, NULL, "after", (const char *[]){"jobs", "list", "--after", "-1", NULL});
     ctl_expect(2, NULL, "list, get or cancel", (const char *[]){"jobs", "explode", NULL});
     ctl_expect(2, NULL, "does not go", (const char *[]){"jobs", "get", idb, "--kind", "x", NULL});
-    ctl_expect(2, NULL, "does not go", (const char *[]){"gates", "--reason", "x", NULL});
+    ctl_expect(2, NULL, "does not go", (const char *[]){"status", "--reason", "x", NULL});
     ctl_expect(0, "jobs cancel ID --reason R", NULL, (const char *[]){"--help", NULL});
 }
 

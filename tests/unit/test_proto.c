@@ -660,6 +660,83 @@ static void test_reap_reply_round_trip(void **state) {
     rp_report_cleanup(&r);
 }
 
+/* One gate looked inside: the stored properties and headers travel as the
+ * trees they are (hostile text stays text), the body window as base64,
+ * and whether a replay would go ahead, in both encodings. */
+static void test_gate_reply_round_trip(void **state) {
+    (void)state;
+    rp_gate_look l;
+    rp_gate_look_init(&l);
+    l.gate.id = 7;
+    l.gate.job_id = 44;
+    l.gate.kind = RP_GATE_BUS_DEAD_LETTERED;
+    l.gate.project = strdup("vibey");
+    l.gate.question = strdup("q?");
+    l.gate.created_at = 1714564800000;
+    l.gate.queue = strdup("vibey.orders.dlq");
+    l.gate.origin_queue = strdup("\"vibey.orders\"");
+    l.gate.reason = strdup("\"rejected\"");
+    l.job_state = RP_JOB_AWAITING_HUMAN;
+    l.job_kind = strdup("bus.dead_letter");
+    l.attempts = 0;
+    l.max_attempts = 1;
+    l.has_dead_letter = true;
+    l.vhost = strdup("/");
+    l.parked_at = 1714564800100;
+    l.properties_json = strdup("{\"content_type\":\"text/html\",\"delivery_mode\":2}");
+    l.headers_json = strdup("{\"x-death\":[{\"count\":2,\"reason\":\"rejected\"}],"
+                            "\"note\":\"<script>alert(1)</script>\"}");
+    l.body_size = 70000;
+    l.window_offset = 4096;
+    l.window_len = 3;
+    l.window_base64 = strdup("AP8K");
+    for (int e = 0; e < RP_ENC_COUNT_; e++) {
+        rp_proto_buf b;
+        rp_proto_reply_view view;
+        rp_proto_buf_init(&b);
+        assert_int_equal(rp_proto_encode_gate_reply(&l, NULL, (rp_encoding)e, &b), RP_OK);
+        json_t *t = read_back(&b, (rp_encoding)e, &view);
+        assert_string_equal(view.op, "gate");
+        const json_t *r = view.result;
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "gate"), "id")), 7);
+        const json_t *job = json_object_get(r, "job");
+        assert_string_equal(sget(job, "state"), "awaiting_human");
+        assert_int_equal(json_integer_value(json_object_get(job, "id")), 44);
+        const json_t *dl = json_object_get(r, "dead_letter");
+        assert_string_equal(sget(dl, "vhost"), "/");
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(dl, "properties"),
+                                                            "delivery_mode")), 2);
+        const json_t *h = json_object_get(dl, "headers");
+        assert_string_equal(sget(h, "note"), "<script>alert(1)</script>");
+        assert_int_equal(json_integer_value(json_object_get(
+                             json_array_get(json_object_get(h, "x-death"), 0), "count")), 2);
+        const json_t *body = json_object_get(dl, "body");
+        assert_int_equal(json_integer_value(json_object_get(body, "size")), 70000);
+        assert_int_equal(json_integer_value(json_object_get(body, "offset")), 4096);
+        assert_int_equal(json_integer_value(json_object_get(body, "length")), 3);
+        assert_string_equal(sget(body, "base64"), "AP8K");
+        assert_true(json_is_true(json_object_get(json_object_get(r, "replay"), "possible")));
+        assert_true(json_is_null(json_object_get(json_object_get(r, "replay"), "why")));
+        json_decref(t);
+        rp_proto_buf_cleanup(&b);
+    }
+    /* Not replayable, and a gate with no dead letter. */
+    rp_proto_buf b;
+    rp_proto_reply_view view;
+    rp_proto_buf_init(&b);
+    l.has_dead_letter = false;
+    assert_int_equal(rp_proto_encode_gate_reply(&l, "origin not owned", RP_ENC_JSON, &b), RP_OK);
+    json_t *t = read_back(&b, RP_ENC_JSON, &view);
+    assert_true(json_is_null(json_object_get(view.result, "dead_letter")));
+    assert_string_equal(sget(json_object_get(view.result, "replay"), "why"), "origin not owned");
+    assert_false(json_is_true(json_object_get(json_object_get(view.result, "replay"), "possible")));
+    json_decref(t);
+    rp_proto_buf_cleanup(&b);
+    l.job_state = (rp_job_state)99;
+    assert_int_equal(rp_proto_encode_gate_reply(&l, NULL, RP_ENC_JSON, &b), RP_ERR_INVALID);
+    rp_gate_look_cleanup(&l);
+}
+
 static void test_gates_reply_round_trip(void **state) {
     (void)state;
     enum { N = RP_PROTO_LIMIT_MAX };
@@ -925,6 +1002,7 @@ int main(void) {
         cmocka_unit_test(test_byte_mutations),
         cmocka_unit_test(test_reap_reply_round_trip),
         cmocka_unit_test(test_gates_reply_round_trip),
+        cmocka_unit_test(test_gate_reply_round_trip),
         cmocka_unit_test(test_small_replies),
         cmocka_unit_test(test_encoders_refuse_bad_input),
         cmocka_unit_test(test_reply_too_large),

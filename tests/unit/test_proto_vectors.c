@@ -249,7 +249,7 @@ static const struct {
 } error_fixtures[] = {
     {"err_bad_request", "gates", RP_ERR_BAD_REQUEST, "field \"limit\" must be in 1..1000, got 0"},
     {"err_unknown_op", "frobnicate", RP_ERR_UNKNOWN_OP,
-     "unknown op \"frobnicate\" (expected one of reap, answer, gates, status, jobs, job, cancel)"},
+     "unknown op \"frobnicate\" (expected one of reap, answer, gates, status, jobs, job, cancel, gate)"},
     {"err_no_op", NULL, RP_ERR_BAD_REQUEST,
      "truncated msgpack: the body ends inside a value (at byte 3)"},
     {"err_forbidden", "reap", RP_ERR_FORBIDDEN, "user \"mallory\" is not in control.allowed_users"},
@@ -397,6 +397,15 @@ static bool request_matches(const rp_request *req, const json_t *want, char *why
         }
         return true;
     }
+    case RP_OP_GATE:
+        if (req->gate.gate != json_integer_value(json_object_get(want, "gate")) ||
+            req->gate.body_offset != json_integer_value(json_object_get(want, "body_offset")) ||
+            req->gate.body_limit != json_integer_value(json_object_get(want, "body_limit"))) {
+            snprintf(why, size, "gate %lld window %lld+%lld", (long long)req->gate.gate,
+                     (long long)req->gate.body_offset, (long long)req->gate.body_limit);
+            return false;
+        }
+        return true;
     case RP_OP_JOB:
         if (req->job.job != json_integer_value(json_object_get(want, "job"))) {
             snprintf(why, size, "job %lld", (long long)req->job.job);
