@@ -31,6 +31,7 @@ static const char *const rp_fields_jobs[] = {"v",    "op",    "state", "project"
                                              "kind", "limit", "after", NULL};
 static const char *const rp_fields_job[] = {"v", "op", "job", NULL};
 static const char *const rp_fields_cancel[] = {"v", "op", "job", "reason", NULL};
+static const char *const rp_fields_doctor[] = {"v", "op", NULL};
 
 static const char *const *rp_fields_of(rp_op op) {
     switch (op) {
@@ -41,6 +42,7 @@ static const char *const *rp_fields_of(rp_op op) {
     case RP_OP_JOBS: return rp_fields_jobs;
     case RP_OP_JOB: return rp_fields_job;
     case RP_OP_CANCEL: return rp_fields_cancel;
+    case RP_OP_DOCTOR: return rp_fields_doctor;
     default: return NULL;
     }
 }
@@ -283,6 +285,7 @@ static rp_status rp_validate(const json_t *root, rp_request *out, rp_proto_error
         return rp_get_int(root, "job", true, 1, INT64_MAX, 0, "the job id, a positive integer",
                           &out->job.job, err);
     case RP_OP_CANCEL: return rp_validate_cancel(root, out, err);
+    case RP_OP_DOCTOR: return RP_OK;
     default: return rp__err_set(err, RP_ERR_INTERNAL, "unhandled op");
     }
 }

@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "control.h"
+#include "control_doctor.h"
 #include "control_jobs.h"
 #include "report_text.h"
 #include "rp_amqp_control.h"
@@ -76,6 +77,8 @@ typedef struct rp_ctl {
     rp_gate_page gate_page;
     rp_answer_result answer;
     rp_ctl_jobs jobs; /* job triage's results (control_jobs.h) */
+    rp_ctl_doctor *doctor;         /* doctor's probes (control_doctor.h) */
+    const rp_config *doctor_cfg;   /* the configuration in force when it came */
 } rp_ctl;
 
 static const char *rp_ctl_user(const rp_ctl *c) { return c->env.has_user ? c->env.user : NULL; }
@@ -86,6 +89,7 @@ static void rp_ctl_free(rp_ctl *c) {
     for (size_t i = 0; i < c->n_gates; i++) rp_gate_cleanup(&c->gates[i]);
     free(c->gates);
     rp_ctl_jobs_cleanup(&c->jobs);
+    rp_ctl_doctor_free(c->doctor);
     free(c);
 }
 
@@ -361,6 +365,29 @@ static void rp_ctl_jobs_done(void *arg, bool cancelled) {
     else rp_ctl_encoded(c, est, &buf);
 }
 
+/* ---- doctor (control_doctor.h) ---------------------------------------------- */
+
+static void rp_ctl_doctor_work(void *ctx, void *arg) {
+    RP_UNUSED(ctx);
+    rp_ctl *c = arg;
+    rp_mgmt_broker *b = c->d->deps.runner->broker;
+    rp_ctl_doctor_run(c->doctor, c->doctor_cfg, *c->d->deps.broker_password,
+                      b != NULL ? rp_mgmt_broker_bridge(b) : NULL);
+}
+
+static void rp_ctl_doctor_done(void *arg, bool cancelled) {
+    rp_ctl *c = arg;
+    if (cancelled) {
+        rp_ctl_free(c);
+        return;
+    }
+    rp_proto_buf buf = {0};
+    rp_status est = RP_OK;
+    if (rp_ctl_doctor_reply(c->doctor, rp_ctl_user(c), c->enc, &buf, &est) != RP_OK)
+        rp_ctl_error(c, "doctor", RP_ERR_INTERNAL, "out of memory");
+    else rp_ctl_encoded(c, est, &buf);
+}
+
 /* ---- status -------------------------------------------------------------- */
 
 static void rp_ctl_status(rp_ctl *c) {
@@ -506,6 +533,14 @@ void rp_controller_on_message(rp_controller *k, const rp_amqp_message *msg) {
     case RP_OP_JOB:
     case RP_OP_CANCEL:
         st = d->store_job(d->self, rp_ctl_jobs_work, rp_ctl_jobs_done, c);
+        break;
+    case RP_OP_DOCTOR:
+        c->doctor_cfg = *d->cfg;
+        if ((c->doctor = rp_ctl_doctor_new()) == NULL) {
+            rp_ctl_error(c, "doctor", RP_ERR_INTERNAL, "out of memory");
+            return;
+        }
+        st = d->store_job(d->self, rp_ctl_doctor_work, rp_ctl_doctor_done, c);
         break;
     case RP_OP_ANSWER:
         switch (rp_control_route_answer(c->req.answer.choice,

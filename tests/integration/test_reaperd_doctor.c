@@ -4,8 +4,10 @@
  * is really broken: a wrong broker password, the AMQP and management ports
  * closed, a vhost without amq.rabbitmq.event, a user without the
  * policymaker tag, the store refused, its login refused, its host unknown,
- * its schema not migrated; open sightings and gates read back. Each test
- * works in a schema of its own, dropped after.
+ * its schema not migrated; open sightings and gates read back. Then the
+ * control op: reaperctl doctor [--json] against a running reaperd, healthy
+ * and with its management API unreachable. Each test works in a schema of
+ * its own, dropped after.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include "itest.h"
+#include "test_daemon.h"
 
 typedef struct fixture {
     PGconn *pg;
@@ -290,6 +293,84 @@ static void test_text_form(void **state) {
     free(err);
 }
 
+/* reaperctl doctor against a reaperd started with env; returns its JSON
+ * result (json_decref) and the exit code in *rc, and checks that the text
+ * form agrees on the exit code. */
+static json_t *ctl_doctor(fixture *f, char *const *daemon_env, int *rc) {
+    char queue[96], env_queue[160], owned[128], dlq[160];
+    snprintf(queue, sizeof queue, "vibey.reap.control.itest.doctor.%d", (int)getpid());
+    snprintf(env_queue, sizeof env_queue, "REAPER_BROKER_CONTROL_QUEUE=%s", queue);
+    itest_env_owned(owned, sizeof owned, "doc");
+    itest_env_dead_letters(dlq, sizeof dlq, "doc");
+    char *env[8] = {owned, dlq};
+    size_t n = 2;
+    for (size_t i = 0; daemon_env && daemon_env[i] && n < 7; i++) env[n++] = daemon_env[i];
+    env[n] = NULL;
+    itest_daemon_opts o = {.schema = f->schema, .control = queue, .env = env,
+                           .ready = {ITEST_READY_PASS, NULL}};
+    rp_child *d = itest_daemon_start(&o);
+    char *argv[] = {(char *)itest_env("REAPERCTL"), "doctor", "--json", NULL};
+    char *cenv[] = {env_queue, NULL};
+    char *out = NULL, *err = NULL;
+    *rc = rp_run_capture(argv, cenv, &out, &err);
+    json_t *res = json_loads(out, 0, NULL);
+    if (res == NULL) fprintf(stderr, "reaperctl doctor: %s\n%s\nreaperd: %s\n", out, err, d->log);
+    assert_non_null(res);
+    assert_int_equal(json_array_size(json_object_get(res, "checks")), 14);
+    free(out);
+    free(err);
+    char *argv2[] = {(char *)itest_env("REAPERCTL"), "doctor", NULL};
+    int rc2 = rp_run_capture(argv2, cenv, &out, &err);
+    assert_int_equal(rc2, *rc);
+    assert_non_null(strstr(out, "  broker_connection "));
+    assert_non_null(strstr(out, " fail\n"));
+    free(out);
+    free(err);
+    /* The daemon said what it did. */
+    assert_true(rp_child_wait_for(d, "doctor checks run", 5000));
+    amqp_connection_state_t c = itest_amqp_connect();
+    assert_int_equal(itest_daemon_stop_group(d, c, queue), 0);
+    itest_amqp_close(c);
+    return res;
+}
+
+static void test_ctl_doctor_healthy(void **state) {
+    fixture *f = *state;
+    assert_int_equal(itest_migrate(f->schema), 0);
+    int rc;
+    json_t *res = ctl_doctor(f, NULL, &rc);
+    assert_int_equal(rc, 0);
+    assert_true(json_is_true(json_object_get(res, "ok")));
+    expect(res, "broker_connection", "ok", "logged in", NULL);
+    expect(res, "management_api", "ok", NULL, NULL);
+    expect(res, "event_exchange", "ok", NULL, NULL);
+    expect(res, "schema_version", "ok", NULL, NULL);
+    expect(res, "wedged_queue", "warn", "not judged yet", NULL);
+    /* The daemon's pass wrote its policy: in place now. */
+    expect(res, "policies", "ok", "in place", NULL);
+    json_decref(res);
+}
+
+/* A reaperd whose management API does not answer: it runs (passes note the
+ * broker unreadable), and its doctor names the failing layer. */
+static void test_ctl_doctor_management_down(void **state) {
+    fixture *f = *state;
+    assert_int_equal(itest_migrate(f->schema), 0);
+    char mgmt[128];
+    snprintf(mgmt, sizeof mgmt, "REAPER_BROKER_MANAGEMENT_URL=http://127.0.0.1:%d",
+             itest_closed_port());
+    char *env[] = {mgmt, NULL};
+    int rc;
+    json_t *res = ctl_doctor(f, env, &rc);
+    assert_int_equal(rc, 1);
+    assert_true(json_is_false(json_object_get(res, "ok")));
+    expect(res, "broker_connection", "ok", NULL, NULL);
+    expect(res, "management_api", "fail", "does not answer", "broker.management_url");
+    expect(res, "tap_bindings", "warn", "not checked", NULL);
+    expect(res, "store_connection", "ok", NULL, NULL);
+    json_decref(res);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_healthy_setup, setup, teardown),
@@ -300,6 +381,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_user_without_policymaker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_layers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_text_form, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ctl_doctor_healthy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ctl_doctor_management_down, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
