@@ -267,6 +267,11 @@ static bool rp_doc_tap(const rp_doctor_facts *f, rp_doctor_check *c) {
     bool ok;
     if (rp_doc_mgmt_gate(f, f->tap_read, "the queues and bindings", c, &ok)) return ok;
     const char *tap = rp_s(f->tap_queue);
+    if (f->tap_missing && f->tap_wanted == 0)
+        return rp_doc_set(c, RP_DOCTOR_WARN, "start reaperd (it declares broker.tap_queue)",
+                          "the tap queue %s does not exist in vhost %s yet; no owned queue "
+                          "dead-letters anywhere, so nothing is missed.",
+                          tap, rp_s(f->vhost));
     if (f->tap_missing)
         return rp_doc_set(c, RP_DOCTOR_FAIL, "start reaperd (it declares broker.tap_queue)",
                           "the tap queue %s does not exist in vhost %s: dead letters of owned "

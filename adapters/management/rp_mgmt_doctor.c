@@ -127,6 +127,22 @@ void rp_mgmt_doctor_probe(rp_mgmt_broker *b, const rp_mgmt_dlx_options *dlx,
         f->tap_why = keep->tap_why;
     }
     f->tap_missing = s.tap_missing;
+    /* The bindings of a queue that does not exist read as none on 3.10:
+     * ask for the queue itself. */
+    if (st == RP_OK && !s.tap_missing) {
+        char *vq = rp_mgmt_url_encode(dlx->vhost), *tq = rp_mgmt_url_encode(dlx->tap_queue);
+        if (vq != NULL && tq != NULL) {
+            snprintf(path, sizeof path, "/api/queues/%s/%s?columns=name", vq, tq);
+            bool gone = false;
+            json_t *q = NULL;
+            rp_doctor_reach r = rp_doc_get(b, path, keep, &q, &gone);
+            json_decref(q);
+            if (r == RP_REACH_OK) f->tap_missing = gone;
+            else f->tap_read = r;
+        }
+        free(vq);
+        free(tq);
+    }
     f->tap_owned = s.owned;
     f->tap_with_dlx = s.with_dlx;
     f->tap_unbindable = s.unbindable;

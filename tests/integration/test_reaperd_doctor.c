@@ -54,7 +54,14 @@ static int teardown(void **state) {
 static json_t *doctor(char *const env[], int *rc, const char *secret) {
     char *argv[] = {(char *)itest_env("REAPERD"), "--doctor", "--json", NULL};
     char *out = NULL, *err = NULL;
-    *rc = rp_run_capture(argv, env, &out, &err);
+    /* Only this process's queues are owned: other tests' queues on the
+     * shared broker do not count in tap_bindings. */
+    char owned[128], *all[16];
+    size_t n = 0;
+    all[n++] = (char *)itest_env_owned(owned, sizeof owned, "doc");
+    for (size_t i = 0; env[i] != NULL && n < 15; i++) all[n++] = env[i];
+    all[n] = NULL;
+    *rc = rp_run_capture(argv, all, &out, &err);
     if (secret != NULL) {
         assert_null(strstr(out, secret));
         assert_null(strstr(err, secret));
@@ -107,6 +114,10 @@ static void test_healthy_setup(void **state) {
     expect(rep, "queue_health", "ok", NULL, NULL);
     expect(rep, "dead_letter_backlog", "ok", "no gate is open", NULL);
     expect(rep, "remainders", "ok", NULL, NULL);
+    /* No owned queue needs the tap: ok when a daemon declared it on this
+     * broker before, a warning ("nothing is missed") when none did. */
+    assert_string_not_equal(
+        json_string_value(json_object_get(check(rep, "tap_bindings"), "status")), "fail");
     /* Not on this branch: a warning that says so, never a fail. */
     expect(rep, "wedged_queue", "warn", "not judged yet", NULL);
     expect(rep, "divergent_queue", "warn", "not judged yet", NULL);
@@ -278,6 +289,45 @@ static void test_store_layers(void **state) {
     json_decref(rep);
 }
 
+/* An owned queue dead-letters through an exchange the tap is not bound to:
+ * first with no tap queue at all, then with the tap queue unbound. */
+static void test_tap_not_bound(void **state) {
+    fixture *f = *state;
+    assert_int_equal(itest_migrate(f->schema), 0);
+    char origin[96], dlq[112], dlx[112], tap[96], tap_env[128];
+    snprintf(origin, sizeof origin, "vibey.itest.doc%d.work", (int)getpid());
+    snprintf(dlq, sizeof dlq, "%s.dlq", origin);
+    snprintf(dlx, sizeof dlx, "%s.dlx", origin);
+    snprintf(tap, sizeof tap, "vibey.itest.doctap%d", (int)getpid());
+    snprintf(tap_env, sizeof tap_env, "REAPER_BROKER_TAP_QUEUE=%s", tap);
+    amqp_connection_state_t c = itest_amqp_connect_plain();
+    itest_dead_letters(c, origin, dlq, 0, 0);
+    char *env[] = {f->schema_env, tap_env, NULL};
+    int rc;
+    json_t *rep = doctor(env, &rc, NULL);
+    assert_int_equal(rc, 1);
+    expect(rep, "tap_bindings", "fail", "does not exist", "start reaperd");
+    json_decref(rep);
+    amqp_queue_declare(c, 1, amqp_cstring_bytes(tap), 0, 0, 0, 0, amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    rep = doctor(env, &rc, NULL);
+    assert_int_equal(rc, 1);
+    expect(rep, "tap_bindings", "fail", "1 of the 1 bindings", NULL);
+    json_decref(rep);
+    /* Bound as the tap binds it: ok. */
+    amqp_queue_bind(c, 1, amqp_cstring_bytes(tap), amqp_cstring_bytes(dlx), amqp_cstring_bytes(""),
+                    amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    rep = doctor(env, &rc, NULL);
+    expect(rep, "tap_bindings", "ok", "1 binding on", NULL);
+    json_decref(rep);
+    itest_queue_delete(c, 1, tap);
+    itest_queue_delete(c, 1, origin);
+    itest_queue_delete(c, 1, dlq);
+    amqp_exchange_delete(c, 1, amqp_cstring_bytes(dlx), 0);
+    itest_amqp_close(c);
+}
+
 /* The text form: one line per check, exit code as with --json. */
 static void test_text_form(void **state) {
     fixture *f = *state;
@@ -380,6 +430,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_vhost_without_event_exchange, setup, teardown),
         cmocka_unit_test_setup_teardown(test_user_without_policymaker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_layers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tap_not_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_text_form, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ctl_doctor_healthy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ctl_doctor_management_down, setup, teardown),

@@ -188,6 +188,12 @@ static void test_tap(void **state) {
     rp_doctor_report r = judge(&f);
     CHECK(r, RP_DOC_TAP_BINDINGS, RP_DOCTOR_FAIL, "does not exist");
     rp_doctor_report_cleanup(&r);
+    /* Nothing to tap yet: a warning. */
+    f.tap_wanted = 0;
+    r = judge(&f);
+    CHECK(r, RP_DOC_TAP_BINDINGS, RP_DOCTOR_WARN, "nothing is missed");
+    rp_doctor_report_cleanup(&r);
+    f.tap_wanted = 2;
     f.tap_missing = false;
     f.tap_absent = 1;
     r = judge(&f);
