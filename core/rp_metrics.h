@@ -93,10 +93,10 @@ typedef enum rp_metrics_result {
     RP_METRICS_RESULT_COUNT_
 } rp_metrics_result;
 
-/* The control ops as labels: the seven of CONTRACT section 5 (job triage's
- * jobs, job and cancel included), and "unknown" for a request refused
- * before its op was known. */
-#define RP_METRICS_OPS 8
+/* The control ops as labels: the eight of CONTRACT section 5 (job triage's
+ * jobs, job and cancel, and doctor included), and "unknown" for a request
+ * refused before its op was known. */
+#define RP_METRICS_OPS 9
 /* The outcomes: "ok" and the seven error codes of CONTRACT section 5. */
 #define RP_METRICS_OUTCOMES 8
 
