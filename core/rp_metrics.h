@@ -93,10 +93,10 @@ typedef enum rp_metrics_result {
     RP_METRICS_RESULT_COUNT_
 } rp_metrics_result;
 
-/* The control ops as labels: the seven of CONTRACT section 5 (job triage's
- * jobs, job and cancel included), and "unknown" for a request refused
- * before its op was known. */
-#define RP_METRICS_OPS 9
+/* The control ops as labels: the nine of CONTRACT section 5 (job triage's
+ * jobs, job and cancel, gate and doctor included), and "unknown" for a
+ * request refused before its op was known. */
+#define RP_METRICS_OPS 10
 /* The outcomes: "ok" and the seven error codes of CONTRACT section 5. */
 #define RP_METRICS_OUTCOMES 8
 
@@ -202,7 +202,8 @@ void rp_metrics_feed_published(rp_metrics *m);
 /* The lag of the last broker event handled (now - its timestamp_in_ms). */
 void rp_metrics_set_event_lag_ms(rp_metrics *m, int64_t lag_ms);
 /* A control request answered. op: the wire name ("reap", "answer", "gates",
- * "status", "jobs", "job", "cancel", "gate"); NULL or anything else counts as "unknown". outcome: "ok" or an
+ * "status", "jobs", "job", "cancel", "gate", "doctor"); NULL or anything else counts as
+ * "unknown". outcome: "ok" or an
  * error code of CONTRACT section 5 (anything else counts as "internal"). */
 void rp_metrics_control(rp_metrics *m, const char *op, const char *outcome);
 /* A ledger event the feed could not publish (nacked, dropped...). */

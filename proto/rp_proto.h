@@ -33,6 +33,7 @@
 #include <jansson.h>
 
 #include "rp_common.h"
+#include "rp_doctor.h"
 #include "rp_gate.h"
 #include "rp_gate_look.h"
 #include "rp_jobs_port.h"
@@ -121,10 +122,12 @@ typedef enum rp_op {
     RP_OP_JOB,    /* one job-table row */
     RP_OP_CANCEL, /* cancel a ready or leased job */
     RP_OP_GATE,   /* one gate looked inside: its job, its stored dead letter */
+    RP_OP_DOCTOR, /* the setup's checks (issue 18 item 6, rp_doctor.h) */
     RP_OP_COUNT_
 } rp_op;
 
-/* "reap", "answer", "gates", "status", "jobs", "job", "cancel", "gate"; "none" for
+/* "reap", "answer", "gates", "status", "jobs", "job", "cancel", "gate",
+ * "doctor"; "none" for
  * RP_OP_NONE and "unknown" outside the enum. Static, never NULL. */
 const char *rp_op_string(rp_op op);
 /* Exact match of a wire name; RP_OP_NONE is never parsed. */
@@ -290,6 +293,12 @@ typedef struct rp_proto_status {
 } rp_proto_status;
 
 rp_status rp_proto_encode_status_reply(const rp_proto_status *st, rp_encoding enc,
+                                       rp_proto_buf *out) RP_MUSTCHECK;
+
+/* doctor's reply (SCHEMA.md section 4 `doctor`): result {"ok": no check
+ * failed, "fail": n, "warn": n, "checks": [{"name", "status", "detail",
+ * "fix"}...]} in rp_doctor.h's order. */
+rp_status rp_proto_encode_doctor_reply(const rp_doctor_report *r, rp_encoding enc,
                                        rp_proto_buf *out) RP_MUSTCHECK;
 
 /* Error reply: {"v":1,"op":OP,"ok":false,"error":{"code":C,"message":M}}.

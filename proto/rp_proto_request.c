@@ -32,6 +32,7 @@ static const char *const rp_fields_jobs[] = {"v",    "op",    "state", "project"
 static const char *const rp_fields_job[] = {"v", "op", "job", NULL};
 static const char *const rp_fields_cancel[] = {"v", "op", "job", "reason", NULL};
 static const char *const rp_fields_gate[] = {"v", "op", "gate", "body_offset", "body_limit", NULL};
+static const char *const rp_fields_doctor[] = {"v", "op", NULL};
 
 static const char *const *rp_fields_of(rp_op op) {
     switch (op) {
@@ -43,6 +44,7 @@ static const char *const *rp_fields_of(rp_op op) {
     case RP_OP_JOB: return rp_fields_job;
     case RP_OP_CANCEL: return rp_fields_cancel;
     case RP_OP_GATE: return rp_fields_gate;
+    case RP_OP_DOCTOR: return rp_fields_doctor;
     default: return NULL;
     }
 }
@@ -225,7 +227,7 @@ static rp_status rp_validate_cancel(const json_t *root, rp_request *out, rp_prot
 }
 
 static rp_status rp_validate(const json_t *root, rp_request *out, rp_proto_error *err) {
-    static const char ops[] = "one of reap, answer, gates, status, jobs, job, cancel, gate";
+    static const char ops[] = "one of reap, answer, gates, status, jobs, job, cancel, gate, doctor";
     char q[RP_PROTO_QUOTE_MAX * 4 + 8];
     rp_status st;
     rp_op op;
@@ -293,6 +295,7 @@ static rp_status rp_validate(const json_t *root, rp_request *out, rp_proto_error
             return st;
         return rp_get_int(root, "body_limit", false, 1, RP_GATE_LOOK_WINDOW_MAX,
                           RP_GATE_LOOK_WINDOW_DEFAULT, "", &out->gate.body_limit, err);
+    case RP_OP_DOCTOR: return RP_OK;
     default: return rp__err_set(err, RP_ERR_INTERNAL, "unhandled op");
     }
 }

@@ -45,6 +45,12 @@ static void rp_usage(FILE *f) {
             "                                              when UTF-8, else hex; the first 4 KiB\n"
             "                                              unless --body; raw: the exact bytes)\n"
             "  status [--json]                             reaperd's state\n"
+            "  doctor [--json]                             the setup's checks, run by reaperd:\n"
+            "                                              broker, management API, plugins,\n"
+            "                                              permissions, policies, tap, store,\n"
+            "                                              schema, open findings; one line\n"
+            "                                              each (ok, WARN, FAIL) with a fix;\n"
+            "                                              exit 1 when one failed\n"
             "  jobs list [--state S] [--project P] [--kind K] [--limit N] [--after ID] [--json]\n"
             "                                              the job table, lowest id first, with\n"
             "                                              the total that match; S: ready, leased,\n"
@@ -287,7 +293,7 @@ int main(int argc, char **argv) {
         }
     }
     if (optind >= argc)
-        return rp_fail_usage("which command? reap, gates, answer, status or jobs");
+        return rp_fail_usage("which command? reap, gates, answer, status, jobs or doctor");
     const char *cmd = argv[optind++];
 
     /* The request, as a JSON tree validated by the daemon's own codec. */
@@ -350,6 +356,8 @@ int main(int argc, char **argv) {
                                                                 : RP_GATE_LOOK_WINDOW_MAX));
     } else if (strcmp(cmd, "status") == 0) {
         json_object_set_new(req, "op", json_string("status"));
+    } else if (strcmp(cmd, "doctor") == 0) {
+        json_object_set_new(req, "op", json_string("doctor"));
     } else if (strcmp(cmd, "jobs") == 0) {
         if (optind >= argc) return rp_fail_usage_free(req, "jobs needs list, get or cancel");
         sub = argv[optind++];
@@ -485,13 +493,17 @@ int main(int argc, char **argv) {
         }
         rp_say(view.code ? view.code : "error", view.message ? view.message : "(no message)");
     } else {
-        if (strcmp(cmd, "reap") == 0 && !json_is_true(json_object_get(view.result, "ok"))) rc = 1;
+        if ((strcmp(cmd, "reap") == 0 || strcmp(cmd, "doctor") == 0) &&
+            !json_is_true(json_object_get(view.result, "ok")))
+            rc = 1;
         if (json) {
             char *s = json_dumps(view.result, JSON_COMPACT);
             puts(s);
             free(s);
         } else if (strcmp(cmd, "status") == 0) {
             rp_ctl_print_status(stdout, view.result);
+        } else if (strcmp(cmd, "doctor") == 0) {
+            rp_ctl_print_doctor(stdout, view.result);
         } else if (strcmp(cmd, "reap") == 0) {
             rp_ctl_print_report(stdout, view.result);
         } else if (strcmp(cmd, "jobs") == 0) {

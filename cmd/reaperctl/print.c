@@ -263,3 +263,27 @@ void rp_ctl_print_cancel(FILE *f, const json_t *r) {
     rp_ctl_fputs(f, rp_int(r, "seq", b, sizeof b));
     fputc('\n', f);
 }
+
+void rp_ctl_print_doctor(FILE *f, const json_t *r) {
+    const json_t *checks = json_object_get(r, "checks");
+    size_t i, n_ok = 0, n_warn = 0, n_fail = 0;
+    const json_t *c;
+    json_array_foreach(checks, i, c) {
+        const char *st = rp_str(c, "status"), *fix = rp_str(c, "fix");
+        bool ok = strcmp(st, "ok") == 0, warn = strcmp(st, "warn") == 0;
+        n_ok += ok;
+        n_warn += warn;
+        n_fail += !ok && !warn;
+        fprintf(f, "%-4s  ", ok ? "ok" : warn ? "WARN" : "FAIL");
+        rp_ctl_fputs(f, rp_str(c, "name"));
+        fputc(' ', f);
+        rp_ctl_fputs(f, rp_str(c, "detail"));
+        if (*fix && strcmp(fix, "-") != 0) {
+            fputs(" (fix: ", f);
+            rp_ctl_fputs(f, fix);
+            fputc(')', f);
+        }
+        fputc('\n', f);
+    }
+    fprintf(f, "%zu ok, %zu warn, %zu fail\n", n_ok, n_warn, n_fail);
+}

@@ -17,5 +17,7 @@ void rp_ctl_print_answer(FILE *f, const json_t *result);
 void rp_ctl_print_jobs(FILE *f, const json_t *result, long long now_ms);
 void rp_ctl_print_job(FILE *f, const json_t *result);
 void rp_ctl_print_cancel(FILE *f, const json_t *result);
+/* doctor's checks, one line each ("ok", "WARN", "FAIL"), then the counts. */
+void rp_ctl_print_doctor(FILE *f, const json_t *result);
 
 #endif

@@ -40,6 +40,7 @@
 
 #include "control.h"
 #include "control_gate.h"
+#include "control_doctor.h"
 #include "control_jobs.h"
 #include "report_text.h"
 #include "rp_amqp_control.h"
@@ -78,6 +79,8 @@ typedef struct rp_ctl {
     rp_answer_result answer;
     rp_ctl_jobs jobs; /* job triage's results (control_jobs.h) */
     rp_ctl_gate gate; /* one gate looked inside (control_gate.h) */
+    rp_ctl_doctor *doctor;         /* doctor's probes (control_doctor.h) */
+    const rp_config *doctor_cfg;   /* the configuration in force when it came */
 } rp_ctl;
 
 static const char *rp_ctl_user(const rp_ctl *c) { return c->env.has_user ? c->env.user : NULL; }
@@ -89,6 +92,7 @@ static void rp_ctl_free(rp_ctl *c) {
     free(c->gates);
     rp_ctl_jobs_cleanup(&c->jobs);
     rp_ctl_gate_cleanup(&c->gate);
+    rp_ctl_doctor_free(c->doctor);
     free(c);
 }
 
@@ -390,6 +394,29 @@ static void rp_ctl_jobs_done(void *arg, bool cancelled) {
     else rp_ctl_encoded(c, est, &buf);
 }
 
+/* ---- doctor (control_doctor.h) ---------------------------------------------- */
+
+static void rp_ctl_doctor_work(void *ctx, void *arg) {
+    RP_UNUSED(ctx);
+    rp_ctl *c = arg;
+    rp_mgmt_broker *b = c->d->deps.runner->broker;
+    rp_ctl_doctor_run(c->doctor, c->doctor_cfg, *c->d->deps.broker_password,
+                      b != NULL ? rp_mgmt_broker_bridge(b) : NULL);
+}
+
+static void rp_ctl_doctor_done(void *arg, bool cancelled) {
+    rp_ctl *c = arg;
+    if (cancelled) {
+        rp_ctl_free(c);
+        return;
+    }
+    rp_proto_buf buf = {0};
+    rp_status est = RP_OK;
+    if (rp_ctl_doctor_reply(c->doctor, rp_ctl_user(c), c->enc, &buf, &est) != RP_OK)
+        rp_ctl_error(c, "doctor", RP_ERR_INTERNAL, "out of memory");
+    else rp_ctl_encoded(c, est, &buf);
+}
+
 /* ---- status -------------------------------------------------------------- */
 
 static void rp_ctl_status(rp_ctl *c) {
@@ -539,6 +566,14 @@ void rp_controller_on_message(rp_controller *k, const rp_amqp_message *msg) {
         break;
     case RP_OP_GATE:
         st = d->store_job(d->self, rp_ctl_gate_work, rp_ctl_gate_done, c);
+        break;
+    case RP_OP_DOCTOR:
+        c->doctor_cfg = *d->cfg;
+        if ((c->doctor = rp_ctl_doctor_new()) == NULL) {
+            rp_ctl_error(c, "doctor", RP_ERR_INTERNAL, "out of memory");
+            return;
+        }
+        st = d->store_job(d->self, rp_ctl_doctor_work, rp_ctl_doctor_done, c);
         break;
     case RP_OP_ANSWER:
         switch (rp_control_route_answer(c->req.answer.choice,

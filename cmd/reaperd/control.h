@@ -38,6 +38,7 @@ typedef struct rp_control_deps {
     rp_time_ms *last_pass_at;
     const int64_t *open_sightings;
     rp_replays *replays;                  /* answers with replay */
+    const char *const *broker_password;   /* doctor's probes (control_doctor.h) */
 } rp_control_deps;
 
 typedef struct rp_controller rp_controller;

@@ -94,6 +94,7 @@ typedef struct rp_daemon {
      * reads those from boot_cfg, which lives as long as the daemon. */
     const rp_config *cfg;
     const rp_config *boot_cfg;
+    const char *broker_password; /* borrowed from main for the run: doctor's probes */
     /* The parts daemon.c composes (each with its own deps). */
     struct rp_signals *signals;   /* SIGHUP reload, the bounded stop */
     struct rp_sweeper *sweeper;   /* the store thread and when passes run */
@@ -492,6 +493,7 @@ static rp_status rp_daemon_control_start(rp_daemon *d) {
         .last_pass_at = &d->last_pass_at,
         .open_sightings = &d->open_sightings,
         .replays = d->replays,
+        .broker_password = &d->broker_password,
     };
     return (d->control = rp_controller_new(&cd)) == NULL ? RP_ERR_NOMEM : RP_OK;
 }
@@ -573,6 +575,7 @@ static void rp_on_owned_queue_change(void *arg, const char *vhost, const char *n
 /* The parts, made in order. */
 static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     const rp_config *cfg = d->cfg;
+    d->broker_password = broker_password;
     /* 1. The metrics glue and HTTP, first: an address that cannot be bound
      * stops reaperd before it connects to anything. */
     rp_metrics_init(&d->metrics, REAPER_VERSION, REAPER_GIT_REV);

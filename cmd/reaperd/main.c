@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "doctor.h"
 #include "rp_http_check.h"
 #include "migrate_cli.h"
 #include "once.h"
@@ -29,6 +30,7 @@ static void rp_usage(FILE *f) {
             "usage: reaperd [--config FILE] [--check-config] [--migrate] [--version] [--help]\n"
             "       reaperd [--config FILE] --once [--project P] [--dry-run] [--json]\n"
             "       reaperd [--config FILE] --healthcheck\n"
+            "       reaperd [--config FILE] --doctor [--json]\n"
             "\n"
             "Finds work that stopped moving in RabbitMQ and in the PostgreSQL job table,\n"
             "and deals with it by measurement (see README.md).\n"
@@ -45,7 +47,13 @@ static void rp_usage(FILE *f) {
             "      --project P     with --once: only project P's jobs (the broker is skipped)\n"
             "      --dry-run       with --once: judge everything, write nothing at all\n"
             "      --json          with --once: standard output is exactly one JSON object,\n"
-            "                      the pass report (logs stay on standard error)\n"
+            "                      the pass report (logs stay on standard error); with\n"
+            "                      --doctor: the checks as one JSON object\n"
+            "      --doctor        check the setup in-process (no daemon needed): the broker,\n"
+            "                      its management API, plugins, permissions, policies, the\n"
+            "                      tap, the store and its schema, open findings; one line\n"
+            "                      per check (ok, WARN, FAIL) with a fix; exit 0 when no\n"
+            "                      check failed, 1 otherwise\n"
             "      --migrate       apply the schema migrations to store.schema and exit\n"
             "                      (0 applied or already current, 1 the store refused)\n"
             "      --healthcheck   GET /healthz of the reaperd running on this machine, at\n"
@@ -73,7 +81,8 @@ static void rp_usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    enum { OPT_CHECK = 256, OPT_MIGRATE, OPT_ONCE, OPT_PROJECT, OPT_DRY_RUN, OPT_JSON, OPT_HEALTH };
+    enum { OPT_CHECK = 256, OPT_MIGRATE, OPT_ONCE, OPT_PROJECT, OPT_DRY_RUN, OPT_JSON, OPT_HEALTH,
+           OPT_DOCTOR };
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"check-config", no_argument, NULL, OPT_CHECK},
@@ -83,13 +92,14 @@ int main(int argc, char **argv) {
         {"dry-run", no_argument, NULL, OPT_DRY_RUN},
         {"json", no_argument, NULL, OPT_JSON},
         {"healthcheck", no_argument, NULL, OPT_HEALTH},
+        {"doctor", no_argument, NULL, OPT_DOCTOR},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *path = NULL;
     bool check = false, migrate = false, once = false, dry_run = false, json = false;
-    bool health = false;
+    bool health = false, doctor = false;
     const char *project = NULL;
     int ch;
     opterr = 0;
@@ -119,6 +129,9 @@ int main(int argc, char **argv) {
         case OPT_HEALTH:
             health = true;
             break;
+        case OPT_DOCTOR:
+            doctor = true;
+            break;
         case 'V':
             printf("reaperd %s\n", RP_VERSION_STRING);
             return 0;
@@ -135,14 +148,15 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (!once && (project || dry_run || json)) {
-        fprintf(stderr, "reaperd: --project, --dry-run and --json go with --once\n");
+    if (!once && (project || dry_run || (json && !doctor))) {
+        fprintf(stderr, "reaperd: --project and --dry-run go with --once, --json with --once or "
+                        "--doctor\n");
         rp_usage(stderr);
         return 2;
     }
-    if ((int)check + (int)migrate + (int)once + (int)health > 1) {
-        fprintf(stderr,
-                "reaperd: choose one of --check-config, --migrate, --once and --healthcheck\n");
+    if ((int)check + (int)migrate + (int)once + (int)health + (int)doctor > 1) {
+        fprintf(stderr, "reaperd: choose one of --check-config, --migrate, --once, --healthcheck "
+                        "and --doctor\n");
         rp_usage(stderr);
         return 2;
     }
@@ -234,6 +248,12 @@ int main(int argc, char **argv) {
                      "links), not configuration keys",
                      "count", count, "variables", names, NULL);
         }
+    }
+    if (doctor) {
+        int rc = rp_doctor_cli(&cfg, password, json);
+        rp_secret_free(password);
+        rp_config_cleanup(&cfg);
+        return rc;
     }
     if (migrate || once) {
         int rc = migrate ? rp_cli_migrate(&cfg) : rp_once_run(&cfg, password, project, dry_run, json);

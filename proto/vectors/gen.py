@@ -270,6 +270,7 @@ def requests_ok():
            GATE(7))
     req_ok("req_gate_window", "the next 32 KiB of its body",
            {"v": 1, "op": "gate", "gate": 7, "body_offset": 4096, "body_limit": 32768}, GATE(7, 4096, 32768))
+    req_ok("req_doctor", "doctor: the setup's checks", {"v": 1, "op": "doctor"}, {"op": "doctor"})
     req_ok("req_cancel", "cancel a job with a reason",
            {"v": 1, "op": "cancel", "job": 42, "reason": "stuck on a bad PDF"},
            CANCEL(42, "stuck on a bad PDF"))
@@ -344,6 +345,8 @@ def requests_bad():
             "unsupported protocol version 3", op="frob", obj={"v": 3, "op": "frob"})
     req_err("err_unknown_field", "a misspelt field is refused, not ignored", E,
             'unknown field "dryrun" for op reap', op="reap", obj={"v": 1, "op": "reap", "dryrun": True})
+    req_err("err_doctor_extra_field", "doctor takes no fields", E, 'unknown field "json" for op doctor',
+            op="doctor", obj={"v": 1, "op": "doctor", "json": True})
     req_err("err_status_extra_field", "status takes no fields", E, 'unknown field "limit" for op status',
             op="status", obj={"v": 1, "op": "status", "limit": 5})
     req_err("err_answer_field_on_gates", "a field of another op", E, 'unknown field "gate" for op gates',
@@ -628,6 +631,17 @@ J_CANCELLED = dict(J_LEASED, state="failed", lease_owner=None, lease_expires_at=
 V_CLEARED = verdict("queue:/:vibey.x", None, None, "HOLDER_GONE", None, 0, "messages", "CLEARED", "broker",
                     None, False)
 
+DOCTOR_NAMES = ["broker_connection", "management_api", "event_exchange", "permissions", "policies",
+                "consumer_timeout", "tap_bindings", "store_connection", "schema_version", "queue_health",
+                "wedged_queue", "divergent_queue", "dead_letter_backlog", "remainders"]
+DOCTOR_CHECKS = [{"name": n, "status": "ok", "detail": n + " is fine.", "fix": ""} for n in DOCTOR_NAMES]
+DOCTOR_CHECKS[7] = {"name": "store_connection", "status": "fail",
+                    "detail": "the store refused the login (layer: authentication): x.",
+                    "fix": "PGPASSWORD or PGPASSFILE for store.dsn's user (pg_hba.conf)"}
+DOCTOR_CHECKS[10] = {"name": "wedged_queue", "status": "warn",
+                     "detail": "WEDGED is not judged yet by this reaperd: not judged, so not checked.",
+                     "fix": "upgrade reaperd"}
+
 
 def ok_reply(op, result):
     return {"v": 1, "op": op, "ok": True, "result": result}
@@ -698,6 +712,8 @@ def replies():
     reply("reply_cancel_leased", "a leased job cancelled: its owner is named, its lease cleared",
           ok_reply("cancel", {"job": J_CANCELLED, "from": "leased", "lease_owner": "worker-7",
                               "seq": 901}), "cancel_leased")
+    reply("reply_doctor", "doctor: fourteen checks in their order, one failed, one warning",
+          ok_reply("doctor", {"ok": False, "fail": 1, "warn": 1, "checks": DOCTOR_CHECKS}), "doctor")
     reply("reply_status", "status after a pass",
           ok_reply("status", {"version": "0.1.0-7741df0", "broker": "up", "store": "down",
                               "last_pass_at": "2024-05-01T12:00:00.000Z", "open_sightings": 3}), "status")
@@ -707,7 +723,7 @@ def replies():
     for name, op, code, msg in [
         ("reply_error_bad_request", "gates", "bad_request", 'field "limit" must be in 1..1000, got 0'),
         ("reply_error_unknown_op", "frobnicate", "unknown_op",
-         'unknown op "frobnicate" (expected one of reap, answer, gates, status, jobs, job, cancel, gate)'),
+         'unknown op "frobnicate" (expected one of reap, answer, gates, status, jobs, job, cancel, gate, doctor)'),
         ("reply_error_no_op", None, "bad_request", "truncated msgpack: the body ends inside a value (at byte 3)"),
         ("reply_error_forbidden", "reap", "forbidden", 'user "mallory" is not in control.allowed_users'),
         ("reply_error_not_found", "answer", "not_found", "gate 99 does not exist"),

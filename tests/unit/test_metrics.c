@@ -204,6 +204,7 @@ static void test_hooks_change_their_series(void **state) {
     rp_metrics_control(&m, "answer", "conflict");
     rp_metrics_control(&m, "cancel", "conflict");
     rp_metrics_control(&m, "jobs", "ok");
+    rp_metrics_control(&m, "doctor", "ok");
     rp_metrics_control(&m, NULL, "forbidden");
     rp_metrics_control(&m, "bogus", "weird");
     rp_metrics_feed_publish_failed(&m);
@@ -248,6 +249,7 @@ static void test_hooks_change_their_series(void **state) {
     /* Job triage's ops have labels of their own, not "unknown". */
     assert_true(value_of(t, "reaper_control_requests_total{op=\"cancel\",outcome=\"conflict\"}") == 1);
     assert_true(value_of(t, "reaper_control_requests_total{op=\"jobs\",outcome=\"ok\"}") == 1);
+    assert_true(value_of(t, "reaper_control_requests_total{op=\"doctor\",outcome=\"ok\"}") == 1);
     assert_true(value_of(t, "reaper_control_requests_total{op=\"unknown\",outcome=\"forbidden\"}") == 1);
     assert_true(value_of(t, "reaper_control_requests_total{op=\"unknown\",outcome=\"internal\"}") == 1);
     assert_true(value_of(t, "reaper_feed_publish_failures_total") == 1);

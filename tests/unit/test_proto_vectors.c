@@ -249,7 +249,8 @@ static const struct {
 } error_fixtures[] = {
     {"err_bad_request", "gates", RP_ERR_BAD_REQUEST, "field \"limit\" must be in 1..1000, got 0"},
     {"err_unknown_op", "frobnicate", RP_ERR_UNKNOWN_OP,
-     "unknown op \"frobnicate\" (expected one of reap, answer, gates, status, jobs, job, cancel, gate)"},
+     "unknown op \"frobnicate\" (expected one of reap, answer, gates, status, jobs, job, cancel, "
+     "gate, doctor)"},
     {"err_no_op", NULL, RP_ERR_BAD_REQUEST,
      "truncated msgpack: the body ends inside a value (at byte 3)"},
     {"err_forbidden", "reap", RP_ERR_FORBIDDEN, "user \"mallory\" is not in control.allowed_users"},
@@ -258,6 +259,33 @@ static const struct {
     {"err_unavailable", "reap", RP_ERR_UNAVAILABLE, "the store is not connected"},
     {"err_internal", "status", RP_ERR_INTERNAL, "internal error"},
 };
+
+/* The doctor reply of gen.py DOCTOR_CHECKS: every check ok but a failed
+ * store_connection and a warning on wedged_queue. */
+static rp_status doctor_fixture(rp_encoding enc, rp_proto_buf *out) {
+    rp_doctor_report r;
+    memset(&r, 0, sizeof r);
+    char details[RP_DOC_COUNT_][64];
+    for (int i = 0; i < RP_DOC_COUNT_; i++) {
+        r.checks[i].id = (rp_doctor_check_id)i;
+        snprintf(details[i], sizeof details[i], "%s is fine.", rp_doctor_check_name(i));
+        r.checks[i].detail = details[i];
+        r.checks[i].fix = (char *)"";
+    }
+    r.checks[RP_DOC_STORE_CONNECTION].status = RP_DOCTOR_FAIL;
+    r.checks[RP_DOC_STORE_CONNECTION].detail =
+        (char *)"the store refused the login (layer: authentication): x.";
+    r.checks[RP_DOC_STORE_CONNECTION].fix =
+        (char *)"PGPASSWORD or PGPASSFILE for store.dsn's user (pg_hba.conf)";
+    r.checks[RP_DOC_WEDGED_QUEUE].status = RP_DOCTOR_WARN;
+    r.checks[RP_DOC_WEDGED_QUEUE].detail =
+        (char *)"WEDGED is not judged yet by this reaperd: not judged, so not checked.";
+    r.checks[RP_DOC_WEDGED_QUEUE].fix = (char *)"upgrade reaperd";
+    r.n_fail = 1;
+    r.n_warn = 1;
+    r.n_ok = RP_DOC_COUNT_ - 2;
+    return rp_proto_encode_doctor_reply(&r, enc, out);
+}
 
 /* Encodes the fixture called name. Returns false when there is none. */
 static bool fixture_encode(const char *name, rp_encoding enc, rp_proto_buf *out) {
@@ -308,6 +336,8 @@ static bool fixture_encode(const char *name, rp_encoding enc, rp_proto_buf *out)
     } else if (strcmp(name, "status_never") == 0) {
         rp_proto_status s = {"0.1.0", true, true, 0, 0};
         st = rp_proto_encode_status_reply(&s, enc, out);
+    } else if (strcmp(name, "doctor") == 0) {
+        st = doctor_fixture(enc, out);
     } else if (strncmp(name, "event_", 6) == 0) {
         if (strcmp(name, "event_poison") == 0) v_poison(&v);
         else if (strcmp(name, "event_stale") == 0) v_stale(&v);
@@ -382,6 +412,7 @@ static bool request_matches(const rp_request *req, const json_t *want, char *why
         }
         return true;
     case RP_OP_STATUS: return true;
+    case RP_OP_DOCTOR: return true;
     case RP_OP_JOBS: {
         const char *state = req->jobs.any_state ? "all" : rp_job_state_string(req->jobs.state);
         if (!same_str(state, jstr(want, "state")) ||
