@@ -55,7 +55,7 @@ rp_status rp_judge_wedged(const rp_wedge_group *g, const rp_thresholds *t, rp_ti
                         "%" PRId64 " claimable jobs of kind %s in project %s, none held by a "
                         "live lease, and none succeeded for %.3f s (%s), at or past %" PRId64
                         " s on %" PRId64 " consecutive checks: surfaced, nothing moved; its "
-                        "workers' supervisors (store.wedged.surfaced) should restart them",
+                        "workers' supervisors (job_queue.wedged.surfaced) should restart them",
                         g->claimable, g->kind, g->project, rp__judge_seconds(quiet), since,
                         t->wedged_seconds, consecutive);
     if (st != RP_OK) {

@@ -139,7 +139,7 @@ static void test_verdict_fields(void **state) {
     assert_non_null(strstr(v.detail, "4 claimable jobs of kind render in project al:pha"));
     assert_non_null(strstr(v.detail, "on 3 consecutive checks"));
     assert_non_null(strstr(v.detail, "newest completion 900.500 s ago"));
-    assert_non_null(strstr(v.detail, "store.wedged.surfaced"));
+    assert_non_null(strstr(v.detail, "job_queue.wedged.surfaced"));
     char *key = NULL;
     assert_int_equal(rp_sighting_key_for(&v, &key), RP_OK);
     assert_string_equal(key, "job_queue|WEDGED|kind:al%3Apha:render");
