@@ -35,7 +35,9 @@ typedef struct rp_wedge_group {
     const char *kind;
     int64_t claimable;           /* ready, run_after <= now, dependency absent or succeeded */
     int64_t active;              /* leased rows whose lease is alive (with the grace) */
-    rp_time_ms claimable_since;  /* the oldest claimable job's max(run_after, created_at) */
+    rp_time_ms claimable_since;  /* when the oldest claimable job became claimable: the
+                                  * latest of run_after, created_at, its dependency's
+                                  * finished_at */
     bool completed_known;        /* false: no job of it ever succeeded */
     rp_time_ms last_completed_at; /* the newest succeeded job's finished_at */
 } rp_wedge_group;

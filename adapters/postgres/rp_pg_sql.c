@@ -369,7 +369,7 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
     [RP__PG_WEDGE_GROUPS] =
         {"wedge_groups",
          "WITH c AS (SELECT j.project_id, j.kind, count(*) AS n, "
-         "min(greatest(j.run_after, j.created_at)) AS since FROM {s}.job j "
+         "min(greatest(j.run_after, j.created_at, d.finished_at)) AS since FROM {s}.job j "
          "LEFT JOIN {s}.job d ON d.id = j.depends_on "
          "WHERE j.state = 'ready' AND j.run_after <= " TS("$2") " "
          "AND (j.depends_on IS NULL OR d.state = 'succeeded') "

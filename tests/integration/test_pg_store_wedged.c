@@ -236,6 +236,25 @@ static void test_a_project_pass_keeps_other_projects(void **state) {
     assert_int_equal(checks(f, "kind:alpha:render"), 2);
 }
 
+/* A job whose dependency succeeded 10 minutes ago became claimable then,
+ * however old its run_after: not quiet for the window yet. */
+static void test_claimable_since_its_dependency(void **state) {
+    pgfx *f = *state;
+    int64_t dep = pgfx_i64(f, "INSERT INTO job (project_id, kind, state, created_at, finished_at)"
+                              " VALUES ('alpha', 'prep', 'succeeded', now() - interval '1 day',"
+                              " now() - interval '10 minutes') RETURNING id");
+    pgfx_exec(f, "INSERT INTO job (project_id, kind, state, run_after, created_at, depends_on)"
+                 " VALUES ('alpha', 'assemble', 'ready', now() - interval '2 hours',"
+                 " now() - interval '2 hours', %" PRId64 ")", dep);
+    quiet_pass(f);
+    assert_int_equal(checks(f, "kind:alpha:assemble"), 0);
+    /* Its dependency 16 minutes ago: quiet past the window. */
+    pgfx_exec(f, "UPDATE job SET finished_at = now() - interval '16 minutes' WHERE id = %" PRId64,
+              dep);
+    quiet_pass(f);
+    assert_int_equal(checks(f, "kind:alpha:assemble"), 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_wedged_on_the_third_check_then_cleared, setup,
@@ -244,6 +263,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_count_shared_by_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_project_pass_keeps_other_projects, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_claimable_since_its_dependency, setup, teardown),
     };
     return cmocka_run_group_tests_name("pg_store_wedged", tests, NULL, NULL);
 }
