@@ -92,6 +92,11 @@ typedef enum rp_config_key_id {
     RP_CFG_REAP_HELD_EVICT_FACTOR,
     RP_CFG_REAP_WAITING_DEPTH_THRESHOLD,
     RP_CFG_REAP_QUEUE_DEPTH_THRESHOLD,
+    RP_CFG_REAP_WEDGED_SECONDS,
+    RP_CFG_REAP_WEDGED_CHECKS,
+    RP_CFG_REAP_WEDGE_RESTART,
+    RP_CFG_REAP_WEDGE_RESTART_MAX,
+    RP_CFG_REAP_WEDGE_RESTART_WINDOW_SECONDS,
     RP_CFG_CONTROL_ALLOWED_USERS,
     RP_CFG_CONTROL_REAP_RATE_SECONDS,
     RP_CFG_CONTROL_REPLAY_CLAIM_SECONDS,
@@ -208,6 +213,12 @@ typedef struct rp_config {
         int64_t held_evict_factor;
         int64_t waiting_depth_threshold;
         int64_t queue_depth_threshold;
+        /* Issue 18 item 4: WEDGED and the restart-loop breaker (rp_wedged.h). */
+        int64_t wedged_seconds;
+        int64_t wedged_checks;
+        bool wedge_restart;
+        int64_t wedge_restart_max;
+        int64_t wedge_restart_window_seconds;
     } reap;
     struct {
         /* Empty: reaperd's own broker user (the user of broker.url) only;

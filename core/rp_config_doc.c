@@ -106,6 +106,23 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
     [RP_CFG_REAP_QUEUE_DEPTH_THRESHOLD] = "More ready messages than this on an owned work queue "
                                           "are surfaced as `WAITING_DEPTH`, with the depth and "
                                           "the fix (a cap on admission).",
+    [RP_CFG_REAP_WEDGED_SECONDS] =
+        "A (project, kind) of the job table with claimable jobs, no live lease and no job "
+        "succeeded for this long (counted from the newest completion, or from when the oldest "
+        "claimable job became claimable if that is later) is wedged; on an owned queue: ready "
+        "messages and consumers but no ack for this long.",
+    [RP_CFG_REAP_WEDGED_CHECKS] = "A queue is surfaced as `WEDGED` once it is seen wedged on "
+                                  "this many consecutive checks (counted in PostgreSQL, across "
+                                  "passes and replicas); one healthy check resets the count.",
+    [RP_CFG_REAP_WEDGE_RESTART] = "The restart-loop breaker (broker only): true closes the "
+                                  "connections of a wedged owned queue's consumers through the "
+                                  "management API so their supervisors reconnect them.",
+    [RP_CFG_REAP_WEDGE_RESTART_MAX] = "At most this many restarts of one queue per "
+                                      "`wedge_restart_window_seconds`; past that one `WEDGED` / "
+                                      "`RESTART_LOOP` event and no more restarts until the "
+                                      "sighting clears.",
+    [RP_CFG_REAP_WEDGE_RESTART_WINDOW_SECONDS] = "The window `wedge_restart_max` counts "
+                                                 "restarts in.",
     [RP_CFG_CONTROL_ALLOWED_USERS] = "Broker users (the broker-checked `user_id` of a request) "
                                      "allowed to send control requests; empty: reaperd's "
                                      "own broker user only (the user of `broker.url`); "

@@ -19,6 +19,8 @@ void rp_thresholds_default(rp_thresholds *t) {
     t->held_evict_factor = 0;
     t->waiting_depth_threshold = 10;
     t->queue_depth_threshold = 10000;
+    t->wedged_seconds = 900;
+    t->wedged_checks = 3;
 }
 
 bool rp_judge_lease_expired(rp_time_ms now, rp_time_ms lease_expires_at, int64_t grace_seconds) {
@@ -176,6 +178,10 @@ static void rp_condition_scale(rp_condition c, const rp_thresholds *t, int64_t *
         /* A kind subject counts jobs, a queue subject messages (below). */
         *threshold = t->waiting_depth_threshold;
         *unit = "jobs";
+        return;
+    case RP_COND_WEDGED:
+        *threshold = t->wedged_seconds;
+        *unit = "seconds";
         return;
     case RP_COND_HOLDER_GONE:
     default:

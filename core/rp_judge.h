@@ -63,6 +63,9 @@ typedef struct rp_thresholds {
     int64_t held_evict_factor;        /* default 0: never evict */
     int64_t waiting_depth_threshold;  /* default 10 */
     int64_t queue_depth_threshold;    /* default 10000 */
+    /* Issue 18 item 4 (rp_wedged.h). */
+    int64_t wedged_seconds;           /* default 900 */
+    int64_t wedged_checks;            /* default 3 */
 } rp_thresholds;
 
 /* Fills *t with the defaults of CONTRACT section 3. */

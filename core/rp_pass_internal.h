@@ -93,6 +93,9 @@ typedef struct rp__pass {
      * were read whole this pass (only then are their sightings cleared). */
     bool stalled_read;
     bool waiting_read;
+    /* Issue 18 item 4: whether the job table's wedge groups were read and
+     * counted this pass (only then are WEDGED sightings cleared). */
+    bool wedged_read;
 } rp__pass;
 
 /* Sets up *p for a pass over ports with opt and report (the clock read
@@ -147,6 +150,8 @@ rp_status rp__pass_surface(rp__pass *p, rp_verdict *v) RP_MUSTCHECK;
 /* The two halves. They return only failures that stop the pass
  * (RP_ERR_NOMEM); an unreadable source is recorded and the half goes on. */
 rp_status rp__pass_store(rp__pass *p) RP_MUSTCHECK;
+/* The job table's WEDGED check (rp_pass_wedged.c). */
+rp_status rp__pass_wedged(rp__pass *p) RP_MUSTCHECK;
 rp_status rp__pass_leases(rp__pass *p) RP_MUSTCHECK; /* the lease reap alone */
 rp_status rp__pass_broker(rp__pass *p) RP_MUSTCHECK;
 

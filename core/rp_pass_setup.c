@@ -15,6 +15,8 @@ void rp_pass_options_from_config(const rp_config *cfg, rp_pass_options *opt) {
     opt->thresholds.held_evict_factor = cfg->reap.held_evict_factor;
     opt->thresholds.waiting_depth_threshold = cfg->reap.waiting_depth_threshold;
     opt->thresholds.queue_depth_threshold = cfg->reap.queue_depth_threshold;
+    opt->thresholds.wedged_seconds = cfg->reap.wedged_seconds;
+    opt->thresholds.wedged_checks = cfg->reap.wedged_checks;
     opt->owned_queue_pattern = cfg->reap.owned_queue_pattern.code;
     opt->dead_letter_queue_pattern = cfg->reap.dead_letter_queue_pattern.code;
     opt->own_queues[0] = cfg->broker.control_queue;

@@ -45,6 +45,7 @@
 #include "rp_deadletter.h"
 #include "rp_gate.h"
 #include "rp_judge.h"
+#include "rp_wedged.h"
 #include "rp_sighting.h"
 #include "rp_status.h"
 #include "rp_verdict.h"
@@ -247,6 +248,20 @@ typedef struct rp_store_port {
      * row changed since (nothing done). */
     rp_status (*evict_held)(void *self, const rp_long_held_job *job, const rp_verdict *v,
                             rp_event_ref *event);
+    /* ---- Issue 18 item 4, WEDGED (rp_wedged.h; each may be NULL). */
+    /* Per (project, kind) with claimable jobs, in project when set: the
+     * claimable count and since when, the leases alive at now (with
+     * grace_seconds), the newest succeeded job's finished_at; by project
+     * then kind. Read only. */
+    rp_status (*list_wedge_groups)(void *self, const char *project, rp_time_ms now,
+                                   int64_t grace_seconds, rp_wedge_group_list *out);
+    /* One check of the consecutive-check counters (migration 0008), in one
+     * transaction: for each of the n subjects in `wedged`, its count + 1 (1
+     * when it had none) into counts[i]; every other counter whose subject
+     * starts with `scope` is deleted (a healthy check resets it). dry: the
+     * counts as they would be, nothing written. */
+    rp_status (*count_wedge_checks)(void *self, const char *scope, const char *const *wedged,
+                                    size_t n, bool dry, int64_t *counts);
 } rp_store_port;
 
 /* ---- Dead-letter park --------------------------------------------------- */

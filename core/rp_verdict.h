@@ -33,6 +33,9 @@ typedef enum rp_condition {
      * more work waiting than the declared depth. */
     RP_COND_STALLED,
     RP_COND_WAITING_DEPTH,
+    /* Issue 18 item 4: claimable work, nothing active, no completion for
+     * reap.wedged_seconds, on reap.wedged_checks consecutive checks. */
+    RP_COND_WEDGED,
     RP_COND_COUNT_
 } rp_condition;
 

@@ -377,6 +377,45 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "INSERT INTO {s}.ledger (kind, project_id, payload) "
          "SELECT 'QueueReaped', project_id, $4::jsonb FROM moved "
          "RETURNING seq, " MS("at")},
+
+    /* Issue 18 item 4 (rp_pg_wedged.c). $1 project or NULL, $2 now (ms),
+     * $3 grace seconds. Per (project, kind) with claimable jobs (as
+     * WAITING counts them): the count, since when the oldest is claimable,
+     * the leases alive (with the grace), and the newest completion (over
+     * job_succeeded_by_kind, migration 0008). */
+    [RP__PG_WEDGE_GROUPS] =
+        {"wedge_groups",
+         "WITH c AS (SELECT j.project_id, j.kind, count(*) AS n, "
+         "min(greatest(j.run_after, j.created_at, d.finished_at)) AS since FROM {s}.job j "
+         "LEFT JOIN {s}.job d ON d.id = j.depends_on "
+         "WHERE j.state = 'ready' AND j.run_after <= " TS("$2") " "
+         "AND (j.depends_on IS NULL OR d.state = 'succeeded') "
+         "AND ($1::text IS NULL OR j.project_id = $1::text) "
+         "GROUP BY j.project_id, j.kind) "
+         "SELECT c.project_id, c.kind, c.n, "
+         "(SELECT count(*) FROM {s}.job l WHERE l.state = 'leased' "
+         "AND l.project_id = c.project_id AND l.kind = c.kind AND (l.lease_expires_at IS NULL "
+         "OR l.lease_expires_at >= " TS("$2") " - $3::int8 * interval '1 second')), "
+         MS("c.since") ", "
+         "(SELECT " MS("max(f.finished_at)") " FROM {s}.job f WHERE f.state = 'succeeded' "
+         "AND f.project_id = c.project_id AND f.kind = c.kind) "
+         "FROM c ORDER BY c.project_id, c.kind"},
+    /* $1 scope (a subject prefix), $2 the subjects wedged on this check
+     * (text[]). One statement: the others of the scope deleted, these
+     * counted up (1 when new); returns each subject's count. */
+    [RP__PG_WEDGE_COUNT] =
+        {"wedge_count",
+         "WITH gone AS (DELETE FROM {s}.wedge_check WHERE left(subject, length($1::text)) = "
+         "$1::text AND subject <> ALL ($2::text[])), "
+         "up AS (INSERT INTO {s}.wedge_check AS w (subject, consecutive) "
+         "SELECT DISTINCT unnest($2::text[]), 1 "
+         "ON CONFLICT (subject) DO UPDATE SET consecutive = w.consecutive + 1, "
+         "checked_at = now() RETURNING subject, consecutive) "
+         "SELECT subject, consecutive FROM up"},
+    /* $1 the subjects (text[]): their counts as they are (a dry run). */
+    [RP__PG_WEDGE_PEEK] =
+        {"wedge_peek",
+         "SELECT subject, consecutive FROM {s}.wedge_check WHERE subject = ANY ($1::text[])"},
 };
 
 rp_status rp__pg_sql_expand(const char *text, const rp__pg_subst *sub, char **out) {

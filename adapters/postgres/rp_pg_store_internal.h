@@ -42,6 +42,9 @@ typedef enum rp__pg_stmt {
     RP__PG_LONG_HELD,
     RP__PG_WAITING,
     RP__PG_EVICT_HELD,
+    RP__PG_WEDGE_GROUPS,
+    RP__PG_WEDGE_COUNT,
+    RP__PG_WEDGE_PEEK,
     RP__PG_STMT_COUNT_
 } rp__pg_stmt;
 
@@ -110,6 +113,9 @@ struct rp_pg_store {
     rp_long_held_job *held_long_view;
     PGresult *waiting_res;
     rp_waiting_group *waiting_view;
+    /* What list_wedge_groups lends (rp_pg_wedged.c). */
+    PGresult *wedge_res;
+    rp_wedge_group *wedge_view;
     bool clock_fell_back; /* logged once per outage */
     /* The replay claim on gates (rp_gate.h). */
     char claimer[160];
@@ -231,6 +237,7 @@ rp_status rp__pg_claim_take_over(rp_pg_store *s, int64_t gate_id, const char *by
 void rp__pg_fill_lease(rp_store_port *out);
 void rp__pg_fill_ready(rp_store_port *out);
 void rp__pg_fill_runbook(rp_store_port *out);
+void rp__pg_fill_wedged(rp_store_port *out);
 void rp__pg_fill_sighting(rp_store_port *out);
 void rp__pg_fill_gates(rp_gate_port *out);
 void rp__pg_fill_park(rp_dead_letter_port *out);

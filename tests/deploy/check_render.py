@@ -23,7 +23,7 @@ import yaml
 failures = []
 
 ALERTS = ["ReaperBackendUnreadable", "ReaperDown", "ReaperFeedFailures", "ReaperGateBacklog",
-          "ReaperGateTooOld", "ReaperJobStalled", "ReaperNoSuccessfulPass", "ReaperReplicasNotReady",
+          "ReaperGateTooOld", "ReaperJobStalled", "ReaperNoSuccessfulPass", "ReaperQueueWedged", "ReaperReplicasNotReady",
           "ReaperSightingOpenTooLong", "ReaperWaitingDepth"]
 
 

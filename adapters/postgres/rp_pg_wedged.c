@@ -1,0 +1,112 @@
+/* Issue 18 item 4's store side: the job table's wedge groups and the
+ * consecutive-check counters of migration 0008 (rp_ports.h, rp_wedged.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_pg_binarray.h"
+#include "rp_pg_store_internal.h"
+
+static void rp_forget_wedge(rp_pg_store *s) {
+    PQclear(s->wedge_res);
+    s->wedge_res = NULL;
+    free(s->wedge_view);
+    s->wedge_view = NULL;
+}
+
+static rp_status rp_list_wedge_groups(void *self, const char *project, rp_time_ms now,
+                                      int64_t grace_seconds, rp_wedge_group_list *out) {
+    rp_pg_store *s = self;
+    out->groups = NULL;
+    out->n = 0;
+    rp_forget_wedge(s);
+    rp_status st = rp__pg_enter(s, RP__PG_READ, "list_wedge_groups");
+    if (st != RP_OK) return st;
+    char nowbuf[24], grace[24];
+    const char *vals[] = {project, rp__pg_itoa(now, nowbuf), rp__pg_itoa(grace_seconds, grace)};
+    rp__pg_cmd k = {.stmt = RP__PG_WEDGE_GROUPS, .n = 3, .values = vals};
+    PGresult *r = NULL;
+    st = rp__pg_run(s, &k, 1, &r, "list_wedge_groups", NULL);
+    if (st != RP_OK) return st;
+    int n = PQntuples(r);
+    if (n == 0) {
+        PQclear(r);
+        return RP_OK;
+    }
+    rp_wedge_group *view = calloc((size_t)n, sizeof *view);
+    if (view == NULL) {
+        PQclear(r);
+        return RP_ERR_NOMEM;
+    }
+    for (int i = 0; i < n; i++) {
+        view[i].project = rp__pg_str(r, i, 0);
+        view[i].kind = rp__pg_str(r, i, 1);
+        view[i].claimable = rp__pg_i64(r, i, 2);
+        view[i].active = rp__pg_i64(r, i, 3);
+        view[i].claimable_since = rp__pg_i64(r, i, 4);
+        view[i].completed_known = !rp__pg_null(r, i, 5);
+        view[i].last_completed_at = view[i].completed_known ? rp__pg_i64(r, i, 5) : 0;
+    }
+    s->wedge_res = r;
+    s->wedge_view = view;
+    out->groups = view;
+    out->n = (size_t)n;
+    return RP_OK;
+}
+
+static rp_status rp_count_wedge_checks(void *self, const char *scope, const char *const *wedged,
+                                       size_t n, bool dry, int64_t *counts) {
+    rp_pg_store *s = self;
+    if (scope == NULL || (n > 0 && (wedged == NULL || counts == NULL)) || n > UINT32_MAX)
+        return RP_ERR_INVALID;
+    for (size_t i = 0; i < n; i++) {
+        if (wedged[i] == NULL) return RP_ERR_INVALID;
+        counts[i] = 1;
+    }
+    if (dry && n == 0) return RP_OK;
+    rp_status st = rp__pg_enter(s, dry ? RP__PG_READ : RP__PG_WRITE, "count_wedge_checks");
+    if (st != RP_OK) return st;
+    /* The subjects as one text[]: binary when there are any, "{}" else. */
+    rp_pg_binarray a = {0};
+    const char *arr = "{}";
+    int arrlen = 0, arrfmt = 0;
+    if (n > 0) {
+        rp_pg_binarray_begin(&a, RP_PG_OID_TEXT, (uint32_t)n);
+        for (size_t i = 0; i < n; i++) rp_pg_binarray_add_str(&a, wedged[i]);
+        if (!rp_pg_binarray_ok(&a)) {
+            rp_pg_binarray_cleanup(&a);
+            return RP_ERR_NOMEM;
+        }
+        arr = a.data;
+        arrlen = (int)a.len;
+        arrfmt = 1;
+    }
+    PGresult *r = NULL;
+    if (dry) {
+        const char *vals[] = {arr};
+        const int lens[] = {arrlen}, fmts[] = {arrfmt};
+        rp__pg_cmd k = {.stmt = RP__PG_WEDGE_PEEK, .n = 1, .values = vals, .lengths = lens,
+                        .formats = fmts};
+        st = rp__pg_run(s, &k, 1, &r, "count_wedge_checks", NULL);
+    } else {
+        const char *vals[] = {scope, arr};
+        const int lens[] = {0, arrlen}, fmts[] = {0, arrfmt};
+        rp__pg_cmd k = {.stmt = RP__PG_WEDGE_COUNT, .n = 2, .values = vals, .lengths = lens,
+                        .formats = fmts};
+        st = rp__pg_run(s, &k, 1, &r, "count_wedge_checks", NULL);
+    }
+    rp_pg_binarray_cleanup(&a);
+    if (st != RP_OK) return st;
+    for (int row = 0; row < PQntuples(r); row++) {
+        const char *subject = rp__pg_str(r, row, 0);
+        int64_t c = rp__pg_i64(r, row, 1);
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(wedged[i], subject) == 0) counts[i] = dry ? c + 1 : c;
+    }
+    PQclear(r);
+    return RP_OK;
+}
+
+void rp__pg_fill_wedged(rp_store_port *out) {
+    out->list_wedge_groups = rp_list_wedge_groups;
+    out->count_wedge_checks = rp_count_wedge_checks;
+}

@@ -1,0 +1,5 @@
+# Issue 18 item 4, WEDGED, through reaperd and its events feed: both brokers.
+rp_integration_test(test_reaperd_wedged SOURCES integration/test_reaperd_wedged.c
+  integration/feed_common.c integration/itest.c LIBS reaper::proto PkgConfig::PQ
+  PkgConfig::JANSSON)
+set_property(TEST test_reaperd_wedged APPEND PROPERTY LABELS broker)
