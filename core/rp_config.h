@@ -92,6 +92,9 @@ typedef enum rp_config_key_id {
     RP_CFG_REAP_HELD_EVICT_FACTOR,
     RP_CFG_REAP_WAITING_DEPTH_THRESHOLD,
     RP_CFG_REAP_QUEUE_DEPTH_THRESHOLD,
+    RP_CFG_REAP_DIVERGENCE_WINDOW_SECONDS,
+    RP_CFG_REAP_DIVERGENCE_RATIO,
+    RP_CFG_REAP_DIVERGENCE_MIN_WAITING,
     RP_CFG_CONTROL_ALLOWED_USERS,
     RP_CFG_CONTROL_REAP_RATE_SECONDS,
     RP_CFG_CONTROL_REPLAY_CLAIM_SECONDS,
@@ -208,6 +211,10 @@ typedef struct rp_config {
         int64_t held_evict_factor;
         int64_t waiting_depth_threshold;
         int64_t queue_depth_threshold;
+        /* Issue 18 item 3: DIVERGENT (rp_judge_divergent.h). */
+        int64_t divergence_window_seconds;
+        int64_t divergence_ratio;
+        int64_t divergence_min_waiting;
     } reap;
     struct {
         /* Empty: reaperd's own broker user (the user of broker.url) only;

@@ -63,6 +63,10 @@ typedef struct rp_thresholds {
     int64_t held_evict_factor;        /* default 0: never evict */
     int64_t waiting_depth_threshold;  /* default 10 */
     int64_t queue_depth_threshold;    /* default 10000 */
+    /* Issue 18 item 3 (rp_judge_divergent.h). */
+    int64_t divergence_window_seconds; /* default 86400 */
+    int64_t divergence_ratio;          /* default 2 */
+    int64_t divergence_min_waiting;    /* default 50 */
 } rp_thresholds;
 
 /* Fills *t with the defaults of CONTRACT section 3. */

@@ -184,8 +184,9 @@ static bool rp_may_clear(const rp__pass *p, const rp_sighting_key_parts *parts) 
              * project that read the long-held rows whole clears it. */
             return p->stalled_read && p->opt->project == NULL;
         }
-        if (parts->condition == RP_COND_WAITING_DEPTH) {
-            if (!p->waiting_read) return false;
+        if (parts->condition == RP_COND_WAITING_DEPTH || parts->condition == RP_COND_DIVERGENT) {
+            if (!(parts->condition == RP_COND_DIVERGENT ? p->divergent_read : p->waiting_read))
+                return false;
             if (p->opt->project == NULL) return true;
             char *project = NULL, *kind = NULL;
             bool mine = rp_object_kind_split(parts->subject, &project, &kind) == RP_OK &&

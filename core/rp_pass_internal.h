@@ -93,6 +93,8 @@ typedef struct rp__pass {
      * were read whole this pass (only then are their sightings cleared). */
     bool stalled_read;
     bool waiting_read;
+    /* Issue 18 item 3: the job table's DIVERGENT counts read this pass. */
+    bool divergent_read;
 } rp__pass;
 
 /* Sets up *p for a pass over ports with opt and report (the clock read
@@ -147,6 +149,8 @@ rp_status rp__pass_surface(rp__pass *p, rp_verdict *v) RP_MUSTCHECK;
 /* The two halves. They return only failures that stop the pass
  * (RP_ERR_NOMEM); an unreadable source is recorded and the half goes on. */
 rp_status rp__pass_store(rp__pass *p) RP_MUSTCHECK;
+/* The job table's DIVERGENT step (rp_pass_divergent.c). */
+rp_status rp__pass_divergent_store(rp__pass *p) RP_MUSTCHECK;
 rp_status rp__pass_leases(rp__pass *p) RP_MUSTCHECK; /* the lease reap alone */
 rp_status rp__pass_broker(rp__pass *p) RP_MUSTCHECK;
 

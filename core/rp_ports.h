@@ -45,6 +45,7 @@
 #include "rp_deadletter.h"
 #include "rp_gate.h"
 #include "rp_judge.h"
+#include "rp_judge_divergent.h"
 #include "rp_sighting.h"
 #include "rp_status.h"
 #include "rp_verdict.h"
@@ -247,6 +248,13 @@ typedef struct rp_store_port {
      * row changed since (nothing done). */
     rp_status (*evict_held)(void *self, const rp_long_held_job *job, const rp_verdict *v,
                             rp_event_ref *event);
+    /* Issue 18 item 3 (rp_judge_divergent.h; may be NULL): per (project,
+     * kind), in project when set, the rows created since now - window, the
+     * rows that reached succeeded since then, and the claimable rows, only
+     * the groups with more than `more_than` claimable, by project then kind. */
+    rp_status (*count_divergent)(void *self, const char *project, rp_time_ms now,
+                                 int64_t window_seconds, int64_t more_than,
+                                 rp_divergence_list *out);
 } rp_store_port;
 
 /* ---- Dead-letter park --------------------------------------------------- */

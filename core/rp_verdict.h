@@ -33,6 +33,9 @@ typedef enum rp_condition {
      * more work waiting than the declared depth. */
     RP_COND_STALLED,
     RP_COND_WAITING_DEPTH,
+    /* Issue 18 item 3: intake structurally exceeds drain over a window
+     * (rp_judge_divergent.h). */
+    RP_COND_DIVERGENT,
     RP_COND_COUNT_
 } rp_condition;
 

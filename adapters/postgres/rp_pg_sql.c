@@ -360,6 +360,29 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "INSERT INTO {s}.ledger (kind, project_id, payload) "
          "SELECT 'QueueReaped', project_id, $4::jsonb FROM moved "
          "RETURNING seq, " MS("at")},
+    /* Issue 18 item 3 (rp_pg_divergent.c). $1 project or NULL, $2 now
+     * (ms), $3 window seconds, $4 more_than. Per (project, kind) with more
+     * than $4 claimable (as WAITING counts them): rows created since now -
+     * window (job_by_created), rows that reached succeeded since then
+     * (succeeded_at: migration 0008, job_succeeded_by_time), claimable. */
+    [RP__PG_DIVERGENT] =
+        {"divergent",
+         "WITH w AS (SELECT j.project_id, j.kind, count(*) AS n FROM {s}.job j "
+         "LEFT JOIN {s}.job d ON d.id = j.depends_on "
+         "WHERE j.state = 'ready' AND j.run_after <= " TS("$2") " "
+         "AND (j.depends_on IS NULL OR d.state = 'succeeded') "
+         "AND ($1::text IS NULL OR j.project_id = $1::text) "
+         "GROUP BY j.project_id, j.kind HAVING count(*) > $4::int8), "
+         "i AS (SELECT project_id, kind, count(*) AS n FROM {s}.job "
+         "WHERE created_at >= " TS("$2") " - $3::int8 * interval '1 second' "
+         "AND ($1::text IS NULL OR project_id = $1::text) GROUP BY project_id, kind), "
+         "c AS (SELECT project_id, kind, count(*) AS n FROM {s}.job "
+         "WHERE succeeded_at >= " TS("$2") " - $3::int8 * interval '1 second' "
+         "AND ($1::text IS NULL OR project_id = $1::text) GROUP BY project_id, kind) "
+         "SELECT w.project_id, w.kind, coalesce(i.n, 0), coalesce(c.n, 0), w.n FROM w "
+         "LEFT JOIN i ON i.project_id = w.project_id AND i.kind = w.kind "
+         "LEFT JOIN c ON c.project_id = w.project_id AND c.kind = w.kind "
+         "ORDER BY w.project_id, w.kind"},
 };
 
 rp_status rp__pg_sql_expand(const char *text, const rp__pg_subst *sub, char **out) {

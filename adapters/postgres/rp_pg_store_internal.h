@@ -41,6 +41,7 @@ typedef enum rp__pg_stmt {
     RP__PG_LONG_HELD,
     RP__PG_WAITING,
     RP__PG_EVICT_HELD,
+    RP__PG_DIVERGENT,
     RP__PG_STMT_COUNT_
 } rp__pg_stmt;
 
@@ -109,6 +110,9 @@ struct rp_pg_store {
     rp_long_held_job *held_long_view;
     PGresult *waiting_res;
     rp_waiting_group *waiting_view;
+    /* What count_divergent lends (rp_pg_divergent.c). */
+    PGresult *divergent_res;
+    rp_divergence_group *divergent_view;
     bool clock_fell_back; /* logged once per outage */
     /* The replay claim on gates (rp_gate.h). */
     char claimer[160];
@@ -230,6 +234,7 @@ rp_status rp__pg_claim_take_over(rp_pg_store *s, int64_t gate_id, const char *by
 void rp__pg_fill_lease(rp_store_port *out);
 void rp__pg_fill_ready(rp_store_port *out);
 void rp__pg_fill_runbook(rp_store_port *out);
+void rp__pg_fill_divergent(rp_store_port *out);
 void rp__pg_fill_sighting(rp_store_port *out);
 void rp__pg_fill_gates(rp_gate_port *out);
 void rp__pg_fill_park(rp_dead_letter_port *out);

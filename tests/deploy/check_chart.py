@@ -372,6 +372,7 @@ def main():
               "ReaperSightingOpenTooLong": ("sightingOpen", "reaper_sightings_open"),
               "ReaperJobStalled": ("stalled", 'reaper_sightings_open{'),
               "ReaperWaitingDepth": ("waitingDepth", 'reaper_sightings_open{'),
+              "ReaperDivergentQueue": ("divergent", 'reaper_sightings_open{'),
               "ReaperFeedFailures": ("feedFailures", "reaper_feed_publish_failures_total"),
               "ReaperReplicasNotReady": ("replicasNotReady", "reaper_up")}
     check(sorted(re.findall(r"- alert: (\w+)", rules)) == sorted(alerts), "the chart's alerts",

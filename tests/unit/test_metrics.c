@@ -153,6 +153,8 @@ static void test_a_fresh_registry(void **state) {
     assert_true(value_of(t, "reaper_reaped_total{source=\"job_queue\",condition=\"stalled\",action=\"requeued\"}") == 0);
     assert_true(value_of(t, "reaper_reaped_total{source=\"job_queue\",condition=\"waiting_depth\",action=\"surfaced\"}") == 0);
     assert_true(value_of(t, "reaper_reaped_total{source=\"broker\",condition=\"waiting_depth\",action=\"cleared\"}") == 0);
+    assert_true(value_of(t, "reaper_reaped_total{source=\"job_queue\",condition=\"divergent\",action=\"surfaced\"}") == 0);
+    assert_true(value_of(t, "reaper_reaped_total{source=\"broker\",condition=\"divergent\",action=\"surfaced\"}") == 0);
     assert_false(has_series(t, "reaper_reaped_total{source=\"job_queue\",condition=\"dead_letter\",action=\"parked\"}"));
     assert_true(value_of(t, "reaper_up{backend=\"broker\"}") == 0);
     assert_true(value_of(t, "reaper_up{backend=\"store\"}") == 0);
@@ -191,6 +193,7 @@ static void test_hooks_change_their_series(void **state) {
     sightings[RP_COND_STALE_READY] = 3;
     sightings[RP_COND_STALLED] = 2;
     sightings[RP_COND_WAITING_DEPTH] = 1;
+    sightings[RP_COND_DIVERGENT] = 4;
     rp_metrics_set_sightings_open(&m, sightings);
     rp_metrics_dead_letters_parked(&m, 5);
     rp_metrics_tap_ignored(&m, 2);
@@ -235,6 +238,7 @@ static void test_hooks_change_their_series(void **state) {
     assert_true(value_of(t, "reaper_sightings_open{condition=\"holder_gone\"}") == 0);
     assert_true(value_of(t, "reaper_sightings_open{condition=\"stalled\"}") == 2);
     assert_true(value_of(t, "reaper_sightings_open{condition=\"waiting_depth\"}") == 1);
+    assert_true(value_of(t, "reaper_sightings_open{condition=\"divergent\"}") == 4);
     assert_false(has_series(t, "reaper_sightings_open{condition=\"none\"}"));
     assert_true(value_of(t, "reaper_dead_letters_parked_total") == 5);
     assert_true(value_of(t, "reaper_tap_ignored_total") == 2);

@@ -1,0 +1,192 @@
+/*
+ * Issue 18 item 3 against the real database: migration 0008's succeeded_at
+ * trigger (set when a row becomes succeeded, cleared when it leaves it,
+ * untouched by later updates); DIVERGENT per (project, kind): intake (rows
+ * created in the window) above ratio x completions (rows that reached
+ * succeeded in it; failed rows are not drain) with more than the minimum
+ * waiting, at / one under / one over each boundary, surfaced once per
+ * sighting with its ledger event, cleared when drain catches up, a pass
+ * narrowed to another project clearing nothing of it.
+ * Each test works in a schema of its own, dropped after.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "itest.h"
+#include "pg_fixture.h"
+
+static int setup(void **state) {
+    pgfx *f = pgfx_new("divergent");
+    f->opt.thresholds.divergence_window_seconds = 3600;
+    f->opt.thresholds.divergence_ratio = 2;
+    f->opt.thresholds.divergence_min_waiting = 5;
+    f->opt.thresholds.stale_ready_seconds = 86400; /* only DIVERGENT here */
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    pgfx_free(*state);
+    return 0;
+}
+
+static const rp_verdict *find(const rp_report *r, rp_condition c, rp_action a, const char *object) {
+    for (size_t i = 0; i < r->n_verdicts; i++) {
+        const rp_verdict *v = &r->verdicts[i];
+        if (v->condition == c && v->action == a && strcmp(v->object, object) == 0) return v;
+    }
+    return NULL;
+}
+
+static size_t count_cond(const rp_report *r, rp_condition c) {
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_verdicts; i++) n += r->verdicts[i].condition == c;
+    return n;
+}
+
+static int64_t ledger(pgfx *f, const char *action, const char *object) {
+    return pgfx_i64(f,
+                    "SELECT count(*) FROM ledger WHERE kind = 'QueueReaped' AND"
+                    " payload->>'condition' = 'DIVERGENT' AND payload->>'action' = '%s' AND"
+                    " payload->>'object' = '%s'",
+                    action, object);
+}
+
+/* n rows of (project, kind) in state, created `ago` before now; succeeded
+ * rows succeeded then too. */
+static void add(pgfx *f, const char *project, const char *kind, const char *state, int n,
+                const char *ago) {
+    pgfx_exec(f,
+              "INSERT INTO job (project_id, kind, state, created_at, succeeded_at) SELECT '%s',"
+              " '%s', '%s', now() - interval '%s', CASE WHEN '%s' = 'succeeded' THEN now() -"
+              " interval '%s' END FROM generate_series(1, %d)",
+              project, kind, state, ago, state, ago, n);
+}
+
+static void test_succeeded_at_trigger(void **state) {
+    pgfx *f = *state;
+    int64_t id = pgfx_i64(f, "INSERT INTO job (project_id, kind, state) VALUES ('alpha', 'render',"
+                             " 'ready') RETURNING id");
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job WHERE id = %" PRId64
+                                 " AND succeeded_at IS NULL", id), 1);
+    pgfx_exec(f, "UPDATE job SET state = 'leased', lease_owner = 'w' WHERE id = %" PRId64, id);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job WHERE id = %" PRId64
+                                 " AND succeeded_at IS NULL", id), 1);
+    /* Becomes succeeded (the worker writes no succeeded_at): set. */
+    pgfx_exec(f, "UPDATE job SET state = 'succeeded', lease_owner = NULL, finished_at = now()"
+                 " WHERE id = %" PRId64, id);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job WHERE id = %" PRId64
+                                 " AND succeeded_at > now() - interval '1 minute'", id), 1);
+    /* A later update that keeps it succeeded leaves it. */
+    pgfx_exec(f, "UPDATE job SET succeeded_at = '2020-01-01 00:00:00+00' WHERE id = %" PRId64, id);
+    pgfx_exec(f, "UPDATE job SET updated_at = now(), payload = '{}' WHERE id = %" PRId64, id);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job WHERE id = %" PRId64
+                                 " AND succeeded_at = '2020-01-01 00:00:00+00'", id), 1);
+    /* Leaves succeeded (requeued by hand): cleared; succeeds again: anew. */
+    pgfx_exec(f, "UPDATE job SET state = 'ready' WHERE id = %" PRId64, id);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job WHERE id = %" PRId64
+                                 " AND succeeded_at IS NULL", id), 1);
+    pgfx_exec(f, "UPDATE job SET state = 'succeeded' WHERE id = %" PRId64, id);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job WHERE id = %" PRId64
+                                 " AND succeeded_at > now() - interval '1 minute'", id), 1);
+    /* A failed row has none (not drain). */
+    int64_t failed = pgfx_i64(f, "INSERT INTO job (project_id, kind, state, finished_at) VALUES"
+                                 " ('alpha', 'render', 'failed', now()) RETURNING id");
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job WHERE id = %" PRId64
+                                 " AND succeeded_at IS NULL", failed), 1);
+}
+
+static void test_divergent_boundaries(void **state) {
+    pgfx *f = *state;
+    /* alpha/render: 4 succeeded in the window, 9 created in it (4 of them
+     * the succeeded ones: 1 over 2 x 4) and 5 ready... plus one more ready
+     * = 6 waiting (one over 5): DIVERGENT. */
+    add(f, "alpha", "render", "succeeded", 4, "10 minutes");
+    add(f, "alpha", "render", "ready", 5, "5 minutes");
+    /* At the ratio: beta/render 4 succeeded, 8 created, 6 waiting (the
+     * sixth created before the window). */
+    add(f, "beta", "render", "succeeded", 4, "10 minutes");
+    add(f, "beta", "render", "ready", 4, "5 minutes");
+    add(f, "beta", "render", "ready", 2, "2 hours");
+    /* At the minimum waiting: gamma/render 0 succeeded, 5 created, 5 waiting. */
+    add(f, "gamma", "render", "ready", 5, "5 minutes");
+    /* Completions outside the window do not count; failed rows are not
+     * drain: delta/render 3 failed + 6 ready created, 2 succeeded 2 hours
+     * ago -> 9 intake, 0 completions, 6 waiting: DIVERGENT. */
+    add(f, "delta", "render", "succeeded", 2, "2 hours");
+    add(f, "delta", "render", "failed", 3, "5 minutes");
+    add(f, "delta", "render", "ready", 6, "5 minutes");
+    add(f, "alpha", "render", "ready", 1, "1 minute");
+
+    rp_report r;
+    assert_int_equal(pgfx_pass(f, false, &r), RP_OK);
+    assert_true(r.ok);
+    assert_int_equal(count_cond(&r, RP_COND_DIVERGENT), 2);
+    const rp_verdict *v = find(&r, RP_COND_DIVERGENT, RP_ACTION_SURFACED, "kind:alpha:render");
+    assert_non_null(v);
+    assert_true(v->measured == 10.0);
+    assert_int_equal(v->threshold, 8);
+    assert_string_equal(v->unit, "jobs");
+    assert_string_equal(v->project, "alpha");
+    assert_string_equal(v->queue, "render");
+    assert_non_null(strstr(v->detail, "only 4 succeeded"));
+    assert_non_null(strstr(v->detail, "6 are waiting"));
+    v = find(&r, RP_COND_DIVERGENT, RP_ACTION_SURFACED, "kind:delta:render");
+    assert_non_null(v);
+    assert_true(v->measured == 9.0);
+    assert_int_equal(v->threshold, 0);
+    rp_report_cleanup(&r);
+    assert_int_equal(ledger(f, "SURFACED", "kind:alpha:render"), 1);
+    assert_int_equal(ledger(f, "SURFACED", "kind:delta:render"), 1);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM sighting WHERE key ="
+                                 " 'job_queue|DIVERGENT|kind:alpha:render'"), 1);
+
+    /* beta one over the ratio: one more created (waiting 7). */
+    add(f, "beta", "render", "ready", 1, "1 minute");
+    /* Still divergent: nothing new for alpha and delta. */
+    assert_int_equal(pgfx_pass(f, false, &r), RP_OK);
+    assert_int_equal(count_cond(&r, RP_COND_DIVERGENT), 1);
+    assert_non_null(find(&r, RP_COND_DIVERGENT, RP_ACTION_SURFACED, "kind:beta:render"));
+    rp_report_cleanup(&r);
+    assert_int_equal(ledger(f, "SURFACED", "kind:alpha:render"), 1);
+
+    /* Drain catches up on alpha (one more succeeded: 10 <= 2 x 5, waiting
+     * 5): cleared once. */
+    pgfx_exec(f, "UPDATE job SET state = 'succeeded' WHERE id = (SELECT min(id) FROM job WHERE"
+                 " project_id = 'alpha' AND state = 'ready')");
+    assert_int_equal(pgfx_pass(f, false, &r), RP_OK);
+    v = find(&r, RP_COND_DIVERGENT, RP_ACTION_CLEARED, "kind:alpha:render");
+    assert_non_null(v);
+    assert_string_equal(v->project, "alpha");
+    assert_int_equal(count_cond(&r, RP_COND_DIVERGENT), 1);
+    rp_report_cleanup(&r);
+    assert_int_equal(ledger(f, "CLEARED", "kind:alpha:render"), 1);
+
+    /* A pass narrowed to another project clears nothing of delta's. */
+    pgfx_exec(f, "DELETE FROM job WHERE project_id = 'delta' AND state = 'ready'");
+    f->opt.project = "beta";
+    assert_int_equal(pgfx_pass(f, false, &r), RP_OK);
+    assert_int_equal(count_cond(&r, RP_COND_DIVERGENT), 0);
+    rp_report_cleanup(&r);
+    f->opt.project = NULL;
+    assert_int_equal(pgfx_pass(f, false, &r), RP_OK);
+    assert_non_null(find(&r, RP_COND_DIVERGENT, RP_ACTION_CLEARED, "kind:delta:render"));
+    assert_int_equal(count_cond(&r, RP_COND_DIVERGENT), 1);
+    rp_report_cleanup(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_succeeded_at_trigger, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_divergent_boundaries, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("pg_store_divergent", tests, NULL, NULL);
+}
