@@ -172,6 +172,12 @@ typedef struct rp_queue_facts {
      * tell (the management listing, any queue type). */
     const char *dlx_name;
     const char *dlx_routing_key;
+    /* Issue 18 item 3: the queue's cumulative message_stats publish and ack
+     * counters (reset when the broker or the queue restarts); stats_known
+     * false when the adapter cannot tell. An absent counter reads 0. */
+    bool stats_known;
+    int64_t published_total;
+    int64_t acked_total;
 } rp_queue_facts;
 
 /* Why stale ready could not be judged on a queue where it could hold

@@ -63,6 +63,16 @@ typedef struct rp_queue_rates {
     int64_t acked;
 } rp_queue_rates;
 
+/* One reading of an owned queue's counters (strings borrowed). */
+typedef struct rp_queue_counter_reading {
+    const char *vhost;
+    const char *name;
+    int64_t published_total;
+    int64_t acked_total;
+    rp_time_ms read_at;     /* the pass's clock */
+    int64_t window_seconds; /* the rates' window; older increments pruned */
+} rp_queue_counter_reading;
+
 /* The same for an OWNED work queue (not a dead-letter queue, not a stream,
  * counts known): waiting is its ready messages; unit "messages", object
  * "queue:<vhost>:<name>", queue the name, source broker. Nothing for any

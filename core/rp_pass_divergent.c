@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "rp_judge_divergent.h"
+#include "rp_object.h"
 #include "rp_pass_internal.h"
 
 rp_status rp__pass_divergent_store(rp__pass *p) {
@@ -41,5 +42,46 @@ rp_status rp__pass_divergent_store(rp__pass *p) {
     }
     free(vs);
     if (st == RP_OK) p->divergent_read = true;
+    return st;
+}
+
+bool rp__pass_divergent_sampled(const rp__pass *p, const char *subject) {
+    return p->ports->store.sample_queue_counters != NULL &&
+           !rp__strs_has(&p->divergent_unread, subject);
+}
+
+rp_status rp__pass_divergent_queue(rp__pass *p, const rp_queue_facts *q) {
+    const rp_store_port *s = &p->ports->store;
+    if (s->sample_queue_counters == NULL || !q->owned || q->is_dead_letter_queue ||
+        q->type == RP_QUEUE_TYPE_STREAM)
+        return RP_OK;
+    char *subject = NULL;
+    rp_status st = rp_object_queue(q->vhost, q->name, &subject);
+    if (st != RP_OK) return st;
+    rp_queue_rates rates = {0};
+    if (q->counts_known && q->stats_known) {
+        rp_queue_counter_reading r = {
+            .vhost = q->vhost,
+            .name = q->name,
+            .published_total = q->published_total,
+            .acked_total = q->acked_total,
+            .read_at = p->now,
+            .window_seconds = p->opt->thresholds.divergence_window_seconds,
+        };
+        rp_status sst = s->sample_queue_counters(s->self, &r, &rates);
+        if (sst != RP_OK) {
+            rates.known = false;
+            st = rp__pass_note(p, "queue %s on vhost %s: its publish and ack counters could not "
+                                  "be recorded (%s); DIVERGENT not judged",
+                               q->name, q->vhost, rp_status_string(sst));
+        }
+    }
+    if (st == RP_OK && !rates.known) st = rp__strs_add(&p->divergent_unread, subject);
+    free(subject);
+    if (st != RP_OK || !rates.known) return st;
+    rp_verdict v;
+    st = rp_judge_divergent_queue(q, &rates, &p->opt->thresholds, &v);
+    if (st == RP_OK && v.condition != RP_COND_NONE) st = rp__pass_hold(p, q->vhost, q->name, &v);
+    rp_verdict_cleanup(&v);
     return st;
 }

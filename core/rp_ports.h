@@ -255,6 +255,16 @@ typedef struct rp_store_port {
     rp_status (*count_divergent)(void *self, const char *project, rp_time_ms now,
                                  int64_t window_seconds, int64_t more_than,
                                  rp_divergence_list *out);
+    /* Issue 18 item 3, broker (may be NULL: no broker DIVERGENT is judged
+     * or cleared): records one reading of an owned queue's cumulative
+     * publish and ack counters (rp_queue_counter_reading) and gives its
+     * publishes and acks over the window, in one transaction, serialised
+     * per queue across replicas (each increment counted once; a reading
+     * older than the stored one adds nothing; a counter below the stored
+     * one was reset and counts from 0); increments older than the window
+     * are pruned. out->known false for the queue's first reading. */
+    rp_status (*sample_queue_counters)(void *self, const rp_queue_counter_reading *r,
+                                       rp_queue_rates *out);
 } rp_store_port;
 
 /* ---- Dead-letter park --------------------------------------------------- */

@@ -1,5 +1,7 @@
 /* Issue 18 item 3's store side: intake, completions and claimable jobs per
- * (project, kind) over the window (DIVERGENT; rp_ports.h). */
+ * (project, kind) over the window, and owned queues' publish and ack
+ * counters sampled into queue_counter / queue_increment (migration 0008)
+ * (DIVERGENT; rp_ports.h). */
 #include <stdlib.h>
 
 #include "rp_pg_store_internal.h"
@@ -52,4 +54,40 @@ static rp_status rp_count_divergent(void *self, const char *project, rp_time_ms 
     return RP_OK;
 }
 
-void rp__pg_fill_divergent(rp_store_port *out) { out->count_divergent = rp_count_divergent; }
+static rp_status rp_sample_queue_counters(void *self, const rp_queue_counter_reading *rd,
+                                          rp_queue_rates *out) {
+    rp_pg_store *s = self;
+    *out = (rp_queue_rates){0};
+    if (rd == NULL || rd->vhost == NULL || rd->name == NULL || rd->published_total < 0 ||
+        rd->acked_total < 0 || rd->window_seconds < 0)
+        return RP_ERR_INVALID;
+    rp_status st = rp__pg_enter(s, RP__PG_WRITE, "sample_queue_counters");
+    if (st != RP_OK) return st;
+    char pub[24], ack[24], at[24], window[24];
+    const char *vals[] = {rd->vhost, rd->name, rp__pg_itoa(rd->published_total, pub),
+                          rp__pg_itoa(rd->acked_total, ack), rp__pg_itoa(rd->read_at, at),
+                          rp__pg_itoa(rd->window_seconds, window)};
+    const char *prune[] = {vals[4], vals[5]};
+    rp__pg_cmd k[] = {
+        {.stmt = RP__PG_COUNTER_FIRST, .n = 5, .values = vals},
+        {.stmt = RP__PG_COUNTER_SAMPLE, .n = 6, .values = vals},
+        {.stmt = RP__PG_COUNTER_PRUNE, .n = 2, .values = prune},
+    };
+    PGresult *r[3] = {NULL, NULL, NULL};
+    st = rp__pg_run(s, k, 3, r, "sample_queue_counters", NULL);
+    if (st != RP_OK) return st;
+    if (PQntuples(r[1]) != 1) {
+        rp__pg_clear(r, 3);
+        return RP_ERR_INTERNAL;
+    }
+    out->known = PQntuples(r[0]) == 0; /* no baseline inserted: read before */
+    out->published = rp__pg_i64(r[1], 0, 0);
+    out->acked = rp__pg_i64(r[1], 0, 1);
+    rp__pg_clear(r, 3);
+    return RP_OK;
+}
+
+void rp__pg_fill_divergent(rp_store_port *out) {
+    out->count_divergent = rp_count_divergent;
+    out->sample_queue_counters = rp_sample_queue_counters;
+}

@@ -383,6 +383,42 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "LEFT JOIN i ON i.project_id = w.project_id AND i.kind = w.kind "
          "LEFT JOIN c ON c.project_id = w.project_id AND c.kind = w.kind "
          "ORDER BY w.project_id, w.kind"},
+    /* Issue 18 item 3, broker (rp_pg_divergent.c): one reading of a
+     * queue's counters, the three in one transaction. $1 vhost, $2 queue,
+     * $3 published, $4 acked, $5 read_at (ms). The first reading of a queue
+     * is its baseline (a row returned). */
+    [RP__PG_COUNTER_FIRST] =
+        {"counter_first",
+         "INSERT INTO {s}.queue_counter (vhost, queue, published, acked, read_at) "
+         "VALUES ($1::text, $2::text, $3::int8, $4::int8, $5::int8) "
+         "ON CONFLICT (vhost, queue) DO NOTHING RETURNING 1"},
+    /* The same, $6 window seconds. The stored reading locked (a replica
+     * sampling the same queue waits, then sees this one's); a newer reading
+     * replaces it and its increment (a counter below the stored one was
+     * reset: counted from 0) is recorded; an older one adds nothing. The
+     * publishes and acks of the window, this increment included. */
+    [RP__PG_COUNTER_SAMPLE] =
+        {"counter_sample",
+         "WITH prev AS (SELECT published, acked, read_at FROM {s}.queue_counter "
+         "WHERE vhost = $1::text AND queue = $2::text FOR UPDATE), "
+         "up AS (UPDATE {s}.queue_counter c SET published = $3::int8, acked = $4::int8, "
+         "read_at = $5::int8 FROM prev WHERE c.vhost = $1::text AND c.queue = $2::text "
+         "AND $5::int8 > prev.read_at RETURNING "
+         "CASE WHEN $3::int8 >= prev.published THEN $3::int8 - prev.published ELSE $3::int8 END "
+         "AS dp, CASE WHEN $4::int8 >= prev.acked THEN $4::int8 - prev.acked ELSE $4::int8 END "
+         "AS da), "
+         "ins AS (INSERT INTO {s}.queue_increment (vhost, queue, at, published, acked) "
+         "SELECT $1::text, $2::text, " TS("$5") ", dp, da FROM up WHERE dp > 0 OR da > 0) "
+         "SELECT (coalesce((SELECT sum(published) FROM {s}.queue_increment WHERE vhost = $1::text "
+         "AND queue = $2::text AND at >= " TS("$5") " - $6::int8 * interval '1 second'), 0) "
+         "+ coalesce((SELECT dp FROM up), 0))::int8, "
+         "(coalesce((SELECT sum(acked) FROM {s}.queue_increment WHERE vhost = $1::text "
+         "AND queue = $2::text AND at >= " TS("$5") " - $6::int8 * interval '1 second'), 0) "
+         "+ coalesce((SELECT da FROM up), 0))::int8"},
+    /* $1 now (ms), $2 window seconds: increments older than the window. */
+    [RP__PG_COUNTER_PRUNE] =
+        {"counter_prune",
+         "DELETE FROM {s}.queue_increment WHERE at < " TS("$1") " - $2::int8 * interval '1 second'"},
 };
 
 rp_status rp__pg_sql_expand(const char *text, const rp__pg_subst *sub, char **out) {

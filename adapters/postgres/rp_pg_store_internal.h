@@ -42,6 +42,9 @@ typedef enum rp__pg_stmt {
     RP__PG_WAITING,
     RP__PG_EVICT_HELD,
     RP__PG_DIVERGENT,
+    RP__PG_COUNTER_FIRST,
+    RP__PG_COUNTER_SAMPLE,
+    RP__PG_COUNTER_PRUNE,
     RP__PG_STMT_COUNT_
 } rp__pg_stmt;
 

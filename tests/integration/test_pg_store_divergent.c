@@ -183,10 +183,65 @@ static void test_divergent_boundaries(void **state) {
     rp_report_cleanup(&r);
 }
 
+static rp_queue_rates sample(pgfx *f, const char *queue, int64_t pub, int64_t ack, rp_time_ms at) {
+    const rp_store_port *s = &f->ports.store;
+    rp_queue_counter_reading r = {.vhost = "/", .name = queue, .published_total = pub,
+                                  .acked_total = ack, .read_at = at, .window_seconds = 3600};
+    rp_queue_rates out;
+    assert_int_equal(s->sample_queue_counters(s->self, &r, &out), RP_OK);
+    return out;
+}
+
+/* The broker's counters: a baseline, increments, a reading older than the
+ * stored one (another replica read later and wrote first) adding nothing,
+ * a reset counting from zero, the window, the prune, queues apart. */
+static void test_queue_counters(void **state) {
+    pgfx *f = *state;
+    rp_time_ms t0 = pgfx_i64(f, "SELECT floor(extract(epoch FROM now()) * 1000)::int8");
+    rp_queue_rates r = sample(f, "vibey.a", 100, 40, t0);
+    assert_false(r.known); /* the baseline */
+    r = sample(f, "vibey.a", 130, 45, t0 + 1000);
+    assert_true(r.known);
+    assert_int_equal(r.published, 30);
+    assert_int_equal(r.acked, 5);
+    /* Replica B read (t0+3000) and wrote before replica A's older reading
+     * (t0+2000): A's adds nothing, nothing is counted twice. */
+    r = sample(f, "vibey.a", 150, 50, t0 + 3000);
+    assert_int_equal(r.published, 50);
+    assert_int_equal(r.acked, 10);
+    r = sample(f, "vibey.a", 140, 48, t0 + 2000);
+    assert_true(r.known);
+    assert_int_equal(r.published, 50);
+    assert_int_equal(r.acked, 10);
+    r = sample(f, "vibey.a", 150, 50, t0 + 3000); /* the same reading again */
+    assert_int_equal(r.published, 50);
+    /* The broker restarted: the counters start over from 0. */
+    r = sample(f, "vibey.a", 7, 2, t0 + 4000);
+    assert_int_equal(r.published, 57);
+    assert_int_equal(r.acked, 12);
+    /* Another queue is apart. */
+    r = sample(f, "vibey.b", 1000, 0, t0 + 4000);
+    assert_false(r.known);
+    r = sample(f, "vibey.b", 1001, 0, t0 + 5000);
+    assert_int_equal(r.published, 1);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM queue_counter"), 2);
+    /* An hour and a bit later: the old increments are out of the window and
+     * pruned; only the new one counts. */
+    rp_time_ms later = t0 + 3600 * 1000 + 4500;
+    r = sample(f, "vibey.a", 17, 3, later);
+    assert_int_equal(r.published, 10);
+    assert_int_equal(r.acked, 1);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM queue_increment WHERE queue = 'vibey.a'"),
+                     1);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM queue_increment WHERE queue = 'vibey.b'"),
+                     1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_succeeded_at_trigger, setup, teardown),
         cmocka_unit_test_setup_teardown(test_divergent_boundaries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_counters, setup, teardown),
     };
     return cmocka_run_group_tests_name("pg_store_divergent", tests, NULL, NULL);
 }
