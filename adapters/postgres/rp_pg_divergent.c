@@ -68,22 +68,24 @@ static rp_status rp_sample_queue_counters(void *self, const rp_queue_counter_rea
                           rp__pg_itoa(rd->acked_total, ack), rp__pg_itoa(rd->read_at, at),
                           rp__pg_itoa(rd->window_seconds, window)};
     const char *prune[] = {vals[4], vals[5]};
+    const char *sums[] = {vals[0], vals[1], vals[4], vals[5]};
     rp__pg_cmd k[] = {
         {.stmt = RP__PG_COUNTER_FIRST, .n = 5, .values = vals},
-        {.stmt = RP__PG_COUNTER_SAMPLE, .n = 6, .values = vals},
+        {.stmt = RP__PG_COUNTER_SAMPLE, .n = 5, .values = vals},
         {.stmt = RP__PG_COUNTER_PRUNE, .n = 2, .values = prune},
+        {.stmt = RP__PG_COUNTER_SUMS, .n = 4, .values = sums},
     };
-    PGresult *r[3] = {NULL, NULL, NULL};
-    st = rp__pg_run(s, k, 3, r, "sample_queue_counters", NULL);
+    PGresult *r[4] = {NULL, NULL, NULL, NULL};
+    st = rp__pg_run(s, k, 4, r, "sample_queue_counters", NULL);
     if (st != RP_OK) return st;
-    if (PQntuples(r[1]) != 1) {
-        rp__pg_clear(r, 3);
+    if (PQntuples(r[3]) != 1) {
+        rp__pg_clear(r, 4);
         return RP_ERR_INTERNAL;
     }
     out->known = PQntuples(r[0]) == 0; /* no baseline inserted: read before */
-    out->published = rp__pg_i64(r[1], 0, 0);
-    out->acked = rp__pg_i64(r[1], 0, 1);
-    rp__pg_clear(r, 3);
+    out->published = rp__pg_i64(r[3], 0, 0);
+    out->acked = rp__pg_i64(r[3], 0, 1);
+    rp__pg_clear(r, 4);
     return RP_OK;
 }
 

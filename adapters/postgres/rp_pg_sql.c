@@ -392,11 +392,10 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "INSERT INTO {s}.queue_counter (vhost, queue, published, acked, read_at) "
          "VALUES ($1::text, $2::text, $3::int8, $4::int8, $5::int8) "
          "ON CONFLICT (vhost, queue) DO NOTHING RETURNING 1"},
-    /* The same, $6 window seconds. The stored reading locked (a replica
-     * sampling the same queue waits, then sees this one's); a newer reading
+    /* The same parameters. The stored reading locked (a replica sampling
+     * the same queue waits, then reads this one's); a newer reading
      * replaces it and its increment (a counter below the stored one was
-     * reset: counted from 0) is recorded; an older one adds nothing. The
-     * publishes and acks of the window, this increment included. */
+     * reset: counted from 0) is recorded; an older one adds nothing. */
     [RP__PG_COUNTER_SAMPLE] =
         {"counter_sample",
          "WITH prev AS (SELECT published, acked, read_at FROM {s}.queue_counter "
@@ -408,13 +407,17 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "AS dp, CASE WHEN $4::int8 >= prev.acked THEN $4::int8 - prev.acked ELSE $4::int8 END "
          "AS da), "
          "ins AS (INSERT INTO {s}.queue_increment (vhost, queue, at, published, acked) "
-         "SELECT $1::text, $2::text, " TS("$5") ", dp, da FROM up WHERE dp > 0 OR da > 0) "
-         "SELECT (coalesce((SELECT sum(published) FROM {s}.queue_increment WHERE vhost = $1::text "
-         "AND queue = $2::text AND at >= " TS("$5") " - $6::int8 * interval '1 second'), 0) "
-         "+ coalesce((SELECT dp FROM up), 0))::int8, "
-         "(coalesce((SELECT sum(acked) FROM {s}.queue_increment WHERE vhost = $1::text "
-         "AND queue = $2::text AND at >= " TS("$5") " - $6::int8 * interval '1 second'), 0) "
-         "+ coalesce((SELECT da FROM up), 0))::int8"},
+         "SELECT $1::text, $2::text, " TS("$5") ", dp, da FROM up WHERE dp > 0 OR da > 0 "
+         "RETURNING 1) "
+         "SELECT count(*) FROM ins"},
+    /* $1 vhost, $2 queue, $3 now (ms), $4 window seconds: the publishes and
+     * acks of the window, in a statement of its own (a snapshot that sees
+     * what a replica committed while this one waited for its lock). */
+    [RP__PG_COUNTER_SUMS] =
+        {"counter_sums",
+         "SELECT coalesce(sum(published), 0)::int8, coalesce(sum(acked), 0)::int8 "
+         "FROM {s}.queue_increment WHERE vhost = $1::text AND queue = $2::text "
+         "AND at >= " TS("$3") " - $4::int8 * interval '1 second'"},
     /* $1 now (ms), $2 window seconds: increments older than the window. */
     [RP__PG_COUNTER_PRUNE] =
         {"counter_prune",

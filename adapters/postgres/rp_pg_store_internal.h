@@ -45,6 +45,7 @@ typedef enum rp__pg_stmt {
     RP__PG_COUNTER_FIRST,
     RP__PG_COUNTER_SAMPLE,
     RP__PG_COUNTER_PRUNE,
+    RP__PG_COUNTER_SUMS,
     RP__PG_STMT_COUNT_
 } rp__pg_stmt;
 

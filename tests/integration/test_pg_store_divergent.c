@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,11 +238,57 @@ static void test_queue_counters(void **state) {
                      1);
 }
 
+typedef struct sampler {
+    pgfx *f;
+    rp_queue_counter_reading r;
+    rp_queue_rates out;
+    rp_status st;
+} sampler;
+
+static void *sample_thread(void *arg) {
+    sampler *s = arg;
+    const rp_store_port *p = &s->f->ports.store;
+    s->st = p->sample_queue_counters(p->self, &s->r, &s->out);
+    return NULL;
+}
+
+/* Two replicas at once: replica B holds the queue's stored reading locked
+ * (it is about to write its own) when replica A samples; A waits, then
+ * counts from B's reading, so B's increment is counted once, and A's
+ * window sums include it. */
+static void test_queue_counters_two_replicas(void **state) {
+    pgfx *f = *state;
+    rp_time_ms t0 = pgfx_i64(f, "SELECT floor(extract(epoch FROM now()) * 1000)::int8");
+    rp_queue_rates r = sample(f, "vibey.c", 100, 50, t0);
+    assert_false(r.known);
+    pgfx_exec(f, "BEGIN");
+    pgfx_exec(f, "SELECT 1 FROM queue_counter WHERE queue = 'vibey.c' FOR UPDATE");
+    sampler a = {.f = f,
+                 .r = {.vhost = "/", .name = "vibey.c", .published_total = 160, .acked_total = 60,
+                       .read_at = t0 + 3000, .window_seconds = 3600}};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, sample_thread, &a), 0);
+    assert_true(itest_pg_wait_lock_waiters(1, 10000));
+    pgfx_exec(f, "UPDATE queue_counter SET published = 150, acked = 55, read_at = %" PRId64
+                 " WHERE queue = 'vibey.c'", t0 + 2000);
+    pgfx_exec(f, "INSERT INTO queue_increment (vhost, queue, at, published, acked) VALUES"
+                 " ('/', 'vibey.c', to_timestamp(%" PRId64 " / 1000.0), 50, 5)", t0 + 2000);
+    pgfx_exec(f, "COMMIT");
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(a.st, RP_OK);
+    assert_true(a.out.known);
+    assert_int_equal(a.out.published, 60); /* B's 50, then A's 10 */
+    assert_int_equal(a.out.acked, 10);
+    assert_int_equal(pgfx_i64(f, "SELECT sum(published) FROM queue_increment WHERE queue ="
+                                 " 'vibey.c'"), 60);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_succeeded_at_trigger, setup, teardown),
         cmocka_unit_test_setup_teardown(test_divergent_boundaries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_counters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_counters_two_replicas, setup, teardown),
     };
     return cmocka_run_group_tests_name("pg_store_divergent", tests, NULL, NULL);
 }
