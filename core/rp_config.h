@@ -97,6 +97,9 @@ typedef enum rp_config_key_id {
     RP_CFG_REAP_WEDGE_RESTART,
     RP_CFG_REAP_WEDGE_RESTART_MAX,
     RP_CFG_REAP_WEDGE_RESTART_WINDOW_SECONDS,
+    RP_CFG_REAP_DIVERGENCE_WINDOW_SECONDS,
+    RP_CFG_REAP_DIVERGENCE_RATIO,
+    RP_CFG_REAP_DIVERGENCE_MIN_WAITING,
     RP_CFG_CONTROL_ALLOWED_USERS,
     RP_CFG_CONTROL_REAP_RATE_SECONDS,
     RP_CFG_CONTROL_REPLAY_CLAIM_SECONDS,
@@ -219,6 +222,10 @@ typedef struct rp_config {
         bool wedge_restart;
         int64_t wedge_restart_max;
         int64_t wedge_restart_window_seconds;
+        /* Issue 18 item 3: DIVERGENT (rp_judge_divergent.h). */
+        int64_t divergence_window_seconds;
+        int64_t divergence_ratio;
+        int64_t divergence_min_waiting;
     } reap;
     struct {
         /* Empty: reaperd's own broker user (the user of broker.url) only;

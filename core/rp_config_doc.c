@@ -123,6 +123,16 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
                                       "sighting clears.",
     [RP_CFG_REAP_WEDGE_RESTART_WINDOW_SECONDS] = "The window `wedge_restart_max` counts "
                                                  "restarts in.",
+    [RP_CFG_REAP_DIVERGENCE_WINDOW_SECONDS] =
+        "The window over which intake and drain are compared for `DIVERGENT`: job-table rows "
+        "created and rows that reached `succeeded` in it (per project and kind); an owned "
+        "queue's publishes and acks in it (sampled every sweep into the store).",
+    [RP_CFG_REAP_DIVERGENCE_RATIO] = "Intake above this many times the completions over the "
+                                     "window (and more than `divergence_min_waiting` waiting) "
+                                     "is surfaced as `DIVERGENT`.",
+    [RP_CFG_REAP_DIVERGENCE_MIN_WAITING] = "`DIVERGENT` needs more than this many waiting: "
+                                           "claimable jobs of the kind, or ready messages of "
+                                           "the queue.",
     [RP_CFG_CONTROL_ALLOWED_USERS] = "Broker users (the broker-checked `user_id` of a request) "
                                      "allowed to send control requests; empty: reaperd's "
                                      "own broker user only (the user of `broker.url`); "

@@ -21,6 +21,9 @@ void rp_thresholds_default(rp_thresholds *t) {
     t->queue_depth_threshold = 10000;
     t->wedged_seconds = 900;
     t->wedged_checks = 3;
+    t->divergence_window_seconds = 86400;
+    t->divergence_ratio = 2;
+    t->divergence_min_waiting = 50;
 }
 
 bool rp_judge_lease_expired(rp_time_ms now, rp_time_ms lease_expires_at, int64_t grace_seconds) {
@@ -183,6 +186,11 @@ static void rp_condition_scale(rp_condition c, const rp_thresholds *t, int64_t *
         *threshold = t->wedged_seconds;
         *unit = "seconds";
         return;
+    case RP_COND_DIVERGENT:
+        /* A kind subject counts jobs, a queue subject messages (below). */
+        *threshold = t->divergence_min_waiting;
+        *unit = "jobs";
+        return;
     case RP_COND_HOLDER_GONE:
     default:
         *threshold = 0;
@@ -209,6 +217,8 @@ rp_status rp_judge_cleared(const rp_sighting_row *s, const rp_thresholds *t, rp_
         j.threshold = t->queue_depth_threshold;
         j.unit = "messages";
     }
+    if (parts.condition == RP_COND_DIVERGENT && parts.source == RP_SOURCE_BROKER)
+        j.unit = "messages";
 
     char *vhost = NULL, *queue = NULL, *project = NULL, *object = NULL, *detail = NULL;
     rp_status st = RP_OK;

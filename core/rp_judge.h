@@ -66,6 +66,10 @@ typedef struct rp_thresholds {
     /* Issue 18 item 4 (rp_wedged.h). */
     int64_t wedged_seconds;           /* default 900 */
     int64_t wedged_checks;            /* default 3 */
+    /* Issue 18 item 3 (rp_judge_divergent.h). */
+    int64_t divergence_window_seconds; /* default 86400 */
+    int64_t divergence_ratio;          /* default 2 */
+    int64_t divergence_min_waiting;    /* default 50 */
 } rp_thresholds;
 
 /* Fills *t with the defaults of CONTRACT section 3. */
@@ -171,6 +175,12 @@ typedef struct rp_queue_facts {
      * tell (the management listing, any queue type). */
     const char *dlx_name;
     const char *dlx_routing_key;
+    /* Issue 18 item 3: the queue's cumulative message_stats publish and ack
+     * counters (reset when the broker or the queue restarts); stats_known
+     * false when the adapter cannot tell. An absent counter reads 0. */
+    bool stats_known;
+    int64_t published_total;
+    int64_t acked_total;
 } rp_queue_facts;
 
 /* Why stale ready could not be judged on a queue where it could hold

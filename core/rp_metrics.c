@@ -49,6 +49,11 @@ static const struct {
     /* Issue 18 item 4 (rp_judge_wedged.c). */
     {RP_SOURCE_JOB_QUEUE, RP_COND_WEDGED, RP_ACTION_SURFACED},
     {RP_SOURCE_JOB_QUEUE, RP_COND_WEDGED, RP_ACTION_CLEARED},
+    /* Issue 18 item 3 (rp_judge_divergent.c). */
+    {RP_SOURCE_JOB_QUEUE, RP_COND_DIVERGENT, RP_ACTION_SURFACED},
+    {RP_SOURCE_JOB_QUEUE, RP_COND_DIVERGENT, RP_ACTION_CLEARED},
+    {RP_SOURCE_BROKER, RP_COND_DIVERGENT, RP_ACTION_SURFACED},
+    {RP_SOURCE_BROKER, RP_COND_DIVERGENT, RP_ACTION_CLEARED},
 };
 
 bool rp_metrics_reaped_valid(rp_source s, rp_condition c, rp_action a) {

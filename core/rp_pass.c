@@ -184,8 +184,11 @@ static bool rp_may_clear(const rp__pass *p, const rp_sighting_key_parts *parts) 
              * project that read the long-held rows whole clears it. */
             return p->stalled_read && p->opt->project == NULL;
         }
-        if (parts->condition == RP_COND_WAITING_DEPTH || parts->condition == RP_COND_WEDGED) {
-            if (!(parts->condition == RP_COND_WEDGED ? p->wedged_read : p->waiting_read))
+        if (parts->condition == RP_COND_WAITING_DEPTH || parts->condition == RP_COND_WEDGED ||
+            parts->condition == RP_COND_DIVERGENT) {
+            if (!(parts->condition == RP_COND_WEDGED      ? p->wedged_read
+                  : parts->condition == RP_COND_DIVERGENT ? p->divergent_read
+                                                          : p->waiting_read))
                 return false;
             if (p->opt->project == NULL) return true;
             char *project = NULL, *kind = NULL;
@@ -204,7 +207,9 @@ static bool rp_may_clear(const rp__pass *p, const rp_sighting_key_parts *parts) 
     bool judged = parts->condition == RP_COND_HOLDER_GONE ||
                   parts->condition == RP_COND_STALE_READY || parts->condition == RP_COND_DEAD_LETTER ||
                   parts->condition == RP_COND_POISON || /* a delivery limit that drops */
-                  parts->condition == RP_COND_WAITING_DEPTH;
+                  parts->condition == RP_COND_WAITING_DEPTH ||
+                  (parts->condition == RP_COND_DIVERGENT &&
+                   rp__pass_divergent_sampled(p, parts->subject));
     /* A queue read but not measured keeps what was sighted on it. */
     if (!judged || rp__strs_has(&p->kept, parts->subject)) return false;
     if (p->targeted) return rp__strs_has(&p->read, parts->subject);
@@ -259,6 +264,7 @@ void rp__pass_cleanup(rp__pass *p) {
     }
     free(p->targets);
     rp__strs_cleanup(&p->kept);
+    rp__strs_cleanup(&p->divergent_unread);
     rp__strs_cleanup(&p->read);
     rp__pass_routes_cleanup(p);
     memset(p, 0, sizeof *p);

@@ -159,6 +159,8 @@ rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *listed, bool b
         if (st == RP_OK && v.condition != RP_COND_NONE) st = rp__pass_hold(p, q.vhost, q.name, &v);
         rp_verdict_cleanup(&v);
     }
+    /* Intake above drain over the window (issue 18 item 3, DIVERGENT). */
+    if (st == RP_OK) st = rp__pass_divergent_queue(p, &q);
     /* A limit at which the broker would drop a message (no dead-letter
      * exchange) is its own sighting, beside whatever else holds. */
     if (st == RP_OK) {

@@ -96,6 +96,11 @@ typedef struct rp__pass {
     /* Issue 18 item 4: whether the job table's wedge groups were read and
      * counted this pass (only then are WEDGED sightings cleared). */
     bool wedged_read;
+    /* Issue 18 item 3: the job table's DIVERGENT counts read this pass. */
+    bool divergent_read;
+    /* Owned queues ("queue:<vhost>:<name>") whose publish/ack rates could
+     * not be read this pass: their DIVERGENT sightings are kept. */
+    rp__strs divergent_unread;
 } rp__pass;
 
 /* Sets up *p for a pass over ports with opt and report (the clock read
@@ -152,6 +157,14 @@ rp_status rp__pass_surface(rp__pass *p, rp_verdict *v) RP_MUSTCHECK;
 rp_status rp__pass_store(rp__pass *p) RP_MUSTCHECK;
 /* The job table's WEDGED check (rp_pass_wedged.c). */
 rp_status rp__pass_wedged(rp__pass *p) RP_MUSTCHECK;
+/* The job table's DIVERGENT step (rp_pass_divergent.c). */
+rp_status rp__pass_divergent_store(rp__pass *p) RP_MUSTCHECK;
+/* The broker's DIVERGENT step for one classified queue: its counters
+ * sampled into the store, its rates over the window judged, a verdict held
+ * (rp__pass_hold). */
+rp_status rp__pass_divergent_queue(rp__pass *p, const rp_queue_facts *q) RP_MUSTCHECK;
+/* Whether a pass may judge (and so clear) broker DIVERGENT sightings. */
+bool rp__pass_divergent_sampled(const rp__pass *p, const char *subject);
 rp_status rp__pass_leases(rp__pass *p) RP_MUSTCHECK; /* the lease reap alone */
 rp_status rp__pass_broker(rp__pass *p) RP_MUSTCHECK;
 

@@ -323,5 +323,6 @@ rp_status rp__pass_store(rp__pass *p) {
     if (st == RP_OK) st = rp_stalled(p);
     if (st == RP_OK) st = rp_waiting(p);
     if (st == RP_OK) st = rp__pass_wedged(p);
+    if (st == RP_OK) st = rp__pass_divergent_store(p);
     return st;
 }

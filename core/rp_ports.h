@@ -46,6 +46,7 @@
 #include "rp_gate.h"
 #include "rp_judge.h"
 #include "rp_wedged.h"
+#include "rp_judge_divergent.h"
 #include "rp_sighting.h"
 #include "rp_status.h"
 #include "rp_verdict.h"
@@ -262,6 +263,23 @@ typedef struct rp_store_port {
      * counts as they would be, nothing written. */
     rp_status (*count_wedge_checks)(void *self, const char *scope, const char *const *wedged,
                                     size_t n, bool dry, int64_t *counts);
+    /* Issue 18 item 3 (rp_judge_divergent.h; may be NULL): per (project,
+     * kind), in project when set, the rows created since now - window, the
+     * rows that reached succeeded since then, and the claimable rows, only
+     * the groups with more than `more_than` claimable, by project then kind. */
+    rp_status (*count_divergent)(void *self, const char *project, rp_time_ms now,
+                                 int64_t window_seconds, int64_t more_than,
+                                 rp_divergence_list *out);
+    /* Issue 18 item 3, broker (may be NULL: no broker DIVERGENT is judged
+     * or cleared): records one reading of an owned queue's cumulative
+     * publish and ack counters (rp_queue_counter_reading) and gives its
+     * publishes and acks over the window, in one transaction, serialised
+     * per queue across replicas (each increment counted once; a reading
+     * older than the stored one adds nothing; a counter below the stored
+     * one was reset and counts from 0); increments older than the window
+     * are pruned. out->known false for the queue's first reading. */
+    rp_status (*sample_queue_counters)(void *self, const rp_queue_counter_reading *r,
+                                       rp_queue_rates *out);
 } rp_store_port;
 
 /* ---- Dead-letter park --------------------------------------------------- */

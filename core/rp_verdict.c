@@ -6,7 +6,7 @@
 static const char *const rp_condition_names[RP_COND_COUNT_] = {
     "NONE",          "HUNG_HANDLER", "HOLDER_GONE", "LEASE_EXPIRED",
     "POISON",        "STALE_READY",  "DEAD_LETTER", "STALLED",
-    "WAITING_DEPTH", "WEDGED",
+    "WAITING_DEPTH", "WEDGED", "DIVERGENT",
 };
 static const char *const rp_action_names[RP_ACTION_COUNT_] = {
     "NONE", "REQUEUED", "PARKED", "SURFACED", "CLEARED", "VERIFIED",

@@ -36,6 +36,9 @@ typedef enum rp_condition {
     /* Issue 18 item 4: claimable work, nothing active, no completion for
      * reap.wedged_seconds, on reap.wedged_checks consecutive checks. */
     RP_COND_WEDGED,
+    /* Issue 18 item 3: intake structurally exceeds drain over a window
+     * (rp_judge_divergent.h). */
+    RP_COND_DIVERGENT,
     RP_COND_COUNT_
 } rp_condition;
 

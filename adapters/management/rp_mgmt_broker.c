@@ -13,7 +13,8 @@
 #define RP_BROKER_DEFAULT_TIMEOUT_MS 10000L
 #define RP_QUEUE_COLUMNS                                                                    \
     "name,vhost,type,messages_ready,messages_unacknowledged,consumers,head_message_timestamp," \
-    "policy,operator_policy,effective_policy_definition,arguments"
+    "policy,operator_policy,effective_policy_definition,arguments,message_stats.publish,"     \
+    "message_stats.ack"
 
 struct rp_mgmt_broker {
     rp_mgmt_bridge *bridge;

@@ -132,6 +132,21 @@ static rp_status rp_item(const json_t *item, rp_queue_facts *f, rp_mgmt_queue_ex
     f->ready = x->counts_known ? ready : 0;
     f->unacked = x->counts_known ? unacked : 0;
 
+    /* Issue 18 item 3: the cumulative publish and ack counters. The broker
+     * leaves message_stats out until the queue saw a message, and a counter
+     * out until it first moved: both read 0 then. A message_stats that is
+     * not an object (or a counter that is not a count) says nothing. */
+    json_t *ms = json_object_get(item, "message_stats");
+    f->stats_known = f->counts_known && (ms == NULL || json_is_object(ms));
+    if (f->stats_known && ms != NULL) {
+        json_t *pub = json_object_get(ms, "publish"), *ack = json_object_get(ms, "ack");
+        if ((pub != NULL && !rp_mgmt_json_int(pub, &f->published_total)) ||
+            (ack != NULL && !rp_mgmt_json_int(ack, &f->acked_total)))
+            f->stats_known = false;
+        if (f->published_total < 0 || f->acked_total < 0) f->stats_known = false;
+    }
+    if (!f->stats_known) f->published_total = f->acked_total = 0;
+
     int64_t consumers = 0;
     f->consumers_known = rp_mgmt_json_int(json_object_get(item, "consumers"), &consumers);
     f->consumers = f->consumers_known ? consumers : 0;

@@ -416,6 +416,68 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
     [RP__PG_WEDGE_PEEK] =
         {"wedge_peek",
          "SELECT subject, consecutive FROM {s}.wedge_check WHERE subject = ANY ($1::text[])"},
+    /* Issue 18 item 3 (rp_pg_divergent.c). $1 project or NULL, $2 now
+     * (ms), $3 window seconds, $4 more_than. Per (project, kind) with more
+     * than $4 claimable (as WAITING counts them): rows created since now -
+     * window (job_by_created), rows that reached succeeded since then
+     * (succeeded_at: migration 0009, job_succeeded_by_time), claimable. */
+    [RP__PG_DIVERGENT] =
+        {"divergent",
+         "WITH w AS (SELECT j.project_id, j.kind, count(*) AS n FROM {s}.job j "
+         "LEFT JOIN {s}.job d ON d.id = j.depends_on "
+         "WHERE j.state = 'ready' AND j.run_after <= " TS("$2") " "
+         "AND (j.depends_on IS NULL OR d.state = 'succeeded') "
+         "AND ($1::text IS NULL OR j.project_id = $1::text) "
+         "GROUP BY j.project_id, j.kind HAVING count(*) > $4::int8), "
+         "i AS (SELECT project_id, kind, count(*) AS n FROM {s}.job "
+         "WHERE created_at >= " TS("$2") " - $3::int8 * interval '1 second' "
+         "AND ($1::text IS NULL OR project_id = $1::text) GROUP BY project_id, kind), "
+         "c AS (SELECT project_id, kind, count(*) AS n FROM {s}.job "
+         "WHERE succeeded_at >= " TS("$2") " - $3::int8 * interval '1 second' "
+         "AND ($1::text IS NULL OR project_id = $1::text) GROUP BY project_id, kind) "
+         "SELECT w.project_id, w.kind, coalesce(i.n, 0), coalesce(c.n, 0), w.n FROM w "
+         "LEFT JOIN i ON i.project_id = w.project_id AND i.kind = w.kind "
+         "LEFT JOIN c ON c.project_id = w.project_id AND c.kind = w.kind "
+         "ORDER BY w.project_id, w.kind"},
+    /* Issue 18 item 3, broker (rp_pg_divergent.c): one reading of a
+     * queue's counters, the three in one transaction. $1 vhost, $2 queue,
+     * $3 published, $4 acked, $5 read_at (ms). The first reading of a queue
+     * is its baseline (a row returned). */
+    [RP__PG_COUNTER_FIRST] =
+        {"counter_first",
+         "INSERT INTO {s}.queue_counter (vhost, queue, published, acked, read_at) "
+         "VALUES ($1::text, $2::text, $3::int8, $4::int8, $5::int8) "
+         "ON CONFLICT (vhost, queue) DO NOTHING RETURNING 1"},
+    /* The same parameters. The stored reading locked (a replica sampling
+     * the same queue waits, then reads this one's); a newer reading
+     * replaces it and its increment (a counter below the stored one was
+     * reset: counted from 0) is recorded; an older one adds nothing. */
+    [RP__PG_COUNTER_SAMPLE] =
+        {"counter_sample",
+         "WITH prev AS (SELECT published, acked, read_at FROM {s}.queue_counter "
+         "WHERE vhost = $1::text AND queue = $2::text FOR UPDATE), "
+         "up AS (UPDATE {s}.queue_counter c SET published = $3::int8, acked = $4::int8, "
+         "read_at = $5::int8 FROM prev WHERE c.vhost = $1::text AND c.queue = $2::text "
+         "AND $5::int8 > prev.read_at RETURNING "
+         "CASE WHEN $3::int8 >= prev.published THEN $3::int8 - prev.published ELSE $3::int8 END "
+         "AS dp, CASE WHEN $4::int8 >= prev.acked THEN $4::int8 - prev.acked ELSE $4::int8 END "
+         "AS da), "
+         "ins AS (INSERT INTO {s}.queue_increment (vhost, queue, at, published, acked) "
+         "SELECT $1::text, $2::text, " TS("$5") ", dp, da FROM up WHERE dp > 0 OR da > 0 "
+         "RETURNING 1) "
+         "SELECT count(*) FROM ins"},
+    /* $1 vhost, $2 queue, $3 now (ms), $4 window seconds: the publishes and
+     * acks of the window, in a statement of its own (a snapshot that sees
+     * what a replica committed while this one waited for its lock). */
+    [RP__PG_COUNTER_SUMS] =
+        {"counter_sums",
+         "SELECT coalesce(sum(published), 0)::int8, coalesce(sum(acked), 0)::int8 "
+         "FROM {s}.queue_increment WHERE vhost = $1::text AND queue = $2::text "
+         "AND at >= " TS("$3") " - $4::int8 * interval '1 second'"},
+    /* $1 now (ms), $2 window seconds: increments older than the window. */
+    [RP__PG_COUNTER_PRUNE] =
+        {"counter_prune",
+         "DELETE FROM {s}.queue_increment WHERE at < " TS("$1") " - $2::int8 * interval '1 second'"},
 };
 
 rp_status rp__pg_sql_expand(const char *text, const rp__pg_subst *sub, char **out) {

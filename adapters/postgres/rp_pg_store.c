@@ -85,6 +85,10 @@ static void rp_free_lent(rp_pg_store *s) {
     s->wedge_res = NULL;
     free(s->wedge_view);
     s->wedge_view = NULL;
+    PQclear(s->divergent_res);
+    s->divergent_res = NULL;
+    free(s->divergent_view);
+    s->divergent_view = NULL;
 }
 
 void rp_pg_store_free(rp_pg_store *s) {
@@ -654,6 +658,7 @@ void rp_pg_store_port(rp_pg_store *s, rp_store_port *out) {
     rp__pg_fill_ready(out);
     rp__pg_fill_runbook(out);
     rp__pg_fill_wedged(out);
+    rp__pg_fill_divergent(out);
     rp__pg_fill_sighting(out);
 }
 

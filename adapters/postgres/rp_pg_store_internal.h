@@ -45,6 +45,11 @@ typedef enum rp__pg_stmt {
     RP__PG_WEDGE_GROUPS,
     RP__PG_WEDGE_COUNT,
     RP__PG_WEDGE_PEEK,
+    RP__PG_DIVERGENT,
+    RP__PG_COUNTER_FIRST,
+    RP__PG_COUNTER_SAMPLE,
+    RP__PG_COUNTER_PRUNE,
+    RP__PG_COUNTER_SUMS,
     RP__PG_STMT_COUNT_
 } rp__pg_stmt;
 
@@ -116,6 +121,9 @@ struct rp_pg_store {
     /* What list_wedge_groups lends (rp_pg_wedged.c). */
     PGresult *wedge_res;
     rp_wedge_group *wedge_view;
+    /* What count_divergent lends (rp_pg_divergent.c). */
+    PGresult *divergent_res;
+    rp_divergence_group *divergent_view;
     bool clock_fell_back; /* logged once per outage */
     /* The replay claim on gates (rp_gate.h). */
     char claimer[160];
@@ -238,6 +246,7 @@ void rp__pg_fill_lease(rp_store_port *out);
 void rp__pg_fill_ready(rp_store_port *out);
 void rp__pg_fill_runbook(rp_store_port *out);
 void rp__pg_fill_wedged(rp_store_port *out);
+void rp__pg_fill_divergent(rp_store_port *out);
 void rp__pg_fill_sighting(rp_store_port *out);
 void rp__pg_fill_gates(rp_gate_port *out);
 void rp__pg_fill_park(rp_dead_letter_port *out);

@@ -373,6 +373,7 @@ def main():
               "ReaperJobStalled": ("stalled", 'reaper_sightings_open{'),
               "ReaperWaitingDepth": ("waitingDepth", 'reaper_sightings_open{'),
               "ReaperQueueWedged": ("wedged", 'reaper_sightings_open{'),
+              "ReaperDivergentQueue": ("divergent", 'reaper_sightings_open{'),
               "ReaperFeedFailures": ("feedFailures", "reaper_feed_publish_failures_total"),
               "ReaperReplicasNotReady": ("replicasNotReady", "reaper_up")}
     check(sorted(re.findall(r"- alert: (\w+)", rules)) == sorted(alerts), "the chart's alerts",

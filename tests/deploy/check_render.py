@@ -22,7 +22,7 @@ import yaml
 
 failures = []
 
-ALERTS = ["ReaperBackendUnreadable", "ReaperDown", "ReaperFeedFailures", "ReaperGateBacklog",
+ALERTS = ["ReaperBackendUnreadable", "ReaperDivergentQueue", "ReaperDown", "ReaperFeedFailures", "ReaperGateBacklog",
           "ReaperGateTooOld", "ReaperJobStalled", "ReaperNoSuccessfulPass", "ReaperQueueWedged", "ReaperReplicasNotReady",
           "ReaperSightingOpenTooLong", "ReaperWaitingDepth"]
 

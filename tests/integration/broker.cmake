@@ -11,3 +11,7 @@ set_property(TEST test_reaperd_events APPEND PROPERTY LABELS broker)
 # write it back: every other reaperd on the broker would too, with its own
 # owned pattern. Nothing else may run then.
 set_tests_properties(test_reaperd_events PROPERTIES RUN_SERIAL TRUE)
+# Issue 18 item 3, DIVERGENT end to end (both brokers: the message_stats counters).
+rp_integration_test(test_reaperd_divergent SOURCES integration/test_reaperd_divergent.c
+  integration/itest.c LIBS PkgConfig::PQ PkgConfig::JANSSON)
+set_property(TEST test_reaperd_divergent APPEND PROPERTY LABELS broker)

@@ -82,6 +82,7 @@ static pgfx *rp_build(const char *schema, bool owner) {
      * issue 18's WAITING_DEPTH stays out of their reports unless a test
      * sets its threshold (test_pg_store_runbook does). */
     f->opt.thresholds.waiting_depth_threshold = INT32_MAX;
+    f->opt.thresholds.divergence_min_waiting = INT32_MAX; /* and DIVERGENT */
     int code;
     PCRE2_SIZE off;
     f->owned = pcre2_compile((PCRE2_SPTR) "^vibey\\.", PCRE2_ZERO_TERMINATED, 0, &code, &off, NULL);

@@ -28,6 +28,8 @@
 /* These tests count the lease reap's events: issue 18's WAITING_DEPTH (the
  * rows requeued wait in one kind) stays out of them. */
 #define NO_DEPTH "REAPER_REAP_WAITING_DEPTH_THRESHOLD=2147483647"
+/* ... and issue 18's DIVERGENT (many ready rows created, none succeeded). */
+#define NO_DIVERGENT "REAPER_REAP_DIVERGENCE_MIN_WAITING=2147483647"
 
 typedef struct fixture {
     PGconn *pg;
@@ -65,7 +67,7 @@ static long qn(fixture *f, const char *query) {
 static int reaperd(fixture *f, char **out, char **err, const char *a1, const char *a2,
                    const char *a3, const char *a4) {
     char *args[] = {(char *)a1, (char *)a2, (char *)a3, (char *)a4, NULL};
-    char *env[] = {f->owned_env, f->dlq_env, NO_DEPTH, NULL};
+    char *env[] = {f->owned_env, f->dlq_env, NO_DEPTH, NO_DIVERGENT, NULL};
     itest_daemon_opts o = {.schema = f->schema, .env = env, .args = args, .no_interval = true};
     return itest_daemon_run(&o, out, err);
 }
@@ -281,7 +283,7 @@ static void test_two_reapers_split_the_work(void **state) {
     add_expired(f, 5000, "alpha", 1, 7, 30);
     add_expired(f, 500, "beta", 7, 7, 30);
     char *args[] = {"--once", "--json", NULL};
-    char *env[] = {f->owned_env, f->dlq_env, NO_DEPTH, "REAPER_LOG_LEVEL=warn", NULL};
+    char *env[] = {f->owned_env, f->dlq_env, NO_DEPTH, NO_DIVERGENT, "REAPER_LOG_LEVEL=warn", NULL};
     itest_daemon_opts o = {.schema = f->schema, .env = env, .args = args, .no_wait = true,
                            .no_interval = true};
     rp_child *a = itest_daemon_start(&o);
@@ -310,7 +312,7 @@ static void test_daemon_reaps_on_the_deadline(void **state) {
               "INSERT INTO job (project_id, kind, state, attempts, lease_owner, lease_expires_at)"
               " SELECT 'alpha', 'k', 'leased', 1, 'w', now() + interval '2 seconds'"
               " FROM generate_series(1, 50)");
-    char *env[] = {f->owned_env, f->dlq_env, NO_DEPTH, "REAPER_REAP_INTERVAL_SECONDS=600", NULL};
+    char *env[] = {f->owned_env, f->dlq_env, NO_DEPTH, NO_DIVERGENT, "REAPER_REAP_INTERVAL_SECONDS=600", NULL};
     rp_child *c = itest_daemon_start(&(itest_daemon_opts){
         .schema = f->schema, .env = env, .ready = {ITEST_READY_PASS}, .ready_ms = 30000});
     long t0 = itest_mono_ms();
@@ -338,7 +340,7 @@ static int log_count(const rp_child *c, const char *needle) {
 /* A daemon sweeping once an hour, once its first pass is over and its
  * lease-deadline session LISTENs (debug log, to count its re-arms). */
 static rp_child *start_listening(fixture *f) {
-    char *env[] = {f->owned_env, f->dlq_env, NO_DEPTH, "REAPER_LOG_LEVEL=debug", NULL};
+    char *env[] = {f->owned_env, f->dlq_env, NO_DEPTH, NO_DIVERGENT, "REAPER_LOG_LEVEL=debug", NULL};
     itest_daemon_opts o = {.schema = f->schema, .env = env, .ready_ms = 30000,
                            .ready = {ITEST_READY_PASS, "\"msg\":\"lease deadlines: listening\""}};
     rp_child *c = itest_daemon_start(&o);
@@ -420,7 +422,7 @@ static void test_sweep_off_still_reaps_leases(void **state) {
     itest_sql(f->pg, f->schema,
               "INSERT INTO job (project_id, kind, state, run_after) VALUES"
               " ('beta', 'k', 'ready', now() - interval '2 hours')");
-    char *env[] = {f->owned_env, f->dlq_env, NO_DEPTH, "REAPER_REAP_ENABLED=false", NULL};
+    char *env[] = {f->owned_env, f->dlq_env, NO_DEPTH, NO_DIVERGENT, "REAPER_REAP_ENABLED=false", NULL};
     itest_daemon_opts o = {.schema = f->schema, .env = env, .ready = {ITEST_READY_PASS},
                            .ready_ms = 30000, .no_interval = true};
     rp_child *c = itest_daemon_start(&o);
@@ -441,7 +443,7 @@ static void test_database_restart_under_the_daemon(void **state) {
     fixture *f = *state;
     migrate(f);
     add_expired(f, 40000, "alpha", 1, 7, 30);
-    char *env[] = {f->owned_env, f->dlq_env, NO_DEPTH, "REAPER_REAP_INTERVAL_SECONDS=2", NULL};
+    char *env[] = {f->owned_env, f->dlq_env, NO_DEPTH, NO_DIVERGENT, "REAPER_REAP_INTERVAL_SECONDS=2", NULL};
     itest_daemon_opts o = {.schema = f->schema, .env = env, .no_wait = true};
     rp_child *c = itest_daemon_start(&o);
     /* Restart once the reap is under way. */

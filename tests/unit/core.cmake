@@ -3,6 +3,7 @@
 rp_unit_test(test_judge SOURCES unit/test_judge.c LIBS reaper::core)
 rp_unit_test(test_judge_runbook SOURCES unit/test_judge_runbook.c LIBS reaper::core)
 rp_unit_test(test_judge_wedged SOURCES unit/test_judge_wedged.c LIBS reaper::core)
+rp_unit_test(test_judge_divergent SOURCES unit/test_judge_divergent.c LIBS reaper::core)
 rp_unit_test(test_deadletter SOURCES unit/test_deadletter.c LIBS reaper::core)
 rp_unit_test(test_names SOURCES unit/test_names.c LIBS reaper::core)
 rp_unit_test(test_pass SOURCES unit/test_pass.c LIBS reaper::memory reaper::core)

@@ -155,6 +155,8 @@ static void test_a_fresh_registry(void **state) {
     assert_true(value_of(t, "reaper_reaped_total{source=\"broker\",condition=\"waiting_depth\",action=\"cleared\"}") == 0);
     assert_true(value_of(t, "reaper_reaped_total{source=\"job_queue\",condition=\"wedged\",action=\"surfaced\"}") == 0);
     assert_true(value_of(t, "reaper_reaped_total{source=\"job_queue\",condition=\"wedged\",action=\"cleared\"}") == 0);
+    assert_true(value_of(t, "reaper_reaped_total{source=\"job_queue\",condition=\"divergent\",action=\"surfaced\"}") == 0);
+    assert_true(value_of(t, "reaper_reaped_total{source=\"broker\",condition=\"divergent\",action=\"surfaced\"}") == 0);
     assert_false(has_series(t, "reaper_reaped_total{source=\"job_queue\",condition=\"dead_letter\",action=\"parked\"}"));
     assert_true(value_of(t, "reaper_up{backend=\"broker\"}") == 0);
     assert_true(value_of(t, "reaper_up{backend=\"store\"}") == 0);
@@ -194,6 +196,7 @@ static void test_hooks_change_their_series(void **state) {
     sightings[RP_COND_STALLED] = 2;
     sightings[RP_COND_WAITING_DEPTH] = 1;
     sightings[RP_COND_WEDGED] = 4;
+    sightings[RP_COND_DIVERGENT] = 4;
     rp_metrics_set_sightings_open(&m, sightings);
     rp_metrics_dead_letters_parked(&m, 5);
     rp_metrics_tap_ignored(&m, 2);
@@ -240,6 +243,7 @@ static void test_hooks_change_their_series(void **state) {
     assert_true(value_of(t, "reaper_sightings_open{condition=\"stalled\"}") == 2);
     assert_true(value_of(t, "reaper_sightings_open{condition=\"waiting_depth\"}") == 1);
     assert_true(value_of(t, "reaper_sightings_open{condition=\"wedged\"}") == 4);
+    assert_true(value_of(t, "reaper_sightings_open{condition=\"divergent\"}") == 4);
     assert_false(has_series(t, "reaper_sightings_open{condition=\"none\"}"));
     assert_true(value_of(t, "reaper_dead_letters_parked_total") == 5);
     assert_true(value_of(t, "reaper_tap_ignored_total") == 2);

@@ -111,6 +111,46 @@ static void test_page_with_statistics(void **state) {
     rp_mgmt_page_cleanup(&p);
 }
 
+/* Issue 18 item 3: message_stats' cumulative publish and ack counters
+ * (absent until the queue saw a message, or a counter until it moved: 0),
+ * unknown when the counts are or when they are not counts. */
+static void test_message_stats_counters(void **state) {
+    (void)state;
+    const char *body =
+        "{\"items\":["
+        "{\"name\":\"a\",\"vhost\":\"/\",\"type\":\"classic\",\"messages_ready\":3,"
+        "\"messages_unacknowledged\":0,\"message_stats\":{\"publish\":12,\"ack\":5}},"
+        "{\"name\":\"b\",\"vhost\":\"/\",\"type\":\"quorum\",\"messages_ready\":0,"
+        "\"messages_unacknowledged\":0},"
+        "{\"name\":\"c\",\"vhost\":\"/\",\"type\":\"classic\",\"messages_ready\":1,"
+        "\"messages_unacknowledged\":0,\"message_stats\":{\"publish\":4}},"
+        "{\"name\":\"d\",\"vhost\":\"/\",\"type\":\"classic\",\"messages_ready\":1,"
+        "\"messages_unacknowledged\":0,\"message_stats\":{\"publish\":\"x\",\"ack\":1}},"
+        "{\"name\":\"e\",\"vhost\":\"/\",\"type\":\"classic\","
+        "\"message_stats\":{\"publish\":9,\"ack\":1}}"
+        "],\"page\":1,\"page_count\":1,\"item_count\":5,\"total_count\":5,"
+        "\"filtered_count\":5,\"page_size\":100}";
+    rp_mgmt_page p;
+    rp_mgmt_page_init(&p);
+    char err[200] = "";
+    assert_int_equal(rp_mgmt_parse_page(body, strlen(body), &p, err, sizeof err), RP_OK);
+    const rp_queue_facts *a = &p.facts[find(&p, "a")];
+    assert_true(a->stats_known);
+    assert_int_equal(a->published_total, 12);
+    assert_int_equal(a->acked_total, 5);
+    const rp_queue_facts *b = &p.facts[find(&p, "b")];
+    assert_true(b->stats_known);
+    assert_int_equal(b->published_total, 0);
+    assert_int_equal(b->acked_total, 0);
+    const rp_queue_facts *c = &p.facts[find(&p, "c")];
+    assert_true(c->stats_known);
+    assert_int_equal(c->published_total, 4);
+    assert_int_equal(c->acked_total, 0);
+    assert_false(p.facts[find(&p, "d")].stats_known);
+    assert_false(p.facts[find(&p, "e")].stats_known); /* counts unknown */
+    rp_mgmt_page_cleanup(&p);
+}
+
 /* Read right after the queues were declared: the statistics are absent,
  * and absent is unknown, never 0. */
 static void test_page_without_statistics(void **state) {
@@ -444,6 +484,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_page_with_statistics),
         cmocka_unit_test(test_page_without_statistics),
+        cmocka_unit_test(test_message_stats_counters),
         cmocka_unit_test(test_pagination_shapes),
         cmocka_unit_test(test_single_queue),
         cmocka_unit_test(test_malformed_answers),
