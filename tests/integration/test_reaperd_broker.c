@@ -46,9 +46,12 @@ static int teardown(void **state) {
         snprintf(q, sizeof q, "%s%s", prefix, names[i]);
         amqp_queue_delete(C, 1, amqp_cstring_bytes(q), 0, 0);
     }
-    char q[128];
-    snprintf(q, sizeof q, "other.itb%d.dlq", (int)getpid());
-    amqp_queue_delete(C, 1, amqp_cstring_bytes(q), 0, 0);
+    const char *others[] = {"dlq", "stale", "held"};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        char q[128];
+        snprintf(q, sizeof q, "other.itb%d.%s", (int)getpid(), others[i]);
+        amqp_queue_delete(C, 1, amqp_cstring_bytes(q), 0, 0);
+    }
     itest_amqp_close(C);
     PGconn *pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
     char sql[160];
@@ -183,6 +186,85 @@ static void test_stale_holder_gone_and_foreign_dead_letters(void **state) {
     amqp_channel_close(C, 2, AMQP_REPLY_SUCCESS); /* the held message goes back to ready */
     rep = until("STALE_READY", "CLEARED", stale);
     json_decref(rep);
+}
+
+/* The detail of the verdict of cond/action on queue in rep, or NULL. */
+static const char *detail_of(const json_t *rep, const char *cond, const char *action,
+                             const char *queue) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(rep, "verdicts"), i, v) {
+        const char *q = json_string_value(json_object_get(v, "queue"));
+        if (strcmp(json_string_value(json_object_get(v, "condition")), cond) == 0 &&
+            strcmp(json_string_value(json_object_get(v, "action")), action) == 0 && q &&
+            strcmp(q, queue) == 0)
+            return json_string_value(json_object_get(v, "detail"));
+    }
+    return NULL;
+}
+
+/* Issue 18 item 5: work queues reaper does not own get holder gone and
+ * stale ready surfaced, once, said to be left alone, and are never
+ * touched (their messages stay where they are); cleared when they end. */
+static void test_foreign_work_queues_surfaced_never_touched(void **state) {
+    (void)state;
+    char stale[128], held[128];
+    snprintf(stale, sizeof stale, "other.itb%d.stale", (int)getpid());
+    snprintf(held, sizeof held, "other.itb%d.held", (int)getpid());
+    declare(C, stale);
+    declare(C, held);
+    publish(C, stale, (uint64_t)time(NULL) - 3600);
+    publish(C, held, 0);
+    amqp_channel_open(C, 3);
+    assert_int_equal(amqp_get_rpc_reply(C).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_basic_consume_ok_t *ok = amqp_basic_consume(C, 3, amqp_cstring_bytes(held), amqp_empty_bytes,
+                                                     0, 0, 0, amqp_empty_table);
+    assert_non_null(ok);
+    amqp_bytes_t tag = amqp_bytes_malloc_dup(ok->consumer_tag);
+    amqp_envelope_t env;
+    struct timeval tv = {5, 0};
+    assert_int_equal(amqp_consume_message(C, &env, &tv, 0).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_destroy_envelope(&env);
+    amqp_basic_cancel(C, 3, tag);
+    amqp_bytes_free(tag);
+
+    int seen_stale = 0, seen_held = 0;
+    for (int i = 0; i < 20 && !(seen_stale && seen_held); i++) {
+        if (i) sleep(2);
+        json_t *r = once();
+        const char *d = detail_of(r, "STALE_READY", "SURFACED", stale);
+        if (d) assert_non_null(strstr(d, "not owned: surfaced, never touched"));
+        d = detail_of(r, "HOLDER_GONE", "SURFACED", held);
+        if (d) assert_non_null(strstr(d, "not owned: surfaced, never touched"));
+        seen_stale += count(r, "STALE_READY", "SURFACED", stale);
+        seen_held += count(r, "HOLDER_GONE", "SURFACED", held);
+        json_decref(r);
+    }
+    assert_int_equal(seen_stale, 1);
+    assert_int_equal(seen_held, 1);
+    json_t *rep = once();
+    assert_int_equal(count(rep, "STALE_READY", "SURFACED", stale), 0);
+    assert_int_equal(count(rep, "HOLDER_GONE", "SURFACED", held), 0);
+    json_decref(rep);
+    /* Untouched: the stale message is still there. */
+    amqp_queue_declare_ok_t *q = amqp_queue_declare(C, 1, amqp_cstring_bytes(stale), 1, 0, 0, 0,
+                                                    amqp_empty_table);
+    assert_non_null(q);
+    assert_int_equal(q->message_count, 1);
+    /* Ended: cleared. */
+    amqp_queue_purge(C, 1, amqp_cstring_bytes(stale));
+    amqp_channel_close(C, 3, AMQP_REPLY_SUCCESS);
+    amqp_queue_purge(C, 1, amqp_cstring_bytes(held));
+    int cleared_stale = 0, cleared_held = 0;
+    for (int i = 0; i < 20 && !(cleared_stale && cleared_held); i++) {
+        if (i) sleep(2);
+        json_t *r = once();
+        cleared_stale += count(r, "STALE_READY", "CLEARED", stale);
+        cleared_held += count(r, "HOLDER_GONE", "CLEARED", held);
+        json_decref(r);
+    }
+    assert_int_equal(cleared_stale, 1);
+    assert_int_equal(cleared_held, 1);
 }
 
 /* Issue 18 item 2 on the broker: an owned queue with more ready messages
@@ -408,6 +490,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_job_table_stalled_and_waiting_depth, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_stale_holder_gone_and_foreign_dead_letters, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_work_queues_surfaced_never_touched, setup,
                                         teardown),
     };
     return cmocka_run_group_tests_name("reaperd_broker", tests, NULL, NULL);
