@@ -24,7 +24,7 @@ failures = []
 
 ALERTS = ["ReaperBackendUnreadable", "ReaperDown", "ReaperFeedFailures", "ReaperGateBacklog",
           "ReaperGateTooOld", "ReaperJobStalled", "ReaperNoSuccessfulPass", "ReaperReplicasNotReady",
-          "ReaperSightingOpenTooLong", "ReaperWaitingDepth"]
+          "ReaperSightingOpenTooLong", "ReaperWaitingDepth", "ReaperPolicyNotVerified"]
 
 
 def check(cond, msg, detail=""):
