@@ -47,6 +47,7 @@
 #include "rp_broker_event.h"
 #include "rp_config.h"
 #include "rp_ports.h"
+#include "rp_metrics.h"
 #include "rp_runner_port.h"
 #include "rp_status.h"
 
@@ -72,6 +73,9 @@ typedef struct rp_events_deps {
      * from the broker's event timestamp). */
     int64_t (*mono_ms)(void);
     int64_t (*wall_ms)(void);
+    /* Optional (NULL: none): each reconcile's policies into
+     * reaper_policy_verified (issue 18 item 5). */
+    rp_metrics *metrics;
 } rp_events_deps;
 
 /* NULL when out of memory or when deps lacks something. */

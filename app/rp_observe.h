@@ -81,6 +81,9 @@ void rp_observe_event_lag(rp_observe *o, int64_t stamped_ms);
 /* Store thread, after a daemon pass: the open sightings by condition
  * (NULL: not known) and the open gates counted now. */
 void rp_observe_pass_store(rp_observe *o, const int64_t *open_by_condition);
+/* The policies a reconcile checked (report->policies) into
+ * reaper_policy_verified (issue 18 item 5). Any thread. */
+void rp_observe_pass_policies(rp_observe *o, const rp_report *report);
 /* Loop, when a daemon pass is done: its scope, outcome and duration. */
 void rp_observe_pass_done(rp_observe *o, rp_pass_scope scope, rp_status status, bool report_ok,
                           int64_t duration_ms);

@@ -159,6 +159,9 @@ typedef struct rp_queue_facts {
      * and the pass sets them (rp_pass.h). */
     bool is_dead_letter_queue;
     bool owned;
+    /* One of reaper's own queues (control, tap): never judged. Set by the
+     * pass like the two above (issue 18 item 5). */
+    bool reapers_own;
     /* Quorum queues: whether the broker would drop a message at a delivery
      * limit (issue 14 item 2). Filled by adapters that can tell (the
      * management listing: arguments, the effective policy, the broker's
@@ -185,7 +188,10 @@ typedef struct rp_queue_facts {
 
 /* Why stale ready could not be judged on a queue where it could hold
  * (owned, not a dead-letter queue, ready > 0, no unacked, and consumers
- * known to be 0 - or unknown). The caller turns it into a pass note. */
+ * known to be 0 - or unknown). The caller turns it into a pass note. A
+ * foreign work queue gets no note (unmeasured still says it could not be
+ * judged): reaper says what it cannot measure about the queues it owns,
+ * not about every queue on the broker. */
 typedef enum rp_queue_note {
     RP_QUEUE_NOTE_NONE = 0,
     RP_QUEUE_NOTE_QUORUM_NO_AGE,     /* quorum queues report no head age */
@@ -213,13 +219,18 @@ void rp_queue_judgement_cleanup(rp_queue_judgement *j);
 
 /* Judges one queue, in this order:
  *   0. message counts not known (counts_known false): nothing is judged,
- *      note COUNTS_UNKNOWN, unmeasured (an absent statistic is not 0);
+ *      note COUNTS_UNKNOWN (none on a foreign queue), unmeasured (an
+ *      absent statistic is not 0);
  *   1. a dead-letter queue yields ONLY the dead-letter condition: when
  *      ready + unacked >= dead_letter_min_depth, not owned gives DEAD_LETTER
  *      / SURFACED (measured the depth, threshold the min depth, unit
  *      messages) and owned gives backfill = true and no verdict;
- *   2. a queue that is not owned, or is a stream (a stream keeps what it
- *      holds by design: nothing in it is held or waiting), yields nothing;
+ *   2. one of reaper's own queues (reapers_own), or a stream (a stream
+ *      keeps what it holds by design: nothing in it is held or waiting),
+ *      yields nothing; every other queue is a work queue, owned or FOREIGN
+ *      (not owned, not a dead-letter queue: issue 18 item 5), and gets 3
+ *      and 4 alike. Foreign ones are surfaced and never touched (their
+ *      detail says so); no broker verdict moves anything anyway;
  *   3. HOLDER_GONE / SURFACED when unacked > 0 and consumers are known to be
  *      0 (measured unacked, threshold 0, unit messages); judged before stale
  *      ready, and when it holds stale ready is not reported;

@@ -82,26 +82,39 @@ static rp_status rp_judge_dead_letter_queue(const rp_queue_facts *q, const rp_th
                             t->dead_letter_min_depth, "messages", detail);
 }
 
+/* A work queue reaper does not own (issue 18 item 5): judged like an
+ * owned one, surfaced, never touched. */
+static bool rp_is_foreign_work(const rp_queue_facts *q) {
+    return !q->owned && !q->is_dead_letter_queue && !q->reapers_own &&
+           q->type != RP_QUEUE_TYPE_STREAM;
+}
+
 rp_status rp_judge_queue(const rp_queue_facts *q, const rp_thresholds *t, rp_time_ms now,
                          rp_queue_judgement *out) {
     rp_queue_judgement_init(out);
     if (q == NULL || t == NULL) return RP_ERR_INVALID;
+    bool foreign = rp_is_foreign_work(q);
     if (!q->counts_known) {
         /* Absent statistics are not an empty queue: nothing is judged, and
          * whatever was sighted on it stays open until it is measured. */
-        if (q->is_dead_letter_queue || (q->owned && q->type != RP_QUEUE_TYPE_STREAM)) {
+        if (q->is_dead_letter_queue ||
+            (q->owned && !q->reapers_own && q->type != RP_QUEUE_TYPE_STREAM)) {
             out->note = RP_QUEUE_NOTE_COUNTS_UNKNOWN;
+            out->unmeasured = true;
+        } else if (foreign) {
             out->unmeasured = true;
         }
         return RP_OK;
     }
     if (q->is_dead_letter_queue) return rp_judge_dead_letter_queue(q, t, out);
-    if (!q->owned || q->type == RP_QUEUE_TYPE_STREAM) return RP_OK;
+    if (q->reapers_own || q->type == RP_QUEUE_TYPE_STREAM) return RP_OK;
+    /* What a foreign queue's detail adds: reaper only says. */
+    const char *whose = foreign ? " (not owned: surfaced, never touched)" : "";
 
     int64_t ready = rp__nonneg(q->ready), unacked = rp__nonneg(q->unacked);
     if (!q->consumers_known) {
         if (rp__sat_add(ready, unacked) > 0) {
-            out->note = RP_QUEUE_NOTE_CONSUMERS_UNKNOWN;
+            if (!foreign) out->note = RP_QUEUE_NOTE_CONSUMERS_UNKNOWN;
             out->unmeasured = true;
         }
         return RP_OK;
@@ -114,16 +127,17 @@ rp_status rp_judge_queue(const rp_queue_facts *q, const rp_thresholds *t, rp_tim
         st = rp_text_format(&detail,
                             "queue %s on vhost %s holds %" PRId64
                             " unacknowledged message(s) with no consumer: surfaced, nothing "
-                            "moved",
-                            rp_or(q->name, "?"), rp_or(q->vhost, "?"), unacked);
+                            "moved%s",
+                            rp_or(q->name, "?"), rp_or(q->vhost, "?"), unacked, whose);
         if (st != RP_OK) return st;
         return rp_queue_verdict(&out->verdict, q, RP_COND_HOLDER_GONE, (double)unacked, 0,
                                 "messages", detail);
     }
     if (ready == 0) return RP_OK;
     if (!q->head_timestamp_known) {
-        out->note = q->type == RP_QUEUE_TYPE_QUORUM ? RP_QUEUE_NOTE_QUORUM_NO_AGE
-                                                    : RP_QUEUE_NOTE_NO_HEAD_TIMESTAMP;
+        if (!foreign)
+            out->note = q->type == RP_QUEUE_TYPE_QUORUM ? RP_QUEUE_NOTE_QUORUM_NO_AGE
+                                                        : RP_QUEUE_NOTE_NO_HEAD_TIMESTAMP;
         return RP_OK;
     }
     int64_t age_ms = rp__sat_sub(now, rp__s_to_ms(q->head_timestamp));
@@ -131,9 +145,10 @@ rp_status rp_judge_queue(const rp_queue_facts *q, const rp_thresholds *t, rp_tim
     st = rp_text_format(&detail,
                         "queue %s on vhost %s has %" PRId64
                         " ready message(s) and no consumer, and its head message is %.3f s "
-                        "old, at or over the threshold of %" PRId64 " s: surfaced, nothing moved",
+                        "old, at or over the threshold of %" PRId64 " s: surfaced, nothing "
+                        "moved%s",
                         rp_or(q->name, "?"), rp_or(q->vhost, "?"), ready,
-                        rp__judge_seconds(age_ms), t->stale_ready_seconds);
+                        rp__judge_seconds(age_ms), t->stale_ready_seconds, whose);
     if (st != RP_OK) return st;
     return rp_queue_verdict(&out->verdict, q, RP_COND_STALE_READY, rp__judge_seconds(age_ms),
                             t->stale_ready_seconds, "seconds", detail);

@@ -3,6 +3,7 @@
  * value is read and written with __atomic builtins (relaxed: each value is
  * independent; a scrape needs no ordering between them). */
 #include "rp_metrics.h"
+#include "rp_pass_policy.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,4 +204,22 @@ const char *rp_metrics_op_name(int i) {
 }
 const char *rp_metrics_outcome_name(int i) {
     return i >= 0 && i < RP_METRICS_OUTCOMES ? rp_outcome_names[i] : "unknown";
+}
+
+/* ---- reaper's policies (issue 18 item 5) --------------------------------- */
+
+static const char *const rp_metrics_policy_names[RP_METRICS_POLICIES] = {
+    RP_PASS_POLICY_NAME, RP_PASS_POLICY_CLASSIC_NAME};
+
+const char *rp_metrics_policy_name(int i) {
+    return i >= 0 && i < RP_METRICS_POLICIES ? rp_metrics_policy_names[i] : NULL;
+}
+
+void rp_metrics_set_policy_verified(rp_metrics *m, const char *name, bool verified) {
+    if (m == NULL || name == NULL) return;
+    for (int i = 0; i < RP_METRICS_POLICIES; i++)
+        if (strcmp(rp_metrics_policy_names[i], name) == 0) {
+            STORE(&m->policy_verified[i], verified ? 1u : 0u);
+            STORE(&m->policy_known[i], 1u);
+        }
 }

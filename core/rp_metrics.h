@@ -36,6 +36,9 @@
  *   reaper_feed_published_total
  *   reaper_tap_held_bytes, reaper_tap_paused
  *   reaper_tap_park_delay_seconds (histogram)
+ *   reaper_policy_verified{policy} (issue 18 item 5: 1 when the last
+ *     reconcile that checked reaper's policy verified it, 0 when not;
+ *     only the policies checked so far appear)
  *
  * Which series appear: every gauge and every series with a fixed, small
  * label set always appears (zero until set); reaper_reaped_total has every
@@ -100,6 +103,10 @@ typedef enum rp_metrics_result {
 /* The outcomes: "ok" and the seven error codes of CONTRACT section 5. */
 #define RP_METRICS_OUTCOMES 8
 
+/* Reaper's policies as labels of reaper_policy_verified: vibey-reap and
+ * vibey-reap-classic (core/rp_pass_policy.h). */
+#define RP_METRICS_POLICIES 2
+
 typedef struct rp_metrics_histogram {
     uint64_t buckets[RP_METRICS_BUCKETS + 1]; /* per bucket, not cumulative; last: +Inf */
     uint64_t count;
@@ -147,6 +154,9 @@ typedef struct rp_metrics {
     int64_t tap_held_bytes;
     uint32_t tap_paused;
     rp_metrics_histogram tap_park_delay;
+    /* reaper_policy_verified, per name of rp_metrics_policy_name. */
+    uint32_t policy_verified[RP_METRICS_POLICIES];
+    uint32_t policy_known[RP_METRICS_POLICIES];
 } rp_metrics;
 
 /* Zeroes *m and records the version and revision for reaper_build_info
@@ -218,5 +228,13 @@ const char *rp_metrics_scope_name(int i);
 const char *rp_metrics_result_name(int i);
 const char *rp_metrics_op_name(int i);
 const char *rp_metrics_outcome_name(int i);
+
+/* ---- reaper's policies (issue 18 item 5) ----------------------------- */
+
+/* The label of policy i in 0..RP_METRICS_POLICIES-1 (NULL outside). */
+const char *rp_metrics_policy_name(int i);
+/* A reconcile checked policy `name`: verified or not. A name that is not
+ * one of reaper's policies is ignored. */
+void rp_metrics_set_policy_verified(rp_metrics *m, const char *name, bool verified);
 
 #endif

@@ -48,6 +48,13 @@ rp_status rp__pass_unreadable(rp__pass *p, rp_source src, const char *what, rp_s
     return st;
 }
 
+rp_status rp__pass_unreadable_object(rp__pass *p, const char *object) {
+    p->report->ok = false;
+    for (size_t i = 0; i < p->report->n_unreadable; i++)
+        if (strcmp(p->report->unreadable[i], object) == 0) return RP_OK;
+    return rp_report_add_unreadable(p->report, object);
+}
+
 rp_status rp__strs_add(rp__strs *l, const char *s) {
     if (rp__strs_has(l, s)) return RP_OK;
     if (l->n == l->cap) {

@@ -18,15 +18,18 @@ static bool rp_is_own_queue(const rp__pass *p, const char *name) {
 /* Sets q->is_dead_letter_queue and q->owned from the configured patterns.
  * A name a pattern cannot be matched against (rp_match_find) counts as not
  * matched, with a note: reaper leaves alone what it cannot classify.
- * Reaper's own queues (control, tap) are neither: not work to judge, not
- * dead letters to backfill. */
+ * Reaper's own queues (control, tap) are neither, and reapers_own: not
+ * work to judge, not dead letters to backfill. Every other queue is a work
+ * queue, owned or foreign (issue 18 item 5). */
 static rp_status rp_classify(rp__pass *p, rp_queue_facts *q) {
     bool dlq = false, owned = false;
     if (rp_is_own_queue(p, q->name)) {
         q->is_dead_letter_queue = false;
         q->owned = false;
+        q->reapers_own = true;
         return RP_OK;
     }
+    q->reapers_own = false;
     rp_status mst = rp_match_name(p->opt->dead_letter_queue_pattern, q->name, &dlq);
     if (mst == RP_OK) mst = rp_match_name(p->opt->owned_queue_pattern, q->name, &owned);
     if (mst == RP_OK && dlq && !owned) {
@@ -144,10 +147,11 @@ rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *listed, bool b
      * queue's dead letters go (a route through the default exchange names
      * it, maybe on a later page): its verdict waits for the whole listing
      * (rp__pass_release_held), so that the listing order cannot make a
-     * dead-letter queue be judged as a work queue. */
+     * dead-letter queue be judged as a work queue. A foreign work queue
+     * (issue 18 item 5) waits likewise: an owned queue's route may name it. */
     if (st == RP_OK && j.verdict.condition != RP_COND_NONE)
-        st = q.owned && !q.is_dead_letter_queue ? rp__pass_hold(p, q.vhost, q.name, &j.verdict)
-                                                : rp__pass_surface(p, &j.verdict);
+        st = !q.is_dead_letter_queue ? rp__pass_hold(p, q.vhost, q.name, &j.verdict)
+                                     : rp__pass_surface(p, &j.verdict);
     rp_queue_judgement_cleanup(&j);
     if (st == RP_OK) st = rp__pass_add_route(p, &q);
     /* More ready than declared (issue 18, WAITING_DEPTH) is its own

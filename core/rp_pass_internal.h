@@ -147,6 +147,10 @@ bool rp__pass_has_target(const rp__pass *p, const char *vhost, const char *name)
 rp_status rp__pass_unreadable(rp__pass *p, rp_source src, const char *what,
                               rp_status why) RP_MUSTCHECK;
 rp_status rp__pass_note(rp__pass *p, const char *fmt, ...) RP_PRINTF(2, 3) RP_MUSTCHECK;
+/* Names one object (e.g. "job:42", a row that failed on its own) in the
+ * report's unreadable list, once, and makes the pass not ok (issue 18
+ * item 5): the source was read, this object was not dealt with. */
+rp_status rp__pass_unreadable_object(rp__pass *p, const char *object) RP_MUSTCHECK;
 
 /* Records a SURFACED verdict once per sighting (see rp_pass.h). Consumes
  * *v: it is moved into the report or cleaned up. */

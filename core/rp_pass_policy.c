@@ -1,4 +1,5 @@
 #include "rp_pass_policy.h"
+#include "rp_pass_rules.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -1119,7 +1120,12 @@ rp_status rp_pass_policy_reconcile(const rp_policy_port *port, const rp_pass_pol
     r.o = o;
     r.report = report;
     r.stats = stats;
+    size_t from = report->n_policies;
     rp_status st = rp_reconcile(&r);
     rp_rec_cleanup(&r);
+    /* A pass is ok only if reaper's policy is absent or verified (issue 18
+     * item 5), whatever ended the reconcile. */
+    rp_status sst = rp_pass_policies_settle(report, from, o->dry_run);
+    if (sst == RP_ERR_NOMEM) return sst;
     return st;
 }

@@ -5,6 +5,7 @@
 
 #include "rp_arith.h"
 
+#include "rp_object.h"
 #include "rp_pass_internal.h"
 #include "rp_publish.h"
 
@@ -42,9 +43,15 @@ static rp_status rp_after_commit(rp__pass *p, rp_lease_judged *j) {
         } else if (m->result != RP_OK) {
             /* This row failed (a constraint, a trigger) and was rolled back
              * to its savepoint alone: the others committed, and the next
-             * pass tries it again. */
+             * pass tries it again. The row is named unreadable and the pass
+             * is not ok (issue 18 item 5): a row reaper cannot move is not
+             * a row it dealt with. */
             st = rp__pass_note(p, "job %" PRId64 " could not be moved (%s); left for the next "
                                   "pass", m->job->id, rp_status_string(m->result));
+            char *object = NULL;
+            if (st == RP_OK) st = rp_object_job(m->job->id, &object);
+            if (st == RP_OK) st = rp__pass_unreadable_object(p, object);
+            free(object);
         } else {
             st = rp_publish_event(p->ports, &m->event, &j->verdicts[i], p->report);
             if (st == RP_OK) st = rp_report_add_verdict(p->report, &j->verdicts[i]);

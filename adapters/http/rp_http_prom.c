@@ -152,6 +152,20 @@ rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
                            (long long)LOAD(&m->sightings_open[c]));
         }
 
+    /* Issue 18 item 5: whether reaper's policies were verified, once a
+     * reconcile has checked them. */
+    bool any_policy = false;
+    for (int i = 0; i < RP_METRICS_POLICIES; i++) any_policy |= LOAD(&m->policy_known[i]) != 0;
+    if (any_policy) {
+        rp_family(&b, "reaper_policy_verified", "gauge",
+                  "1 when the last reconcile verified reaper's policy in force, 0 when not "
+                  "(refused, conflicting, not carried): a pass is then not ok.");
+        for (int i = 0; i < RP_METRICS_POLICIES; i++)
+            if (LOAD(&m->policy_known[i]))
+                rp_text_buf_printf(&b, "reaper_policy_verified{policy=\"%s\"} %u\n",
+                                   rp_metrics_policy_name(i), LOAD(&m->policy_verified[i]));
+    }
+
     rp_family(&b, "reaper_dead_letters_parked_total", "counter",
               "Dead letters parked (job, gate and ledger event committed).");
     rp_text_buf_printf(&b, "reaper_dead_letters_parked_total %llu\n",

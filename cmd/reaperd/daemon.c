@@ -182,6 +182,7 @@ static void rp_pass_port_finish(void *self, rp_sweep_run *run, bool cancelled) {
         rp_report_log(&req->report, run->scope_name, req->duration_ms);
         rp_observe_pass_done(d->observe, req->scope, req->status, req->report.ok,
                              req->duration_ms);
+        if (!req->dry_run) rp_observe_pass_policies(d->observe, &req->report);
         d->last_pass_at = rp_clock_wall_ms();
         if (req->open_sightings >= 0) d->open_sightings = req->open_sightings;
         /* After a sweep the tap's bindings are looked at again, on the
@@ -684,7 +685,8 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     /* 6. The broker events and the dead-letter tap. */
     d->events_backends = (rp_runner_backends){.mgmt = d->mgmt, .keep = &d->mgmt_keep};
     rp_events_deps events_deps = {.cfg = &d->cfg, .stopping = &d->stopping,
-                                  .mono_ms = rp_clock_mono_ms, .wall_ms = rp_clock_wall_ms};
+                                  .mono_ms = rp_clock_mono_ms, .wall_ms = rp_clock_wall_ms,
+                                  .metrics = &d->metrics};
     rp_runner_port_fill(&d->events_backends, &events_deps.runner);
     rp_feed_port(d, &events_deps.publisher);
     d->events = rp_events_new(d->base, &events_deps);

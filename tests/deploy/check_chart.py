@@ -58,7 +58,7 @@ METRICS = {
     "reaper_control_requests_total", "reaper_passes_total", "reaper_feed_publish_failures_total",
     "reaper_feed_published_total", "reaper_reconnects_total", "reaper_oldest_open_gate_age_seconds",
     "reaper_last_successful_pass_timestamp_seconds", "reaper_tap_held_bytes", "reaper_tap_paused",
-    "reaper_tap_park_delay_seconds",
+    "reaper_tap_park_delay_seconds", "reaper_policy_verified",
 }
 # Every metric the issue asks the dashboard to show (#16 item 5).
 DASHBOARD_METRICS = METRICS | {
@@ -375,7 +375,8 @@ def main():
               "ReaperQueueWedged": ("wedged", 'reaper_sightings_open{'),
               "ReaperDivergentQueue": ("divergent", 'reaper_sightings_open{'),
               "ReaperFeedFailures": ("feedFailures", "reaper_feed_publish_failures_total"),
-              "ReaperReplicasNotReady": ("replicasNotReady", "reaper_up")}
+              "ReaperReplicasNotReady": ("replicasNotReady", "reaper_up"),
+              "ReaperPolicyNotVerified": ("policyNotVerified", "reaper_policy_verified")}
     check(sorted(re.findall(r"- alert: (\w+)", rules)) == sorted(alerts), "the chart's alerts",
           re.findall(r"- alert: (\w+)", rules))
     for alert, (value, needle) in alerts.items():

@@ -1,5 +1,7 @@
-rp_integration_test(test_reaperd_broker SOURCES integration/test_reaperd_broker.c integration/itest.c
-  LIBS PkgConfig::PQ PkgConfig::JANSSON)
+rp_integration_test(test_reaperd_broker SOURCES integration/test_reaperd_broker.c
+  integration/test_mgmt_common.c integration/itest.c
+  LIBS reaper::management PkgConfig::PQ PkgConfig::JANSSON PkgConfig::CURL PkgConfig::EVENT
+  Threads::Threads)
 set_property(TEST test_reaperd_broker APPEND PROPERTY LABELS broker)
 # Broker events as they happen (core/rp_consumers.c, app/rp_events.c): both brokers.
 rp_integration_test(test_reaperd_events SOURCES integration/test_reaperd_events.c

@@ -405,6 +405,12 @@ static void test_refused_write_is_reported(void **state) {
     assert_int_equal(st, RP_OK);
     assert_int_equal(s.writes, n_wanted());
     assert_int_equal(s.refused, n_wanted());
+    /* Not verified: the pass is not ok (issue 18 item 5), one note each. */
+    assert_false(r.ok);
+    size_t said = 0;
+    for (size_t i = 0; i < r.n_notes; i++)
+        if (strstr(r.notes[i], "is not verified: the pass is not ok")) said++;
+    assert_int_equal(said, n_wanted());
     assert_int_equal(r.n_policies, n_wanted());
     for (size_t i = 0; i < r.n_policies; i++) {
         assert_false(r.policies[i].verified);

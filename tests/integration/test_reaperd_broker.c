@@ -22,6 +22,7 @@
 
 #include "itest.h"
 #include "test_daemon.h"
+#include "test_mgmt_common.h"
 
 static char schema[64], env_owned[160], prefix[64];
 static amqp_connection_state_t C;
@@ -40,15 +41,19 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    const char *names[] = {"stale", "held", "x.dlq", "limited", "bare", "safe", "deep", "shallow"};
+    const char *names[] = {"stale", "held", "x.dlq", "limited", "bare", "safe", "deep", "shallow",
+                           "np.classic", "np.quorum"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char q[128];
         snprintf(q, sizeof q, "%s%s", prefix, names[i]);
         amqp_queue_delete(C, 1, amqp_cstring_bytes(q), 0, 0);
     }
-    char q[128];
-    snprintf(q, sizeof q, "other.itb%d.dlq", (int)getpid());
-    amqp_queue_delete(C, 1, amqp_cstring_bytes(q), 0, 0);
+    const char *others[] = {"dlq", "stale", "held"};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        char q[128];
+        snprintf(q, sizeof q, "other.itb%d.%s", (int)getpid(), others[i]);
+        amqp_queue_delete(C, 1, amqp_cstring_bytes(q), 0, 0);
+    }
     itest_amqp_close(C);
     PGconn *pg = PQconnectdb(itest_env("REAPER_STORE_DSN"));
     char sql[160];
@@ -183,6 +188,85 @@ static void test_stale_holder_gone_and_foreign_dead_letters(void **state) {
     amqp_channel_close(C, 2, AMQP_REPLY_SUCCESS); /* the held message goes back to ready */
     rep = until("STALE_READY", "CLEARED", stale);
     json_decref(rep);
+}
+
+/* The detail of the verdict of cond/action on queue in rep, or NULL. */
+static const char *detail_of(const json_t *rep, const char *cond, const char *action,
+                             const char *queue) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(rep, "verdicts"), i, v) {
+        const char *q = json_string_value(json_object_get(v, "queue"));
+        if (strcmp(json_string_value(json_object_get(v, "condition")), cond) == 0 &&
+            strcmp(json_string_value(json_object_get(v, "action")), action) == 0 && q &&
+            strcmp(q, queue) == 0)
+            return json_string_value(json_object_get(v, "detail"));
+    }
+    return NULL;
+}
+
+/* Issue 18 item 5: work queues reaper does not own get holder gone and
+ * stale ready surfaced, once, said to be left alone, and are never
+ * touched (their messages stay where they are); cleared when they end. */
+static void test_foreign_work_queues_surfaced_never_touched(void **state) {
+    (void)state;
+    char stale[128], held[128];
+    snprintf(stale, sizeof stale, "other.itb%d.stale", (int)getpid());
+    snprintf(held, sizeof held, "other.itb%d.held", (int)getpid());
+    declare(C, stale);
+    declare(C, held);
+    publish(C, stale, (uint64_t)time(NULL) - 3600);
+    publish(C, held, 0);
+    amqp_channel_open(C, 3);
+    assert_int_equal(amqp_get_rpc_reply(C).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_basic_consume_ok_t *ok = amqp_basic_consume(C, 3, amqp_cstring_bytes(held), amqp_empty_bytes,
+                                                     0, 0, 0, amqp_empty_table);
+    assert_non_null(ok);
+    amqp_bytes_t tag = amqp_bytes_malloc_dup(ok->consumer_tag);
+    amqp_envelope_t env;
+    struct timeval tv = {5, 0};
+    assert_int_equal(amqp_consume_message(C, &env, &tv, 0).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_destroy_envelope(&env);
+    amqp_basic_cancel(C, 3, tag);
+    amqp_bytes_free(tag);
+
+    int seen_stale = 0, seen_held = 0;
+    for (int i = 0; i < 20 && !(seen_stale && seen_held); i++) {
+        if (i) sleep(2);
+        json_t *r = once();
+        const char *d = detail_of(r, "STALE_READY", "SURFACED", stale);
+        if (d) assert_non_null(strstr(d, "not owned: surfaced, never touched"));
+        d = detail_of(r, "HOLDER_GONE", "SURFACED", held);
+        if (d) assert_non_null(strstr(d, "not owned: surfaced, never touched"));
+        seen_stale += count(r, "STALE_READY", "SURFACED", stale);
+        seen_held += count(r, "HOLDER_GONE", "SURFACED", held);
+        json_decref(r);
+    }
+    assert_int_equal(seen_stale, 1);
+    assert_int_equal(seen_held, 1);
+    json_t *rep = once();
+    assert_int_equal(count(rep, "STALE_READY", "SURFACED", stale), 0);
+    assert_int_equal(count(rep, "HOLDER_GONE", "SURFACED", held), 0);
+    json_decref(rep);
+    /* Untouched: the stale message is still there. */
+    amqp_queue_declare_ok_t *q = amqp_queue_declare(C, 1, amqp_cstring_bytes(stale), 1, 0, 0, 0,
+                                                    amqp_empty_table);
+    assert_non_null(q);
+    assert_int_equal(q->message_count, 1);
+    /* Ended: cleared. */
+    amqp_queue_purge(C, 1, amqp_cstring_bytes(stale));
+    amqp_channel_close(C, 3, AMQP_REPLY_SUCCESS);
+    amqp_queue_purge(C, 1, amqp_cstring_bytes(held));
+    int cleared_stale = 0, cleared_held = 0;
+    for (int i = 0; i < 20 && !(cleared_stale && cleared_held); i++) {
+        if (i) sleep(2);
+        json_t *r = once();
+        cleared_stale += count(r, "STALE_READY", "CLEARED", stale);
+        cleared_held += count(r, "HOLDER_GONE", "CLEARED", held);
+        json_decref(r);
+    }
+    assert_int_equal(cleared_stale, 1);
+    assert_int_equal(cleared_held, 1);
 }
 
 /* Issue 18 item 2 on the broker: an owned queue with more ready messages
@@ -401,6 +485,100 @@ static void test_delivery_limit_drop_surfaced(void **state) {
     assert_int_equal(seen_safe, 0);
 }
 
+/* Runs reaperd --once --json with env (NULL-ended, replaces the defaults);
+ * *rc gets the exit code. */
+static json_t *once_env(char **env, int *rc) {
+    char *args[] = {"--once", "--json", NULL};
+    itest_daemon_opts o = {.schema = schema, .env = env, .args = args, .no_interval = true};
+    char *out, *err;
+    *rc = itest_daemon_run(&o, &out, &err);
+    json_t *rep = json_loads(out, 0, NULL);
+    if (rep == NULL) fprintf(stderr, "rc %d\n%s\n%s\n", *rc, out, err);
+    assert_non_null(rep);
+    free(out);
+    free(err);
+    return rep;
+}
+
+/* Issue 18 item 5: a pass is ok only if reaper's policy is absent or
+ * verified. reaperd --once as a broker user without the policymaker tag
+ * (its policy write is refused) reads everything (nothing unreadable) and
+ * still exits 1, each policy NOT verified with the reason; the same pass
+ * as a user who may write policies exits 0 with them verified. */
+static void test_refused_policy_fails_the_pass(void **state) {
+    (void)state;
+    char owned[200], classic[128], quorum[128], user[64], path[256], url[512], pwfile[64];
+    /* A pattern of its own, so the policy in force (another test's) differs. */
+    snprintf(owned, sizeof owned, "REAPER_REAP_OWNED_QUEUE_PATTERN=^vibey\\.itb%d\\.np\\.",
+             (int)getpid());
+    snprintf(classic, sizeof classic, "%snp.classic", prefix);
+    snprintf(quorum, sizeof quorum, "%snp.quorum", prefix);
+    declare(C, classic);
+    declare_quorum(quorum, 0, "amq.fanout");
+    snprintf(user, sizeof user, "rp-nopolicy-%d", (int)getpid());
+    snprintf(path, sizeof path, "/api/users/%s", user);
+    assert_int_equal(mt_http("PUT", path, "{\"password\":\"np-pass-1\",\"tags\":\"management\"}",
+                             NULL),
+                     201);
+    snprintf(path, sizeof path, "/api/permissions/%%2F/%s", user);
+    assert_int_equal(mt_http("PUT", path, "{\"configure\":\".*\",\"write\":\".*\",\"read\":\".*\"}",
+                             NULL),
+                     201);
+    /* amqp://USER@host:port/vhost: the login swapped for the new user. */
+    const char *base = itest_env("REAPER_BROKER_URL");
+    const char *at = strchr(base, '@');
+    assert_non_null(at);
+    snprintf(url, sizeof url, "REAPER_BROKER_URL=amqp://%s%s", user, at);
+    snprintf(pwfile, sizeof pwfile, "/tmp/rp-np-%d.pw", (int)getpid());
+    FILE *f = fopen(pwfile, "w");
+    assert_non_null(f);
+    fputs("np-pass-1\n", f);
+    fclose(f);
+    char pwenv[96];
+    snprintf(pwenv, sizeof pwenv, "REAPER_BROKER_PASSWORD_FILE=%s", pwfile);
+    char *env_np[] = {owned, "REAPER_LOG_LEVEL=warn", url, pwenv, NULL};
+    int rc = -1;
+    json_t *rep = once_env(env_np, &rc);
+    char *text = json_dumps(rep, JSON_COMPACT);
+    fprintf(stderr, "-- without policymaker: rc %d %s\n", rc, text);
+    free(text);
+    snprintf(path, sizeof path, "/api/users/%s", user);
+    mt_http("DELETE", path, NULL, NULL);
+    unlink(pwfile);
+
+    assert_int_equal(rc, 1);
+    assert_true(json_is_false(json_object_get(rep, "ok")));
+    assert_int_equal(json_array_size(json_object_get(rep, "unreadable")), 0);
+    size_t i;
+    json_t *p;
+    size_t n = json_array_size(json_object_get(rep, "policies"));
+    assert_true(n >= 1);
+    json_array_foreach(json_object_get(rep, "policies"), i, p) {
+        assert_true(json_is_false(json_object_get(p, "verified")));
+        assert_non_null(strstr(json_string_value(json_object_get(p, "detail")), "was refused"));
+    }
+    size_t said = 0;
+    json_t *note;
+    json_array_foreach(json_object_get(rep, "notes"), i, note)
+        if (strstr(json_string_value(note), "is not verified: the pass is not ok")) said++;
+    assert_int_equal(said, n);
+    json_decref(rep);
+
+    /* The same pass as reaper's own user: written, verified, ok. */
+    char *env_ok[] = {owned, "REAPER_LOG_LEVEL=warn", NULL};
+    rep = once_env(env_ok, &rc);
+    if (rc != 0) {
+        text = json_dumps(rep, JSON_COMPACT);
+        fprintf(stderr, "-- with policymaker: rc %d %s\n", rc, text);
+        free(text);
+    }
+    assert_int_equal(rc, 0);
+    assert_true(json_is_true(json_object_get(rep, "ok")));
+    json_array_foreach(json_object_get(rep, "policies"), i, p)
+        assert_true(json_is_true(json_object_get(p, "verified")));
+    json_decref(rep);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_delivery_limit_drop_surfaced, setup, teardown),
@@ -409,6 +587,9 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_stale_holder_gone_and_foreign_dead_letters, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_work_queues_surfaced_never_touched, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_refused_policy_fails_the_pass, setup, teardown),
     };
     return cmocka_run_group_tests_name("reaperd_broker", tests, NULL, NULL);
 }

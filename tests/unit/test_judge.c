@@ -422,9 +422,15 @@ static void test_unknown_counts_are_not_zero(void **state) {
     assert_false(j.backfill);
     assert_true(j.unmeasured);
     rp_queue_judgement_cleanup(&j);
-    /* A queue not owned is not reaper's to measure. */
+    /* A foreign work queue is judged too (issue 18 item 5): unknown counts
+     * keep its sightings, without a note; reaper's own queue is not judged. */
     q.owned = false;
     q.counts_known = false;
+    j = judge(&q, &t, NOW);
+    assert_true(j.unmeasured);
+    assert_int_equal(j.note, RP_QUEUE_NOTE_NONE);
+    rp_queue_judgement_cleanup(&j);
+    q.reapers_own = true;
     j = judge(&q, &t, NOW);
     assert_false(j.unmeasured);
     assert_int_equal(j.note, RP_QUEUE_NOTE_NONE);
@@ -513,29 +519,92 @@ static void test_unmeasurable_age_is_not_old(void **state) {
     rp_queue_judgement_cleanup(&j);
 }
 
-static void test_not_owned_and_streams_yield_nothing(void **state) {
+/* Issue 18 item 5: a foreign work queue (not owned, not a dead-letter
+ * queue) gets holder gone and stale ready like an owned one, surfaced and
+ * said to be left alone; reaper's own queues and streams yield nothing. */
+static void test_foreign_work_queues_surfaced_own_and_streams_not(void **state) {
     (void)state;
     rp_thresholds t = defaults();
     rp_queue_facts q = owned_queue();
+    q.name = "celery";
     q.unacked = 5;
     q.ready = 5;
     q.head_timestamp_known = true;
     q.head_timestamp = NOW / 1000 - 100000;
     q.owned = false;
     rp_queue_judgement j = judge(&q, &t, NOW);
-    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    assert_int_equal(j.verdict.condition, RP_COND_HOLDER_GONE);
+    assert_int_equal(j.verdict.action, RP_ACTION_SURFACED);
+    assert_string_equal(j.verdict.object, "queue:/:celery");
+    assert_non_null(strstr(j.verdict.detail, "not owned: surfaced, never touched"));
     assert_false(j.backfill);
-    assert_int_equal(j.note, RP_QUEUE_NOTE_NONE);
     rp_queue_judgement_cleanup(&j);
-    q.owned = true;
-    q.type = RP_QUEUE_TYPE_STREAM;
+    /* Stale ready: at the threshold it holds, one second under it does not. */
+    q.unacked = 0;
+    q.head_timestamp = NOW / 1000 - t.stale_ready_seconds;
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_STALE_READY);
+    assert_non_null(strstr(j.verdict.detail, "not owned"));
+    rp_queue_judgement_cleanup(&j);
+    q.head_timestamp = NOW / 1000 - t.stale_ready_seconds + 1;
     j = judge(&q, &t, NOW);
     assert_int_equal(j.verdict.condition, RP_COND_NONE);
     rp_queue_judgement_cleanup(&j);
-    /* The same queue, owned and classic, holds: the two above were excluded. */
+    /* A consumer: nothing. */
+    q.head_timestamp = NOW / 1000 - 100000;
+    q.consumers = 1;
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    rp_queue_judgement_cleanup(&j);
+    q.consumers = 0;
+    /* What cannot be measured on a foreign queue keeps its sighting, with
+     * no note (reaper notes what it cannot measure on its own queues). */
+    q.consumers_known = false;
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    assert_true(j.unmeasured);
+    assert_int_equal(j.note, RP_QUEUE_NOTE_NONE);
+    rp_queue_judgement_cleanup(&j);
+    q.consumers_known = true;
+    q.head_timestamp_known = false;
+    q.type = RP_QUEUE_TYPE_QUORUM;
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    assert_int_equal(j.note, RP_QUEUE_NOTE_NONE);
+    rp_queue_judgement_cleanup(&j);
+    q.type = RP_QUEUE_TYPE_CLASSIC;
+    q.head_timestamp_known = true;
+    q.counts_known = false;
+    j = judge(&q, &t, NOW);
+    assert_true(j.unmeasured);
+    assert_int_equal(j.note, RP_QUEUE_NOTE_NONE);
+    rp_queue_judgement_cleanup(&j);
+    q.counts_known = true;
+    /* Reaper's own queues (control, tap) and streams: nothing, owned or not. */
+    q.unacked = 5;
+    q.reapers_own = true;
+    j = judge(&q, &t, NOW);
+    assert_int_equal(j.verdict.condition, RP_COND_NONE);
+    assert_false(j.unmeasured);
+    rp_queue_judgement_cleanup(&j);
+    q.counts_known = false;
+    j = judge(&q, &t, NOW);
+    assert_false(j.unmeasured);
+    rp_queue_judgement_cleanup(&j);
+    q.counts_known = true;
+    q.reapers_own = false;
+    q.type = RP_QUEUE_TYPE_STREAM;
+    for (int owned = 0; owned < 2; owned++) {
+        q.owned = owned;
+        j = judge(&q, &t, NOW);
+        assert_int_equal(j.verdict.condition, RP_COND_NONE);
+        rp_queue_judgement_cleanup(&j);
+    }
+    /* The same queue, owned and classic, holds, and says nothing of owning. */
     q.type = RP_QUEUE_TYPE_CLASSIC;
     j = judge(&q, &t, NOW);
     assert_int_equal(j.verdict.condition, RP_COND_HOLDER_GONE);
+    assert_null(strstr(j.verdict.detail, "not owned"));
     rp_queue_judgement_cleanup(&j);
 }
 
@@ -950,7 +1019,7 @@ int main(void) {
         cmocka_unit_test(test_broker_stale_boundary),
         cmocka_unit_test(test_broker_stale_needs_ready_and_no_consumer),
         cmocka_unit_test(test_unmeasurable_age_is_not_old),
-        cmocka_unit_test(test_not_owned_and_streams_yield_nothing),
+        cmocka_unit_test(test_foreign_work_queues_surfaced_own_and_streams_not),
         cmocka_unit_test(test_delivery_limit_drop),
         cmocka_unit_test(test_queue_object_encodes_vhost),
         cmocka_unit_test(test_queue_type_names),

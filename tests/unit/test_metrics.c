@@ -363,12 +363,44 @@ static void test_label_escaping(void **state) {
     free(t);
 }
 
+/* Issue 18 item 5: reaper_policy_verified{policy}, absent until a
+ * reconcile checked the policy, then 1 or 0; other names are ignored. */
+static void test_policy_verified_gauge(void **state) {
+    (void)state;
+    rp_metrics m;
+    rp_metrics_init(&m, "1", "r");
+    char *t = render(&m);
+    assert_null(strstr(t, "reaper_policy_verified"));
+    free(t);
+    rp_metrics_set_policy_verified(&m, "vibey-reap", true);
+    rp_metrics_set_policy_verified(&m, "someone-elses", false);
+    t = render(&m);
+    assert_well_formed(t);
+    assert_true(value_of(t, "reaper_policy_verified{policy=\"vibey-reap\"}") == 1);
+    assert_null(strstr(t, "vibey-reap-classic"));
+    assert_null(strstr(t, "someone-elses"));
+    assert_non_null(strstr(t, "# TYPE reaper_policy_verified gauge\n"));
+    free(t);
+    rp_metrics_set_policy_verified(&m, "vibey-reap", false);
+    rp_metrics_set_policy_verified(&m, "vibey-reap-classic", true);
+    t = render(&m);
+    assert_well_formed(t);
+    assert_true(value_of(t, "reaper_policy_verified{policy=\"vibey-reap\"}") == 0);
+    assert_true(value_of(t, "reaper_policy_verified{policy=\"vibey-reap-classic\"}") == 1);
+    free(t);
+    assert_null(rp_metrics_policy_name(-1));
+    assert_null(rp_metrics_policy_name(RP_METRICS_POLICIES));
+    rp_metrics_set_policy_verified(NULL, "vibey-reap", true); /* no crash */
+    rp_metrics_set_policy_verified(&m, NULL, true);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_fresh_registry),
         cmocka_unit_test(test_hooks_change_their_series),
         cmocka_unit_test(test_histogram_buckets_are_cumulative),
         cmocka_unit_test(test_label_escaping),
+        cmocka_unit_test(test_policy_verified_gauge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

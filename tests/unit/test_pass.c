@@ -614,7 +614,12 @@ static void test_failed_row_does_not_block_the_others(void **state) {
     rp_memory_fail_once(f->m, RP_MEM_MOVE_LEASE, RP_ERR_INTERNAL, 1); /* the second move */
     rp_report r;
     LEASE_CASES_RUN(f, cases, ids, &r);
-    assert_true(r.ok);
+    /* Named unreadable, and the pass is not ok (issue 18 item 5). */
+    assert_false(r.ok);
+    char object[64];
+    snprintf(object, sizeof object, "job:%lld", (long long)ids[1]);
+    assert_true(unreadable(&r, object));
+    assert_int_equal(r.n_unreadable, 1);
     assert_false(rp_memory_job(f->m, ids[1])->locked);
     assert_int_equal(rp_memory_n_ledger(f->m), 2);
     assert_int_equal(count(&r, RP_COND_LEASE_EXPIRED, RP_ACTION_REQUEUED), 2);
@@ -668,7 +673,7 @@ static void test_batch_row_failure_publishes_only_committed_rows(void **state) {
     for (int i = 0; i < 5; i++) add_leased(f, "alpha", 1, 7, NOW - MIN_MS);
     rp_memory_fail_once(f->m, RP_MEM_MOVE_LEASE, RP_ERR_INTERNAL, 2); /* the third row */
     rp_report r;
-    run_ok(f, &r);
+    run_unreadable(f, &r, "job:3");
     assert_int_equal(rp_memory_calls(f->m, RP_MEM_COMMIT_LEASES), 1);
     assert_int_equal(rp_memory_job(f->m, 3)->state, RP_JOB_LEASED);
     assert_false(rp_memory_job(f->m, 3)->locked);
@@ -1493,7 +1498,8 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void route_verdicts(fixture *f, bool target_first, char *out, size_t cap) {
+static void route_verdicts_to(fixture *f, const char *target, bool target_first, char *out,
+                              size_t cap) {
     rp_queue_facts owner = {
         .vhost = "/",
         .name = "vibey.y",
@@ -1503,12 +1509,12 @@ static void route_verdicts(fixture *f, bool target_first, char *out, size_t cap)
         .consumers = 1,
         .dead_letter_exchange = true,
         .dlx_name = "",
-        .dlx_routing_key = "vibey.parked",
+        .dlx_routing_key = target,
     };
     if (!target_first) assert_int_equal(rp_memory_put_queue(f->m, &owner), RP_OK);
-    put_stale_queue(f, "vibey.parked", 5000);
+    put_stale_queue(f, target, 5000);
     put_stale_queue(f, "vibey.other", 5000);
-    add_dead_letter(f, "vibey.parked", "m-1", "one");
+    add_dead_letter(f, target, "m-1", "one");
     if (target_first) assert_int_equal(rp_memory_put_queue(f->m, &owner), RP_OK);
     rp_report r;
     run(f, true, &r);
@@ -1529,9 +1535,13 @@ static void route_verdicts(fixture *f, bool target_first, char *out, size_t cap)
     }
     rp_report_cleanup(&r);
     assert_int_equal(rp_memory_remove_queue(f->m, "/", "vibey.y"), RP_OK);
-    assert_int_equal(rp_memory_remove_queue(f->m, "/", "vibey.parked"), RP_OK);
+    assert_int_equal(rp_memory_remove_queue(f->m, "/", target), RP_OK);
     assert_int_equal(rp_memory_remove_queue(f->m, "/", "vibey.other"), RP_OK);
-    assert_int_equal(rp_memory_purge_dead_letters(f->m, "/", "vibey.parked"), 1);
+    assert_int_equal(rp_memory_purge_dead_letters(f->m, "/", target), 1);
+}
+
+static void route_verdicts(fixture *f, bool target_first, char *out, size_t cap) {
+    route_verdicts_to(f, "vibey.parked", target_first, out, cap);
 }
 
 static void test_route_target_is_never_a_work_queue(void **state) {
@@ -1546,6 +1556,24 @@ static void test_route_target_is_never_a_work_queue(void **state) {
     assert_string_equal(owned_first, "dead_letter:id:%2F/vibey.x/m-1 DEAD_LETTER PARKED\n"
                                      "queue:/:vibey.other STALE_READY SURFACED\n"
                                      "queue:/:vibey.y DEAD_LETTER SURFACED\n");
+}
+
+/* Issue 18 item 5: a foreign work queue is judged (vibey.other's twin
+ * celery.stale is surfaced STALE_READY), but a foreign queue an owned
+ * queue dead-letters into is a dead-letter queue whatever its name, in
+ * whichever order the listing gives them: never a work queue. */
+static void test_foreign_route_target_is_never_a_work_queue(void **state) {
+    fixture *f = *state;
+    put_stale_queue(f, "celery.stale", 5000);
+    char owned_first[1024], target_first[1024];
+    route_verdicts_to(f, "celery.parked", false, owned_first, sizeof owned_first);
+    route_verdicts_to(f, "celery.parked", true, target_first, sizeof target_first);
+    assert_string_equal(owned_first, target_first);
+    assert_string_equal(owned_first, "dead_letter:id:%2F/vibey.x/m-1 DEAD_LETTER PARKED\n"
+                                     "queue:/:celery.stale STALE_READY SURFACED\n"
+                                     "queue:/:vibey.other STALE_READY SURFACED\n"
+                                     "queue:/:vibey.y DEAD_LETTER SURFACED\n");
+    assert_int_equal(rp_memory_remove_queue(f->m, "/", "celery.stale"), RP_OK);
 }
 
 /* A targeted check reads no dead letters: what a sweep sighted on a
@@ -1645,6 +1673,7 @@ int main(void) {
         T(test_dead_letter_remainder_kept_by_a_stop),
         T(test_dead_letter_sighting_across_ownership),
         T(test_route_target_is_never_a_work_queue),
+        T(test_foreign_route_target_is_never_a_work_queue),
         T(test_route_target_sighting_kept_by_a_check),
         T(test_invalid_options),
     };

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "rp_pass_policy.h"
+#include "rp_pass_rules.h"
 
 #define OWNED "^vibey\\."
 #define DLQ "(\\.dlq|\\.dead)$"
@@ -68,6 +69,7 @@ typedef struct fake {
     rp_policy_key page_keys[MAX_QUEUES * MAX_KEYS];
     int64_t now;
     unsigned sleeps;
+    bool refuse; /* every write refused (no policymaker tag) */
 } fake;
 
 static rp_status f_version(void *self, rp_policy_version *out) {
@@ -132,6 +134,10 @@ static rp_status f_put_policy(void *self, const char *vhost, const rp_policy *p,
                               bool *refused) {
     fake *f = self;
     *refused = false;
+    if (f->refuse) {
+        *refused = true;
+        return RP_ERR_FORBIDDEN;
+    }
     assert_true(f->n_writes < 8);
     fwrite_ *w = &f->writes[f->n_writes++];
     memset(w, 0, sizeof *w);
@@ -494,14 +500,20 @@ static void test_conflicts(void **state) {
         rp_pass_policy_stats s;
         assert_int_equal(run(f, &o, &r, &s), RP_OK);
         assert_int_equal(f->n_writes, 0);
+        /* An unverified policy adds its note and fails the pass (issue 18
+         * item 5). */
+        size_t settled = cc->verified ? 0 : 1;
         if (cc->note) {
-            assert_int_equal(r.n_notes, 1);
+            assert_int_equal(r.n_notes, 1 + settled);
             assert_string_equal(r.notes[0], cc->note);
             assert_int_equal(s.conflicts, 1);
         } else {
-            assert_int_equal(r.n_notes, 0);
+            assert_int_equal(r.n_notes, settled);
             assert_int_equal(s.conflicts, 0);
         }
+        assert_int_equal(notes_with(&r, "policy vibey-reap is not verified: the pass is not ok"),
+                         settled);
+        assert_int_equal(r.ok, cc->verified);
         assert_int_equal(entry(&r, "vibey-reap")->verified, cc->verified);
         if (!cc->verified)
             assert_non_null(strstr(entry(&r, "vibey-reap")->detail,
@@ -663,6 +675,78 @@ static void test_queue_check(void **state) {
     free(pattern);
 }
 
+/* ---- issue 18 item 5: a pass is ok only if the policy is absent or verified ---- */
+
+static void test_policies_ok_rule(void **state) {
+    (void)state;
+    rp_policy_check two[2] = {{"vibey-reap", true, "d"}, {"vibey-reap-classic", true, "d"}};
+    assert_true(rp_pass_policies_ok(NULL, 0, false)); /* absent */
+    assert_true(rp_pass_policies_ok(two, 2, false));  /* all verified */
+    two[1].verified = false;
+    assert_false(rp_pass_policies_ok(two, 2, false)); /* one not */
+    assert_false(rp_pass_policies_ok(two + 1, 1, false));
+    assert_true(rp_pass_policies_ok(two, 1, false)); /* only the verified one */
+    assert_true(rp_pass_policies_ok(two, 2, true));  /* a dry run writes none */
+    assert_false(rp_pass_policies_ok(NULL, 1, false));
+
+    /* Settling: only the entries from `from` on count. */
+    rp_report r;
+    rp_report_init(&r, false);
+    assert_int_equal(rp_report_add_policy(&r, "old", false, "an earlier entry"), RP_OK);
+    assert_int_equal(rp_pass_policies_settle(&r, 1, false), RP_OK); /* none added: absent */
+    assert_true(r.ok);
+    assert_int_equal(rp_report_add_policy(&r, "vibey-reap", true, "in force"), RP_OK);
+    assert_int_equal(rp_pass_policies_settle(&r, 1, false), RP_OK);
+    assert_true(r.ok);
+    assert_int_equal(rp_report_add_policy(&r, "vibey-reap-classic", false, "refused"), RP_OK);
+    assert_int_equal(rp_pass_policies_settle(&r, 1, true), RP_OK);
+    assert_true(r.ok);
+    assert_int_equal(r.n_notes, 0);
+    assert_int_equal(rp_pass_policies_settle(&r, 1, false), RP_OK);
+    assert_false(r.ok);
+    assert_int_equal(r.n_notes, 1);
+    assert_string_equal(r.notes[0], "policy vibey-reap-classic is not verified: the pass is not ok");
+    assert_int_equal(rp_pass_policies_settle(NULL, 0, false), RP_ERR_INVALID);
+    rp_report_cleanup(&r);
+}
+
+/* The reconcile applies it: a refused write (no policymaker tag) makes the
+ * pass not ok; the same broker with the policy in force, or a dry run,
+ * leaves it ok. */
+static void test_refused_policy_fails_the_pass(void **state) {
+    (void)state;
+    for (int c = 0; c < 3; c++) {
+        fake *f = calloc(1, sizeof *f);
+        f->version = "4.0.5";
+        f->refuse = c == 0;
+        f_queue(f, "vibey.orders", RP_QUEUE_TYPE_QUORUM, true);
+        rp_pass_policy_options o = options();
+        o.dry_run = c == 2;
+        o.verify_wait_ms = 0;
+        rp_report r;
+        rp_pass_policy_stats s;
+        assert_int_equal(run(f, &o, &r, &s), RP_OK);
+        if (c == 0) {
+            assert_int_equal(s.refused, 2);
+            assert_false(entry(&r, "vibey-reap")->verified);
+            assert_false(r.ok);
+            assert_int_equal(notes_with(&r, "is not verified: the pass is not ok"), 2);
+        } else if (c == 1) {
+            /* Written: the queue does not show it yet in the fake, so the
+             * entry says what it found; ok follows the entries exactly. */
+            bool all = entry(&r, "vibey-reap")->verified && entry(&r, "vibey-reap-classic")->verified;
+            assert_int_equal(r.ok, all);
+            assert_int_equal(notes_with(&r, "is not verified: the pass is not ok") == 0, all);
+        } else {
+            assert_int_equal(f->n_writes, 0);
+            assert_true(r.ok);
+            assert_int_equal(notes_with(&r, "is not verified"), 0);
+        }
+        rp_report_cleanup(&r);
+        free(f);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wanted_per_version),
@@ -671,6 +755,8 @@ int main(void) {
         cmocka_unit_test(test_nodlx_left_out_by_name),
         cmocka_unit_test(test_nodlx_past_100_no_delivery_limit),
         cmocka_unit_test(test_queue_check),
+        cmocka_unit_test(test_policies_ok_rule),
+        cmocka_unit_test(test_refused_policy_fails_the_pass),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

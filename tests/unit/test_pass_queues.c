@@ -138,10 +138,14 @@ static void test_other_sightings_untouched(void **state) {
     assert_int_equal(rp_memory_calls(f->m, RP_MEM_LIST_CLAIMABLE), 0);
     rp_report_cleanup(&r);
 
-    /* A queue not owned is read and left alone. */
+    /* A foreign work queue (not owned) is surfaced and left alone (issue 18
+     * item 5): a broker verdict moves nothing. */
     put(f, "celery", true, 0, 9, 0);
     check1(f, "celery", &r);
-    assert_int_equal(r.n_verdicts, 0);
+    assert_int_equal(r.n_verdicts, 1);
+    assert_int_equal(count(&r, RP_COND_HOLDER_GONE, RP_ACTION_SURFACED), 1);
+    assert_non_null(strstr(r.verdicts[0].detail, "not owned"));
+    assert_non_null(rp_memory_sighting(f->m, HG("celery")));
     rp_report_cleanup(&r);
 }
 
