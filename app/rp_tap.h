@@ -15,7 +15,7 @@
  *     transaction); core/rp_tap_rules.h: what a bindings' reconcile means;
  *   - the consumer port: the tap's own AMQP connection, its queue, its
  *     consumer, acks, returns, cancel/consume, and how a delivery is read
- *     (cmd/reaperd/tap_ports.c fills it from adapters/rabbitmq/rp_amqp_tap);
+ *     (adapters/rabbitmq/rp_amqp_tap_port fills it over rp_amqp_tap);
  *   - the store port: the park-batch port and store ports of its own
  *     sessions (from adapters/postgres/rp_pg_park_batch);
  *   - the bind port: its bindings' reconcile (adapters/management/rp_mgmt_dlx).

@@ -2,9 +2,9 @@
  * rp_tap_port.h - the ports the dead-letter tap's part (app/rp_tap.h) runs
  * core's decisions (rp_tap_batch.h) over: its consumer (the tap's own AMQP
  * connection), its store (the park-batch port and the store ports of its own
- * sessions) and its bindings' reconcile (the management API). cmd/reaperd
- * fills them from the adapters (cmd/reaperd/tap_ports.c: rp_amqp_tap,
- * rp_pg_park_batch, rp_mgmt_dlx); the unit tests fill them with fakes and
+ * sessions) and its bindings' reconcile (the management API). Each adapter
+ * fills its own (rp_amqp_tap_port, rp_pg_park_batch, rp_mgmt_dlx;
+ * cmd/reaperd/tap_ports.c composes them); the unit tests fill them with fakes and
  * the memory park batch (tests/unit/test_app_tap.c).
  * The decisions about what these ports return are core/rp_tap_rules.h's.
  *

@@ -41,3 +41,19 @@ void rp_broker_policy_options(const rp_config *cfg, const rp_broker_http_keep *k
     out->dry_run = dry_run;
     out->vhost = keep->vhost;
 }
+
+rp_status rp_broker_http_bridge(struct event_base *base, const rp_config *cfg,
+                                const char *password, rp_broker_http_keep *keep,
+                                rp_mgmt_bridge **out, const char **why) {
+    *out = NULL;
+    rp_mgmt_http_params hp;
+    if (rp_broker_http_params(cfg, password, keep, &hp) != RP_OK) return RP_ERR_CONFIG;
+    rp_mgmt_http *http = rp_mgmt_http_new(base, &hp, why);
+    if (http == NULL) return RP_ERR_UNAVAILABLE;
+    *out = rp_mgmt_bridge_new(base, http);
+    if (*out == NULL) {
+        rp_mgmt_http_free(http);
+        return RP_ERR_NOMEM;
+    }
+    return RP_OK;
+}

@@ -10,6 +10,7 @@
 #define RP_BROKER_HTTP_H
 
 #include "rp_config.h"
+#include "rp_mgmt_bridge.h"
 #include "rp_mgmt_http.h"
 #include "rp_mgmt_policy.h"
 
@@ -22,6 +23,15 @@ typedef struct rp_broker_http_keep {
 /* RP_OK, or RP_ERR_CONFIG when broker.url does not parse. */
 rp_status rp_broker_http_params(const rp_config *cfg, const char *password,
                                 rp_broker_http_keep *keep, rp_mgmt_http_params *out) RP_MUSTCHECK;
+
+/* The management API client on base's loop, behind a bridge for other
+ * threads (the caller's: rp_mgmt_bridge_close, then _free), from cfg and
+ * password (*keep as above). RP_ERR_CONFIG when broker.url gives no
+ * parameters; RP_ERR_UNAVAILABLE when the client cannot be made (*why: a
+ * sentence); RP_ERR_NOMEM. *why is left alone but for RP_ERR_UNAVAILABLE. */
+rp_status rp_broker_http_bridge(struct event_base *base, const rp_config *cfg,
+                                const char *password, rp_broker_http_keep *keep,
+                                rp_mgmt_bridge **out, const char **why) RP_MUSTCHECK;
 
 /* The policy reconcile's options from the configuration. */
 void rp_broker_policy_options(const rp_config *cfg, const rp_broker_http_keep *keep, bool dry_run,

@@ -415,3 +415,33 @@ rp_status rp_mgmt_dlx_reconcile(rp_mgmt_broker *b, const rp_mgmt_dlx_options *o,
     if (stats) *stats = s;
     return st;
 }
+
+/* ---- the tap's bind port ---------------------------------------------------------- */
+
+static rp_status rp_dlx_tap_reconcile(void *self, const rp_config *cfg, const char *vhost,
+                                      rp_tap_bind_stats *out, const char **reason) {
+    rp_mgmt_broker *b = self;
+    const char *skip[] = {cfg->broker.control_queue};
+    rp_mgmt_dlx_options o = {
+        .vhost = vhost,
+        .tap_queue = cfg->broker.tap_queue,
+        .owned_pattern = cfg->reap.owned_queue_pattern.code,
+        .skip = skip,
+        .n_skip = 1,
+    };
+    rp_mgmt_dlx_stats s;
+    memset(&s, 0, sizeof s);
+    rp_status st = rp_mgmt_dlx_reconcile(b, &o, &s);
+    *out = (rp_tap_bind_stats){.exchanges = s.exchanges,
+                               .added = s.added,
+                               .removed = s.removed,
+                               .failed = s.failed,
+                               .unbindable = s.unbindable,
+                               .tap_missing = s.tap_missing};
+    *reason = rp_mgmt_broker_last_error(b);
+    return st;
+}
+
+void rp_mgmt_dlx_tap_bind_port(rp_mgmt_broker *b, rp_tap_bind_port *out) {
+    *out = (rp_tap_bind_port){.self = b, .reconcile = rp_dlx_tap_reconcile};
+}

@@ -47,6 +47,7 @@
 #include <stddef.h>
 
 #include "rp_mgmt_broker.h"
+#include "rp_tap_port.h"
 
 typedef struct rp_mgmt_dlx_options {
     const char *vhost;
@@ -74,5 +75,11 @@ typedef struct rp_mgmt_dlx_stats {
  * removed then: a partial view never unbinds). */
 rp_status rp_mgmt_dlx_reconcile(rp_mgmt_broker *b, const rp_mgmt_dlx_options *o,
                                 rp_mgmt_dlx_stats *stats) RP_MUSTCHECK;
+
+/* The dead-letter tap's bind port (core/rp_tap_port.h) over b (self = b,
+ * borrowed): a reconcile in the vhost given, with cfg's tap queue and owned
+ * pattern, reaper's control queue skipped; *reason is
+ * rp_mgmt_broker_last_error(b). */
+void rp_mgmt_dlx_tap_bind_port(rp_mgmt_broker *b, rp_tap_bind_port *out);
 
 #endif

@@ -258,11 +258,9 @@ static rp_status rp_pp_list_queues(void *self, size_t page, bool with_arguments,
     return RP_OK;
 }
 
-rp_status rp_mgmt_policy_reconcile(rp_mgmt_broker *b, const rp_mgmt_policy_options *o,
-                                   rp_report *report, rp_mgmt_policy_stats *stats) {
-    rp_mgmt_policy_stats dummy;
-    if (stats == NULL) stats = &dummy;
-    memset(stats, 0, sizeof *stats);
+rp_status rp_mgmt_policy_reconcile_core(rp_mgmt_broker *b, const rp_mgmt_policy_options *o,
+                                        rp_report *report, rp_pass_policy_stats *cs) {
+    memset(cs, 0, sizeof *cs);
     if (b == NULL || o == NULL || report == NULL) return RP_ERR_INVALID;
     rp_pass_policy_options co = *o;
     rp_pport pp;
@@ -278,10 +276,19 @@ rp_status rp_mgmt_policy_reconcile(rp_mgmt_broker *b, const rp_mgmt_policy_optio
                            .last_error = rp_pp_last_error,
                            .mono_ms = rp_pp_mono_ms,
                            .sleep_ms = rp_pp_sleep_ms};
-    rp_pass_policy_stats cs;
-    rp_status st = rp_pass_policy_reconcile(&port, &co, report, &cs);
+    rp_status st = rp_pass_policy_reconcile(&port, &co, report, cs);
     free(pp.queues);
     free(pp.keys);
+    return st;
+}
+
+rp_status rp_mgmt_policy_reconcile(rp_mgmt_broker *b, const rp_mgmt_policy_options *o,
+                                   rp_report *report, rp_mgmt_policy_stats *stats) {
+    rp_mgmt_policy_stats dummy;
+    if (stats == NULL) stats = &dummy;
+    memset(stats, 0, sizeof *stats);
+    rp_pass_policy_stats cs;
+    rp_status st = rp_mgmt_policy_reconcile_core(b, o, report, &cs);
     stats->writes = cs.writes;
     stats->refused = cs.refused;
     stats->conflicts = cs.conflicts;

@@ -54,6 +54,11 @@ typedef struct rp_mgmt_policy_stats {
 
 rp_status rp_mgmt_policy_reconcile(rp_mgmt_broker *b, const rp_mgmt_policy_options *o,
                                    rp_report *report, rp_mgmt_policy_stats *stats) RP_MUSTCHECK;
+/* The same, with what it did in core's own stats (the runner port's
+ * reconcile, core/rp_runner_port.h). */
+rp_status rp_mgmt_policy_reconcile_core(rp_mgmt_broker *b, const rp_mgmt_policy_options *o,
+                                        rp_report *report,
+                                        rp_pass_policy_stats *stats) RP_MUSTCHECK;
 
 /* The policy pattern itself: rp_pass_policy_pattern and
  * rp_pass_policy_pattern_excluding (core/rp_pass_policy.h). */

@@ -257,3 +257,28 @@ const char *rp_pg_conn_peer(const rp_pg_conn *c) { return c->peer; }
 int rp_pg_conn_server_version(const rp_pg_conn *c) {
     return c->conn ? PQserverVersion(c->conn) : 0;
 }
+
+rp_pg_conn *rp_pg_conn_from_config(const rp_config *cfg, int connect_timeout_s) {
+    rp_pg_conn *c = rp_pg_conn_new(cfg->store.dsn, connect_timeout_s);
+    rp_pg_session s = {
+        .schema = cfg->store.schema,
+        .statement_timeout_ms = (int)cfg->store.statement_timeout_ms,
+        .lock_timeout_ms = (int)cfg->store.lock_timeout_ms,
+        .idle_in_transaction_timeout_ms = (int)cfg->store.idle_in_transaction_timeout_ms,
+        .tcp_user_timeout_ms = (int)cfg->store.tcp_user_timeout_ms,
+    };
+    if (c != NULL && rp_pg_conn_set_session(c, &s) != RP_OK) {
+        rp_pg_conn_free(c);
+        c = NULL;
+    }
+    return c;
+}
+
+bool rp_pg_conn_probe(rp_pg_conn *c, bool check, char *detail, size_t cap) {
+    bool up = rp_pg_conn_is_up(c);
+    if (check)
+        up = (up ? rp_pg_conn_ping(c, detail, cap) : rp_pg_conn_ensure(c, detail, cap)) == RP_OK;
+    if (up)
+        snprintf(detail, cap, "%s (server %d)", rp_pg_conn_peer(c), rp_pg_conn_server_version(c));
+    return up;
+}

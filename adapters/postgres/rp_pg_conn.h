@@ -20,6 +20,7 @@
 #include <stdbool.h>
 
 #include "rp_common.h"
+#include "rp_config.h"
 #include "rp_status.h"
 
 typedef struct rp_pg_conn rp_pg_conn;
@@ -45,6 +46,14 @@ rp_pg_conn *rp_pg_conn_new(const char *dsn, int connect_timeout_s);
 void rp_pg_conn_free(rp_pg_conn *c);
 /* Sets what the NEXT connect applies (copies *s). RP_OK or RP_ERR_NOMEM. */
 rp_status rp_pg_conn_set_session(rp_pg_conn *c, const rp_pg_session *s) RP_MUSTCHECK;
+/* A connection to cfg's store.dsn with the session store.* says (schema,
+ * the three time-outs, tcp_user_timeout); connects at its first use. NULL
+ * when out of memory. */
+rp_pg_conn *rp_pg_conn_from_config(const rp_config *cfg, int connect_timeout_s);
+/* Whether c is up; with check, connects it when down or pings it when up
+ * first. Up: detail says "<peer> (server <version>)"; down after a check:
+ * why. */
+bool rp_pg_conn_probe(rp_pg_conn *c, bool check, char *detail, size_t cap);
 
 /* libpq's own reading of a connection string (PQconninfoParse): NULL when
  * dsn parses and sets neither password nor sslpassword, in whatever

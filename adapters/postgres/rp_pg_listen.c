@@ -297,3 +297,20 @@ void rp_pg_listen_free(rp_pg_listen *l) {
 bool rp_pg_listen_is_up(const rp_pg_listen *l) { return l != NULL && l->state == RP_LISTEN_UP; }
 
 uint64_t rp_pg_listen_heard(const rp_pg_listen *l) { return l ? l->heard : 0; }
+
+/* ---- the sweeper's lease-listen port ------------------------------------------- */
+
+static void *rp_pgl_open(void *self, const rp_lease_listen_hooks *h) {
+    rp_pg_listen_src *src = self;
+    rp_pg_listen_hooks lh = {.on_deadline = h->on_deadline, .on_up = h->on_up, .arg = h->arg};
+    return rp_pg_listen_new(src->base, (*src->cfg)->store.dsn, (*src->cfg)->store.schema, &lh);
+}
+
+static void rp_pgl_close(void *self, void *listener) {
+    RP_UNUSED(self);
+    rp_pg_listen_free(listener);
+}
+
+void rp_pg_listen_port(rp_pg_listen_src *src, rp_lease_listen_port *out) {
+    *out = (rp_lease_listen_port){.self = src, .open = rp_pgl_open, .close = rp_pgl_close};
+}

@@ -24,6 +24,8 @@
 #include <stdint.h>
 
 #include "rp_common.h"
+#include "rp_config.h"
+#include "rp_sweep_port.h"
 
 typedef struct rp_pg_listen rp_pg_listen;
 
@@ -40,6 +42,15 @@ typedef struct rp_pg_listen_hooks {
 rp_pg_listen *rp_pg_listen_new(struct event_base *base, const char *dsn, const char *schema,
                                const rp_pg_listen_hooks *hooks);
 void rp_pg_listen_free(rp_pg_listen *l);
+
+/* The sweeper's lease-listen port (core/rp_sweep_port.h): listeners on
+ * base to (*cfg)'s store.dsn and store.schema, read at each open. self =
+ * src, borrowed (and what it points at) for the port's life. */
+typedef struct rp_pg_listen_src {
+    struct event_base *base;
+    const rp_config *const *cfg;
+} rp_pg_listen_src;
+void rp_pg_listen_port(rp_pg_listen_src *src, rp_lease_listen_port *out);
 
 /* Whether the session is LISTENing now. */
 bool rp_pg_listen_is_up(const rp_pg_listen *l);

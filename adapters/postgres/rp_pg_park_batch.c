@@ -3,6 +3,7 @@
 #include "rp_pg_park_batch.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "rp_pg_store_internal.h"
 
@@ -69,4 +70,14 @@ void rp_pg_park_sessions_port(rp_pg_park_sessions *s, rp_park_batch_port *out) {
 
 void rp_pg_park_sessions_ports(rp_pg_park_sessions *s, rp_ports *out) {
     rp_pg_store_ports(s->store[0], out);
+}
+
+static void rp_pb_tap_cancel(void *self) { rp_pg_park_sessions_cancel(self); }
+
+void rp_pg_park_sessions_tap_port(rp_pg_park_sessions *s, rp_tap_store_port *out) {
+    memset(out, 0, sizeof *out);
+    rp_pg_park_sessions_port(s, &out->batch);
+    rp_pg_park_sessions_ports(s, &out->ports);
+    out->self = s;
+    out->cancel = rp_pb_tap_cancel;
 }

@@ -23,6 +23,7 @@
 #include "rp_park_batch_port.h"
 #include "rp_pg_conn.h"
 #include "rp_ports.h"
+#include "rp_tap_port.h"
 
 /* Two sessions, interleaved runs of bench/tap: 10,000 storm
  * 9,637-10,014/s against 8,355-8,744 with one; 100,000 storm
@@ -45,5 +46,8 @@ void rp_pg_park_sessions_port(rp_pg_park_sessions *s, rp_park_batch_port *out);
 /* The store ports over the first session (dead_letters and clock; the
  * caller sets the publisher). */
 void rp_pg_park_sessions_ports(rp_pg_park_sessions *s, rp_ports *out);
+/* The dead-letter tap's store port (core/rp_tap_port.h) over the sessions:
+ * the park-batch port, the store ports and the cancel, self = s. */
+void rp_pg_park_sessions_tap_port(rp_pg_park_sessions *s, rp_tap_store_port *out);
 
 #endif

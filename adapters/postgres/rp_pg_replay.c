@@ -308,3 +308,81 @@ rp_status rp_pg_backfill_unlock(rp_pg_store *s, const char *vhost, const char *q
     PQclear(r);
     return RP_OK;
 }
+
+/* ---- the replays part's store port ----------------------------------------------- */
+
+static rp_status rp_rsp_ready(void *self) {
+    rp_pg_replay_src *w = self;
+    char err[256];
+    return rp_pg_conn_ensure(w->conn, err, sizeof err) == RP_OK ? RP_OK : RP_ERR_UNAVAILABLE;
+}
+
+static const rp_config *rp_rsp_config(void *self) { return *((rp_pg_replay_src *)self)->cfg; }
+
+static void rp_rsp_claim_seconds(rp_pg_replay_src *w) {
+    rp_pg_store_set_claim_seconds(w->store, (*w->cfg)->control.replay_claim_seconds);
+}
+
+static rp_status rp_rsp_lock(void *self, int64_t gate, const char *by, rp_replay_row *out) {
+    rp_pg_replay_src *w = self;
+    memset(out, 0, sizeof *out);
+    rp_rsp_claim_seconds(w);
+    rp_pg_replay_row row;
+    rp_status st = rp_pg_replay_lock(w->store, gate, by, &row);
+    if (st != RP_OK) return st;
+    *out = (rp_replay_row){
+        .kind = row.kind,
+        .answered = row.answered,
+        .answer = row.answer,
+        .claim = row.claim,
+        .claimed_at = row.claimed_at,
+        .has_dead_letter = row.has_dead_letter,
+        .origin_queue = row.origin_queue,
+        .vhost = row.vhost,
+        .body = row.body,
+        .body_len = row.body_len,
+        .body_truncated = row.body_truncated,
+        .headers_json = row.headers_json,
+        .properties_json = row.properties_json,
+    };
+    memcpy(out->claimed_by, row.claimed_by, sizeof out->claimed_by);
+    row.origin_queue = row.vhost = row.headers_json = row.properties_json = NULL;
+    row.body = NULL;
+    rp_pg_replay_row_cleanup(&row);
+    return RP_OK;
+}
+
+static rp_status rp_rsp_claim(void *self, int64_t gate, rp_time_ms *at) {
+    return rp_pg_replay_claim_commit(((rp_pg_replay_src *)self)->store, gate, at);
+}
+
+static rp_status rp_rsp_abandon(void *self) {
+    return rp_pg_replay_claim_abandon(((rp_pg_replay_src *)self)->store);
+}
+
+static rp_status rp_rsp_release(void *self, int64_t gate, bool *released) {
+    return rp_pg_replay_release(((rp_pg_replay_src *)self)->store, gate, released);
+}
+
+/* Fenced on this process's claim (rp_pg_store.h GATES); through the gate
+ * port, so that the answer goes to the events feed like any other. */
+static rp_status rp_rsp_settle(void *self, int64_t gate, const char *by, const char *note,
+                               rp_answer_result *out) {
+    rp_pg_replay_src *w = self;
+    rp_rsp_claim_seconds(w);
+    const rp_gate_port *g = w->gates;
+    return g->answer(g->self, gate, RP_CHOICE_REPLAY, by, note, out);
+}
+
+void rp_pg_replay_store_port(rp_pg_replay_src *src, rp_replay_store_port *out) {
+    *out = (rp_replay_store_port){
+        .self = src,
+        .ready = rp_rsp_ready,
+        .config = rp_rsp_config,
+        .lock = rp_rsp_lock,
+        .claim = rp_rsp_claim,
+        .abandon = rp_rsp_abandon,
+        .release = rp_rsp_release,
+        .settle = rp_rsp_settle,
+    };
+}

@@ -23,6 +23,7 @@
 
 #include "rp_gate.h"
 #include "rp_pg_store.h"
+#include "rp_replay_port.h"
 
 #define RP_PG_LEDGER_BACKFILL_READ "DeadLetterBackfillRead"
 
@@ -96,5 +97,20 @@ rp_status rp_pg_backfill_unlock(rp_pg_store *s, const char *vhost,
  * `unread` ready messages behind them (-1: unknown, stored as null). */
 rp_status rp_pg_backfill_mark_read(rp_pg_store *s, const char *vhost, const char *queue,
                                    size_t n, int64_t unread) RP_MUSTCHECK;
+
+/* The replays part's store port (core/rp_replay_port.h) over one store
+ * session: ready is conn's connect, lock/claim/abandon/release the calls
+ * above (the claim's length control.replay_claim_seconds of *cfg, read at
+ * each use), settle the answer REPLAY through *gates (so that it goes where
+ * every answer goes: the filler's wrapping, e.g. the events feed).
+ * Everything is borrowed and must outlive the port; self = src. Threads:
+ * the store thread. */
+typedef struct rp_pg_replay_src {
+    rp_pg_conn *conn;
+    rp_pg_store *store;
+    const rp_config *const *cfg;
+    const rp_gate_port *gates;
+} rp_pg_replay_src;
+void rp_pg_replay_store_port(rp_pg_replay_src *src, rp_replay_store_port *out);
 
 #endif

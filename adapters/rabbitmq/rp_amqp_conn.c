@@ -418,3 +418,15 @@ void rp_amqp_conn_free(rp_amqp_conn *c) {
     free(c->key_file);
     free(c);
 }
+
+void rp_amqp_params_from_config(const rp_config *cfg, const char *password,
+                                rp_amqp_params *out) {
+    *out = (rp_amqp_params){
+        .url = cfg->broker.url,
+        .password = password,
+        .ca_file = cfg->broker.tls.ca_file,
+        .cert_file = cfg->broker.tls.cert_file,
+        .key_file = cfg->broker.tls.key_file,
+        .verify_peer = cfg->broker.tls.verify_peer,
+    };
+}

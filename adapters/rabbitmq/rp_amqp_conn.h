@@ -36,6 +36,7 @@
 #include <stdbool.h>
 
 #include "rp_common.h"
+#include "rp_config.h"
 #include "rp_status.h"
 
 typedef struct rp_amqp_params {
@@ -52,6 +53,11 @@ typedef struct rp_amqp_params {
      * for "no limit" (0 would size its output buffer to nothing). */
     int frame_max;
 } rp_amqp_params;
+
+/* The connection's address and credentials from cfg's broker.url and
+ * broker.tls.* (borrowed from cfg and password); every other field 0. */
+void rp_amqp_params_from_config(const rp_config *cfg, const char *password,
+                                rp_amqp_params *out);
 
 typedef enum rp_amqp_state {
     RP_AMQP_DOWN = 0,   /* not connected; a retry is scheduled */

@@ -149,3 +149,10 @@ void rp_amqp_feed_free(rp_amqp_feed *f) {
     free(f->exchange);
     free(f);
 }
+
+rp_amqp_feed *rp_amqp_feed_from_config(const rp_config *cfg, rp_metrics *metrics,
+                                       const rp_amqp_feed_hooks *hooks) {
+    rp_encoding enc =
+        cfg->broker.events_format == RP_EVENTS_FORMAT_JSON ? RP_ENC_JSON : RP_ENC_MSGPACK;
+    return rp_amqp_feed_new(cfg->broker.events_exchange, enc, metrics, hooks);
+}

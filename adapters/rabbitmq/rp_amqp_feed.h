@@ -29,6 +29,7 @@
 #include <stdbool.h>
 
 #include "rp_amqp_publisher.h"
+#include "rp_config.h"
 #include "rp_metrics.h"
 #include "rp_ports.h"
 #include "rp_proto.h"
@@ -59,6 +60,9 @@ typedef struct rp_amqp_feed rp_amqp_feed;
 /* NULL when out of memory. enc: the bodies' encoding. */
 rp_amqp_feed *rp_amqp_feed_new(const char *exchange, rp_encoding enc, rp_metrics *metrics,
                                const rp_amqp_feed_hooks *hooks);
+/* The same, to cfg's broker.events_exchange in broker.events_format. */
+rp_amqp_feed *rp_amqp_feed_from_config(const rp_config *cfg, rp_metrics *metrics,
+                                       const rp_amqp_feed_hooks *hooks);
 /* Fills out with the publisher port over f. */
 void rp_amqp_feed_port(rp_amqp_feed *f, rp_publisher_port *out);
 void rp_amqp_feed_free(rp_amqp_feed *f);

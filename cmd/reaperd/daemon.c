@@ -113,6 +113,7 @@ typedef struct rp_daemon {
     /* The management API: HTTP on the loop, called from the store thread
      * through the bridge. */
     rp_mgmt_bridge *mgmt;
+    rp_pg_listen_src listen_src; /* the lease LISTEN's port's self */
     rp_broker_http_keep mgmt_keep;
     /* Broker events as they happen (app/rp_events.h), and the backends of
      * its checks, seeds and reconciles (runner_port.h). */
@@ -200,25 +201,7 @@ static void rp_pass_port_finish(void *self, rp_sweep_run *run, bool cancelled) {
 /* Store thread: connects or checks the store's connection (check), or only
  * says whether it is up. */
 static bool rp_pass_port_store(void *self, bool check, char *detail, size_t cap) {
-    rp_daemon *d = self;
-    rp_pg_conn *c = d->runner.conn;
-    bool up = rp_pg_conn_is_up(c);
-    if (check)
-        up = (up ? rp_pg_conn_ping(c, detail, cap) : rp_pg_conn_ensure(c, detail, cap)) == RP_OK;
-    if (up)
-        snprintf(detail, cap, "%s (server %d)", rp_pg_conn_peer(c), rp_pg_conn_server_version(c));
-    return up;
-}
-
-static void *rp_lease_listen_open(void *self, const rp_lease_listen_hooks *h) {
-    rp_daemon *d = self;
-    rp_pg_listen_hooks lh = {.on_deadline = h->on_deadline, .on_up = h->on_up, .arg = h->arg};
-    return rp_pg_listen_new(d->base, d->cfg->store.dsn, d->cfg->store.schema, &lh);
-}
-
-static void rp_lease_listen_close(void *self, void *listener) {
-    RP_UNUSED(self);
-    rp_pg_listen_free(listener);
+    return rp_pg_conn_probe(((rp_daemon *)self)->runner.conn, check, detail, cap);
 }
 
 static rp_time_ms rp_wall_now(void *self) {
@@ -378,17 +361,10 @@ static void rp_signals_on_reload(void *arg, const rp_config *old) {
 /* The AMQP parameters of the session and the tap, from the configuration
  * reaperd started with (broker.* needs a restart). */
 static void rp_daemon_amqp_params(const rp_config *cfg, const char *password, rp_amqp_params *ap) {
-    *ap = (rp_amqp_params){
-        .url = cfg->broker.url,
-        .password = password,
-        .heartbeat_seconds = RP_HEARTBEAT_SECONDS,
-        .connect_timeout_ms = 5000,
-        .connection_name = "reaperd",
-        .ca_file = cfg->broker.tls.ca_file,
-        .cert_file = cfg->broker.tls.cert_file,
-        .key_file = cfg->broker.tls.key_file,
-        .verify_peer = cfg->broker.tls.verify_peer,
-    };
+    rp_amqp_params_from_config(cfg, password, ap);
+    ap->heartbeat_seconds = RP_HEARTBEAT_SECONDS;
+    ap->connect_timeout_ms = 5000;
+    ap->connection_name = "reaperd";
 }
 
 /* Session hooks (loop thread). Stopping: no new delivery is taken. */
@@ -631,9 +607,7 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
                              .publisher = rp_feed_publisher,
                              .on_loop = rp_feed_on_loop,
                              .ctx = d};
-    rp_encoding enc =
-        cfg->broker.events_format == RP_EVENTS_FORMAT_JSON ? RP_ENC_JSON : RP_ENC_MSGPACK;
-    d->feed = rp_amqp_feed_new(cfg->broker.events_exchange, enc, &d->metrics, &fh);
+    d->feed = rp_amqp_feed_from_config(cfg, &d->metrics, &fh);
     if (d->feed == NULL) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
@@ -643,22 +617,20 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     rp_pass_runner_set_publisher(&d->runner, &feed);
     /* 4. The broker half: the management API on this loop, for the store
      * thread through the bridge. */
-    rp_mgmt_http_params hp;
-    if (rp_broker_http_params(cfg, broker_password, &d->mgmt_keep, &hp) != RP_OK) {
+    const char *herr = NULL;
+    rp_status mst = rp_broker_http_bridge(d->base, cfg, broker_password, &d->mgmt_keep, &d->mgmt,
+                                          &herr);
+    if (mst == RP_ERR_CONFIG) {
         RP_ERROR("cannot use the broker URL", "key", "broker.url", NULL);
         return RP_ERR_CONFIG;
     }
-    const char *herr = NULL;
-    rp_mgmt_http *http = rp_mgmt_http_new(d->base, &hp, &herr);
-    if (http == NULL) {
+    if (mst == RP_ERR_UNAVAILABLE) {
         RP_ERROR("cannot use the management API", "key", "broker.management_url", "reason", herr,
                  NULL);
         return RP_ERR_CONFIG;
     }
-    d->mgmt = rp_mgmt_bridge_new(d->base, http);
-    if (d->mgmt == NULL || rp_pass_runner_attach_broker(&d->runner, d->mgmt, &d->mgmt_keep) != RP_OK ||
+    if (mst != RP_OK || rp_pass_runner_attach_broker(&d->runner, d->mgmt, &d->mgmt_keep) != RP_OK ||
         rp_pass_runner_attach_peek(&d->runner, broker_password) != RP_OK) {
-        if (d->mgmt == NULL) rp_mgmt_http_free(http);
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
     }
@@ -672,10 +644,11 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
                  .run = rp_pass_port_run,
                  .finish = rp_pass_port_finish,
                  .store = rp_pass_port_store},
-        .listen = {.self = d, .open = rp_lease_listen_open, .close = rp_lease_listen_close},
         .on_store = rp_on_store,
         .arg = d,
     };
+    d->listen_src = (rp_pg_listen_src){d->base, &d->cfg};
+    rp_pg_listen_port(&d->listen_src, &swd.listen);
     d->sweeper = rp_sweeper_new(d->base, &swd);
     if (d->sweeper == NULL) {
         RP_ERROR("cannot start the store thread", NULL);

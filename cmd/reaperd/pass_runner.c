@@ -17,19 +17,7 @@ void rp_pass_runner_options(const rp_config *cfg, rp_pass_options *opt) {
 }
 
 rp_pg_conn *rp_pass_conn_new(const rp_config *cfg, int connect_timeout_s) {
-    rp_pg_conn *c = rp_pg_conn_new(cfg->store.dsn, connect_timeout_s);
-    rp_pg_session s = {
-        .schema = cfg->store.schema,
-        .statement_timeout_ms = (int)cfg->store.statement_timeout_ms,
-        .lock_timeout_ms = (int)cfg->store.lock_timeout_ms,
-        .idle_in_transaction_timeout_ms = (int)cfg->store.idle_in_transaction_timeout_ms,
-        .tcp_user_timeout_ms = (int)cfg->store.tcp_user_timeout_ms,
-    };
-    if (c != NULL && rp_pg_conn_set_session(c, &s) != RP_OK) {
-        rp_pg_conn_free(c);
-        c = NULL;
-    }
-    return c;
+    return rp_pg_conn_from_config(cfg, connect_timeout_s);
 }
 
 rp_status rp_pass_runner_init(rp_pass_runner *r, const rp_config *cfg) {
@@ -90,14 +78,8 @@ static void rp_backfill_news_log(void *arg, const rp_backfill_news *b) {
 
 rp_status rp_pass_runner_attach_peek(rp_pass_runner *r, const char *password) {
     const rp_config *cfg = r->cfg;
-    rp_amqp_params ap = {
-        .url = cfg->broker.url,
-        .password = password,
-        .ca_file = cfg->broker.tls.ca_file,
-        .cert_file = cfg->broker.tls.cert_file,
-        .key_file = cfg->broker.tls.key_file,
-        .verify_peer = cfg->broker.tls.verify_peer,
-    };
+    rp_amqp_params ap;
+    rp_amqp_params_from_config(cfg, password, &ap);
     r->peek = rp_amqp_peek_new(&ap);
     if (r->peek == NULL) return RP_ERR_NOMEM;
     rp_amqp_peek_set_header_cap(r->peek, (size_t)cfg->broker.tap_header_cap_bytes);

@@ -2,10 +2,12 @@
  * replay_port.h - the replays part's ports (core/rp_replay_port.h) filled
  * from the adapters: the store side from the store thread's runner
  * (adapters/postgres/rp_pg_replay.h, the gate port's answer for the
- * settle), the message and its publish from adapters/rabbitmq
- * (rp_amqp_control.h) on the replay channel's publisher.
+ * settle: the gate port wrapped with the events feed, so two backends),
+ * the message and its publish from adapters/rabbitmq
+ * (rp_amqp_replay_port.h) on the replay channel's publisher.
  *
- * Ownership: the wiring borrows runner, *publisher, *broker_up and
+ * Ownership: the wiring borrows runner (initialised: its connection and
+ * store are taken as they are at rp_replay_wiring_new), *publisher, *broker_up and
  * broker_url (the configuration reaperd started with: broker.* needs a
  * restart) for its life; it must outlive the replays part. Threads: made
  * and freed on the loop thread; the store port runs on the store thread,

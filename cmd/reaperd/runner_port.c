@@ -2,7 +2,6 @@
  * (runner_port.h). */
 #include "runner_port.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "pass_runner.h"
@@ -82,21 +81,7 @@ static rp_status rp_rs_reconcile(void *self, rp_runner_set *s, const rp_config *
     rp_runner_backends *b = self;
     rp_mgmt_policy_options popt;
     rp_broker_policy_options(cfg, b->keep, false, &popt);
-    rp_mgmt_policy_stats ms;
-    rp_status st = rp_mgmt_policy_reconcile(rp_rs_broker(s), &popt, report, &ms);
-    *stats = (rp_pass_policy_stats){
-        .writes = ms.writes,
-        .refused = ms.refused,
-        .conflicts = ms.conflicts,
-        .vhosts = ms.vhosts,
-        .selected = ms.selected,
-        .verified_queues = ms.verified_queues,
-    };
-    stats->version.major = ms.version.major;
-    stats->version.minor = ms.version.minor;
-    stats->version.patch = ms.version.patch;
-    snprintf(stats->version.text, sizeof stats->version.text, "%s", ms.version.text);
-    return st;
+    return rp_mgmt_policy_reconcile_core(rp_rs_broker(s), &popt, report, stats);
 }
 
 static void rp_rs_close(void *self, rp_runner_set *s) {

@@ -1,12 +1,10 @@
 /*
  * tap_ports.h - the dead-letter tap's backends (app/rp_tap.h's ports,
- * core/rp_tap_port.h), filled from the adapters: the consumer from the
- * tap's own AMQP connection (adapters/rabbitmq/rp_amqp_tap) with the
- * examiner that reads a delivery's headers into the stored form
- * (rp_amqp_table, rp_amqp_restore; the PostgreSQL dead-letter handle), the
- * store from its two PostgreSQL sessions (adapters/postgres/rp_pg_park_batch),
- * and the bindings' reconcile from a management client of its own
- * (adapters/management/rp_mgmt_dlx).
+ * core/rp_tap_port.h), each filled by its adapter: the consumer by the
+ * tap's own AMQP connection (adapters/rabbitmq/rp_amqp_tap_port), the store
+ * by two PostgreSQL sessions (adapters/postgres/rp_pg_park_batch), the
+ * bindings' reconcile by a management client of its own
+ * (adapters/management/rp_mgmt_dlx). Composed here: the three together.
  *
  * Ownership: the daemon owns it; rp_tap_ports_new borrows cfg (read at
  * each use) and mgmt, which must outlive it. The ports filled borrow it.

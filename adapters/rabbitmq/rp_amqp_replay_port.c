@@ -1,0 +1,105 @@
+/* The replays part's publish port over RabbitMQ (rp_amqp_replay_port.h). */
+#include "rp_amqp_replay_port.h"
+
+#include <stdlib.h>
+
+#include "rp_amqp_control.h"
+#include "rp_amqp_open.h"
+#include "rp_amqp_restore.h"
+
+struct rp_amqp_replay_port {
+    rp_amqp_publisher *const *publisher;
+    const bool *up;
+    const char *url;
+};
+
+static rp_replay_msg *rp_arp_msg_new(void *self) {
+    RP_UNUSED(self);
+    return (rp_replay_msg *)(void *)rp_amqp_replay_msg_new();
+}
+
+static void rp_arp_msg_free(void *self, rp_replay_msg *m) {
+    RP_UNUSED(self);
+    rp_amqp_replay_msg_free((rp_amqp_replay_msg *)(void *)m);
+}
+
+static rp_status rp_arp_msg_restore(void *self, rp_replay_msg *m, const char *props_json,
+                                    const char *headers_json, char *err, size_t errlen) {
+    RP_UNUSED(self);
+    return rp_amqp_replay_msg_restore((rp_amqp_replay_msg *)(void *)m, props_json, headers_json,
+                                      err, errlen);
+}
+
+static void rp_arp_msg_peek(void *self, const rp_replay_msg *m, rp_bytes *user_id,
+                            rp_bytes *expiration) {
+    RP_UNUSED(self);
+    rp_amqp_replay_msg_peek((const rp_amqp_replay_msg *)(const void *)m, user_id, expiration);
+}
+
+static void rp_arp_msg_strip(void *self, rp_replay_msg *m, rp_replay_strip s) {
+    RP_UNUSED(self);
+    rp_amqp_replay_msg_strip((rp_amqp_replay_msg *)(void *)m, s);
+}
+
+static bool rp_arp_kept_refusal(void *self, const char *props_json, char *why, size_t n) {
+    RP_UNUSED(self);
+    return rp_amqp_restore_refusal(props_json, why, n);
+}
+
+static bool rp_arp_vhost_is_ours(void *self, const char *vhost) {
+    return rp_amqp_url_vhost_is(((rp_amqp_replay_port *)self)->url, vhost);
+}
+
+static bool rp_arp_own_user(void *self, char *buf, size_t n) {
+    return rp_amqp_url_user(((rp_amqp_replay_port *)self)->url, buf, n);
+}
+
+typedef struct rp_arp_pending {
+    rp_amqp_publisher *publisher;
+    rp_replay_published_fn done;
+    void *arg;
+} rp_arp_pending;
+
+static void rp_arp_published(void *arg, rp_publish_outcome outcome) {
+    rp_arp_pending p = *(rp_arp_pending *)arg;
+    free(arg);
+    p.done(p.arg, rp_amqp_replay_outcome(outcome), rp_publish_outcome_string(outcome),
+           outcome == RP_PUBLISH_REFUSED ? rp_amqp_publisher_refusal(p.publisher) : NULL);
+}
+
+static rp_status rp_arp_publish(void *self, const rp_replay_msg *m, const char *queue,
+                                rp_bytes body, rp_replay_published_fn done, void *arg) {
+    rp_amqp_replay_port *w = self;
+    rp_amqp_publisher *pub = *w->publisher;
+    if (!*w->up || pub == NULL) return RP_ERR_UNAVAILABLE;
+    rp_arp_pending *p = malloc(sizeof *p);
+    if (p == NULL) return RP_ERR_NOMEM;
+    *p = (rp_arp_pending){pub, done, arg};
+    rp_status st = rp_amqp_replay_msg_publish(pub, (const rp_amqp_replay_msg *)(const void *)m,
+                                              queue, body, rp_arp_published, p);
+    if (st != RP_OK) free(p);
+    return st;
+}
+
+rp_amqp_replay_port *rp_amqp_replay_port_new(rp_amqp_publisher *const *publisher,
+                                             const bool *up, const char *url,
+                                             rp_replay_publish_port *out) {
+    rp_amqp_replay_port *p = calloc(1, sizeof *p);
+    if (p == NULL) return NULL;
+    *p = (rp_amqp_replay_port){publisher, up, url};
+    *out = (rp_replay_publish_port){
+        .self = p,
+        .msg_new = rp_arp_msg_new,
+        .msg_free = rp_arp_msg_free,
+        .msg_restore = rp_arp_msg_restore,
+        .msg_peek = rp_arp_msg_peek,
+        .msg_strip = rp_arp_msg_strip,
+        .kept_refusal = rp_arp_kept_refusal,
+        .vhost_is_ours = rp_arp_vhost_is_ours,
+        .own_user = rp_arp_own_user,
+        .publish = rp_arp_publish,
+    };
+    return p;
+}
+
+void rp_amqp_replay_port_free(rp_amqp_replay_port *p) { free(p); }

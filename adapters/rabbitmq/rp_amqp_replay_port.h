@@ -1,0 +1,30 @@
+/*
+ * rp_amqp_replay_port.h - the replays part's publish port
+ * (core/rp_replay_port.h) filled from the replay channel's publisher: the
+ * message restored from its stored form (rp_amqp_control.h's replay
+ * message, rp_amqp_restore.h's refusal), the vhost and user of broker.url
+ * (rp_amqp_open.h), the publish with its outcome.
+ *
+ * Ownership: the port borrows *publisher, *up and url (the configuration
+ * reaperd started with: broker.* needs a restart) for its life; they must
+ * outlive it, and it the replays part. Threads: made and freed on the loop
+ * thread; publish on the loop.
+ */
+#ifndef RP_AMQP_REPLAY_PORT_H
+#define RP_AMQP_REPLAY_PORT_H
+
+#include <stdbool.h>
+
+#include "rp_amqp_publisher.h"
+#include "rp_replay_port.h"
+
+typedef struct rp_amqp_replay_port rp_amqp_replay_port;
+
+/* Fills *out. *publisher NULL or *up false: a publish is refused with
+ * RP_ERR_UNAVAILABLE. NULL when out of memory. */
+rp_amqp_replay_port *rp_amqp_replay_port_new(rp_amqp_publisher *const *publisher,
+                                             const bool *up, const char *url,
+                                             rp_replay_publish_port *out);
+void rp_amqp_replay_port_free(rp_amqp_replay_port *p);
+
+#endif
