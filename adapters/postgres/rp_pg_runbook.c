@@ -6,47 +6,23 @@
 
 #include "rp_pg_store_internal.h"
 
-static void rp_forget_held(rp_pg_store *s) {
-    PQclear(s->held_long_res);
-    s->held_long_res = NULL;
-    free(s->held_long_view);
-    s->held_long_view = NULL;
-}
-
-static void rp_forget_waiting(rp_pg_store *s) {
-    PQclear(s->waiting_res);
-    s->waiting_res = NULL;
-    free(s->waiting_view);
-    s->waiting_view = NULL;
-}
-
 static rp_status rp_list_long_held(void *self, const rp_long_held_query *q,
                                    rp_long_held_list *out) {
     rp_pg_store *s = self;
     out->jobs = NULL;
     out->n = 0;
-    rp_forget_held(s);
     if (q == NULL || q->limit < 1) return RP_ERR_INVALID;
-    rp_status st = rp__pg_enter(s, RP__PG_READ, "list_long_held");
-    if (st != RP_OK) return st;
     char before[24], now[24], grace[24], limit[24];
     const char *vals[] = {rp__pg_itoa(q->claimed_before, before), rp__pg_itoa(q->now, now),
                           rp__pg_itoa(q->grace_seconds, grace), q->project,
                           rp__pg_itoa((int64_t)q->limit, limit)};
     rp__pg_cmd k = {.stmt = RP__PG_LONG_HELD, .n = 5, .values = vals};
-    PGresult *r = NULL;
-    st = rp__pg_run(s, &k, 1, &r, "list_long_held", NULL);
-    if (st != RP_OK) return st;
-    int n = PQntuples(r);
-    if (n == 0) {
-        PQclear(r);
-        return RP_OK;
-    }
-    rp_long_held_job *view = calloc((size_t)n, sizeof *view);
-    if (view == NULL) {
-        PQclear(r);
-        return RP_ERR_NOMEM;
-    }
+    PGresult *r;
+    rp_long_held_job *view;
+    int n;
+    rp_status st = rp__pg_lend(s, &s->held_long, &k, "list_long_held", sizeof *view, &r,
+                               (void **)&view, &n);
+    if (st != RP_OK || n == 0) return st;
     for (int i = 0; i < n; i++) {
         view[i].id = rp__pg_i64(r, i, 0);
         view[i].project = rp__pg_str(r, i, 1);
@@ -58,8 +34,6 @@ static rp_status rp_list_long_held(void *self, const rp_long_held_query *q,
         view[i].claimed_known = !rp__pg_null(r, i, 6);
         view[i].claimed_at = rp__pg_i64(r, i, 6);
     }
-    s->held_long_res = r;
-    s->held_long_view = view;
     out->jobs = view;
     out->n = (size_t)n;
     return RP_OK;
@@ -70,32 +44,20 @@ static rp_status rp_count_waiting(void *self, const char *project, rp_time_ms no
     rp_pg_store *s = self;
     out->groups = NULL;
     out->n = 0;
-    rp_forget_waiting(s);
-    rp_status st = rp__pg_enter(s, RP__PG_READ, "count_waiting");
-    if (st != RP_OK) return st;
     char nowbuf[24], more[24];
     const char *vals[] = {project, rp__pg_itoa(now, nowbuf), rp__pg_itoa(more_than, more)};
     rp__pg_cmd k = {.stmt = RP__PG_WAITING, .n = 3, .values = vals};
-    PGresult *r = NULL;
-    st = rp__pg_run(s, &k, 1, &r, "count_waiting", NULL);
-    if (st != RP_OK) return st;
-    int n = PQntuples(r);
-    if (n == 0) {
-        PQclear(r);
-        return RP_OK;
-    }
-    rp_waiting_group *view = calloc((size_t)n, sizeof *view);
-    if (view == NULL) {
-        PQclear(r);
-        return RP_ERR_NOMEM;
-    }
+    PGresult *r;
+    rp_waiting_group *view;
+    int n;
+    rp_status st = rp__pg_lend(s, &s->waiting, &k, "count_waiting", sizeof *view, &r,
+                               (void **)&view, &n);
+    if (st != RP_OK || n == 0) return st;
     for (int i = 0; i < n; i++) {
         view[i].project = rp__pg_str(r, i, 0);
         view[i].kind = rp__pg_str(r, i, 1);
         view[i].claimable = rp__pg_i64(r, i, 2);
     }
-    s->waiting_res = r;
-    s->waiting_view = view;
     out->groups = view;
     out->n = (size_t)n;
     return RP_OK;

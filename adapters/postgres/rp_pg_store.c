@@ -73,22 +73,10 @@ static void rp_free_lent(rp_pg_store *s) {
     s->sight_res = NULL;
     free(s->sight_view);
     s->sight_view = NULL;
-    PQclear(s->held_long_res);
-    s->held_long_res = NULL;
-    free(s->held_long_view);
-    s->held_long_view = NULL;
-    PQclear(s->waiting_res);
-    s->waiting_res = NULL;
-    free(s->waiting_view);
-    s->waiting_view = NULL;
-    PQclear(s->wedge_res);
-    s->wedge_res = NULL;
-    free(s->wedge_view);
-    s->wedge_view = NULL;
-    PQclear(s->divergent_res);
-    s->divergent_res = NULL;
-    free(s->divergent_view);
-    s->divergent_view = NULL;
+    rp__pg_lent_forget(&s->held_long);
+    rp__pg_lent_forget(&s->waiting);
+    rp__pg_lent_forget(&s->wedge);
+    rp__pg_lent_forget(&s->divergent);
 }
 
 void rp_pg_store_free(rp_pg_store *s) {
@@ -408,6 +396,39 @@ static rp_status rp_pipeline(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, P
     rp_status st = rp__pg_send(s, cmds, n, op);
     if (st != RP_OK) return st;
     return rp_recv(s, cmds, n, res, op, code, keep);
+}
+
+void rp__pg_lent_forget(rp__pg_lent *l) {
+    PQclear(l->res);
+    free(l->view);
+    *l = (rp__pg_lent){0};
+}
+
+rp_status rp__pg_lend(rp_pg_store *s, rp__pg_lent *l, const rp__pg_cmd *k, const char *op,
+                      size_t elem, PGresult **r, void **view, int *n) {
+    *r = NULL;
+    *view = NULL;
+    *n = 0;
+    rp__pg_lent_forget(l);
+    rp_status st = rp__pg_enter(s, RP__PG_READ, op);
+    if (st != RP_OK) return st;
+    PGresult *res = NULL;
+    if ((st = rp__pg_run(s, k, 1, &res, op, NULL)) != RP_OK) return st;
+    int rows = PQntuples(res);
+    if (rows == 0) {
+        PQclear(res);
+        return RP_OK;
+    }
+    void *v = calloc((size_t)rows, elem);
+    if (v == NULL) {
+        PQclear(res);
+        return RP_ERR_NOMEM;
+    }
+    *l = (rp__pg_lent){res, v};
+    *r = res;
+    *view = v;
+    *n = rows;
+    return RP_OK;
 }
 
 rp_status rp__pg_run(rp_pg_store *s, const rp__pg_cmd *cmds, size_t n, PGresult **res,

@@ -97,6 +97,13 @@ typedef struct rp__pg_taken {
     size_t cap;
 } rp__pg_taken;
 
+/* Rows a read lends to the port's caller until the next read of its kind
+ * or the store's close: the result and the view into it (rp__pg_lend). */
+typedef struct rp__pg_lent {
+    PGresult *res;
+    void *view;
+} rp__pg_lent;
+
 struct rp_pg_store {
     rp_pg_conn *conn;     /* borrowed */
     char *schema;         /* as configured */
@@ -113,17 +120,10 @@ struct rp_pg_store {
     rp_claimable_job *claim_view;
     PGresult *sight_res;
     rp_sighting_row *sight_view;
-    /* What list_long_held and count_waiting lend (rp_pg_runbook.c). */
-    PGresult *held_long_res;
-    rp_long_held_job *held_long_view;
-    PGresult *waiting_res;
-    rp_waiting_group *waiting_view;
-    /* What list_wedge_groups lends (rp_pg_wedged.c). */
-    PGresult *wedge_res;
-    rp_wedge_group *wedge_view;
-    /* What count_divergent lends (rp_pg_divergent.c). */
-    PGresult *divergent_res;
-    rp_divergence_group *divergent_view;
+    /* What list_long_held and count_waiting (rp_pg_runbook.c),
+     * list_wedge_groups (rp_pg_wedged.c) and count_divergent
+     * (rp_pg_divergent.c) lend. */
+    rp__pg_lent held_long, waiting, wedge, divergent;
     bool clock_fell_back; /* logged once per outage */
     /* The replay claim on gates (rp_gate.h). */
     char claimer[160];
@@ -158,6 +158,16 @@ typedef struct rp__pg_cmd {
     const int *lengths;
     const int *formats;
 } rp__pg_cmd;
+
+/* Frees what l lent (safe on an empty one). */
+void rp__pg_lent_forget(rp__pg_lent *l);
+/* A read whose rows are lent: forgets what l lent before, enters the store
+ * for reading, runs k (op names it in the log) and, when it returns rows,
+ * keeps them in l with a zeroed view of *n elements of elem bytes each for
+ * the caller to fill from *r (*view NULL and *n 0 when none). Errors as
+ * rp__pg_run, or RP_ERR_NOMEM. */
+rp_status rp__pg_lend(rp_pg_store *s, rp__pg_lent *l, const rp__pg_cmd *k, const char *op,
+                      size_t elem, PGresult **r, void **view, int *n) RP_MUSTCHECK;
 
 /* Sends the n commands in one pipeline with one sync (one round trip) and
  * reads every result within the store's timeout. On RP_OK every command

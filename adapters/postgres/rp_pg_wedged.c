@@ -6,37 +6,20 @@
 #include "rp_pg_binarray.h"
 #include "rp_pg_store_internal.h"
 
-static void rp_forget_wedge(rp_pg_store *s) {
-    PQclear(s->wedge_res);
-    s->wedge_res = NULL;
-    free(s->wedge_view);
-    s->wedge_view = NULL;
-}
-
 static rp_status rp_list_wedge_groups(void *self, const char *project, rp_time_ms now,
                                       int64_t grace_seconds, rp_wedge_group_list *out) {
     rp_pg_store *s = self;
     out->groups = NULL;
     out->n = 0;
-    rp_forget_wedge(s);
-    rp_status st = rp__pg_enter(s, RP__PG_READ, "list_wedge_groups");
-    if (st != RP_OK) return st;
     char nowbuf[24], grace[24];
     const char *vals[] = {project, rp__pg_itoa(now, nowbuf), rp__pg_itoa(grace_seconds, grace)};
     rp__pg_cmd k = {.stmt = RP__PG_WEDGE_GROUPS, .n = 3, .values = vals};
-    PGresult *r = NULL;
-    st = rp__pg_run(s, &k, 1, &r, "list_wedge_groups", NULL);
-    if (st != RP_OK) return st;
-    int n = PQntuples(r);
-    if (n == 0) {
-        PQclear(r);
-        return RP_OK;
-    }
-    rp_wedge_group *view = calloc((size_t)n, sizeof *view);
-    if (view == NULL) {
-        PQclear(r);
-        return RP_ERR_NOMEM;
-    }
+    PGresult *r;
+    rp_wedge_group *view;
+    int n;
+    rp_status st = rp__pg_lend(s, &s->wedge, &k, "list_wedge_groups", sizeof *view, &r,
+                               (void **)&view, &n);
+    if (st != RP_OK || n == 0) return st;
     for (int i = 0; i < n; i++) {
         view[i].project = rp__pg_str(r, i, 0);
         view[i].kind = rp__pg_str(r, i, 1);
@@ -46,8 +29,6 @@ static rp_status rp_list_wedge_groups(void *self, const char *project, rp_time_m
         view[i].completed_known = !rp__pg_null(r, i, 5);
         view[i].last_completed_at = view[i].completed_known ? rp__pg_i64(r, i, 5) : 0;
     }
-    s->wedge_res = r;
-    s->wedge_view = view;
     out->groups = view;
     out->n = (size_t)n;
     return RP_OK;
