@@ -16,14 +16,10 @@ void rp_pass_runner_options(const rp_config *cfg, rp_pass_options *opt) {
     opt->on_verdict = rp_verdict_log;
 }
 
-rp_pg_conn *rp_pass_conn_new(const rp_config *cfg, int connect_timeout_s) {
-    return rp_pg_conn_from_config(cfg, connect_timeout_s);
-}
-
 rp_status rp_pass_runner_init(rp_pass_runner *r, const rp_config *cfg) {
     memset(r, 0, sizeof *r);
     r->cfg = cfg;
-    r->conn = rp_pass_conn_new(cfg, 5);
+    r->conn = rp_pg_conn_from_config(cfg, 5);
     if (r->conn == NULL) return RP_ERR_NOMEM;
     r->store = rp_pg_store_new(r->conn, cfg->store.schema);
     if (r->store == NULL) {

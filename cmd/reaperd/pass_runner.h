@@ -64,9 +64,6 @@ typedef struct rp_pass_request {
     rp_time_ms deadline_at;    /* its lease_expires_at + grace */
 } rp_pass_request;
 
-/* Every session reaperd opens is set up from store.* (rp_pg_session):
- * makes a connection for cfg->store.dsn with it. NULL when out of memory. */
-rp_pg_conn *rp_pass_conn_new(const rp_config *cfg, int connect_timeout_s);
 rp_status rp_pass_runner_init(rp_pass_runner *r, const rp_config *cfg) RP_MUSTCHECK;
 void rp_pass_runner_cleanup(rp_pass_runner *r);
 /* Gives the runner a broker half over bridge (borrowed; it must outlive the
