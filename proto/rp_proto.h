@@ -32,6 +32,7 @@
 
 #include <jansson.h>
 
+#include "rp_answer_set_port.h"
 #include "rp_common.h"
 #include "rp_doctor.h"
 #include "rp_gate.h"
@@ -123,11 +124,13 @@ typedef enum rp_op {
     RP_OP_CANCEL, /* cancel a ready or leased job */
     RP_OP_GATE,   /* one gate looked inside: its job, its stored dead letter */
     RP_OP_DOCTOR, /* the setup's checks (issue 18 item 6, rp_doctor.h) */
+    RP_OP_ANSWER_MANY, /* answer many gates as one job (issue 20 item 3) */
+    RP_OP_ANSWER_SET,  /* that job's progress, or its cancel */
     RP_OP_COUNT_
 } rp_op;
 
 /* "reap", "answer", "gates", "status", "jobs", "job", "cancel", "gate",
- * "doctor"; "none" for
+ * "doctor", "answer_many", "answer_set"; "none" for
  * RP_OP_NONE and "unknown" outside the enum. Static, never NULL. */
 const char *rp_op_string(rp_op op);
 /* Exact match of a wire name; RP_OP_NONE is never parsed. */
@@ -195,6 +198,25 @@ typedef struct rp_request {
         int64_t job;         /* >= 1 */
         char *reason;        /* 1..RP_PROTO_REASON_MAX bytes, required */
     } cancel;
+    struct {
+        rp_choice choice;    /* replay or dismiss */
+        int rate;            /* 1..RP_ANSWER_SET_RATE_MAX, default RP_ANSWER_SET_RATE_DEFAULT */
+        bool dry_run;        /* default false */
+        int64_t *ids;        /* heap, n_ids (1..RP_ANSWER_SET_IDS_MAX) gate ids; NULL: none */
+        size_t n_ids;
+        char *project;       /* the filters of gates (open gates only); NULL: any */
+        bool has_kind;
+        rp_gate_kind kind;
+        char *queue;
+        char *origin;
+        char *reason;
+        int64_t older_than_seconds; /* 0: any age */
+        char *by;            /* NULL: the daemon uses the AMQP user_id */
+    } answer_many;
+    struct {
+        int64_t job;         /* the answer set's id, >= 1 */
+        bool cancel;         /* default false: its progress */
+    } answer_set;
     struct {
         int64_t gate;        /* >= 1 */
         int64_t body_offset; /* >= 0, default 0 */
@@ -282,6 +304,18 @@ rp_status rp_proto_encode_gate_reply(const rp_gate_look *l, const char *why_not,
                                      rp_proto_buf *out) RP_MUSTCHECK;
 rp_status rp_proto_encode_cancel_reply(const rp_job_cancel_result *r, rp_encoding enc,
                                        rp_proto_buf *out) RP_MUSTCHECK;
+
+/* Answer sets (SCHEMA.md 4 `answer_many`, `answer_set`). answer_many:
+ * {"job": id or null (a dry run), "dry_run", "choice", "rate", "total",
+ * "skipped", "queues": [{"queue", "count"}...], "other_queues"};
+ * answer_set: {"job": set, "cancelled": bool (this request cancelled it)}.
+ * Borrowed arguments. */
+rp_status rp_proto_encode_answer_many_reply(const rp_answer_set_made *m, bool dry_run,
+                                            rp_choice choice, int rate, rp_encoding enc,
+                                            rp_proto_buf *out) RP_MUSTCHECK;
+rp_status rp_proto_encode_answer_set_reply(const rp_answer_set_row *row, bool cancelled,
+                                           rp_encoding enc, rp_proto_buf *out) RP_MUSTCHECK;
+json_t *rp_proto_answer_set_json(const rp_answer_set_row *row);
 
 /* What the status op reports. Borrowed pointers. */
 typedef struct rp_proto_status {

@@ -17,6 +17,12 @@ void rp_request_cleanup(rp_request *req) {
     free(req->jobs.project);
     free(req->jobs.kind);
     free(req->cancel.reason);
+    free(req->answer_many.ids);
+    free(req->answer_many.project);
+    free(req->answer_many.queue);
+    free(req->answer_many.origin);
+    free(req->answer_many.reason);
+    free(req->answer_many.by);
     memset(req, 0, sizeof *req);
 }
 
@@ -33,6 +39,10 @@ static const char *const rp_fields_job[] = {"v", "op", "job", NULL};
 static const char *const rp_fields_cancel[] = {"v", "op", "job", "reason", NULL};
 static const char *const rp_fields_gate[] = {"v", "op", "gate", "body_offset", "body_limit", NULL};
 static const char *const rp_fields_doctor[] = {"v", "op", NULL};
+static const char *const rp_fields_answer_many[] = {
+    "v",     "op",    "choice", "rate",   "dry_run", "ids", "project", "kind",
+    "queue", "origin", "reason", "older_than_seconds", "by", NULL};
+static const char *const rp_fields_answer_set[] = {"v", "op", "job", "cancel", NULL};
 
 static const char *const *rp_fields_of(rp_op op) {
     switch (op) {
@@ -45,6 +55,8 @@ static const char *const *rp_fields_of(rp_op op) {
     case RP_OP_CANCEL: return rp_fields_cancel;
     case RP_OP_GATE: return rp_fields_gate;
     case RP_OP_DOCTOR: return rp_fields_doctor;
+    case RP_OP_ANSWER_MANY: return rp_fields_answer_many;
+    case RP_OP_ANSWER_SET: return rp_fields_answer_set;
     default: return NULL;
     }
 }
@@ -226,8 +238,64 @@ static rp_status rp_validate_cancel(const json_t *root, rp_request *out, rp_prot
     return RP_OK;
 }
 
+static rp_status rp_validate_answer_many(const json_t *root, rp_request *out,
+                                         rp_proto_error *err) {
+    static const char one_of[] = "one of replay, dismiss";
+    const json_t *w;
+    int64_t rate;
+    rp_status st = rp_get_word(root, "choice", true, one_of, &w, err);
+    if (st != RP_OK) return st;
+    if (!rp_choice_parse(json_string_value(w), &out->answer_many.choice) ||
+        strlen(json_string_value(w)) != json_string_length(w) ||
+        !rp_answer_set_choice_ok(out->answer_many.choice))
+        return rp_bad_word(w, "choice", one_of, err);
+    if ((st = rp_get_int(root, "rate", false, 1, RP_ANSWER_SET_RATE_MAX,
+                         RP_ANSWER_SET_RATE_DEFAULT, "", &rate, err)) != RP_OK)
+        return st;
+    out->answer_many.rate = (int)rate;
+    if ((st = rp_get_bool(root, "dry_run", false, &out->answer_many.dry_run, err)) != RP_OK)
+        return st;
+    const json_t *ids = rp_field(root, "ids");
+    if (ids != NULL) {
+        if (!json_is_array(ids)) return rp_wrong_type(err, "ids", "an array of gate ids", ids);
+        size_t n = json_array_size(ids);
+        if (n < 1 || n > RP_ANSWER_SET_IDS_MAX)
+            return rp__err_set(err, RP_ERR_BAD_REQUEST,
+                               "field \"ids\" must hold 1..%d gate ids, got %zu",
+                               RP_ANSWER_SET_IDS_MAX, n);
+        out->answer_many.ids = calloc(n, sizeof *out->answer_many.ids);
+        if (out->answer_many.ids == NULL) return rp__err_set(err, RP_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+            const json_t *e = json_array_get(ids, i);
+            if (!json_is_integer(e) || json_integer_value(e) < 1)
+                return rp__err_set(err, RP_ERR_BAD_REQUEST,
+                                   "field \"ids\" must hold gate ids, positive integers; "
+                                   "entry %zu is not one", i);
+            out->answer_many.ids[i] = (int64_t)json_integer_value(e);
+        }
+        out->answer_many.n_ids = n;
+    }
+    if ((st = rp_get_name(root, "project", &out->answer_many.project, err)) != RP_OK) return st;
+    static const char kinds[] = "one of delivery_exhausted, bus_dead_lettered";
+    if ((st = rp_get_word(root, "kind", false, kinds, &w, err)) != RP_OK) return st;
+    if (w != NULL) {
+        if (!rp_gate_kind_parse(json_string_value(w), &out->answer_many.kind) ||
+            strlen(json_string_value(w)) != json_string_length(w))
+            return rp_bad_word(w, "kind", kinds, err);
+        out->answer_many.has_kind = true;
+    }
+    if ((st = rp_get_name(root, "queue", &out->answer_many.queue, err)) != RP_OK ||
+        (st = rp_get_name(root, "origin", &out->answer_many.origin, err)) != RP_OK ||
+        (st = rp_get_name(root, "reason", &out->answer_many.reason, err)) != RP_OK ||
+        (st = rp_get_name(root, "by", &out->answer_many.by, err)) != RP_OK)
+        return st;
+    return rp_get_int(root, "older_than_seconds", false, 1, RP_PROTO_OLDER_THAN_MAX, 0, "",
+                      &out->answer_many.older_than_seconds, err);
+}
+
 static rp_status rp_validate(const json_t *root, rp_request *out, rp_proto_error *err) {
-    static const char ops[] = "one of reap, answer, gates, status, jobs, job, cancel, gate, doctor";
+    static const char ops[] = "one of reap, answer, gates, status, jobs, job, cancel, gate, doctor, "
+                              "answer_many, answer_set";
     char q[RP_PROTO_QUOTE_MAX * 4 + 8];
     rp_status st;
     rp_op op;
@@ -296,6 +364,13 @@ static rp_status rp_validate(const json_t *root, rp_request *out, rp_proto_error
         return rp_get_int(root, "body_limit", false, 1, RP_GATE_LOOK_WINDOW_MAX,
                           RP_GATE_LOOK_WINDOW_DEFAULT, "", &out->gate.body_limit, err);
     case RP_OP_DOCTOR: return RP_OK;
+    case RP_OP_ANSWER_MANY: return rp_validate_answer_many(root, out, err);
+    case RP_OP_ANSWER_SET:
+        if ((st = rp_get_int(root, "job", true, 1, INT64_MAX, 0,
+                             "the answer set's id, a positive integer", &out->answer_set.job,
+                             err)) != RP_OK)
+            return st;
+        return rp_get_bool(root, "cancel", false, &out->answer_set.cancel, err);
     default: return rp__err_set(err, RP_ERR_INTERNAL, "unhandled op");
     }
 }
@@ -386,6 +461,31 @@ static json_t *rp_request_tree(const rp_request *req) {
     case RP_OP_CANCEL:
         ok = ok && rp__set(t, "job", json_integer(req->cancel.job)) &&
              rp__set(t, "reason", rp__json_string(req->cancel.reason));
+        break;
+    case RP_OP_ANSWER_MANY: {
+        ok = ok && rp__set(t, "choice", json_string(rp_choice_string(req->answer_many.choice))) &&
+             rp__set(t, "rate", json_integer(req->answer_many.rate)) &&
+             rp__set(t, "dry_run", json_boolean(req->answer_many.dry_run));
+        if (ok && req->answer_many.n_ids > 0) {
+            json_t *a = json_array();
+            ok = a != NULL;
+            for (size_t i = 0; ok && i < req->answer_many.n_ids; i++)
+                ok = json_array_append_new(a, json_integer(req->answer_many.ids[i])) == 0;
+            ok = ok && rp__set(t, "ids", a);
+        }
+        if (ok && req->answer_many.project != NULL) ok = rp__set(t, "project", rp__json_string(req->answer_many.project));
+        if (ok && req->answer_many.has_kind) ok = rp__set(t, "kind", json_string(rp_gate_kind_string(req->answer_many.kind)));
+        if (ok && req->answer_many.queue != NULL) ok = rp__set(t, "queue", rp__json_string(req->answer_many.queue));
+        if (ok && req->answer_many.origin != NULL) ok = rp__set(t, "origin", rp__json_string(req->answer_many.origin));
+        if (ok && req->answer_many.reason != NULL) ok = rp__set(t, "reason", rp__json_string(req->answer_many.reason));
+        if (ok && req->answer_many.older_than_seconds != 0)
+            ok = rp__set(t, "older_than_seconds", json_integer(req->answer_many.older_than_seconds));
+        if (ok && req->answer_many.by != NULL) ok = rp__set(t, "by", rp__json_string(req->answer_many.by));
+        break;
+    }
+    case RP_OP_ANSWER_SET:
+        ok = ok && rp__set(t, "job", json_integer(req->answer_set.job)) &&
+             rp__set(t, "cancel", json_boolean(req->answer_set.cancel));
         break;
     default:
         break;

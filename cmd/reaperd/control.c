@@ -42,6 +42,8 @@
 #include "control_gate.h"
 #include "control_doctor.h"
 #include "control_jobs.h"
+#include "control_answer_set.h"
+#include "rp_pg_answer_set.h"
 #include "report_text.h"
 #include "rp_amqp_control.h"
 #include "rp_amqp_open.h"
@@ -79,6 +81,7 @@ typedef struct rp_ctl {
     rp_answer_result answer;
     rp_ctl_jobs jobs; /* job triage's results (control_jobs.h) */
     rp_ctl_gate gate; /* one gate looked inside (control_gate.h) */
+    rp_ctl_answer_set aset; /* answer sets (control_answer_set.h) */
     rp_ctl_doctor *doctor;         /* doctor's probes (control_doctor.h) */
     const rp_config *doctor_cfg;   /* the configuration in force when it came */
 } rp_ctl;
@@ -92,6 +95,7 @@ static void rp_ctl_free(rp_ctl *c) {
     free(c->gates);
     rp_ctl_jobs_cleanup(&c->jobs);
     rp_ctl_gate_cleanup(&c->gate);
+    rp_ctl_answer_set_cleanup(&c->aset);
     rp_ctl_doctor_free(c->doctor);
     free(c);
 }
@@ -394,6 +398,35 @@ static void rp_ctl_jobs_done(void *arg, bool cancelled) {
     else rp_ctl_encoded(c, est, &buf);
 }
 
+/* ---- answer sets (control_answer_set.h) -------------------------------------- */
+
+static void rp_ctl_aset_work(void *ctx, void *arg) {
+    RP_UNUSED(ctx);
+    rp_ctl *c = arg;
+    rp_pass_runner *r = c->d->deps.runner;
+    if (!rp_ctl_store_ready(r, c)) return;
+    rp_answer_set_port p;
+    rp_pg_answer_set_port(r->store, &p);
+    rp_ctl_answer_set_run(&p, &c->req, rp_ctl_user(c), &c->aset);
+    c->st = c->aset.st;
+}
+
+static void rp_ctl_aset_done(void *arg, bool cancelled) {
+    rp_ctl *c = arg;
+    if (cancelled) {
+        rp_ctl_free(c);
+        return;
+    }
+    if (c->st != RP_OK) c->aset.st = c->st; /* the store could not be reached */
+    char msg[300];
+    rp_proto_buf buf = {0};
+    rp_status est = RP_OK;
+    rp_status st = rp_ctl_answer_set_reply(&c->req, &c->aset, rp_ctl_user(c), c->enc, &buf, &est,
+                                           msg, sizeof msg);
+    if (st != RP_OK) rp_ctl_error(c, rp_op_string(c->req.op), st, msg);
+    else rp_ctl_encoded(c, est, &buf);
+}
+
 /* ---- doctor (control_doctor.h) ---------------------------------------------- */
 
 static void rp_ctl_doctor_work(void *ctx, void *arg) {
@@ -566,6 +599,10 @@ void rp_controller_on_message(rp_controller *k, const rp_amqp_message *msg) {
         break;
     case RP_OP_GATE:
         st = d->store_job(d->self, rp_ctl_gate_work, rp_ctl_gate_done, c);
+        break;
+    case RP_OP_ANSWER_MANY:
+    case RP_OP_ANSWER_SET:
+        st = d->store_job(d->self, rp_ctl_aset_work, rp_ctl_aset_done, c);
         break;
     case RP_OP_DOCTOR:
         c->doctor_cfg = *d->cfg;

@@ -54,6 +54,8 @@
 #include "rp_observe.h"
 #include "rp_pg_listen.h"
 #include "rp_replays.h"
+#include "answer_set_port.h"
+#include "rp_answer_sets.h"
 #include "rp_sweeper.h"
 #include "rp_tap.h"
 #include "runner_port.h"
@@ -141,6 +143,9 @@ typedef struct rp_daemon {
      * (app/rp_replays.h) over their ports (replay_port.h); loop thread. */
     struct rp_controller *control;
     struct rp_replays *replays;
+    /* Answer sets (app/rp_answer_sets.h) over answer_set_port.h; loop thread. */
+    rp_answer_set_wiring *answer_set_wiring;
+    rp_answer_sets *answer_sets;
     struct rp_replay_wiring *replay_wiring;
 } rp_daemon;
 
@@ -456,6 +461,12 @@ static rp_status rp_daemon_control_start(rp_daemon *d) {
     rp_replays_deps rd = {.store_job = rp_daemon_store_job_port, .store_job_self = d};
     rp_replay_wiring_ports(d->replay_wiring, &rd.store, &rd.publish);
     if ((d->replays = rp_replays_new(d->base, &rd)) == NULL) return RP_ERR_NOMEM;
+    d->answer_set_wiring = rp_answer_set_wiring_new(&d->runner, d->replays, &d->metrics,
+                                                    rp_daemon_store_job_port, d);
+    if (d->answer_set_wiring == NULL) return RP_ERR_NOMEM;
+    rp_answer_sets_deps ad = {0};
+    rp_answer_set_wiring_deps(d->answer_set_wiring, &ad);
+    if ((d->answer_sets = rp_answer_sets_new(d->base, &ad)) == NULL) return RP_ERR_NOMEM;
     rp_control_deps cd = {
         .self = d,
         .store_job = rp_daemon_store_job_port,
@@ -717,6 +728,7 @@ static void rp_daemon_stop(rp_daemon *d) {
     rp_observe_stop(d->observe); /* no recount is started */
     rp_events_stop(d->events); /* before the store thread: its publishes go through it */
     rp_tap_stop(d->tap); /* before the store thread: the tap's events post through it */
+    rp_answer_sets_stop(d->answer_sets); /* before the replays: it starts them */
     rp_replays_stop(d->replays);
     /* The store thread joined (what it posted runs now), the timers and
      * the lease LISTEN gone. */
@@ -738,6 +750,8 @@ static void rp_daemon_stop(rp_daemon *d) {
     /* After the store thread and the session: no request or replay is in
      * flight. */
     rp_controller_free(d->control);
+    rp_answer_sets_free(d->answer_sets); /* no answer of its in flight now */
+    rp_answer_set_wiring_free(d->answer_set_wiring);
     rp_replays_free(d->replays);
     rp_replay_wiring_free(d->replay_wiring);
     rp_mgmt_bridge_free(d->mgmt);

@@ -1,0 +1,89 @@
+/*
+ * rp_answer_sets.h - the runner of answer sets (issue #20 item 3,
+ * core/rp_answer_set.h): reaperd works through a set made by `reaperctl
+ * answer --all ...` or `answer ID ID ...` as a job of its own.
+ *
+ *   loop, every idle_ms while it runs none: take the oldest running set no
+ *     other runner holds (its lease free or run out; store thread);
+ *   store thread: a step (rp_answer_set_port.h): the results so far
+ *     recorded, the lease renewed, the set's state read (a cancel is seen
+ *     here) and the next batch of pending gate ids read (about one second's
+ *     worth at the set's rate);
+ *   loop: the batch's gates answered one by one through deps.answer (as a
+ *     single answer settles a gate: a replay confirmed before its gate is
+ *     settled), their starts paced at most rate a second (rp_answer_pace),
+ *     at most RP_ANSWER_SETS_IN_FLIGHT at once;
+ *   each result judged (rp_answer_item_judge): answered or failed is
+ *     recorded at the next step; busy is tried again after the rest; a
+ *     refusal that would repeat stops the set (state stopped, its reason
+ *     kept) once the answers in flight are over;
+ *   no pending gate left: the set is done.
+ *
+ * A restart or another replica: the set's lease (lease_ms) runs out and
+ * the next runner takes it; the gates are the truth, so a gate answered
+ * before the crash but not yet recorded is found answered
+ * (already_answered) and nothing is published again, and a replay in
+ * flight at the crash keeps its claim: busy until it is stale, then taken
+ * over and reported, never published twice (rp_replays.h).
+ *
+ * Threads: every function and callback on the loop thread; the port's
+ * calls on the store thread through deps.store_job. Ownership: deps is
+ * copied; the selves in it are borrowed for the part's life; owner is
+ * copied.
+ */
+#ifndef RP_ANSWER_SETS_H
+#define RP_ANSWER_SETS_H
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rp_answer_set.h"
+#include "rp_answer_set_port.h"
+#include "worker.h"
+
+/* The most answers of one set in flight at once. */
+#define RP_ANSWER_SETS_IN_FLIGHT 32
+/* The largest batch a step reads. */
+#define RP_ANSWER_SETS_BATCH_MAX 500
+
+/* The end of one answer: st as a single answer's reply would carry it,
+ * outcome its outcome's name when RP_OK (static or lent for the call),
+ * message why not (lent for the call; may be NULL). */
+typedef void (*rp_answer_one_done_fn)(void *arg, rp_status st, const char *outcome,
+                                      const char *message);
+
+typedef struct rp_answer_sets_deps {
+    /* The port (store thread). */
+    rp_answer_set_port port;
+    /* Runs fn(ctx, job) on the store thread, then done(job, cancelled) on
+     * the loop; an error (RP_ERR_CLOSED: stopping) means neither runs. */
+    rp_status (*store_job)(void *self, rp_work_fn fn, rp_done_fn done, void *job);
+    void *store_job_self;
+    /* Loop: answers gate with choice as a single answer would (by: the
+     * set's requester, the broker-validated user; note: its own "by").
+     * RP_OK: done is called later, exactly once; an error: never
+     * (RP_ERR_BUSY: this process answers that gate already, it is tried
+     * again later; RP_ERR_CLOSED: stopping; anything else stops the set). */
+    rp_status (*answer)(void *self, int64_t gate, rp_choice choice, const char *by,
+                        const char *note, rp_answer_one_done_fn done, void *arg);
+    void *answer_self;
+    /* Milliseconds of a monotonic clock. */
+    int64_t (*now_ms)(void);
+    const char *owner;   /* this process's instance id (copied) */
+    int64_t lease_ms;    /* a set's lease; 0: 15000 */
+    int64_t idle_ms;     /* between looks for a set; 0: 1000 */
+} rp_answer_sets_deps;
+
+typedef struct rp_answer_sets rp_answer_sets;
+
+/* NULL when out of memory. Starts looking for a set at once. */
+rp_answer_sets *rp_answer_sets_new(struct event_base *base, const rp_answer_sets_deps *deps);
+/* Looks for a set now (a set was just made). */
+void rp_answer_sets_poke(rp_answer_sets *a);
+/* Starts nothing more; the set in hand is left to its lease. */
+void rp_answer_sets_stop(rp_answer_sets *a);
+/* After the store thread is gone and no answer is in flight. NULL is fine. */
+void rp_answer_sets_free(rp_answer_sets *a);
+
+#endif
