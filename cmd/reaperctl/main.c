@@ -18,6 +18,8 @@
 #include "duration.h"
 #include "escape.h"
 #include "gate_view.h"
+#include "answer_set_view.h"
+#include <unistd.h>
 #include "print.h"
 #include "rp_config.h"
 #include "rp_config_load.h"
@@ -39,6 +41,18 @@ static void rp_usage(FILE *f) {
             "                                              --after ID: the next page\n"
             "  answer GATE --choice replay|dismiss|retry [--by NOTE] [--json]\n"
             "                                              answer a gate (once)\n"
+            "  answer --all [--project P] [--kind K] [--queue Q] [--origin Q] [--reason R]\n"
+            "         [--older-than DURATION] --choice replay|dismiss [--rate N] [--dry-run]\n"
+            "         [--yes] [--by NOTE] [--json]\n"
+            "  answer GATE GATE ... --choice replay|dismiss [--rate N] [--dry-run] [--yes]\n"
+            "                                              answer many open gates as one job\n"
+            "                                              of reaperd's (the ids matching now,\n"
+            "                                              at most N a second, default 100;\n"
+            "                                              up to 64 ids); --dry-run: how many\n"
+            "                                              and to which queues; on a terminal\n"
+            "                                              it asks first unless --yes\n"
+            "  answer --status JOB [--json]                an answer set's progress\n"
+            "  answer --cancel JOB [--json]                cancel it (gates not reached stay open)\n"
             "  gate   GATE [--json] [--body raw|text|hex]  one gate looked inside: its job, the\n"
             "                                              stored message's properties, headers\n"
             "                                              (x-death as a table) and body (text\n"
@@ -228,7 +242,8 @@ static int rp_ctl_gate(const rp_config *cfg, const char *password, long long gat
 int main(int argc, char **argv) {
     enum {
         O_PROJECT = 256, O_DRY, O_JSON, O_STATE, O_LIMIT, O_CHOICE, O_BY, O_TIMEOUT,
-        O_KIND, O_QUEUE, O_ORIGIN, O_REASON, O_OLDER, O_AFTER, O_BODY
+        O_KIND, O_QUEUE, O_ORIGIN, O_REASON, O_OLDER, O_AFTER, O_BODY, O_ALL, O_RATE, O_YES,
+        O_SET_STATUS, O_SET_CANCEL
     };
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},  {"timeout", required_argument, NULL, O_TIMEOUT},
@@ -240,13 +255,19 @@ int main(int argc, char **argv) {
         {"reason", required_argument, NULL, O_REASON},
         {"older-than", required_argument, NULL, O_OLDER},
         {"after", required_argument, NULL, O_AFTER}, {"body", required_argument, NULL, O_BODY},
+        {"all", no_argument, NULL, O_ALL},         {"rate", required_argument, NULL, O_RATE},
+        {"yes", no_argument, NULL, O_YES},         {"status", required_argument, NULL, O_SET_STATUS},
+        {"cancel", required_argument, NULL, O_SET_CANCEL},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     const char *path = NULL, *project = NULL, *state = NULL, *limit = NULL, *choice = NULL,
                *by = NULL, *kind = NULL, *queue = NULL, *origin = NULL, *reason = NULL,
-               *older = NULL, *after = NULL, *sub = "", *body_opt = NULL;
-    bool dry = false, json = false;
+               *older = NULL, *after = NULL, *sub = "", *body_opt = NULL, *rate = NULL,
+               *set_status = NULL, *set_cancel = NULL;
+    bool dry = false, json = false, all = false, yes = false;
+    /* answer's forms: one gate, many (answer_many), one set (answer_set). */
+    bool many = false, set_op = false;
     long long gate_id = 0;
     rp_ctl_body_mode body_mode = RP_CTL_BODY_AUTO;
     long timeout_s = 30;
@@ -278,6 +299,11 @@ int main(int argc, char **argv) {
         case O_OLDER: older = optarg; break;
         case O_AFTER: after = optarg; break;
         case O_BODY: body_opt = optarg; break;
+        case O_ALL: all = true; break;
+        case O_RATE: rate = optarg; break;
+        case O_YES: yes = true; break;
+        case O_SET_STATUS: set_status = optarg; break;
+        case O_SET_CANCEL: set_cancel = optarg; break;
         case 'V': printf("reaperctl %s\n", RP_VERSION_STRING); return 0;
         case 'h': rp_usage(stdout); return 0;
         case ':': {
@@ -330,6 +356,56 @@ int main(int argc, char **argv) {
                 return rp_fail_usage_free(req, "--after takes a gate id (a whole number)");
             json_object_set_new(req, "after", json_integer(id));
         }
+    } else if (strcmp(cmd, "answer") == 0 && (set_status != NULL || set_cancel != NULL)) {
+        long long id;
+        if (set_status != NULL && set_cancel != NULL)
+            return rp_fail_usage_free(req, "--status and --cancel do not go together");
+        if (!rp_whole(set_status != NULL ? set_status : set_cancel, &id))
+            return rp_fail_usage_free(req, "JOB is an answer set's id (a whole number)");
+        set_op = true;
+        json_object_set_new(req, "op", json_string("answer_set"));
+        json_object_set_new(req, "job", json_integer(id));
+        json_object_set_new(req, "cancel", json_boolean(set_cancel != NULL));
+    } else if (strcmp(cmd, "answer") == 0 && (all || argc - optind >= 2)) {
+        many = true;
+        if (all && optind < argc)
+            return rp_fail_usage_free(req, "--all takes filters, not gate ids");
+        if (choice == NULL) return rp_fail_usage_free(req, "answer needs --choice replay|dismiss");
+        json_object_set_new(req, "op", json_string("answer_many"));
+        json_object_set_new(req, "choice", json_string(choice));
+        json_object_set_new(req, "dry_run", json_boolean(dry));
+        if (rate) {
+            long long n;
+            if (!rp_whole(rate, &n))
+                return rp_fail_usage_free(req, "--rate takes a whole number of answers a second, "
+                                               "1 to 10000");
+            json_object_set_new(req, "rate", json_integer(n));
+        }
+        if (!all) {
+            json_t *ids = json_array();
+            for (; optind < argc; optind++) {
+                long long id;
+                if (!rp_whole(argv[optind], &id)) {
+                    json_decref(ids);
+                    return rp_fail_usage_free(req, "GATE is a gate id (a whole number)");
+                }
+                json_array_append_new(ids, json_integer(id));
+            }
+            json_object_set_new(req, "ids", ids);
+        }
+        if (project) json_object_set_new(req, "project", json_string(project));
+        if (kind) json_object_set_new(req, "kind", json_string(kind));
+        if (queue) json_object_set_new(req, "queue", json_string(queue));
+        if (origin) json_object_set_new(req, "origin", json_string(origin));
+        if (reason) json_object_set_new(req, "reason", json_string(reason));
+        if (older) {
+            int64_t secs;
+            if (!rp_ctl_duration_parse(older, &secs))
+                return rp_fail_usage_free(req, "--older-than takes a duration: 90s, 15m, 2h, 7d "
+                                               "(a whole number, s when no unit)");
+            json_object_set_new(req, "older_than_seconds", json_integer(secs));
+        }
+        if (by) json_object_set_new(req, "by", json_string(by));
     } else if (strcmp(cmd, "answer") == 0) {
         if (optind >= argc) return rp_fail_usage_free(req, "answer needs a GATE id");
         char *end;
@@ -409,13 +485,16 @@ int main(int argc, char **argv) {
     bool listing = strcmp(cmd, "jobs") == 0 && strcmp(sub, "list") == 0;
     if (body_opt != NULL && strcmp(cmd, "gate") != 0)
         return rp_fail_usage_free(req, "that option does not go with this command");
-    if ((strcmp(cmd, "reap") != 0 && dry) || (strcmp(cmd, "answer") != 0 && (choice || by)) ||
+    /* answer --all and answer ID ID ... take the gates' filters. */
+    bool filters = strcmp(cmd, "gates") == 0 || many;
+    if ((!many && (all || rate || yes)) || (!set_op && (set_status || set_cancel)) ||
+        (set_op && (choice || by)) ||
+        (strcmp(cmd, "reap") != 0 && !many && dry) || (strcmp(cmd, "answer") != 0 && (choice || by)) ||
         (strcmp(cmd, "gates") != 0 && !listing && (state || limit)) ||
-        (strcmp(cmd, "reap") != 0 && strcmp(cmd, "gates") != 0 && !listing && project) ||
-        (strcmp(cmd, "gates") != 0 && !listing && (kind || after)) ||
-        (strcmp(cmd, "gates") != 0 && (queue || origin || older)) ||
-        (strcmp(cmd, "gates") != 0 && !(strcmp(cmd, "jobs") == 0 && strcmp(sub, "cancel") == 0) &&
-         reason))
+        (strcmp(cmd, "reap") != 0 && !filters && !listing && project) ||
+        (!filters && !listing && kind) || (strcmp(cmd, "gates") != 0 && !listing && after) ||
+        (!filters && (queue || origin || older)) ||
+        (!filters && !(strcmp(cmd, "jobs") == 0 && strcmp(sub, "cancel") == 0) && reason))
         return rp_fail_usage_free(req, "that option does not go with this command");
 
     rp_request r;
@@ -429,6 +508,13 @@ int main(int argc, char **argv) {
         rp_request_cleanup(&r);
         rp_proto_buf_cleanup(&body);
         return rp_fail_usage(perr.message);
+    }
+    /* Many gates answered from a terminal: asked first (with what a dry
+     * run says), unless --yes or --dry-run. */
+    json_t *ask = NULL;
+    if (many && !dry && !yes && isatty(STDIN_FILENO) && isatty(STDERR_FILENO)) {
+        ask = json_deep_copy(req);
+        json_object_set_new(ask, "dry_run", json_true());
     }
     json_decref(req);
     rp_request_cleanup(&r);
@@ -457,6 +543,29 @@ int main(int argc, char **argv) {
         return 2;
     }
 
+    if (ask != NULL) {
+        json_t *t = NULL;
+        rp_proto_reply_view v;
+        int arc = rp_ctl_call(&cfg, password, ask, (int)timeout_s * 1000, &t, &v);
+        json_decref(ask);
+        if (arc == 0 && !v.ok)
+            rp_say(v.code ? v.code : "error", v.message ? v.message : "(no message)");
+        bool go = false;
+        if (arc == 0 && v.ok) {
+            rp_ctl_print_answer_many(stderr, v.result);
+            fputs("answer them? [y/N] ", stderr);
+            char line[16] = "";
+            go = fgets(line, sizeof line, stdin) != NULL && (line[0] == 'y' || line[0] == 'Y');
+            if (!go) fputs("nothing answered\n", stderr);
+        }
+        json_decref(t);
+        if (!go) {
+            rp_secret_free(password);
+            rp_config_cleanup(&cfg);
+            rp_proto_buf_cleanup(&body);
+            return 1;
+        }
+    }
     if (strcmp(cmd, "gate") == 0) {
         rp_proto_buf_cleanup(&body);
         int grc = rp_ctl_gate(&cfg, password, gate_id, body_mode, json, (int)timeout_s * 1000);
@@ -516,6 +625,10 @@ int main(int argc, char **argv) {
                 rp_ctl_print_job(stdout, view.result);
             else
                 rp_ctl_print_cancel(stdout, view.result);
+        } else if (many) {
+            rp_ctl_print_answer_many(stdout, view.result);
+        } else if (set_op) {
+            rp_ctl_print_answer_set(stdout, view.result);
         } else if (strcmp(cmd, "gates") == 0) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
