@@ -271,6 +271,17 @@ def requests_ok():
     req_ok("req_gate_window", "the next 32 KiB of its body",
            {"v": 1, "op": "gate", "gate": 7, "body_offset": 4096, "body_limit": 32768}, GATE(7, 4096, 32768))
     req_ok("req_doctor", "doctor: the setup's checks", {"v": 1, "op": "doctor"}, {"op": "doctor"})
+    req_ok("req_answer_many_ids", "answer many: named ids, replay, the default rate",
+           {"v": 1, "op": "answer_many", "choice": "replay", "ids": [3, 5, 8]},
+           {"op": "answer_many", "choice": "replay", "rate": 100, "dry_run": False, "ids": [3, 5, 8]})
+    req_ok("req_answer_many_filters", "answer many: every open gate from one origin, a dry run",
+           {"v": 1, "op": "answer_many", "choice": "dismiss", "rate": 500, "dry_run": True,
+            "origin": "vibey.orders", "by": "ops"},
+           {"op": "answer_many", "choice": "dismiss", "rate": 500, "dry_run": True, "ids": [],
+            "origin": "vibey.orders", "by": "ops"})
+    req_ok("req_answer_set_cancel", "an answer set cancelled",
+           {"v": 1, "op": "answer_set", "job": 12, "cancel": True},
+           {"op": "answer_set", "job": 12, "cancel": True})
     req_ok("req_cancel", "cancel a job with a reason",
            {"v": 1, "op": "cancel", "job": 42, "reason": "stuck on a bad PDF"},
            CANCEL(42, "stuck on a bad PDF"))
@@ -460,6 +471,16 @@ def requests_bad():
     req_err("err_gate_offset_negative", "a negative offset", E,
             'field "body_offset" must be in 0..9223372036854775807, got -1', op="gate",
             obj={"v": 1, "op": "gate", "gate": 7, "body_offset": -1})
+    req_err("err_answer_many_retry", "answer many does not retry", E,
+            'field "choice" must be one of replay, dismiss, got "retry"', op="answer_many",
+            obj={"v": 1, "op": "answer_many", "choice": "retry"})
+    req_err("err_answer_many_ids_65", "at most 64 ids", E, 'array of 65 entries exceeds the limit of 64',
+            op="answer_many", obj={"v": 1, "op": "answer_many", "choice": "replay",
+                                   "ids": list(range(1, 65)) + [65]})
+    req_err("err_answer_many_rate_0", "a rate of 0", E, 'field "rate" must be in 1..10000, got 0',
+            op="answer_many", obj={"v": 1, "op": "answer_many", "choice": "replay", "rate": 0})
+    req_err("err_answer_set_missing_job", "answer_set without job", E, 'missing field "job"',
+            op="answer_set", obj={"v": 1, "op": "answer_set"})
     req_err("err_job_missing_job", "job without job", E, 'missing field "job"', op="job",
             obj={"v": 1, "op": "job"})
     req_err("err_job_0", "job 0", E, 'field "job" must be in 1..9223372036854775807, got 0', op="job",

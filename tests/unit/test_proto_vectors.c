@@ -451,6 +451,32 @@ static bool request_matches(const rp_request *req, const json_t *want, char *why
             return false;
         }
         return true;
+    case RP_OP_ANSWER_MANY: {
+        const json_t *ids = json_object_get(want, "ids");
+        bool ok = same_str(rp_choice_string(req->answer_many.choice), jstr(want, "choice")) &&
+                  req->answer_many.rate == json_integer_value(json_object_get(want, "rate")) &&
+                  req->answer_many.dry_run == json_is_true(json_object_get(want, "dry_run")) &&
+                  req->answer_many.n_ids == json_array_size(ids) &&
+                  same_str(req->answer_many.origin, jstr(want, "origin")) &&
+                  same_str(req->answer_many.by, jstr(want, "by"));
+        for (size_t i = 0; ok && i < req->answer_many.n_ids; i++)
+            ok = req->answer_many.ids[i] == json_integer_value(json_array_get(ids, i));
+        if (!ok) {
+            snprintf(why, size, "answer_many choice %s rate %d ids %zu",
+                     rp_choice_string(req->answer_many.choice), req->answer_many.rate,
+                     req->answer_many.n_ids);
+            return false;
+        }
+        return true;
+    }
+    case RP_OP_ANSWER_SET:
+        if (req->answer_set.job != json_integer_value(json_object_get(want, "job")) ||
+            req->answer_set.cancel != json_is_true(json_object_get(want, "cancel"))) {
+            snprintf(why, size, "answer_set job %lld cancel %d", (long long)req->answer_set.job,
+                     req->answer_set.cancel);
+            return false;
+        }
+        return true;
     default: snprintf(why, size, "no op"); return false;
     }
 }
