@@ -475,7 +475,7 @@ def requests_bad():
             'field "choice" must be one of replay, dismiss, got "retry"', op="answer_many",
             obj={"v": 1, "op": "answer_many", "choice": "retry"})
     req_err("err_answer_many_ids_65", "at most 64 ids", E, 'array of 65 entries exceeds the limit of 64',
-            op="answer_many", obj={"v": 1, "op": "answer_many", "choice": "replay",
+            op=None, obj={"v": 1, "op": "answer_many", "choice": "replay",
                                    "ids": list(range(1, 65)) + [65]})
     req_err("err_answer_many_rate_0", "a rate of 0", E, 'field "rate" must be in 1..10000, got 0',
             op="answer_many", obj={"v": 1, "op": "answer_many", "choice": "replay", "rate": 0})
