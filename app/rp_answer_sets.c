@@ -97,8 +97,9 @@ static void rp_as_work(void *ctx, void *arg) {
         a->job_st = p->take(p->self, a->owner, a->deps.lease_ms, &a->job_row, &a->job_found);
         break;
     case RP_AS_STEP: {
-        size_t batch = (size_t)a->set.rate;
-        if (batch < 10) batch = 10;
+        /* About two seconds' worth: a step's pause comes seldom. */
+        size_t batch = (size_t)a->set.rate * 2;
+        if (batch < 20) batch = 20;
         if (batch > RP_ANSWER_SETS_BATCH_MAX) batch = RP_ANSWER_SETS_BATCH_MAX;
         a->job_st = p->step(p->self, a->set.id, a->owner, a->deps.lease_ms, a->marks, a->n_marks,
                             a->after, a->job_ids, batch, &a->job_n, &a->job_row);

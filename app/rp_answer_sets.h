@@ -7,7 +7,7 @@
  *     other runner holds (its lease free or run out; store thread);
  *   store thread: a step (rp_answer_set_port.h): the results so far
  *     recorded, the lease renewed, the set's state read (a cancel is seen
- *     here) and the next batch of pending gate ids read (about one second's
+ *     here) and the next batch of pending gate ids read (about two seconds'
  *     worth at the set's rate);
  *   loop: the batch's gates answered one by one through deps.answer (as a
  *     single answer settles a gate: a replay confirmed before its gate is
