@@ -295,13 +295,34 @@ static int rp_mp_text(msgpack_packer *pk, const char *s, size_t n) {
     return msgpack_pack_str_body(pk, s, n);
 }
 
+/* msgpack-c's sbuffer starts at 8 KiB; a verdict takes a few hundred bytes. */
+typedef struct rp_mpbuf {
+    uint8_t *p;
+    size_t len, cap;
+} rp_mpbuf;
+
+static int rp_mpbuf_write(void *data, const char *buf, size_t len) {
+    rp_mpbuf *b = data;
+    if (len > SIZE_MAX - 1 - b->len) return -1;
+    if (b->len + len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 512;
+        while (cap < b->len + len + 1) cap *= 2;
+        uint8_t *p = realloc(b->p, cap);
+        if (p == NULL) return -1;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, buf, len);
+    b->len += len;
+    return 0;
+}
+
 static rp_status rp_verdict_msgpack(const rp_verdict *v, const rp_vtext t[5], rp_proto_buf *out) {
     const char *cond = rp_condition_string(v->condition), *act = rp_action_string(v->action),
                *src = rp_source_string(v->source);
-    msgpack_sbuffer sb;
+    rp_mpbuf sb = {0};
     msgpack_packer pk;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_packer_init(&pk, &sb, rp_mpbuf_write);
 #define RP_KEY(k) (msgpack_pack_str(&pk, sizeof k - 1) != 0 || msgpack_pack_str_body(&pk, k, sizeof k - 1) != 0)
     bool bad = msgpack_pack_map(&pk, 11) != 0 || RP_KEY("object") ||
                rp_mp_text(&pk, t[0].p, t[0].n) != 0 || RP_KEY("queue") ||
@@ -316,14 +337,15 @@ static rp_status rp_verdict_msgpack(const rp_verdict *v, const rp_vtext t[5], rp
                rp_mp_text(&pk, src, strlen(src)) != 0 || RP_KEY("detail") ||
                rp_mp_text(&pk, t[4].p, t[4].n) != 0 || RP_KEY("trusted") ||
                (v->trusted ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk)) != 0 ||
-               msgpack_sbuffer_write(&sb, "", 1) != 0;
+               sb.p == NULL;
 #undef RP_KEY
     if (bad) {
-        msgpack_sbuffer_destroy(&sb);
+        free(sb.p);
         return RP_ERR_NOMEM;
     }
-    out->ptr = (uint8_t *)sb.data;
-    out->len = sb.size - 1;
+    sb.p[sb.len] = 0; /* the rp_proto_buf promise: a NUL after the bytes, not counted */
+    out->ptr = sb.p;
+    out->len = sb.len;
     return RP_OK;
 }
 
@@ -338,30 +360,30 @@ static rp_status rp_verdict_jsonb(const rp_verdict *v, const rp_vtext t[5], rp_p
     rp_jout w;
     rp_jout_init(&w);
     rp_jout_obj_open(&w);
-    rp_jout_keyz(&w, "object");
+    rp_jout_lit(&w, "object");
     rp_jout_text(&w, &t[0]);
-    rp_jout_keyz(&w, "queue");
+    rp_jout_lit(&w, "queue");
     rp_jout_text(&w, &t[1]);
-    rp_jout_keyz(&w, "project");
+    rp_jout_lit(&w, "project");
     rp_jout_text(&w, &t[2]);
-    rp_jout_keyz(&w, "condition");
+    rp_jout_lit(&w, "condition");
     rp_jout_strz(&w, rp_condition_string(v->condition));
-    rp_jout_keyz(&w, "measured");
+    rp_jout_lit(&w, "measured");
     if (isfinite(v->measured))
         rp_jout_real(&w, v->measured);
     else
         rp_jout_null(&w);
-    rp_jout_keyz(&w, "threshold");
+    rp_jout_lit(&w, "threshold");
     rp_jout_int(&w, v->threshold);
-    rp_jout_keyz(&w, "unit");
+    rp_jout_lit(&w, "unit");
     rp_jout_text(&w, &t[3]);
-    rp_jout_keyz(&w, "action");
+    rp_jout_lit(&w, "action");
     rp_jout_strz(&w, rp_action_string(v->action));
-    rp_jout_keyz(&w, "source");
+    rp_jout_lit(&w, "source");
     rp_jout_strz(&w, rp_source_string(v->source));
-    rp_jout_keyz(&w, "detail");
+    rp_jout_lit(&w, "detail");
     rp_jout_text(&w, &t[4]);
-    rp_jout_keyz(&w, "trusted");
+    rp_jout_lit(&w, "trusted");
     rp_jout_bool(&w, v->trusted);
     rp_jout_obj_close(&w);
     size_t n = w.len;

@@ -42,7 +42,7 @@ static bool rp_room(rp_jout *w, size_t n) {
     }
     size_t need = w->len + n + 1;
     if (need <= w->cap) return true;
-    size_t cap = w->cap ? w->cap : 256;
+    size_t cap = w->cap ? w->cap : 1024;
     while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
     char *b = realloc(w->buf, cap);
     if (b == NULL) {
@@ -146,6 +146,17 @@ void rp_jout_key(rp_jout *w, const char *k, size_t n) {
 }
 
 void rp_jout_keyz(rp_jout *w, const char *k) { rp_jout_key(w, k, strlen(k)); }
+
+void rp_jout_key_plain(rp_jout *w, const char *quoted, size_t n) {
+    if (w->failed) return;
+    if (w->depth == 0) {
+        w->failed = true;
+        return;
+    }
+    rp_before(w);
+    rp_put(w, quoted, n);
+    w->filled[w->depth - 1] = false;
+}
 
 void rp_jout_str(rp_jout *w, const char *s, size_t n) {
     if (w->failed) return;

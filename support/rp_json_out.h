@@ -55,6 +55,10 @@ void rp_jout_arr_close(rp_jout *w);
 void rp_jout_key(rp_jout *w, const char *k, size_t n);
 /* rp_jout_key with a C string. */
 void rp_jout_keyz(rp_jout *w, const char *k);
+/* A key the program spells (a string literal of plain ASCII letters, digits,
+ * '_', '-', '$', '.': nothing to escape or check). */
+#define rp_jout_lit(w, k) rp_jout_key_plain((w), "\"" k "\":", sizeof k + 2)
+void rp_jout_key_plain(rp_jout *w, const char *quoted, size_t n);
 
 /* A string: n bytes of strict UTF-8 (as json_stringn takes them; a NUL
  * is written \u0000), else the writer fails. */

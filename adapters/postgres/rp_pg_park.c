@@ -46,15 +46,15 @@ static char *rp_job_payload(const char *vhost, const char *queue, const char *id
     rp_jout w;
     rp_jout_init(&w);
     rp_jout_obj_open(&w);
-    rp_jout_keyz(&w, "identity");
+    rp_jout_lit(&w, "identity");
     rp_jout_strz(&w, identity);
-    rp_jout_keyz(&w, "vhost");
+    rp_jout_lit(&w, "vhost");
     rp_jout_strz(&w, vhost);
-    rp_jout_keyz(&w, "queue");
+    rp_jout_lit(&w, "queue");
     rp_jout_strz(&w, queue);
-    rp_jout_keyz(&w, "origin_queue");
+    rp_jout_lit(&w, "origin_queue");
     rp_jout_strz(&w, origin);
-    rp_jout_keyz(&w, "reason");
+    rp_jout_lit(&w, "reason");
     rp_jout_strz(&w, reason);
     rp_jout_obj_close(&w);
     return rp_jout_take(&w); /* NULL: a text not UTF-8, or no memory */

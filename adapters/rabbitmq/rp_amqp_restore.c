@@ -120,9 +120,9 @@ static void rp_cap_b64(rp_cap *c, const char *kind, amqp_bytes_t b) {
         return;
     }
     rp_jout_obj_open(&c->w);
-    rp_jout_keyz(&c->w, RP_TAG);
+    rp_jout_lit(&c->w, RP_TAG);
     rp_jout_strz(&c->w, kind);
-    rp_jout_keyz(&c->w, "value");
+    rp_jout_lit(&c->w, "value");
     rp_jout_strz(&c->w, enc);
     rp_jout_obj_close(&c->w);
     free(enc);
@@ -140,9 +140,9 @@ static void rp_cap_text(rp_cap *c, amqp_bytes_t b) {
 /* {"$amqp": kind, "value": and the value the caller writes next. */
 static void rp_cap_tag_open(rp_cap *c, const char *kind) {
     rp_jout_obj_open(&c->w);
-    rp_jout_keyz(&c->w, RP_TAG);
+    rp_jout_lit(&c->w, RP_TAG);
     rp_jout_strz(&c->w, kind);
-    rp_jout_keyz(&c->w, "value");
+    rp_jout_lit(&c->w, "value");
 }
 
 static void rp_cap_tag_int(rp_cap *c, const char *kind, int64_t v) {
@@ -215,9 +215,9 @@ static void rp_cap_field(rp_cap *c, const amqp_field_value_t *f, int depth) {
     case AMQP_FIELD_KIND_DECIMAL:
         rp_cap_tag_open(c, "D");
         rp_jout_obj_open(&c->w);
-        rp_jout_keyz(&c->w, "decimals");
+        rp_jout_lit(&c->w, "decimals");
         rp_jout_int(&c->w, (int)f->value.decimal.decimals);
-        rp_jout_keyz(&c->w, "value");
+        rp_jout_lit(&c->w, "value");
         rp_jout_int(&c->w, (json_int_t)f->value.decimal.value);
         rp_jout_obj_close(&c->w);
         rp_jout_obj_close(&c->w);

@@ -199,11 +199,43 @@ static void test_failures_stick(void **state) {
     assert_null(rp_jout_take(&w));
 }
 
+/* A literal key is written as rp_jout_keyz writes it, commas included. */
+static void test_literal_keys(void **state) {
+    (void)state;
+    rp_jout a, b;
+    rp_jout_init(&a);
+    rp_jout_init(&b);
+    rp_jout_obj_open(&a);
+    rp_jout_obj_open(&b);
+    rp_jout_lit(&a, "$amqp");
+    rp_jout_keyz(&b, "$amqp");
+    rp_jout_int(&a, 1);
+    rp_jout_int(&b, 1);
+    rp_jout_lit(&a, "value");
+    rp_jout_keyz(&b, "value");
+    rp_jout_arr_open(&a);
+    rp_jout_arr_open(&b);
+    rp_jout_arr_close(&a);
+    rp_jout_arr_close(&b);
+    rp_jout_obj_close(&a);
+    rp_jout_obj_close(&b);
+    char *x = rp_jout_take(&a), *y = rp_jout_take(&b);
+    assert_string_equal(x, "{\"$amqp\":1,\"value\":[]}");
+    assert_string_equal(x, y);
+    free(x);
+    free(y);
+    rp_jout_init(&a);
+    rp_jout_lit(&a, "k"); /* a key outside an object */
+    rp_jout_int(&a, 1);
+    assert_null(rp_jout_take(&a));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_bytes_as_jansson),
         cmocka_unit_test(test_reals_as_jansson),
         cmocka_unit_test(test_failures_stick),
+        cmocka_unit_test(test_literal_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
