@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "daemon.h"
-#include "doctor.h"
 #include "rp_http_check.h"
 #include "migrate_cli.h"
 #include "once.h"

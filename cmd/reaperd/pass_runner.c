@@ -107,19 +107,6 @@ void rp_pass_runner_cleanup(rp_pass_runner *r) {
     memset(r, 0, sizeof *r);
 }
 
-void rp_pass_request_init(rp_pass_request *req, rp_pass_scope scope, bool dry_run) {
-    memset(req, 0, sizeof *req);
-    req->scope = scope;
-    req->dry_run = dry_run;
-    rp_report_init(&req->report, dry_run);
-}
-
-void rp_pass_request_cleanup(rp_pass_request *req) {
-    free(req->project);
-    rp_report_cleanup(&req->report);
-    memset(req, 0, sizeof *req);
-}
-
 void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
     const rp_config *cfg = r->cfg;
     int64_t t0 = rp_clock_mono_ms();

@@ -6,9 +6,8 @@
  * gives. It is used by one thread only: the store thread of the daemon, or
  * the main thread of `reaperd --once`. Every call blocks.
  *
- * Ownership: the runner borrows cfg for its whole life. A pass request's
- * project is owned by the request (rp_pass_request_cleanup frees it and the
- * report).
+ * Ownership: the runner borrows cfg for its whole life. The pass request
+ * (what to run and what came of it) is core's: rp_pass_request.h.
  */
 #ifndef RP_PASS_RUNNER_H
 #define RP_PASS_RUNNER_H
@@ -17,6 +16,7 @@
 
 #include "rp_config.h"
 #include "rp_pass.h"
+#include "rp_pass_request.h"
 #include "rp_publish.h"
 #include "rp_pg_conn.h"
 #include "rp_pg_store.h"
@@ -43,26 +43,6 @@ typedef struct rp_pass_runner {
     rp_gate_feed gate_feed;
 } rp_pass_runner;
 
-typedef struct rp_pass_request {
-    /* What to run. */
-    rp_pass_scope scope;
-    bool dry_run;
-    char *project;             /* NULL: every project */
-    rp_pass_progress_fn progress;
-    void *progress_arg;
-    bool (*should_stop)(void *arg); /* polled between rows; may be NULL */
-    void *stop_arg;
-    /* What came of it. */
-    rp_status status;          /* rp_pass_run's */
-    rp_report report;
-    rp_time_ms started_at;     /* the store's clock (the database's now()) */
-    int64_t clock_offset_ms;   /* this host's clock minus the store's, then */
-    int64_t duration_ms;
-    int64_t open_sightings;    /* after the pass; -1 when unknown */
-    int64_t open_by_condition[RP_COND_COUNT_]; /* the same by condition, when known */
-    bool deadline_known;       /* a leased row is still in the table */
-    rp_time_ms deadline_at;    /* its lease_expires_at + grace */
-} rp_pass_request;
 
 rp_status rp_pass_runner_init(rp_pass_runner *r, const rp_config *cfg) RP_MUSTCHECK;
 void rp_pass_runner_cleanup(rp_pass_runner *r);
@@ -95,7 +75,5 @@ void rp_pass_runner_options(const rp_config *cfg, rp_pass_options *opt);
  * store is down). */
 void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req);
 
-void rp_pass_request_init(rp_pass_request *req, rp_pass_scope scope, bool dry_run);
-void rp_pass_request_cleanup(rp_pass_request *req);
 
 #endif
