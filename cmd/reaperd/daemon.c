@@ -33,9 +33,7 @@
 #include <time.h>
 
 #include "broker_http.h"
-#include "pass_runner.h"
 #include "ports.h"
-#include "replay_port.h"
 #include "report_text.h"
 #include "rp_amqp_control.h"
 #include "rp_amqp_control_port.h"
@@ -59,9 +57,7 @@
 #include "rp_replays.h"
 #include "rp_sweeper.h"
 #include "rp_tap.h"
-#include "runner_port.h"
 #include "signals.h"
-#include "tap_ports.h"
 #include "version.h"
 #include "worker.h"
 

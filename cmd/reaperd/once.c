@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pass_runner.h"
 #include "ports.h"
 #include "report_text.h"
 #include "rp_amqp_pass_feed.h"
