@@ -6,7 +6,8 @@
  * request gets a bad_request reply and is acked only when that reply is
  * confirmed (lost: left unacked, so the broker hands it over again: nothing
  * lost); a user not allowed gets no reply and is acked; status answers the
- * daemon's values; reap runs a pass and answers its verdicts. */
+ * daemon's values; reap runs a pass and answers its verdicts; gates lists a
+ * gate and answer settles it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -49,6 +50,7 @@ typedef struct fixture {
     rp_time_ms last_pass_at;
     int64_t open_sightings;
     rp_controller *k;
+    rp_replays *replays; /* never started: no answer here is a replay */
     /* the transport */
     int replies;
     fake_reply last;
@@ -161,6 +163,9 @@ static int setup(void **state) {
     f->store_up = false;
     f->last_pass_at = 0;
     f->open_sightings = 4;
+    rp_replays_deps rd = {.store_job = fake_store_job, .store_job_self = f};
+    f->replays = rp_replays_new(NULL, &rd);
+    assert_non_null(f->replays);
     rp_control_deps d = {
         .self = f,
         .store_job = fake_store_job,
@@ -176,7 +181,7 @@ static int setup(void **state) {
         .store_up = &f->store_up,
         .last_pass_at = &f->last_pass_at,
         .open_sightings = &f->open_sightings,
-        .replays = NULL,
+        .replays = f->replays,
     };
     f->k = rp_controller_new(&d);
     assert_non_null(f->k);
@@ -187,6 +192,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     fixture *f = *state;
     rp_controller_free(f->k);
+    rp_replays_free(f->replays);
     free(f->last.body);
     rp_memory_free(f->m);
     rp_config_cleanup(&f->cfg);
@@ -344,12 +350,69 @@ static void test_reap_reply(void **state) {
     json_decref(t);
 }
 
+/* A poison job's gate: listed by gates (a store job over the memory gate
+ * port), then answered dismiss (answered_by the sender), then again:
+ * already_answered. */
+static void test_gates_and_answer(void **state) {
+    fixture *f = *state;
+    rp_mem_job j = {
+        .project = "vibey",
+        .kind = "send_mail",
+        .state = RP_JOB_LEASED,
+        .attempts = 3,
+        .max_attempts = 3,
+        .lease_owner = "worker-1",
+        .lease_known = true,
+        .lease_expires_at = NOW - 5 * MIN_MS,
+        .run_after = NOW - 10 * MIN_MS,
+    };
+    int64_t id;
+    assert_int_equal(rp_memory_add_job(f->m, &j, &id), RP_OK);
+    send_req(f, "reaper", "{\"v\":1,\"op\":\"reap\"}", 51);
+    settle(f, RP_CONTROL_REPLY_CONFIRMED, "confirmed");
+    assert_int_equal(rp_memory_n_gates(f->m), 1);
+    int64_t gate = rp_memory_gate(f->m, 0)->id;
+
+    send_req(f, "reaper", "{\"v\":1,\"op\":\"gates\"}", 52);
+    rp_proto_reply_view v;
+    json_t *t = last_reply(f, &v);
+    assert_true(v.ok);
+    assert_string_equal(v.op, "gates");
+    json_t *gates = json_object_get(v.result, "gates");
+    assert_int_equal(json_array_size(gates), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(gates, 0), "id")), gate);
+    json_decref(t);
+    settle(f, RP_CONTROL_REPLY_CONFIRMED, "confirmed");
+
+    char body[128];
+    snprintf(body, sizeof body, "{\"v\":1,\"op\":\"answer\",\"gate\":%lld,\"choice\":\"dismiss\"}",
+             (long long)gate);
+    send_req(f, "reaper", body, 53);
+    t = last_reply(f, &v);
+    assert_true(v.ok);
+    assert_string_equal(json_string_value(json_object_get(v.result, "outcome")), "dismissed");
+    json_decref(t);
+    settle(f, RP_CONTROL_REPLY_CONFIRMED, "confirmed");
+    assert_true(rp_memory_gate(f->m, 0)->answered);
+    assert_string_equal(rp_memory_gate(f->m, 0)->answered_by, "reaper");
+
+    send_req(f, "reaper", body, 54);
+    t = last_reply(f, &v);
+    assert_true(v.ok);
+    assert_string_equal(json_string_value(json_object_get(v.result, "outcome")),
+                        "already_answered");
+    json_decref(t);
+    settle(f, RP_CONTROL_REPLY_CONFIRMED, "confirmed");
+    assert_int_equal(f->acks, 4);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_malformed_error_reply_nothing_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_user_no_reply_acked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reap_reply, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gates_and_answer, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
