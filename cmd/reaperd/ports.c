@@ -25,7 +25,7 @@
 #include "rp_pg_replay.h"
 #include "rp_pg_store.h"
 
-/* ==== pass_runner =========================================================== */
+/* ==== the pass runner: the store thread's PostgreSQL, management API and peek ===== */
 
 void rp_pass_runner_options(const rp_config *cfg, rp_pass_options *opt) {
     rp_pass_options_from_config(cfg, opt);
@@ -176,7 +176,7 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
         req->deadline_known = false;
 }
 
-/* ==== runner_port =========================================================== */
+/* ==== the broker events' runner port (core/rp_runner_port.h) ================== */
 
 /* The broker-event part's backends from the daemon's pass runner
  * (runner_port.h). */
@@ -278,7 +278,7 @@ void rp_runner_port_fill(rp_runner_backends *b, rp_runner_port *out) {
     };
 }
 
-/* ==== replay_port =========================================================== */
+/* ==== the replays' store and publish ports (core/rp_replay_port.h) ============ */
 
 /* The replays part's ports (replay_port.h), one adapter each: the store
  * side over the pass runner's session (adapters/postgres/rp_pg_replay.h;
@@ -317,7 +317,7 @@ void rp_replay_wiring_free(rp_replay_wiring *w) {
     free(w);
 }
 
-/* ==== tap_ports ============================================================= */
+/* ==== the tap's consumer, store and bindings (core/rp_tap_port.h) ============= */
 
 /*
  * The dead-letter tap's backends (tap_ports.h): one adapter per port.

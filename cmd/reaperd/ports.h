@@ -55,7 +55,7 @@
 #include "rp_status.h"
 #include "rp_tap.h"
 
-/* ==== pass_runner =========================================================== */
+/* ==== the pass runner: the store thread's PostgreSQL, management API and peek ===== */
 
 /*
  * pass_runner.h - one reaper's view of the store, and running a pass on it.
@@ -118,7 +118,7 @@ void rp_pass_runner_options(const rp_config *cfg, rp_pass_options *opt);
  * store is down). */
 void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req);
 
-/* ==== runner_port =========================================================== */
+/* ==== the broker events' runner port (core/rp_runner_port.h) ================== */
 
 /*
  * runner_port.h - the daemon's filler of core/rp_runner_port.h (the
@@ -144,7 +144,7 @@ typedef struct rp_runner_backends {
 /* Fills *out with self = b. */
 void rp_runner_port_fill(rp_runner_backends *b, rp_runner_port *out);
 
-/* ==== replay_port =========================================================== */
+/* ==== the replays' store and publish ports (core/rp_replay_port.h) ============ */
 
 /*
  * replay_port.h - the replays part's ports (core/rp_replay_port.h) filled
@@ -173,7 +173,7 @@ void rp_replay_wiring_ports(rp_replay_wiring *w, rp_replay_store_port *store,
                             rp_replay_publish_port *publish);
 void rp_replay_wiring_free(rp_replay_wiring *w);
 
-/* ==== tap_ports ============================================================= */
+/* ==== the tap's consumer, store and bindings (core/rp_tap_port.h) ============= */
 
 /*
  * tap_ports.h - the dead-letter tap's backends (app/rp_tap.h's ports,
