@@ -348,6 +348,8 @@ static void test_reap_reply(void **state) {
     assert_false(v.ok);
     assert_string_equal(v.code, "busy");
     json_decref(t);
+    settle(f, RP_CONTROL_REPLY_CONFIRMED, "confirmed");
+    assert_int_equal(f->acks, 2);
 }
 
 /* A poison job's gate: listed by gates (a store job over the memory gate
