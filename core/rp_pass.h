@@ -80,6 +80,7 @@
 #include "rp_judge.h"
 #include "rp_ports.h"
 #include "rp_report.h"
+#include "rp_stalled_broker.h"
 
 /* What a pass covers. RP_PASS_LEASES is the crash-recovery reap that runs
  * even when the automatic sweep is off (reap.enabled false) and on the
@@ -130,6 +131,11 @@ typedef struct rp_pass_options {
     size_t lease_batch_size;
     bool dry_run;
     const char *project;                         /* NULL: every project */
+    /* Issue 18 item 1, broker STALLED (rp_stalled_broker.h): the channel
+     * samples of earlier passes, borrowed and updated by every full pass
+     * over the broker (the caller keeps it across passes, one thread at a
+     * time). NULL: no broker STALLED is judged or cleared. */
+    rp_stall_memory *stall_memory;
 } rp_pass_options;
 
 #define RP_PASS_LEASE_BATCH_MIN 1
