@@ -42,7 +42,10 @@
  * unread lets it clear. A queue whose remainder cannot be told this pass
  * (unknown count, the peek or a park failed, a stop came first) keeps its
  * sightings, and so does an owned dead-letter queue in a targeted check,
- * which does no backfill.
+ * which does no backfill. Last, with a stall memory in the options and a
+ * broker port that lists channels, the channels holding unacknowledged
+ * messages are sampled and STALLED is surfaced on the owned work queues
+ * they consume from (rp_stalled_broker.h; not in a targeted check).
  *
  * SURFACED CONDITIONS AND SIGHTINGS. A surfaced verdict is recorded once per
  * sighting (rp_sighting.h): when its key is not open it is opened through
@@ -53,7 +56,8 @@
  * table: STALE_READY and WAITING_DEPTH of the named project or every
  * project, STALLED only in a pass over every project that read the
  * long-held rows whole; broker: HOLDER_GONE, STALE_READY, DEAD_LETTER,
- * POISON, WAITING_DEPTH), the sighting is closed with a
+ * POISON, WAITING_DEPTH, and STALLED when the channels were listed and
+ * no channel on the queue is one this memory cannot judge yet), the sighting is closed with a
  * CLEARED verdict (ledger event, publish, report). A source that could not
  * be read clears nothing and is named in the report's unreadable list
  * ("job_queue" or "broker"; report.ok is then false), with the detail in a
