@@ -52,6 +52,8 @@ rp_status rp_pass_runner_attach_broker(rp_pass_runner *r, rp_mgmt_bridge *bridge
     r->broker = rp_mgmt_broker_new(bridge, NULL);
     if (r->broker == NULL) return RP_ERR_NOMEM;
     r->broker_keep = keep;
+    r->stall = rp_stall_memory_new();
+    if (r->stall == NULL) return RP_ERR_NOMEM;
     rp_mgmt_broker_port(r->broker, &r->ports.broker);
     return RP_OK;
 }
@@ -118,6 +120,7 @@ void rp_pass_runner_cleanup(rp_pass_runner *r) {
     rp_backfill_read_free(r->backfill);
     rp_amqp_peek_free(r->peek);
     rp_mgmt_broker_free(r->broker);
+    rp_stall_memory_free(r->stall);
     rp_pg_store_free(r->store);
     rp_pg_conn_free(r->conn);
     memset(r, 0, sizeof *r);
@@ -147,6 +150,7 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
     opt.progress_arg = req->progress_arg;
     opt.should_stop = req->should_stop;
     opt.stop_arg = req->stop_arg;
+    opt.stall_memory = r->stall;
     req->started_at = r->ports.clock.now_ms(r->ports.clock.self);
     req->clock_offset_ms = rp_clock_wall_ms() - req->started_at;
     if (r->backfill) rp_backfill_read_pass_begin(r->backfill, req->dry_run);

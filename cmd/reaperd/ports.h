@@ -77,6 +77,10 @@ typedef struct rp_pass_runner {
     /* The broker half, when attached (rp_pass_runner_attach_broker). */
     rp_mgmt_broker *broker;
     const rp_broker_http_keep *broker_keep; /* borrowed */
+    /* Issue 18 item 1: the channel samples broker STALLED is judged on,
+     * kept across this runner's passes (rp_stalled_broker.h), made with
+     * the broker half. */
+    rp_stall_memory *stall;
     /* The backfill, when attached (rp_pass_runner_attach_peek): core's read
      * of dead-letter queues (rp_backfill_read.h) over the AMQP peek and
      * the store's backfill record. */
