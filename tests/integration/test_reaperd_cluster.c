@@ -5,7 +5,7 @@
  * nodes, node 1 first).
  *
  *  1. A dead-letter storm while the node reaperd is connected to is killed
- *     with SIGKILL: the storm (RP_CLUSTER_STORM dead letters, 2,000 unless
+ *     with SIGKILL: the storm (RP_CLUSTER_STORM dead letters, 20,000 unless
  *     set) is made through node 2 (its source and dead-letter queues live
  *     there) and waits in the tap queue, a quorum queue reaperd declared
  *     through node 1 (so its leader starts there) with
@@ -167,7 +167,7 @@ static int teardown(void **state) {
 static void test_storm_while_connected_node_killed(void **state) {
     (void)state;
     const char *ns = getenv("RP_CLUSTER_STORM");
-    long n = ns && *ns ? strtol(ns, NULL, 10) : 2000;
+    long n = ns && *ns ? strtol(ns, NULL, 10) : 20000;
     assert_true(n >= 100);
     use_node(2);
     /* The storm's source and dead-letter queue, through node 2; reaperd
@@ -317,6 +317,9 @@ static void test_cancel_on_node3_judged(void **state) {
     if (at < 0) fprintf(stderr, "%s\n", T.reaperd->log);
     assert_true(at > 0);
     fprintf(stderr, "# HOLDER_GONE on the ledger %ld ms after the cancel on node 3\n", at - t0);
+    rp_child_drain(T.reaperd, 100);
+    for (const char *l = T.reaperd->log; (l = strstr(l, "\"msg\":\"event check\"")) != NULL; l++)
+        if (strstr(line_at(l), q)) fprintf(stderr, "# %s\n", line_at(l));
     assert_true(at - t0 >= 0);
     assert_true(at - t0 < 1000);
     amqp_channel_close(c, 2, AMQP_REPLY_SUCCESS);
@@ -326,8 +329,41 @@ static void test_cancel_on_node3_judged(void **state) {
     tap_stop_reaperd(SIGTERM);
 }
 
+/* A control queue made earlier as a classic queue (by a reaper given one
+ * host): a reaperd given the host list is refused the quorum declaration
+ * (406), warns, and uses the queue as it is: it answers a request on it. */
+static void test_classic_control_queue_kept(void **state) {
+    (void)state;
+    use_node(2);
+    char ctl[128], env_ctl[200];
+    tap_plain(ctl, sizeof ctl, "classic-control");
+    snprintf(env_ctl, sizeof env_ctl, "REAPER_BROKER_CONTROL_QUEUE=%s", ctl);
+    amqp_queue_declare(T.amqp, 1, amqp_cstring_bytes(ctl), 0, 1, 0, 0, amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(T.amqp).reply_type, AMQP_RESPONSE_NORMAL);
+    char *env[] = {env_amqp, env_mgmt, env_ctl, "REAPER_REAP_INTERVAL_SECONDS=3600", NULL};
+    rp_child *r = tap_daemon_start((itest_daemon_opts){.env = env});
+    assert_non_null(strstr(r->log, "the control queue exists as a classic queue"));
+    json_t *q = mt_queue("/", ctl);
+    assert_non_null(q);
+    assert_string_equal(json_string_value(json_object_get(q, "type")), "classic");
+    json_decref(q);
+    amqp_connection_state_t c = itest_amqp_connect();
+    itest_reply rep;
+    const char *req = "{\"v\":1,\"op\":\"status\"}";
+    assert_int_equal(itest_request(c, ctl, "application/json", req, strlen(req), NULL, true,
+                                   "cl-status", &rep, 30000),
+                     0);
+    assert_non_null(strstr(rep.body, "\"ok\":true"));
+    itest_reply_free(&rep);
+    itest_amqp_close(c);
+    assert_int_equal(itest_daemon_stop(r), 0);
+    amqp_queue_delete(T.amqp, 1, amqp_cstring_bytes(ctl), 0, 0);
+    assert_int_equal(amqp_get_rpc_reply(T.amqp).reply_type, AMQP_RESPONSE_NORMAL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_classic_control_queue_kept),
         cmocka_unit_test(test_cancel_on_node3_judged),
         cmocka_unit_test(test_storm_while_connected_node_killed),
     };
