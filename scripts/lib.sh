@@ -98,13 +98,15 @@ rp_service_env() {
         rabbitmq4) amqp=$RP_AMQP4_PORT mgmt=$RP_MGMT4_PORT secret=broker4 version=4.0 service=rabbitmq4
             amqps=$RP_AMQPS4_PORT ;;
         cluster) service=cluster ;;
-        *) rp_die "rp_service_env: unknown broker '$1' (rabbitmq, rabbitmq4 or cluster)" ;;
+        cluster4) service=cluster4 secret=broker4 version=4.0 ;;
+        *) rp_die "rp_service_env: unknown broker '$1' (rabbitmq, rabbitmq4, cluster or cluster4)" ;;
     esac
     export REAPER_BROKER_URL="amqp://reaper@127.0.0.1:$amqp/%2f"
     export REAPER_BROKER_MANAGEMENT_URL="http://127.0.0.1:$mgmt"
-    if [ "$service" = cluster ]; then
-        # The three nodes of scripts/services' cluster, as one host list.
+    if [ "$service" = cluster ] || [ "$service" = cluster4 ]; then
+        # The three nodes of scripts/services' cluster (or cluster4), as one host list.
         local a=$((RP_AMQP_PORT + 20)) m=$((RP_MGMT_PORT + 20))
+        [ "$service" = cluster4 ] && a=$((RP_AMQP4_PORT + 30)) m=$((RP_MGMT4_PORT + 30))
         export REAPER_BROKER_URL="amqp://reaper@127.0.0.1:$a,127.0.0.1:$((a + 1)),127.0.0.1:$((a + 2))/%2f"
         export REAPER_BROKER_MANAGEMENT_URL="http://127.0.0.1:$m,127.0.0.1:$((m + 1)),127.0.0.1:$((m + 2))"
     fi
