@@ -1,8 +1,8 @@
 /*
- * reaperd on a 3-node RabbitMQ cluster (scripts/services start cluster;
- * label `cluster`: scripts/test runs it with `scripts/services env
- * cluster`, whose broker.url and broker.management_url list the three
- * nodes, node 1 first).
+ * reaperd on a 3-node RabbitMQ cluster (label `cluster`: scripts/test
+ * runs it with `scripts/services env cluster`, three 3.10 nodes, and
+ * `env cluster4`, three 4.0 nodes, whose broker.url and
+ * broker.management_url list the three nodes, node 1 first).
  *
  *  1. A dead-letter storm while the node reaperd is connected to is killed
  *     with SIGKILL: the storm (RP_CLUSTER_STORM dead letters, 20,000 unless
@@ -81,16 +81,18 @@ static void start_reaperd(void) {
     T.reaperd = tap_daemon_start((itest_daemon_opts){.env = env});
 }
 
-static int services(const char *args) {
+/* scripts/services VERB <the cluster under test: cluster or cluster4> REST. */
+static int services(const char *verb, const char *rest) {
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s/scripts/services %s", itest_env("REAPER_SOURCE_DIR"), args);
+    snprintf(cmd, sizeof cmd, "%s/scripts/services %s %s %s >/dev/null 2>&1",
+             itest_env("REAPER_SOURCE_DIR"), verb, itest_broker_service(), rest);
     return system(cmd);
 }
 
 static long node_pid(int n) {
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s/scripts/services pid cluster %d", itest_env("REAPER_SOURCE_DIR"),
-             n);
+    snprintf(cmd, sizeof cmd, "%s/scripts/services pid %s %d", itest_env("REAPER_SOURCE_DIR"),
+             itest_broker_service(), n);
     FILE *f = popen(cmd, "r");
     long pid = -1;
     if (f == NULL) return -1;
@@ -159,8 +161,8 @@ static int teardown(void **state) {
     (void)state;
     use_node(2);
     /* A failed storm test may have left node 1 killed. */
-    if (services("status cluster >/dev/null 2>&1") != 0)
-        (void)services("start cluster 1 >/dev/null 2>&1");
+    if (services("status", "") != 0)
+        (void)services("start", "1");
     return tap_world_teardown();
 }
 
@@ -243,9 +245,9 @@ static void test_storm_while_connected_node_killed(void **state) {
     tap_stop_reaperd(SIGTERM);
     /* Node 1 again: it rejoins, and the cluster is whole for what follows. */
     long long t2 = itest_mono_ms();
-    assert_int_equal(services("start cluster 1 >/dev/null 2>&1"), 0);
+    assert_int_equal(services("start", "1"), 0);
     fprintf(stderr, "# node 1 back in %lld ms\n", itest_mono_ms() - t2);
-    assert_int_equal(services("status cluster >/dev/null 2>&1"), 0);
+    assert_int_equal(services("status", ""), 0);
     tap_delete_queue(work);
     tap_delete_queue(dlq);
 }
