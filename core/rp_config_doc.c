@@ -16,13 +16,20 @@
 /* What each key does, for the reference; a test checks every key has one. */
 static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
     [RP_CFG_BROKER_URL] = "The broker's AMQP URL (`amqp://` or `amqps://`, user, host, port, "
-                          "vhost). A password inside it is refused: see `broker.password_file`.",
+                          "vhost). A password inside it is refused: see `broker.password_file`. "
+                          "A cluster: a comma-separated host list "
+                          "(`amqp://reaper@rmq-0:5672,rmq-1:5672,rmq-2:5672/%2f`, one user and "
+                          "vhost), tried in turn with backoff; reaper's tap and control queues "
+                          "are then quorum queues on min(hosts, 3) nodes.",
     [RP_CFG_BROKER_PASSWORD] = "The broker password (refused in a file); wins over "
                                "`broker.password_file`. Never printed.",
     [RP_CFG_BROKER_PASSWORD_FILE] = "A file holding the broker password (one line), for AMQP "
                                     "and the management API alike.",
     [RP_CFG_BROKER_MANAGEMENT_URL] = "The management API's base URL (same user and password as "
-                                     "AMQP); reaperd reads queues and writes its policies there.",
+                                     "AMQP); reaperd reads queues and writes its policies there. "
+                                     "A cluster: a comma-separated host list "
+                                     "(`http://rmq-0:15672,rmq-1:15672`); a request whose host "
+                                     "cannot be reached goes to the next.",
     [RP_CFG_BROKER_CONTROL_QUEUE] = "The queue reaperd answers control requests on (`reaperctl`; "
                                     "the protocol is in proto/SCHEMA.md).",
     [RP_CFG_BROKER_EVENTS_EXCHANGE] = "A topic exchange every committed ledger event is also "
