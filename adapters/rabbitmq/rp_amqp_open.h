@@ -35,6 +35,12 @@ typedef struct rp_amqp_open_opts {
      * notifications, publisher confirms, basic.nack, connection.blocked,
      * authentication_failure_close, exchange-to-exchange bindings. */
     bool capabilities;
+    /* Log in as this user instead of the URL's (the browser console's
+     * signed-in user); NULL: the URL's. */
+    const char *user;
+    /* When not NULL: set true when the connect worked and the login was
+     * refused (a wrong user or password), false otherwise. */
+    bool *login_refused;
 } rp_amqp_open_opts;
 
 /* A logged-in connection, or NULL with a sentence in err (no secret in it):
