@@ -137,14 +137,14 @@ static const rp__config_row rp_config_rows[RP_CFG_KEY_COUNT_] = {
         control.reply_queue_pattern, 0, 0, NULL, rp__cfg_check_reply_pattern, NULL, 0),
     ROW(RP_CFG_HTTP_LISTEN, "http.listen", STRING, "127.0.0.1:9464", http.listen, 0, 0,
         NULL, rp__cfg_check_listen, NULL, RP__CFG_RESTART),
-    ROW(RP_CFG_LOG_LEVEL, "log.level", ENUM, "info", log.level, 0, 0, rp_log_levels, NULL,
-        NULL, 0),
-    ROW(RP_CFG_LOG_FORMAT, "log.format", ENUM, "json", log.format, 0, 0, rp_log_formats,
-        NULL, NULL, 0),
     ROW(RP_CFG_HTTP_CONSOLE, "http.console", BOOL, "false", http.console, 0, 0, NULL, NULL,
         NULL, 0),
     ROW(RP_CFG_HTTP_CONSOLE_READ_ANONYMOUS, "http.console_read_anonymous", BOOL, "false",
         http.console_read_anonymous, 0, 0, NULL, NULL, NULL, 0),
+    ROW(RP_CFG_LOG_LEVEL, "log.level", ENUM, "info", log.level, 0, 0, rp_log_levels, NULL,
+        NULL, 0),
+    ROW(RP_CFG_LOG_FORMAT, "log.format", ENUM, "json", log.format, 0, 0, rp_log_formats,
+        NULL, NULL, 0),
 };
 
 /* The sections, for "is this a mapping" and for "did you mean". */
