@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "rp_console.h"
+#include "rp_control.h"
 #include "rp_log.h"
 #include "rp_proto.h"
 
@@ -275,6 +276,17 @@ static void rp_console_api(rp_console *k, struct evhttp_request *req, bool feed)
         rp_console_error(req, a == RP_CONSOLE_SIGN_IN ? 401 : 403,
                          a == RP_CONSOLE_SIGN_IN ? "Unauthorized" : "Forbidden",
                          rp_console_access_string(a));
+        return;
+    }
+    rp_control_rules rules = {.allowed_users = &cfg->control.allowed_users,
+                              .own_user = k->port.own_user};
+    if (a == RP_CONSOLE_AS_USER && k->port.own_user != NULL &&
+        !rp_control_user_allowed(&rules, user)) {
+        memset(password, 0, sizeof password);
+        free(body);
+        rp_console_error(req, 403, "Forbidden",
+                         "this broker user is not in control.allowed_users: reaperd takes no "
+                         "request from it");
         return;
     }
     rp_console_req *r = rp_console_req_new(k, req);

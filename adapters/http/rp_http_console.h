@@ -16,7 +16,10 @@
  * password on every call; the page sets the header itself and the console
  * never asks the browser for credentials (no WWW-Authenticate), so the
  * browser keeps none that another site could make it send. The broker
- * checks the password: a refused login is 401.
+ * checks the password: a refused login is 401. A signed-in user that
+ * control.allowed_users does not admit is refused 403 at once (reaperd
+ * would send them no reply: the page would wait out the time-out); the
+ * control queue's own admission still decides.
  *
  * Nothing here blocks: a call is handed to the port (a worker thread opens
  * the AMQP connection, the store thread reads the feed) and answered on the
@@ -67,6 +70,9 @@ typedef struct rp_console_port {
     /* The configuration in force (http.console, http.console_read_anonymous
      * are read on every request). */
     const rp_config *const *cfg;
+    /* reaperd's own broker user (broker.url's), for the early
+     * control.allowed_users check; NULL: unknown (no early check). */
+    const char *own_user;
     void *self;
 } rp_console_port;
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rp_amqp_ask.h"
+#include "rp_amqp_open.h"
 #include "rp_pg_console.h"
 
 /* A reply comes within a pass's time at most: reaperd answers the reads
@@ -18,6 +19,7 @@ struct rp_console_wiring {
     rp_console_wiring_deps deps;
     rp_worker *worker;
     rp_console *console;
+    char own_user[256]; /* broker.url's user ("" when it does not parse) */
 };
 
 typedef struct rp_console_job {
@@ -93,8 +95,12 @@ rp_console_wiring *rp_console_wiring_new(const rp_console_wiring_deps *deps) {
     if (w == NULL) return NULL;
     w->deps = *deps;
     w->worker = rp_worker_new(deps->base, "console", NULL, NULL, 0);
-    rp_console_port port = {
-        .ask = rp_console_ask, .feed = rp_console_feed, .cfg = deps->cfg, .self = w};
+    bool known = rp_amqp_url_user(deps->boot_cfg->broker.url, w->own_user, sizeof w->own_user);
+    rp_console_port port = {.ask = rp_console_ask,
+                            .feed = rp_console_feed,
+                            .cfg = deps->cfg,
+                            .own_user = known ? w->own_user : NULL,
+                            .self = w};
     w->console = w->worker ? rp_console_new(&port) : NULL;
     if (w->console == NULL) {
         rp_console_wiring_free(w);

@@ -123,7 +123,15 @@ static int setup(void **state) {
     f.cfg.http.console = true;
     f.cfgp = &f.cfg;
     rp_metrics_init(&f.metrics, "1.2.3", "abc");
-    rp_console_port port = {.ask = fake_ask, .feed = fake_feed, .cfg = &f.cfgp, .self = &f};
+    /* control.allowed_users: reaperd's own user "reaper" and "ops". */
+    free(f.cfg.control.allowed_users.items); /* the default: empty */
+    f.cfg.control.allowed_users.items = calloc(2, sizeof(char *));
+    assert_non_null(f.cfg.control.allowed_users.items);
+    f.cfg.control.allowed_users.items[0] = strdup("reaper");
+    f.cfg.control.allowed_users.items[1] = strdup("ops");
+    f.cfg.control.allowed_users.n = 2;
+    rp_console_port port = {
+        .ask = fake_ask, .feed = fake_feed, .cfg = &f.cfgp, .own_user = "reaper", .self = &f};
     f.console = rp_console_new(&port);
     assert_non_null(f.console);
     rp_http_hooks hooks = {.console = f.console};
@@ -293,11 +301,37 @@ static void test_signed_in_requests(void **state) {
     f->answer_st = RP_OK;
 }
 
+/* A user control.allowed_users does not admit is refused at once (403),
+ * nothing sent; the list changing (a reload) is followed. */
+static void test_user_not_allowed(void **state) {
+    fixture *f = *state;
+    static char buf[8192];
+    f->answer_st = RP_OK;
+    int n0 = asks(f);
+    /* "eve:pw" */
+    assert_int_equal(request(f, "POST", "/console/api/ask", JSON "Authorization: Basic ZXZlOnB3\r\n",
+                             "{\"v\":1,\"op\":\"gates\"}", buf, sizeof buf), 403);
+    assert_non_null(strstr(body_of(buf), "not in control.allowed_users"));
+    assert_int_equal(request(f, "GET", "/console/api/feed", "Authorization: Basic ZXZlOnB3\r\n",
+                             NULL, buf, sizeof buf), 403);
+    assert_int_equal(asks(f), n0);
+    free(f->cfg.control.allowed_users.items[1]);
+    f->cfg.control.allowed_users.items[1] = strdup("eve");
+    assert_int_equal(request(f, "POST", "/console/api/ask", JSON "Authorization: Basic ZXZlOnB3\r\n",
+                             "{\"v\":1,\"op\":\"gates\"}", buf, sizeof buf), 200);
+    assert_string_equal(f->last_user, "eve");
+    assert_int_equal(request(f, "POST", "/console/api/ask", JSON AUTH, "{\"v\":1,\"op\":\"gates\"}",
+                             buf, sizeof buf), 403);
+    free(f->cfg.control.allowed_users.items[1]);
+    f->cfg.control.allowed_users.items[1] = strdup("ops");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths_follow_the_key),
         cmocka_unit_test(test_sign_in_rules),
         cmocka_unit_test(test_signed_in_requests),
+        cmocka_unit_test(test_user_not_allowed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
