@@ -18,7 +18,7 @@
 
 typedef enum rp_console_stage {
     RP_STAGE_ASK = 0,   /* a control request, its reply to the browser */
-    RP_STAGE_FEED_WHO,  /* a status request as the user, before the feed */
+    RP_STAGE_FEED_WHO,  /* a status request (as the user), before the feed */
     RP_STAGE_FEED_READ, /* the store's read */
 } rp_console_stage;
 
@@ -230,6 +230,7 @@ static void rp_console_api(rp_console *k, struct evhttp_request *req, bool feed)
         }
     }
     char *body = NULL;
+    size_t body_len = 0;
     const char *op = "status"; /* the feed: a read */
     rp_request parsed;
     rp_request_init(&parsed);
@@ -254,6 +255,7 @@ static void rp_console_api(rp_console *k, struct evhttp_request *req, bool feed)
         }
         evbuffer_copyout(in, body, n);
         body[n] = '\0';
+        body_len = n;
         rp_proto_error perr;
         rp_proto_error_init(&perr);
         static const char json[] = "application/json";
@@ -303,10 +305,11 @@ static void rp_console_api(rp_console *k, struct evhttp_request *req, bool feed)
     }
     memset(password, 0, sizeof password);
     r->body = body;
-    r->call.len = body ? strlen(body) : 0;
-    /* The feed as a signed-in user: first a status request as that user
-     * (the broker checks the password, reaperd the user), then the read. */
-    r->stage = !feed ? RP_STAGE_ASK : r->signed_in ? RP_STAGE_FEED_WHO : RP_STAGE_FEED_READ;
+    r->call.len = body_len;
+    /* The feed: first a status request as the signed-in user (the broker
+     * checks the password, reaperd the user) or, for an anonymous read, as
+     * reaperd's own; then the store's read. */
+    r->stage = feed ? RP_STAGE_FEED_WHO : RP_STAGE_ASK;
     if (rp_console_start(r) != RP_OK) {
         rp_console_error(req, 503, "Service Unavailable", "reaperd is stopping");
         rp_console_req_free(r);

@@ -264,6 +264,11 @@ static void test_sign_in_rules(void **state) {
                              "{\"v\":1,\"op\":\"answer\",\"gate\":7,\"choice\":\"dismiss\"}", buf,
                              sizeof buf), 401);
     assert_int_equal(asks(f), n0 + 1);
+    /* The feed too, its status as reaperd's own user. */
+    assert_int_equal(request(f, "GET", "/console/api/feed", NULL, NULL, buf, sizeof buf), 200);
+    assert_string_equal(f->last_user, "(self)");
+    assert_non_null(strstr(body_of(buf), "\"status\":{\"v\":1,\"ok\":true,\"result\":{\"as\":\"(self)\"}}"));
+    assert_int_equal(asks(f), n0 + 2);
     f->cfg.http.console_read_anonymous = false;
 }
 
