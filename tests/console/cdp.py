@@ -141,8 +141,14 @@ class Browser:
         self.call("Page.navigate", url=url)
         self.wait("document.readyState === 'complete'", what="the page to load")
 
-    def screenshot(self, path):
-        data = self.call("Page.captureScreenshot", format="png")["data"]
+    def screenshot(self, path, full=False):
+        params = {"format": "png"}
+        if full:
+            m = self.call("Page.getLayoutMetrics")
+            params["clip"] = {"x": 0, "y": 0, "width": m["cssLayoutViewport"]["clientWidth"],
+                              "height": m["cssContentSize"]["height"], "scale": 1}
+            params["captureBeyondViewport"] = True
+        data = self.call("Page.captureScreenshot", **params)["data"]
         with open(path, "wb") as f:
             f.write(base64.b64decode(data))
 

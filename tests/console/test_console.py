@@ -97,14 +97,14 @@ def mgmt(method, path, body=None):
 
 
 class Reaperd:
-    def __init__(self, extra):
+    def __init__(self, name, extra):
         e = dict(os.environ)
         e.update({"REAPER_STORE_SCHEMA": SCHEMA, "REAPER_BROKER_CONTROL_QUEUE": CONTROL,
                   "REAPER_HTTP_LISTEN": "127.0.0.1:0", "REAPER_LOG_FORMAT": "json",
                   "REAPER_REAP_INTERVAL_SECONDS": "3600", "REAPER_HTTP_CONSOLE": "true",
                   "REAPER_CONTROL_ALLOWED_USERS": "reaper," + OP_USER})
         e.update(extra)
-        self.log_path = os.path.join(OUT, f"reaperd-{len(os.listdir(OUT))}.log")
+        self.log_path = os.path.join(OUT, f"reaperd-{name}.log")
         self.log = open(self.log_path, "w+")
         self.proc = subprocess.Popen([env("REAPERD")], env=e, stdout=subprocess.DEVNULL,
                                      stderr=self.log)
@@ -165,8 +165,14 @@ def main():
     plain2 = plant("vibey.orders.dlq", "vibey.orders", "rejected", "{\"order\": 18}")
     hostile = plant("vibey.mail.dlq", "<b>vibey.mail</b>", "<img src=x onerror=\"window.__pwned=3\">",
                     HOSTILE_BODY)
+    # An open sighting, as a pass surfaces one: its ledger event, its row.
+    psql("WITH ev AS (INSERT INTO ledger (kind, project_id, payload) VALUES ('QueueReaped', NULL,"
+         " '{\"source\": \"queue\", \"subject\": \"vibey.orders\", \"condition\": \"STALLED\","
+         " \"action\": \"SURFACED\", \"reason\": \"<b>no ack for 600 s</b>\"}') RETURNING seq, at)"
+         " INSERT INTO sighting (key, condition, opened_seq, opened_at)"
+         " SELECT 'queue:/:vibey.orders', 'STALLED', seq, at FROM ev")
     profile = tempfile.mkdtemp(prefix="console-chromium-")
-    d = Reaperd({})
+    d = Reaperd("signed-in", {})
     b = None
     try:
         b = Browser(profile)
@@ -190,7 +196,10 @@ def main():
                         ".map(r => [...r.cells].slice(0, 3).map(c => c.textContent))")
         assert ["vibey.orders.dlq", "\"rejected\"", "2"] in groups, groups
         assert ["vibey.mail.dlq", json.dumps("<img src=x onerror=\"window.__pwned=3\">"), "1"] in groups, groups
-        b.wait("document.querySelectorAll('#sightings tbody tr, #events tbody tr').length >= 0")
+        b.wait("document.querySelectorAll('#sightings tbody tr').length === 1", what="the sighting")
+        sighting = b.eval("[...document.querySelector('#sightings tbody tr').cells].map(c => c.textContent)")
+        assert sighting[0] == "STALLED" and sighting[1] == "queue:/:vibey.orders", sighting
+        assert "<b>no ack for 600 s</b>" in b.eval("document.getElementById('events').textContent")
         assert b.eval("document.getElementById('signed-as').textContent") == "signed in as " + OP_USER
         b.screenshot(os.path.join(OUT, "console-gates.png"))
 
@@ -231,13 +240,13 @@ def main():
         b.wait("document.querySelectorAll('#gates tbody tr').length === 2", what="two gates left")
         b.wait("document.getElementById('events').textContent.includes('GateAnswered')",
                what="the GateAnswered event in the feed")
-        b.screenshot(os.path.join(OUT, "console-answered.png"))
+        b.screenshot(os.path.join(OUT, "console-answered.png"), full=True)
         b.close()
         b = None
         d.stop()
 
         # 5. Anonymous reads on: the list renders signed out; answers still need a sign-in.
-        d = Reaperd({"REAPER_HTTP_CONSOLE_READ_ANONYMOUS": "true"})
+        d = Reaperd("anonymous", {"REAPER_HTTP_CONSOLE_READ_ANONYMOUS": "true"})
         b = Browser(tempfile.mkdtemp(prefix="console-chromium-"))
         b.goto(d.url)
         b.wait("document.querySelectorAll('#gates tbody tr').length === 2", what="anonymous gate rows")

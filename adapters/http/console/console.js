@@ -144,7 +144,7 @@ function renderFeed(feed) {
   fill("events", f.events.map((e) => {
     let what = show(e.payload);
     if (what.length > 240) what = what.slice(0, 240) + "…";
-    return row([e.seq, e.at, e.kind, e.project, what]);
+    return row([e.seq, String(e.at || "").replace("T", " ").slice(0, 19), e.kind, e.project, what]);
   }));
 }
 
