@@ -42,6 +42,7 @@ typedef struct fixture {
     char last_user[64];  /* "(self)" for NULL */
     char last_body[512];
     rp_status answer_st; /* what the fake ask answers */
+    struct event *keepalive;
 } fixture;
 
 typedef struct later {
@@ -139,9 +140,10 @@ static int setup(void **state) {
     f.http = rp_http_new(f.base, "127.0.0.1:0", &f.metrics, &hooks, err, sizeof err);
     if (f.http == NULL) fail_msg("rp_http_new: %s", err);
     /* Keeps the loop turning while no request is open. */
-    struct event *ka = event_new(f.base, -1, EV_PERSIST, on_keepalive, NULL);
+    f.keepalive = event_new(f.base, -1, EV_PERSIST, on_keepalive, NULL);
+    assert_non_null(f.keepalive);
     struct timeval tv = {1, 0};
-    event_add(ka, &tv);
+    event_add(f.keepalive, &tv);
     assert_int_equal(pthread_create(&f.loop, NULL, loop_main, &f), 0);
     *state = &f;
     return 0;
@@ -151,6 +153,7 @@ static int teardown(void **state) {
     fixture *f = *state;
     event_base_loopbreak(f->base);
     pthread_join(f->loop, NULL);
+    event_free(f->keepalive);
     rp_http_free(f->http);
     rp_console_free(f->console);
     rp_config_cleanup(&f->cfg);
