@@ -163,6 +163,13 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
                                            "other `reply_to` is refused without a reply.",
     [RP_CFG_HTTP_LISTEN] = "Where `/metrics`, `/healthz` and `/readyz` are served (`host:port`; "
                            "port 0: any free port).",
+    [RP_CFG_HTTP_CONSOLE] = "Serve the browser console at `/console` on `http.listen`: open "
+                            "gates, a gate looked inside, sightings and recent ledger events, "
+                            "and answers sent as the signed-in broker user.",
+    [RP_CFG_HTTP_CONSOLE_READ_ANONYMOUS] = "Let the console's reads go without a sign-in (they "
+                                           "run as reaperd's own broker user); answers always "
+                                           "need one (HTTP Basic with a broker user and "
+                                           "password).",
     [RP_CFG_LOG_LEVEL] = "The lowest level logged.",
     [RP_CFG_LOG_FORMAT] = "One line per event on standard error, as JSON or text.",
 };

@@ -46,6 +46,7 @@ static amqp_socket_t *rp_tls_socket(amqp_connection_state_t c, const rp_amqp_ope
 static amqp_connection_state_t rp_amqp_open_one(const rp_amqp_open_opts *o, const char *one,
                                                 char *err, size_t n, bool *fatal) {
     *fatal = true;
+    if (o->login_refused) *o->login_refused = false;
     char *url = strdup(one);
     if (url == NULL) {
         snprintf(err, n, "out of memory");
@@ -107,9 +108,10 @@ static amqp_connection_state_t rp_amqp_open_one(const rp_amqp_open_opts *o, cons
     amqp_table_t props_table = {np, props};
     amqp_rpc_reply_t r = amqp_login_with_properties(
         c, o->vhost ? o->vhost : info.vhost, 0, o->frame_max > 0 ? o->frame_max : 131072,
-        o->heartbeat_s > 0 ? o->heartbeat_s : 0, &props_table, AMQP_SASL_METHOD_PLAIN, info.user,
-        o->password ? o->password : "");
+        o->heartbeat_s > 0 ? o->heartbeat_s : 0, &props_table, AMQP_SASL_METHOD_PLAIN,
+        o->user ? o->user : info.user, o->password ? o->password : "");
     if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+        if (o->login_refused) *o->login_refused = true;
         char buf[200];
         snprintf(err, n, "broker login: %s", rp_amqp_reply_string(r, buf, sizeof buf));
         goto fail;

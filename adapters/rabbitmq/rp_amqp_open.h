@@ -39,6 +39,13 @@ typedef struct rp_amqp_open_opts {
      * are tried from (an index into the list, taken modulo its length)
      * and, on success, the index of the host that answered. */
     size_t *host_used;
+
+    /* Log in as this user instead of the URL's (the browser console's
+     * signed-in user); NULL: the URL's. */
+    const char *user;
+    /* When not NULL: set true when the connect worked and the login was
+     * refused (a wrong user or password), false otherwise. */
+    bool *login_refused;
 } rp_amqp_open_opts;
 
 /* A logged-in connection, or NULL with a sentence in err (no secret in it):

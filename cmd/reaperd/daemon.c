@@ -47,6 +47,7 @@
 #include "rp_config.h"
 #include "rp_controller.h"
 #include "rp_events.h"
+#include "console_port.h"
 #include "rp_http.h"
 #include "rp_http_process.h"
 #include "rp_log.h"
@@ -136,6 +137,7 @@ typedef struct rp_daemon {
     /* Metrics (any thread: atomics) and the HTTP endpoints (loop). */
     rp_metrics metrics;
     struct rp_http *http;
+    struct rp_console_wiring *console; /* the browser console (console_port.h) */
     /* The control queue's use cases (app/rp_controller.h) over their
      * transport (the session) and store (ports.h) ports, and the replays
      * (app/rp_replays.h) over theirs (ports.h); loop thread. */
@@ -284,8 +286,21 @@ static bool rp_observe_tap_bound(void *arg) { return rp_tap_bound(((rp_daemon *)
 /* HTTP first: an address that cannot be bound stops reaperd before it
  * connects to anything. */
 static rp_status rp_daemon_http_start(rp_daemon *d) {
+    rp_console_wiring_deps cd = {.base = d->base,
+                                 .cfg = &d->cfg,
+                                 .boot_cfg = d->boot_cfg,
+                                 .broker_password = &d->broker_password,
+                                 .store_job = rp_store_job_port,
+                                 .store_self = d,
+                                 .runner = &d->runner};
+    d->console = rp_console_wiring_new(&cd);
+    if (d->console == NULL) {
+        RP_ERROR("out of memory", NULL);
+        return RP_ERR_NOMEM;
+    }
     rp_http_hooks hooks = {.refresh = rp_observe_refresh, .ready = rp_observe_ready,
-                           .arg = d->observe};
+                           .arg = d->observe,
+                           .console = rp_console_wiring_console(d->console)};
     char err[300];
     d->http = rp_http_new(d->base, d->cfg->http.listen, &d->metrics, &hooks, err, sizeof err);
     if (d->http == NULL) {
@@ -743,6 +758,7 @@ static void rp_daemon_stop(rp_daemon *d) {
     rp_replay_wiring_free(d->replay_wiring);
     rp_mgmt_bridge_free(d->mgmt);
     rp_http_free(d->http);
+    rp_console_wiring_free(d->console); /* after the server: its calls answer nobody */
     rp_observe_free(d->observe);
     /* Last: the configurations a reload made (d->cfg may be one). */
     rp_signals_free(d->signals);
