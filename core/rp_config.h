@@ -105,6 +105,8 @@ typedef enum rp_config_key_id {
     RP_CFG_CONTROL_REPLAY_CLAIM_SECONDS,
     RP_CFG_CONTROL_REPLY_QUEUE_PATTERN,
     RP_CFG_HTTP_LISTEN,
+    RP_CFG_HTTP_CONSOLE,
+    RP_CFG_HTTP_CONSOLE_READ_ANONYMOUS,
     RP_CFG_LOG_LEVEL,
     RP_CFG_LOG_FORMAT,
     RP_CFG_KEY_COUNT_
@@ -240,6 +242,11 @@ typedef struct rp_config {
     } control;
     struct {
         char *listen; /* host:port, [v6]:port or :port */
+        /* The browser console under /console (adapters/http/rp_console.h);
+         * read on every request, so a reload turns it on or off. */
+        bool console;
+        /* Whether the console's reads need no sign-in (answers always do). */
+        bool console_read_anonymous;
     } http;
     struct {
         rp_log_level level;

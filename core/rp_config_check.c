@@ -13,6 +13,7 @@
 
 #include "rp_config.h"
 #include "rp_config_internal.h"
+#include "rp_hostlist.h"
 
 #define RP_PATTERN_MAX 4096 /* bytes of pattern text */
 
@@ -214,8 +215,11 @@ static rp_status rp_check_url(const rp__config_row *row, rp_config *cfg,
         return RP_OK;
     }
     size_t host = u.at == SIZE_MAX ? u.auth : u.at + 1;
+    const char *why = NULL;
     if (host >= u.auth_end || v[host] == ':')
         rp__cfg_problem(p, cfg, row->id, "the URL names no host");
+    else if ((why = rp_hostlist_check(v)) != NULL)
+        rp__cfg_problem(p, cfg, row->id, "%s", why);
     return RP_OK;
 }
 

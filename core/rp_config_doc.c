@@ -16,13 +16,20 @@
 /* What each key does, for the reference; a test checks every key has one. */
 static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
     [RP_CFG_BROKER_URL] = "The broker's AMQP URL (`amqp://` or `amqps://`, user, host, port, "
-                          "vhost). A password inside it is refused: see `broker.password_file`.",
+                          "vhost). A password inside it is refused: see `broker.password_file`. "
+                          "A cluster: a comma-separated host list "
+                          "(`amqp://reaper@rmq-0:5672,rmq-1:5672,rmq-2:5672/%2f`, one user and "
+                          "vhost), tried in turn with backoff; reaper's tap and control queues "
+                          "are then quorum queues on min(hosts, 3) nodes.",
     [RP_CFG_BROKER_PASSWORD] = "The broker password (refused in a file); wins over "
                                "`broker.password_file`. Never printed.",
     [RP_CFG_BROKER_PASSWORD_FILE] = "A file holding the broker password (one line), for AMQP "
                                     "and the management API alike.",
     [RP_CFG_BROKER_MANAGEMENT_URL] = "The management API's base URL (same user and password as "
-                                     "AMQP); reaperd reads queues and writes its policies there.",
+                                     "AMQP); reaperd reads queues and writes its policies there. "
+                                     "A cluster: a comma-separated host list "
+                                     "(`http://rmq-0:15672,rmq-1:15672`); a request whose host "
+                                     "cannot be reached goes to the next.",
     [RP_CFG_BROKER_CONTROL_QUEUE] = "The queue reaperd answers control requests on (`reaperctl`; "
                                     "the protocol is in proto/SCHEMA.md).",
     [RP_CFG_BROKER_EVENTS_EXCHANGE] = "A topic exchange every committed ledger event is also "
@@ -95,7 +102,10 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
     [RP_CFG_REAP_HELD_CEILING_SECONDS] =
         "A leased job held this long (since it was claimed: the `claimed_at` that migration 7's "
         "trigger keeps, which heartbeats do not move) while its lease is still alive is "
-        "surfaced as `STALLED`, naming the job, its owner and the hold.",
+        "surfaced as `STALLED`, naming the job, its owner and the hold. On the broker, a "
+        "channel holding unacknowledged messages of an owned queue whose ack count has not "
+        "moved for this long (sampled every sweep) is `STALLED` on the queue, naming the "
+        "connection and channel.",
     [RP_CFG_REAP_HELD_EVICT_FACTOR] = "0: a `STALLED` job is only surfaced. N: a job held N x "
                                       "`held_ceiling_seconds` is requeued (fenced on its owner "
                                       "and claim; a `STALLED` / `REQUEUED` ledger event), and "
@@ -153,6 +163,13 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
                                            "other `reply_to` is refused without a reply.",
     [RP_CFG_HTTP_LISTEN] = "Where `/metrics`, `/healthz` and `/readyz` are served (`host:port`; "
                            "port 0: any free port).",
+    [RP_CFG_HTTP_CONSOLE] = "Serve the browser console at `/console` on `http.listen`: open "
+                            "gates, a gate looked inside, sightings and recent ledger events, "
+                            "and answers sent as the signed-in broker user.",
+    [RP_CFG_HTTP_CONSOLE_READ_ANONYMOUS] = "Let the console's reads go without a sign-in (they "
+                                           "run as reaperd's own broker user); answers always "
+                                           "need one (HTTP Basic with a broker user and "
+                                           "password).",
     [RP_CFG_LOG_LEVEL] = "The lowest level logged.",
     [RP_CFG_LOG_FORMAT] = "One line per event on standard error, as JSON or text.",
 };

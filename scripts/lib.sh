@@ -80,7 +80,8 @@ rp_mgmt_get() {
 # The environment reaperd and the tests use to reach the private services.
 # No secret is written into a config file: the broker password comes from a
 # file and the database password from a libpq passfile.
-#   rp_service_env [rabbitmq|rabbitmq4]   the broker: 3.10 (default) or 4.0
+#   rp_service_env [rabbitmq|rabbitmq4|cluster]   the broker: 3.10 (default),
+#                  4.0, or the 3-node 3.10 cluster (a host list in each URL)
 # RP_BROKER_VERSION (3.10 or 4.0) lets a test say what each broker does;
 # RP_BROKER_SERVICE is the name scripts/services knows that broker by
 # (e.g. `scripts/services restart "$RP_BROKER_SERVICE"` in a failure test).
@@ -96,10 +97,19 @@ rp_service_env() {
         rabbitmq) ;;
         rabbitmq4) amqp=$RP_AMQP4_PORT mgmt=$RP_MGMT4_PORT secret=broker4 version=4.0 service=rabbitmq4
             amqps=$RP_AMQPS4_PORT ;;
-        *) rp_die "rp_service_env: unknown broker '$1' (rabbitmq or rabbitmq4)" ;;
+        cluster) service=cluster ;;
+        cluster4) service=cluster4 secret=broker4 version=4.0 ;;
+        *) rp_die "rp_service_env: unknown broker '$1' (rabbitmq, rabbitmq4, cluster or cluster4)" ;;
     esac
     export REAPER_BROKER_URL="amqp://reaper@127.0.0.1:$amqp/%2f"
     export REAPER_BROKER_MANAGEMENT_URL="http://127.0.0.1:$mgmt"
+    if [ "$service" = cluster ] || [ "$service" = cluster4 ]; then
+        # The three nodes of scripts/services' cluster (or cluster4), as one host list.
+        local a=$((RP_AMQP_PORT + 20)) m=$((RP_MGMT_PORT + 20))
+        [ "$service" = cluster4 ] && a=$((RP_AMQP4_PORT + 30)) m=$((RP_MGMT4_PORT + 30))
+        export REAPER_BROKER_URL="amqp://reaper@127.0.0.1:$a,127.0.0.1:$((a + 1)),127.0.0.1:$((a + 2))/%2f"
+        export REAPER_BROKER_MANAGEMENT_URL="http://127.0.0.1:$m,127.0.0.1:$((m + 1)),127.0.0.1:$((m + 2))"
+    fi
     export REAPER_BROKER_PASSWORD_FILE="$RP_RUN/secrets/$secret"
     export REAPER_STORE_DSN="host=127.0.0.1 port=$RP_PG_PORT dbname=vibey user=reaper"
     export PGPASSFILE="$RP_RUN/secrets/pgpass"

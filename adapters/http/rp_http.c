@@ -12,13 +12,14 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "rp_http_console.h"
 #include "rp_http_prom.h"
 #include "rp_log.h"
 
 /* A scrape is small and fast: a slow or idle client is cut off. */
 #define RP_HTTP_TIMEOUT_S 10
 #define RP_HTTP_MAX_HEADERS 8192
-#define RP_HTTP_MAX_BODY 1024
+#define RP_HTTP_MAX_BODY 8192
 
 struct rp_http {
     struct evhttp *http;
@@ -47,6 +48,10 @@ static void rp_on_request(struct evhttp_request *req, void *arg) {
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (path == NULL) path = "";
+    if (rp_console_serves(h->hooks.console, path)) {
+        rp_console_handle(h->hooks.console, req, path);
+        return;
+    }
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
         /* Read only: a method other than GET and HEAD is refused with 405
@@ -179,6 +184,8 @@ const char *rp_http_bound(const rp_http *h) { return h->bound; }
 
 void rp_http_stop(rp_http *h) {
     if (h == NULL || h->http == NULL) return;
+    /* The console's calls in flight answer nobody once the server is gone. */
+    rp_console_detach(h->hooks.console);
     evhttp_free(h->http);
     h->http = NULL;
 }

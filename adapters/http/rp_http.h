@@ -6,8 +6,10 @@
  *   GET /readyz   200 only while the broker and the store are connected
  *                 and the tap is bound (daemon's ready hook), else 503
  *                 naming what is missing
- * Anything else is 404; a method other than GET or HEAD is refused by
- * evhttp. A scrape renders from the metrics' atomics on the loop: it never
+ *   /console...   the browser console while http.console is on
+ *                 (rp_http_console.h; the one place POST is taken)
+ * Anything else is 404; a method other than GET or HEAD is refused with
+ * 405. A scrape renders from the metrics' atomics on the loop: it never
  * waits on the store thread, the database or the broker.
  *
  * http.listen is host:port, [v6]:port or :port (every IPv4 address); port
@@ -39,6 +41,9 @@ typedef struct rp_http_hooks {
     /* Whether the daemon is ready; fills why (e.g. "broker down") when not. */
     bool (*ready)(void *arg, char *why, size_t cap);
     void *arg;
+    /* The browser console (rp_http_console.h), served under /console while
+     * http.console is on; NULL: none. Borrowed; rp_http_stop detaches it. */
+    struct rp_console *console;
 } rp_http_hooks;
 
 typedef struct rp_http rp_http;

@@ -4,10 +4,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rp_hostlist.h"
+
 rp_status rp_broker_http_params(const rp_config *cfg, const char *password,
                                 rp_broker_http_keep *keep, rp_mgmt_http_params *out) {
     memset(out, 0, sizeof *out);
-    snprintf(keep->url, sizeof keep->url, "%s", cfg->broker.url);
+    /* With a host list, the first host's URL: user and vhost are the same
+     * for every host. */
+    if (!rp_hostlist_pick(cfg->broker.url, 0, keep->url, sizeof keep->url))
+        snprintf(keep->url, sizeof keep->url, "%s", cfg->broker.url);
     struct amqp_connection_info info;
     amqp_default_connection_info(&info);
     if (amqp_parse_url(keep->url, &info) != AMQP_STATUS_OK) return RP_ERR_CONFIG;

@@ -1,4 +1,5 @@
 #include "rp_mgmt_http.h"
+#include "rp_hostlist.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -26,6 +27,8 @@ typedef struct rp_http_req {
     struct curl_slist *headers;
     rp_http_method method;
     char *path;          /* for error texts */
+    size_t host;         /* the index in the host list this attempt went to */
+    size_t tries;        /* hosts tried after the first (a host list) */
     char *body;          /* the request body (curl reads it from here) */
     char *data;          /* the response, NUL-terminated */
     size_t len, cap;
@@ -40,7 +43,12 @@ struct rp_mgmt_http {
     struct event_base *base;
     CURLM *multi;
     struct event *timer_ev;
-    char *base_url; /* without a trailing slash */
+    char *base_url; /* as given, without a trailing slash */
+    /* base_url's host list (rp_hostlist.h), one base URL per host; a
+     * request goes to hosts[cur] and, when that host cannot be reached,
+     * to the next ones in turn; cur then follows the host that answered. */
+    char *hosts[RP_HOSTLIST_MAX];
+    size_t n_hosts, cur;
     char *user, *password;
     char *ca_file, *cert_file, *key_file;
     bool verify_peer;
@@ -143,6 +151,27 @@ rp_mgmt_http *rp_mgmt_http_new(struct event_base *base, const rp_mgmt_http_param
     }
     size_t n = strlen(h->base_url);
     while (n > 0 && h->base_url[n - 1] == '/') h->base_url[--n] = '\0';
+    size_t count = rp_hostlist_count(h->base_url);
+    if (count > RP_HOSTLIST_MAX) {
+        *err = "the management URL names more than 16 hosts";
+        rp_mgmt_http_free(h);
+        return NULL;
+    }
+    for (size_t i = 0; i < count; i++) {
+        h->hosts[i] = malloc(n + 1);
+        if (h->hosts[i] == NULL) {
+            *err = "out of memory";
+            rp_mgmt_http_free(h);
+            return NULL;
+        }
+        h->n_hosts = i + 1;
+        if (!rp_hostlist_pick(h->base_url, i, h->hosts[i], n + 1) ||
+            rp_check_base_url(h->hosts[i]) != NULL || strchr(h->hosts[i], ',') != NULL) {
+            *err = "the management URL has an empty host in its host list";
+            rp_mgmt_http_free(h);
+            return NULL;
+        }
+    }
     curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, rp_http_socket_cb);
     curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
     curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, rp_http_timer_cb);
@@ -279,6 +308,44 @@ static void rp_http_finish(rp_mgmt_http *h, rp_http_req *r, rp_status st, long h
     rp_http_req_free(r);
 }
 
+/* With a host list: a request whose host could not be reached goes again
+ * to the next host of the list, each host once. Only when the request
+ * cannot have reached the broker (no connection was made), or for a GET,
+ * which is safe to repeat. True: sent again (it is back in the list). */
+static bool rp_http_next_host(rp_mgmt_http *h, rp_http_req *r, CURLcode rc) {
+    if (h->n_hosts <= 1 || h->closing || r->too_large || r->tries + 1 >= h->n_hosts) return false;
+    curl_off_t connected = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_CONNECT_TIME_T, &connected);
+    bool unsent = rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
+                  (rc == CURLE_OPERATION_TIMEDOUT && connected == 0);
+    bool safe = r->method == RP_HTTP_GET && rp_http_map_curl(rc) == RP_ERR_UNAVAILABLE;
+    if (!unsent && !safe) return false;
+    size_t next = (r->host + 1) % h->n_hosts;
+    size_t ulen = strlen(h->hosts[next]) + strlen(r->path) + 1;
+    char *url = malloc(ulen);
+    if (url == NULL) return false;
+    snprintf(url, ulen, "%s%s", h->hosts[next], r->path);
+    bool ok = curl_easy_setopt(r->easy, CURLOPT_URL, url) == CURLE_OK;
+    free(url);
+    if (!ok) return false;
+    r->tries++;
+    r->host = next;
+    h->cur = next;
+    r->len = 0;
+    if (r->data) r->data[0] = '\0';
+    r->errbuf[0] = '\0';
+    r->next = h->reqs;
+    r->prev = NULL;
+    if (h->reqs) h->reqs->prev = r;
+    h->reqs = r;
+    h->n_reqs++;
+    if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK) {
+        rp_http_unlink(h, r);
+        return false;
+    }
+    return true;
+}
+
 static void rp_http_check_done(rp_mgmt_http *h) {
     CURLMsg *msg;
     int left;
@@ -291,6 +358,8 @@ static void rp_http_check_done(rp_mgmt_http *h) {
         curl_multi_remove_handle(h->multi, easy);
         if (r == NULL) continue;
         rp_http_unlink(h, r);
+        if (rp_http_next_host(h, r, rc)) continue;
+        if (rc == CURLE_OK && h->n_hosts > 1) h->cur = r->host; /* it answered: stay */
         long code = 0;
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
         rp_status st = rp_http_map_curl(rc);
@@ -426,6 +495,7 @@ rp_status rp_mgmt_http_request(rp_mgmt_http *h, rp_http_method method, const cha
     r->cb = cb;
     r->arg = arg;
     r->path = strdup(path);
+    r->host = h->cur;
     size_t ulen = strlen(h->base_url) + strlen(path) + 1;
     char *url = malloc(ulen);
     if (body) {
@@ -441,7 +511,7 @@ rp_status rp_mgmt_http_request(rp_mgmt_http *h, rp_http_method method, const cha
         rp_http_req_free(r);
         return RP_ERR_NOMEM;
     }
-    snprintf(url, ulen, "%s%s", h->base_url, path);
+    snprintf(url, ulen, "%s%s", h->n_hosts > 1 ? h->hosts[r->host] : h->base_url, path);
     /* JSON first; text/plain for the one endpoint that has nothing else
      * (/api/config/effective answers 406 to a JSON-only Accept). */
     r->headers = curl_slist_append(NULL, "Accept: application/json, text/plain;q=0.5");
@@ -548,6 +618,7 @@ void rp_mgmt_http_free(rp_mgmt_http *h) {
     rp_http_bury_dead(h);
     if (h->timer_ev) event_free(h->timer_ev);
     free(h->base_url);
+    for (size_t i = 0; i < h->n_hosts; i++) free(h->hosts[i]);
     free(h->user);
     rp_wipe_free(h->password);
     free(h->ca_file);

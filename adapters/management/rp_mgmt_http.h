@@ -57,7 +57,8 @@ typedef enum rp_http_method {
 const char *rp_http_method_string(rp_http_method m);
 
 typedef struct rp_mgmt_http_params {
-    const char *base_url;   /* http[s]://host:port[/prefix], no user information */
+    const char *base_url;   /* http[s]://host:port[/prefix], no user information; or a host
+                               list http://h1:p1,h2:p2[/prefix] (rp_hostlist.h), tried in turn */
     const char *user;       /* NULL or "": no authentication */
     const char *password;   /* may be NULL */
     const char *ca_file, *cert_file, *key_file; /* TLS; NULL or "": unset */

@@ -8,6 +8,7 @@
 #include <sys/time.h>
 
 #include "rp_amqp_open.h"
+#include "rp_hostlist.h"
 #include "rp_log.h"
 
 #define RP_AMQP_CHANNEL 1
@@ -32,6 +33,10 @@ struct rp_amqp_conn {
     int connect_timeout_ms;
     int frame_max;
     char peer[300];
+    /* The host of broker.url's host list tried first at the next connect:
+     * the one that answered last (written by the connect thread, read by
+     * the loop after the join). */
+    size_t host;
 
     rp_amqp_state state;
     amqp_connection_state_t conn; /* owned; non-NULL only while UP */
@@ -103,7 +108,7 @@ rp_amqp_conn *rp_amqp_conn_new(struct event_base *base, const rp_amqp_params *p,
     c->base = base;
     c->hooks = *hooks;
     c->url = strdup(p->url ? p->url : "");
-    c->url_copy = strdup(p->url ? p->url : "");
+    c->url_copy = rp_amqp_url_first(p->url);
     c->password = strdup(p->password ? p->password : "");
     c->connection_name = strdup(p->connection_name ? p->connection_name : "reaperd");
     c->ca_file = rp_dup_or_null(p->ca_file);
@@ -127,6 +132,11 @@ rp_amqp_conn *rp_amqp_conn_new(struct event_base *base, const rp_amqp_params *p,
         return NULL;
     }
     snprintf(c->peer, sizeof c->peer, "%s:%d vhost %s", c->info.host, c->info.port, c->info.vhost);
+    if (rp_hostlist_count(c->url) > 1) { /* until one of them answers */
+        char hosts[200];
+        rp_hostlist_hosts(c->url, hosts, sizeof hosts);
+        snprintf(c->peer, sizeof c->peer, "%s vhost %s", hosts, c->info.vhost);
+    }
     return c;
 }
 
@@ -167,6 +177,7 @@ static amqp_connection_state_t rp_amqp_connect_blocking(rp_amqp_conn *c, char *e
         .frame_max = c->frame_max,
         .connection_name = c->connection_name,
         .capabilities = true,
+        .host_used = &c->host,
     };
     amqp_connection_state_t conn = rp_amqp_open(&o, err, n);
     if (conn == NULL) return NULL;
@@ -342,6 +353,17 @@ static void rp_amqp_on_retry(evutil_socket_t fd, short what, void *arg) {
     rp_amqp_start_connect(arg);
 }
 
+/* c->peer names the host of the list that answered (host:port vhost V). */
+static void rp_amqp_name_peer(rp_amqp_conn *c) {
+    if (rp_hostlist_count(c->url) <= 1) return;
+    char one[1024];
+    if (!rp_hostlist_pick(c->url, c->host, one, sizeof one)) return;
+    struct amqp_connection_info info;
+    amqp_default_connection_info(&info);
+    if (amqp_parse_url(one, &info) != AMQP_STATUS_OK) return;
+    snprintf(c->peer, sizeof c->peer, "%s:%d vhost %s", info.host, info.port, info.vhost);
+}
+
 static void rp_amqp_on_connected(evutil_socket_t fd, short what, void *arg) {
     RP_UNUSED(fd);
     RP_UNUSED(what);
@@ -349,6 +371,7 @@ static void rp_amqp_on_connected(evutil_socket_t fd, short what, void *arg) {
     pthread_join(c->thread, NULL);
     c->thread_running = false;
     if (c->result == NULL) {
+        rp_amqp_name_peer(c); /* the host that failed after its login, if one did */
         rp_amqp_set_state(c, RP_AMQP_DOWN, c->result_err);
         rp_amqp_schedule_retry(c);
         return;
@@ -369,6 +392,7 @@ static void rp_amqp_on_connected(evutil_socket_t fd, short what, void *arg) {
         return;
     }
     c->backoff_ms = RP_AMQP_BACKOFF_MIN_MS;
+    rp_amqp_name_peer(c);
     rp_amqp_set_state(c, RP_AMQP_UP, c->peer);
     /* Frames may already sit in the library's buffers from the set-up. */
     rp_amqp_conn_drain(c);

@@ -1,5 +1,6 @@
 /* The AMQP side of the control protocol and of replay (rp_amqp_control.h). */
 #include "rp_amqp_control.h"
+#include "rp_amqp_open.h"
 
 #include <amqp.h>
 #include <stdlib.h>
@@ -65,7 +66,7 @@ rp_status rp_amqp_control_reply(rp_amqp_publisher *p, const char *reply_to,
 }
 
 bool rp_amqp_url_vhost_is(const char *url, const char *vhost) {
-    char *copy = strdup(url ? url : "");
+    char *copy = rp_amqp_url_first(url);
     if (copy == NULL) return false;
     struct amqp_connection_info info;
     amqp_default_connection_info(&info);

@@ -58,6 +58,8 @@ rp_doctor_reach rp_amqp_doctor_probe(const rp_amqp_open_opts *o, char *why, size
         return RP_REACH_OK;
     }
     if (strncmp(why, "broker login", 12) == 0) return RP_REACH_AUTH;
+    /* A host list none of whose hosts answered (each failure is in why). */
+    if (strncmp(why, "no broker host answered", 23) == 0) return RP_REACH_UNREACHABLE;
     if (strncmp(why, "cannot connect", 14) != 0) return RP_REACH_ERROR;
     /* Which layer: ask TCP alone. */
     char *copy = strdup(o->url);

@@ -9,6 +9,7 @@
 
 #include "rp_amqp_conn.h"
 #include "rp_common.h"
+#include "rp_hostlist.h"
 
 static bool rp_set(const char *s) { return s != NULL && s[0] != '\0'; }
 
@@ -40,8 +41,13 @@ static amqp_socket_t *rp_tls_socket(amqp_connection_state_t c, const rp_amqp_ope
     return s;
 }
 
-amqp_connection_state_t rp_amqp_open(const rp_amqp_open_opts *o, char *err, size_t n) {
-    char *url = strdup(o->url ? o->url : "");
+/* One host: url names exactly one. *fatal: a failure no other host of the
+ * list can cure (the URL, a TLS file, memory). */
+static amqp_connection_state_t rp_amqp_open_one(const rp_amqp_open_opts *o, const char *one,
+                                                char *err, size_t n, bool *fatal) {
+    *fatal = true;
+    if (o->login_refused) *o->login_refused = false;
+    char *url = strdup(one);
     if (url == NULL) {
         snprintf(err, n, "out of memory");
         return NULL;
@@ -64,6 +70,7 @@ amqp_connection_state_t rp_amqp_open(const rp_amqp_open_opts *o, char *err, size
         if (!info.ssl) snprintf(err, n, "cannot create a TCP socket");
         goto fail;
     }
+    *fatal = false;
     int cms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 5000;
     struct timeval ctv = {cms / 1000, (cms % 1000) * 1000};
     int st = amqp_socket_open_noblock(s, info.host, info.port, &ctv);
@@ -101,9 +108,10 @@ amqp_connection_state_t rp_amqp_open(const rp_amqp_open_opts *o, char *err, size
     amqp_table_t props_table = {np, props};
     amqp_rpc_reply_t r = amqp_login_with_properties(
         c, o->vhost ? o->vhost : info.vhost, 0, o->frame_max > 0 ? o->frame_max : 131072,
-        o->heartbeat_s > 0 ? o->heartbeat_s : 0, &props_table, AMQP_SASL_METHOD_PLAIN, info.user,
-        o->password ? o->password : "");
+        o->heartbeat_s > 0 ? o->heartbeat_s : 0, &props_table, AMQP_SASL_METHOD_PLAIN,
+        o->user ? o->user : info.user, o->password ? o->password : "");
     if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+        if (o->login_refused) *o->login_refused = true;
         char buf[200];
         snprintf(err, n, "broker login: %s", rp_amqp_reply_string(r, buf, sizeof buf));
         goto fail;
@@ -116,8 +124,55 @@ fail:
     return NULL;
 }
 
+amqp_connection_state_t rp_amqp_open(const rp_amqp_open_opts *o, char *err, size_t n) {
+    const char *url = o->url ? o->url : "";
+    size_t count = rp_hostlist_count(url);
+    if (count <= 1) { /* one host: its own error, as it always was */
+        bool fatal;
+        amqp_connection_state_t c = rp_amqp_open_one(o, url, err, n, &fatal);
+        if (c != NULL && o->host_used) *o->host_used = 0;
+        return c;
+    }
+    /* A host list: each in turn, from the one that answered last; the
+     * error names every host's failure. */
+    size_t first = o->host_used ? *o->host_used % count : 0;
+    char one[1024], why[256];
+    size_t used = 0;
+    used += (size_t)snprintf(err, n, "no broker host answered:");
+    for (size_t k = 0; k < count; k++) {
+        size_t i = (first + k) % count;
+        if (!rp_hostlist_pick(url, i, one, sizeof one)) {
+            snprintf(err, n, "broker.url does not parse (host %zu of its list)", i + 1);
+            return NULL;
+        }
+        bool fatal;
+        amqp_connection_state_t c = rp_amqp_open_one(o, one, why, sizeof why, &fatal);
+        if (c != NULL) {
+            if (o->host_used) *o->host_used = i;
+            return c;
+        }
+        if (fatal) {
+            snprintf(err, n, "%s", why);
+            return NULL;
+        }
+        if (used < n) used += (size_t)snprintf(err + used, n - used, "%s %s", k ? ";" : "", why);
+    }
+    return NULL;
+}
+
+/* The URL with only the first host of its list (user and vhost are the
+ * same for all), into a new string for amqp_parse_url; NULL: no memory. */
+char *rp_amqp_url_first(const char *url) {
+    const char *u = url ? url : "";
+    size_t len = strlen(u) + 1;
+    char *one = malloc(len);
+    if (one == NULL) return NULL;
+    if (!rp_hostlist_pick(u, 0, one, len)) snprintf(one, len, "%s", u);
+    return one;
+}
+
 bool rp_amqp_url_user(const char *url, char *buf, size_t n) {
-    char *copy = strdup(url ? url : "");
+    char *copy = rp_amqp_url_first(url);
     if (copy == NULL) return false;
     struct amqp_connection_info info;
     amqp_default_connection_info(&info);
@@ -125,4 +180,10 @@ bool rp_amqp_url_user(const char *url, char *buf, size_t n) {
     if (ok) snprintf(buf, n, "%s", info.user);
     free(copy);
     return ok;
+}
+
+int rp_amqp_quorum_group_size(const char *url) {
+    size_t hosts = rp_hostlist_count(url);
+    if (hosts <= 1) return 0;
+    return hosts < RP_AMQP_QUORUM_GROUP_MAX ? (int)hosts : RP_AMQP_QUORUM_GROUP_MAX;
 }

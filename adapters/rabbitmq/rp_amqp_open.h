@@ -35,15 +35,42 @@ typedef struct rp_amqp_open_opts {
      * notifications, publisher confirms, basic.nack, connection.blocked,
      * authentication_failure_close, exchange-to-exchange bindings. */
     bool capabilities;
+    /* With a host list in url (rp_hostlist.h): NULL, or where the hosts
+     * are tried from (an index into the list, taken modulo its length)
+     * and, on success, the index of the host that answered. */
+    size_t *host_used;
+
+    /* Log in as this user instead of the URL's (the browser console's
+     * signed-in user); NULL: the URL's. */
+    const char *user;
+    /* When not NULL: set true when the connect worked and the login was
+     * refused (a wrong user or password), false otherwise. */
+    bool *login_refused;
 } rp_amqp_open_opts;
 
 /* A logged-in connection, or NULL with a sentence in err (no secret in it):
  * the URL does not parse, a TLS file cannot be used, the connect failed
- * (refused, timed out, certificate not verified), or the login was refused. */
+ * (refused, timed out, certificate not verified), or the login was refused.
+ * A URL with a host list (amqp://user@h1:p1,h2:p2/vhost) tries its hosts in
+ * turn, each with the connect time-out, until one logs in; err then names
+ * every host's failure. The caller backs off before trying the list again. */
 amqp_connection_state_t rp_amqp_open(const rp_amqp_open_opts *o, char *err, size_t errlen);
 
 /* The user name in url (for the user_id property), into buf; false when
  * the URL does not parse. */
 bool rp_amqp_url_user(const char *url, char *buf, size_t n);
+
+/* url with only the first host of its host list, for amqp_parse_url (user
+ * and vhost are the same for every host); the caller frees it. NULL: out
+ * of memory. */
+char *rp_amqp_url_first(const char *url);
+
+/* The initial quorum group size of reaper's own queues (the tap, the
+ * control queue) for broker.url: 0 for one host (no argument sent, and the
+ * control queue stays a classic queue), else min(hosts listed,
+ * RP_AMQP_QUORUM_GROUP_MAX): three replicas, a majority of which must
+ * stand, on a cluster of three or more. */
+#define RP_AMQP_QUORUM_GROUP_MAX 3
+int rp_amqp_quorum_group_size(const char *url);
 
 #endif

@@ -4,6 +4,7 @@
  * consumer tag.
  */
 #include "rp_amqp_session.h"
+#include "rp_amqp_open.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@ struct rp_amqp_session {
     char *control_queue;
     uint16_t control_prefetch;
     uint16_t replay_channel;
+    int group_size; /* > 0: the control queue is a quorum queue (a host list) */
     unsigned generation; /* grows at every (re)connect: stale tags */
     bool up;
     bool quiet;
@@ -61,6 +63,46 @@ static bool rp_rpc_ok(amqp_connection_state_t c, const char *what, char *err, si
     return false;
 }
 
+/* The control queue: durable; with a host list in broker.url (a cluster) a
+ * quorum queue replicated on up to 3 nodes, so that the loss of one node
+ * loses neither the queue nor its waiting requests (a classic queue is
+ * unreachable while its home node is down: "home node ... is down or
+ * inaccessible", seen on 3.10.8). A control queue made earlier as a
+ * classic queue is refused that way (406) and is used as it is, warned. */
+static bool rp_session_declare_control(rp_amqp_session *s, amqp_connection_state_t c, char *err,
+                                       size_t n) {
+    amqp_table_entry_t e[2];
+    amqp_table_t args = amqp_empty_table;
+    if (s->group_size > 0) {
+        e[0].key = amqp_cstring_bytes("x-queue-type");
+        e[0].value.kind = AMQP_FIELD_KIND_UTF8;
+        e[0].value.value.bytes = amqp_cstring_bytes("quorum");
+        e[1].key = amqp_cstring_bytes("x-quorum-initial-group-size");
+        e[1].value.kind = AMQP_FIELD_KIND_I64;
+        e[1].value.value.i64 = s->group_size;
+        args = (amqp_table_t){2, e};
+    }
+    amqp_queue_declare(c, 1, amqp_cstring_bytes(s->control_queue), 0, 1, 0, 0, args);
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(c);
+    if (r.reply_type == AMQP_RESPONSE_NORMAL) return true;
+    char buf[200];
+    snprintf(err, n, "declaring the control queue: %s", rp_amqp_reply_string(r, buf, sizeof buf));
+    if (s->group_size == 0 || r.reply_type != AMQP_RESPONSE_SERVER_EXCEPTION ||
+        r.reply.id != AMQP_CHANNEL_CLOSE_METHOD ||
+        ((const amqp_channel_close_t *)r.reply.decoded)->reply_code != AMQP_PRECONDITION_FAILED)
+        return false;
+    RP_WARN("the control queue exists as a classic queue: it lives on one node of the cluster "
+            "and is unreachable while that node is down; delete it while reaperd is stopped to "
+            "declare it again as a quorum queue",
+            "queue", s->control_queue, "reason", err, NULL);
+    amqp_channel_close_ok_t ok = {0};
+    if (amqp_send_method(c, 1, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK) return false;
+    amqp_channel_open(c, 1);
+    if (!rp_rpc_ok(c, "opening channel 1 again", err, n)) return false;
+    amqp_queue_declare(c, 1, amqp_cstring_bytes(s->control_queue), 1, 1, 0, 0, amqp_empty_table);
+    return rp_rpc_ok(c, "declaring the control queue (passive)", err, n);
+}
+
 /* Connect thread: reads only what _new copied. */
 static bool rp_session_setup(void *arg, amqp_connection_state_t c, char *err, size_t n) {
     rp_amqp_session *s = arg;
@@ -68,8 +110,7 @@ static bool rp_session_setup(void *arg, amqp_connection_state_t c, char *err, si
                           amqp_cstring_bytes("topic"), 0, 1, 0, 0, amqp_empty_table);
     if (!rp_rpc_ok(c, "declaring the events exchange", err, n)) return false;
     if (s->control_queue == NULL) return rp_amqp_publisher_setup(c, err, n);
-    amqp_queue_declare(c, 1, amqp_cstring_bytes(s->control_queue), 0, 1, 0, 0, amqp_empty_table);
-    if (!rp_rpc_ok(c, "declaring the control queue", err, n)) return false;
+    if (!rp_session_declare_control(s, c, err, n)) return false;
     amqp_basic_qos(c, 1, 0, s->control_prefetch, 0);
     if (!rp_rpc_ok(c, "setting the prefetch", err, n)) return false;
     amqp_basic_consume(c, 1, amqp_cstring_bytes(s->control_queue),
@@ -208,6 +249,7 @@ rp_amqp_session *rp_amqp_session_new(struct event_base *base, const rp_amqp_sess
     s->quiet = p->quiet;
     s->events_exchange = strdup(p->events_exchange);
     s->control_queue = p->control_queue ? strdup(p->control_queue) : NULL;
+    s->group_size = rp_amqp_quorum_group_size(p->amqp->url);
     rp_amqp_assembler_init(&s->assembler, p->body_limit, rp_session_on_message, s);
     if (s->events_exchange == NULL || (p->control_queue != NULL && s->control_queue == NULL)) {
         rp_amqp_session_free(s);

@@ -10,6 +10,7 @@
 
 #include "rp_amqp_msg.h"
 #include "rp_amqp_table.h"
+#include "rp_amqp_open.h"
 #include "rp_log.h"
 
 struct rp_amqp_tap {
@@ -19,6 +20,7 @@ struct rp_amqp_tap {
     bool up;
     char *queue;
     size_t header_cap;
+    int group_size; /* x-quorum-initial-group-size; 0: not sent */
     rp_amqp_tap_hooks hooks;
 };
 
@@ -85,14 +87,22 @@ static bool rp_tap_setup(void *arg, amqp_connection_state_t c, char *err, size_t
     amqp_channel_open(c, RP_AMQP_TAP_CHANNEL);
     if (!rp_tap_rpc_ok(c, "opening the tap channel", err, n, NULL)) return false;
     int major = rp_server_major(c);
-    amqp_table_entry_t e[2];
-    e[0].key = amqp_cstring_bytes("x-queue-type");
-    e[0].value.kind = AMQP_FIELD_KIND_UTF8;
-    e[0].value.value.bytes = amqp_cstring_bytes("quorum");
-    e[1].key = amqp_cstring_bytes("x-delivery-limit");
-    e[1].value.kind = AMQP_FIELD_KIND_I64;
-    e[1].value.value.i64 = -1;
-    amqp_table_t args = {major >= 4 ? 2 : 1, e};
+    amqp_table_entry_t e[3];
+    int ne = 0;
+    e[ne].key = amqp_cstring_bytes("x-queue-type");
+    e[ne].value.kind = AMQP_FIELD_KIND_UTF8;
+    e[ne++].value.value.bytes = amqp_cstring_bytes("quorum");
+    if (major >= 4) {
+        e[ne].key = amqp_cstring_bytes("x-delivery-limit");
+        e[ne].value.kind = AMQP_FIELD_KIND_I64;
+        e[ne++].value.value.i64 = -1;
+    }
+    if (t->group_size > 0) { /* read only when the queue is made */
+        e[ne].key = amqp_cstring_bytes("x-quorum-initial-group-size");
+        e[ne].value.kind = AMQP_FIELD_KIND_I64;
+        e[ne++].value.value.i64 = t->group_size;
+    }
+    amqp_table_t args = {ne, e};
     amqp_queue_declare(c, RP_AMQP_TAP_CHANNEL, amqp_cstring_bytes(tap), 0, 1, 0, 0, args);
     amqp_rpc_reply_t r;
     if (!rp_tap_rpc_ok(c, "declaring the tap queue", err, n, &r)) {
@@ -288,6 +298,7 @@ rp_amqp_tap *rp_amqp_tap_new(struct event_base *base, const rp_amqp_params *para
     }
     t->header_cap = header_cap;
     t->hooks = *hooks;
+    t->group_size = rp_amqp_quorum_group_size(params->url);
     rp_amqp_params p = *params;
     /* Named after its queue, so that an operator tells the replicas' taps
      * from the daemon's connections in the management UI. */

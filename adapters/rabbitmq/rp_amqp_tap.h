@@ -18,7 +18,12 @@
  * message; checked on 4.0.5: 25 returns kept it); on 3.x without (3.10 has
  * no default limit, and there -1 drops a message at its first return:
  * checked on 3.10.8). A tap declared earlier without the argument is used as
- * it is (warned: it has 4.0's default limit of 20). Prefetch
+ * it is (warned: it has 4.0's default limit of 20). When broker.url names
+ * a host list (a cluster, rp_hostlist.h) the queue is made with
+ * x-quorum-initial-group-size = min(hosts listed, 3): replicated on three
+ * nodes, a majority of which must stand; with one host the broker's own
+ * default applies (every cluster node on 3.x). The argument counts only
+ * when the queue is made; an existing tap keeps its members. Prefetch
  * RP_TAP_PREFETCH, manual acks, consumer tag RP_TAP_CONSUMER_TAG.
  *
  * THE DELIVERIES. Each one for a tap consumer tag is copied into an

@@ -478,9 +478,64 @@ static void test_bridge_refuses_loop_thread(void **state) {
     event_base_free(lt.base);
 }
 
+/* A host list (broker.management_url "http://h1:p1,h2:p2"): a host that
+ * refuses the connection is passed over for the next, for every method
+ * (nothing was sent); the client then stays on the host that answered;
+ * with no host answering, the error says unavailable. */
+static void test_host_list_passes_over_dead_host(void **state) {
+    (void)state;
+    const char *real = mt_mgmt_url();
+    assert_non_null(strstr(real, "http://"));
+    char url[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d,%s", itest_closed_port(), real + 7);
+    outcome o = run_one(url, mt_password(), 0, RP_HTTP_GET, "/api/overview", NULL, 10000);
+    assert_int_equal(o.status, RP_OK);
+    assert_int_equal(o.http_status, 200);
+    assert_non_null(strstr(o.body, "rabbitmq_version"));
+    free(o.body);
+    /* A DELETE too: refused at connect, so never sent twice. */
+    o = run_one(url, mt_password(), 0, RP_HTTP_DELETE, "/api/queues/%2F/no-such-queue-hl", NULL,
+                10000);
+    assert_int_equal(o.status, RP_OK);
+    assert_int_equal(o.http_status, 404);
+    free(o.body);
+    /* The second request of one client goes straight to the host that
+     * answered: with the dead host first, two GETs, the second fast. */
+    struct event_base *base = event_base_new();
+    rp_mgmt_http *h = client(base, url, mt_password(), 0);
+    for (int i = 0; i < 2; i++) {
+        outcome x;
+        memset(&x, 0, sizeof x);
+        x.base = base;
+        assert_int_equal(rp_mgmt_http_request(h, RP_HTTP_GET, "/api/overview", NULL, 0, 10000,
+                                              on_result, &x),
+                         RP_OK);
+        event_base_dispatch(base);
+        assert_int_equal(x.status, RP_OK);
+        free(x.body);
+    }
+    rp_mgmt_http_free(h);
+    event_base_free(base);
+    /* Every host dead: unavailable, naming no credential. */
+    snprintf(url, sizeof url, "http://127.0.0.1:%d,127.0.0.1:%d", itest_closed_port(),
+             itest_closed_port());
+    o = run_one(url, SECRET, 0, RP_HTTP_GET, "/api/overview", NULL, 10000);
+    assert_int_equal(o.status, RP_ERR_UNAVAILABLE);
+    assert_clean(o.error);
+    free(o.body);
+    /* An empty host in the list is refused at once. */
+    rp_mgmt_http_params p = {.base_url = "http://127.0.0.1:1,,127.0.0.1:2", .password = ""};
+    const char *err = NULL;
+    base = event_base_new();
+    assert_null(rp_mgmt_http_new(base, &p, &err));
+    assert_non_null(strstr(err, "empty host"));
+    event_base_free(base);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_broker_answers),
+        cmocka_unit_test(test_host_list_passes_over_dead_host),
         cmocka_unit_test(test_unreachable_is_prompt_and_clean),
         cmocka_unit_test(test_loop_turns_during_slow_request),
         cmocka_unit_test(test_timeout),

@@ -334,6 +334,12 @@ static void test_other_key_rules(void **state) {
     expect_refused(RP_CFG_BROKER_URL, "", "must not be empty");
     expect_refused(RP_CFG_BROKER_URL, "amqp:///vhost", "names no host");
     expect_accepted(RP_CFG_BROKER_URL, "amqps://reaper@broker.example:5671/prod");
+    /* Several broker hosts (a cluster): a comma-separated host list. */
+    expect_accepted(RP_CFG_BROKER_URL, "amqp://reaper@rmq-0:5672,rmq-1:5672,rmq-2:5672/prod");
+    expect_refused(RP_CFG_BROKER_URL, "amqp://reaper@rmq-0:5672,,rmq-2:5672/prod", "empty host");
+    expect_refused(RP_CFG_BROKER_URL, "amqp://reaper@rmq-0:5672,/prod", "empty host");
+    expect_accepted(RP_CFG_BROKER_MANAGEMENT_URL, "http://rmq-0:15672,rmq-1:15672,rmq-2:15672");
+    expect_refused(RP_CFG_BROKER_MANAGEMENT_URL, "http://rmq-0:15672,", "empty host");
     expect_refused(RP_CFG_BROKER_MANAGEMENT_URL, "amqp://x", "http:// or https://");
     expect_refused(RP_CFG_BROKER_CONTROL_QUEUE, "", "must not be empty");
     expect_refused(RP_CFG_BROKER_TAP_QUEUE, "amq.tap", "reserves");
