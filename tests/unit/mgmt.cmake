@@ -4,3 +4,5 @@ rp_unit_test(test_mgmt_pattern SOURCES unit/test_mgmt_pattern.c LIBS reaper::man
 rp_unit_test(test_mgmt_parse SOURCES unit/test_mgmt_parse.c LIBS reaper::management)
 target_compile_definitions(test_mgmt_parse PRIVATE
   RP_MGMT_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/unit/mgmt")
+# Issue 18 item 4: the connections of a queue's consumers (the breaker).
+rp_unit_test(test_mgmt_consumers SOURCES unit/test_mgmt_consumers.c LIBS reaper::management)
