@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rp_arith.h"
 #include "rp_object.h"
 #include "rp_pass_internal.h"
 #include "rp_publish.h"
@@ -159,7 +160,7 @@ static rp_status rp_breaker(rp__pass *p, const rp__wedge_cand *c) {
     rp_verdict v;
     rp_verdict_init(&v);
     rp_event_ref ev = {0};
-    rp_time_ms prune = p->now - (rp_time_ms)t->wedge_restart_window_seconds * 1000;
+    rp_time_ms prune = rp__sat_sub(p->now, rp__s_to_ms(t->wedge_restart_window_seconds));
     rp_status kst = s->claim_wedge_restart(s->self, c->subject, p->now, prune, rp_decide, &ask,
                                            &choice, &v, &ev);
     if (kst == RP_ERR_NOMEM) {
