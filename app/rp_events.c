@@ -246,6 +246,17 @@ static rp_status rp_sweep_bound(void *self, const char *vhost, const char *name,
     return e->sweep_real.exchange_bound(e->sweep_real.self, vhost, name, except, n_except, bound);
 }
 
+static rp_status rp_sweep_consumers(void *self, const char *vhost, const char *name,
+                                   rp_name_list *out) {
+    rp_events *e = self;
+    return e->sweep_real.consumer_connections(e->sweep_real.self, vhost, name, out);
+}
+
+static rp_status rp_sweep_close(void *self, const char *name, const char *reason) {
+    rp_events *e = self;
+    return e->sweep_real.close_connection(e->sweep_real.self, name, reason);
+}
+
 void rp_events_wrap_sweep_port(rp_events *e, rp_broker_port *port) {
     if (e == NULL || port->list_queues == NULL || port->get_queue == NULL ||
         port->get_timeout_in_force == NULL)
@@ -257,6 +268,9 @@ void rp_events_wrap_sweep_port(rp_events *e, rp_broker_port *port) {
     port->get_timeout_in_force = rp_sweep_timeout;
     if (port->exchange_exists) port->exchange_exists = rp_sweep_exchange;
     if (port->exchange_bound) port->exchange_bound = rp_sweep_bound;
+    /* Issue 18 item 4's restart-loop breaker: through to the real port. */
+    if (port->consumer_connections) port->consumer_connections = rp_sweep_consumers;
+    if (port->close_connection) port->close_connection = rp_sweep_close;
 }
 
 /* ---- the check (the "events" thread) ---------------------------------------- */
@@ -337,6 +351,9 @@ static void rp_check_work(void *ctx, void *arg) {
         e->cports->broker.exchange_exists ? rp_check_exchange_exists : NULL;
     ports.broker.exchange_bound =
         e->cports->broker.exchange_bound ? rp_check_exchange_bound : NULL;
+    /* A targeted check restarts nothing (rp_pass_queues counts no wedge). */
+    ports.broker.consumer_connections = NULL;
+    ports.broker.close_connection = NULL;
     rp_pass_options opt;
     e->deps.runner.pass_options(e->deps.runner.self, cfg, &opt);
     size_t n = j->batch.n;

@@ -15,7 +15,8 @@
  * consumer told the reason through the X-Reason header); then one WEDGED /
  * RESTART_LOOP event; then quiet (no restart, no event) for more passes
  * than a restart would need. With reap.wedge_restart off the queue is
- * surfaced and nothing is closed.
+ * surfaced and nothing is closed. The same through a running reaperd,
+ * whose sweeps use the daemon's own (wrapped) broker port.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -330,10 +331,42 @@ static void test_off_surfaces_and_closes_nothing(void **state) {
     assert_int_equal(ledger("CLEARED"), 1);
 }
 
+/* The same through a running reaperd (a sweep a second, the daemon's own
+ * broker port: the sweep's port wrapped by the broker-events part). */
+static void test_daemon_restarts_then_one_loop(void **state) {
+    (void)state;
+    char control[128];
+    snprintf(control, sizeof control, "vibey.itest.wrst%d.control", (int)getpid());
+    consumer_start();
+    wait_consumer_holds();
+    char *env[] = {env_owned,
+                   "REAPER_REAP_INTERVAL_SECONDS=1",
+                   "REAPER_REAP_WEDGED_SECONDS=3",
+                   "REAPER_REAP_WEDGED_CHECKS=2",
+                   "REAPER_REAP_WEDGE_RESTART=true",
+                   "REAPER_REAP_WEDGE_RESTART_MAX=3",
+                   "REAPER_REAP_STALE_READY_SECONDS=86400",
+                   NULL};
+    rp_child *d = itest_daemon_start(&(itest_daemon_opts){
+        .schema = schema, .control = control, .env = env, .ready = {ITEST_READY_BROKER, NULL}});
+    long long deadline = itest_mono_ms() + 120000;
+    while (ledger("RESTART_LOOP") == 0 && itest_mono_ms() < deadline) usleep(500 * 1000);
+    assert_int_equal(ledger("RESTART_LOOP"), 1);
+    assert_int_equal(ledger("RESTARTED"), 3);
+    sleep(6); /* two wedged windows of sweeps: quiet */
+    assert_int_equal(itest_daemon_stop_group(d, C, control), 0);
+    assert_int_equal(ledger("RESTART_LOOP"), 1);
+    assert_int_equal(ledger("RESTARTED"), 3);
+    assert_int_equal(ledger("SURFACED"), 1);
+    assert_int_equal(count_lines("closed"), 3);
+    assert_int_equal(count_lines("connected"), 4);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_restarts_then_one_loop_then_quiet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_off_surfaces_and_closes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_restarts_then_one_loop, setup, teardown),
     };
     return cmocka_run_group_tests_name("reaperd_wedge_restart", tests, NULL, NULL);
 }
