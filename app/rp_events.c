@@ -251,6 +251,17 @@ static rp_status rp_sweep_channels(void *self, rp_channel_list *out) {
     return e->sweep_real.list_channels(e->sweep_real.self, out);
 }
 
+static rp_status rp_sweep_consumers(void *self, const char *vhost, const char *name,
+                                   rp_name_list *out) {
+    rp_events *e = self;
+    return e->sweep_real.consumer_connections(e->sweep_real.self, vhost, name, out);
+}
+
+static rp_status rp_sweep_close(void *self, const char *name, const char *reason) {
+    rp_events *e = self;
+    return e->sweep_real.close_connection(e->sweep_real.self, name, reason);
+}
+
 void rp_events_wrap_sweep_port(rp_events *e, rp_broker_port *port) {
     if (e == NULL || port->list_queues == NULL || port->get_queue == NULL ||
         port->get_timeout_in_force == NULL)
@@ -263,6 +274,9 @@ void rp_events_wrap_sweep_port(rp_events *e, rp_broker_port *port) {
     if (port->exchange_exists) port->exchange_exists = rp_sweep_exchange;
     if (port->exchange_bound) port->exchange_bound = rp_sweep_bound;
     if (port->list_channels) port->list_channels = rp_sweep_channels;
+    /* Issue 18 item 4's restart-loop breaker: through to the real port. */
+    if (port->consumer_connections) port->consumer_connections = rp_sweep_consumers;
+    if (port->close_connection) port->close_connection = rp_sweep_close;
 }
 
 /* ---- the check (the "events" thread) ---------------------------------------- */
@@ -344,6 +358,9 @@ static void rp_check_work(void *ctx, void *arg) {
         e->cports->broker.exchange_exists ? rp_check_exchange_exists : NULL;
     ports.broker.exchange_bound =
         e->cports->broker.exchange_bound ? rp_check_exchange_bound : NULL;
+    /* A targeted check restarts nothing (rp_pass_queues counts no wedge). */
+    ports.broker.consumer_connections = NULL;
+    ports.broker.close_connection = NULL;
     rp_pass_options opt;
     e->deps.runner.pass_options(e->deps.runner.self, cfg, &opt);
     size_t n = j->batch.n;

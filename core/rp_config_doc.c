@@ -126,7 +126,9 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
                                   "passes and replicas); one healthy check resets the count.",
     [RP_CFG_REAP_WEDGE_RESTART] = "The restart-loop breaker (broker only): true closes the "
                                   "connections of a wedged owned queue's consumers through the "
-                                  "management API so their supervisors reconnect them.",
+                                  "management API (with an X-Reason header) so their "
+                                  "supervisors reconnect them, each a `WEDGED` / `RESTARTED` "
+                                  "event, never twice within `wedged_seconds`, once fleet-wide.",
     [RP_CFG_REAP_WEDGE_RESTART_MAX] = "At most this many restarts of one queue per "
                                       "`wedge_restart_window_seconds`; past that one `WEDGED` / "
                                       "`RESTART_LOOP` event and no more restarts until the "

@@ -24,6 +24,9 @@ void rp_thresholds_default(rp_thresholds *t) {
     t->divergence_window_seconds = 86400;
     t->divergence_ratio = 2;
     t->divergence_min_waiting = 50;
+    t->wedge_restart = false;
+    t->wedge_restart_max = 3;
+    t->wedge_restart_window_seconds = 1800;
 }
 
 bool rp_judge_lease_expired(rp_time_ms now, rp_time_ms lease_expires_at, int64_t grace_seconds) {

@@ -70,6 +70,10 @@ typedef struct rp_thresholds {
     int64_t divergence_window_seconds; /* default 86400 */
     int64_t divergence_ratio;          /* default 2 */
     int64_t divergence_min_waiting;    /* default 50 */
+    /* Issue 18 item 4's restart-loop breaker (rp_wedged_broker.h). */
+    bool wedge_restart;                  /* default false */
+    int64_t wedge_restart_max;           /* default 3 */
+    int64_t wedge_restart_window_seconds; /* default 1800 */
 } rp_thresholds;
 
 /* Fills *t with the defaults of CONTRACT section 3. */

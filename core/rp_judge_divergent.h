@@ -61,6 +61,11 @@ typedef struct rp_queue_rates {
     bool known;
     int64_t published;
     int64_t acked;
+    /* Issue 18 item 4 (rp_wedged_broker.h): when the queue's ack counter
+     * last moved, as the store read it (the reading's time; the first
+     * reading's when it never moved). ack_known false: no reading. */
+    bool ack_known;
+    rp_time_ms acked_at;
 } rp_queue_rates;
 
 /* One reading of an owned queue's counters (strings borrowed). */

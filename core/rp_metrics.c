@@ -58,6 +58,13 @@ static const struct {
     /* Issue 18 item 1, broker (rp_judge_stalled_broker.c). */
     {RP_SOURCE_BROKER, RP_COND_STALLED, RP_ACTION_SURFACED},
     {RP_SOURCE_BROKER, RP_COND_STALLED, RP_ACTION_CLEARED},
+
+    /* Issue 18 item 4, broker half and the restart-loop breaker
+     * (rp_judge_wedged_broker.c). */
+    {RP_SOURCE_BROKER, RP_COND_WEDGED, RP_ACTION_SURFACED},
+    {RP_SOURCE_BROKER, RP_COND_WEDGED, RP_ACTION_CLEARED},
+    {RP_SOURCE_BROKER, RP_COND_WEDGED, RP_ACTION_RESTARTED},
+    {RP_SOURCE_BROKER, RP_COND_WEDGED, RP_ACTION_RESTART_LOOP},
 };
 
 bool rp_metrics_reaped_valid(rp_source s, rp_condition c, rp_action a) {

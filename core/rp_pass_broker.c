@@ -319,6 +319,7 @@ rp_status rp__pass_broker(rp__pass *p) {
     }
     p->broker_ran = true;
     rp_status st = rp_list_and_judge(p);
+    if (st == RP_OK) st = rp__pass_wedged_broker(p);
     if (st == RP_OK) st = rp__pass_release_held(p);
     if (st == RP_OK) st = rp__pass_routes(p, true);
     size_t i = 0;

@@ -78,6 +78,8 @@ rp_status rp__pass_divergent_queue(rp__pass *p, const rp_queue_facts *q) {
     }
     if (st == RP_OK && !rates.known) st = rp__strs_add(&p->divergent_unread, subject);
     free(subject);
+    /* Issue 18 item 4, broker: when its ack counter last moved. */
+    if (st == RP_OK) st = rp__pass_wedged_queue(p, q, &rates, q->counts_known && q->stats_known);
     if (st != RP_OK || !rates.known) return st;
     rp_verdict v;
     st = rp_judge_divergent_queue(q, &rates, &p->opt->thresholds, &v);

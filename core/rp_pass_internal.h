@@ -107,6 +107,16 @@ typedef struct rp__pass {
      * whose hold this process cannot judge yet: their sightings are kept. */
     bool stall_broker_read;
     rp__strs stall_unsure;
+
+    /* Issue 18 item 4, broker (rp_pass_wedged_broker.c): the owned queues
+     * wedged on this check (copies), the owned queues whose ack counter
+     * could not be read (their WEDGED sightings are kept), and whether the
+     * consecutive checks were counted this pass (only then are broker
+     * WEDGED sightings cleared). */
+    struct rp__wedge_cand *wedge_cands;
+    size_t n_wedge_cands, cap_wedge_cands;
+    rp__strs wedge_unread;
+    bool wedged_broker_read;
 } rp__pass;
 
 /* Sets up *p for a pass over ports with opt and report (the clock read
@@ -181,6 +191,19 @@ rp_status rp__pass_stalled_broker(rp__pass *p) RP_MUSTCHECK;
 /* Classifies q by the patterns as the listing does (owned,
  * is_dead_letter_queue, reapers_own set). */
 rp_status rp__pass_classify(rp__pass *p, rp_queue_facts *q) RP_MUSTCHECK;
+
+/* The broker's WEDGED step for one owned queue as its counters were just
+ * sampled (rates: what the store gave; sampled false: not read): a queue
+ * wedged on this check is kept for rp__pass_wedged_broker. */
+rp_status rp__pass_wedged_queue(rp__pass *p, const rp_queue_facts *q, const rp_queue_rates *rates,
+                                bool sampled) RP_MUSTCHECK;
+/* After a whole listing: counts the consecutive checks of the queues kept
+ * (wedge_check), surfaces WEDGED at reap.wedged_checks, and runs the
+ * restart-loop breaker on them (reap.wedge_restart). */
+rp_status rp__pass_wedged_broker(rp__pass *p) RP_MUSTCHECK;
+/* Whether a pass may clear the broker WEDGED sighting of subject. */
+bool rp__pass_wedged_broker_judged(const rp__pass *p, const char *subject);
+void rp__pass_wedged_broker_cleanup(rp__pass *p);
 rp_status rp__pass_leases(rp__pass *p) RP_MUSTCHECK; /* the lease reap alone */
 rp_status rp__pass_broker(rp__pass *p) RP_MUSTCHECK;
 

@@ -20,6 +20,9 @@ void rp_pass_options_from_config(const rp_config *cfg, rp_pass_options *opt) {
     opt->thresholds.divergence_window_seconds = cfg->reap.divergence_window_seconds;
     opt->thresholds.divergence_ratio = cfg->reap.divergence_ratio;
     opt->thresholds.divergence_min_waiting = cfg->reap.divergence_min_waiting;
+    opt->thresholds.wedge_restart = cfg->reap.wedge_restart;
+    opt->thresholds.wedge_restart_max = cfg->reap.wedge_restart_max;
+    opt->thresholds.wedge_restart_window_seconds = cfg->reap.wedge_restart_window_seconds;
     opt->owned_queue_pattern = cfg->reap.owned_queue_pattern.code;
     opt->dead_letter_queue_pattern = cfg->reap.dead_letter_queue_pattern.code;
     opt->own_queues[0] = cfg->broker.control_queue;

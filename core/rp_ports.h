@@ -46,6 +46,7 @@
 #include "rp_gate.h"
 #include "rp_judge.h"
 #include "rp_wedged.h"
+#include "rp_wedged_broker.h"
 #include "rp_judge_divergent.h"
 #include "rp_sighting.h"
 #include "rp_stalled_broker.h"
@@ -130,6 +131,16 @@ typedef struct rp_broker_port {
      * (the pass then judges no broker STALLED and says so). May be NULL:
      * no broker STALLED is judged or cleared. */
     rp_status (*list_channels)(void *self, rp_channel_list *out);
+
+    /* ---- Issue 18 item 4's restart-loop breaker (rp_wedged_broker.h; both
+     * may be NULL: nothing is restarted). */
+    /* The names of the connections of queue vhost/name's consumers, each
+     * once, in *out (lent). RP_ERR_NOT_FOUND when the queue does not exist. */
+    rp_status (*consumer_connections)(void *self, const char *vhost, const char *name,
+                                      rp_name_list *out);
+    /* Closes connection `name`, telling its client `reason`. RP_ERR_NOT_FOUND
+     * when it is gone already. */
+    rp_status (*close_connection)(void *self, const char *name, const char *reason);
 } rp_broker_port;
 
 /* ---- Job store, ledger and sightings (PostgreSQL) ----------------------- */
@@ -288,6 +299,22 @@ typedef struct rp_store_port {
      * are pruned. out->known false for the queue's first reading. */
     rp_status (*sample_queue_counters)(void *self, const rp_queue_counter_reading *r,
                                        rp_queue_rates *out);
+    /* Issue 18 item 4's restart-loop breaker (rp_wedged_broker.h; may be
+     * NULL: nothing is restarted). In one transaction: locks the
+     * consecutive-check row of `subject` (migration 0008; when there is none
+     * nothing is written and *choice is NONE), deletes every restart with
+     * at < prune_before, reads the subject's restarts (their times, oldest
+     * first) and whether a RESTART_LOOP is recorded on the row, and calls
+     * decide (core's decision, which fills v for GO and LOOP). GO records a
+     * restart at `now`, LOOP marks the row looped; either appends v's ledger
+     * event (*event) and commits. Two replicas deciding on one subject
+     * decide one after the other, the second seeing the first's write.
+     * v is initialised by the caller and filled by decide (the caller
+     * cleans it up). */
+    rp_status (*claim_wedge_restart)(void *self, const char *subject, rp_time_ms now,
+                                     rp_time_ms prune_before, rp_wedge_restart_decide_fn decide,
+                                     void *arg, rp_wedge_restart_choice *choice, rp_verdict *v,
+                                     rp_event_ref *event);
 } rp_store_port;
 
 /* ---- Dead-letter park --------------------------------------------------- */

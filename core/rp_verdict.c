@@ -10,6 +10,7 @@ static const char *const rp_condition_names[RP_COND_COUNT_] = {
 };
 static const char *const rp_action_names[RP_ACTION_COUNT_] = {
     "NONE", "REQUEUED", "PARKED", "SURFACED", "CLEARED", "VERIFIED",
+    "RESTARTED", "RESTART_LOOP",
 };
 static const char *const rp_source_names[RP_SOURCE_COUNT_] = {
     "job_queue",

@@ -49,6 +49,11 @@ typedef enum rp_action {
     RP_ACTION_SURFACED,
     RP_ACTION_CLEARED,
     RP_ACTION_VERIFIED,
+    /* Issue 18 item 4, the restart-loop breaker (rp_wedged_broker.h): the
+     * connections of a wedged queue's consumers closed, and the one event
+     * that says the restarts did not help (no more until it clears). */
+    RP_ACTION_RESTARTED,
+    RP_ACTION_RESTART_LOOP,
     RP_ACTION_COUNT_
 } rp_action;
 

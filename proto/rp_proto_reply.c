@@ -6,9 +6,9 @@
 
 #include <msgpack.h>
 
-#include "rp_json_out.h"
 #include "rp_proto.h"
 #include "rp_proto_internal.h"
+#include "rp_verdict_json.h"
 
 /* Longest error message written on the wire, in bytes. */
 #define RP_PROTO_ERROR_MESSAGE_MAX 1024u
@@ -349,43 +349,10 @@ static rp_status rp_verdict_msgpack(const rp_verdict *v, const rp_vtext t[5], rp
     return RP_OK;
 }
 
-static void rp_jout_text(rp_jout *w, const rp_vtext *t) {
-    if (t->p == NULL)
-        rp_jout_null(w);
-    else
-        rp_jout_str(w, t->p, t->n);
-}
-
-static rp_status rp_verdict_jsonb(const rp_verdict *v, const rp_vtext t[5], rp_proto_buf *out) {
+static rp_status rp_verdict_jsonb(const rp_verdict *v, rp_proto_buf *out) {
     rp_jout w;
     rp_jout_init(&w);
-    rp_jout_obj_open(&w);
-    rp_jout_lit(&w, "object");
-    rp_jout_text(&w, &t[0]);
-    rp_jout_lit(&w, "queue");
-    rp_jout_text(&w, &t[1]);
-    rp_jout_lit(&w, "project");
-    rp_jout_text(&w, &t[2]);
-    rp_jout_lit(&w, "condition");
-    rp_jout_strz(&w, rp_condition_string(v->condition));
-    rp_jout_lit(&w, "measured");
-    if (isfinite(v->measured))
-        rp_jout_real(&w, v->measured);
-    else
-        rp_jout_null(&w);
-    rp_jout_lit(&w, "threshold");
-    rp_jout_int(&w, v->threshold);
-    rp_jout_lit(&w, "unit");
-    rp_jout_text(&w, &t[3]);
-    rp_jout_lit(&w, "action");
-    rp_jout_strz(&w, rp_action_string(v->action));
-    rp_jout_lit(&w, "source");
-    rp_jout_strz(&w, rp_source_string(v->source));
-    rp_jout_lit(&w, "detail");
-    rp_jout_text(&w, &t[4]);
-    rp_jout_lit(&w, "trusted");
-    rp_jout_bool(&w, v->trusted);
-    rp_jout_obj_close(&w);
+    rp_jout_verdict(&w, v);
     size_t n = w.len;
     char *s = rp_jout_take(&w);
     if (s == NULL) return RP_ERR_NOMEM;
@@ -409,7 +376,7 @@ rp_status rp_proto_encode_verdict(const rp_verdict *v, rp_encoding enc, rp_proto
             st = RP_ERR_TOO_LARGE;
     }
     if (st == RP_OK)
-        st = enc == RP_ENC_MSGPACK ? rp_verdict_msgpack(v, t, out) : rp_verdict_jsonb(v, t, out);
+        st = enc == RP_ENC_MSGPACK ? rp_verdict_msgpack(v, t, out) : rp_verdict_jsonb(v, out);
     for (size_t i = 0; i < made; i++) free(t[i].owned);
     if (st == RP_OK && out->len > rp_proto_reply_limits.max_body) {
         rp_proto_buf_cleanup(out);

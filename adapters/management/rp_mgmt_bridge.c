@@ -21,6 +21,7 @@ typedef struct rp_bridge_call {
     char *path;
     char *body;
     size_t body_len;
+    char *header; /* one extra request header, or NULL */
     long timeout_ms;
     bool taken, done, abandoned;
     rp_status status;
@@ -53,6 +54,7 @@ static void rp_call_free(rp_bridge_call *c) {
     if (c == NULL) return;
     free(c->path);
     free(c->body);
+    free(c->header);
     rp_mgmt_response_cleanup(&c->resp);
     free(c);
 }
@@ -103,8 +105,9 @@ static void rp_bridge_on_post(evutil_socket_t fd, short what, void *arg) {
         rp_bridge_call *c = list;
         list = c->next;
         c->next = NULL;
-        rp_status st = rp_mgmt_http_request(b->http, c->method, c->path, c->body, c->body_len,
-                                            c->timeout_ms, rp_bridge_on_http, c);
+        rp_status st = rp_mgmt_http_request_with(b->http, c->method, c->path, c->body,
+                                                 c->body_len, c->header, c->timeout_ms,
+                                                 rp_bridge_on_http, c);
         pthread_mutex_lock(&b->mu);
         if (st == RP_OK) {
             b->counts[c->method]++;
@@ -172,6 +175,12 @@ static void rp_unqueue_locked(rp_mgmt_bridge *b, rp_bridge_call *c) {
 rp_status rp_mgmt_bridge_call(rp_mgmt_bridge *b, rp_http_method method, const char *path,
                               const char *body, size_t body_len, long timeout_ms,
                               rp_mgmt_response *out) {
+    return rp_mgmt_bridge_call_with(b, method, path, body, body_len, NULL, timeout_ms, out);
+}
+
+rp_status rp_mgmt_bridge_call_with(rp_mgmt_bridge *b, rp_http_method method, const char *path,
+                                   const char *body, size_t body_len, const char *header,
+                                   long timeout_ms, rp_mgmt_response *out) {
     if (out) rp_mgmt_response_init(out);
     if (b == NULL || out == NULL || path == NULL || path[0] != '/' || timeout_ms <= 0 ||
         (int)method < 0 || method >= RP_HTTP_METHOD_COUNT_ || (body == NULL && body_len != 0))
@@ -190,7 +199,8 @@ rp_status rp_mgmt_bridge_call(rp_mgmt_bridge *b, rp_http_method method, const ch
         }
         c->body_len = body_len;
     }
-    if (c->path == NULL || (body && c->body == NULL)) {
+    if (header) c->header = strdup(header);
+    if (c->path == NULL || (body && c->body == NULL) || (header && c->header == NULL)) {
         rp_call_free(c);
         return RP_ERR_NOMEM;
     }

@@ -64,6 +64,11 @@ rp_status rp_mgmt_bridge_call(rp_mgmt_bridge *b, rp_http_method method, const ch
                               const char *body, size_t body_len, long timeout_ms,
                               rp_mgmt_response *out) RP_MUSTCHECK;
 
+/* The same with one extra request header (rp_mgmt_http_request_with). */
+rp_status rp_mgmt_bridge_call_with(rp_mgmt_bridge *b, rp_http_method method, const char *path,
+                                   const char *body, size_t body_len, const char *header,
+                                   long timeout_ms, rp_mgmt_response *out) RP_MUSTCHECK;
+
 /* Scrubs buf with the client's password (rp_mgmt_http_scrub). Any thread. */
 char *rp_mgmt_bridge_scrub(const rp_mgmt_bridge *b, char *buf, size_t cap);
 

@@ -32,6 +32,10 @@ struct rp_mgmt_broker {
     char wide_why[160];
     char last_error[512];
     rp_mgmt_channels *channels; /* what list_channels lent last (rp_mgmt_channels.c) */
+
+    /* What consumer_connections lent last (issue 18 item 4). */
+    char **conns;
+    size_t n_conns;
 };
 
 rp_mgmt_broker *rp_mgmt_broker_new(rp_mgmt_bridge *bridge, const rp_mgmt_broker_options *o) {
@@ -53,6 +57,8 @@ void rp_mgmt_broker_free(rp_mgmt_broker *b) {
     if (b == NULL) return;
     rp_mgmt_page_cleanup(&b->page);
     rp_mgmt_channels_free(b->channels);
+
+    rp_mgmt_names_free(b->conns, b->n_conns);
     free(b);
 }
 
@@ -94,10 +100,21 @@ static void rp_fail(rp_mgmt_broker *b, const char *fmt, ...) {
     rp_mgmt_bridge_scrub(b->bridge, b->last_error, sizeof b->last_error);
 }
 
+static rp_status rp_request(rp_mgmt_broker *b, rp_http_method m, const char *path,
+                            const char *body, size_t body_len, const char *header,
+                            rp_mgmt_response *out);
+
 rp_status rp_mgmt_broker_request(rp_mgmt_broker *b, rp_http_method m, const char *path,
                                  const char *body, size_t body_len, rp_mgmt_response *out) {
+    return rp_request(b, m, path, body, body_len, NULL, out);
+}
+
+static rp_status rp_request(rp_mgmt_broker *b, rp_http_method m, const char *path,
+                            const char *body, size_t body_len, const char *header,
+                            rp_mgmt_response *out) {
     b->last_error[0] = '\0';
-    rp_status st = rp_mgmt_bridge_call(b->bridge, m, path, body, body_len, b->timeout_ms, out);
+    rp_status st = rp_mgmt_bridge_call_with(b->bridge, m, path, body, body_len, header,
+                                            b->timeout_ms, out);
     if (st != RP_OK) {
         b->version_known = false;
         b->wide = 0;
@@ -502,6 +519,63 @@ static rp_status rp_port_get_timeout(void *self, const char *vhost, const char *
     return RP_OK;
 }
 
+/* ---- the restart-loop breaker (issue 18 item 4) -------------------------------- */
+
+static rp_status rp_port_consumer_connections(void *self, const char *vhost, const char *name,
+                                              rp_name_list *out) {
+    rp_mgmt_broker *b = self;
+    out->names = NULL;
+    out->n = 0;
+    rp_mgmt_names_free(b->conns, b->n_conns);
+    b->conns = NULL;
+    b->n_conns = 0;
+    if (vhost == NULL || name == NULL) return RP_ERR_INVALID;
+    char *ev = rp_mgmt_url_encode(vhost), *en = rp_mgmt_url_encode(name);
+    size_t plen = (ev ? strlen(ev) : 0) + (en ? strlen(en) : 0) + 64;
+    char *path = ev && en ? malloc(plen) : NULL;
+    if (path) snprintf(path, plen, "/api/queues/%s/%s?columns=consumer_details", ev, en);
+    free(ev);
+    free(en);
+    if (path == NULL) return RP_ERR_NOMEM;
+    rp_mgmt_response r;
+    rp_status st = rp_request(b, RP_HTTP_GET, path, NULL, 0, NULL, &r);
+    free(path);
+    if (st == RP_OK) {
+        st = rp_mgmt_parse_consumer_connections(r.body, r.body_len, &b->conns, &b->n_conns);
+        if (st != RP_OK && st != RP_ERR_NOMEM) {
+            rp_fail(b, "GET queue %s on vhost %s: no consumer_details in the answer", name,
+                    vhost);
+            st = RP_ERR_INTERNAL;
+        }
+    }
+    rp_mgmt_response_cleanup(&r);
+    if (st != RP_OK) return st;
+    out->names = (const char *const *)b->conns;
+    out->n = b->n_conns;
+    return RP_OK;
+}
+
+static rp_status rp_port_close_connection(void *self, const char *name, const char *reason) {
+    rp_mgmt_broker *b = self;
+    if (name == NULL) return RP_ERR_INVALID;
+    char *en = rp_mgmt_url_encode(name);
+    size_t plen = (en ? strlen(en) : 0) + 32;
+    char *path = en ? malloc(plen) : NULL;
+    if (path) snprintf(path, plen, "/api/connections/%s", en);
+    free(en);
+    if (path == NULL) return RP_ERR_NOMEM;
+    /* The reason travels in the X-Reason header: one line, no CR or LF. */
+    char header[400];
+    snprintf(header, sizeof header, "X-Reason: %s", reason ? reason : "closed by reaper");
+    for (char *c = header; *c; c++)
+        if (*c == '\r' || *c == '\n') *c = ' ';
+    rp_mgmt_response r;
+    rp_status st = rp_request(b, RP_HTTP_DELETE, path, NULL, 0, header, &r);
+    free(path);
+    rp_mgmt_response_cleanup(&r);
+    return st;
+}
+
 void rp_mgmt_broker_port(rp_mgmt_broker *b, rp_broker_port *out) {
     out->self = b;
     out->list_queues = rp_port_list_queues;
@@ -510,6 +584,9 @@ void rp_mgmt_broker_port(rp_mgmt_broker *b, rp_broker_port *out) {
     out->exchange_exists = rp_port_exchange_exists;
     out->exchange_bound = rp_port_exchange_bound;
     out->list_channels = rp_mgmt_broker_list_channels;
+
+    out->consumer_connections = rp_port_consumer_connections;
+    out->close_connection = rp_port_close_connection;
 }
 
 /* ---- the inventory seed ------------------------------------------------------- */

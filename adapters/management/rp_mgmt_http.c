@@ -1,6 +1,7 @@
 #include "rp_mgmt_http.h"
 #include "rp_hostlist.h"
 
+#include <ctype.h>
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -484,8 +485,27 @@ static bool rp_setopt_ok(CURLcode rc) { return rc == CURLE_OK; }
 rp_status rp_mgmt_http_request(rp_mgmt_http *h, rp_http_method method, const char *path,
                                const char *body, size_t body_len, long timeout_ms,
                                rp_mgmt_http_cb cb, void *arg) {
+    return rp_mgmt_http_request_with(h, method, path, body, body_len, NULL, timeout_ms, cb, arg);
+}
+
+/* Whether header is one "Name: value" line fit to send (no CR, LF or NUL
+ * inside, a name of token characters). */
+static bool rp_header_ok(const char *header) {
+    const char *colon = strchr(header, ':');
+    if (colon == NULL || colon == header) return false;
+    for (const char *c = header; c < colon; c++)
+        if (!(isalnum((unsigned char)*c) || *c == '-')) return false;
+    for (const char *c = header; *c; c++)
+        if (*c == '\r' || *c == '\n') return false;
+    return true;
+}
+
+rp_status rp_mgmt_http_request_with(rp_mgmt_http *h, rp_http_method method, const char *path,
+                                    const char *body, size_t body_len, const char *header,
+                                    long timeout_ms, rp_mgmt_http_cb cb, void *arg) {
     if (h == NULL || path == NULL || path[0] != '/' || cb == NULL || timeout_ms <= 0 ||
-        (int)method < 0 || method >= RP_HTTP_METHOD_COUNT_ || (body == NULL && body_len != 0))
+        (int)method < 0 || method >= RP_HTTP_METHOD_COUNT_ || (body == NULL && body_len != 0) ||
+        (header != NULL && !rp_header_ok(header)))
         return RP_ERR_INVALID;
     if (h->closing) return RP_ERR_CLOSED;
     rp_http_req *r = calloc(1, sizeof *r);
@@ -526,6 +546,14 @@ rp_status rp_mgmt_http_request(rp_mgmt_http *h, rp_http_method method, const cha
     if (r->headers) {
         struct curl_slist *more = curl_slist_append(r->headers, "Expect:");
         if (more) r->headers = more;
+    }
+    if (r->headers && header) {
+        struct curl_slist *more = curl_slist_append(r->headers, header);
+        if (more) r->headers = more;
+        else {
+            curl_slist_free_all(r->headers);
+            r->headers = NULL;
+        }
     }
     if (r->headers == NULL) {
         free(url);

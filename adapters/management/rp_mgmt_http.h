@@ -101,6 +101,13 @@ rp_status rp_mgmt_http_request(rp_mgmt_http *h, rp_http_method method, const cha
                                const char *body, size_t body_len, long timeout_ms,
                                rp_mgmt_http_cb cb, void *arg) RP_MUSTCHECK;
 
+/* The same with one extra request header ("Name: value", e.g. the
+ * management API's "X-Reason: ..." on a DELETE of a connection); NULL: none.
+ * RP_ERR_INVALID for a header that is not one line of that shape. */
+rp_status rp_mgmt_http_request_with(rp_mgmt_http *h, rp_http_method method, const char *path,
+                                    const char *body, size_t body_len, const char *header,
+                                    long timeout_ms, rp_mgmt_http_cb cb, void *arg) RP_MUSTCHECK;
+
 /* Requests started so far with this method (tests count writes with it). */
 unsigned long rp_mgmt_http_count(const rp_mgmt_http *h, rp_http_method method);
 /* Requests in flight. */

@@ -116,4 +116,15 @@ rp_status rp_mgmt_parse_effective_timeout(const char *text, bool *found, bool *e
 /* A JSON number as an int64 (integer, or a real with no fraction). */
 bool rp_mgmt_json_int(const json_t *v, int64_t *out);
 
+/* Issue 18 item 4: the names of the connections of a queue's consumers,
+ * from GET /api/queues/{vhost}/{name}?columns=consumer_details
+ * (consumer_details[].channel_details.connection_name), each once, in
+ * order, into a heap array *names of *n heap strings (free with
+ * rp_mgmt_names_free; NULL and 0 when there is none). RP_ERR_INVALID for a
+ * body that is not a JSON object; a consumer without a connection name is
+ * skipped. RP_ERR_NOMEM. */
+rp_status rp_mgmt_parse_consumer_connections(const char *body, size_t len, char ***names,
+                                             size_t *n) RP_MUSTCHECK;
+void rp_mgmt_names_free(char **names, size_t n);
+
 #endif

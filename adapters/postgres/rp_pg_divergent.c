@@ -66,6 +66,8 @@ static rp_status rp_sample_queue_counters(void *self, const rp_queue_counter_rea
     out->known = PQntuples(r[0]) == 0; /* no baseline inserted: read before */
     out->published = rp__pg_i64(r[3], 0, 0);
     out->acked = rp__pg_i64(r[3], 0, 1);
+    out->ack_known = !rp__pg_null(r[3], 0, 2); /* migration 0010 */
+    out->acked_at = out->ack_known ? rp__pg_i64(r[3], 0, 2) : 0;
     rp__pg_clear(r, 4);
     return RP_OK;
 }

@@ -445,8 +445,8 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
      * is its baseline (a row returned). */
     [RP__PG_COUNTER_FIRST] =
         {"counter_first",
-         "INSERT INTO {s}.queue_counter (vhost, queue, published, acked, read_at) "
-         "VALUES ($1::text, $2::text, $3::int8, $4::int8, $5::int8) "
+         "INSERT INTO {s}.queue_counter (vhost, queue, published, acked, read_at, acked_at) "
+         "VALUES ($1::text, $2::text, $3::int8, $4::int8, $5::int8, $5::int8) "
          "ON CONFLICT (vhost, queue) DO NOTHING RETURNING 1"},
     /* The same parameters. The stored reading locked (a replica sampling
      * the same queue waits, then reads this one's); a newer reading
@@ -457,7 +457,9 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "WITH prev AS (SELECT published, acked, read_at FROM {s}.queue_counter "
          "WHERE vhost = $1::text AND queue = $2::text FOR UPDATE), "
          "up AS (UPDATE {s}.queue_counter c SET published = $3::int8, acked = $4::int8, "
-         "read_at = $5::int8 FROM prev WHERE c.vhost = $1::text AND c.queue = $2::text "
+         "read_at = $5::int8, acked_at = CASE WHEN (CASE WHEN $4::int8 >= prev.acked "
+         "THEN $4::int8 - prev.acked ELSE $4::int8 END) > 0 THEN $5::int8 ELSE c.acked_at END "
+         "FROM prev WHERE c.vhost = $1::text AND c.queue = $2::text "
          "AND $5::int8 > prev.read_at RETURNING "
          "CASE WHEN $3::int8 >= prev.published THEN $3::int8 - prev.published ELSE $3::int8 END "
          "AS dp, CASE WHEN $4::int8 >= prev.acked THEN $4::int8 - prev.acked ELSE $4::int8 END "
@@ -471,13 +473,37 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
      * what a replica committed while this one waited for its lock). */
     [RP__PG_COUNTER_SUMS] =
         {"counter_sums",
-         "SELECT coalesce(sum(published), 0)::int8, coalesce(sum(acked), 0)::int8 "
+         "SELECT coalesce(sum(published), 0)::int8, coalesce(sum(acked), 0)::int8, "
+         "(SELECT coalesce(c.acked_at, c.read_at) FROM {s}.queue_counter c "
+         "WHERE c.vhost = $1::text AND c.queue = $2::text) "
          "FROM {s}.queue_increment WHERE vhost = $1::text AND queue = $2::text "
          "AND at >= " TS("$3") " - $4::int8 * interval '1 second'"},
     /* $1 now (ms), $2 window seconds: increments older than the window. */
     [RP__PG_COUNTER_PRUNE] =
         {"counter_prune",
          "DELETE FROM {s}.queue_increment WHERE at < " TS("$1") " - $2::int8 * interval '1 second'"},
+    /* Issue 18 item 4's breaker (rp_pg_wedged.c, migration 0010), inside
+     * the caller's transaction. $1 subject: its consecutive-check row
+     * locked (replicas decide one after the other), and whether a
+     * RESTART_LOOP is recorded on it. */
+    [RP__PG_WEDGE_RESTART_LOCK] =
+        {"wedge_restart_lock",
+         "SELECT looped_at IS NOT NULL FROM {s}.wedge_check WHERE subject = $1::text FOR UPDATE"},
+    /* $1 prune_before (ms): restarts that left every window. */
+    [RP__PG_WEDGE_RESTART_PRUNE] = {"wedge_restart_prune",
+                                    "DELETE FROM {s}.wedge_restart WHERE at < $1::int8"},
+    /* $1 subject: its restarts (ms), oldest first. */
+    [RP__PG_WEDGE_RESTART_LIST] = {"wedge_restart_list",
+                                   "SELECT at FROM {s}.wedge_restart WHERE subject = $1::text "
+                                   "ORDER BY at"},
+    /* $1 subject, $2 now (ms): one restart. */
+    [RP__PG_WEDGE_RESTART_ADD] = {"wedge_restart_add",
+                                  "INSERT INTO {s}.wedge_restart (subject, at) "
+                                  "VALUES ($1::text, $2::int8) ON CONFLICT DO NOTHING"},
+    /* $1 subject: a RESTART_LOOP recorded for this wedge. */
+    [RP__PG_WEDGE_RESTART_LOOP] = {"wedge_restart_loop",
+                                   "UPDATE {s}.wedge_check SET looped_at = now() "
+                                   "WHERE subject = $1::text"},
 };
 
 rp_status rp__pg_sql_expand(const char *text, const rp__pg_subst *sub, char **out) {

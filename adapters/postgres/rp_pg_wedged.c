@@ -87,7 +87,91 @@ static rp_status rp_count_wedge_checks(void *self, const char *scope, const char
     return RP_OK;
 }
 
+/* ---- Issue 18 item 4's restart-loop breaker (migration 0010) ---------------- */
+
+static rp_status rp_claim_wedge_restart(void *self, const char *subject, rp_time_ms now,
+                                        rp_time_ms prune_before,
+                                        rp_wedge_restart_decide_fn decide, void *arg,
+                                        rp_wedge_restart_choice *choice, rp_verdict *v,
+                                        rp_event_ref *event) {
+    rp_pg_store *s = self;
+    *choice = RP_WEDGE_RESTART_NONE;
+    if (subject == NULL || decide == NULL || v == NULL || event == NULL) return RP_ERR_INVALID;
+    rp_status st = rp__pg_enter(s, RP__PG_WRITE, "claim_wedge_restart");
+    if (st != RP_OK) return st;
+    /* 1. Lock the subject's row, prune, read its restarts: one round trip. */
+    char nowbuf[24], prunebuf[24];
+    const char *subj[] = {subject};
+    const char *prune[] = {rp__pg_itoa(prune_before, prunebuf)};
+    rp__pg_cmd lock[4] = {
+        {.stmt = -1, .sql = "BEGIN"},
+        {.stmt = RP__PG_WEDGE_RESTART_LOCK, .n = 1, .values = subj},
+        {.stmt = RP__PG_WEDGE_RESTART_PRUNE, .n = 1, .values = prune},
+        {.stmt = RP__PG_WEDGE_RESTART_LIST, .n = 1, .values = subj},
+    };
+    PGresult *res[4] = {NULL, NULL, NULL, NULL};
+    st = rp__pg_run(s, lock, 4, res, "claim_wedge_restart", NULL);
+    if (st != RP_OK) return st;
+    if (PQntuples(res[1]) != 1) { /* no wedge counted (a healthy check reset it) */
+        rp__pg_clear(res, 4);
+        return rp__pg_rollback(s, "claim_wedge_restart");
+    }
+    bool looped = strcmp(PQgetvalue(res[1], 0, 0), "t") == 0;
+    int n = PQntuples(res[3]);
+    rp_time_ms *ats = n > 0 ? calloc((size_t)n, sizeof *ats) : NULL;
+    if (n > 0 && ats == NULL) {
+        rp__pg_clear(res, 4);
+        rp_status rst = rp__pg_rollback(s, "claim_wedge_restart");
+        return rst == RP_OK ? RP_ERR_NOMEM : rst;
+    }
+    for (int i = 0; i < n; i++) ats[i] = rp__pg_i64(res[3], i, 0);
+    rp__pg_clear(res, 4);
+    /* 2. Core decides. */
+    rp_status dst = decide(arg, ats, (size_t)n, looped, choice, v);
+    free(ats);
+    if (dst != RP_OK || *choice == RP_WEDGE_RESTART_NONE) {
+        if (dst != RP_OK) *choice = RP_WEDGE_RESTART_NONE;
+        rp_status rst = rp__pg_rollback(s, "claim_wedge_restart");
+        return dst != RP_OK ? dst : rst;
+    }
+    /* 3. The restart or the loop with its ledger event, committed. */
+    char *payload = NULL;
+    if ((st = rp__pg_payload(v, &payload)) != RP_OK) {
+        *choice = RP_WEDGE_RESTART_NONE;
+        rp_status rst = rp__pg_rollback(s, "claim_wedge_restart");
+        return rst == RP_OK ? st : rst;
+    }
+    const char *add[] = {subject, rp__pg_itoa(now, nowbuf)};
+    const char *ev[] = {v->project, payload};
+    rp__pg_cmd apply[3] = {
+        *choice == RP_WEDGE_RESTART_GO
+            ? (rp__pg_cmd){.stmt = RP__PG_WEDGE_RESTART_ADD, .n = 2, .values = add}
+            : (rp__pg_cmd){.stmt = RP__PG_WEDGE_RESTART_LOOP, .n = 1, .values = subj},
+        {.stmt = RP__PG_APPEND, .n = 2, .values = ev},
+        {.stmt = -1, .sql = "COMMIT"},
+    };
+    PGresult *out[3] = {NULL, NULL, NULL};
+    st = rp__pg_run(s, apply, 3, out, "claim_wedge_restart", NULL);
+    free(payload);
+    if (st != RP_OK) {
+        *choice = RP_WEDGE_RESTART_NONE;
+        return st;
+    }
+    bool wrote = PQntuples(out[1]) == 1;
+    if (wrote) {
+        event->seq = rp__pg_i64(out[1], 0, 0);
+        event->at = rp__pg_i64(out[1], 0, 1);
+    }
+    rp__pg_clear(out, 3);
+    if (!wrote) {
+        *choice = RP_WEDGE_RESTART_NONE;
+        return RP_ERR_INTERNAL;
+    }
+    return RP_OK;
+}
+
 void rp__pg_fill_wedged(rp_store_port *out) {
     out->list_wedge_groups = rp_list_wedge_groups;
     out->count_wedge_checks = rp_count_wedge_checks;
+    out->claim_wedge_restart = rp_claim_wedge_restart;
 }

@@ -373,6 +373,7 @@ def main():
               "ReaperJobStalled": ("stalled", 'reaper_sightings_open{'),
               "ReaperWaitingDepth": ("waitingDepth", 'reaper_sightings_open{'),
               "ReaperQueueWedged": ("wedged", 'reaper_sightings_open{'),
+              "ReaperWedgeRestartLoop": ("wedgeRestartLoop", "reaper_reaped_total{"),
               "ReaperDivergentQueue": ("divergent", 'reaper_sightings_open{'),
               "ReaperFeedFailures": ("feedFailures", "reaper_feed_publish_failures_total"),
               "ReaperReplicasNotReady": ("replicasNotReady", "reaper_up"),

@@ -24,7 +24,7 @@ failures = []
 
 ALERTS = ["ReaperBackendUnreadable", "ReaperDivergentQueue", "ReaperDown", "ReaperFeedFailures", "ReaperGateBacklog",
           "ReaperGateTooOld", "ReaperJobStalled", "ReaperNoSuccessfulPass", "ReaperQueueWedged", "ReaperReplicasNotReady",
-          "ReaperSightingOpenTooLong", "ReaperWaitingDepth", "ReaperPolicyNotVerified"]
+          "ReaperSightingOpenTooLong", "ReaperWaitingDepth", "ReaperWedgeRestartLoop", "ReaperPolicyNotVerified"]
 
 
 def check(cond, msg, detail=""):

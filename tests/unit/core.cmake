@@ -6,6 +6,8 @@ rp_unit_test(test_judge_wedged SOURCES unit/test_judge_wedged.c LIBS reaper::cor
 rp_unit_test(test_judge_divergent SOURCES unit/test_judge_divergent.c LIBS reaper::core)
 rp_unit_test(test_judge_stalled_broker SOURCES unit/test_judge_stalled_broker.c LIBS reaper::core)
 rp_unit_test(test_pass_stalled SOURCES unit/test_pass_stalled.c LIBS reaper::memory reaper::core)
+
+rp_unit_test(test_judge_wedged_broker SOURCES unit/test_judge_wedged_broker.c LIBS reaper::core)
 rp_unit_test(test_deadletter SOURCES unit/test_deadletter.c LIBS reaper::core)
 rp_unit_test(test_names SOURCES unit/test_names.c LIBS reaper::core)
 rp_unit_test(test_hostlist SOURCES unit/test_hostlist.c LIBS reaper::core)

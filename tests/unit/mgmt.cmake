@@ -5,3 +5,6 @@ rp_unit_test(test_mgmt_parse SOURCES unit/test_mgmt_parse.c LIBS reaper::managem
 target_compile_definitions(test_mgmt_parse PRIVATE
   RP_MGMT_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/unit/mgmt")
 rp_unit_test(test_mgmt_channels SOURCES unit/test_mgmt_channels.c LIBS reaper::management)
+
+# Issue 18 item 4: the connections of a queue's consumers (the breaker).
+rp_unit_test(test_mgmt_consumers SOURCES unit/test_mgmt_consumers.c LIBS reaper::management)
