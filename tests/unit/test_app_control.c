@@ -7,7 +7,8 @@
  * confirmed (lost: left unacked, so the broker hands it over again: nothing
  * lost); a user not allowed gets no reply and is acked; status answers the
  * daemon's values; reap runs a pass and answers its verdicts; gates lists a
- * gate and answer settles it. */
+ * gate and answer settles it; answer_many and answer_set go through the
+ * store port's answer-set port (a fake that records what it is given). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -58,6 +59,13 @@ typedef struct fixture {
     uint64_t acked_tag;
     /* the store */
     int store_jobs, reaps;
+    /* the answer-set port (a fake) */
+    int aset_creates, aset_gets, aset_cancels;
+    char aset_by[64], aset_note[64], aset_cancel_by[64];
+    int64_t aset_ids[8];
+    size_t aset_n_ids;
+    rp_choice aset_choice;
+    bool aset_dry_run;
 } fixture;
 
 static bool ft_connected(void *self) {
@@ -132,6 +140,50 @@ static const char *fs_claimer(void *self) {
     return "test";
 }
 
+static rp_status fa_create(void *self, const rp_answer_set_spec *spec, rp_answer_set_made *out) {
+    fixture *f = self;
+    f->aset_creates++;
+    snprintf(f->aset_by, sizeof f->aset_by, "%s", spec->by ? spec->by : "(null)");
+    snprintf(f->aset_note, sizeof f->aset_note, "%s", spec->note ? spec->note : "(null)");
+    f->aset_n_ids = spec->n_ids < 8 ? spec->n_ids : 8;
+    for (size_t i = 0; i < f->aset_n_ids; i++) f->aset_ids[i] = spec->ids[i];
+    f->aset_choice = spec->choice;
+    f->aset_dry_run = spec->dry_run;
+    out->id = spec->dry_run ? 0 : 41;
+    out->total = (int64_t)spec->n_ids - 1;
+    out->skipped = 1;
+    out->queues = calloc(1, sizeof *out->queues);
+    assert_non_null(out->queues);
+    out->queues[0].queue = strdup("orders");
+    assert_non_null(out->queues[0].queue);
+    out->queues[0].count = out->total;
+    out->n_queues = 1;
+    return RP_OK;
+}
+
+static rp_status fa_get(void *self, int64_t id, rp_answer_set_row *out) {
+    fixture *f = self;
+    f->aset_gets++;
+    RP_UNUSED(out);
+    RP_UNUSED(id);
+    return RP_ERR_NOT_FOUND;
+}
+
+static rp_status fa_cancel(void *self, int64_t id, const char *by, rp_answer_set_row *out) {
+    fixture *f = self;
+    f->aset_cancels++;
+    snprintf(f->aset_cancel_by, sizeof f->aset_cancel_by, "%s", by ? by : "(null)");
+    memset(out, 0, sizeof *out);
+    out->id = id;
+    out->state = RP_ANSWER_SET_DONE;
+    return RP_ERR_CONFLICT;
+}
+
+static void fs_answer_sets(void *self, rp_answer_set_port *out) {
+    *out = (rp_answer_set_port){.self = self, .create = fa_create, .get = fa_get,
+                                .cancel = fa_cancel};
+}
+
 static rp_status fake_store_job(void *self, rp_work_fn fn, rp_done_fn done, void *job) {
     fixture *f = self;
     f->store_jobs++;
@@ -174,7 +226,7 @@ static int setup(void **state) {
                       .own_user = ft_own_user},
         .store = {.self = f, .config = fs_config, .ready = fs_ready, .reap = fs_reap,
                   .gates = fs_gates, .set_claim_seconds = fs_claim_seconds,
-                  .claimer = fs_claimer},
+                  .claimer = fs_claimer, .answer_sets = fs_answer_sets},
         .cfg = &f->cfg_in_force,
         .metrics = &f->metrics,
         .broker_up = &f->broker_up,
@@ -408,6 +460,57 @@ static void test_gates_and_answer(void **state) {
     assert_int_equal(f->acks, 4);
 }
 
+/* answer_many reaches the answer-set port with the ids, the broker-validated
+ * user as by and the request's own "by" as the note, and answers its
+ * breakdown; answer_set answers the port's not_found and, for a cancel of
+ * a set that is over, conflict naming the set's state. */
+static void test_answer_many_and_answer_set(void **state) {
+    fixture *f = *state;
+    send_req(f, "reaper",
+             "{\"v\":1,\"op\":\"answer_many\",\"choice\":\"dismiss\",\"ids\":[3,5,8],"
+             "\"by\":\"night shift\"}",
+             61);
+    assert_int_equal(f->aset_creates, 1);
+    assert_int_equal(f->aset_n_ids, 3);
+    assert_int_equal(f->aset_ids[0], 3);
+    assert_int_equal(f->aset_ids[2], 8);
+    assert_int_equal(f->aset_choice, RP_CHOICE_DISMISS);
+    assert_false(f->aset_dry_run);
+    assert_string_equal(f->aset_by, "reaper");
+    assert_string_equal(f->aset_note, "night shift");
+    rp_proto_reply_view v;
+    json_t *t = last_reply(f, &v);
+    assert_true(v.ok);
+    assert_int_equal(json_integer_value(json_object_get(v.result, "job")), 41);
+    assert_int_equal(json_integer_value(json_object_get(v.result, "total")), 2);
+    assert_int_equal(json_integer_value(json_object_get(v.result, "skipped")), 1);
+    json_t *q0 = json_array_get(json_object_get(v.result, "queues"), 0);
+    assert_string_equal(json_string_value(json_object_get(q0, "queue")), "orders");
+    json_decref(t);
+    settle(f, RP_CONTROL_REPLY_CONFIRMED, "confirmed");
+
+    send_req(f, "reaper", "{\"v\":1,\"op\":\"answer_set\",\"job\":99}", 62);
+    assert_int_equal(f->aset_gets, 1);
+    t = last_reply(f, &v);
+    assert_false(v.ok);
+    assert_string_equal(v.code, "not_found");
+    assert_non_null(strstr(v.message, "no answer set 99"));
+    json_decref(t);
+    settle(f, RP_CONTROL_REPLY_CONFIRMED, "confirmed");
+
+    send_req(f, "reaper", "{\"v\":1,\"op\":\"answer_set\",\"job\":12,\"cancel\":true}", 63);
+    assert_int_equal(f->aset_cancels, 1);
+    assert_string_equal(f->aset_cancel_by, "reaper");
+    t = last_reply(f, &v);
+    assert_false(v.ok);
+    assert_string_equal(v.code, "conflict");
+    assert_non_null(strstr(v.message, "is done already"));
+    json_decref(t);
+    settle(f, RP_CONTROL_REPLY_CONFIRMED, "confirmed");
+    assert_int_equal(f->acks, 3);
+    assert_int_equal(f->store_jobs, 3);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_malformed_error_reply_nothing_lost, setup, teardown),
@@ -415,6 +518,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_status_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reap_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gates_and_answer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_answer_many_and_answer_set, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
