@@ -42,6 +42,7 @@
 #include "control_gate.h"
 #include "control_doctor.h"
 #include "control_jobs.h"
+#include "control_stats.h"
 #include "report_text.h"
 #include "rp_amqp_control.h"
 #include "rp_amqp_open.h"
@@ -78,6 +79,7 @@ typedef struct rp_ctl {
     rp_gate_page gate_page;
     rp_answer_result answer;
     rp_ctl_jobs jobs; /* job triage's results (control_jobs.h) */
+    rp_ctl_stats stats; /* stats' rows (control_stats.h) */
     rp_ctl_gate gate; /* one gate looked inside (control_gate.h) */
     rp_ctl_doctor *doctor;         /* doctor's probes (control_doctor.h) */
     const rp_config *doctor_cfg;   /* the configuration in force when it came */
@@ -91,6 +93,7 @@ static void rp_ctl_free(rp_ctl *c) {
     for (size_t i = 0; i < c->n_gates; i++) rp_gate_cleanup(&c->gates[i]);
     free(c->gates);
     rp_ctl_jobs_cleanup(&c->jobs);
+    rp_ctl_stats_cleanup(&c->stats);
     rp_ctl_gate_cleanup(&c->gate);
     rp_ctl_doctor_free(c->doctor);
     free(c);
@@ -394,6 +397,33 @@ static void rp_ctl_jobs_done(void *arg, bool cancelled) {
     else rp_ctl_encoded(c, est, &buf);
 }
 
+/* ---- stats (control_stats.h) ------------------------------------------------- */
+
+static void rp_ctl_stats_work(void *ctx, void *arg) {
+    RP_UNUSED(ctx);
+    rp_ctl *c = arg;
+    rp_pass_runner *r = c->d->deps.runner;
+    if (!rp_ctl_store_ready(r, c)) return;
+    rp_ctl_stats_run(r, rp_clock_wall_ms(), &c->stats);
+    c->st = c->stats.st;
+}
+
+static void rp_ctl_stats_done(void *arg, bool cancelled) {
+    rp_ctl *c = arg;
+    if (cancelled) {
+        rp_ctl_free(c);
+        return;
+    }
+    if (c->st != RP_OK) c->stats.st = c->st; /* the store could not be reached */
+    char msg[200];
+    rp_proto_buf buf = {0};
+    rp_status est = RP_OK;
+    rp_status st = rp_ctl_stats_reply(&c->stats, rp_ctl_user(c), c->enc, &buf, &est, msg,
+                                      sizeof msg);
+    if (st != RP_OK) rp_ctl_error(c, "stats", st, msg);
+    else rp_ctl_encoded(c, est, &buf);
+}
+
 /* ---- doctor (control_doctor.h) ---------------------------------------------- */
 
 static void rp_ctl_doctor_work(void *ctx, void *arg) {
@@ -566,6 +596,9 @@ void rp_controller_on_message(rp_controller *k, const rp_amqp_message *msg) {
         break;
     case RP_OP_GATE:
         st = d->store_job(d->self, rp_ctl_gate_work, rp_ctl_gate_done, c);
+        break;
+    case RP_OP_STATS:
+        st = d->store_job(d->self, rp_ctl_stats_work, rp_ctl_stats_done, c);
         break;
     case RP_OP_DOCTOR:
         c->doctor_cfg = *d->cfg;
