@@ -298,6 +298,15 @@ static void test_job_counts(void **state) {
     add_job("sp", "pdf", "failed", "now() - interval '3 days'", now);            /* nothing */
     long held = add_job("sp", "mail", "leased", now, now);
     add_job("old", "pdf", "succeeded", "now() - interval '3 days'", "now() - interval '3 days'");
+    /* Dependencies: a child of a leased job is not claimable; a child of a
+     * job that succeeded 30 minutes ago has been claimable since then. */
+    long p1 = add_job("sp", "parent", "leased", now, now);
+    long p2 = add_job("sp", "parent", "succeeded", now, now);
+    sql("UPDATE job SET finished_at = now() - interval '30 minutes' WHERE id = %ld", p2);
+    sql("INSERT INTO job (project_id, kind, state, depends_on, created_at, run_after) VALUES "
+        "('sp', 'dep', 'ready', %ld, now() - interval '3 hours', now() - interval '3 hours'), "
+        "('sp', 'dep', 'ready', %ld, now() - interval '3 hours', now() - interval '3 hours')",
+        p1, p2);
     open_sighting("job_queue|WEDGED|kind:sp:pdf", "WEDGED");
     char key[80];
     snprintf(key, sizeof key, "job_queue|STALLED|job:%ld", held);
@@ -325,6 +334,16 @@ static void test_job_counts(void **state) {
         assert_int_equal(jint(mail, "drained"), 0);
         assert_true(json_is_null(json_object_get(mail, "oldest_waiting_seconds")));
         assert_string_equal(flags(mail, fb, sizeof fb), "STALLED");
+        const json_t *dep = row_of(res, "kinds", "project", "sp", "kind", "dep");
+        assert_non_null(dep);
+        assert_int_equal(jint(dep, "waiting"), 1);
+        assert_int_equal(jint(dep, "active"), 0);
+        assert_int_equal(jint(dep, "intake"), 2);
+        age = jint(dep, "oldest_waiting_seconds");
+        assert_true(age >= 1799 && age < 2000);
+        const json_t *parent = row_of(res, "kinds", "project", "sp", "kind", "parent");
+        assert_int_equal(jint(parent, "active"), 1);
+        assert_int_equal(jint(parent, "drained"), 1);
         /* Nothing waiting, active, created or drained in the window. */
         assert_null(row_of(res, "kinds", "project", "old", "kind", "pdf"));
         json_decref(r);
