@@ -58,7 +58,8 @@ static void rp_usage(FILE *f) {
             "                                              reap.divergence_window_seconds, the\n"
             "                                              oldest waiting age and the flags of\n"
             "                                              open sightings (STALLED, WEDGED,\n"
-            "                                              DIVERGENT, WAITING_DEPTH)\n"
+            "                                              DIVERGENT, WAITING_DEPTH); exit 1\n"
+            "                                              when the broker could not be read\n"
             "  jobs list [--state S] [--project P] [--kind K] [--limit N] [--after ID] [--json]\n"
             "                                              the job table, lowest id first, with\n"
             "                                              the total that match; S: ready, leased,\n"
@@ -505,6 +506,10 @@ int main(int argc, char **argv) {
     } else {
         if ((strcmp(cmd, "reap") == 0 || strcmp(cmd, "doctor") == 0) &&
             !json_is_true(json_object_get(view.result, "ok")))
+            rc = 1;
+        /* stats without the broker's queues: an unreadable source, as a
+         * pass's (the job table's rows are still shown). */
+        if (strcmp(cmd, "stats") == 0 && json_is_string(json_object_get(view.result, "broker_note")))
             rc = 1;
         if (json) {
             char *s = json_dumps(view.result, JSON_COMPACT);

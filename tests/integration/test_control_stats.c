@@ -8,7 +8,9 @@
  * listed; a job table with known rows shows waiting, active, intake,
  * drained, the oldest waiting age and the flags of its sightings (one on
  * the kind, one STALLED on a job of the kind); reaperctl stats prints both
- * tables and --json; a user outside control.allowed_users gets no reply.
+ * tables and --json; a reaperd whose management API is down still shows
+ * the job table, with a note (reaperctl exits 1); a user outside
+ * control.allowed_users gets no reply.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -390,6 +392,38 @@ static void test_reaperctl_stats(void **state) {
     free(err);
 }
 
+/* A reaperd whose management API does not answer: stats says the broker
+ * was not read, and still shows the job table; reaperctl exits 1. */
+static void test_management_down(void **state) {
+    (void)state;
+    char mgmt[128];
+    snprintf(mgmt, sizeof mgmt, "REAPER_BROKER_MANAGEMENT_URL=http://127.0.0.1:%d",
+             itest_closed_port());
+    restart_reaperd(mgmt);
+    json_t *j = call_stats(false);
+    const json_t *res = result(j);
+    const char *note = json_string_value(json_object_get(res, "broker_note"));
+    if (note == NULL || strstr(note, "could not be listed") == NULL) {
+        char *s = json_dumps(j, JSON_COMPACT);
+        fprintf(stderr, "no broker note: %s\n", s);
+        free(s);
+        fail();
+    }
+    assert_int_equal(json_array_size(json_object_get(res, "queues")), 0);
+    assert_int_equal(jint(row_of(res, "kinds", "project", "sp", "kind", "pdf"), "waiting"), 3);
+    json_decref(j);
+    char *out = NULL, *err = NULL;
+    int rc = ctl(&out, &err, (const char *[]){"stats", NULL});
+    if (rc != 1 || strstr(out, "owned queues: not read: the broker's queues could not be listed") ==
+                       NULL || strstr(out, "PROJECT") == NULL) {
+        fprintf(stderr, "reaperctl stats: exit %d\nout: %s\nerr: %s\n", rc, out, err);
+        fail();
+    }
+    free(out);
+    free(err);
+    restart_reaperd("REAPER_CONTROL_ALLOWED_USERS=");
+}
+
 /* control.allowed_users applies to stats as to every op: a sender not
  * listed gets no reply. */
 static void test_sender_not_allowed(void **state) {
@@ -417,6 +451,7 @@ int main(void) {
         cmocka_unit_test(test_queue_counts),
         cmocka_unit_test(test_job_counts),
         cmocka_unit_test(test_reaperctl_stats),
+        cmocka_unit_test(test_management_down),
         cmocka_unit_test(test_sender_not_allowed),
     };
     return cmocka_run_group_tests_name("control_stats", tests, group_setup, group_teardown);
