@@ -13,6 +13,10 @@
     "(j.state = 'ready' AND j.run_after <= " RP_TS("$1")                                       \
     " AND (j.depends_on IS NULL OR d.state = 'succeeded'))"
 
+/* The four arms of the WHERE are each one index (the partial indexes of
+ * ready and of leased rows, job_by_created, job_succeeded_by_time), so the
+ * planner ORs four bitmap scans: written as state IN (...) it reads the
+ * whole table (300,000 old rows: 200 ms against 0.3 ms). */
 static const char rp_sql_kinds[] =
     "SELECT j.project_id, j.kind, count(*) FILTER (WHERE " RP_CLAIMABLE "), "
     "count(*) FILTER (WHERE j.state = 'leased'), "
@@ -20,7 +24,7 @@ static const char rp_sql_kinds[] =
     "count(*) FILTER (WHERE j.succeeded_at >= " RP_SINCE "), "
     RP_MS("min(greatest(j.run_after, j.created_at, d.finished_at)) FILTER (WHERE " RP_CLAIMABLE ")")
     " FROM {s}.job j LEFT JOIN {s}.job d ON d.id = j.depends_on "
-    "WHERE j.state IN ('ready', 'leased') OR j.created_at >= " RP_SINCE " "
+    "WHERE j.state = 'ready' OR j.state = 'leased' OR j.created_at >= " RP_SINCE " "
     "OR j.succeeded_at >= " RP_SINCE " "
     "GROUP BY j.project_id, j.kind ORDER BY j.project_id, j.kind";
 /* $1 now (ms), $2 window seconds, $3 vhost, $4 queue. */

@@ -12,7 +12,9 @@
  * succeeded_at is in it, and when its oldest claimable job became claimable
  * (the latest of run_after, created_at and the dependency's finished_at),
  * over the rows that are ready or leased or were created or succeeded in
- * the window (job_by_created and job_succeeded_by_time serve the last two).
+ * the window: four arms, each an index (the partial indexes of ready and
+ * of leased rows, job_by_created, job_succeeded_by_time), so the old rows
+ * of a large table are never read.
  * queue_rates is one statement per queue. sightings is one statement. All
  * plain parameterised statements (a person's look, not a hot path).
  *
