@@ -255,9 +255,13 @@ rp_status rp_stats_collect(const rp_stats_store_port *store, const rp_broker_por
     }
     s.n_kinds = n;
     rp_stats_kind_counts_free(counts, n);
+    size_t max = scope->max_rows ? scope->max_rows : RP_STATS_ROWS_MAX;
+    for (; s.n_kinds > max; s.n_kinds--, s.kinds_omitted++) rp_kind_cleanup(&s.kinds[s.n_kinds - 1]);
 
     /* 2. The owned queues, each with its rates over the window. */
     st = rp_read_queues(&s, broker, scope, now);
+    for (; st == RP_OK && s.n_queues > max; s.n_queues--, s.queues_omitted++)
+        rp_queue_cleanup(&s.queues[s.n_queues - 1]);
     for (size_t i = 0; st == RP_OK && i < s.n_queues; i++) {
         rp_stats_queue *q = &s.queues[i];
         rp_queue_rates r = {0};

@@ -87,6 +87,11 @@ typedef struct rp_stats_kind {
     unsigned flags;
 } rp_stats_kind;
 
+/* The most rows of each table a reply carries (with names of 255 bytes a
+ * full reply stays under the protocol's 8 MiB); the rest are counted in
+ * queues_omitted / kinds_omitted. */
+#define RP_STATS_ROWS_MAX 5000
+
 typedef struct rp_stats {
     int64_t window_seconds;
     /* false: the broker's queues could not be read (broker_note says why:
@@ -97,6 +102,10 @@ typedef struct rp_stats {
     size_t n_queues;
     rp_stats_kind *kinds;   /* by project, then kind */
     size_t n_kinds;
+    /* Rows past the scope's max_rows (the last ones in the order above):
+     * not in the arrays, counted here. */
+    size_t queues_omitted;
+    size_t kinds_omitted;
 } rp_stats;
 
 void rp_stats_init(rp_stats *s);
@@ -156,6 +165,7 @@ typedef struct rp_stats_scope {
     const pcre2_code *dead_letter_queue_pattern;
     const char *own_queues[2];
     int64_t window_seconds; /* reap.divergence_window_seconds */
+    size_t max_rows;        /* per table; 0: RP_STATS_ROWS_MAX */
 } rp_stats_scope;
 
 /* Reads every row and assembles *out (initialised by the caller; filled on
@@ -163,7 +173,8 @@ typedef struct rp_stats_scope {
  * queue rows, broker_read false with a note. A broker listing that fails
  * is the same (its status in the note), not a failure of the whole: the
  * job table's rows still answer. A queue whose rates cannot be read has
- * rates_known false. RP_OK; the store's errors of kinds and sightings;
+ * rates_known false. Each table keeps its first max_rows rows (the rates
+ * are read for those only) and counts the others. RP_OK; the store's errors of kinds and sightings;
  * RP_ERR_INVALID for NULL arguments; RP_ERR_NOMEM. */
 rp_status rp_stats_collect(const rp_stats_store_port *store, const rp_broker_port *broker,
                            const rp_stats_scope *scope, rp_time_ms now, rp_stats *out) RP_MUSTCHECK;

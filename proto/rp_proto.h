@@ -308,7 +308,8 @@ rp_status rp_proto_encode_doctor_reply(const rp_doctor_report *r, rp_encoding en
  * "queue", "ready", "unacked", "consumers", "intake", "drained",
  * "oldest_waiting_seconds", "flags"}...], "kinds": [{"project", "kind",
  * "waiting", "active", "intake", "drained", "oldest_waiting_seconds",
- * "flags"}...]}; an unknown number is null, a flag a condition's name,
+ * "flags"}...], "queues_omitted": n, "kinds_omitted": n (rows past
+ * RP_STATS_ROWS_MAX, not listed)}; an unknown number is null, a flag a condition's name,
  * ages in whole seconds (rounded down). */
 rp_status rp_proto_encode_stats_reply(const rp_stats *s, rp_encoding enc,
                                       rp_proto_buf *out) RP_MUSTCHECK;

@@ -74,7 +74,9 @@ rp_status rp_proto_encode_stats_reply(const rp_stats *s, rp_encoding enc, rp_pro
     }
     ok = ok && rp__set(t, "window_seconds", json_integer(s->window_seconds)) &&
          rp__set(t, "broker_note", s->broker_note ? rp__json_string(s->broker_note) : json_null()) &&
-         rp__set(t, "queues", json_incref(qs)) && rp__set(t, "kinds", json_incref(ks));
+         rp__set(t, "queues", json_incref(qs)) && rp__set(t, "kinds", json_incref(ks)) &&
+         rp__set(t, "queues_omitted", json_integer((json_int_t)s->queues_omitted)) &&
+         rp__set(t, "kinds_omitted", json_integer((json_int_t)s->kinds_omitted));
     json_decref(qs);
     json_decref(ks);
     if (!ok) {

@@ -115,7 +115,11 @@ void rp_ctl_print_stats(FILE *f, const json_t *r) {
         rp_table_print(t, f, "");
         rp_table_free(t);
     }
-    fprintf(f, "\n%zu owned queue%s, %zu (project, kind)%s\n", json_array_size(queues),
-            json_array_size(queues) == 1 ? "" : "s", json_array_size(kinds),
-            json_array_size(kinds) == 1 ? "" : "s");
+    long long qmore = (long long)json_integer_value(json_object_get(r, "queues_omitted"));
+    long long kmore = (long long)json_integer_value(json_object_get(r, "kinds_omitted"));
+    fprintf(f, "\n%zu owned queue%s", json_array_size(queues), json_array_size(queues) == 1 ? "" : "s");
+    if (qmore > 0) fprintf(f, " (%lld more not shown)", qmore);
+    fprintf(f, ", %zu (project, kind)%s", json_array_size(kinds), json_array_size(kinds) == 1 ? "" : "s");
+    if (kmore > 0) fprintf(f, " (%lld more not shown)", kmore);
+    fputc('\n', f);
 }

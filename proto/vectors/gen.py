@@ -732,14 +732,15 @@ def replies():
     reply("reply_doctor", "doctor: fourteen checks in their order, one failed, one warning",
           ok_reply("doctor", {"ok": False, "fail": 1, "warn": 1, "checks": DOCTOR_CHECKS}), "doctor")
     reply("reply_stats", "stats: an owned queue with rates and a flag, one whose counts and rates are "
-          "unknown, two kinds (one flagged twice, one with nothing waiting)",
+          "unknown, two kinds (one flagged twice, one with nothing waiting), seven kinds past the cap",
           ok_reply("stats", {"window_seconds": 86400, "broker_note": None, "queues": STATS_QUEUES,
-                             "kinds": STATS_KINDS}), "stats")
+                             "kinds": STATS_KINDS, "queues_omitted": 0, "kinds_omitted": 7}), "stats")
     reply("reply_stats_no_broker", "stats without the broker: a note, no queue rows, the kinds",
           ok_reply("stats", {"window_seconds": 3600,
                              "broker_note": "the broker's queues could not be listed (unavailable); "
                                             "only the job table is shown",
-                             "queues": [], "kinds": []}), "stats_no_broker")
+                             "queues": [], "kinds": [], "queues_omitted": 0, "kinds_omitted": 0}),
+          "stats_no_broker")
     reply("reply_status", "status after a pass",
           ok_reply("status", {"version": "0.1.0-7741df0", "broker": "up", "store": "down",
                               "last_pass_at": "2024-05-01T12:00:00.000Z", "open_sightings": 3}), "status")

@@ -52,7 +52,8 @@ static void test_tables(void **state) {
         "\"kinds\":[{\"project\":\"alpha\",\"kind\":\"pdf\",\"waiting\":4,\"active\":2,\"intake\":10,"
         "\"drained\":6,\"oldest_waiting_seconds\":7260,\"flags\":[\"WEDGED\"]},"
         "{\"project\":\"p\\rX\",\"kind\":\"mail\",\"waiting\":0,\"active\":1,\"intake\":1,"
-        "\"drained\":0,\"oldest_waiting_seconds\":null,\"flags\":[]}]}",
+        "\"drained\":0,\"oldest_waiting_seconds\":null,\"flags\":[]}],"
+        "\"queues_omitted\":3,\"kinds_omitted\":0}",
         0, NULL);
     assert_non_null(r);
     char *out = print(r);
@@ -84,7 +85,7 @@ static void test_tables(void **state) {
     assert_non_null(strstr(k, "2h1m"));
     assert_non_null(strstr(k, "WEDGED\n"));
     assert_non_null(line_of(out, "p\\rX"));
-    assert_non_null(strstr(out, "\n2 owned queues, 2 (project, kind)s\n"));
+    assert_non_null(strstr(out, "\n2 owned queues (3 more not shown), 2 (project, kind)s\n"));
     free(out);
     json_decref(r);
 }

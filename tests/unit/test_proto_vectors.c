@@ -304,7 +304,7 @@ static rp_status stats_fixture(const char *name, rp_encoding enc, rp_proto_buf *
         {.project = (char *)"alpha", .kind = (char *)"mail", .active = 1, .intake = 1},
     };
     rp_stats s = {.window_seconds = 86400, .broker_read = true, .queues = qs, .n_queues = 2,
-                  .kinds = ks, .n_kinds = 2};
+                  .kinds = ks, .n_kinds = 2, .kinds_omitted = 7};
     if (strcmp(name, "stats_no_broker") == 0)
         s = (rp_stats){.window_seconds = 3600,
                        .broker_note = (char *)"the broker's queues could not be listed "

@@ -294,6 +294,28 @@ static void test_store_fails(void **state) {
     world_cleanup(&w);
 }
 
+/* Each table keeps its first max_rows rows and counts the rest; the rates
+ * are read for the kept queues only. */
+static void test_rows_capped(void **state) {
+    (void)state;
+    world w;
+    world_init(&w);
+    w.scope.max_rows = 1;
+    assert_int_equal(rp_stats_collect(&w.sp, &w.bp, &w.scope, NOW, &w.out), RP_OK);
+    assert_int_equal(w.out.n_queues, 1);
+    assert_string_equal(w.out.queues[0].name, "work.a");
+    assert_int_equal(w.out.queues_omitted, 2);
+    assert_int_equal(w.s.rates_calls, 1);
+    assert_int_equal(w.out.n_kinds, 1);
+    assert_string_equal(w.out.kinds[0].kind, "pdf");
+    assert_int_equal(w.out.kinds_omitted, 2);
+    rp_stats_cleanup(&w.out);
+    w.scope.max_rows = 0; /* RP_STATS_ROWS_MAX */
+    assert_int_equal(rp_stats_collect(&w.sp, &w.bp, &w.scope, NOW, &w.out), RP_OK);
+    assert_int_equal(w.out.queues_omitted + w.out.kinds_omitted, 0);
+    world_cleanup(&w);
+}
+
 /* The flag table is complete and in wire order. */
 static void test_flag_names(void **state) {
     (void)state;
@@ -317,6 +339,7 @@ int main(void) {
         cmocka_unit_test(test_flags),
         cmocka_unit_test(test_broker_unreadable),
         cmocka_unit_test(test_store_fails),
+        cmocka_unit_test(test_rows_capped),
         cmocka_unit_test(test_flag_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
