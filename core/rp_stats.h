@@ -174,8 +174,9 @@ typedef struct rp_stats_scope {
  * is the same (its status in the note), not a failure of the whole: the
  * job table's rows still answer. A queue whose rates cannot be read has
  * rates_known false. Each table keeps its first max_rows rows (the rates
- * are read for those only) and counts the others. RP_OK; the store's errors of kinds and sightings;
- * RP_ERR_INVALID for NULL arguments; RP_ERR_NOMEM. */
+ * are read for those only) and counts the others. RP_OK; the store's
+ * errors of kinds and sightings; RP_ERR_INVALID for NULL arguments;
+ * RP_ERR_NOMEM. */
 rp_status rp_stats_collect(const rp_stats_store_port *store, const rp_broker_port *broker,
                            const rp_stats_scope *scope, rp_time_ms now, rp_stats *out) RP_MUSTCHECK;
 
