@@ -246,6 +246,11 @@ static rp_status rp_sweep_bound(void *self, const char *vhost, const char *name,
     return e->sweep_real.exchange_bound(e->sweep_real.self, vhost, name, except, n_except, bound);
 }
 
+static rp_status rp_sweep_channels(void *self, rp_channel_list *out) {
+    rp_events *e = self;
+    return e->sweep_real.list_channels(e->sweep_real.self, out);
+}
+
 void rp_events_wrap_sweep_port(rp_events *e, rp_broker_port *port) {
     if (e == NULL || port->list_queues == NULL || port->get_queue == NULL ||
         port->get_timeout_in_force == NULL)
@@ -257,6 +262,7 @@ void rp_events_wrap_sweep_port(rp_events *e, rp_broker_port *port) {
     port->get_timeout_in_force = rp_sweep_timeout;
     if (port->exchange_exists) port->exchange_exists = rp_sweep_exchange;
     if (port->exchange_bound) port->exchange_bound = rp_sweep_bound;
+    if (port->list_channels) port->list_channels = rp_sweep_channels;
 }
 
 /* ---- the check (the "events" thread) ---------------------------------------- */
@@ -333,6 +339,7 @@ static void rp_check_work(void *ctx, void *arg) {
     ports.broker.get_queue = rp_check_get_queue;
     ports.broker.list_queues = NULL;
     ports.broker.get_timeout_in_force = NULL;
+    ports.broker.list_channels = NULL; /* a check judges no broker STALLED */
     ports.broker.exchange_exists =
         e->cports->broker.exchange_exists ? rp_check_exchange_exists : NULL;
     ports.broker.exchange_bound =

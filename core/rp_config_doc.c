@@ -95,7 +95,10 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
     [RP_CFG_REAP_HELD_CEILING_SECONDS] =
         "A leased job held this long (since it was claimed: the `claimed_at` that migration 7's "
         "trigger keeps, which heartbeats do not move) while its lease is still alive is "
-        "surfaced as `STALLED`, naming the job, its owner and the hold.",
+        "surfaced as `STALLED`, naming the job, its owner and the hold. On the broker, a "
+        "channel holding unacknowledged messages of an owned queue whose ack count has not "
+        "moved for this long (sampled every sweep) is `STALLED` on the queue, naming the "
+        "connection and channel.",
     [RP_CFG_REAP_HELD_EVICT_FACTOR] = "0: a `STALLED` job is only surfaced. N: a job held N x "
                                       "`held_ceiling_seconds` is requeued (fenced on its owner "
                                       "and claim; a `STALLED` / `REQUEUED` ledger event), and "

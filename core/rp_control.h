@@ -3,7 +3,7 @@
  * proto/SCHEMA.md), apart from the transport: who may ask, where a reply
  * may go, how large a request may be, how often one user may reap, when a
  * request the broker keeps handing back is given up, and the texts of the
- * refusals. cmd/reaperd/control.c takes a request from the broker, asks
+ * refusals. app/rp_controller.c takes a request from the broker, asks
  * these, runs the use case and publishes the reply.
  *
  * The order a request is checked in (control.c keeps it): redeliveries

@@ -55,6 +55,9 @@ static const struct {
     {RP_SOURCE_JOB_QUEUE, RP_COND_DIVERGENT, RP_ACTION_CLEARED},
     {RP_SOURCE_BROKER, RP_COND_DIVERGENT, RP_ACTION_SURFACED},
     {RP_SOURCE_BROKER, RP_COND_DIVERGENT, RP_ACTION_CLEARED},
+    /* Issue 18 item 1, broker (rp_judge_stalled_broker.c). */
+    {RP_SOURCE_BROKER, RP_COND_STALLED, RP_ACTION_SURFACED},
+    {RP_SOURCE_BROKER, RP_COND_STALLED, RP_ACTION_CLEARED},
 };
 
 bool rp_metrics_reaped_valid(rp_source s, rp_condition c, rp_action a) {

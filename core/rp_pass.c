@@ -216,7 +216,9 @@ static bool rp_may_clear(const rp__pass *p, const rp_sighting_key_parts *parts) 
                   parts->condition == RP_COND_POISON || /* a delivery limit that drops */
                   parts->condition == RP_COND_WAITING_DEPTH ||
                   (parts->condition == RP_COND_DIVERGENT &&
-                   rp__pass_divergent_sampled(p, parts->subject));
+                   rp__pass_divergent_sampled(p, parts->subject)) ||
+                  (parts->condition == RP_COND_STALLED && p->stall_broker_read &&
+                   !rp__strs_has(&p->stall_unsure, parts->subject));
     /* A queue read but not measured keeps what was sighted on it. */
     if (!judged || rp__strs_has(&p->kept, parts->subject)) return false;
     if (p->targeted) return rp__strs_has(&p->read, parts->subject);
@@ -272,6 +274,7 @@ void rp__pass_cleanup(rp__pass *p) {
     free(p->targets);
     rp__strs_cleanup(&p->kept);
     rp__strs_cleanup(&p->divergent_unread);
+    rp__strs_cleanup(&p->stall_unsure);
     rp__strs_cleanup(&p->read);
     rp__pass_routes_cleanup(p);
     memset(p, 0, sizeof *p);

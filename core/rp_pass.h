@@ -42,7 +42,10 @@
  * unread lets it clear. A queue whose remainder cannot be told this pass
  * (unknown count, the peek or a park failed, a stop came first) keeps its
  * sightings, and so does an owned dead-letter queue in a targeted check,
- * which does no backfill.
+ * which does no backfill. Last, with a stall memory in the options and a
+ * broker port that lists channels, the channels holding unacknowledged
+ * messages are sampled and STALLED is surfaced on the owned work queues
+ * they consume from (rp_stalled_broker.h; not in a targeted check).
  *
  * SURFACED CONDITIONS AND SIGHTINGS. A surfaced verdict is recorded once per
  * sighting (rp_sighting.h): when its key is not open it is opened through
@@ -53,7 +56,8 @@
  * table: STALE_READY and WAITING_DEPTH of the named project or every
  * project, STALLED only in a pass over every project that read the
  * long-held rows whole; broker: HOLDER_GONE, STALE_READY, DEAD_LETTER,
- * POISON, WAITING_DEPTH), the sighting is closed with a
+ * POISON, WAITING_DEPTH, and STALLED when the channels were listed and
+ * no channel on the queue is one this memory cannot judge yet), the sighting is closed with a
  * CLEARED verdict (ledger event, publish, report). A source that could not
  * be read clears nothing and is named in the report's unreadable list
  * ("job_queue" or "broker"; report.ok is then false), with the detail in a
@@ -80,6 +84,7 @@
 #include "rp_judge.h"
 #include "rp_ports.h"
 #include "rp_report.h"
+#include "rp_stalled_broker.h"
 
 /* What a pass covers. RP_PASS_LEASES is the crash-recovery reap that runs
  * even when the automatic sweep is off (reap.enabled false) and on the
@@ -130,6 +135,11 @@ typedef struct rp_pass_options {
     size_t lease_batch_size;
     bool dry_run;
     const char *project;                         /* NULL: every project */
+    /* Issue 18 item 1, broker STALLED (rp_stalled_broker.h): the channel
+     * samples of earlier passes, borrowed and updated by every full pass
+     * over the broker (the caller keeps it across passes, one thread at a
+     * time). NULL: no broker STALLED is judged or cleared. */
+    rp_stall_memory *stall_memory;
 } rp_pass_options;
 
 #define RP_PASS_LEASE_BATCH_MIN 1

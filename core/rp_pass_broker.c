@@ -107,7 +107,9 @@ static rp_status rp_add_target(rp__pass *p, const rp_queue_facts *q) {
     return RP_OK;
 }
 
-/* For rp_pass_routes.c (rp_pass_internal.h). */
+/* For rp_pass_routes.c and rp_pass_stalled.c (rp_pass_internal.h). */
+rp_status rp__pass_classify(rp__pass *p, rp_queue_facts *q) { return rp_classify(p, q); }
+
 bool rp__pass_is_own_queue(const rp__pass *p, const char *name) { return rp_is_own_queue(p, name); }
 
 rp_status rp__pass_keep_queue(rp__pass *p, const char *vhost, const char *name) {
@@ -327,5 +329,7 @@ rp_status rp__pass_broker(rp__pass *p) {
     /* Queues a stop left unread keep their sightings. */
     for (; i < p->n_targets && st == RP_OK; i++)
         st = rp_keep_queue(p, p->targets[i].vhost, p->targets[i].queue);
+    /* Channels holding unacknowledged messages (issue 18 item 1). */
+    if (st == RP_OK) st = rp__pass_stalled_broker(p);
     return st;
 }

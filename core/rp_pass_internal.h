@@ -101,6 +101,12 @@ typedef struct rp__pass {
     /* Owned queues ("queue:<vhost>:<name>") whose publish/ack rates could
      * not be read this pass: their DIVERGENT sightings are kept. */
     rp__strs divergent_unread;
+    /* Issue 18 item 1, broker: whether the channels were listed and
+     * sampled this pass (only then are broker STALLED sightings cleared),
+     * and the owned queues ("queue:<vhost>:<name>") consumed by a channel
+     * whose hold this process cannot judge yet: their sightings are kept. */
+    bool stall_broker_read;
+    rp__strs stall_unsure;
 } rp__pass;
 
 /* Sets up *p for a pass over ports with opt and report (the clock read
@@ -169,6 +175,12 @@ rp_status rp__pass_divergent_store(rp__pass *p) RP_MUSTCHECK;
 rp_status rp__pass_divergent_queue(rp__pass *p, const rp_queue_facts *q) RP_MUSTCHECK;
 /* Whether a pass may judge (and so clear) broker DIVERGENT sightings. */
 bool rp__pass_divergent_sampled(const rp__pass *p, const char *subject);
+/* The broker's STALLED step (rp_pass_stalled.c): the channels sampled,
+ * STALLED surfaced on the owned queues they hold. After the listing. */
+rp_status rp__pass_stalled_broker(rp__pass *p) RP_MUSTCHECK;
+/* Classifies q by the patterns as the listing does (owned,
+ * is_dead_letter_queue, reapers_own set). */
+rp_status rp__pass_classify(rp__pass *p, rp_queue_facts *q) RP_MUSTCHECK;
 rp_status rp__pass_leases(rp__pass *p) RP_MUSTCHECK; /* the lease reap alone */
 rp_status rp__pass_broker(rp__pass *p) RP_MUSTCHECK;
 

@@ -1,6 +1,6 @@
 /*
  * rp_pass_setup.h - what a pass run by reaperd starts from and ends with,
- * apart from the connections that run it (cmd/reaperd/pass_runner.c): the
+ * apart from the connections that run it (the pass runner, cmd/reaperd/ports.c): the
  * pass options the configuration gives, the report of a pass that could
  * not reach the store, and the open sightings counted by condition.
  *

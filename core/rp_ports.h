@@ -48,6 +48,7 @@
 #include "rp_wedged.h"
 #include "rp_judge_divergent.h"
 #include "rp_sighting.h"
+#include "rp_stalled_broker.h"
 #include "rp_status.h"
 #include "rp_verdict.h"
 
@@ -122,6 +123,13 @@ typedef struct rp_broker_port {
      * NULL: the pass then does not judge it. */
     rp_status (*exchange_bound)(void *self, const char *vhost, const char *name,
                                 const char *const *except, size_t n_except, bool *bound);
+    /* Issue 18 item 1 (rp_stalled_broker.h): every channel that holds
+     * unacknowledged messages (unacked > 0), with its connection, its
+     * cumulative ack count and the queues its consumers consume from.
+     * RP_ERR_FORBIDDEN when this user cannot see every user's channels
+     * (the pass then judges no broker STALLED and says so). May be NULL:
+     * no broker STALLED is judged or cleared. */
+    rp_status (*list_channels)(void *self, rp_channel_list *out);
 } rp_broker_port;
 
 /* ---- Job store, ledger and sightings (PostgreSQL) ----------------------- */

@@ -2,7 +2,7 @@
  * rp_report_text.h - a pass report in words: the aligned text for people
  * (reaperd --once without --json), a verdict's measurement and log message,
  * and the figures of the "pass finished" log line. Pure: the caller prints
- * or logs them (cmd/reaperd/report_text.c).
+ * or logs them (app/report_text.c).
  *
  * Ownership: the report is borrowed; rp_report_text's *out is a heap
  * string the caller frees; the other results are written into the

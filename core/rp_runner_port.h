@@ -5,8 +5,8 @@
  * never delays an event check), the owned-queue listing of the seed, and
  * the policy reconcile.
  *
- * cmd/reaperd/runner_port.c fills it from the daemon's pass runner
- * (pass_runner.h: a PostgreSQL connection of its own, rp_mgmt_broker,
+ * cmd/reaperd/ports.c fills it from the daemon's pass runner
+ * (ports.h: a PostgreSQL connection of its own, rp_mgmt_broker,
  * rp_mgmt_policy_reconcile); tests/unit/test_app_events.c fills it with the
  * memory adapter.
  *

@@ -4,7 +4,7 @@
  * connection), its store (the park-batch port and the store ports of its own
  * sessions) and its bindings' reconcile (the management API). Each adapter
  * fills its own (rp_amqp_tap_port, rp_pg_park_batch, rp_mgmt_dlx;
- * cmd/reaperd/tap_ports.c composes them); the unit tests fill them with fakes and
+ * cmd/reaperd/ports.c composes them); the unit tests fill them with fakes and
  * the memory park batch (tests/unit/test_app_tap.c).
  * The decisions about what these ports return are core/rp_tap_rules.h's.
  *

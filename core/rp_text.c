@@ -2,17 +2,23 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 rp_status rp_text_vformat(char **out, const char *fmt, va_list ap) {
     *out = NULL;
+    /* One pass into the stack for the usual text (a verdict's detail, a
+     * gate's question); a second only for a longer one. */
+    char small[512];
     va_list ap2;
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap2);
+    int n = vsnprintf(small, sizeof small, fmt, ap2);
     va_end(ap2);
     if (n < 0) return RP_ERR_INVALID;
     char *s = malloc((size_t)n + 1);
     if (s == NULL) return RP_ERR_NOMEM;
-    if (vsnprintf(s, (size_t)n + 1, fmt, ap) != n) {
+    if ((size_t)n < sizeof small) {
+        memcpy(s, small, (size_t)n + 1);
+    } else if (vsnprintf(s, (size_t)n + 1, fmt, ap) != n) {
         free(s);
         return RP_ERR_INVALID;
     }

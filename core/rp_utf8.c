@@ -34,6 +34,10 @@ size_t rp_utf8_next(const uint8_t *s, size_t len, uint32_t *cp) {
 bool rp_utf8_valid(const uint8_t *s, size_t len) {
     size_t i = 0;
     while (i < len) {
+        if (s[i] < 0x80) { /* ASCII, most of what a broker carries */
+            i++;
+            continue;
+        }
         uint32_t cp;
         size_t n = rp_utf8_next(s + i, len - i, &cp);
         if (n == 0) return false;

@@ -43,6 +43,11 @@ size_t rp__utf8_cut(const char *s, size_t len, size_t max);
  * gives json null. NULL only on allocation failure. */
 json_t *rp__json_string(const char *s);
 
+/* s (n bytes) with each byte that does not start strict UTF-8 replaced by
+ * U+FFFD, as rp__json_string writes it: *out is s itself when it is valid
+ * (*owned NULL), else a heap copy (*owned: free it). false: no memory. */
+bool rp__utf8_fixed(const char *s, size_t n, const char **out, size_t *out_n, char **owned);
+
 /* "a map", "an array", "a string", "an integer", "a float", "a bool",
  * "null". Static. */
 const char *rp__type_name(const json_t *v);

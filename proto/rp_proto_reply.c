@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <msgpack.h>
+
+#include "rp_json_out.h"
 #include "rp_proto.h"
 #include "rp_proto_internal.h"
 
@@ -270,9 +273,149 @@ rp_status rp_proto_encode_decode_error(const rp_proto_error *err, rp_encoding en
                                        err->message[0] != '\0' ? err->message : NULL, enc, out);
 }
 
+/* A verdict straight to its bytes, without a tree: what rp__finish writes
+ * for rp_proto_verdict_json(v) (the events feed encodes one per dead letter;
+ * tests/unit/test_proto.c compares the two). */
+typedef struct rp_vtext {
+    const char *p; /* NULL: null */
+    size_t n;
+    char *owned;
+} rp_vtext;
+
+static bool rp_vtext_of(rp_vtext *t, const char *s) {
+    t->p = NULL;
+    t->n = 0;
+    t->owned = NULL;
+    return s == NULL || rp__utf8_fixed(s, strlen(s), &t->p, &t->n, &t->owned);
+}
+
+static int rp_mp_text(msgpack_packer *pk, const char *s, size_t n) {
+    if (s == NULL) return msgpack_pack_nil(pk);
+    if (msgpack_pack_str(pk, n) != 0) return -1;
+    return msgpack_pack_str_body(pk, s, n);
+}
+
+/* msgpack-c's sbuffer starts at 8 KiB; a verdict takes a few hundred bytes. */
+typedef struct rp_mpbuf {
+    uint8_t *p;
+    size_t len, cap;
+} rp_mpbuf;
+
+static int rp_mpbuf_write(void *data, const char *buf, size_t len) {
+    rp_mpbuf *b = data;
+    if (len > SIZE_MAX - 1 - b->len) return -1;
+    if (b->len + len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 512;
+        while (cap < b->len + len + 1) cap *= 2;
+        uint8_t *p = realloc(b->p, cap);
+        if (p == NULL) return -1;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, buf, len);
+    b->len += len;
+    return 0;
+}
+
+static rp_status rp_verdict_msgpack(const rp_verdict *v, const rp_vtext t[5], rp_proto_buf *out) {
+    const char *cond = rp_condition_string(v->condition), *act = rp_action_string(v->action),
+               *src = rp_source_string(v->source);
+    rp_mpbuf sb = {0};
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, rp_mpbuf_write);
+#define RP_KEY(k) (msgpack_pack_str(&pk, sizeof k - 1) != 0 || msgpack_pack_str_body(&pk, k, sizeof k - 1) != 0)
+    bool bad = msgpack_pack_map(&pk, 11) != 0 || RP_KEY("object") ||
+               rp_mp_text(&pk, t[0].p, t[0].n) != 0 || RP_KEY("queue") ||
+               rp_mp_text(&pk, t[1].p, t[1].n) != 0 || RP_KEY("project") ||
+               rp_mp_text(&pk, t[2].p, t[2].n) != 0 || RP_KEY("condition") ||
+               rp_mp_text(&pk, cond, strlen(cond)) != 0 || RP_KEY("measured") ||
+               (isfinite(v->measured) ? msgpack_pack_double(&pk, v->measured)
+                                      : msgpack_pack_nil(&pk)) != 0 ||
+               RP_KEY("threshold") || msgpack_pack_int64(&pk, v->threshold) != 0 ||
+               RP_KEY("unit") || rp_mp_text(&pk, t[3].p, t[3].n) != 0 || RP_KEY("action") ||
+               rp_mp_text(&pk, act, strlen(act)) != 0 || RP_KEY("source") ||
+               rp_mp_text(&pk, src, strlen(src)) != 0 || RP_KEY("detail") ||
+               rp_mp_text(&pk, t[4].p, t[4].n) != 0 || RP_KEY("trusted") ||
+               (v->trusted ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk)) != 0 ||
+               sb.p == NULL;
+#undef RP_KEY
+    if (bad) {
+        free(sb.p);
+        return RP_ERR_NOMEM;
+    }
+    sb.p[sb.len] = 0; /* the rp_proto_buf promise: a NUL after the bytes, not counted */
+    out->ptr = sb.p;
+    out->len = sb.len;
+    return RP_OK;
+}
+
+static void rp_jout_text(rp_jout *w, const rp_vtext *t) {
+    if (t->p == NULL)
+        rp_jout_null(w);
+    else
+        rp_jout_str(w, t->p, t->n);
+}
+
+static rp_status rp_verdict_jsonb(const rp_verdict *v, const rp_vtext t[5], rp_proto_buf *out) {
+    rp_jout w;
+    rp_jout_init(&w);
+    rp_jout_obj_open(&w);
+    rp_jout_lit(&w, "object");
+    rp_jout_text(&w, &t[0]);
+    rp_jout_lit(&w, "queue");
+    rp_jout_text(&w, &t[1]);
+    rp_jout_lit(&w, "project");
+    rp_jout_text(&w, &t[2]);
+    rp_jout_lit(&w, "condition");
+    rp_jout_strz(&w, rp_condition_string(v->condition));
+    rp_jout_lit(&w, "measured");
+    if (isfinite(v->measured))
+        rp_jout_real(&w, v->measured);
+    else
+        rp_jout_null(&w);
+    rp_jout_lit(&w, "threshold");
+    rp_jout_int(&w, v->threshold);
+    rp_jout_lit(&w, "unit");
+    rp_jout_text(&w, &t[3]);
+    rp_jout_lit(&w, "action");
+    rp_jout_strz(&w, rp_action_string(v->action));
+    rp_jout_lit(&w, "source");
+    rp_jout_strz(&w, rp_source_string(v->source));
+    rp_jout_lit(&w, "detail");
+    rp_jout_text(&w, &t[4]);
+    rp_jout_lit(&w, "trusted");
+    rp_jout_bool(&w, v->trusted);
+    rp_jout_obj_close(&w);
+    size_t n = w.len;
+    char *s = rp_jout_take(&w);
+    if (s == NULL) return RP_ERR_NOMEM;
+    out->ptr = (uint8_t *)s;
+    out->len = n;
+    return RP_OK;
+}
+
 rp_status rp_proto_encode_verdict(const rp_verdict *v, rp_encoding enc, rp_proto_buf *out) {
-    if (!rp_verdict_valid(v)) return RP_ERR_INVALID;
-    return rp__finish(rp_proto_verdict_json(v), enc, out);
+    if (!rp_verdict_valid(v) || out == NULL) return RP_ERR_INVALID;
+    rp_proto_buf_cleanup(out);
+    if ((int)enc < 0 || enc >= RP_ENC_COUNT_) return RP_ERR_INVALID;
+    rp_vtext t[5];
+    const char *src[5] = {v->object, v->queue, v->project, v->unit, v->detail};
+    rp_status st = RP_OK;
+    size_t made = 0;
+    for (; made < 5 && st == RP_OK; made++) {
+        if (!rp_vtext_of(&t[made], src[made]))
+            st = RP_ERR_NOMEM;
+        else if (t[made].n > rp_proto_reply_limits.max_string)
+            st = RP_ERR_TOO_LARGE;
+    }
+    if (st == RP_OK)
+        st = enc == RP_ENC_MSGPACK ? rp_verdict_msgpack(v, t, out) : rp_verdict_jsonb(v, t, out);
+    for (size_t i = 0; i < made; i++) free(t[i].owned);
+    if (st == RP_OK && out->len > rp_proto_reply_limits.max_body) {
+        rp_proto_buf_cleanup(out);
+        st = RP_ERR_TOO_LARGE;
+    }
+    return st;
 }
 
 rp_status rp_proto_report_json_text(const rp_report *report, bool pretty, char **out) {

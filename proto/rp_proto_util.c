@@ -261,14 +261,17 @@ const char *rp__type_name(const json_t *v) {
     return "an unknown value";
 }
 
-json_t *rp__json_string(const char *s) {
-    if (s == NULL) return json_null();
-    size_t n = strlen(s);
-    if (rp__utf8_valid((const uint8_t *)s, n, NULL)) return json_stringn_nocheck(s, n);
+bool rp__utf8_fixed(const char *s, size_t n, const char **out, size_t *out_n, char **owned) {
+    *owned = NULL;
+    if (rp__utf8_valid((const uint8_t *)s, n, NULL)) {
+        *out = s;
+        *out_n = n;
+        return true;
+    }
     /* Each bad byte becomes U+FFFD (3 bytes). */
-    if (n > (SIZE_MAX - 1) / 3) return NULL;
+    if (n > (SIZE_MAX - 1) / 3) return false;
     char *fixed = malloc(n * 3 + 1);
-    if (fixed == NULL) return NULL;
+    if (fixed == NULL) return false;
     const uint8_t *p = (const uint8_t *)s;
     size_t i = 0, o = 0;
     while (i < n) {
@@ -283,8 +286,20 @@ json_t *rp__json_string(const char *s) {
             i += k;
         }
     }
-    json_t *j = json_stringn_nocheck(fixed, o);
-    free(fixed);
+    fixed[o] = '\0';
+    *out = *owned = fixed;
+    *out_n = o;
+    return true;
+}
+
+json_t *rp__json_string(const char *s) {
+    if (s == NULL) return json_null();
+    const char *t;
+    size_t n;
+    char *owned;
+    if (!rp__utf8_fixed(s, strlen(s), &t, &n, &owned)) return NULL;
+    json_t *j = json_stringn_nocheck(t, n);
+    free(owned);
     return j;
 }
 

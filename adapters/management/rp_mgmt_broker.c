@@ -9,6 +9,7 @@
 
 #include "rp_clock.h"
 #include "rp_match.h"
+#include "rp_mgmt_channels.h"
 
 #define RP_BROKER_DEFAULT_TIMEOUT_MS 10000L
 #define RP_QUEUE_COLUMNS                                                                    \
@@ -30,6 +31,7 @@ struct rp_mgmt_broker {
     int64_t wide_at;     /* monotonic ms of the last read */
     char wide_why[160];
     char last_error[512];
+    rp_mgmt_channels *channels; /* what list_channels lent last (rp_mgmt_channels.c) */
 };
 
 rp_mgmt_broker *rp_mgmt_broker_new(rp_mgmt_bridge *bridge, const rp_mgmt_broker_options *o) {
@@ -50,11 +52,13 @@ rp_mgmt_broker *rp_mgmt_broker_new(rp_mgmt_bridge *bridge, const rp_mgmt_broker_
 void rp_mgmt_broker_free(rp_mgmt_broker *b) {
     if (b == NULL) return;
     rp_mgmt_page_cleanup(&b->page);
+    rp_mgmt_channels_free(b->channels);
     free(b);
 }
 
 const char *rp_mgmt_broker_last_error(const rp_mgmt_broker *b) { return b->last_error; }
 rp_mgmt_bridge *rp_mgmt_broker_bridge(rp_mgmt_broker *b) { return b->bridge; }
+rp_mgmt_channels **rp__mgmt_broker_channels_slot(rp_mgmt_broker *b) { return &b->channels; }
 
 const rp_mgmt_queue_extra *rp_mgmt_broker_page_extra(const rp_mgmt_broker *b) {
     return b->page.n ? b->page.extra : NULL;
@@ -505,6 +509,7 @@ void rp_mgmt_broker_port(rp_mgmt_broker *b, rp_broker_port *out) {
     out->get_timeout_in_force = rp_port_get_timeout;
     out->exchange_exists = rp_port_exchange_exists;
     out->exchange_bound = rp_port_exchange_bound;
+    out->list_channels = rp_mgmt_broker_list_channels;
 }
 
 /* ---- the inventory seed ------------------------------------------------------- */

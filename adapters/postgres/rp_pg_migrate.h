@@ -18,6 +18,7 @@
 #include <libpq-fe.h>
 
 #include "rp_common.h"
+#include "rp_config.h"
 #include "rp_status.h"
 
 typedef struct rp_pg_migration {
@@ -43,5 +44,12 @@ rp_status rp_pg_schema_version(PGconn *pg, const char *schema, int *version, cha
  * with err set. */
 rp_status rp_pg_migrate(PGconn *pg, const char *schema, int *applied, char *err,
                         size_t errlen) RP_MUSTCHECK;
+
+/* reaperd --migrate: connects (the daemon's session settings, less the
+ * statement time-out: a migration may build an index over a large job
+ * table), applies, logs what it did. Blocking: runs before (instead of) the
+ * loop. Borrows cfg. Returns 0 when the schema is current (applied now or
+ * before), 1 when the store could not be reached or refused (logged). */
+int rp_pg_migrate_cli(const rp_config *cfg);
 
 #endif

@@ -2,10 +2,10 @@
  * death (rp_pg_store.h, rp_deadletter.h OCCURRENCE). Every park, one dead
  * letter or a batch, is the set statement PARK_SET (rp_pg_sql.c) over
  * arrays: a batch of n costs one statement, not n. */
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "rp_json_out.h"
 #include "rp_pg_binarray.h"
 #include "rp_pg_store_internal.h"
 #include "rp_text.h"
@@ -42,16 +42,22 @@ static rp_status rp_is_parked(void *self, const rp_dead_letter *facts, bool *par
  * it is, for the person and for a replay. */
 static char *rp_job_payload(const char *vhost, const char *queue, const char *identity,
                             const char *origin, const char *reason) {
-    json_t *o = json_object();
-    if (o == NULL) return NULL;
-    bool ok = json_object_set_new(o, "identity", json_string(identity)) == 0 &&
-              json_object_set_new(o, "vhost", vhost ? json_string(vhost) : json_null()) == 0 &&
-              json_object_set_new(o, "queue", json_string(queue)) == 0 &&
-              json_object_set_new(o, "origin_queue", json_string(origin)) == 0 &&
-              json_object_set_new(o, "reason", json_string(reason)) == 0;
-    char *text = ok ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
-    return text;
+    if (identity == NULL || queue == NULL || origin == NULL || reason == NULL) return NULL;
+    rp_jout w;
+    rp_jout_init(&w);
+    rp_jout_obj_open(&w);
+    rp_jout_lit(&w, "identity");
+    rp_jout_strz(&w, identity);
+    rp_jout_lit(&w, "vhost");
+    rp_jout_strz(&w, vhost);
+    rp_jout_lit(&w, "queue");
+    rp_jout_strz(&w, queue);
+    rp_jout_lit(&w, "origin_queue");
+    rp_jout_strz(&w, origin);
+    rp_jout_lit(&w, "reason");
+    rp_jout_strz(&w, reason);
+    rp_jout_obj_close(&w);
+    return rp_jout_take(&w); /* NULL: a text not UTF-8, or no memory */
 }
 
 typedef struct rp_park_text {

@@ -1,4 +1,5 @@
-/* The ledger payload of a verdict: the store encodes it itself (jansson),
+/* The ledger payload of a verdict: the store encodes it itself (the
+ * streaming writer of support/rp_json_out.h: the bytes jansson would write),
  * in the shape the control protocol gives a verdict (proto/SCHEMA.md), so
  * that a ledger row and a reply say a verdict the same way without the
  * store linking the wire codec. tests/unit/test_pg_payload.c pins the
@@ -7,20 +8,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
+#include "rp_json_out.h"
 #include "rp_pg_store_internal.h"
 #include "rp_utf8.h"
 
-/* A JSON string of s; each byte that does not start strict UTF-8 becomes
- * U+FFFD; NULL gives null. NULL only when out of memory. */
-static json_t *rp_payload_string(const char *s) {
-    if (s == NULL) return json_null();
+/* s as a JSON string; each byte that does not start strict UTF-8 becomes
+ * U+FFFD; NULL gives null. */
+static void rp_payload_string(rp_jout *w, const char *s) {
+    if (s == NULL) {
+        rp_jout_null(w);
+        return;
+    }
     size_t n = strlen(s);
-    if (rp_utf8_valid((const uint8_t *)s, n)) return json_stringn_nocheck(s, n);
-    if (n > (SIZE_MAX - 1) / 3) return NULL;
+    if (rp_utf8_valid((const uint8_t *)s, n)) {
+        rp_jout_str(w, s, n);
+        return;
+    }
+    if (n > (SIZE_MAX - 1) / 3) {
+        w->failed = true;
+        return;
+    }
     char *fixed = malloc(n * 3 + 1);
-    if (fixed == NULL) return NULL;
+    if (fixed == NULL) {
+        w->failed = true;
+        return;
+    }
     const uint8_t *p = (const uint8_t *)s;
     size_t i = 0, o = 0;
     while (i < n) {
@@ -36,16 +48,8 @@ static json_t *rp_payload_string(const char *s) {
             i += k;
         }
     }
-    json_t *j = json_stringn_nocheck(fixed, o);
+    rp_jout_str(w, fixed, o);
     free(fixed);
-    return j;
-}
-
-/* Sets key on obj to value, stealing value; false when value is NULL or
- * the set failed. */
-static bool rp_payload_set(json_t *obj, const char *key, json_t *value) {
-    if (value == NULL) return false;
-    return json_object_set_new_nocheck(obj, key, value) == 0;
 }
 
 static bool rp_payload_valid(const rp_verdict *v) {
@@ -57,20 +61,35 @@ static bool rp_payload_valid(const rp_verdict *v) {
 rp_status rp__pg_payload(const rp_verdict *v, char **out) {
     *out = NULL;
     if (!rp_payload_valid(v)) return RP_ERR_INVALID;
-    json_t *t = json_object();
-    bool ok = t != NULL && rp_payload_set(t, "object", rp_payload_string(v->object)) &&
-              rp_payload_set(t, "queue", rp_payload_string(v->queue)) &&
-              rp_payload_set(t, "project", rp_payload_string(v->project)) &&
-              rp_payload_set(t, "condition", json_string(rp_condition_string(v->condition))) &&
-              rp_payload_set(t, "measured",
-                             isfinite(v->measured) ? json_real(v->measured) : json_null()) &&
-              rp_payload_set(t, "threshold", json_integer(v->threshold)) &&
-              rp_payload_set(t, "unit", rp_payload_string(v->unit)) &&
-              rp_payload_set(t, "action", json_string(rp_action_string(v->action))) &&
-              rp_payload_set(t, "source", json_string(rp_source_string(v->source))) &&
-              rp_payload_set(t, "detail", rp_payload_string(v->detail)) &&
-              rp_payload_set(t, "trusted", json_boolean(v->trusted));
-    if (ok) *out = json_dumps(t, JSON_COMPACT);
-    json_decref(t);
+    rp_jout w;
+    rp_jout_init(&w);
+    rp_jout_obj_open(&w);
+    rp_jout_lit(&w, "object");
+    rp_payload_string(&w, v->object);
+    rp_jout_lit(&w, "queue");
+    rp_payload_string(&w, v->queue);
+    rp_jout_lit(&w, "project");
+    rp_payload_string(&w, v->project);
+    rp_jout_lit(&w, "condition");
+    rp_jout_strz(&w, rp_condition_string(v->condition));
+    rp_jout_lit(&w, "measured");
+    if (isfinite(v->measured))
+        rp_jout_real(&w, v->measured);
+    else
+        rp_jout_null(&w);
+    rp_jout_lit(&w, "threshold");
+    rp_jout_int(&w, v->threshold);
+    rp_jout_lit(&w, "unit");
+    rp_payload_string(&w, v->unit);
+    rp_jout_lit(&w, "action");
+    rp_jout_strz(&w, rp_action_string(v->action));
+    rp_jout_lit(&w, "source");
+    rp_jout_strz(&w, rp_source_string(v->source));
+    rp_jout_lit(&w, "detail");
+    rp_payload_string(&w, v->detail);
+    rp_jout_lit(&w, "trusted");
+    rp_jout_bool(&w, v->trusted);
+    rp_jout_obj_close(&w);
+    *out = rp_jout_take(&w);
     return *out ? RP_OK : RP_ERR_NOMEM;
 }

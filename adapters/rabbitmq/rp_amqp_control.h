@@ -1,6 +1,6 @@
 /*
  * rp_amqp_control.h - the AMQP side of the control protocol and of replay
- * (cmd/reaperd/control.c, rp_amqp_replay_port.c), so that the daemon's use
+ * (rp_amqp_control_port.c, rp_amqp_replay_port.c), so that the daemon's use
  * cases never touch rabbitmq-c: what a control request's properties say
  * (rp_control_envelope), a reply's properties, and a replayed message (its
  * restored properties, what is left out of them, its publish).

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "rp_amqp_table.h"
+#include "rp_json_out.h"
 #include "rp_utf8.h"
 
 #define RP_TAG "$amqp"
@@ -72,26 +73,6 @@ static bool rp_plain_text(amqp_bytes_t b) {
     return memchr(b.bytes, 0, b.len) == NULL && rp_utf8_valid(b.bytes, b.len);
 }
 
-static json_t *rp_tagged(const char *kind, json_t *value) {
-    if (value == NULL) return NULL;
-    json_t *o = json_object();
-    if (o == NULL || json_object_set_new(o, RP_TAG, json_string(kind)) != 0 ||
-        json_object_set_new(o, "value", value) != 0) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
-}
-
-static json_t *rp_text_json(amqp_bytes_t b) {
-    if (b.len == 0) return json_string("");
-    if (rp_plain_text(b)) return json_stringn(b.bytes, b.len);
-    char *enc = rp_b64_encode(b.bytes, b.len);
-    json_t *v = enc ? rp_tagged("S", json_string(enc)) : NULL;
-    free(enc);
-    return v;
-}
-
 /* Whether a real survives as a plain JSON number: jsonb keeps a number as
  * numeric and prints it without an exponent, so 1e17 would come back as
  * the integer 100000000000000000 (another kind, or too big for jansson),
@@ -100,111 +81,6 @@ static json_t *rp_text_json(amqp_bytes_t b) {
  * prints back as a fraction. */
 static bool rp_plain_real(double v) {
     return isfinite(v) && fabs(v) < 1e15 && !(v == 0 && signbit(v));
-}
-
-/* Any other real: its text, exact when read back with strtod ("nan",
- * "inf", "-inf" for those). */
-static json_t *rp_real_text(double v, int digits) {
-    char buf[40];
-    if (isnan(v)) return json_string("nan");
-    if (isinf(v)) return json_string(v < 0 ? "-inf" : "inf");
-    snprintf(buf, sizeof buf, "%.*g", digits, v);
-    return json_string(buf);
-}
-
-static json_t *rp_table_json(const amqp_table_t *t, int depth, rp_status *st);
-
-/* depth: how many arrays and tables hold f (0 for a header's value). */
-static json_t *rp_field_json(const amqp_field_value_t *f, int depth, rp_status *st) {
-    if ((f->kind == AMQP_FIELD_KIND_ARRAY || f->kind == AMQP_FIELD_KIND_TABLE) &&
-        depth >= RP_AMQP_RESTORE_MAX_DEPTH) {
-        *st = RP_ERR_INVALID; /* deeper than anything stored or replayed */
-        return NULL;
-    }
-    switch (f->kind) {
-    case AMQP_FIELD_KIND_BOOLEAN: return json_boolean(f->value.boolean);
-    case AMQP_FIELD_KIND_I8: return rp_tagged("b", json_integer(f->value.i8));
-    case AMQP_FIELD_KIND_U8: return rp_tagged("B", json_integer(f->value.u8));
-    case AMQP_FIELD_KIND_I16: return rp_tagged("s", json_integer(f->value.i16));
-    case AMQP_FIELD_KIND_U16: return rp_tagged("u", json_integer(f->value.u16));
-    case AMQP_FIELD_KIND_I32: return rp_tagged("I", json_integer(f->value.i32));
-    case AMQP_FIELD_KIND_U32: return rp_tagged("i", json_integer(f->value.u32));
-    case AMQP_FIELD_KIND_I64: return json_integer(f->value.i64);
-    case AMQP_FIELD_KIND_U64:
-        if (f->value.u64 <= (uint64_t)INT64_MAX)
-            return rp_tagged("L", json_integer((json_int_t)f->value.u64));
-        else {
-            char buf[24];
-            snprintf(buf, sizeof buf, "%" PRIu64, f->value.u64);
-            return rp_tagged("L", json_string(buf));
-        }
-    case AMQP_FIELD_KIND_F32:
-        return rp_tagged("f", rp_plain_real(f->value.f32) ? json_real(f->value.f32)
-                                                          : rp_real_text(f->value.f32, 9));
-    case AMQP_FIELD_KIND_F64:
-        if (rp_plain_real(f->value.f64)) return json_real(f->value.f64);
-        return rp_tagged("d", rp_real_text(f->value.f64, 17));
-    case AMQP_FIELD_KIND_TIMESTAMP:
-        /* uint64 on the wire; a value above INT64_MAX is kept as text. */
-        if (f->value.u64 <= (uint64_t)INT64_MAX)
-            return rp_tagged("T", json_integer((json_int_t)f->value.u64));
-        else {
-            char buf[24];
-            snprintf(buf, sizeof buf, "%" PRIu64, f->value.u64);
-            return rp_tagged("T", json_string(buf));
-        }
-    case AMQP_FIELD_KIND_DECIMAL: {
-        json_t *d = json_pack("{s:i,s:I}", "decimals", (int)f->value.decimal.decimals, "value",
-                              (json_int_t)f->value.decimal.value);
-        return rp_tagged("D", d);
-    }
-    case AMQP_FIELD_KIND_UTF8: return rp_text_json(f->value.bytes);
-    case AMQP_FIELD_KIND_BYTES: {
-        char *enc = rp_b64_encode(f->value.bytes.bytes, f->value.bytes.len);
-        json_t *v = enc ? rp_tagged("x", json_string(enc)) : NULL;
-        free(enc);
-        return v;
-    }
-    case AMQP_FIELD_KIND_VOID: return json_null();
-    case AMQP_FIELD_KIND_ARRAY: {
-        json_t *a = json_array();
-        for (int i = 0; a && i < f->value.array.num_entries; i++) {
-            json_t *e = rp_field_json(&f->value.array.entries[i], depth + 1, st);
-            if (e == NULL || json_array_append_new(a, e) != 0) {
-                json_decref(a);
-                return NULL;
-            }
-        }
-        return a;
-    }
-    case AMQP_FIELD_KIND_TABLE: {
-        json_t *o = rp_table_json(&f->value.table, depth + 1, st);
-        if (o != NULL && json_object_get(o, RP_TAG) != NULL) return rp_tagged("F", o);
-        return o;
-    }
-    default:
-        *st = RP_ERR_INVALID;
-        return NULL;
-    }
-}
-
-static json_t *rp_table_json(const amqp_table_t *t, int depth, rp_status *st) {
-    json_t *o = json_object();
-    if (o == NULL) return NULL;
-    for (int i = 0; i < t->num_entries; i++) {
-        const amqp_table_entry_t *e = &t->entries[i];
-        if (!rp_plain_text(e->key)) {
-            *st = RP_ERR_INVALID;
-            json_decref(o);
-            return NULL;
-        }
-        json_t *v = rp_field_json(&e->value, depth, st);
-        if (v == NULL || json_object_setn_new(o, e->key.bytes, e->key.len, v) != 0) {
-            json_decref(o);
-            return NULL;
-        }
-    }
-    return o;
 }
 
 typedef struct rp_str_prop {
@@ -222,58 +98,308 @@ static const rp_str_prop rp_str_props[] = {
     RP_SP(app_id, APP_ID),                 RP_SP(cluster_id, CLUSTER_ID),
 };
 
+/* The capture streams its two texts through rp_json_out.h: value for value
+ * what a jansson tree of them would dump (it did, until the tap's CPU was
+ * measured): keys in the table's order, a key that repeats written once at its
+ * first place with its last value (as json_object_set keeps it). */
+
+typedef struct rp_cap {
+    rp_jout w;
+    rp_status st; /* RP_ERR_INVALID once a value cannot be stored */
+} rp_cap;
+
+static void rp_cap_invalid(rp_cap *c) {
+    c->st = RP_ERR_INVALID;
+    c->w.failed = true;
+}
+
+static void rp_cap_b64(rp_cap *c, const char *kind, amqp_bytes_t b) {
+    char *enc = rp_b64_encode(b.bytes, b.len);
+    if (enc == NULL) {
+        c->w.failed = true;
+        return;
+    }
+    rp_jout_obj_open(&c->w);
+    rp_jout_lit(&c->w, RP_TAG);
+    rp_jout_strz(&c->w, kind);
+    rp_jout_lit(&c->w, "value");
+    rp_jout_strz(&c->w, enc);
+    rp_jout_obj_close(&c->w);
+    free(enc);
+}
+
+static void rp_cap_text(rp_cap *c, amqp_bytes_t b) {
+    if (b.len == 0)
+        rp_jout_str(&c->w, "", 0);
+    else if (rp_plain_text(b))
+        rp_jout_str(&c->w, b.bytes, b.len);
+    else
+        rp_cap_b64(c, "S", b);
+}
+
+/* {"$amqp": kind, "value": and the value the caller writes next. */
+static void rp_cap_tag_open(rp_cap *c, const char *kind) {
+    rp_jout_obj_open(&c->w);
+    rp_jout_lit(&c->w, RP_TAG);
+    rp_jout_strz(&c->w, kind);
+    rp_jout_lit(&c->w, "value");
+}
+
+static void rp_cap_tag_int(rp_cap *c, const char *kind, int64_t v) {
+    rp_cap_tag_open(c, kind);
+    rp_jout_int(&c->w, v);
+    rp_jout_obj_close(&c->w);
+}
+
+/* A uint64 as an integer, or as its digits above INT64_MAX, tagged. */
+static void rp_cap_tag_u64(rp_cap *c, const char *kind, uint64_t v) {
+    rp_cap_tag_open(c, kind);
+    if (v <= (uint64_t)INT64_MAX) {
+        rp_jout_int(&c->w, (int64_t)v);
+    } else {
+        char buf[24];
+        snprintf(buf, sizeof buf, "%" PRIu64, v);
+        rp_jout_strz(&c->w, buf);
+    }
+    rp_jout_obj_close(&c->w);
+}
+
+static void rp_cap_real_text(rp_cap *c, double v, int digits) {
+    char buf[40];
+    if (isnan(v))
+        rp_jout_strz(&c->w, "nan");
+    else if (isinf(v))
+        rp_jout_strz(&c->w, v < 0 ? "-inf" : "inf");
+    else {
+        snprintf(buf, sizeof buf, "%.*g", digits, v);
+        rp_jout_strz(&c->w, buf);
+    }
+}
+
+static void rp_cap_table(rp_cap *c, const amqp_table_t *t, int depth);
+
+static void rp_cap_field(rp_cap *c, const amqp_field_value_t *f, int depth) {
+    if ((f->kind == AMQP_FIELD_KIND_ARRAY || f->kind == AMQP_FIELD_KIND_TABLE) &&
+        depth >= RP_AMQP_RESTORE_MAX_DEPTH) {
+        rp_cap_invalid(c); /* deeper than anything stored or replayed */
+        return;
+    }
+    switch (f->kind) {
+    case AMQP_FIELD_KIND_BOOLEAN: rp_jout_bool(&c->w, f->value.boolean); break;
+    case AMQP_FIELD_KIND_I8: rp_cap_tag_int(c, "b", f->value.i8); break;
+    case AMQP_FIELD_KIND_U8: rp_cap_tag_int(c, "B", f->value.u8); break;
+    case AMQP_FIELD_KIND_I16: rp_cap_tag_int(c, "s", f->value.i16); break;
+    case AMQP_FIELD_KIND_U16: rp_cap_tag_int(c, "u", f->value.u16); break;
+    case AMQP_FIELD_KIND_I32: rp_cap_tag_int(c, "I", f->value.i32); break;
+    case AMQP_FIELD_KIND_U32: rp_cap_tag_int(c, "i", f->value.u32); break;
+    case AMQP_FIELD_KIND_I64: rp_jout_int(&c->w, f->value.i64); break;
+    case AMQP_FIELD_KIND_U64: rp_cap_tag_u64(c, "L", f->value.u64); break;
+    case AMQP_FIELD_KIND_F32:
+        rp_cap_tag_open(c, "f");
+        if (rp_plain_real(f->value.f32))
+            rp_jout_real(&c->w, f->value.f32);
+        else
+            rp_cap_real_text(c, f->value.f32, 9);
+        rp_jout_obj_close(&c->w);
+        break;
+    case AMQP_FIELD_KIND_F64:
+        if (rp_plain_real(f->value.f64)) {
+            rp_jout_real(&c->w, f->value.f64);
+        } else {
+            rp_cap_tag_open(c, "d");
+            rp_cap_real_text(c, f->value.f64, 17);
+            rp_jout_obj_close(&c->w);
+        }
+        break;
+    case AMQP_FIELD_KIND_TIMESTAMP: rp_cap_tag_u64(c, "T", f->value.u64); break;
+    case AMQP_FIELD_KIND_DECIMAL:
+        rp_cap_tag_open(c, "D");
+        rp_jout_obj_open(&c->w);
+        rp_jout_lit(&c->w, "decimals");
+        rp_jout_int(&c->w, (int)f->value.decimal.decimals);
+        rp_jout_lit(&c->w, "value");
+        rp_jout_int(&c->w, (json_int_t)f->value.decimal.value);
+        rp_jout_obj_close(&c->w);
+        rp_jout_obj_close(&c->w);
+        break;
+    case AMQP_FIELD_KIND_UTF8: rp_cap_text(c, f->value.bytes); break;
+    case AMQP_FIELD_KIND_BYTES: rp_cap_b64(c, "x", f->value.bytes); break;
+    case AMQP_FIELD_KIND_VOID: rp_jout_null(&c->w); break;
+    case AMQP_FIELD_KIND_ARRAY:
+        rp_jout_arr_open(&c->w);
+        for (int i = 0; i < f->value.array.num_entries && !c->w.failed; i++)
+            rp_cap_field(c, &f->value.array.entries[i], depth + 1);
+        rp_jout_arr_close(&c->w);
+        break;
+    case AMQP_FIELD_KIND_TABLE: {
+        const amqp_table_t *t = &f->value.table;
+        bool tagged = false;
+        for (int i = 0; i < t->num_entries && !tagged; i++)
+            tagged = t->entries[i].key.len == sizeof RP_TAG - 1 &&
+                     memcmp(t->entries[i].key.bytes, RP_TAG, sizeof RP_TAG - 1) == 0;
+        if (tagged) rp_cap_tag_open(c, "F");
+        rp_cap_table(c, t, depth + 1);
+        if (tagged) rp_jout_obj_close(&c->w);
+        break;
+    }
+    default: rp_cap_invalid(c); break;
+    }
+}
+
+static bool rp_key_eq(const amqp_table_entry_t *a, const amqp_table_entry_t *b) {
+    return a->key.len == b->key.len && memcmp(a->key.bytes, b->key.bytes, a->key.len) == 0;
+}
+
+typedef struct rp_kref {
+    const amqp_bytes_t *key;
+    int at;
+} rp_kref;
+
+static int rp_by_key_then_place(const void *pa, const void *pb) {
+    const rp_kref *a = pa, *b = pb;
+    size_t n = a->key->len < b->key->len ? a->key->len : b->key->len;
+    int d = n ? memcmp(a->key->bytes, b->key->bytes, n) : 0;
+    if (d == 0) d = (a->key->len > b->key->len) - (a->key->len < b->key->len);
+    return d != 0 ? d : (a->at > b->at) - (a->at < b->at);
+}
+
+/* For a table whose keys repeat: last[i] = the entry whose value is written
+ * at entry i (its key's last), or -1 where i is a repeat (written earlier);
+ * last[n + i] = 1 when entry i's value is replaced by a later one (the tree
+ * built it all the same, and refused the message when it could not).
+ * NULL with no repeat (the common case: no allocation for up to 16 keys). */
+static int *rp_repeats(rp_cap *c, const amqp_table_t *t) {
+    int n = t->num_entries;
+    bool any = false;
+    if (n <= 16) {
+        for (int i = 1; i < n && !any; i++)
+            for (int j = 0; j < i && !any; j++) any = rp_key_eq(&t->entries[i], &t->entries[j]);
+        if (!any) return NULL;
+    }
+    rp_kref *order = malloc(sizeof *order * (size_t)n);
+    int *last = malloc(sizeof *last * (size_t)n * 2);
+    if (order == NULL || last == NULL) {
+        free(order);
+        free(last);
+        c->w.failed = true;
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) order[i] = (rp_kref){&t->entries[i].key, i};
+    qsort(order, (size_t)n, sizeof *order, rp_by_key_then_place);
+    any = false;
+    for (int g = 0; g < n;) {
+        int e = g + 1;
+        while (e < n && rp_key_eq(&t->entries[order[g].at], &t->entries[order[e].at])) e++;
+        last[order[g].at] = order[e - 1].at;
+        for (int k = g + 1; k < e; k++) last[order[k].at] = -1;
+        for (int k = g; k < e; k++) last[n + order[k].at] = k < e - 1;
+        any = any || e - g > 1;
+        g = e;
+    }
+    free(order);
+    if (!any) {
+        free(last);
+        return NULL;
+    }
+    return last;
+}
+
+static void rp_cap_table(rp_cap *c, const amqp_table_t *t, int depth) {
+    for (int i = 0; i < t->num_entries; i++) {
+        if (!rp_plain_text(t->entries[i].key)) {
+            rp_cap_invalid(c);
+            return;
+        }
+    }
+    int *last = rp_repeats(c, t);
+    for (int i = 0; last != NULL && i < t->num_entries && c->st == RP_OK; i++) {
+        if (!last[t->num_entries + i]) continue;
+        rp_cap scratch = {.st = RP_OK}; /* a replaced value: refused as the tree refused it */
+        rp_jout_init(&scratch.w);
+        rp_cap_field(&scratch, &t->entries[i].value, depth);
+        if (scratch.st != RP_OK) rp_cap_invalid(c);
+        else if (scratch.w.failed) c->w.failed = true;
+        rp_jout_free(&scratch.w);
+    }
+    rp_jout_obj_open(&c->w);
+    for (int i = 0; i < t->num_entries && !c->w.failed; i++) {
+        int v = last ? last[i] : i;
+        if (v < 0) continue;
+        const amqp_table_entry_t *e = &t->entries[i];
+        rp_jout_key(&c->w, e->key.bytes, e->key.len);
+        rp_cap_field(c, &t->entries[v].value, depth);
+    }
+    rp_jout_obj_close(&c->w);
+    free(last);
+}
+
+/* The properties in the order JSON_SORT_KEYS wrote them. */
+enum { RP_P_STR, RP_P_DELIVERY_MODE, RP_P_PRIORITY, RP_P_TIMESTAMP };
+typedef struct rp_prop_out {
+    const char *name;
+    int kind;
+    amqp_flags_t flag;
+    size_t offset;
+} rp_prop_out;
+
+#define RP_PS(n, F) {#n, RP_P_STR, AMQP_BASIC_##F##_FLAG, offsetof(amqp_basic_properties_t, n)}
+static const rp_prop_out rp_props_sorted[] = {
+    RP_PS(app_id, APP_ID),
+    RP_PS(cluster_id, CLUSTER_ID),
+    RP_PS(content_encoding, CONTENT_ENCODING),
+    RP_PS(content_type, CONTENT_TYPE),
+    RP_PS(correlation_id, CORRELATION_ID),
+    {"delivery_mode", RP_P_DELIVERY_MODE, AMQP_BASIC_DELIVERY_MODE_FLAG, 0},
+    RP_PS(expiration, EXPIRATION),
+    RP_PS(message_id, MESSAGE_ID),
+    {"priority", RP_P_PRIORITY, AMQP_BASIC_PRIORITY_FLAG, 0},
+    RP_PS(reply_to, REPLY_TO),
+    {"timestamp", RP_P_TIMESTAMP, AMQP_BASIC_TIMESTAMP_FLAG, 0},
+    RP_PS(type, TYPE),
+    RP_PS(user_id, USER_ID),
+};
+
 rp_status rp_amqp_restore_capture(const amqp_basic_properties_t *p, char **props_json,
                                   char **headers_json) {
     *props_json = *headers_json = NULL;
-    rp_status st = RP_ERR_NOMEM;
-    json_t *props = json_object();
-    json_t *headers = NULL;
-    if (props == NULL) goto out;
-    for (size_t i = 0; i < RP_ARRAY_LEN(rp_str_props); i++) {
-        if (!(p->_flags & rp_str_props[i].flag)) continue;
-        const amqp_bytes_t *b = (const amqp_bytes_t *)((const char *)p + rp_str_props[i].offset);
-        json_t *v = rp_text_json(*b);
-        if (v == NULL || json_object_set_new(props, rp_str_props[i].name, v) != 0) goto out;
-    }
-    if ((p->_flags & AMQP_BASIC_DELIVERY_MODE_FLAG) &&
-        json_object_set_new(props, "delivery_mode", json_integer(p->delivery_mode)) != 0)
-        goto out;
-    if ((p->_flags & AMQP_BASIC_PRIORITY_FLAG) &&
-        json_object_set_new(props, "priority", json_integer(p->priority)) != 0)
-        goto out;
-    if (p->_flags & AMQP_BASIC_TIMESTAMP_FLAG) {
-        json_t *v = p->timestamp <= (uint64_t)INT64_MAX ? json_integer((json_int_t)p->timestamp)
-                                                        : NULL;
-        if (v == NULL) {
-            char buf[24];
-            snprintf(buf, sizeof buf, "%" PRIu64, p->timestamp);
-            v = rp_tagged("T", json_string(buf));
+    rp_cap c = {.st = RP_OK};
+    rp_jout_init(&c.w);
+    rp_jout_obj_open(&c.w);
+    for (size_t i = 0; i < RP_ARRAY_LEN(rp_props_sorted); i++) {
+        const rp_prop_out *d = &rp_props_sorted[i];
+        if (!(p->_flags & d->flag)) continue;
+        rp_jout_keyz(&c.w, d->name);
+        switch (d->kind) {
+        case RP_P_STR:
+            rp_cap_text(&c, *(const amqp_bytes_t *)((const char *)p + d->offset));
+            break;
+        case RP_P_DELIVERY_MODE: rp_jout_int(&c.w, p->delivery_mode); break;
+        case RP_P_PRIORITY: rp_jout_int(&c.w, p->priority); break;
+        default:
+            if (p->timestamp <= (uint64_t)INT64_MAX)
+                rp_jout_int(&c.w, (int64_t)p->timestamp);
+            else
+                rp_cap_tag_u64(&c, "T", p->timestamp);
         }
-        if (v == NULL || json_object_set_new(props, "timestamp", v) != 0) goto out;
     }
+    rp_jout_obj_close(&c.w);
+    char *props = rp_jout_take(&c.w);
+    if (props == NULL) return RP_ERR_NOMEM;
+    rp_jout_init(&c.w);
     if (p->_flags & AMQP_BASIC_HEADERS_FLAG) {
-        rp_status hst = RP_ERR_NOMEM;
-        headers = rp_table_json(&p->headers, 0, &hst);
-        if (headers == NULL) {
-            st = hst;
-            goto out;
-        }
-    } else if ((headers = json_object()) == NULL) {
-        goto out;
-    }
-    *props_json = json_dumps(props, JSON_COMPACT | JSON_SORT_KEYS);
-    *headers_json = json_dumps(headers, JSON_COMPACT);
-    if (*props_json && *headers_json) {
-        st = RP_OK;
+        rp_cap_table(&c, &p->headers, 0);
     } else {
-        free(*props_json);
-        free(*headers_json);
-        *props_json = *headers_json = NULL;
+        rp_jout_obj_open(&c.w);
+        rp_jout_obj_close(&c.w);
     }
-out:
-    json_decref(props);
-    json_decref(headers);
-    return st;
+    char *headers = rp_jout_take(&c.w);
+    if (headers == NULL) {
+        free(props);
+        return c.st != RP_OK ? c.st : RP_ERR_NOMEM;
+    }
+    *props_json = props;
+    *headers_json = headers;
+    return RP_OK;
 }
 
 /* ---- restore: JSON to AMQP ----------------------------------------------- */

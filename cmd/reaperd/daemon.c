@@ -18,7 +18,7 @@
  *    pass runner, the LISTEN through adapters/postgres/rp_pg_listen.h;
  *  - the broker events (app/rp_events.h), the dead-letter tap
  *    (app/rp_tap.h), the replays (app/rp_replays.h), the control queue's
- *    use cases (control.h) and the broker session
+ *    use cases (app/rp_controller.h) and the broker session
  *    (adapters/rabbitmq/rp_amqp_session.h).
  */
 #include "daemon.h"
@@ -33,10 +33,10 @@
 #include <time.h>
 
 #include "broker_http.h"
-#include "control.h"
-#include "pass_runner.h"
-#include "replay_port.h"
+#include "ports.h"
 #include "report_text.h"
+#include "rp_amqp_control.h"
+#include "rp_amqp_control_port.h"
 #include "rp_amqp_events.h"
 #include "rp_amqp_feed.h"
 #include "rp_amqp_msg.h"
@@ -45,6 +45,7 @@
 #include "rp_amqp_stamp.h"
 #include "rp_clock.h"
 #include "rp_config.h"
+#include "rp_controller.h"
 #include "rp_events.h"
 #include "rp_http.h"
 #include "rp_http_process.h"
@@ -56,9 +57,7 @@
 #include "rp_replays.h"
 #include "rp_sweeper.h"
 #include "rp_tap.h"
-#include "runner_port.h"
 #include "signals.h"
-#include "tap_ports.h"
 #include "version.h"
 #include "worker.h"
 
@@ -137,9 +136,12 @@ typedef struct rp_daemon {
     /* Metrics (any thread: atomics) and the HTTP endpoints (loop). */
     rp_metrics metrics;
     struct rp_http *http;
-    /* The control queue's use cases (control.h) and the replays
-     * (app/rp_replays.h) over their ports (replay_port.h); loop thread. */
+    /* The control queue's use cases (app/rp_controller.h) over their
+     * transport (the session) and store (ports.h) ports, and the replays
+     * (app/rp_replays.h) over theirs (ports.h); loop thread. */
     struct rp_controller *control;
+    rp_amqp_control_src control_transport;
+    rp_control_store_src control_store;
     struct rp_replays *replays;
     struct rp_replay_wiring *replay_wiring;
 } rp_daemon;
@@ -147,7 +149,6 @@ typedef struct rp_daemon {
 /* Runs fn(d, job) on the store thread, then done(job) on the loop; counted
  * while in flight, so that a stop waits for it. */
 static rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done, void *job);
-static void rp_broker_ack(rp_daemon *d, unsigned generation, uint64_t tag);
 static void rp_feed_port(rp_daemon *d, rp_publisher_port *out);
 
 /* ---- the sweeper's ports: a pass on the runner, the lease LISTEN ---------- */
@@ -394,7 +395,10 @@ static void rp_session_on_down(void *arg, bool was_up, const char *why) {
 
 /* The control queue's deliveries. */
 static void rp_on_control_delivery(void *arg, const rp_amqp_message *msg) {
-    rp_controller_on_message(((rp_daemon *)arg)->control, msg);
+    rp_daemon *d = arg;
+    rp_control_envelope env;
+    rp_amqp_control_envelope(msg, &env);
+    rp_controller_on_request(d->control, d->broker_generation, msg->delivery_tag, &env);
 }
 
 /* A delivery on the event queue that amq.rabbitmq.event did not route
@@ -433,18 +437,15 @@ static void rp_on_event_delivery(void *arg, const rp_amqp_message *msg) {
     if (d->events) rp_events_on_event(d->events, &ev);
 }
 
-static void rp_broker_ack(rp_daemon *d, unsigned generation, uint64_t tag) {
-    (void)rp_amqp_session_ack(d->session, generation, tag);
-}
-
-/* The control's and the replays' hooks: a store job, an ack. */
+/* The control's and the replays' hooks: a store job, the clock. */
 static rp_status rp_daemon_store_job_port(void *self, rp_work_fn fn, rp_done_fn done,
                                           void *job) {
     return rp_daemon_store_job(self, fn, done, job);
 }
 
-static void rp_daemon_ack_port(void *self, unsigned generation, uint64_t tag) {
-    rp_broker_ack(self, generation, tag);
+static int64_t rp_daemon_mono_ms(void *self) {
+    RP_UNUSED(self);
+    return rp_clock_mono_ms();
 }
 
 /* The replays (app/rp_replays.h) over their ports (replay_port.h), and the
@@ -456,22 +457,22 @@ static rp_status rp_daemon_control_start(rp_daemon *d) {
     rp_replays_deps rd = {.store_job = rp_daemon_store_job_port, .store_job_self = d};
     rp_replay_wiring_ports(d->replay_wiring, &rd.store, &rd.publish);
     if ((d->replays = rp_replays_new(d->base, &rd)) == NULL) return RP_ERR_NOMEM;
+    d->control_transport = (rp_amqp_control_src){&d->session, &d->publisher};
+    d->control_store = (rp_control_store_src){&d->runner, &d->broker_password};
     rp_control_deps cd = {
         .self = d,
         .store_job = rp_daemon_store_job_port,
-        .ack = rp_daemon_ack_port,
-        .broker_generation = &d->broker_generation,
-        .publisher = &d->publisher,
+        .mono_ms = rp_daemon_mono_ms,
         .cfg = &d->cfg,
-        .runner = &d->runner,
         .metrics = &d->metrics,
         .broker_up = &d->broker_up,
         .store_up = &d->store_up,
         .last_pass_at = &d->last_pass_at,
         .open_sightings = &d->open_sightings,
         .replays = d->replays,
-        .broker_password = &d->broker_password,
     };
+    rp_amqp_control_transport_port(&d->control_transport, &cd.transport);
+    rp_control_store_fill(&d->control_store, &cd.store);
     return (d->control = rp_controller_new(&cd)) == NULL ? RP_ERR_NOMEM : RP_OK;
 }
 

@@ -12,9 +12,8 @@
 #include <string.h>
 
 #include "daemon.h"
-#include "doctor.h"
 #include "rp_http_check.h"
-#include "migrate_cli.h"
+#include "rp_pg_migrate.h"
 #include "once.h"
 #include "rp_config.h"
 #include "rp_config_load.h"
@@ -256,7 +255,7 @@ int main(int argc, char **argv) {
         return rc;
     }
     if (migrate || once) {
-        int rc = migrate ? rp_cli_migrate(&cfg) : rp_once_run(&cfg, password, project, dry_run, json);
+        int rc = migrate ? rp_pg_migrate_cli(&cfg) : rp_once_run(&cfg, password, project, dry_run, json);
         rp_secret_free(password);
         rp_config_cleanup(&cfg);
         return rc;

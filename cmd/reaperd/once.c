@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pass_runner.h"
+#include "ports.h"
 #include "report_text.h"
 #include "rp_amqp_pass_feed.h"
 #include "rp_log.h"
@@ -203,5 +203,83 @@ int rp_once_run(const rp_config *cfg, const char *password, const char *project,
     rp_amqp_pass_feed_free(o->feed);
     rp_pass_request_cleanup(&o->req);
     free(o);
+    return rc;
+}
+
+/* ---- reaperd --doctor ---------------------------------------------------------- */
+
+typedef struct rp_doctor_cli_run {
+    struct event_base *base;
+    const rp_config *cfg;
+    const char *password;
+    rp_mgmt_bridge *bridge;
+    const char *mgmt_why;
+    rp_doctor_probes probes;
+} rp_doctor_cli_run;
+
+static void rp_doctor_cli_work(void *ctx, void *job) {
+    RP_UNUSED(ctx);
+    rp_doctor_cli_run *r = job;
+    rp_doctor_probe_all(r->cfg, r->password, r->bridge, r->mgmt_why, &r->probes);
+}
+
+static void rp_doctor_cli_done(void *job, bool cancelled) {
+    RP_UNUSED(cancelled);
+    event_base_loopbreak(((rp_doctor_cli_run *)job)->base);
+}
+
+int rp_doctor_cli(const rp_config *cfg, const char *password, bool json) {
+    signal(SIGPIPE, SIG_IGN);
+    rp_doctor_cli_run *r = calloc(1, sizeof *r);
+    if (r == NULL || evthread_use_pthreads() != 0 || (r->base = event_base_new()) == NULL) {
+        RP_ERROR("cannot create the event loop", NULL);
+        free(r);
+        return 1;
+    }
+    r->cfg = cfg;
+    r->password = password;
+    /* The management API's client on this loop, for the probe thread. */
+    rp_mgmt_http_params hp;
+    rp_broker_http_keep keep;
+    const char *herr = NULL;
+    if (rp_broker_http_params(cfg, password, &keep, &hp) == RP_OK) {
+        hp.connect_timeout_ms = RP_DOCTOR_TIMEOUT_MS;
+        rp_mgmt_http *http = rp_mgmt_http_new(r->base, &hp, &herr);
+        if (http != NULL) r->bridge = rp_mgmt_bridge_new(r->base, http);
+        else r->mgmt_why = herr;
+    }
+    int rc = 1;
+    rp_worker *w = rp_worker_new(r->base, "doctor", NULL, NULL, 0);
+    if (w == NULL || rp_worker_submit(w, rp_doctor_cli_work, rp_doctor_cli_done, r) != RP_OK) {
+        RP_ERROR("cannot start the probe thread", NULL);
+        if (w) rp_worker_free(w);
+        goto out;
+    }
+    event_base_loop(r->base, EVLOOP_NO_EXIT_ON_EMPTY);
+    if (r->bridge) rp_mgmt_bridge_close(r->bridge);
+    rp_worker_free(w);
+
+    rp_doctor_report rep;
+    char *text = NULL;
+    if (rp_doctor_judge(&r->probes.facts, &rep) != RP_OK) {
+        RP_ERROR("out of memory", NULL);
+        goto out;
+    }
+    rp_status st = json ? rp_doctor_json(&rep, &text) : rp_doctor_text(&rep, &text);
+    if (st != RP_OK) {
+        RP_ERROR("out of memory", NULL);
+        rp_doctor_report_cleanup(&rep);
+        goto out;
+    }
+    fputs(text, stdout);
+    if (json) fputc('\n', stdout);
+    free(text);
+    rc = rp_doctor_exit_code(&rep);
+    if (fflush(stdout) != 0) rc = 1;
+    rp_doctor_report_cleanup(&rep);
+out:
+    rp_mgmt_bridge_free(r->bridge);
+    event_base_free(r->base);
+    free(r);
     return rc;
 }

@@ -17,3 +17,8 @@ set_tests_properties(test_reaperd_events PROPERTIES RUN_SERIAL TRUE)
 rp_integration_test(test_reaperd_divergent SOURCES integration/test_reaperd_divergent.c
   integration/itest.c LIBS PkgConfig::PQ PkgConfig::JANSSON)
 set_property(TEST test_reaperd_divergent APPEND PROPERTY LABELS broker)
+# Issue 18 item 1, broker STALLED end to end: a heartbeating consumer holds
+# a message past the ceiling (both brokers: channel statistics).
+rp_integration_test(test_reaperd_stalled SOURCES integration/test_reaperd_stalled.c
+  integration/itest.c LIBS PkgConfig::PQ PkgConfig::JANSSON)
+set_property(TEST test_reaperd_stalled APPEND PROPERTY LABELS broker)

@@ -380,9 +380,67 @@ static void test_note(void **state) {
     empty_amqp_pool(&pool);
 }
 
+
+/* The exact texts: properties by name (as JSON_SORT_KEYS had them), a
+ * header key that repeats written once at its first place with its last
+ * value (as a JSON object keeps one), in a small table and in one past 16
+ * keys (sorted, not compared pairwise); a replaced value that cannot be
+ * stored still refuses the message (it did when a tree was built). */
+static void test_capture_exact_texts(void **state) {
+    (void)state;
+    amqp_field_value_t one = fv(AMQP_FIELD_KIND_I64), text = fv(AMQP_FIELD_KIND_UTF8),
+                       later = fv(AMQP_FIELD_KIND_UTF8);
+    one.value.i64 = 1;
+    text.value.bytes = amqp_cstring_bytes("x");
+    later.value.bytes = amqp_cstring_bytes("y\n\"");
+    amqp_table_entry_t e[3] = {entry("a", one), entry("b", text), entry("a", later)};
+    amqp_basic_properties_t p;
+    memset(&p, 0, sizeof p);
+    p._flags = AMQP_BASIC_HEADERS_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_APP_ID_FLAG |
+               AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_TYPE_FLAG;
+    p.message_id = amqp_cstring_bytes("m-1");
+    p.app_id = amqp_cstring_bytes("");
+    p.type = (amqp_bytes_t){2, "\xff\x01"};
+    p.delivery_mode = 2;
+    p.headers = (amqp_table_t){3, e};
+    char *pj = NULL, *hj = NULL;
+    assert_int_equal(rp_amqp_restore_capture(&p, &pj, &hj), RP_OK);
+    assert_string_equal(pj, "{\"app_id\":\"\",\"delivery_mode\":2,\"message_id\":\"m-1\","
+                            "\"type\":{\"$amqp\":\"S\",\"value\":\"/wE=\"}}");
+    assert_string_equal(hj, "{\"a\":\"y\\n\\\"\",\"b\":\"x\"}");
+    free(pj);
+    free(hj);
+
+    amqp_table_entry_t many[20];
+    char keys[20][8];
+    for (int i = 0; i < 20; i++) {
+        snprintf(keys[i], sizeof keys[i], "k%d", i % 7);
+        amqp_field_value_t v = fv(AMQP_FIELD_KIND_I64);
+        v.value.i64 = i;
+        many[i] = entry(keys[i], v);
+    }
+    p._flags = AMQP_BASIC_HEADERS_FLAG;
+    p.headers = (amqp_table_t){20, many};
+    assert_int_equal(rp_amqp_restore_capture(&p, &pj, &hj), RP_OK);
+    assert_string_equal(pj, "{}");
+    assert_string_equal(hj, "{\"k0\":14,\"k1\":15,\"k2\":16,\"k3\":17,\"k4\":18,\"k5\":19,\"k6\":13}");
+    free(pj);
+    free(hj);
+
+    amqp_table_entry_t bad_inner[1] = {{.key = {1, "\xff"}, .value = one}};
+    amqp_field_value_t bad = fv(AMQP_FIELD_KIND_TABLE);
+    bad.value.table = (amqp_table_t){1, bad_inner};
+    amqp_table_entry_t shadow[2] = {entry("a", bad), entry("a", one)};
+    p.headers = (amqp_table_t){2, shadow};
+    assert_int_equal(rp_amqp_restore_capture(&p, &pj, &hj), RP_ERR_INVALID);
+    assert_null(pj);
+    assert_null(hj);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_note),
+        cmocka_unit_test(test_capture_exact_texts),
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_only_death_headers),
         cmocka_unit_test(test_refused),

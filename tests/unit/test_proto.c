@@ -984,9 +984,91 @@ static void test_to_json_refuses_content_type(void **state) {
     json_decref(t);
 }
 
+
+/* rp_proto_encode_verdict writes a verdict without a tree: the same bytes,
+ * in both encodings, as the tree (rp_proto_verdict_json) encoded, for
+ * generated verdicts (texts with bad UTF-8 and quotes, NULLs, every enum,
+ * reals that are and are not finite); a text over the reply limit is
+ * refused as the tree's check refused it. */
+static uint64_t vrng = 0x2545F4914F6CDD1DULL;
+static uint64_t vnext(void) {
+    vrng ^= vrng << 13;
+    vrng ^= vrng >> 7;
+    vrng ^= vrng << 17;
+    return vrng;
+}
+
+static char *vtext(char *buf, size_t cap) {
+    static const char *pieces[] = {"q", "\"", "\\", "\n", "\xc3\xa9", "\xff", "\xed\xa0\x80",
+                                   "vibey.work", " ", "\x01", "\xe2\x82"};
+    if (vnext() % 6 == 0) return NULL;
+    size_t n = 0, parts = vnext() % 8;
+    for (size_t i = 0; i < parts; i++) {
+        const char *p = pieces[vnext() % (sizeof pieces / sizeof *pieces)];
+        size_t k = strlen(p);
+        if (n + k >= cap) break;
+        memcpy(buf + n, p, k);
+        n += k;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+static void test_verdict_bytes_as_tree(void **state) {
+    (void)state;
+    static const double reals[] = {0.0, 1.5, -2.25, 1e20, 3600.000001, NAN, INFINITY, -0.0};
+    for (int round = 0; round < 20000; round++) {
+        char b[5][128];
+        rp_verdict v;
+        memset(&v, 0, sizeof v);
+        v.object = vtext(b[0], sizeof b[0]);
+        v.queue = vtext(b[1], sizeof b[1]);
+        v.project = vtext(b[2], sizeof b[2]);
+        v.unit = vtext(b[3], sizeof b[3]);
+        v.detail = vtext(b[4], sizeof b[4]);
+        v.condition = (rp_condition)(vnext() % RP_COND_COUNT_);
+        v.action = (rp_action)(vnext() % RP_ACTION_COUNT_);
+        v.source = (rp_source)(vnext() % RP_SOURCE_COUNT_);
+        v.measured = vnext() % 2 ? reals[vnext() % 8] : (double)(int64_t)vnext() / 1e6;
+        v.threshold = (int64_t)vnext() >> (vnext() % 64);
+        v.trusted = vnext() % 2;
+        for (int e = 0; e < RP_ENC_COUNT_; e++) {
+            rp_proto_buf direct, tree;
+            rp_proto_buf_init(&direct);
+            rp_proto_buf_init(&tree);
+            assert_int_equal(rp_proto_encode_verdict(&v, (rp_encoding)e, &direct), RP_OK);
+            json_t *t = rp_proto_verdict_json(&v);
+            assert_non_null(t);
+            assert_int_equal(rp_proto_encode_json(t, (rp_encoding)e, &tree), RP_OK);
+            json_decref(t);
+            assert_int_equal(direct.len, tree.len);
+            assert_memory_equal(direct.ptr, tree.ptr, tree.len);
+            assert_int_equal(direct.ptr[direct.len], 0);
+            rp_proto_buf_cleanup(&direct);
+            rp_proto_buf_cleanup(&tree);
+        }
+    }
+    rp_verdict v;
+    memset(&v, 0, sizeof v);
+    char *big = malloc(RP_PROTO_REPLY_MAX_STRING + 2);
+    assert_non_null(big);
+    memset(big, 'x', RP_PROTO_REPLY_MAX_STRING + 1);
+    big[RP_PROTO_REPLY_MAX_STRING + 1] = '\0';
+    v.detail = big;
+    rp_proto_buf out;
+    rp_proto_buf_init(&out);
+    assert_int_equal(rp_proto_encode_verdict(&v, RP_ENC_MSGPACK, &out), RP_ERR_TOO_LARGE);
+    assert_int_equal(rp_proto_encode_verdict(&v, RP_ENC_JSON, &out), RP_ERR_TOO_LARGE);
+    big[RP_PROTO_REPLY_MAX_STRING] = '\0';
+    assert_int_equal(rp_proto_encode_verdict(&v, RP_ENC_JSON, &out), RP_OK);
+    rp_proto_buf_cleanup(&out);
+    free(big);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_content_types),
+        cmocka_unit_test(test_verdict_bytes_as_tree),
         cmocka_unit_test(test_names_and_codes),
         cmocka_unit_test(test_times),
         cmocka_unit_test(test_utf8),

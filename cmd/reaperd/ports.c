@@ -1,0 +1,551 @@
+/* The port fillers that compose more than one backend (ports.h). */
+#include "ports.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "report_text.h"
+#include "rp_amqp_control.h"
+#include "rp_amqp_open.h"
+#include "rp_amqp_replay_port.h"
+#include "rp_amqp_restore.h"
+#include "rp_amqp_tap_port.h"
+#include "rp_clock.h"
+#include "rp_log.h"
+#include "rp_mgmt_broker.h"
+#include "rp_mgmt_dlx.h"
+#include "rp_mgmt_policy.h"
+#include "rp_pass_setup.h"
+#include "rp_pg_backfill.h"
+#include "rp_pg_conn.h"
+#include "rp_pg_jobs.h"
+#include "rp_pg_park_batch.h"
+#include "rp_pg_replay.h"
+#include "rp_pg_stats.h"
+#include "rp_pg_store.h"
+
+/* ==== the pass runner: the store thread's PostgreSQL, management API and peek ===== */
+
+void rp_pass_runner_options(const rp_config *cfg, rp_pass_options *opt) {
+    rp_pass_options_from_config(cfg, opt);
+    opt->on_verdict = rp_verdict_log;
+}
+
+rp_status rp_pass_runner_init(rp_pass_runner *r, const rp_config *cfg) {
+    memset(r, 0, sizeof *r);
+    r->cfg = cfg;
+    r->conn = rp_pg_conn_from_config(cfg, 5);
+    if (r->conn == NULL) return RP_ERR_NOMEM;
+    r->store = rp_pg_store_new(r->conn, cfg->store.schema);
+    if (r->store == NULL) {
+        rp_pg_conn_free(r->conn);
+        r->conn = NULL;
+        return RP_ERR_NOMEM;
+    }
+    rp_pg_store_ports(r->store, &r->ports);
+    return RP_OK;
+}
+
+rp_status rp_pass_runner_attach_broker(rp_pass_runner *r, rp_mgmt_bridge *bridge,
+                                       const rp_broker_http_keep *keep) {
+    r->broker = rp_mgmt_broker_new(bridge, NULL);
+    if (r->broker == NULL) return RP_ERR_NOMEM;
+    r->broker_keep = keep;
+    r->stall = rp_stall_memory_new();
+    if (r->stall == NULL) return RP_ERR_NOMEM;
+    rp_mgmt_broker_port(r->broker, &r->ports.broker);
+    return RP_OK;
+}
+
+/* What the backfill's read has to say, logged as it always was. */
+static void rp_backfill_news_log(void *arg, const rp_backfill_news *b) {
+    (void)arg;
+    char num[24], left[24];
+    snprintf(num, sizeof num, "%zu", b->n);
+    snprintf(left, sizeof left, "%lld", (long long)b->behind);
+    switch (b->kind) {
+    case RP_BACKFILL_READ_RECORDED:
+        RP_INFO("backfill: quorum dead-letter queue read once", "queue", b->queue, "vhost",
+                b->vhost, "messages", num, "behind", left, NULL);
+        break;
+    case RP_BACKFILL_PARK_FAILED:
+        RP_WARN("backfill: a park of a quorum dead-letter queue's read failed; the read is not "
+                "recorded, so a later pass reads the queue again", "queue", b->queue, "vhost",
+                b->vhost, "messages", num, NULL);
+        break;
+    case RP_BACKFILL_RECORD_FAILED:
+        RP_WARN("backfill: the read of a quorum dead-letter queue could not be recorded; a later "
+                "pass reads it again", "queue", b->queue, "vhost", b->vhost, NULL);
+        break;
+    case RP_BACKFILL_UNLOCK_FAILED:
+        RP_WARN("backfill: a queue's lock could not be released (it goes with the session)",
+                "queue", b->queue, "vhost", b->vhost, NULL);
+        break;
+    case RP_BACKFILL_READ_FAILED:
+        RP_WARN("backfill: cannot read a dead-letter queue", "queue", b->queue, "vhost",
+                b->vhost, "reason", b->reason ? b->reason : "", NULL);
+        break;
+    default: break;
+    }
+}
+
+rp_status rp_pass_runner_attach_peek(rp_pass_runner *r, const char *password) {
+    const rp_config *cfg = r->cfg;
+    rp_amqp_params ap;
+    rp_amqp_params_from_config(cfg, password, &ap);
+    r->peek = rp_amqp_peek_new(&ap);
+    if (r->peek == NULL) return RP_ERR_NOMEM;
+    rp_amqp_peek_set_header_cap(r->peek, (size_t)cfg->broker.tap_header_cap_bytes);
+    rp_backfill_read_deps d = {.broker = &r->ports.broker, .on_news = rp_backfill_news_log};
+    rp_amqp_peek_port(r->peek, &d.peek);
+    rp_pg_backfill_port(r->store, &d.record);
+    rp_pg_dead_letter_port(r->store, &d.store);
+    r->backfill = rp_backfill_read_new(&d);
+    if (r->backfill == NULL) {
+        rp_amqp_peek_free(r->peek);
+        r->peek = NULL;
+        return RP_ERR_NOMEM;
+    }
+    rp_backfill_read_port(r->backfill, &r->ports.dead_letters);
+    return RP_OK;
+}
+
+void rp_pass_runner_set_publisher(rp_pass_runner *r, const rp_publisher_port *publisher) {
+    r->ports.publisher = *publisher;
+    rp_gate_feed_wrap(&r->gate_feed, &r->ports);
+}
+
+void rp_pass_runner_cleanup(rp_pass_runner *r) {
+    rp_backfill_read_free(r->backfill);
+    rp_amqp_peek_free(r->peek);
+    rp_mgmt_broker_free(r->broker);
+    rp_stall_memory_free(r->stall);
+    rp_pg_store_free(r->store);
+    rp_pg_conn_free(r->conn);
+    memset(r, 0, sizeof *r);
+}
+
+void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
+    const rp_config *cfg = r->cfg;
+    int64_t t0 = rp_clock_mono_ms();
+    rp_report_cleanup(&req->report);
+    req->deadline_known = false;
+    req->open_sightings = -1;
+    char err[256] = "";
+    if (rp_pg_conn_ensure(r->conn, err, sizeof err) != RP_OK) {
+        /* The pass cannot read the job table at all: say so in the report
+         * the way a pass would, so every caller handles one shape. */
+        req->started_at = rp_clock_wall_ms();
+        req->status = rp_pass_report_unreachable(&req->report, req->dry_run, err);
+        req->duration_ms = rp_clock_mono_ms() - t0;
+        return;
+    }
+    rp_pass_options opt;
+    rp_pass_runner_options(cfg, &opt);
+    opt.scope = req->scope;
+    opt.dry_run = req->dry_run;
+    opt.project = req->project;
+    opt.progress = req->progress;
+    opt.progress_arg = req->progress_arg;
+    opt.should_stop = req->should_stop;
+    opt.stop_arg = req->stop_arg;
+    opt.stall_memory = r->stall;
+    req->started_at = r->ports.clock.now_ms(r->ports.clock.self);
+    req->clock_offset_ms = rp_clock_wall_ms() - req->started_at;
+    if (r->backfill) rp_backfill_read_pass_begin(r->backfill, req->dry_run);
+    req->status = rp_pass_run(&r->ports, &opt, &req->report);
+    if (r->backfill) rp_backfill_read_pass_end(r->backfill);
+    /* Policies (CONTRACT section 8): with every full pass over the broker.
+     * A dry run reads them and writes nothing. */
+    if (req->status == RP_OK && r->broker != NULL && req->scope == RP_PASS_FULL &&
+        req->project == NULL) {
+        rp_mgmt_policy_options popt;
+        rp_broker_policy_options(cfg, r->broker_keep, req->dry_run, &popt);
+        rp_mgmt_policy_stats stats;
+        if (rp_mgmt_policy_reconcile(r->broker, &popt, &req->report, &stats) == RP_ERR_NOMEM)
+            req->status = RP_ERR_NOMEM;
+    }
+    req->duration_ms = rp_clock_mono_ms() - t0;
+    /* Stopping (SIGTERM): what follows serves the next pass; skip it. */
+    if (req->should_stop && req->should_stop(req->stop_arg)) return;
+    rp_sighting_list open = {0};
+    if (r->ports.store.list_open_sightings(r->ports.store.self, &open) == RP_OK) {
+        req->open_sightings = (int64_t)open.n;
+        rp_sightings_by_condition(&open, req->open_by_condition);
+    }
+    if (r->ports.store.next_lease_deadline &&
+        r->ports.store.next_lease_deadline(r->ports.store.self, cfg->reap.lease_grace_seconds,
+                                           &req->deadline_at, &req->deadline_known) != RP_OK)
+        req->deadline_known = false;
+}
+
+/* ==== the broker events' runner port (core/rp_runner_port.h) ================== */
+
+/* The broker-event part's backends from the daemon's pass runner
+ * (runner_port.h). */
+
+struct rp_runner_set {
+    bool with_store;
+    rp_pass_runner runner;  /* with_store: the store session and its client */
+    rp_mgmt_broker *broker; /* without: the client alone */
+    rp_ports ports;         /* without: the broker port alone */
+};
+
+static rp_runner_set *rp_rs_open(void *self, const rp_config *cfg, bool with_store,
+                                 const rp_publisher_port *publisher) {
+    rp_runner_backends *b = self;
+    if (b->mgmt == NULL) return NULL;
+    rp_runner_set *s = calloc(1, sizeof *s);
+    if (s == NULL) return NULL;
+    s->with_store = with_store;
+    if (!with_store) {
+        s->broker = rp_mgmt_broker_new(b->mgmt, NULL);
+        if (s->broker == NULL) {
+            free(s);
+            return NULL;
+        }
+        rp_mgmt_broker_port(s->broker, &s->ports.broker);
+        return s;
+    }
+    if (rp_pass_runner_init(&s->runner, cfg) != RP_OK) {
+        free(s);
+        return NULL;
+    }
+    if (rp_pass_runner_attach_broker(&s->runner, b->mgmt, b->keep) != RP_OK) {
+        rp_pass_runner_cleanup(&s->runner);
+        free(s);
+        return NULL;
+    }
+    /* As given, not wrapped (the event checks answer no gate). */
+    if (publisher != NULL) s->runner.ports.publisher = *publisher;
+    return s;
+}
+
+static const rp_ports *rp_rs_ports(void *self, rp_runner_set *s) {
+    (void)self;
+    return s->with_store ? &s->runner.ports : &s->ports;
+}
+
+static rp_status rp_rs_connect(void *self, rp_runner_set *s, char *err, size_t n) {
+    (void)self;
+    if (!s->with_store) return RP_ERR_INVALID;
+    return rp_pg_conn_ensure(s->runner.conn, err, n);
+}
+
+static void rp_rs_pass_options(void *self, const rp_config *cfg, rp_pass_options *opt) {
+    (void)self;
+    rp_pass_runner_options(cfg, opt);
+}
+
+static rp_mgmt_broker *rp_rs_broker(rp_runner_set *s) {
+    return s->with_store ? s->runner.broker : s->broker;
+}
+
+static rp_status rp_rs_list(void *self, rp_runner_set *s, size_t page, rp_queue_page *out) {
+    (void)self;
+    return rp_mgmt_broker_list(rp_rs_broker(s), page, "name,vhost,type,consumers", out);
+}
+
+static const char *rp_rs_last_error(void *self, rp_runner_set *s) {
+    (void)self;
+    return rp_mgmt_broker_last_error(rp_rs_broker(s));
+}
+
+static rp_status rp_rs_reconcile(void *self, rp_runner_set *s, const rp_config *cfg,
+                                 rp_report *report, rp_pass_policy_stats *stats) {
+    rp_runner_backends *b = self;
+    rp_mgmt_policy_options popt;
+    rp_broker_policy_options(cfg, b->keep, false, &popt);
+    return rp_mgmt_policy_reconcile_core(rp_rs_broker(s), &popt, report, stats);
+}
+
+static void rp_rs_close(void *self, rp_runner_set *s) {
+    (void)self;
+    if (s == NULL) return;
+    if (s->with_store) rp_pass_runner_cleanup(&s->runner);
+    else rp_mgmt_broker_free(s->broker);
+    free(s);
+}
+
+void rp_runner_port_fill(rp_runner_backends *b, rp_runner_port *out) {
+    *out = (rp_runner_port){
+        .self = b,
+        .open = rp_rs_open,
+        .ports = rp_rs_ports,
+        .connect = rp_rs_connect,
+        .pass_options = rp_rs_pass_options,
+        .list_queues = rp_rs_list,
+        .last_error = rp_rs_last_error,
+        .reconcile = rp_rs_reconcile,
+        .close = rp_rs_close,
+    };
+}
+
+/* ==== the replays' store and publish ports (core/rp_replay_port.h) ============ */
+
+/* The replays part's ports (replay_port.h), one adapter each: the store
+ * side over the pass runner's session (adapters/postgres/rp_pg_replay.h;
+ * its settle goes through the runner's gate port, wrapped with the events
+ * feed), the publish port over the replay channel (rp_amqp_replay_port.h). */
+
+struct rp_replay_wiring {
+    rp_pg_replay_src store;    /* the store port's self */
+    rp_amqp_replay_port *amqp; /* the publish port's self */
+    rp_replay_publish_port publish;
+};
+
+rp_replay_wiring *rp_replay_wiring_new(rp_pass_runner *runner,
+                                       rp_amqp_publisher *const *publisher,
+                                       const bool *broker_up, const char *broker_url) {
+    rp_replay_wiring *w = calloc(1, sizeof *w);
+    if (w == NULL) return NULL;
+    w->store = (rp_pg_replay_src){runner->conn, runner->store, &runner->cfg, &runner->ports.gates};
+    w->amqp = rp_amqp_replay_port_new(publisher, broker_up, broker_url, &w->publish);
+    if (w->amqp == NULL) {
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void rp_replay_wiring_ports(rp_replay_wiring *w, rp_replay_store_port *store,
+                            rp_replay_publish_port *publish) {
+    rp_pg_replay_store_port(&w->store, store);
+    *publish = w->publish;
+}
+
+void rp_replay_wiring_free(rp_replay_wiring *w) {
+    if (w == NULL) return;
+    rp_amqp_replay_port_free(w->amqp);
+    free(w);
+}
+
+/* ==== the tap's consumer, store and bindings (core/rp_tap_port.h) ============= */
+
+/*
+ * The dead-letter tap's backends (tap_ports.h): one adapter per port.
+ */
+
+struct rp_tap_ports {
+    rp_amqp_tap_port *consumer;
+    rp_pg_park_sessions *sessions;
+    rp_mgmt_broker *bind_broker; /* NULL: no management API */
+    rp_tap_bind_port bind;
+};
+
+rp_tap_ports *rp_tap_ports_new(struct event_base *base, const rp_config *const *cfg,
+                               rp_mgmt_bridge *mgmt, rp_tap_deps *deps) {
+    rp_tap_ports *p = calloc(1, sizeof *p);
+    if (p == NULL) return NULL;
+    rp_pg_conn *conns[RP_PG_PARK_SESSIONS];
+    for (size_t k = 0; k < RP_PG_PARK_SESSIONS; k++) conns[k] = rp_pg_conn_from_config(*cfg, 5);
+    p->sessions = rp_pg_park_sessions_new(conns, (*cfg)->store.schema);
+    if (mgmt != NULL) p->bind_broker = rp_mgmt_broker_new(mgmt, NULL);
+    p->consumer = rp_amqp_tap_port_new(base, cfg, RP_PG_DL_BODY_MAX, &deps->consumer);
+    if (p->sessions == NULL || p->consumer == NULL || (mgmt != NULL && p->bind_broker == NULL)) {
+        rp_tap_ports_free(p);
+        return NULL;
+    }
+    rp_pg_park_sessions_tap_port(p->sessions, &deps->store);
+    if (p->bind_broker != NULL) rp_mgmt_dlx_tap_bind_port(p->bind_broker, &p->bind);
+    deps->bind = p->bind_broker != NULL ? &p->bind : NULL;
+    return p;
+}
+
+rp_status rp_tap_ports_connect(rp_tap_ports *p, rp_tap *t, const rp_amqp_params *params) {
+    rp_amqp_tap_port_params(p->consumer, params);
+    rp_status st = rp_tap_connect(t);
+    rp_amqp_tap_port_params(p->consumer, NULL);
+    return st;
+}
+
+void rp_tap_ports_free(rp_tap_ports *p) {
+    if (p == NULL) return;
+    rp_amqp_tap_port_free(p->consumer);
+    rp_mgmt_broker_free(p->bind_broker);
+    rp_pg_park_sessions_free(p->sessions);
+    free(p);
+}
+
+/* ---- the doctor's probes: AMQP, the management API, PostgreSQL --------------- */
+
+void rp_doctor_probe_all(const rp_config *cfg, const char *password, rp_mgmt_bridge *bridge,
+                         const char *mgmt_why, rp_doctor_probes *p) {
+    rp_doctor_facts *f = &p->facts;
+    rp_doctor_facts_init(f);
+    f->broker_url = cfg->broker.url;
+    f->management_url = cfg->broker.management_url;
+    f->dsn = cfg->store.dsn;
+    f->schema = cfg->store.schema;
+    f->tap_queue = cfg->broker.tap_queue;
+    f->consumer_timeout_seconds = cfg->reap.consumer_timeout_seconds;
+    rp_mgmt_http_params hp;
+    bool url_ok = rp_broker_http_params(cfg, password, &p->keep, &hp) == RP_OK;
+    if (url_ok) {
+        f->user = p->keep.user;
+        f->vhost = p->keep.vhost;
+    }
+
+    /* AMQP. */
+    if (url_ok) {
+        rp_amqp_open_opts o = {
+            .url = cfg->broker.url,
+            .password = password,
+            .ca_file = cfg->broker.tls.ca_file,
+            .cert_file = cfg->broker.tls.cert_file,
+            .key_file = cfg->broker.tls.key_file,
+            .verify_peer = cfg->broker.tls.verify_peer,
+            .connect_timeout_ms = RP_DOCTOR_TIMEOUT_MS,
+            .rpc_timeout_ms = RP_DOCTOR_TIMEOUT_MS,
+            .connection_name = "reaper doctor",
+        };
+        f->amqp = rp_amqp_doctor_probe(&o, p->amqp_why, sizeof p->amqp_why);
+        f->amqp_why = p->amqp_why;
+    }
+
+    /* The management API. */
+    if (bridge == NULL || !url_ok) {
+        snprintf(p->mgmt_why, sizeof p->mgmt_why, "%s",
+                 !url_ok ? "broker.url does not parse" : mgmt_why ? mgmt_why : "no client");
+        f->mgmt_why = p->mgmt_why;
+    } else {
+        rp_mgmt_broker_options bo = {.request_timeout_ms = RP_DOCTOR_TIMEOUT_MS};
+        rp_mgmt_broker *b = rp_mgmt_broker_new(bridge, &bo);
+        if (b == NULL) {
+            snprintf(p->mgmt_why, sizeof p->mgmt_why, "out of memory");
+            f->mgmt_why = p->mgmt_why;
+        } else {
+            const char *skip[] = {cfg->broker.control_queue};
+            rp_mgmt_dlx_options o = {
+                .vhost = p->keep.vhost,
+                .tap_queue = cfg->broker.tap_queue,
+                .owned_pattern = cfg->reap.owned_queue_pattern.code,
+                .skip = skip,
+                .n_skip = 1,
+                .dry_run = true,
+            };
+            rp_mgmt_doctor_probe(b, &o, &p->mgmt, f);
+            rp_mgmt_broker_free(b);
+        }
+    }
+
+    /* The store. */
+    rp_pg_session s = {
+        .schema = cfg->store.schema,
+        .statement_timeout_ms = RP_DOCTOR_TIMEOUT_MS,
+        .lock_timeout_ms = (int)cfg->store.lock_timeout_ms,
+        .idle_in_transaction_timeout_ms = (int)cfg->store.idle_in_transaction_timeout_ms,
+        .tcp_user_timeout_ms = (int)cfg->store.tcp_user_timeout_ms,
+    };
+    rp_pg_doctor_probe(cfg->store.dsn, RP_DOCTOR_TIMEOUT_MS / 1000, &s, &p->pg, f);
+}
+
+/* ---- the control part's store port ------------------------------------------ */
+
+static const rp_config *rp_css_config(void *self) {
+    return ((rp_control_store_src *)self)->runner->cfg;
+}
+
+static rp_status rp_css_ready(void *self) {
+    char err[256];
+    return rp_pg_conn_ensure(((rp_control_store_src *)self)->runner->conn, err, sizeof err) ==
+                   RP_OK
+               ? RP_OK
+               : RP_ERR_UNAVAILABLE;
+}
+
+static void rp_css_reap(void *self, rp_pass_request *req) {
+    rp_pass_runner_run(((rp_control_store_src *)self)->runner, req);
+}
+
+static const rp_gate_port *rp_css_gates(void *self) {
+    return &((rp_control_store_src *)self)->runner->ports.gates;
+}
+
+static void rp_css_set_claim_seconds(void *self, int64_t seconds) {
+    rp_pg_store_set_claim_seconds(((rp_control_store_src *)self)->runner->store, seconds);
+}
+
+static void rp_css_gate_look(void *self, rp_gate_look_port *out) {
+    rp_pg_gate_look_port(((rp_control_store_src *)self)->runner->store, out);
+}
+
+static void rp_css_jobs(void *self, rp_jobs_port *out) {
+    rp_pg_jobs_port(((rp_control_store_src *)self)->runner->store, out);
+}
+
+static rp_time_ms rp_css_wall_ms(void *self) {
+    RP_UNUSED(self);
+    return rp_clock_wall_ms();
+}
+
+static void rp_css_stats(void *self, rp_control_stats_ports *out) {
+    rp_pass_runner *r = ((rp_control_store_src *)self)->runner;
+    rp_pg_stats_port(r->store, &out->store);
+    /* No broker half attached: core says so in the reply's broker_note. */
+    out->broker = r->broker != NULL ? &r->ports.broker : NULL;
+    out->clock = (rp_clock_port){.self = NULL, .now_ms = rp_css_wall_ms};
+}
+
+static const char *rp_css_claimer(void *self) {
+    return rp_pg_store_claimer(((rp_control_store_src *)self)->runner->store);
+}
+
+static bool rp_css_kept_refusal(void *self, const char *props_json, char *why, size_t n) {
+    RP_UNUSED(self);
+    return rp_amqp_restore_refusal(props_json, why, n);
+}
+
+static bool rp_css_vhost_is_ours(void *self, const rp_config *cfg, const char *vhost) {
+    RP_UNUSED(self);
+    return rp_amqp_url_vhost_is(cfg->broker.url, vhost);
+}
+
+struct rp_control_doctor {
+    rp_doctor_probes probes;
+};
+
+static rp_control_doctor *rp_css_doctor_new(void *self) {
+    RP_UNUSED(self);
+    return calloc(1, sizeof(rp_control_doctor));
+}
+
+static void rp_css_doctor_free(void *self, rp_control_doctor *d) {
+    RP_UNUSED(self);
+    free(d);
+}
+
+static void rp_css_doctor_run(void *self, rp_control_doctor *d, const rp_config *cfg) {
+    rp_control_store_src *src = self;
+    rp_mgmt_broker *b = src->runner->broker;
+    rp_doctor_probe_all(cfg, *src->broker_password, b != NULL ? rp_mgmt_broker_bridge(b) : NULL,
+                        "the daemon has no management API client", &d->probes);
+}
+
+static const rp_doctor_facts *rp_css_doctor_facts(void *self, const rp_control_doctor *d) {
+    RP_UNUSED(self);
+    return &d->probes.facts;
+}
+
+void rp_control_store_fill(rp_control_store_src *src, rp_control_store_port *out) {
+    *out = (rp_control_store_port){
+        .self = src,
+        .config = rp_css_config,
+        .ready = rp_css_ready,
+        .reap = rp_css_reap,
+        .gates = rp_css_gates,
+        .set_claim_seconds = rp_css_set_claim_seconds,
+        .gate_look = rp_css_gate_look,
+        .jobs = rp_css_jobs,
+        .stats = rp_css_stats,
+        .claimer = rp_css_claimer,
+        .kept_refusal = rp_css_kept_refusal,
+        .vhost_is_ours = rp_css_vhost_is_ours,
+        .doctor_new = rp_css_doctor_new,
+        .doctor_free = rp_css_doctor_free,
+        .doctor_run = rp_css_doctor_run,
+        .doctor_facts = rp_css_doctor_facts,
+    };
+}

@@ -1,0 +1,232 @@
+/* The streaming JSON writer (rp_json_out.h): the bytes of jansson's
+ * json_dumps(JSON_COMPACT) without building a tree. */
+#include "rp_json_out.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_utf8.h"
+
+void rp_jout_init(rp_jout *w) {
+    w->buf = NULL;
+    w->len = w->cap = 0;
+    w->failed = false;
+    w->depth = 0;
+}
+
+void rp_jout_free(rp_jout *w) {
+    free(w->buf);
+    rp_jout_init(w);
+}
+
+char *rp_jout_take(rp_jout *w) {
+    if (w->failed || w->depth != 0 || w->buf == NULL) {
+        rp_jout_free(w);
+        return NULL;
+    }
+    char *s = w->buf;
+    s[w->len] = '\0'; /* room kept by rp_room */
+    w->buf = NULL;
+    rp_jout_free(w);
+    return s;
+}
+
+/* Room for n more bytes and the final NUL. */
+static bool rp_room(rp_jout *w, size_t n) {
+    if (w->failed) return false;
+    if (n > SIZE_MAX - 1 - w->len) {
+        w->failed = true;
+        return false;
+    }
+    size_t need = w->len + n + 1;
+    if (need <= w->cap) return true;
+    size_t cap = w->cap ? w->cap : 1024;
+    while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    char *b = realloc(w->buf, cap);
+    if (b == NULL) {
+        w->failed = true;
+        return false;
+    }
+    w->buf = b;
+    w->cap = cap;
+    return true;
+}
+
+static void rp_put(rp_jout *w, const char *s, size_t n) {
+    if (!rp_room(w, n)) return;
+    memcpy(w->buf + w->len, s, n);
+    w->len += n;
+}
+
+static void rp_putc(rp_jout *w, char c) {
+    if (!rp_room(w, 1)) return;
+    w->buf[w->len++] = c;
+}
+
+/* Before a value (or a key): the comma when the container has one. A
+ * value right after its key takes no comma: rp_jout_key marks that. */
+static void rp_before(rp_jout *w) {
+    if (w->depth == 0) return;
+    if (w->filled[w->depth - 1]) rp_putc(w, ',');
+    w->filled[w->depth - 1] = true;
+}
+
+static void rp_open(rp_jout *w, char c) {
+    rp_before(w);
+    if (w->depth >= RP_JOUT_MAX_DEPTH) {
+        w->failed = true;
+        return;
+    }
+    rp_putc(w, c);
+    w->filled[w->depth++] = false;
+}
+
+static void rp_close(rp_jout *w, char c) {
+    if (w->depth == 0) {
+        w->failed = true;
+        return;
+    }
+    w->depth--;
+    rp_putc(w, c);
+}
+
+void rp_jout_obj_open(rp_jout *w) { rp_open(w, '{'); }
+void rp_jout_obj_close(rp_jout *w) { rp_close(w, '}'); }
+void rp_jout_arr_open(rp_jout *w) { rp_open(w, '['); }
+void rp_jout_arr_close(rp_jout *w) { rp_close(w, ']'); }
+
+/* s as a JSON string, escaped as jansson's dump escapes: '"' and '\\',
+ * and below 0x20 \b \f \n \r \t or \u00XX (upper-case hex); nothing else
+ * (no '/', no non-ASCII). */
+static void rp_quoted(rp_jout *w, const char *s, size_t n) {
+    static const char hex[] = "0123456789ABCDEF";
+    rp_putc(w, '"');
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        rp_put(w, s + run, i - run);
+        run = i + 1;
+        char esc[6] = {'\\', 0};
+        size_t k = 2;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        default:
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 0xF];
+            k = 6;
+        }
+        rp_put(w, esc, k);
+    }
+    rp_put(w, s + run, n - run);
+    rp_putc(w, '"');
+}
+
+void rp_jout_key(rp_jout *w, const char *k, size_t n) {
+    if (w->failed) return;
+    if (w->depth == 0 || !rp_utf8_valid((const uint8_t *)k, n) || memchr(k, 0, n) != NULL) {
+        w->failed = true;
+        return;
+    }
+    rp_before(w);
+    rp_quoted(w, k, n);
+    rp_putc(w, ':');
+    w->filled[w->depth - 1] = false; /* the value that follows takes no comma */
+}
+
+void rp_jout_keyz(rp_jout *w, const char *k) { rp_jout_key(w, k, strlen(k)); }
+
+void rp_jout_key_plain(rp_jout *w, const char *quoted, size_t n) {
+    if (w->failed) return;
+    if (w->depth == 0) {
+        w->failed = true;
+        return;
+    }
+    rp_before(w);
+    rp_put(w, quoted, n);
+    w->filled[w->depth - 1] = false;
+}
+
+void rp_jout_str(rp_jout *w, const char *s, size_t n) {
+    if (w->failed) return;
+    if (!rp_utf8_valid((const uint8_t *)s, n)) {
+        w->failed = true;
+        return;
+    }
+    rp_before(w);
+    rp_quoted(w, s, n);
+}
+
+void rp_jout_strz(rp_jout *w, const char *s) {
+    if (s == NULL)
+        rp_jout_null(w);
+    else
+        rp_jout_str(w, s, strlen(s));
+}
+
+void rp_jout_int(rp_jout *w, int64_t v) {
+    char buf[24];
+    char *e = buf + sizeof buf, *p = e;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0) *--p = '-';
+    rp_before(w);
+    rp_put(w, p, (size_t)(e - p));
+}
+
+void rp_jout_real(rp_jout *w, double v) {
+    if (!isfinite(v)) {
+        w->failed = true;
+        return;
+    }
+    char buf[40];
+    int n = snprintf(buf, sizeof buf - 3, "%.17g", v);
+    if (n < 0 || (size_t)n >= sizeof buf - 3) {
+        w->failed = true;
+        return;
+    }
+    size_t len = (size_t)n;
+    char *e = memchr(buf, 'e', len);
+    if (e == NULL && memchr(buf, '.', len) == NULL) {
+        memcpy(buf + len, ".0", 2);
+        len += 2;
+    }
+    if (e != NULL) { /* "1e+20" -> "1e20", "1e-07" -> "1e-7" */
+        char *start = e + 1, *end = start + 1;
+        if (*start == '-') start++;
+        while (end < buf + len && *end == '0') end++;
+        if (end != start) {
+            memmove(start, end, (size_t)(buf + len - end));
+            len -= (size_t)(end - start);
+        }
+    }
+    rp_before(w);
+    rp_put(w, buf, len);
+}
+
+void rp_jout_bool(rp_jout *w, bool v) {
+    rp_before(w);
+    if (v)
+        rp_put(w, "true", 4);
+    else
+        rp_put(w, "false", 5);
+}
+
+void rp_jout_null(rp_jout *w) {
+    rp_before(w);
+    rp_put(w, "null", 4);
+}
