@@ -47,6 +47,7 @@ static const rp_ctl_op *const rp_ctl_ops[] = {
     &rp_ctl_op_cancel,
     &rp_ctl_op_gate,
     &rp_ctl_op_doctor,
+    &rp_ctl_op_stats,
 };
 
 static const rp_ctl_op *rp_ctl_op_of(rp_op op) {

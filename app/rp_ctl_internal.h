@@ -68,6 +68,7 @@ extern const rp_ctl_op rp_ctl_op_jobs; /* rp_ctl_jobs.c: jobs, job, cancel */
 extern const rp_ctl_op rp_ctl_op_job;
 extern const rp_ctl_op rp_ctl_op_cancel;
 extern const rp_ctl_op rp_ctl_op_doctor;
+extern const rp_ctl_op rp_ctl_op_stats;
 
 /* The broker-validated sender, NULL when none. */
 const char *rp_ctl_user(const rp_ctl *c);

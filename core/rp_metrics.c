@@ -81,7 +81,8 @@ static const char *const rp_result_names[RP_METRICS_RESULT_COUNT_] = {"ok", "unr
                                                                        "error"};
 static const char *const rp_op_names[RP_METRICS_OPS] = {"reap",   "answer", "gates", "status",
                                                         "jobs",   "job",    "cancel",
-                                                        "gate",   "doctor", "unknown"};
+                                                        "gate",   "doctor", "stats",
+                                                        "unknown"};
 static const char *const rp_outcome_names[RP_METRICS_OUTCOMES] = {
     "ok", "bad_request", "unknown_op", "forbidden", "not_found", "conflict", "unavailable",
     "internal"};

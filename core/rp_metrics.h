@@ -96,10 +96,10 @@ typedef enum rp_metrics_result {
     RP_METRICS_RESULT_COUNT_
 } rp_metrics_result;
 
-/* The control ops as labels: the nine of CONTRACT section 5 (job triage's
- * jobs, job and cancel, gate and doctor included), and "unknown" for a
+/* The control ops as labels: the ten of CONTRACT section 5 (job triage's
+ * jobs, job and cancel, gate, doctor and stats included), and "unknown" for a
  * request refused before its op was known. */
-#define RP_METRICS_OPS 10
+#define RP_METRICS_OPS 11
 /* The outcomes: "ok" and the seven error codes of CONTRACT section 5. */
 #define RP_METRICS_OUTCOMES 8
 

@@ -33,6 +33,7 @@ static const char *const rp_fields_job[] = {"v", "op", "job", NULL};
 static const char *const rp_fields_cancel[] = {"v", "op", "job", "reason", NULL};
 static const char *const rp_fields_gate[] = {"v", "op", "gate", "body_offset", "body_limit", NULL};
 static const char *const rp_fields_doctor[] = {"v", "op", NULL};
+static const char *const rp_fields_stats[] = {"v", "op", NULL};
 
 static const char *const *rp_fields_of(rp_op op) {
     switch (op) {
@@ -45,6 +46,7 @@ static const char *const *rp_fields_of(rp_op op) {
     case RP_OP_CANCEL: return rp_fields_cancel;
     case RP_OP_GATE: return rp_fields_gate;
     case RP_OP_DOCTOR: return rp_fields_doctor;
+    case RP_OP_STATS: return rp_fields_stats;
     default: return NULL;
     }
 }
@@ -227,7 +229,7 @@ static rp_status rp_validate_cancel(const json_t *root, rp_request *out, rp_prot
 }
 
 static rp_status rp_validate(const json_t *root, rp_request *out, rp_proto_error *err) {
-    static const char ops[] = "one of reap, answer, gates, status, jobs, job, cancel, gate, doctor";
+    static const char ops[] = "one of reap, answer, gates, status, jobs, job, cancel, gate, doctor, stats";
     char q[RP_PROTO_QUOTE_MAX * 4 + 8];
     rp_status st;
     rp_op op;
@@ -296,6 +298,7 @@ static rp_status rp_validate(const json_t *root, rp_request *out, rp_proto_error
         return rp_get_int(root, "body_limit", false, 1, RP_GATE_LOOK_WINDOW_MAX,
                           RP_GATE_LOOK_WINDOW_DEFAULT, "", &out->gate.body_limit, err);
     case RP_OP_DOCTOR: return RP_OK;
+    case RP_OP_STATS: return RP_OK;
     default: return rp__err_set(err, RP_ERR_INTERNAL, "unhandled op");
     }
 }
