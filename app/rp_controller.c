@@ -47,6 +47,7 @@ static const rp_ctl_op *const rp_ctl_ops[] = {
     &rp_ctl_op_cancel,
     &rp_ctl_op_gate,
     &rp_ctl_op_doctor,
+    &rp_ctl_op_stats,
     &rp_ctl_op_answer_many,
     &rp_ctl_op_answer_set,
 };

@@ -68,6 +68,7 @@ extern const rp_ctl_op rp_ctl_op_jobs; /* rp_ctl_jobs.c: jobs, job, cancel */
 extern const rp_ctl_op rp_ctl_op_job;
 extern const rp_ctl_op rp_ctl_op_cancel;
 extern const rp_ctl_op rp_ctl_op_doctor;
+extern const rp_ctl_op rp_ctl_op_stats;
 extern const rp_ctl_op rp_ctl_op_answer_many; /* rp_ctl_answer_set.c: both */
 extern const rp_ctl_op rp_ctl_op_answer_set;
 

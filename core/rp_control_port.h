@@ -7,9 +7,9 @@
  *     reaperd's own broker user (any thread).
  *   rp_control_store_port: the backends of the use cases, on the store
  *     thread: the pass (reap), the gate port (gates, answer), the gate look
- *     (gate), the jobs port (jobs, job, cancel), the answer-set port
- *     (answer_many, answer_set) and the doctor's probes,
- *     with the few broker facts the gate look's judgement needs.
+ *     (gate), the jobs port (jobs, job, cancel), the stats readers (stats),
+ *     the answer-set port (answer_many, answer_set) and the doctor's
+ *     probes, with the few broker facts the gate look's judgement needs.
  *
  * cmd/reaperd/ports.c fills both from the adapters (the AMQP session's
  * publisher and the store thread's pass runner: PostgreSQL, the management
@@ -34,6 +34,7 @@
 #include "rp_jobs_port.h"
 #include "rp_pass_request.h"
 #include "rp_ports.h"
+#include "rp_stats.h"
 #include "rp_status.h"
 
 /* How the broker settled a reply. */
@@ -73,6 +74,14 @@ typedef struct rp_control_transport_port {
  * filler's). */
 typedef struct rp_control_doctor rp_control_doctor;
 
+/* What the op stats reads through (core/rp_stats.h). */
+typedef struct rp_control_stats_ports {
+    rp_stats_store_port store;    /* the job table, the samples, the sightings */
+    const rp_broker_port *broker; /* the queue listing; NULL: none (no management
+                                     API client), said in the reply */
+    rp_clock_port clock;          /* the time the rows are read at (Unix ms) */
+} rp_control_stats_ports;
+
 typedef struct rp_control_store_port {
     void *self;
     /* The configuration the store thread's runner holds (borrowed until the
@@ -92,6 +101,9 @@ typedef struct rp_control_store_port {
     void (*gate_look)(void *self, rp_gate_look_port *out);
     /* The jobs port over the store (filled into *out). */
     void (*jobs)(void *self, rp_jobs_port *out);
+    /* The stats readers over the store and the broker (filled into *out;
+     * broker lent until the next call of any function of this port). */
+    void (*stats)(void *self, rp_control_stats_ports *out);
     /* The answer-set port over the store (filled into *out; issue 20 item
      * 3). */
     void (*answer_sets)(void *self, rp_answer_set_port *out);

@@ -201,15 +201,25 @@ static bool rp_doc_permissions(const rp_doctor_facts *f, rp_doctor_check *c) {
                           "and every queue are within reach).",
                           rp_s(f->user));
     char fix[512];
-    snprintf(fix, sizeof fix, "rabbitmqctl set_user_tags %s management policymaker",
+    snprintf(fix, sizeof fix, "rabbitmqctl set_user_tags %s management policymaker monitoring",
              rp_s(f->user));
     if (!rp_doc_has_word(tags, "policymaker"))
         return rp_doc_set(c, RP_DOCTOR_FAIL, fix,
                           "%s has the tags [%s] but not policymaker: reaper cannot write its "
                           "policies (delivery-limit, consumer-timeout).",
                           rp_s(f->user), tags);
+    /* Without monitoring the management API shows a user its own channels
+     * only: a consumer channel of another user holding messages without
+     * acking (broker STALLED) cannot be seen. */
+    if (!rp_doc_has_word(tags, "monitoring"))
+        return rp_doc_set(c, RP_DOCTOR_WARN, fix,
+                          "%s has the tags [%s], policymaker among them, but not monitoring: it "
+                          "sees only its own channels, so a channel that holds messages without "
+                          "acking (STALLED on a queue) is not judged.",
+                          rp_s(f->user), tags);
     return rp_doc_set(c, RP_DOCTOR_OK, "",
-                      "%s has the tags [%s], policymaker among them.", rp_s(f->user), tags);
+                      "%s has the tags [%s], policymaker and monitoring among them.",
+                      rp_s(f->user), tags);
 }
 
 static bool rp_doc_policies(const rp_doctor_facts *f, rp_doctor_check *c) {
@@ -382,7 +392,8 @@ static bool rp_doc_health(const rp_doctor_facts *f, rp_doctor_check *c) {
     char age[32];
     rp_doc_age(o->oldest_age_s, age, sizeof age);
     return rp_doc_set(c, RP_DOCTOR_WARN,
-                      "reaperctl jobs list --state leased (STALLED: reap.held_evict_factor; "
+                      "reaperctl jobs list --state leased (STALLED on a job: "
+                      "reap.held_evict_factor; on a queue: the channel the sighting names; "
                       "WAITING_DEPTH: cap admission)",
                       "%" PRId64 " STALLED and %" PRId64
                       " WAITING_DEPTH sighting%s open, e.g. %s (open %s).",

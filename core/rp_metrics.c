@@ -81,8 +81,8 @@ static const char *const rp_result_names[RP_METRICS_RESULT_COUNT_] = {"ok", "unr
                                                                        "error"};
 static const char *const rp_op_names[RP_METRICS_OPS] = {"reap",   "answer", "gates", "status",
                                                         "jobs",   "job",    "cancel",
-                                                        "gate",   "doctor", "answer_many",
-                                                        "answer_set", "unknown"};
+                                                        "gate",   "doctor", "stats",
+                                                        "answer_many", "answer_set", "unknown"};
 static const char *const rp_outcome_names[RP_METRICS_OUTCOMES] = {
     "ok", "bad_request", "unknown_op", "forbidden", "not_found", "conflict", "unavailable",
     "internal"};

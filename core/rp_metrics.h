@@ -96,11 +96,10 @@ typedef enum rp_metrics_result {
     RP_METRICS_RESULT_COUNT_
 } rp_metrics_result;
 
-/* The control ops as labels: the eleven of CONTRACT section 5 (job triage's
- * jobs, job and cancel, gate, doctor, answer_many and answer_set
- * included), and "unknown" for a
- * request refused before its op was known. */
-#define RP_METRICS_OPS 12
+/* The control ops as labels: the twelve of CONTRACT section 5 (job triage's
+ * jobs, job and cancel, gate, doctor, stats, answer_many and answer_set
+ * included), and "unknown" for a request refused before its op was known. */
+#define RP_METRICS_OPS 13
 /* The outcomes: "ok" and the seven error codes of CONTRACT section 5. */
 #define RP_METRICS_OUTCOMES 8
 

@@ -39,6 +39,7 @@
 #include "rp_gate_look.h"
 #include "rp_jobs_port.h"
 #include "rp_report.h"
+#include "rp_stats.h"
 #include "rp_status.h"
 #include "rp_verdict.h"
 
@@ -124,13 +125,14 @@ typedef enum rp_op {
     RP_OP_CANCEL, /* cancel a ready or leased job */
     RP_OP_GATE,   /* one gate looked inside: its job, its stored dead letter */
     RP_OP_DOCTOR, /* the setup's checks (issue 18 item 6, rp_doctor.h) */
+    RP_OP_STATS,  /* rows per owned queue and per (project, kind) (issue 18 item 7) */
     RP_OP_ANSWER_MANY, /* answer many gates as one job (issue 20 item 3) */
     RP_OP_ANSWER_SET,  /* that job's progress, or its cancel */
     RP_OP_COUNT_
 } rp_op;
 
 /* "reap", "answer", "gates", "status", "jobs", "job", "cancel", "gate",
- * "doctor", "answer_many", "answer_set"; "none" for
+ * "doctor", "stats", "answer_many", "answer_set"; "none" for
  * RP_OP_NONE and "unknown" outside the enum. Static, never NULL. */
 const char *rp_op_string(rp_op op);
 /* Exact match of a wire name; RP_OP_NONE is never parsed. */
@@ -334,6 +336,17 @@ rp_status rp_proto_encode_status_reply(const rp_proto_status *st, rp_encoding en
  * "fix"}...]} in rp_doctor.h's order. */
 rp_status rp_proto_encode_doctor_reply(const rp_doctor_report *r, rp_encoding enc,
                                        rp_proto_buf *out) RP_MUSTCHECK;
+
+/* stats' reply (SCHEMA.md section 4 `stats`): result {"window_seconds",
+ * "broker_note": null or why no queue is listed, "queues": [{"vhost",
+ * "queue", "ready", "unacked", "consumers", "intake", "drained",
+ * "oldest_waiting_seconds", "flags"}...], "kinds": [{"project", "kind",
+ * "waiting", "active", "intake", "drained", "oldest_waiting_seconds",
+ * "flags"}...], "queues_omitted": n, "kinds_omitted": n (rows past
+ * RP_STATS_ROWS_MAX, not listed)}; an unknown number is null, a flag a condition's name,
+ * ages in whole seconds (rounded down). */
+rp_status rp_proto_encode_stats_reply(const rp_stats *s, rp_encoding enc,
+                                      rp_proto_buf *out) RP_MUSTCHECK;
 
 /* Error reply: {"v":1,"op":OP,"ok":false,"error":{"code":C,"message":M}}.
  * op NULL writes "op": nil/null (the request had no readable op). code is

@@ -39,6 +39,7 @@ static const char *const rp_fields_job[] = {"v", "op", "job", NULL};
 static const char *const rp_fields_cancel[] = {"v", "op", "job", "reason", NULL};
 static const char *const rp_fields_gate[] = {"v", "op", "gate", "body_offset", "body_limit", NULL};
 static const char *const rp_fields_doctor[] = {"v", "op", NULL};
+static const char *const rp_fields_stats[] = {"v", "op", NULL};
 static const char *const rp_fields_answer_many[] = {
     "v",     "op",    "choice", "rate",   "dry_run", "ids", "project", "kind",
     "queue", "origin", "reason", "older_than_seconds", "by", NULL};
@@ -55,6 +56,7 @@ static const char *const *rp_fields_of(rp_op op) {
     case RP_OP_CANCEL: return rp_fields_cancel;
     case RP_OP_GATE: return rp_fields_gate;
     case RP_OP_DOCTOR: return rp_fields_doctor;
+    case RP_OP_STATS: return rp_fields_stats;
     case RP_OP_ANSWER_MANY: return rp_fields_answer_many;
     case RP_OP_ANSWER_SET: return rp_fields_answer_set;
     default: return NULL;
@@ -295,7 +297,7 @@ static rp_status rp_validate_answer_many(const json_t *root, rp_request *out,
 
 static rp_status rp_validate(const json_t *root, rp_request *out, rp_proto_error *err) {
     static const char ops[] = "one of reap, answer, gates, status, jobs, job, cancel, gate, doctor, "
-                              "answer_many, answer_set";
+                              "stats, answer_many, answer_set";
     char q[RP_PROTO_QUOTE_MAX * 4 + 8];
     rp_status st;
     rp_op op;
@@ -364,6 +366,7 @@ static rp_status rp_validate(const json_t *root, rp_request *out, rp_proto_error
         return rp_get_int(root, "body_limit", false, 1, RP_GATE_LOOK_WINDOW_MAX,
                           RP_GATE_LOOK_WINDOW_DEFAULT, "", &out->gate.body_limit, err);
     case RP_OP_DOCTOR: return RP_OK;
+    case RP_OP_STATS: return RP_OK;
     case RP_OP_ANSWER_MANY: return rp_validate_answer_many(root, out, err);
     case RP_OP_ANSWER_SET:
         if ((st = rp_get_int(root, "job", true, 1, INT64_MAX, 0,

@@ -79,8 +79,8 @@ rp_encoding rp_proto_reply_encoding(rp_bytes ct) {
 
 static const char *const rp_op_names[RP_OP_COUNT_] = {"none",   "reap", "answer", "gates",
                                                       "status", "jobs", "job",    "cancel",
-                                                      "gate",   "doctor", "answer_many",
-                                                      "answer_set"};
+                                                      "gate",   "doctor", "stats",
+                                                      "answer_many", "answer_set"};
 
 const char *rp_op_string(rp_op op) {
     if ((int)op < 0 || op >= RP_OP_COUNT_) return "unknown";

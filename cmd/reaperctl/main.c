@@ -65,6 +65,15 @@ static void rp_usage(FILE *f) {
             "                                              schema, open findings; one line\n"
             "                                              each (ok, WARN, FAIL) with a fix;\n"
             "                                              exit 1 when one failed\n"
+            "  stats [--json]                              one row per owned queue (ready, unacked,\n"
+            "                                              consumers) and per (project, kind) of\n"
+            "                                              the job table (waiting, active), each\n"
+            "                                              with intake and drained over\n"
+            "                                              reap.divergence_window_seconds, the\n"
+            "                                              oldest waiting age and the flags of\n"
+            "                                              open sightings (STALLED, WEDGED,\n"
+            "                                              DIVERGENT, WAITING_DEPTH); exit 1\n"
+            "                                              when the broker could not be read\n"
             "  jobs list [--state S] [--project P] [--kind K] [--limit N] [--after ID] [--json]\n"
             "                                              the job table, lowest id first, with\n"
             "                                              the total that match; S: ready, leased,\n"
@@ -319,7 +328,7 @@ int main(int argc, char **argv) {
         }
     }
     if (optind >= argc)
-        return rp_fail_usage("which command? reap, gates, answer, status, jobs or doctor");
+        return rp_fail_usage("which command? reap, gates, answer, status, jobs, doctor or stats");
     const char *cmd = argv[optind++];
 
     /* The request, as a JSON tree validated by the daemon's own codec. */
@@ -434,6 +443,8 @@ int main(int argc, char **argv) {
         json_object_set_new(req, "op", json_string("status"));
     } else if (strcmp(cmd, "doctor") == 0) {
         json_object_set_new(req, "op", json_string("doctor"));
+    } else if (strcmp(cmd, "stats") == 0) {
+        json_object_set_new(req, "op", json_string("stats"));
     } else if (strcmp(cmd, "jobs") == 0) {
         if (optind >= argc) return rp_fail_usage_free(req, "jobs needs list, get or cancel");
         sub = argv[optind++];
@@ -605,6 +616,10 @@ int main(int argc, char **argv) {
         if ((strcmp(cmd, "reap") == 0 || strcmp(cmd, "doctor") == 0) &&
             !json_is_true(json_object_get(view.result, "ok")))
             rc = 1;
+        /* stats without the broker's queues: an unreadable source, as a
+         * pass's (the job table's rows are still shown). */
+        if (strcmp(cmd, "stats") == 0 && json_is_string(json_object_get(view.result, "broker_note")))
+            rc = 1;
         if (json) {
             char *s = json_dumps(view.result, JSON_COMPACT);
             puts(s);
@@ -613,6 +628,8 @@ int main(int argc, char **argv) {
             rp_ctl_print_status(stdout, view.result);
         } else if (strcmp(cmd, "doctor") == 0) {
             rp_ctl_print_doctor(stdout, view.result);
+        } else if (strcmp(cmd, "stats") == 0) {
+            rp_ctl_print_stats(stdout, view.result);
         } else if (strcmp(cmd, "reap") == 0) {
             rp_ctl_print_report(stdout, view.result);
         } else if (strcmp(cmd, "jobs") == 0) {

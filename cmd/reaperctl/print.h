@@ -19,5 +19,8 @@ void rp_ctl_print_job(FILE *f, const json_t *result);
 void rp_ctl_print_cancel(FILE *f, const json_t *result);
 /* doctor's checks, one line each ("ok", "WARN", "FAIL"), then the counts. */
 void rp_ctl_print_doctor(FILE *f, const json_t *result);
+/* stats' two tables (print_stats.c): the owned queues, then the job
+ * table's (project, kind)s, each cell escaped; "-" for what is unknown. */
+void rp_ctl_print_stats(FILE *f, const json_t *result);
 
 #endif

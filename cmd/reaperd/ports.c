@@ -25,6 +25,7 @@
 #include "rp_pg_jobs.h"
 #include "rp_pg_park_batch.h"
 #include "rp_pg_replay.h"
+#include "rp_pg_stats.h"
 #include "rp_pg_store.h"
 
 /* ==== the pass runner: the store thread's PostgreSQL, management API and peek ===== */
@@ -587,6 +588,19 @@ static void rp_css_jobs(void *self, rp_jobs_port *out) {
     rp_pg_jobs_port(((rp_control_store_src *)self)->runner->store, out);
 }
 
+static rp_time_ms rp_css_wall_ms(void *self) {
+    RP_UNUSED(self);
+    return rp_clock_wall_ms();
+}
+
+static void rp_css_stats(void *self, rp_control_stats_ports *out) {
+    rp_pass_runner *r = ((rp_control_store_src *)self)->runner;
+    rp_pg_stats_port(r->store, &out->store);
+    /* No broker half attached: core says so in the reply's broker_note. */
+    out->broker = r->broker != NULL ? &r->ports.broker : NULL;
+    out->clock = (rp_clock_port){.self = NULL, .now_ms = rp_css_wall_ms};
+}
+
 static void rp_css_answer_sets(void *self, rp_answer_set_port *out) {
     rp_pg_answer_set_port(((rp_control_store_src *)self)->runner->store, out);
 }
@@ -641,6 +655,7 @@ void rp_control_store_fill(rp_control_store_src *src, rp_control_store_port *out
         .set_claim_seconds = rp_css_set_claim_seconds,
         .gate_look = rp_css_gate_look,
         .jobs = rp_css_jobs,
+        .stats = rp_css_stats,
         .answer_sets = rp_css_answer_sets,
         .claimer = rp_css_claimer,
         .kept_refusal = rp_css_kept_refusal,

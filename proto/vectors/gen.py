@@ -271,6 +271,8 @@ def requests_ok():
     req_ok("req_gate_window", "the next 32 KiB of its body",
            {"v": 1, "op": "gate", "gate": 7, "body_offset": 4096, "body_limit": 32768}, GATE(7, 4096, 32768))
     req_ok("req_doctor", "doctor: the setup's checks", {"v": 1, "op": "doctor"}, {"op": "doctor"})
+    req_ok("req_stats", "stats: rows per owned queue and per (project, kind)", {"v": 1, "op": "stats"},
+           {"op": "stats"})
     req_ok("req_answer_many_ids", "answer many: named ids, replay, the default rate",
            {"v": 1, "op": "answer_many", "choice": "replay", "ids": [3, 5, 8]},
            {"op": "answer_many", "choice": "replay", "rate": 100, "dry_run": False, "ids": [3, 5, 8]})
@@ -358,6 +360,8 @@ def requests_bad():
             'unknown field "dryrun" for op reap', op="reap", obj={"v": 1, "op": "reap", "dryrun": True})
     req_err("err_doctor_extra_field", "doctor takes no fields", E, 'unknown field "json" for op doctor',
             op="doctor", obj={"v": 1, "op": "doctor", "json": True})
+    req_err("err_stats_extra_field", "stats takes no fields", E, 'unknown field "project" for op stats',
+            op="stats", obj={"v": 1, "op": "stats", "project": "alpha"})
     req_err("err_status_extra_field", "status takes no fields", E, 'unknown field "limit" for op status',
             op="status", obj={"v": 1, "op": "status", "limit": 5})
     req_err("err_answer_field_on_gates", "a field of another op", E, 'unknown field "gate" for op gates',
@@ -663,6 +667,19 @@ DOCTOR_CHECKS[10] = {"name": "wedged_queue", "status": "warn",
                      "detail": "WEDGED is not judged yet by this reaperd: not judged, so not checked.",
                      "fix": "upgrade reaperd"}
 
+STATS_QUEUES = [
+    {"vhost": "/", "queue": "vibey.pdf", "ready": 3, "unacked": 2, "consumers": 1, "intake": 40,
+     "drained": 25, "oldest_waiting_seconds": 90, "flags": ["WAITING_DEPTH"]},
+    {"vhost": "/", "queue": "vibey.x", "ready": None, "unacked": None, "consumers": None,
+     "intake": None, "drained": None, "oldest_waiting_seconds": None, "flags": []},
+]
+STATS_KINDS = [
+    {"project": "alpha", "kind": "pdf", "waiting": 4, "active": 2, "intake": 10, "drained": 6,
+     "oldest_waiting_seconds": 61, "flags": ["STALLED", "WEDGED"]},
+    {"project": "alpha", "kind": "mail", "waiting": 0, "active": 1, "intake": 1, "drained": 0,
+     "oldest_waiting_seconds": None, "flags": []},
+]
+
 
 def ok_reply(op, result):
     return {"v": 1, "op": op, "ok": True, "result": result}
@@ -735,6 +752,16 @@ def replies():
                               "seq": 901}), "cancel_leased")
     reply("reply_doctor", "doctor: fourteen checks in their order, one failed, one warning",
           ok_reply("doctor", {"ok": False, "fail": 1, "warn": 1, "checks": DOCTOR_CHECKS}), "doctor")
+    reply("reply_stats", "stats: an owned queue with rates and a flag, one whose counts and rates are "
+          "unknown, two kinds (one flagged twice, one with nothing waiting), seven kinds past the cap",
+          ok_reply("stats", {"window_seconds": 86400, "broker_note": None, "queues": STATS_QUEUES,
+                             "kinds": STATS_KINDS, "queues_omitted": 0, "kinds_omitted": 7}), "stats")
+    reply("reply_stats_no_broker", "stats without the broker: a note, no queue rows, the kinds",
+          ok_reply("stats", {"window_seconds": 3600,
+                             "broker_note": "the broker's queues could not be listed (unavailable); "
+                                            "only the job table is shown",
+                             "queues": [], "kinds": [], "queues_omitted": 0, "kinds_omitted": 0}),
+          "stats_no_broker")
     reply("reply_status", "status after a pass",
           ok_reply("status", {"version": "0.1.0-7741df0", "broker": "up", "store": "down",
                               "last_pass_at": "2024-05-01T12:00:00.000Z", "open_sightings": 3}), "status")
@@ -744,7 +771,7 @@ def replies():
     for name, op, code, msg in [
         ("reply_error_bad_request", "gates", "bad_request", 'field "limit" must be in 1..1000, got 0'),
         ("reply_error_unknown_op", "frobnicate", "unknown_op",
-         'unknown op "frobnicate" (expected one of reap, answer, gates, status, jobs, job, cancel, gate, doctor)'),
+         'unknown op "frobnicate" (expected one of reap, answer, gates, status, jobs, job, cancel, gate, doctor, stats)'),
         ("reply_error_no_op", None, "bad_request", "truncated msgpack: the body ends inside a value (at byte 3)"),
         ("reply_error_forbidden", "reap", "forbidden", 'user "mallory" is not in control.allowed_users'),
         ("reply_error_not_found", "answer", "not_found", "gate 99 does not exist"),

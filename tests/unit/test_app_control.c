@@ -7,8 +7,9 @@
  * confirmed (lost: left unacked, so the broker hands it over again: nothing
  * lost); a user not allowed gets no reply and is acked; status answers the
  * daemon's values; reap runs a pass and answers its verdicts; gates lists a
- * gate and answer settles it; answer_many and answer_set go through the
- * store port's answer-set port (a fake that records what it is given). */
+ * gate and answer settles it; stats answers the rows of the memory store
+ * and broker, or the store's failure; answer_many and answer_set go through
+ * the store port's answer-set port (a fake that records what it is given). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +23,7 @@
 
 #include "rp_controller.h"
 #include "rp_memory.h"
+#include "rp_memory_stats.h"
 #include "rp_pass_setup.h"
 #include "rp_proto.h"
 
@@ -135,6 +137,12 @@ static void fs_claim_seconds(void *self, int64_t s) {
     RP_UNUSED(self);
     RP_UNUSED(s);
 }
+static void fs_stats(void *self, rp_control_stats_ports *out) {
+    fixture *f = self;
+    rp_memory_stats_port(f->m, &out->store);
+    out->broker = &f->ports.broker;
+    out->clock = f->ports.clock;
+}
 static const char *fs_claimer(void *self) {
     RP_UNUSED(self);
     return "test";
@@ -226,7 +234,7 @@ static int setup(void **state) {
                       .own_user = ft_own_user},
         .store = {.self = f, .config = fs_config, .ready = fs_ready, .reap = fs_reap,
                   .gates = fs_gates, .set_claim_seconds = fs_claim_seconds,
-                  .claimer = fs_claimer, .answer_sets = fs_answer_sets},
+                  .stats = fs_stats, .claimer = fs_claimer, .answer_sets = fs_answer_sets},
         .cfg = &f->cfg_in_force,
         .metrics = &f->metrics,
         .broker_up = &f->broker_up,
@@ -460,6 +468,56 @@ static void test_gates_and_answer(void **state) {
     assert_int_equal(f->acks, 4);
 }
 
+/* stats: a queue the pattern owns and one it does not, a kind's claimable
+ * job flagged by its WAITING_DEPTH sighting; then the store failing: an
+ * error reply, acked all the same. */
+static void test_stats_reply(void **state) {
+    fixture *f = *state;
+    rp_queue_facts q = {.vhost = "/", .name = "vibey.pdf", .counts_known = true, .ready = 7,
+                        .unacked = 1, .consumers_known = true, .consumers = 2};
+    assert_int_equal(rp_memory_put_queue(f->m, &q), RP_OK);
+    q.name = "other";
+    assert_int_equal(rp_memory_put_queue(f->m, &q), RP_OK);
+    rp_mem_job j = {.project = "vibey", .kind = "send_mail", .state = RP_JOB_READY,
+                    .max_attempts = 3, .run_after = NOW - 2 * MIN_MS};
+    int64_t id;
+    assert_int_equal(rp_memory_add_job(f->m, &j, &id), RP_OK);
+    assert_int_equal(rp_memory_add_sighting(f->m, "job_queue|WAITING_DEPTH|kind:vibey:send_mail",
+                                            RP_COND_WAITING_DEPTH),
+                     RP_OK);
+    send_req(f, "reaper", "{\"v\":1,\"op\":\"stats\"}", 61);
+    assert_int_equal(f->store_jobs, 1);
+    rp_proto_reply_view v;
+    json_t *t = last_reply(f, &v);
+    assert_true(v.ok);
+    assert_string_equal(v.op, "stats");
+    assert_true(json_is_null(json_object_get(v.result, "broker_note")));
+    json_t *queues = json_object_get(v.result, "queues");
+    assert_int_equal(json_array_size(queues), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(queues, 0), "queue")),
+                        "vibey.pdf");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(queues, 0), "ready")), 7);
+    json_t *kinds = json_object_get(v.result, "kinds");
+    assert_int_equal(json_array_size(kinds), 1);
+    json_t *k = json_array_get(kinds, 0);
+    assert_string_equal(json_string_value(json_object_get(k, "kind")), "send_mail");
+    assert_int_equal(json_integer_value(json_object_get(k, "waiting")), 1);
+    assert_int_equal(json_integer_value(json_object_get(k, "oldest_waiting_seconds")), 120);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(k, "flags"), 0)),
+                        "WAITING_DEPTH");
+    json_decref(t);
+    settle(f, RP_CONTROL_REPLY_CONFIRMED, "confirmed");
+
+    rp_memory_fail_once(f->m, RP_MEM_LIST_SIGHTINGS, RP_ERR_UNAVAILABLE, 0);
+    send_req(f, "reaper", "{\"v\":1,\"op\":\"stats\"}", 62);
+    t = last_reply(f, &v);
+    assert_false(v.ok);
+    assert_string_equal(v.code, "unavailable");
+    json_decref(t);
+    settle(f, RP_CONTROL_REPLY_CONFIRMED, "confirmed");
+    assert_int_equal(f->acks, 2);
+}
+
 /* answer_many reaches the answer-set port with the ids, the broker-validated
  * user as by and the request's own "by" as the note, and answers its
  * breakdown; answer_set answers the port's not_found and, for a cancel of
@@ -518,6 +576,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_status_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reap_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gates_and_answer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stats_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(test_answer_many_and_answer_set, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

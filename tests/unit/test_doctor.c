@@ -24,7 +24,7 @@ static void healthy(rp_doctor_facts *f) {
     f->version_major = 4;
     f->version_minor = 0;
     f->event_exchange_present = true;
-    f->tags = "management,policymaker";
+    f->tags = "management,policymaker,monitoring";
     f->policies_present = "other,vibey-reap,vibey-reap-classic";
     f->timeout_read = RP_REACH_OK;
     f->timeout_state = RP_WIDE_TIMEOUT_VALUE;
@@ -126,7 +126,7 @@ static void test_broker_setup(void **state) {
                         "rabbitmq-plugins enable rabbitmq_event_exchange");
     CHECK(r, RP_DOC_PERMISSIONS, RP_DOCTOR_FAIL, "but not policymaker");
     assert_string_equal(r.checks[RP_DOC_PERMISSIONS].fix,
-                        "rabbitmqctl set_user_tags reaper management policymaker");
+                        "rabbitmqctl set_user_tags reaper management policymaker monitoring");
     /* 4.0 wants the classic policy too. */
     CHECK(r, RP_DOC_POLICIES, RP_DOCTOR_WARN, "vibey-reap-classic is not in place");
     rp_doctor_report_cleanup(&r);
@@ -143,6 +143,14 @@ static void test_broker_setup(void **state) {
     f.policies_present = "";
     r = judge(&f);
     CHECK(r, RP_DOC_PERMISSIONS, RP_DOCTOR_FAIL, NULL);
+    rp_doctor_report_cleanup(&r);
+    /* policymaker without monitoring: its own channels only (broker
+     * STALLED not judged): a warning with the tags to give. */
+    f.tags = "management,policymaker";
+    r = judge(&f);
+    CHECK(r, RP_DOC_PERMISSIONS, RP_DOCTOR_WARN, "but not monitoring");
+    assert_string_equal(r.checks[RP_DOC_PERMISSIONS].fix,
+                        "rabbitmqctl set_user_tags reaper management policymaker monitoring");
     CHECK(r, RP_DOC_POLICIES, RP_DOCTOR_WARN, "vibey-reap is not in place");
     rp_doctor_report_cleanup(&r);
     /* Reading refused: the check fails with the permissions to give. */

@@ -211,6 +211,7 @@ static void test_hooks_change_their_series(void **state) {
     rp_metrics_control(&m, "cancel", "conflict");
     rp_metrics_control(&m, "jobs", "ok");
     rp_metrics_control(&m, "doctor", "ok");
+    rp_metrics_control(&m, "stats", "unavailable");
     rp_metrics_control(&m, NULL, "forbidden");
     rp_metrics_control(&m, "bogus", "weird");
     rp_metrics_feed_publish_failed(&m);
@@ -258,6 +259,7 @@ static void test_hooks_change_their_series(void **state) {
     assert_true(value_of(t, "reaper_control_requests_total{op=\"cancel\",outcome=\"conflict\"}") == 1);
     assert_true(value_of(t, "reaper_control_requests_total{op=\"jobs\",outcome=\"ok\"}") == 1);
     assert_true(value_of(t, "reaper_control_requests_total{op=\"doctor\",outcome=\"ok\"}") == 1);
+    assert_true(value_of(t, "reaper_control_requests_total{op=\"stats\",outcome=\"unavailable\"}") == 1);
     assert_true(value_of(t, "reaper_control_requests_total{op=\"unknown\",outcome=\"forbidden\"}") == 1);
     assert_true(value_of(t, "reaper_control_requests_total{op=\"unknown\",outcome=\"internal\"}") == 1);
     assert_true(value_of(t, "reaper_feed_publish_failures_total") == 1);

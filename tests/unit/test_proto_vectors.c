@@ -250,7 +250,7 @@ static const struct {
     {"err_bad_request", "gates", RP_ERR_BAD_REQUEST, "field \"limit\" must be in 1..1000, got 0"},
     {"err_unknown_op", "frobnicate", RP_ERR_UNKNOWN_OP,
      "unknown op \"frobnicate\" (expected one of reap, answer, gates, status, jobs, job, cancel, "
-     "gate, doctor)"},
+     "gate, doctor, stats)"},
     {"err_no_op", NULL, RP_ERR_BAD_REQUEST,
      "truncated msgpack: the body ends inside a value (at byte 3)"},
     {"err_forbidden", "reap", RP_ERR_FORBIDDEN, "user \"mallory\" is not in control.allowed_users"},
@@ -285,6 +285,31 @@ static rp_status doctor_fixture(rp_encoding enc, rp_proto_buf *out) {
     r.n_warn = 1;
     r.n_ok = RP_DOC_COUNT_ - 2;
     return rp_proto_encode_doctor_reply(&r, enc, out);
+}
+
+/* The stats replies of gen.py STATS_QUEUES / STATS_KINDS ("stats"), and
+ * one without the broker ("stats_no_broker"). */
+static rp_status stats_fixture(const char *name, rp_encoding enc, rp_proto_buf *out) {
+    rp_stats_queue qs[2] = {
+        {.vhost = (char *)"/", .name = (char *)"vibey.pdf", .counts_known = true, .ready = 3,
+         .unacked = 2, .consumers_known = true, .consumers = 1, .rates_known = true,
+         .intake = 40, .drained = 25, .age_known = true, .oldest_waiting_ms = 90999,
+         .flags = RP_STATS_WAITING_DEPTH},
+        {.vhost = (char *)"/", .name = (char *)"vibey.x"},
+    };
+    rp_stats_kind ks[2] = {
+        {.project = (char *)"alpha", .kind = (char *)"pdf", .waiting = 4, .active = 2,
+         .intake = 10, .drained = 6, .age_known = true, .oldest_waiting_ms = 61000,
+         .flags = RP_STATS_WEDGED | RP_STATS_STALLED},
+        {.project = (char *)"alpha", .kind = (char *)"mail", .active = 1, .intake = 1},
+    };
+    rp_stats s = {.window_seconds = 86400, .broker_read = true, .queues = qs, .n_queues = 2,
+                  .kinds = ks, .n_kinds = 2, .kinds_omitted = 7};
+    if (strcmp(name, "stats_no_broker") == 0)
+        s = (rp_stats){.window_seconds = 3600,
+                       .broker_note = (char *)"the broker's queues could not be listed "
+                                              "(unavailable); only the job table is shown"};
+    return rp_proto_encode_stats_reply(&s, enc, out);
 }
 
 /* Encodes the fixture called name. Returns false when there is none. */
@@ -338,6 +363,8 @@ static bool fixture_encode(const char *name, rp_encoding enc, rp_proto_buf *out)
         st = rp_proto_encode_status_reply(&s, enc, out);
     } else if (strcmp(name, "doctor") == 0) {
         st = doctor_fixture(enc, out);
+    } else if (strncmp(name, "stats", 5) == 0) {
+        st = stats_fixture(name, enc, out);
     } else if (strncmp(name, "event_", 6) == 0) {
         if (strcmp(name, "event_poison") == 0) v_poison(&v);
         else if (strcmp(name, "event_stale") == 0) v_stale(&v);
@@ -413,6 +440,7 @@ static bool request_matches(const rp_request *req, const json_t *want, char *why
         return true;
     case RP_OP_STATUS: return true;
     case RP_OP_DOCTOR: return true;
+    case RP_OP_STATS: return true;
     case RP_OP_JOBS: {
         const char *state = req->jobs.any_state ? "all" : rp_job_state_string(req->jobs.state);
         if (!same_str(state, jstr(want, "state")) ||
