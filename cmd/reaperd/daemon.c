@@ -42,7 +42,6 @@
 #include "rp_amqp_msg.h"
 #include "rp_amqp_publisher.h"
 #include "rp_amqp_session.h"
-#include "rp_amqp_stamp.h"
 #include "rp_clock.h"
 #include "rp_config.h"
 #include "rp_controller.h"
@@ -261,18 +260,7 @@ static rp_status rp_store_job_port(void *arg, rp_work_fn fn, rp_done_fn done, vo
     return rp_daemon_store_job(arg, fn, done, job);
 }
 
-/* ---- observe's ports: the store's counts, the tap's gauges -------------------- */
-
-static bool rp_gauges_store_up(void *self) { return rp_pg_conn_is_up(((rp_daemon *)self)->runner.conn); }
-
-static rp_status rp_gauges_gates(void *self, int64_t by_kind[RP_GATE_KIND_COUNT_],
-                                 int64_t age_ms[RP_GATE_KIND_COUNT_]) {
-    return rp_pg_store_count_open_gates_aged(((rp_daemon *)self)->runner.store, by_kind, age_ms);
-}
-
-static rp_status rp_gauges_sightings(void *self, int64_t by_condition[RP_COND_COUNT_]) {
-    return rp_pg_store_count_open_sightings(((rp_daemon *)self)->runner.store, by_condition);
-}
+/* ---- observe's ports: the tap's gauges (the store's counts: rp_pg_gauges_port) -- */
 
 static bool rp_observe_tap_gauges(void *arg, int64_t *held, bool *paused) {
     rp_daemon *d = arg;
@@ -416,40 +404,16 @@ static void rp_on_control_delivery(void *arg, const rp_amqp_message *msg) {
     rp_controller_on_request(d->control, d->broker_generation, msg->delivery_tag, &env);
 }
 
-/* A delivery on the event queue that amq.rabbitmq.event did not route
- * (published straight into the queue through the default exchange, say):
- * not acted on, not even for the event lag; counted, and said once. The
- * event consumer is no-ack, so there is nothing to settle. */
-static void rp_event_refused(rp_daemon *d, const rp_amqp_message *msg) {
-    uint64_t n = rp_metrics_event_refused(&d->metrics);
-    char ex[64];
-    snprintf(ex, sizeof ex, "%.*s", (int)(msg->exchange.len < 48 ? msg->exchange.len : 48),
-             msg->exchange.len ? (const char *)msg->exchange.bytes : "");
-    if (n == 1)
-        RP_WARN("a delivery on the broker-event queue did not come from amq.rabbitmq.event "
-                "(published straight into the queue?): refused and not acted on; later ones "
-                "are only counted (reaper_broker_events_refused_total)",
-                "exchange", ex, NULL);
-    else
-        RP_DEBUG("broker event refused: not from amq.rabbitmq.event", "exchange", ex, NULL);
-}
-
-/* The broker-event queue's deliveries. */
+/* The broker-event queue's deliveries, read (and refused when not the
+ * broker's) by rp_amqp_event_delivery. */
 static void rp_on_event_delivery(void *arg, const rp_amqp_message *msg) {
     rp_daemon *d = arg;
-    if (!rp_broker_event_from_broker(msg->exchange)) {
-        rp_event_refused(d, msg);
-        return;
-    }
-    int64_t stamped;
-    if (rp_amqp_timestamp_in_ms(msg, &stamped)) rp_observe_event_lag(d->observe, stamped);
     rp_broker_event ev;
-    const char *why = NULL;
-    if (!rp_broker_event_parse(msg->routing_key, &msg->props, &ev, &why)) {
-        RP_DEBUG("broker event ignored", "routing_key", ev.routing_key, "reason", why, NULL);
-        return;
-    }
-    if (d->events) rp_events_on_event(d->events, &ev);
+    bool stamped = false;
+    int64_t stamp_ms = 0;
+    rp_amqp_event_take take = rp_amqp_event_delivery(msg, &d->metrics, &ev, &stamped, &stamp_ms);
+    if (stamped) rp_observe_event_lag(d->observe, stamp_ms);
+    if (take == RP_AMQP_EVENT_TAKEN && d->events) rp_events_on_event(d->events, &ev);
 }
 
 /* The control's and the replays' hooks: a store job, the clock. */
@@ -582,14 +546,11 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         .tap_gauges = rp_observe_tap_gauges,
         .tap_bound = rp_observe_tap_bound,
         .tap_arg = d,
-        .gauges = {.self = d,
-                   .store_up = rp_gauges_store_up,
-                   .open_gates_aged = rp_gauges_gates,
-                   .open_sightings = rp_gauges_sightings},
         .store_job = rp_store_job_port,
         .store_job_arg = d,
         .gauges_ms = RP_OBSERVE_GAUGES_MS,
     };
+    rp_pg_gauges_port(&d->runner.store, &od.gauges); /* the store is made in step 3 */
     d->observe = rp_observe_new(d->base, &od);
     if (d->observe == NULL) {
         RP_ERROR("out of memory", NULL);

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "report_text.h"
 #include "rp_amqp_control.h"
 #include "rp_amqp_open.h"
 #include "rp_amqp_replay_port.h"
@@ -17,7 +16,7 @@
 #include "rp_mgmt_broker.h"
 #include "rp_mgmt_dlx.h"
 #include "rp_mgmt_policy.h"
-#include "rp_pass_setup.h"
+#include "rp_pass_sequence.h"
 #include "rp_pg_backfill.h"
 #include "rp_pg_conn.h"
 #include "rp_pg_jobs.h"
@@ -26,11 +25,6 @@
 #include "rp_pg_store.h"
 
 /* ==== the pass runner: the store thread's PostgreSQL, management API and peek ===== */
-
-void rp_pass_runner_options(const rp_config *cfg, rp_pass_options *opt) {
-    rp_pass_options_from_config(cfg, opt);
-    opt->on_verdict = rp_verdict_log;
-}
 
 rp_status rp_pass_runner_init(rp_pass_runner *r, const rp_config *cfg) {
     memset(r, 0, sizeof *r);
@@ -126,58 +120,42 @@ void rp_pass_runner_cleanup(rp_pass_runner *r) {
     memset(r, 0, sizeof *r);
 }
 
+/* The pass-run port (core/rp_pass_run_port.h) over the runner: the
+ * sequence itself is app/rp_pass_sequence.c's. */
+static const rp_config *rp_prp_config(void *self) { return ((rp_pass_runner *)self)->cfg; }
+
+static rp_status rp_prp_connect(void *self, char *err, size_t n) {
+    return rp_pg_conn_ensure(((rp_pass_runner *)self)->conn, err, n);
+}
+
+static const rp_ports *rp_prp_ports(void *self) { return &((rp_pass_runner *)self)->ports; }
+
+static rp_stall_memory *rp_prp_stall(void *self) { return ((rp_pass_runner *)self)->stall; }
+
+static rp_backfill_read *rp_prp_backfill(void *self) {
+    return ((rp_pass_runner *)self)->backfill;
+}
+
+static rp_status rp_prp_reconcile(void *self, const rp_config *cfg, bool dry_run,
+                                  rp_report *report) {
+    rp_pass_runner *r = self;
+    rp_mgmt_policy_options popt;
+    rp_broker_policy_options(cfg, r->broker_keep, dry_run, &popt);
+    rp_mgmt_policy_stats stats;
+    return rp_mgmt_policy_reconcile(r->broker, &popt, report, &stats);
+}
+
 void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
-    const rp_config *cfg = r->cfg;
-    int64_t t0 = rp_clock_mono_ms();
-    rp_report_cleanup(&req->report);
-    req->deadline_known = false;
-    req->open_sightings = -1;
-    char err[256] = "";
-    if (rp_pg_conn_ensure(r->conn, err, sizeof err) != RP_OK) {
-        /* The pass cannot read the job table at all: say so in the report
-         * the way a pass would, so every caller handles one shape. */
-        req->started_at = rp_clock_wall_ms();
-        req->status = rp_pass_report_unreachable(&req->report, req->dry_run, err);
-        req->duration_ms = rp_clock_mono_ms() - t0;
-        return;
-    }
-    rp_pass_options opt;
-    rp_pass_runner_options(cfg, &opt);
-    opt.scope = req->scope;
-    opt.dry_run = req->dry_run;
-    opt.project = req->project;
-    opt.progress = req->progress;
-    opt.progress_arg = req->progress_arg;
-    opt.should_stop = req->should_stop;
-    opt.stop_arg = req->stop_arg;
-    opt.stall_memory = r->stall;
-    req->started_at = r->ports.clock.now_ms(r->ports.clock.self);
-    req->clock_offset_ms = rp_clock_wall_ms() - req->started_at;
-    if (r->backfill) rp_backfill_read_pass_begin(r->backfill, req->dry_run);
-    req->status = rp_pass_run(&r->ports, &opt, &req->report);
-    if (r->backfill) rp_backfill_read_pass_end(r->backfill);
-    /* Policies (CONTRACT section 8): with every full pass over the broker.
-     * A dry run reads them and writes nothing. */
-    if (req->status == RP_OK && r->broker != NULL && req->scope == RP_PASS_FULL &&
-        req->project == NULL) {
-        rp_mgmt_policy_options popt;
-        rp_broker_policy_options(cfg, r->broker_keep, req->dry_run, &popt);
-        rp_mgmt_policy_stats stats;
-        if (rp_mgmt_policy_reconcile(r->broker, &popt, &req->report, &stats) == RP_ERR_NOMEM)
-            req->status = RP_ERR_NOMEM;
-    }
-    req->duration_ms = rp_clock_mono_ms() - t0;
-    /* Stopping (SIGTERM): what follows serves the next pass; skip it. */
-    if (req->should_stop && req->should_stop(req->stop_arg)) return;
-    rp_sighting_list open = {0};
-    if (r->ports.store.list_open_sightings(r->ports.store.self, &open) == RP_OK) {
-        req->open_sightings = (int64_t)open.n;
-        rp_sightings_by_condition(&open, req->open_by_condition);
-    }
-    if (r->ports.store.next_lease_deadline &&
-        r->ports.store.next_lease_deadline(r->ports.store.self, cfg->reap.lease_grace_seconds,
-                                           &req->deadline_at, &req->deadline_known) != RP_OK)
-        req->deadline_known = false;
+    rp_pass_run_port port = {
+        .self = r,
+        .config = rp_prp_config,
+        .connect = rp_prp_connect,
+        .ports = rp_prp_ports,
+        .stall_memory = rp_prp_stall,
+        .backfill = rp_prp_backfill,
+        .reconcile = r->broker != NULL ? rp_prp_reconcile : NULL,
+    };
+    rp_pass_sequence_run(&port, req);
 }
 
 /* ==== the broker events' runner port (core/rp_runner_port.h) ================== */
@@ -235,7 +213,7 @@ static rp_status rp_rs_connect(void *self, rp_runner_set *s, char *err, size_t n
 
 static void rp_rs_pass_options(void *self, const rp_config *cfg, rp_pass_options *opt) {
     (void)self;
-    rp_pass_runner_options(cfg, opt);
+    rp_pass_sequence_options(cfg, opt);
 }
 
 static rp_mgmt_broker *rp_rs_broker(rp_runner_set *s) {

@@ -111,15 +111,8 @@ rp_status rp_pass_runner_attach_peek(rp_pass_runner *r, const char *password) RP
  * publisher's self is borrowed for the runner's life. */
 void rp_pass_runner_set_publisher(rp_pass_runner *r, const rp_publisher_port *publisher);
 
-/* The pass options every pass of reaperd starts from: rp_pass_options_default
- * with the thresholds, patterns and peek limit of cfg (borrowed: the
- * options point into it) and verdicts logged. */
-void rp_pass_runner_options(const rp_config *cfg, rp_pass_options *opt);
-
-/* Connects when needed, then runs the pass. A store that cannot be reached
- * is reported in req->report (unreadable "job_queue", with the reason in a
- * note), never fatal. Afterwards reads the next lease deadline (unless the
- * store is down). */
+/* Runs the pass request on the runner: app/rp_pass_sequence.h over the
+ * pass-run port (core/rp_pass_run_port.h) this file fills from it. */
 void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req);
 
 /* ==== the broker events' runner port (core/rp_runner_port.h) ================== */

@@ -1,0 +1,211 @@
+/* One pass request from start to end (app/rp_pass_sequence.c) over a
+ * pass-run port filled with the memory adapter: a store that cannot be
+ * reached is a report, not a pass; the policy reconcile follows only a full
+ * pass over every project that went well (a dry run reads, with dry_run
+ * set), and its out-of-memory is the pass's; the open sightings and the next
+ * lease deadline are read after the pass, unless stopping. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_config.h"
+#include "rp_memory.h"
+#include "rp_pass_request.h"
+#include "rp_pass_sequence.h"
+
+#define NOW ((rp_time_ms)1700000000000)
+
+typedef struct fixture {
+    rp_config cfg;
+    rp_memory *m;
+    rp_ports ports;
+    rp_status connect_st; /* what connect answers */
+    int connects;
+    int reconciles;
+    bool reconcile_dry_run;
+    rp_status reconcile_st;
+    bool stop;
+} fixture;
+
+static const rp_config *f_config(void *self) { return &((fixture *)self)->cfg; }
+
+static rp_status f_connect(void *self, char *err, size_t n) {
+    fixture *f = self;
+    f->connects++;
+    if (f->connect_st != RP_OK) snprintf(err, n, "connection refused");
+    return f->connect_st;
+}
+
+static const rp_ports *f_ports(void *self) { return &((fixture *)self)->ports; }
+
+static rp_status f_reconcile(void *self, const rp_config *cfg, bool dry_run, rp_report *report) {
+    fixture *f = self;
+    (void)report;
+    assert_ptr_equal(cfg, &f->cfg);
+    f->reconciles++;
+    f->reconcile_dry_run = dry_run;
+    return f->reconcile_st;
+}
+
+static bool f_should_stop(void *arg) { return ((fixture *)arg)->stop; }
+
+static rp_pass_run_port f_port(fixture *f) {
+    return (rp_pass_run_port){.self = f,
+                              .config = f_config,
+                              .connect = f_connect,
+                              .ports = f_ports,
+                              .reconcile = f_reconcile};
+}
+
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    assert_int_equal(rp_config_init(&f->cfg), RP_OK);
+    rp_config_problems problems;
+    rp_config_problems_init(&problems);
+    assert_int_equal(rp_config_validate(&f->cfg, &problems), RP_OK);
+    rp_config_problems_cleanup(&problems);
+    f->m = rp_memory_new();
+    assert_non_null(f->m);
+    rp_memory_set_now(f->m, NOW);
+    rp_memory_ports(f->m, &f->ports);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    rp_memory_free(f->m);
+    rp_config_cleanup(&f->cfg);
+    free(f);
+    return 0;
+}
+
+/* A job leased by a live worker: the next lease deadline after the pass. */
+static void seed_leased(fixture *f, rp_time_ms expires) {
+    rp_mem_job j = {.project = "p", .kind = "k", .state = RP_JOB_LEASED, .max_attempts = 3,
+                    .lease_owner = "w1", .lease_known = true, .lease_expires_at = expires};
+    int64_t id;
+    assert_int_equal(rp_memory_add_job(f->m, &j, &id), RP_OK);
+}
+
+static void unreachable_store_is_a_report(void **state) {
+    fixture *f = *state;
+    f->connect_st = RP_ERR_UNAVAILABLE;
+    rp_pass_run_port port = f_port(f);
+    rp_pass_request req;
+    rp_pass_request_init(&req, RP_PASS_FULL, false);
+    rp_pass_sequence_run(&port, &req);
+    assert_int_equal(f->connects, 1);
+    assert_false(req.report.ok);
+    assert_int_equal(req.report.n_unreadable, 1);
+    assert_string_equal(req.report.unreadable[0], "job_queue");
+    assert_int_equal(f->reconciles, 0);
+    assert_int_equal(req.open_sightings, -1);
+    assert_false(req.deadline_known);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_LIST_SIGHTINGS), 0);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_NEXT_DEADLINE), 0);
+    rp_pass_request_cleanup(&req);
+}
+
+static void full_pass_reconciles_and_reads_what_follows(void **state) {
+    fixture *f = *state;
+    assert_int_equal(rp_memory_add_sighting(f->m, "q:/:a", RP_COND_WEDGED), RP_OK);
+    seed_leased(f, NOW + 60000);
+    rp_pass_run_port port = f_port(f);
+    rp_pass_request req;
+    rp_pass_request_init(&req, RP_PASS_FULL, false);
+    rp_pass_sequence_run(&port, &req);
+    assert_int_equal(req.status, RP_OK);
+    assert_int_equal(f->reconciles, 1);
+    assert_false(f->reconcile_dry_run);
+    assert_int_equal(req.started_at, NOW);
+    assert_true(req.open_sightings >= 1);
+    assert_true(req.open_by_condition[RP_COND_WEDGED] >= 1);
+    assert_true(req.deadline_known);
+    assert_int_equal(req.deadline_at, NOW + 60000 + f->cfg.reap.lease_grace_seconds * 1000);
+    rp_pass_request_cleanup(&req);
+
+    /* A dry run reads the policies too, saying so. */
+    rp_pass_request_init(&req, RP_PASS_FULL, true);
+    rp_pass_sequence_run(&port, &req);
+    assert_int_equal(f->reconciles, 2);
+    assert_true(f->reconcile_dry_run);
+    rp_pass_request_cleanup(&req);
+}
+
+static void narrowed_passes_do_not_reconcile(void **state) {
+    fixture *f = *state;
+    rp_pass_run_port port = f_port(f);
+    rp_pass_request req;
+    rp_pass_request_init(&req, RP_PASS_FULL, false);
+    req.project = strdup("p");
+    rp_pass_sequence_run(&port, &req);
+    assert_int_equal(req.status, RP_OK);
+    rp_pass_request_cleanup(&req);
+    rp_pass_request_init(&req, RP_PASS_LEASES, false);
+    rp_pass_sequence_run(&port, &req);
+    assert_int_equal(req.status, RP_OK);
+    assert_int_equal(req.open_sightings, 0); /* still read */
+    rp_pass_request_cleanup(&req);
+    assert_int_equal(f->reconciles, 0);
+    /* No broker half: no reconcile at all. */
+    port.reconcile = NULL;
+    rp_pass_request_init(&req, RP_PASS_FULL, false);
+    rp_pass_sequence_run(&port, &req);
+    assert_int_equal(req.status, RP_OK);
+    assert_int_equal(f->reconciles, 0);
+    rp_pass_request_cleanup(&req);
+}
+
+static void reconcile_out_of_memory_is_the_pass_status(void **state) {
+    fixture *f = *state;
+    rp_pass_run_port port = f_port(f);
+    rp_pass_request req;
+    f->reconcile_st = RP_ERR_UNAVAILABLE; /* a broker that did not answer: in the report */
+    rp_pass_request_init(&req, RP_PASS_FULL, false);
+    rp_pass_sequence_run(&port, &req);
+    assert_int_equal(req.status, RP_OK);
+    rp_pass_request_cleanup(&req);
+    f->reconcile_st = RP_ERR_NOMEM;
+    rp_pass_request_init(&req, RP_PASS_FULL, false);
+    rp_pass_sequence_run(&port, &req);
+    assert_int_equal(req.status, RP_ERR_NOMEM);
+    rp_pass_request_cleanup(&req);
+}
+
+static void stopping_skips_what_serves_the_next_pass(void **state) {
+    fixture *f = *state;
+    seed_leased(f, NOW + 60000);
+    f->stop = true;
+    rp_pass_run_port port = f_port(f);
+    rp_pass_request req;
+    rp_pass_request_init(&req, RP_PASS_FULL, false);
+    req.should_stop = f_should_stop;
+    req.stop_arg = f;
+    rp_pass_sequence_run(&port, &req);
+    assert_int_equal(req.open_sightings, -1);
+    assert_false(req.deadline_known);
+    assert_int_equal(rp_memory_calls(f->m, RP_MEM_NEXT_DEADLINE), 0);
+    rp_pass_request_cleanup(&req);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(unreachable_store_is_a_report, setup, teardown),
+        cmocka_unit_test_setup_teardown(full_pass_reconciles_and_reads_what_follows, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(narrowed_passes_do_not_reconcile, setup, teardown),
+        cmocka_unit_test_setup_teardown(reconcile_out_of_memory_is_the_pass_status, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(stopping_skips_what_serves_the_next_pass, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
