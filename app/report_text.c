@@ -2,6 +2,7 @@
  * (rp_report_text.h). */
 #include "report_text.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "rp_log.h"
@@ -41,4 +42,35 @@ void rp_report_log(const rp_report *r, const char *scope, int64_t duration_ms) {
               f.requeued, "parked", f.parked, "surfaced", f.surfaced, "cleared", f.cleared,
               "unreadable", r->n_unreadable ? f.unreadable : NULL, "duration_ms", f.duration_ms,
               NULL);
+}
+
+void rp_backfill_news_log(void *arg, const rp_backfill_news *b) {
+    (void)arg;
+    char num[24], left[24];
+    snprintf(num, sizeof num, "%zu", b->n);
+    snprintf(left, sizeof left, "%lld", (long long)b->behind);
+    switch (b->kind) {
+    case RP_BACKFILL_READ_RECORDED:
+        RP_INFO("backfill: quorum dead-letter queue read once", "queue", b->queue, "vhost",
+                b->vhost, "messages", num, "behind", left, NULL);
+        break;
+    case RP_BACKFILL_PARK_FAILED:
+        RP_WARN("backfill: a park of a quorum dead-letter queue's read failed; the read is not "
+                "recorded, so a later pass reads the queue again", "queue", b->queue, "vhost",
+                b->vhost, "messages", num, NULL);
+        break;
+    case RP_BACKFILL_RECORD_FAILED:
+        RP_WARN("backfill: the read of a quorum dead-letter queue could not be recorded; a later "
+                "pass reads it again", "queue", b->queue, "vhost", b->vhost, NULL);
+        break;
+    case RP_BACKFILL_UNLOCK_FAILED:
+        RP_WARN("backfill: a queue's lock could not be released (it goes with the session)",
+                "queue", b->queue, "vhost", b->vhost, NULL);
+        break;
+    case RP_BACKFILL_READ_FAILED:
+        RP_WARN("backfill: cannot read a dead-letter queue", "queue", b->queue, "vhost",
+                b->vhost, "reason", b->reason ? b->reason : "", NULL);
+        break;
+    default: break;
+    }
 }

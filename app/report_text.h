@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 
+#include "rp_backfill_read.h"
 #include "rp_report.h"
 
 /* Writes the report as aligned text: a headline, one line per verdict,
@@ -24,5 +25,10 @@ void rp_verdict_log(void *arg, const rp_verdict *v, bool dry_run);
  * counts of every verdict (listed in the report or not). scope names the
  * pass ("sweep", "lease reap", "on demand"). */
 void rp_report_log(const rp_report *r, const char *scope, int64_t duration_ms);
+
+/* Logs what the backfill's read of dead-letter queues has to say (a read
+ * recorded at info; a park, a record, an unlock or a read that failed at
+ * warning): an rp_backfill_read_deps on_news, on the thread of the pass. */
+void rp_backfill_news_log(void *arg, const rp_backfill_news *b);
 
 #endif

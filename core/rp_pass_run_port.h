@@ -36,6 +36,10 @@ typedef struct rp_pass_run_port {
     /* Connects the store when it is not (blocking); RP_OK when it is up,
      * otherwise why not into err (n bytes). */
     rp_status (*connect)(void *self, char *err, size_t n);
+    /* Whether the store is up; with check, connects it when down or pings
+     * it when up first. detail (cap bytes): the peer when up, why not after
+     * a failed check. May be NULL where nobody asks (--once). */
+    bool (*probe)(void *self, bool check, char *detail, size_t cap);
     /* The ports the pass runs on (store, gates, clock, dead letters,
      * broker, publisher). */
     const rp_ports *(*ports)(void *self);

@@ -14,8 +14,8 @@
  *  - signals (signals.h): SIGHUP reload and the bounded stop;
  *  - the sweeper (app/rp_sweeper.h): the store thread and when passes run
  *    (the sweep, the lease reap on the deadline timer, the lease LISTEN);
- *    the pass itself runs through the pass port this file fills from the
- *    pass runner, the LISTEN through adapters/postgres/rp_pg_listen.h;
+ *    the pass itself runs through the pass port of app/rp_pass_sequence.h
+ *    over the pass runner, the LISTEN through adapters/postgres/rp_pg_listen.h;
  *  - the broker events (app/rp_events.h), the dead-letter tap
  *    (app/rp_tap.h), the replays (app/rp_replays.h), the control queue's
  *    use cases (app/rp_controller.h) and the broker session
@@ -34,7 +34,6 @@
 
 #include "broker_http.h"
 #include "ports.h"
-#include "report_text.h"
 #include "rp_amqp_control.h"
 #include "rp_amqp_control_port.h"
 #include "rp_amqp_events.h"
@@ -53,6 +52,7 @@
 #include "rp_metrics.h"
 #include "rp_mgmt_bridge.h"
 #include "rp_observe.h"
+#include "rp_pass_sequence.h"
 #include "rp_pg_listen.h"
 #include "rp_replays.h"
 #include "rp_sweeper.h"
@@ -124,6 +124,8 @@ typedef struct rp_daemon {
 
     /* Store thread side only: the runner every pass and store job uses. */
     rp_pass_runner runner;
+    /* The sweeper's pass port over the runner (app/rp_pass_sequence.h). */
+    rp_sweep_passes sweep_passes;
 
     /* Loop side. */
     bool store_up; /* kept by the sweeper's store news */
@@ -152,59 +154,10 @@ typedef struct rp_daemon {
 static rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done, void *job);
 static void rp_feed_port(rp_daemon *d, rp_publisher_port *out);
 
-/* ---- the sweeper's ports: a pass on the runner, the lease LISTEN ---------- */
+/* ---- the sweeper's ports: the pass (app/rp_pass_sequence.h), the lease LISTEN -- */
 
-/* Store thread: the pass on the store's runner, then the open sightings
- * and gates into the metrics. */
-static void rp_pass_port_run(void *self, rp_sweep_run *run) {
-    rp_daemon *d = self;
-    rp_pass_request *req = calloc(1, sizeof *req);
-    run->detail = req;
-    if (req == NULL) return;
-    rp_pass_request_init(req, run->scope, false);
-    req->progress = run->progress;
-    req->progress_arg = run->progress_arg;
-    req->should_stop = run->should_stop;
-    req->stop_arg = run->stop_arg;
-    rp_pass_runner_run(&d->runner, req);
-    rp_observe_pass_store(d->observe, req->open_sightings >= 0 ? req->open_by_condition : NULL);
-    run->clock_offset_ms = req->clock_offset_ms;
-    run->deadline_known = req->deadline_known;
-    run->deadline_at = req->deadline_at;
-}
-
-/* Loop thread: log the outcome and what follows a pass. */
-static void rp_pass_port_finish(void *self, rp_sweep_run *run, bool cancelled) {
-    rp_daemon *d = self;
-    rp_pass_request *req = run->detail;
-    if (!cancelled && req == NULL) RP_ERROR("out of memory: pass skipped", NULL);
-    if (!cancelled && req != NULL) {
-        if (req->status != RP_OK)
-            RP_ERROR("pass stopped early", "scope", run->scope_name, "status",
-                     rp_status_string(req->status), NULL);
-        rp_report_log(&req->report, run->scope_name, req->duration_ms);
-        rp_observe_pass_done(d->observe, req->scope, req->status, req->report.ok,
-                             req->duration_ms);
-        if (!req->dry_run) rp_observe_pass_policies(d->observe, &req->report);
-        d->last_pass_at = rp_clock_wall_ms();
-        if (req->open_sightings >= 0) d->open_sightings = req->open_sightings;
-        /* After a sweep the tap's bindings are looked at again, on the
-         * tap's own binding thread like every other reconcile, so two
-         * reconciles never overlap (one reading the broker before the
-         * other's change could undo it). */
-        if (req->scope == RP_PASS_FULL && !req->dry_run && req->project == NULL)
-            rp_tap_bind_soon(d->tap);
-    }
-    if (req != NULL) rp_pass_request_cleanup(req);
-    free(req);
-    run->detail = NULL;
-}
-
-/* Store thread: connects or checks the store's connection (check), or only
- * says whether it is up. */
-static bool rp_pass_port_store(void *self, bool check, char *detail, size_t cap) {
-    return rp_pg_conn_probe(((rp_daemon *)self)->runner.conn, check, detail, cap);
-}
+/* After a sweep the tap's bindings are looked at again (loop thread). */
+static void rp_after_sweep(void *arg) { rp_tap_bind_soon(((rp_daemon *)arg)->tap); }
 
 static rp_time_ms rp_wall_now(void *self) {
     RP_UNUSED(self);
@@ -617,13 +570,16 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         .cfg = &d->cfg,
         .stopping = &d->stopping,
         .clock = {.now_ms = rp_wall_now},
-        .pass = {.self = d,
-                 .run = rp_pass_port_run,
-                 .finish = rp_pass_port_finish,
-                 .store = rp_pass_port_store},
         .on_store = rp_on_store,
         .arg = d,
     };
+    d->sweep_passes = (rp_sweep_passes){.observe = d->observe,
+                                        .last_pass_at = &d->last_pass_at,
+                                        .open_sightings = &d->open_sightings,
+                                        .after_sweep = rp_after_sweep,
+                                        .arg = d};
+    rp_pass_runner_port(&d->runner, &d->sweep_passes.run);
+    rp_sweep_passes_port(&d->sweep_passes, &swd.pass);
     d->listen_src = (rp_pg_listen_src){d->base, &d->cfg};
     rp_pg_listen_port(&d->listen_src, &swd.listen);
     d->sweeper = rp_sweeper_new(d->base, &swd);

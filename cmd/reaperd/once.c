@@ -261,7 +261,7 @@ int rp_doctor_cli(const rp_config *cfg, const char *password, bool json) {
 
     rp_doctor_report rep;
     char *text = NULL;
-    if (rp_doctor_judge(&r->probes.facts, &rep) != RP_OK) {
+    if (rp_doctor_judge(&r->probes.seen.facts, &rep) != RP_OK) {
         RP_ERROR("out of memory", NULL);
         goto out;
     }

@@ -12,8 +12,10 @@
  *                           (core/rp_control_port.h): the pass runner's
  *                           PostgreSQL session and management client, the
  *                           doctor's three probes, two AMQP facts.
- *   rp_doctor_probe_all     the doctor's probes: AMQP, the management API,
- *                           PostgreSQL (reaperd --doctor and the op doctor).
+ *   rp_doctor_probe_all     the doctor's probe port: AMQP, the management
+ *                           API, PostgreSQL (the order and the facts:
+ *                           app/rp_doctor_probe.h; reaperd --doctor and the
+ *                           op doctor).
  *   rp_runner_port_fill     the broker-event part's runner port
  *                           (core/rp_runner_port.h).
  *   rp_replay_wiring_*      the replays part's store and publish ports.
@@ -41,11 +43,13 @@
 #include "rp_config.h"
 #include "rp_control_port.h"
 #include "rp_doctor.h"
+#include "rp_doctor_probe.h"
 #include "rp_mgmt_bridge.h"
 #include "rp_mgmt_broker.h"
 #include "rp_mgmt_doctor.h"
 #include "rp_pass.h"
 #include "rp_pass_request.h"
+#include "rp_pass_run_port.h"
 #include "rp_pg_conn.h"
 #include "rp_pg_doctor.h"
 #include "rp_pg_store.h"
@@ -110,6 +114,11 @@ rp_status rp_pass_runner_attach_peek(rp_pass_runner *r, const char *password) RP
  * ports.gates (wrapped once; call at most once, before any use). The
  * publisher's self is borrowed for the runner's life. */
 void rp_pass_runner_set_publisher(rp_pass_runner *r, const rp_publisher_port *publisher);
+
+/* The pass-run port (core/rp_pass_run_port.h) over the runner, self = r;
+ * its reconcile is there when the broker half is attached (call after
+ * rp_pass_runner_attach_broker). */
+void rp_pass_runner_port(rp_pass_runner *r, rp_pass_run_port *out);
 
 /* Runs the pass request on the runner: app/rp_pass_sequence.h over the
  * pass-run port (core/rp_pass_run_port.h) this file fills from it. */
@@ -205,23 +214,22 @@ rp_status rp_tap_ports_connect(rp_tap_ports *p, rp_tap *t,
 
 /* ---- the doctor's probes ---------------------------------------------------- */
 
-/* Each probe's own bound: a doctor answers in seconds, not a pass's time. */
-#define RP_DOCTOR_TIMEOUT_MS 5000
-
-/* What the probes saw and the strings their facts point into. */
+/* The probe port's self (core/rp_doctor_probe_port.h) and what the probes
+ * saw (app/rp_doctor_probe.h): the strings their facts point into. */
 typedef struct rp_doctor_probes {
-    rp_doctor_facts facts;
+    rp_doctor_probed seen;
     rp_broker_http_keep keep;
     rp_mgmt_doctor_keep mgmt;
     rp_pg_doctor_keep pg;
-    char amqp_why[512];
-    char mgmt_why[256];
+    const char *password;     /* borrowed for the call */
+    rp_mgmt_bridge *bridge;   /* borrowed for the call; NULL: none */
+    const char *mgmt_why;     /* why there is no bridge (borrowed) */
 } rp_doctor_probes;
 
-/* A non-loop thread: runs every probe into p->facts (each bounded by
- * RP_DOCTOR_TIMEOUT_MS). bridge NULL: the management API is not tried
- * (mgmt_why says why, borrowed). cfg, password and bridge are borrowed for
- * the call. */
+/* A non-loop thread: runs every probe (rp_doctor_probe_run) into
+ * p->seen.facts, each bounded by RP_DOCTOR_TIMEOUT_MS. bridge NULL: the
+ * management API is not tried (mgmt_why says why, borrowed). cfg, password
+ * and bridge are borrowed for the call. */
 void rp_doctor_probe_all(const rp_config *cfg, const char *password, rp_mgmt_bridge *bridge,
                          const char *mgmt_why, rp_doctor_probes *p);
 

@@ -3,7 +3,11 @@
  * reached is a report, not a pass; the policy reconcile follows only a full
  * pass over every project that went well (a dry run reads, with dry_run
  * set), and its out-of-memory is the pass's; the open sightings and the next
- * lease deadline are read after the pass, unless stopping. */
+ * lease deadline are read after the pass, unless stopping. The sweeper's
+ * pass port over it: the run's results back to the sweeper, what the status
+ * reply shows kept on finish, the tap's bindings asked again after a full
+ * sweep only, nothing kept when cancelled, the store probed through the
+ * port. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <event2/event.h>
 
 #include "rp_config.h"
 #include "rp_memory.h"
@@ -31,6 +37,8 @@ typedef struct fixture {
     bool reconcile_dry_run;
     rp_status reconcile_st;
     bool stop;
+    int probes;
+    int after_sweeps;
 } fixture;
 
 static const rp_config *f_config(void *self) { return &((fixture *)self)->cfg; }
@@ -53,12 +61,22 @@ static rp_status f_reconcile(void *self, const rp_config *cfg, bool dry_run, rp_
     return f->reconcile_st;
 }
 
+static bool f_probe(void *self, bool check, char *detail, size_t cap) {
+    fixture *f = self;
+    f->probes++;
+    snprintf(detail, cap, "%s", check ? "checked" : "asked");
+    return true;
+}
+
+static void f_after_sweep(void *arg) { ((fixture *)arg)->after_sweeps++; }
+
 static bool f_should_stop(void *arg) { return ((fixture *)arg)->stop; }
 
 static rp_pass_run_port f_port(fixture *f) {
     return (rp_pass_run_port){.self = f,
                               .config = f_config,
                               .connect = f_connect,
+                              .probe = f_probe,
                               .ports = f_ports,
                               .reconcile = f_reconcile};
 }
@@ -196,6 +214,88 @@ static void stopping_skips_what_serves_the_next_pass(void **state) {
     rp_pass_request_cleanup(&req);
 }
 
+/* The gauges as the observe part asks (the store is down: no count). */
+static bool g_store_up(void *self) {
+    (void)self;
+    return false;
+}
+
+static rp_time_ms g_now(void *self) {
+    (void)self;
+    return NOW;
+}
+
+static void sweep_port_runs_and_finishes(void **state) {
+    fixture *f = *state;
+    assert_int_equal(rp_memory_add_sighting(f->m, "q:/:a", RP_COND_WEDGED), RP_OK);
+    seed_leased(f, NOW + 60000);
+    struct event_base *base = event_base_new();
+    assert_non_null(base);
+    rp_metrics metrics;
+    rp_metrics_init(&metrics, "test", "test");
+    bool no = false;
+    rp_observe_deps od = {.metrics = &metrics,
+                          .stopping = &no,
+                          .broker_up = &no,
+                          .store_up = &no,
+                          .clock = {.now_ms = g_now},
+                          .gauges = {.store_up = g_store_up}};
+    rp_observe *observe = rp_observe_new(base, &od);
+    assert_non_null(observe);
+    rp_time_ms last_pass_at = 0;
+    int64_t open_sightings = -7;
+    rp_sweep_passes sp = {.run = f_port(f),
+                          .observe = observe,
+                          .last_pass_at = &last_pass_at,
+                          .open_sightings = &open_sightings,
+                          .after_sweep = f_after_sweep,
+                          .arg = f};
+    rp_sweep_port port;
+    rp_sweep_passes_port(&sp, &port);
+
+    /* A sweep: the deadline back to the sweeper, the figures kept, the
+     * bindings asked again. */
+    rp_sweep_run run = {.scope = RP_PASS_FULL, .scope_name = "sweep"};
+    port.run(port.self, &run);
+    assert_non_null(run.detail);
+    assert_true(run.deadline_known);
+    assert_int_equal(run.deadline_at, NOW + 60000 + f->cfg.reap.lease_grace_seconds * 1000);
+    port.finish(port.self, &run, false);
+    assert_null(run.detail);
+    assert_true(open_sightings >= 1);
+    assert_true(last_pass_at > 0);
+    assert_int_equal(f->after_sweeps, 1);
+    assert_int_equal(f->reconciles, 1);
+
+    /* A lease reap: kept, no bindings asked. */
+    last_pass_at = 0;
+    rp_sweep_run lease = {.scope = RP_PASS_LEASES, .scope_name = "lease reap"};
+    port.run(port.self, &lease);
+    port.finish(port.self, &lease, false);
+    assert_true(last_pass_at > 0);
+    assert_int_equal(f->after_sweeps, 1);
+
+    /* Cancelled (the store thread ended first): nothing kept, freed. */
+    last_pass_at = 0;
+    open_sightings = -7;
+    rp_sweep_run gone = {.scope = RP_PASS_FULL, .scope_name = "sweep"};
+    port.run(port.self, &gone);
+    port.finish(port.self, &gone, true);
+    assert_null(gone.detail);
+    assert_int_equal(last_pass_at, 0);
+    assert_int_equal(open_sightings, -7);
+    assert_int_equal(f->after_sweeps, 1);
+
+    /* The store is probed through the pass-run port. */
+    char detail[32] = "";
+    assert_true(port.store(port.self, true, detail, sizeof detail));
+    assert_int_equal(f->probes, 1);
+    assert_string_equal(detail, "checked");
+
+    rp_observe_free(observe);
+    event_base_free(base);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(unreachable_store_is_a_report, setup, teardown),
@@ -206,6 +306,7 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(stopping_skips_what_serves_the_next_pass, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(sweep_port_runs_and_finishes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
