@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "rp_log.h"
+#include "rp_proto.h"
 #include "rp_report_text.h"
 
 void rp_report_print(FILE *f, const rp_report *r, rp_time_ms at, int64_t duration_ms) {
@@ -17,6 +18,25 @@ void rp_report_print(FILE *f, const rp_report *r, rp_time_ms at, int64_t duratio
     }
     fwrite(text, 1, len, f);
     free(text);
+}
+
+int rp_report_output(FILE *f, const rp_report *r, bool json, rp_time_ms at, int64_t duration_ms) {
+    int rc = 0;
+    if (json) {
+        char *text = NULL;
+        if (rp_proto_report_json_text(r, false, &text) != RP_OK) {
+            RP_ERROR("cannot encode the report", NULL);
+            rc = 1;
+        } else {
+            fputs(text, f);
+            fputc('\n', f);
+            free(text);
+        }
+    } else {
+        rp_report_print(f, r, at, duration_ms);
+    }
+    if (fflush(f) != 0) rc = 1;
+    return rc;
 }
 
 void rp_verdict_log(void *arg, const rp_verdict *v, bool dry_run) {

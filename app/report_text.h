@@ -8,6 +8,7 @@
 #ifndef RP_REPORT_TEXT_H
 #define RP_REPORT_TEXT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "rp_backfill_read.h"
@@ -16,6 +17,12 @@
 /* Writes the report as aligned text: a headline, one line per verdict,
  * then what was unreadable, the notes and the policies. */
 void rp_report_print(FILE *f, const rp_report *r, rp_time_ms at, int64_t duration_ms);
+
+/* reaperd --once's output: the report as one JSON object and a newline
+ * (json: CONTRACT section 5, rp_proto_report_json_text) or as text
+ * (rp_report_print), then f flushed. 0, or 1 when it could not be encoded
+ * (logged) or f could not be flushed. */
+int rp_report_output(FILE *f, const rp_report *r, bool json, rp_time_ms at, int64_t duration_ms);
 
 /* Logs one verdict as it happens (SURFACED at warn, the rest at info): an
  * rp_report_verdict_fn, safe on any thread. */

@@ -1,7 +1,10 @@
-/* Every probe of the doctor, in order (rp_doctor_probe.h). */
+/* Every probe of the doctor, in order, and its output (rp_doctor_probe.h). */
 #include "rp_doctor_probe.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+
+#include "rp_log.h"
 
 void rp_doctor_probe_run(const rp_doctor_probe_port *port, const rp_config *cfg,
                          rp_doctor_probed *out) {
@@ -39,4 +42,26 @@ void rp_doctor_probe_run(const rp_doctor_probe_port *port, const rp_config *cfg,
 
     /* The store. */
     port->store(self, cfg, RP_DOCTOR_TIMEOUT_MS, f);
+}
+
+int rp_doctor_output(FILE *f, const rp_doctor_facts *facts, bool json) {
+    rp_doctor_report rep;
+    char *text = NULL;
+    if (rp_doctor_judge(facts, &rep) != RP_OK) {
+        RP_ERROR("out of memory", NULL);
+        return 1;
+    }
+    rp_status st = json ? rp_doctor_json(&rep, &text) : rp_doctor_text(&rep, &text);
+    if (st != RP_OK) {
+        RP_ERROR("out of memory", NULL);
+        rp_doctor_report_cleanup(&rep);
+        return 1;
+    }
+    fputs(text, f);
+    if (json) fputc('\n', f);
+    free(text);
+    int rc = rp_doctor_exit_code(&rep);
+    if (fflush(f) != 0) rc = 1;
+    rp_doctor_report_cleanup(&rep);
+    return rc;
 }

@@ -16,6 +16,9 @@
 #ifndef RP_DOCTOR_PROBE_H
 #define RP_DOCTOR_PROBE_H
 
+#include <stdbool.h>
+#include <stdio.h>
+
 #include "rp_config.h"
 #include "rp_doctor.h"
 #include "rp_doctor_probe_port.h"
@@ -32,5 +35,11 @@ typedef struct rp_doctor_probed {
 
 void rp_doctor_probe_run(const rp_doctor_probe_port *port, const rp_config *cfg,
                          rp_doctor_probed *out);
+
+/* reaperd --doctor's output: the facts judged (rp_doctor_judge) and
+ * written to f as text, or as one JSON object and a newline with json, then
+ * f flushed. Returns the exit code: rp_doctor_exit_code (0 when no check
+ * failed), 1 when out of memory (logged) or f could not be flushed. */
+int rp_doctor_output(FILE *f, const rp_doctor_facts *facts, bool json);
 
 #endif

@@ -7,7 +7,9 @@
  *   rp_pass_runner_*        the store thread's pass runner: the store's
  *                           PostgreSQL session, the management API's
  *                           client and the backfill's AMQP peek behind one
- *                           rp_ports, and a pass run on it.
+ *                           rp_ports, and the pass-run port over them
+ *                           (core/rp_pass_run_port.h; the run itself is
+ *                           app/rp_pass_sequence.h's).
  *   rp_control_store_fill   the control part's store port
  *                           (core/rp_control_port.h): the pass runner's
  *                           PostgreSQL session and management client, the

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rp_doctor_probe.h"
@@ -130,11 +131,51 @@ static void unparsable_url_tries_the_store_only(void **state) {
     rp_config_cleanup(&cfg);
 }
 
+/* reaperd --doctor's output: the judged facts as one JSON object and a
+ * newline (or text), and the exit code of the judgement. */
+static void doctor_output(void **state) {
+    (void)state;
+    rp_config cfg;
+    assert_int_equal(rp_config_init(&cfg), RP_OK);
+    fake f = {.url_ok = true, .has_client = true};
+    rp_doctor_probe_port port = port_of(&f);
+    rp_doctor_probed out;
+    rp_doctor_probe_run(&port, &cfg, &out);
+    rp_doctor_report rep;
+    assert_int_equal(rp_doctor_judge(&out.facts, &rep), RP_OK);
+    int want_rc = rp_doctor_exit_code(&rep);
+    char *want = NULL;
+    assert_int_equal(rp_doctor_json(&rep, &want), RP_OK);
+    rp_doctor_report_cleanup(&rep);
+    assert_int_equal(want_rc, 1); /* AMQP refused: a failed check */
+
+    FILE *fp = tmpfile();
+    assert_non_null(fp);
+    assert_int_equal(rp_doctor_output(fp, &out.facts, true), want_rc);
+    rewind(fp);
+    char got[65536];
+    size_t n = fread(got, 1, sizeof got - 1, fp);
+    got[n] = 0;
+    fclose(fp);
+    assert_int_equal(n, strlen(want) + 1);
+    assert_memory_equal(got, want, strlen(want));
+    assert_int_equal(got[n - 1], '\n');
+    free(want);
+
+    fp = tmpfile();
+    assert_non_null(fp);
+    assert_int_equal(rp_doctor_output(fp, &out.facts, false), want_rc);
+    assert_true(ftell(fp) > 0);
+    fclose(fp);
+    rp_config_cleanup(&cfg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_probe_in_order),
         cmocka_unit_test(no_client_says_why),
         cmocka_unit_test(unparsable_url_tries_the_store_only),
+        cmocka_unit_test(doctor_output),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,10 +20,12 @@
 
 #include <event2/event.h>
 
+#include "report_text.h"
 #include "rp_config.h"
 #include "rp_memory.h"
 #include "rp_pass_request.h"
 #include "rp_pass_sequence.h"
+#include "rp_proto.h"
 
 #define NOW ((rp_time_ms)1700000000000)
 
@@ -296,6 +298,58 @@ static void sweep_port_runs_and_finishes(void **state) {
     event_base_free(base);
 }
 
+/* What a file holds, from its start (heap, NUL-terminated). */
+static char *slurp(FILE *f) {
+    rewind(f);
+    char *buf = calloc(1, 65536);
+    assert_non_null(buf);
+    size_t n = fread(buf, 1, 65535, f);
+    buf[n] = 0;
+    return buf;
+}
+
+/* reaperd --once's output of a pass run here: the JSON object and a newline,
+ * or the text rp_report_print writes. */
+static void once_output_json_and_text(void **state) {
+    fixture *f = *state;
+    rp_pass_run_port port = f_port(f);
+    rp_pass_request req;
+    rp_pass_request_init(&req, RP_PASS_FULL, false);
+    rp_pass_sequence_run(&port, &req);
+    assert_int_equal(req.status, RP_OK);
+
+    FILE *out = tmpfile();
+    assert_non_null(out);
+    assert_int_equal(rp_report_output(out, &req.report, true, req.started_at, req.duration_ms), 0);
+    char *got = slurp(out);
+    char *want = NULL;
+    assert_int_equal(rp_proto_report_json_text(&req.report, false, &want), RP_OK);
+    size_t n = strlen(want);
+    assert_int_equal(strlen(got), n + 1);
+    assert_memory_equal(got, want, n);
+    assert_int_equal(got[n], '\n');
+    free(got);
+    free(want);
+    fclose(out);
+
+    out = tmpfile();
+    FILE *ref = tmpfile();
+    assert_non_null(out);
+    assert_non_null(ref);
+    assert_int_equal(rp_report_output(out, &req.report, false, req.started_at, req.duration_ms), 0);
+    rp_report_print(ref, &req.report, req.started_at, req.duration_ms);
+    fflush(ref);
+    got = slurp(out);
+    want = slurp(ref);
+    assert_true(strlen(got) > 0);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    fclose(out);
+    fclose(ref);
+    rp_pass_request_cleanup(&req);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(unreachable_store_is_a_report, setup, teardown),
@@ -307,6 +361,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(stopping_skips_what_serves_the_next_pass, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(sweep_port_runs_and_finishes, setup, teardown),
+        cmocka_unit_test_setup_teardown(once_output_json_and_text, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
