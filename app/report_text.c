@@ -2,9 +2,11 @@
  * (rp_report_text.h). */
 #include "report_text.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "rp_log.h"
+#include "rp_proto.h"
 #include "rp_report_text.h"
 
 void rp_report_print(FILE *f, const rp_report *r, rp_time_ms at, int64_t duration_ms) {
@@ -16,6 +18,25 @@ void rp_report_print(FILE *f, const rp_report *r, rp_time_ms at, int64_t duratio
     }
     fwrite(text, 1, len, f);
     free(text);
+}
+
+int rp_report_output(FILE *f, const rp_report *r, bool json, rp_time_ms at, int64_t duration_ms) {
+    int rc = 0;
+    if (json) {
+        char *text = NULL;
+        if (rp_proto_report_json_text(r, false, &text) != RP_OK) {
+            RP_ERROR("cannot encode the report", NULL);
+            rc = 1;
+        } else {
+            fputs(text, f);
+            fputc('\n', f);
+            free(text);
+        }
+    } else {
+        rp_report_print(f, r, at, duration_ms);
+    }
+    if (fflush(f) != 0) rc = 1;
+    return rc;
 }
 
 void rp_verdict_log(void *arg, const rp_verdict *v, bool dry_run) {
@@ -41,4 +62,35 @@ void rp_report_log(const rp_report *r, const char *scope, int64_t duration_ms) {
               f.requeued, "parked", f.parked, "surfaced", f.surfaced, "cleared", f.cleared,
               "unreadable", r->n_unreadable ? f.unreadable : NULL, "duration_ms", f.duration_ms,
               NULL);
+}
+
+void rp_backfill_news_log(void *arg, const rp_backfill_news *b) {
+    (void)arg;
+    char num[24], left[24];
+    snprintf(num, sizeof num, "%zu", b->n);
+    snprintf(left, sizeof left, "%lld", (long long)b->behind);
+    switch (b->kind) {
+    case RP_BACKFILL_READ_RECORDED:
+        RP_INFO("backfill: quorum dead-letter queue read once", "queue", b->queue, "vhost",
+                b->vhost, "messages", num, "behind", left, NULL);
+        break;
+    case RP_BACKFILL_PARK_FAILED:
+        RP_WARN("backfill: a park of a quorum dead-letter queue's read failed; the read is not "
+                "recorded, so a later pass reads the queue again", "queue", b->queue, "vhost",
+                b->vhost, "messages", num, NULL);
+        break;
+    case RP_BACKFILL_RECORD_FAILED:
+        RP_WARN("backfill: the read of a quorum dead-letter queue could not be recorded; a later "
+                "pass reads it again", "queue", b->queue, "vhost", b->vhost, NULL);
+        break;
+    case RP_BACKFILL_UNLOCK_FAILED:
+        RP_WARN("backfill: a queue's lock could not be released (it goes with the session)",
+                "queue", b->queue, "vhost", b->vhost, NULL);
+        break;
+    case RP_BACKFILL_READ_FAILED:
+        RP_WARN("backfill: cannot read a dead-letter queue", "queue", b->queue, "vhost",
+                b->vhost, "reason", b->reason ? b->reason : "", NULL);
+        break;
+    default: break;
+    }
 }

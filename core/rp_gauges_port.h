@@ -4,8 +4,8 @@
  * open sightings by condition (app/rp_observe.h asks after a pass and
  * after ledger events).
  *
- * cmd/reaperd fills it over the store thread's PostgreSQL store; the unit
- * tests with a fake.
+ * adapters/postgres fills it over the store thread's PostgreSQL store
+ * (rp_pg_gauges_port); the unit tests with a fake.
  *
  * CALLING CONVENTION (the shape of rp_ports.h: p->fn(p->self, ...)). Every
  * call on the store thread. Ownership: self is borrowed; the arrays are

@@ -3,7 +3,8 @@
  * dry run and project, the progress and stop hooks, then the status, the
  * report, the store's clock at the start, the duration, the open sightings
  * and the next lease deadline. Plain data shared by whoever runs a pass
- * (cmd/reaperd/ports.h's pass runner fills it on the store thread) and whoever asks
+ * (app/rp_pass_sequence.h fills it on the store thread, over the pass
+ * runner of cmd/reaperd/ports.h) and whoever asks
  * for one (the sweeps, `--once`, the control op reap in app/).
  *
  * Ownership: the request owns its project and its report

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rp_gauges_port.h"
 #include "rp_pg_store_internal.h"
 
 /* Counts the rows of table (in the store's schema) matching where ("" for
@@ -80,4 +81,26 @@ rp_status rp_pg_store_count_open_sightings(rp_pg_store *s,
                                            int64_t by_condition[RP_COND_COUNT_]) {
     return rp_count_by(s, "count_open_sightings", "condition", "sighting", "", by_condition,
                        RP_COND_COUNT_, rp_condition_at, NULL);
+}
+
+/* ---- the gauges port (rp_pg_store.h) ---------------------------------------- */
+
+static bool rp_pg_gauges_store_up(void *self) {
+    return rp_pg_conn_is_up((*(rp_pg_store *const *)self)->conn);
+}
+
+static rp_status rp_pg_gauges_gates(void *self, int64_t by_kind[RP_GATE_KIND_COUNT_],
+                                    int64_t age_ms[RP_GATE_KIND_COUNT_]) {
+    return rp_pg_store_count_open_gates_aged(*(rp_pg_store *const *)self, by_kind, age_ms);
+}
+
+static rp_status rp_pg_gauges_sightings(void *self, int64_t by_condition[RP_COND_COUNT_]) {
+    return rp_pg_store_count_open_sightings(*(rp_pg_store *const *)self, by_condition);
+}
+
+void rp_pg_gauges_port(rp_pg_store *const *store, rp_gauges_port *out) {
+    *out = (rp_gauges_port){.self = (void *)store,
+                            .store_up = rp_pg_gauges_store_up,
+                            .open_gates_aged = rp_pg_gauges_gates,
+                            .open_sightings = rp_pg_gauges_sightings};
 }

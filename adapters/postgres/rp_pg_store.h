@@ -199,6 +199,14 @@ rp_status rp_pg_store_count_open_gates_aged(rp_pg_store *s, int64_t by_kind[RP_G
 rp_status rp_pg_store_count_open_sightings(rp_pg_store *s,
                                            int64_t by_condition[RP_COND_COUNT_]) RP_MUSTCHECK;
 
+/* The metrics' gauges port (core/rp_gauges_port.h) over these counts:
+ * store_up is the store's connection as it is now (no round trip), the
+ * gates aged and the sightings as above. self is *store read at each call
+ * (the daemon makes its store thread's store after the port is handed
+ * out); it must outlive the port. Store thread. */
+struct rp_gauges_port;
+void rp_pg_gauges_port(rp_pg_store *const *store, struct rp_gauges_port *out);
+
 /* One dead letter of a batch park (the dead-letter tap's): the arguments
  * park() takes, all borrowed, and its result (core's park-batch item,
  * rp_park_batch_port.h). */

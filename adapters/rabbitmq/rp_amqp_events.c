@@ -1,6 +1,12 @@
 #include "rp_amqp_events.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "rp_amqp_msg.h"
+#include "rp_amqp_stamp.h"
+#include "rp_log.h"
+#include "rp_metrics.h"
 
 typedef struct rp_kind_name {
     const char *key;
@@ -153,4 +159,37 @@ bool rp_broker_event_parse(amqp_bytes_t routing_key, const amqp_basic_properties
     default:
         return true;
     }
+}
+
+/* ---- one delivery on reaperd's broker-event queue (rp_amqp_events.h) ------- */
+
+/* Not routed by amq.rabbitmq.event: counted, and said once. */
+static void rp_amqp_event_refused(const rp_amqp_message *msg, rp_metrics *metrics) {
+    uint64_t n = rp_metrics_event_refused(metrics);
+    char ex[64];
+    snprintf(ex, sizeof ex, "%.*s", (int)(msg->exchange.len < 48 ? msg->exchange.len : 48),
+             msg->exchange.len ? (const char *)msg->exchange.bytes : "");
+    if (n == 1)
+        RP_WARN("a delivery on the broker-event queue did not come from amq.rabbitmq.event "
+                "(published straight into the queue?): refused and not acted on; later ones "
+                "are only counted (reaper_broker_events_refused_total)",
+                "exchange", ex, NULL);
+    else
+        RP_DEBUG("broker event refused: not from amq.rabbitmq.event", "exchange", ex, NULL);
+}
+
+rp_amqp_event_take rp_amqp_event_delivery(const rp_amqp_message *msg, rp_metrics *metrics,
+                                          rp_broker_event *ev, bool *stamped, int64_t *stamp_ms) {
+    *stamped = false;
+    if (!rp_broker_event_from_broker(msg->exchange)) {
+        rp_amqp_event_refused(msg, metrics);
+        return RP_AMQP_EVENT_REFUSED;
+    }
+    *stamped = rp_amqp_timestamp_in_ms(msg, stamp_ms);
+    const char *why = NULL;
+    if (!rp_broker_event_parse(msg->routing_key, &msg->props, ev, &why)) {
+        RP_DEBUG("broker event ignored", "routing_key", ev->routing_key, "reason", why, NULL);
+        return RP_AMQP_EVENT_IGNORED;
+    }
+    return RP_AMQP_EVENT_TAKEN;
 }

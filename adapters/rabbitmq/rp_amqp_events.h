@@ -50,4 +50,29 @@ bool rp_broker_event_from_broker(amqp_bytes_t exchange);
 bool rp_broker_event_parse(amqp_bytes_t routing_key, const amqp_basic_properties_t *props,
                            rp_broker_event *out, const char **why);
 
+/* What became of one delivery on reaperd's broker-event queue
+ * (rp_amqp_event_delivery). */
+typedef enum rp_amqp_event_take {
+    RP_AMQP_EVENT_REFUSED, /* not routed by amq.rabbitmq.event: not acted on */
+    RP_AMQP_EVENT_IGNORED, /* from the broker, but its fields are unusable */
+    RP_AMQP_EVENT_TAKEN,   /* *ev holds the event */
+} rp_amqp_event_take;
+
+struct rp_amqp_message;
+struct rp_metrics;
+
+/* One delivery on the broker-event queue, read as reaperd acts on it. A
+ * delivery that amq.rabbitmq.event did not route (published straight into
+ * the queue through the default exchange, say) is refused: counted in
+ * metrics (reaper_broker_events_refused_total), said once at warning level
+ * and later at debug, not even its timestamp read (the event consumer is
+ * no-ack: nothing to settle). Otherwise its timestamp_in_ms, when it has
+ * one, goes to *stamp_ms (*stamped says whether; for the event lag), and the
+ * event is parsed into *ev (unusable fields: logged at debug, IGNORED).
+ * Loop thread (the metrics are atomics). msg and metrics are borrowed for
+ * the call. */
+rp_amqp_event_take rp_amqp_event_delivery(const struct rp_amqp_message *msg,
+                                          struct rp_metrics *metrics, rp_broker_event *ev,
+                                          bool *stamped, int64_t *stamp_ms);
+
 #endif

@@ -14,8 +14,8 @@
  *  - signals (signals.h): SIGHUP reload and the bounded stop;
  *  - the sweeper (app/rp_sweeper.h): the store thread and when passes run
  *    (the sweep, the lease reap on the deadline timer, the lease LISTEN);
- *    the pass itself runs through the pass port this file fills from the
- *    pass runner, the LISTEN through adapters/postgres/rp_pg_listen.h;
+ *    the pass itself runs through the pass port of app/rp_pass_sequence.h
+ *    over the pass runner, the LISTEN through adapters/postgres/rp_pg_listen.h;
  *  - the broker events (app/rp_events.h), the dead-letter tap
  *    (app/rp_tap.h), the replays (app/rp_replays.h), the control queue's
  *    use cases (app/rp_controller.h) and the broker session
@@ -34,7 +34,6 @@
 
 #include "broker_http.h"
 #include "ports.h"
-#include "report_text.h"
 #include "rp_amqp_control.h"
 #include "rp_amqp_control_port.h"
 #include "rp_amqp_events.h"
@@ -42,7 +41,6 @@
 #include "rp_amqp_msg.h"
 #include "rp_amqp_publisher.h"
 #include "rp_amqp_session.h"
-#include "rp_amqp_stamp.h"
 #include "rp_clock.h"
 #include "rp_config.h"
 #include "rp_controller.h"
@@ -54,6 +52,7 @@
 #include "rp_metrics.h"
 #include "rp_mgmt_bridge.h"
 #include "rp_observe.h"
+#include "rp_pass_sequence.h"
 #include "rp_pg_listen.h"
 #include "rp_replays.h"
 #include "rp_answer_sets.h"
@@ -126,6 +125,8 @@ typedef struct rp_daemon {
 
     /* Store thread side only: the runner every pass and store job uses. */
     rp_pass_runner runner;
+    /* The sweeper's pass port over the runner (app/rp_pass_sequence.h). */
+    rp_sweep_passes sweep_passes;
 
     /* Loop side. */
     bool store_up; /* kept by the sweeper's store news */
@@ -157,59 +158,10 @@ typedef struct rp_daemon {
 static rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done, void *job);
 static void rp_feed_port(rp_daemon *d, rp_publisher_port *out);
 
-/* ---- the sweeper's ports: a pass on the runner, the lease LISTEN ---------- */
+/* ---- the sweeper's ports: the pass (app/rp_pass_sequence.h), the lease LISTEN -- */
 
-/* Store thread: the pass on the store's runner, then the open sightings
- * and gates into the metrics. */
-static void rp_pass_port_run(void *self, rp_sweep_run *run) {
-    rp_daemon *d = self;
-    rp_pass_request *req = calloc(1, sizeof *req);
-    run->detail = req;
-    if (req == NULL) return;
-    rp_pass_request_init(req, run->scope, false);
-    req->progress = run->progress;
-    req->progress_arg = run->progress_arg;
-    req->should_stop = run->should_stop;
-    req->stop_arg = run->stop_arg;
-    rp_pass_runner_run(&d->runner, req);
-    rp_observe_pass_store(d->observe, req->open_sightings >= 0 ? req->open_by_condition : NULL);
-    run->clock_offset_ms = req->clock_offset_ms;
-    run->deadline_known = req->deadline_known;
-    run->deadline_at = req->deadline_at;
-}
-
-/* Loop thread: log the outcome and what follows a pass. */
-static void rp_pass_port_finish(void *self, rp_sweep_run *run, bool cancelled) {
-    rp_daemon *d = self;
-    rp_pass_request *req = run->detail;
-    if (!cancelled && req == NULL) RP_ERROR("out of memory: pass skipped", NULL);
-    if (!cancelled && req != NULL) {
-        if (req->status != RP_OK)
-            RP_ERROR("pass stopped early", "scope", run->scope_name, "status",
-                     rp_status_string(req->status), NULL);
-        rp_report_log(&req->report, run->scope_name, req->duration_ms);
-        rp_observe_pass_done(d->observe, req->scope, req->status, req->report.ok,
-                             req->duration_ms);
-        if (!req->dry_run) rp_observe_pass_policies(d->observe, &req->report);
-        d->last_pass_at = rp_clock_wall_ms();
-        if (req->open_sightings >= 0) d->open_sightings = req->open_sightings;
-        /* After a sweep the tap's bindings are looked at again, on the
-         * tap's own binding thread like every other reconcile, so two
-         * reconciles never overlap (one reading the broker before the
-         * other's change could undo it). */
-        if (req->scope == RP_PASS_FULL && !req->dry_run && req->project == NULL)
-            rp_tap_bind_soon(d->tap);
-    }
-    if (req != NULL) rp_pass_request_cleanup(req);
-    free(req);
-    run->detail = NULL;
-}
-
-/* Store thread: connects or checks the store's connection (check), or only
- * says whether it is up. */
-static bool rp_pass_port_store(void *self, bool check, char *detail, size_t cap) {
-    return rp_pg_conn_probe(((rp_daemon *)self)->runner.conn, check, detail, cap);
-}
+/* After a sweep the tap's bindings are looked at again (loop thread). */
+static void rp_after_sweep(void *arg) { rp_tap_bind_soon(((rp_daemon *)arg)->tap); }
 
 static rp_time_ms rp_wall_now(void *self) {
     RP_UNUSED(self);
@@ -265,18 +217,7 @@ static rp_status rp_store_job_port(void *arg, rp_work_fn fn, rp_done_fn done, vo
     return rp_daemon_store_job(arg, fn, done, job);
 }
 
-/* ---- observe's ports: the store's counts, the tap's gauges -------------------- */
-
-static bool rp_gauges_store_up(void *self) { return rp_pg_conn_is_up(((rp_daemon *)self)->runner.conn); }
-
-static rp_status rp_gauges_gates(void *self, int64_t by_kind[RP_GATE_KIND_COUNT_],
-                                 int64_t age_ms[RP_GATE_KIND_COUNT_]) {
-    return rp_pg_store_count_open_gates_aged(((rp_daemon *)self)->runner.store, by_kind, age_ms);
-}
-
-static rp_status rp_gauges_sightings(void *self, int64_t by_condition[RP_COND_COUNT_]) {
-    return rp_pg_store_count_open_sightings(((rp_daemon *)self)->runner.store, by_condition);
-}
+/* ---- observe's ports: the tap's gauges (the store's counts: rp_pg_gauges_port) -- */
 
 static bool rp_observe_tap_gauges(void *arg, int64_t *held, bool *paused) {
     rp_daemon *d = arg;
@@ -420,40 +361,16 @@ static void rp_on_control_delivery(void *arg, const rp_amqp_message *msg) {
     rp_controller_on_request(d->control, d->broker_generation, msg->delivery_tag, &env);
 }
 
-/* A delivery on the event queue that amq.rabbitmq.event did not route
- * (published straight into the queue through the default exchange, say):
- * not acted on, not even for the event lag; counted, and said once. The
- * event consumer is no-ack, so there is nothing to settle. */
-static void rp_event_refused(rp_daemon *d, const rp_amqp_message *msg) {
-    uint64_t n = rp_metrics_event_refused(&d->metrics);
-    char ex[64];
-    snprintf(ex, sizeof ex, "%.*s", (int)(msg->exchange.len < 48 ? msg->exchange.len : 48),
-             msg->exchange.len ? (const char *)msg->exchange.bytes : "");
-    if (n == 1)
-        RP_WARN("a delivery on the broker-event queue did not come from amq.rabbitmq.event "
-                "(published straight into the queue?): refused and not acted on; later ones "
-                "are only counted (reaper_broker_events_refused_total)",
-                "exchange", ex, NULL);
-    else
-        RP_DEBUG("broker event refused: not from amq.rabbitmq.event", "exchange", ex, NULL);
-}
-
-/* The broker-event queue's deliveries. */
+/* The broker-event queue's deliveries, read (and refused when not the
+ * broker's) by rp_amqp_event_delivery. */
 static void rp_on_event_delivery(void *arg, const rp_amqp_message *msg) {
     rp_daemon *d = arg;
-    if (!rp_broker_event_from_broker(msg->exchange)) {
-        rp_event_refused(d, msg);
-        return;
-    }
-    int64_t stamped;
-    if (rp_amqp_timestamp_in_ms(msg, &stamped)) rp_observe_event_lag(d->observe, stamped);
     rp_broker_event ev;
-    const char *why = NULL;
-    if (!rp_broker_event_parse(msg->routing_key, &msg->props, &ev, &why)) {
-        RP_DEBUG("broker event ignored", "routing_key", ev.routing_key, "reason", why, NULL);
-        return;
-    }
-    if (d->events) rp_events_on_event(d->events, &ev);
+    bool stamped = false;
+    int64_t stamp_ms = 0;
+    rp_amqp_event_take take = rp_amqp_event_delivery(msg, &d->metrics, &ev, &stamped, &stamp_ms);
+    if (stamped) rp_observe_event_lag(d->observe, stamp_ms);
+    if (take == RP_AMQP_EVENT_TAKEN && d->events) rp_events_on_event(d->events, &ev);
 }
 
 /* The control's and the replays' hooks: a store job, the clock. */
@@ -592,14 +509,11 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         .tap_gauges = rp_observe_tap_gauges,
         .tap_bound = rp_observe_tap_bound,
         .tap_arg = d,
-        .gauges = {.self = d,
-                   .store_up = rp_gauges_store_up,
-                   .open_gates_aged = rp_gauges_gates,
-                   .open_sightings = rp_gauges_sightings},
         .store_job = rp_store_job_port,
         .store_job_arg = d,
         .gauges_ms = RP_OBSERVE_GAUGES_MS,
     };
+    rp_pg_gauges_port(&d->runner.store, &od.gauges); /* the store is made in step 3 */
     d->observe = rp_observe_new(d->base, &od);
     if (d->observe == NULL) {
         RP_ERROR("out of memory", NULL);
@@ -666,13 +580,16 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         .cfg = &d->cfg,
         .stopping = &d->stopping,
         .clock = {.now_ms = rp_wall_now},
-        .pass = {.self = d,
-                 .run = rp_pass_port_run,
-                 .finish = rp_pass_port_finish,
-                 .store = rp_pass_port_store},
         .on_store = rp_on_store,
         .arg = d,
     };
+    d->sweep_passes = (rp_sweep_passes){.observe = d->observe,
+                                        .last_pass_at = &d->last_pass_at,
+                                        .open_sightings = &d->open_sightings,
+                                        .after_sweep = rp_after_sweep,
+                                        .arg = d};
+    rp_pass_runner_port(&d->runner, &d->sweep_passes.run);
+    rp_sweep_passes_port(&d->sweep_passes, &swd.pass);
     d->listen_src = (rp_pg_listen_src){d->base, &d->cfg};
     rp_pg_listen_port(&d->listen_src, &swd.listen);
     d->sweeper = rp_sweeper_new(d->base, &swd);

@@ -21,7 +21,6 @@
 #include "rp_amqp_pass_feed.h"
 #include "rp_log.h"
 #include "rp_mgmt_bridge.h"
-#include "rp_proto.h"
 #include "version.h"
 #include "worker.h"
 
@@ -185,20 +184,9 @@ int rp_once_run(const rp_config *cfg, const char *password, const char *project,
         if (o->req.status != RP_OK)
             RP_ERROR("the pass stopped early", "status", rp_status_string(o->req.status), NULL);
         rp_report_log(&o->req.report, "once", o->req.duration_ms);
-        if (json) {
-            char *text = NULL;
-            if (rp_proto_report_json_text(&o->req.report, false, &text) != RP_OK) {
-                RP_ERROR("cannot encode the report", NULL);
-                rc = 1;
-            } else {
-                fputs(text, stdout);
-                fputc('\n', stdout);
-                free(text);
-            }
-        } else {
-            rp_report_print(stdout, &o->req.report, o->req.started_at, o->req.duration_ms);
-        }
-        if (fflush(stdout) != 0) rc = 1;
+        if (rp_report_output(stdout, &o->req.report, json, o->req.started_at,
+                             o->req.duration_ms) != 0)
+            rc = 1;
     }
     rp_amqp_pass_feed_free(o->feed);
     rp_pass_request_cleanup(&o->req);
@@ -259,24 +247,7 @@ int rp_doctor_cli(const rp_config *cfg, const char *password, bool json) {
     if (r->bridge) rp_mgmt_bridge_close(r->bridge);
     rp_worker_free(w);
 
-    rp_doctor_report rep;
-    char *text = NULL;
-    if (rp_doctor_judge(&r->probes.facts, &rep) != RP_OK) {
-        RP_ERROR("out of memory", NULL);
-        goto out;
-    }
-    rp_status st = json ? rp_doctor_json(&rep, &text) : rp_doctor_text(&rep, &text);
-    if (st != RP_OK) {
-        RP_ERROR("out of memory", NULL);
-        rp_doctor_report_cleanup(&rep);
-        goto out;
-    }
-    fputs(text, stdout);
-    if (json) fputc('\n', stdout);
-    free(text);
-    rc = rp_doctor_exit_code(&rep);
-    if (fflush(stdout) != 0) rc = 1;
-    rp_doctor_report_cleanup(&rep);
+    rc = rp_doctor_output(stdout, &r->probes.seen.facts, json);
 out:
     rp_mgmt_bridge_free(r->bridge);
     event_base_free(r->base);

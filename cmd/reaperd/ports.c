@@ -18,6 +18,7 @@
 #include "rp_mgmt_broker.h"
 #include "rp_mgmt_dlx.h"
 #include "rp_mgmt_policy.h"
+#include "rp_pass_sequence.h"
 #include "rp_pass_setup.h"
 #include "rp_pg_answer_set.h"
 #include "rp_pg_backfill.h"
@@ -29,11 +30,6 @@
 #include "rp_pg_store.h"
 
 /* ==== the pass runner: the store thread's PostgreSQL, management API and peek ===== */
-
-void rp_pass_runner_options(const rp_config *cfg, rp_pass_options *opt) {
-    rp_pass_options_from_config(cfg, opt);
-    opt->on_verdict = rp_verdict_log;
-}
 
 rp_status rp_pass_runner_init(rp_pass_runner *r, const rp_config *cfg) {
     memset(r, 0, sizeof *r);
@@ -59,38 +55,6 @@ rp_status rp_pass_runner_attach_broker(rp_pass_runner *r, rp_mgmt_bridge *bridge
     if (r->stall == NULL) return RP_ERR_NOMEM;
     rp_mgmt_broker_port(r->broker, &r->ports.broker);
     return RP_OK;
-}
-
-/* What the backfill's read has to say, logged as it always was. */
-static void rp_backfill_news_log(void *arg, const rp_backfill_news *b) {
-    (void)arg;
-    char num[24], left[24];
-    snprintf(num, sizeof num, "%zu", b->n);
-    snprintf(left, sizeof left, "%lld", (long long)b->behind);
-    switch (b->kind) {
-    case RP_BACKFILL_READ_RECORDED:
-        RP_INFO("backfill: quorum dead-letter queue read once", "queue", b->queue, "vhost",
-                b->vhost, "messages", num, "behind", left, NULL);
-        break;
-    case RP_BACKFILL_PARK_FAILED:
-        RP_WARN("backfill: a park of a quorum dead-letter queue's read failed; the read is not "
-                "recorded, so a later pass reads the queue again", "queue", b->queue, "vhost",
-                b->vhost, "messages", num, NULL);
-        break;
-    case RP_BACKFILL_RECORD_FAILED:
-        RP_WARN("backfill: the read of a quorum dead-letter queue could not be recorded; a later "
-                "pass reads it again", "queue", b->queue, "vhost", b->vhost, NULL);
-        break;
-    case RP_BACKFILL_UNLOCK_FAILED:
-        RP_WARN("backfill: a queue's lock could not be released (it goes with the session)",
-                "queue", b->queue, "vhost", b->vhost, NULL);
-        break;
-    case RP_BACKFILL_READ_FAILED:
-        RP_WARN("backfill: cannot read a dead-letter queue", "queue", b->queue, "vhost",
-                b->vhost, "reason", b->reason ? b->reason : "", NULL);
-        break;
-    default: break;
-    }
 }
 
 rp_status rp_pass_runner_attach_peek(rp_pass_runner *r, const char *password) {
@@ -129,58 +93,52 @@ void rp_pass_runner_cleanup(rp_pass_runner *r) {
     memset(r, 0, sizeof *r);
 }
 
+/* The pass-run port (core/rp_pass_run_port.h) over the runner: the
+ * sequence itself is app/rp_pass_sequence.c's. */
+static const rp_config *rp_prp_config(void *self) { return ((rp_pass_runner *)self)->cfg; }
+
+static rp_status rp_prp_connect(void *self, char *err, size_t n) {
+    return rp_pg_conn_ensure(((rp_pass_runner *)self)->conn, err, n);
+}
+
+static const rp_ports *rp_prp_ports(void *self) { return &((rp_pass_runner *)self)->ports; }
+
+static rp_stall_memory *rp_prp_stall(void *self) { return ((rp_pass_runner *)self)->stall; }
+
+static rp_backfill_read *rp_prp_backfill(void *self) {
+    return ((rp_pass_runner *)self)->backfill;
+}
+
+static rp_status rp_prp_reconcile(void *self, const rp_config *cfg, bool dry_run,
+                                  rp_report *report) {
+    rp_pass_runner *r = self;
+    rp_mgmt_policy_options popt;
+    rp_broker_policy_options(cfg, r->broker_keep, dry_run, &popt);
+    rp_mgmt_policy_stats stats;
+    return rp_mgmt_policy_reconcile(r->broker, &popt, report, &stats);
+}
+
+static bool rp_prp_probe(void *self, bool check, char *detail, size_t cap) {
+    return rp_pg_conn_probe(((rp_pass_runner *)self)->conn, check, detail, cap);
+}
+
+void rp_pass_runner_port(rp_pass_runner *r, rp_pass_run_port *out) {
+    *out = (rp_pass_run_port){
+        .self = r,
+        .config = rp_prp_config,
+        .connect = rp_prp_connect,
+        .probe = rp_prp_probe,
+        .ports = rp_prp_ports,
+        .stall_memory = rp_prp_stall,
+        .backfill = rp_prp_backfill,
+        .reconcile = r->broker != NULL ? rp_prp_reconcile : NULL,
+    };
+}
+
 void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
-    const rp_config *cfg = r->cfg;
-    int64_t t0 = rp_clock_mono_ms();
-    rp_report_cleanup(&req->report);
-    req->deadline_known = false;
-    req->open_sightings = -1;
-    char err[256] = "";
-    if (rp_pg_conn_ensure(r->conn, err, sizeof err) != RP_OK) {
-        /* The pass cannot read the job table at all: say so in the report
-         * the way a pass would, so every caller handles one shape. */
-        req->started_at = rp_clock_wall_ms();
-        req->status = rp_pass_report_unreachable(&req->report, req->dry_run, err);
-        req->duration_ms = rp_clock_mono_ms() - t0;
-        return;
-    }
-    rp_pass_options opt;
-    rp_pass_runner_options(cfg, &opt);
-    opt.scope = req->scope;
-    opt.dry_run = req->dry_run;
-    opt.project = req->project;
-    opt.progress = req->progress;
-    opt.progress_arg = req->progress_arg;
-    opt.should_stop = req->should_stop;
-    opt.stop_arg = req->stop_arg;
-    opt.stall_memory = r->stall;
-    req->started_at = r->ports.clock.now_ms(r->ports.clock.self);
-    req->clock_offset_ms = rp_clock_wall_ms() - req->started_at;
-    if (r->backfill) rp_backfill_read_pass_begin(r->backfill, req->dry_run);
-    req->status = rp_pass_run(&r->ports, &opt, &req->report);
-    if (r->backfill) rp_backfill_read_pass_end(r->backfill);
-    /* Policies (CONTRACT section 8): with every full pass over the broker.
-     * A dry run reads them and writes nothing. */
-    if (req->status == RP_OK && r->broker != NULL && req->scope == RP_PASS_FULL &&
-        req->project == NULL) {
-        rp_mgmt_policy_options popt;
-        rp_broker_policy_options(cfg, r->broker_keep, req->dry_run, &popt);
-        rp_mgmt_policy_stats stats;
-        if (rp_mgmt_policy_reconcile(r->broker, &popt, &req->report, &stats) == RP_ERR_NOMEM)
-            req->status = RP_ERR_NOMEM;
-    }
-    req->duration_ms = rp_clock_mono_ms() - t0;
-    /* Stopping (SIGTERM): what follows serves the next pass; skip it. */
-    if (req->should_stop && req->should_stop(req->stop_arg)) return;
-    rp_sighting_list open = {0};
-    if (r->ports.store.list_open_sightings(r->ports.store.self, &open) == RP_OK) {
-        req->open_sightings = (int64_t)open.n;
-        rp_sightings_by_condition(&open, req->open_by_condition);
-    }
-    if (r->ports.store.next_lease_deadline &&
-        r->ports.store.next_lease_deadline(r->ports.store.self, cfg->reap.lease_grace_seconds,
-                                           &req->deadline_at, &req->deadline_known) != RP_OK)
-        req->deadline_known = false;
+    rp_pass_run_port port;
+    rp_pass_runner_port(r, &port);
+    rp_pass_sequence_run(&port, req);
 }
 
 /* ==== the broker events' runner port (core/rp_runner_port.h) ================== */
@@ -238,7 +196,7 @@ static rp_status rp_rs_connect(void *self, rp_runner_set *s, char *err, size_t n
 
 static void rp_rs_pass_options(void *self, const rp_config *cfg, rp_pass_options *opt) {
     (void)self;
-    rp_pass_runner_options(cfg, opt);
+    rp_pass_sequence_options(cfg, opt);
 }
 
 static rp_mgmt_broker *rp_rs_broker(rp_runner_set *s) {
@@ -483,75 +441,81 @@ void rp_tap_ports_free(rp_tap_ports *p) {
 
 /* ---- the doctor's probes: AMQP, the management API, PostgreSQL --------------- */
 
-void rp_doctor_probe_all(const rp_config *cfg, const char *password, rp_mgmt_bridge *bridge,
-                         const char *mgmt_why, rp_doctor_probes *p) {
-    rp_doctor_facts *f = &p->facts;
-    rp_doctor_facts_init(f);
-    f->broker_url = cfg->broker.url;
-    f->management_url = cfg->broker.management_url;
-    f->dsn = cfg->store.dsn;
-    f->schema = cfg->store.schema;
-    f->tap_queue = cfg->broker.tap_queue;
-    f->consumer_timeout_seconds = cfg->reap.consumer_timeout_seconds;
+static bool rp_dp_identity(void *self, const rp_config *cfg, const char **user,
+                           const char **vhost) {
+    rp_doctor_probes *p = self;
     rp_mgmt_http_params hp;
-    bool url_ok = rp_broker_http_params(cfg, password, &p->keep, &hp) == RP_OK;
-    if (url_ok) {
-        f->user = p->keep.user;
-        f->vhost = p->keep.vhost;
-    }
+    if (rp_broker_http_params(cfg, p->password, &p->keep, &hp) != RP_OK) return false;
+    *user = p->keep.user;
+    *vhost = p->keep.vhost;
+    return true;
+}
 
-    /* AMQP. */
-    if (url_ok) {
-        rp_amqp_open_opts o = {
-            .url = cfg->broker.url,
-            .password = password,
-            .ca_file = cfg->broker.tls.ca_file,
-            .cert_file = cfg->broker.tls.cert_file,
-            .key_file = cfg->broker.tls.key_file,
-            .verify_peer = cfg->broker.tls.verify_peer,
-            .connect_timeout_ms = RP_DOCTOR_TIMEOUT_MS,
-            .rpc_timeout_ms = RP_DOCTOR_TIMEOUT_MS,
-            .connection_name = "reaper doctor",
-        };
-        f->amqp = rp_amqp_doctor_probe(&o, p->amqp_why, sizeof p->amqp_why);
-        f->amqp_why = p->amqp_why;
-    }
+static rp_doctor_reach rp_dp_amqp(void *self, const rp_config *cfg, int timeout_ms, char *why,
+                                  size_t n) {
+    rp_amqp_open_opts o = {
+        .url = cfg->broker.url,
+        .password = ((rp_doctor_probes *)self)->password,
+        .ca_file = cfg->broker.tls.ca_file,
+        .cert_file = cfg->broker.tls.cert_file,
+        .key_file = cfg->broker.tls.key_file,
+        .verify_peer = cfg->broker.tls.verify_peer,
+        .connect_timeout_ms = timeout_ms,
+        .rpc_timeout_ms = timeout_ms,
+        .connection_name = "reaper doctor",
+    };
+    return rp_amqp_doctor_probe(&o, why, n);
+}
 
-    /* The management API. */
-    if (bridge == NULL || !url_ok) {
-        snprintf(p->mgmt_why, sizeof p->mgmt_why, "%s",
-                 !url_ok ? "broker.url does not parse" : mgmt_why ? mgmt_why : "no client");
-        f->mgmt_why = p->mgmt_why;
-    } else {
-        rp_mgmt_broker_options bo = {.request_timeout_ms = RP_DOCTOR_TIMEOUT_MS};
-        rp_mgmt_broker *b = rp_mgmt_broker_new(bridge, &bo);
-        if (b == NULL) {
-            snprintf(p->mgmt_why, sizeof p->mgmt_why, "out of memory");
-            f->mgmt_why = p->mgmt_why;
-        } else {
-            const char *skip[] = {cfg->broker.control_queue};
-            rp_mgmt_dlx_options o = {
-                .vhost = p->keep.vhost,
-                .tap_queue = cfg->broker.tap_queue,
-                .owned_pattern = cfg->reap.owned_queue_pattern.code,
-                .skip = skip,
-                .n_skip = 1,
-                .dry_run = true,
-            };
-            rp_mgmt_doctor_probe(b, &o, &p->mgmt, f);
-            rp_mgmt_broker_free(b);
-        }
+static bool rp_dp_mgmt(void *self, const rp_config *cfg, int timeout_ms, rp_doctor_facts *f,
+                       const char **why) {
+    rp_doctor_probes *p = self;
+    if (p->bridge == NULL) {
+        *why = p->mgmt_why;
+        return false;
     }
+    rp_mgmt_broker_options bo = {.request_timeout_ms = timeout_ms};
+    rp_mgmt_broker *b = rp_mgmt_broker_new(p->bridge, &bo);
+    if (b == NULL) {
+        *why = "out of memory";
+        return false;
+    }
+    const char *skip[] = {cfg->broker.control_queue};
+    rp_mgmt_dlx_options o = {
+        .vhost = p->keep.vhost,
+        .tap_queue = cfg->broker.tap_queue,
+        .owned_pattern = cfg->reap.owned_queue_pattern.code,
+        .skip = skip,
+        .n_skip = 1,
+        .dry_run = true,
+    };
+    rp_mgmt_doctor_probe(b, &o, &p->mgmt, f);
+    rp_mgmt_broker_free(b);
+    return true;
+}
 
-    /* The store. */
+static void rp_dp_store(void *self, const rp_config *cfg, int timeout_ms, rp_doctor_facts *f) {
     rp_pg_session s = {
         .schema = cfg->store.schema,
-        .statement_timeout_ms = RP_DOCTOR_TIMEOUT_MS,
+        .statement_timeout_ms = timeout_ms,
         .lock_timeout_ms = (int)cfg->store.lock_timeout_ms,
         .idle_in_transaction_timeout_ms = (int)cfg->store.idle_in_transaction_timeout_ms,
         .tcp_user_timeout_ms = (int)cfg->store.tcp_user_timeout_ms,
     };
-    rp_pg_doctor_probe(cfg->store.dsn, RP_DOCTOR_TIMEOUT_MS / 1000, &s, &p->pg, f);
+    rp_pg_doctor_probe(cfg->store.dsn, timeout_ms / 1000, &s, &((rp_doctor_probes *)self)->pg, f);
+}
+
+void rp_doctor_probe_all(const rp_config *cfg, const char *password, rp_mgmt_bridge *bridge,
+                         const char *mgmt_why, rp_doctor_probes *p) {
+    p->password = password;
+    p->bridge = bridge;
+    p->mgmt_why = mgmt_why;
+    rp_doctor_probe_port port = {.self = p,
+                                 .identity = rp_dp_identity,
+                                 .amqp = rp_dp_amqp,
+                                 .mgmt = rp_dp_mgmt,
+                                 .store = rp_dp_store};
+    rp_doctor_probe_run(&port, cfg, &p->seen);
 }
 
 /* ---- the control part's store port ------------------------------------------ */
@@ -642,7 +606,7 @@ static void rp_css_doctor_run(void *self, rp_control_doctor *d, const rp_config 
 
 static const rp_doctor_facts *rp_css_doctor_facts(void *self, const rp_control_doctor *d) {
     RP_UNUSED(self);
-    return &d->probes.facts;
+    return &d->probes.seen.facts;
 }
 
 void rp_control_store_fill(rp_control_store_src *src, rp_control_store_port *out) {

@@ -7,14 +7,18 @@
  *   rp_pass_runner_*        the store thread's pass runner: the store's
  *                           PostgreSQL session, the management API's
  *                           client and the backfill's AMQP peek behind one
- *                           rp_ports, and a pass run on it.
+ *                           rp_ports, and the pass-run port over them
+ *                           (core/rp_pass_run_port.h; the run itself is
+ *                           app/rp_pass_sequence.h's).
  *   rp_control_store_fill   the control part's store port
  *                           (core/rp_control_port.h): the pass runner's
  *                           PostgreSQL session and management client (the
  *                           answer-set port included), the doctor's three
  *                           probes, two AMQP facts.
- *   rp_doctor_probe_all     the doctor's probes: AMQP, the management API,
- *                           PostgreSQL (reaperd --doctor and the op doctor).
+ *   rp_doctor_probe_all     the doctor's probe port: AMQP, the management
+ *                           API, PostgreSQL (the order and the facts:
+ *                           app/rp_doctor_probe.h; reaperd --doctor and the
+ *                           op doctor).
  *   rp_runner_port_fill     the broker-event part's runner port
  *                           (core/rp_runner_port.h).
  *   rp_replay_wiring_*      the replays part's store and publish ports.
@@ -44,12 +48,14 @@
 #include "rp_config.h"
 #include "rp_control_port.h"
 #include "rp_doctor.h"
+#include "rp_doctor_probe.h"
 #include "rp_mgmt_bridge.h"
 #include "rp_mgmt_broker.h"
 #include "rp_metrics.h"
 #include "rp_mgmt_doctor.h"
 #include "rp_pass.h"
 #include "rp_pass_request.h"
+#include "rp_pass_run_port.h"
 #include "rp_pg_conn.h"
 #include "rp_pg_doctor.h"
 #include "rp_pg_store.h"
@@ -117,15 +123,13 @@ rp_status rp_pass_runner_attach_peek(rp_pass_runner *r, const char *password) RP
  * publisher's self is borrowed for the runner's life. */
 void rp_pass_runner_set_publisher(rp_pass_runner *r, const rp_publisher_port *publisher);
 
-/* The pass options every pass of reaperd starts from: rp_pass_options_default
- * with the thresholds, patterns and peek limit of cfg (borrowed: the
- * options point into it) and verdicts logged. */
-void rp_pass_runner_options(const rp_config *cfg, rp_pass_options *opt);
+/* The pass-run port (core/rp_pass_run_port.h) over the runner, self = r;
+ * its reconcile is there when the broker half is attached (call after
+ * rp_pass_runner_attach_broker). */
+void rp_pass_runner_port(rp_pass_runner *r, rp_pass_run_port *out);
 
-/* Connects when needed, then runs the pass. A store that cannot be reached
- * is reported in req->report (unreadable "job_queue", with the reason in a
- * note), never fatal. Afterwards reads the next lease deadline (unless the
- * store is down). */
+/* Runs the pass request on the runner: app/rp_pass_sequence.h over the
+ * pass-run port (core/rp_pass_run_port.h) this file fills from it. */
 void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req);
 
 /* ==== the broker events' runner port (core/rp_runner_port.h) ================== */
@@ -247,23 +251,22 @@ rp_status rp_tap_ports_connect(rp_tap_ports *p, rp_tap *t,
 
 /* ---- the doctor's probes ---------------------------------------------------- */
 
-/* Each probe's own bound: a doctor answers in seconds, not a pass's time. */
-#define RP_DOCTOR_TIMEOUT_MS 5000
-
-/* What the probes saw and the strings their facts point into. */
+/* The probe port's self (core/rp_doctor_probe_port.h) and what the probes
+ * saw (app/rp_doctor_probe.h): the strings their facts point into. */
 typedef struct rp_doctor_probes {
-    rp_doctor_facts facts;
+    rp_doctor_probed seen;
     rp_broker_http_keep keep;
     rp_mgmt_doctor_keep mgmt;
     rp_pg_doctor_keep pg;
-    char amqp_why[512];
-    char mgmt_why[256];
+    const char *password;     /* borrowed for the call */
+    rp_mgmt_bridge *bridge;   /* borrowed for the call; NULL: none */
+    const char *mgmt_why;     /* why there is no bridge (borrowed) */
 } rp_doctor_probes;
 
-/* A non-loop thread: runs every probe into p->facts (each bounded by
- * RP_DOCTOR_TIMEOUT_MS). bridge NULL: the management API is not tried
- * (mgmt_why says why, borrowed). cfg, password and bridge are borrowed for
- * the call. */
+/* A non-loop thread: runs every probe (rp_doctor_probe_run) into
+ * p->seen.facts, each bounded by RP_DOCTOR_TIMEOUT_MS. bridge NULL: the
+ * management API is not tried (mgmt_why says why, borrowed). cfg, password
+ * and bridge are borrowed for the call. */
 void rp_doctor_probe_all(const rp_config *cfg, const char *password, rp_mgmt_bridge *bridge,
                          const char *mgmt_why, rp_doctor_probes *p);
 
