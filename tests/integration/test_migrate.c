@@ -3,7 +3,7 @@
  * recorded, refusing a newer schema, the ledger append-only in the
  * database itself, and version 3 upgrading the dead letters of a version 2
  * database (identities with vhost and origin, deaths, occurrences), and
- * version 6's OCCURRENCE function reading its own schema, version 12's gate filter indexes. Each test works in a schema of its own, dropped after.
+ * version 6's OCCURRENCE function reading its own schema. Each test works in a schema of its own, dropped after.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -365,35 +365,6 @@ static void test_next_occurrence_reads_its_own_schema(void **state) {
     PQclear(PQexec(f->pg, sql));
 }
 
-/* Version 12: the gate list's filter indexes (issue 20, bench/gates), in the
- * configured schema, and the planner uses them for an --origin filter and a
- * --kind filter on open gates (sequential scans ruled out: the tables are
- * empty here, so the plan shows that the index serves the filter). */
-static void test_migrate_v12_gate_filter_indexes(void **state) {
-    fixture *f = *state;
-    char err[512] = "", sql[300];
-    assert_int_equal(rp_pg_migrate(f->pg, f->schema, NULL, err, sizeof err), RP_OK);
-    snprintf(sql, sizeof sql,
-             "SELECT string_agg(indexname || ': ' || regexp_replace(indexdef, '^.* USING ', ''), "
-             "' | ' ORDER BY indexname) FROM pg_indexes WHERE schemaname = '%s' "
-             "AND indexname IN ('dead_letter_by_origin', 'gate_open_by_kind')",
-             f->schema);
-    char *defs = text_of(f, sql);
-    assert_string_equal(defs, "dead_letter_by_origin: btree (origin_queue, reason) | "
-                              "gate_open_by_kind: btree (kind, id) WHERE (answer IS NULL)");
-    free(defs);
-    assert_string_equal(run(f, "DO $$DECLARE l text; a text := ''; BEGIN "
-                               "PERFORM set_config('enable_seqscan', 'off', true); "
-                               "FOR l IN EXPLAIN SELECT identity FROM dead_letter WHERE origin_queue = '\"q\"' "
-                               "AND reason = '\"rejected\"' LOOP a := a || l; END LOOP; "
-                               "IF a NOT LIKE '%dead_letter_by_origin%' THEN RAISE EXCEPTION '%', a; END IF; "
-                               "a := ''; FOR l IN EXPLAIN SELECT id FROM gate WHERE answer IS NULL "
-                               "AND kind = 'delivery_exhausted' ORDER BY id DESC LOOP a := a || l; END LOOP; "
-                               "IF a NOT LIKE '%gate_open_by_kind%' THEN RAISE EXCEPTION '%', a; END IF; "
-                               "END$$"),
-                        "");
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_migrate_applies_once, setup, teardown),
@@ -402,7 +373,6 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_concurrent_migrations_apply_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v3_upgrades_dead_letters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_next_occurrence_reads_its_own_schema, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_migrate_v12_gate_filter_indexes, setup, teardown),
     };
     return cmocka_run_group_tests_name("migrate", tests, NULL, NULL);
 }
