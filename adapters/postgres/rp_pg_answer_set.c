@@ -85,16 +85,6 @@ static const char rp_sql_finish[] =
     "ELSE finished_at END, owner = NULL, owner_until = NULL, updated_at = now() "
     "WHERE id = $1::int8 AND owner = $2::text";
 
-/* The template with the store's schema in it (free()). */
-static rp_status rp_sql(rp_pg_store *s, const char *text, char **out) {
-    PGconn *c = rp_pg_conn_handle(s->conn);
-    char *qs = PQescapeIdentifier(c, s->schema, strlen(s->schema));
-    if (qs == NULL) return RP_ERR_NOMEM;
-    rp__pg_subst sub = {qs, NULL, NULL, NULL};
-    rp_status st = rp__pg_sql_expand(text, &sub, out);
-    PQfreemem(qs);
-    return st;
-}
 
 static void rp_copy(char *dst, size_t n, const char *src) {
     snprintf(dst, n, "%s", src != NULL ? src : "");
@@ -157,8 +147,8 @@ static rp_status rp_create(void *self, const rp_answer_set_spec *spec, rp_answer
     if ((st = rp_ids_literal(spec->ids, spec->n_ids, &ids)) != RP_OK ||
         (st = rp_render(spec->q.origin, &origin)) != RP_OK ||
         (st = rp_render(spec->q.reason, &reason)) != RP_OK ||
-        (st = rp_sql(s, rp_sql_queues, &qsql)) != RP_OK ||
-        (st = rp_sql(s, rp_sql_make, &msql)) != RP_OK)
+        (st = rp__pg_schema_sql(s, rp_sql_queues, &qsql)) != RP_OK ||
+        (st = rp__pg_schema_sql(s, rp_sql_make, &msql)) != RP_OK)
         goto done;
     char older[24], rate[24];
     const char *vals[] = {ids,
@@ -222,7 +212,7 @@ static rp_status rp_one_row(rp_pg_store *s, rp__pg_mode mode, const char *text, 
     rp_status st = rp__pg_enter(s, mode, op);
     if (st != RP_OK) return st;
     char *sql = NULL;
-    if ((st = rp_sql(s, text, &sql)) != RP_OK) return st;
+    if ((st = rp__pg_schema_sql(s, text, &sql)) != RP_OK) return st;
     rp__pg_cmd k = {.stmt = -1, .sql = sql, .n = n, .values = vals};
     PGresult *r = NULL;
     st = rp__pg_run(s, &k, 1, &r, op, NULL);
@@ -274,10 +264,10 @@ static rp_status rp_step(void *self, int64_t id, const char *owner, int64_t leas
     PGresult **res = NULL;
     char (*gates)[24] = NULL;
     size_t nk = n_marks + 5;
-    if ((st = rp_sql(s, rp_sql_fence, &fence)) != RP_OK ||
-        (st = rp_sql(s, rp_sql_mark, &mark)) != RP_OK ||
-        (st = rp_sql(s, rp_sql_renew, &renew)) != RP_OK ||
-        (st = rp_sql(s, rp_sql_next, &next)) != RP_OK)
+    if ((st = rp__pg_schema_sql(s, rp_sql_fence, &fence)) != RP_OK ||
+        (st = rp__pg_schema_sql(s, rp_sql_mark, &mark)) != RP_OK ||
+        (st = rp__pg_schema_sql(s, rp_sql_renew, &renew)) != RP_OK ||
+        (st = rp__pg_schema_sql(s, rp_sql_next, &next)) != RP_OK)
         goto done;
     k = calloc(nk, sizeof *k);
     res = calloc(nk, sizeof *res);
@@ -351,7 +341,7 @@ static rp_status rp_finish(void *self, int64_t id, const char *owner, rp_answer_
     rp_status st = rp__pg_enter(s, RP__PG_WRITE, "answer_set_finish");
     if (st != RP_OK) return st;
     char *sql = NULL;
-    if ((st = rp_sql(s, rp_sql_finish, &sql)) != RP_OK) return st;
+    if ((st = rp__pg_schema_sql(s, rp_sql_finish, &sql)) != RP_OK) return st;
     char idb[24];
     const char *vals[] = {rp__pg_itoa(id, idb), owner, rp_answer_set_state_string(state), reason};
     rp__pg_cmd k = {.stmt = -1, .sql = sql, .n = 4, .values = vals};

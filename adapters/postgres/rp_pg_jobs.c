@@ -48,16 +48,6 @@ static const char rp_sql_cancel[] =
     "'by', $2::text, 'reason', $3::text) FROM j RETURNING seq) "
     "SELECT " RP_JOB_COLS ", (SELECT seq FROM ev) FROM j";
 
-/* The template with the store's schema in it (free()). */
-static rp_status rp_sql(rp_pg_store *s, const char *text, char **out) {
-    PGconn *c = rp_pg_conn_handle(s->conn);
-    char *qs = PQescapeIdentifier(c, s->schema, strlen(s->schema));
-    if (qs == NULL) return RP_ERR_NOMEM;
-    rp__pg_subst sub = {qs, NULL, NULL, NULL};
-    rp_status st = rp__pg_sql_expand(text, &sub, out);
-    PQfreemem(qs);
-    return st;
-}
 
 static char *rp_dup(const char *s, bool *ok) {
     if (s == NULL) return NULL;
@@ -102,8 +92,8 @@ static rp_status rp_list(void *self, const rp_job_query *q, rp_job_page *out) {
     rp_status st = rp__pg_enter(s, RP__PG_READ, "list_jobs");
     if (st != RP_OK) return st;
     char *page_sql = NULL, *count_sql = NULL;
-    if ((st = rp_sql(s, rp_sql_page, &page_sql)) != RP_OK ||
-        (st = rp_sql(s, rp_sql_count, &count_sql)) != RP_OK) {
+    if ((st = rp__pg_schema_sql(s, rp_sql_page, &page_sql)) != RP_OK ||
+        (st = rp__pg_schema_sql(s, rp_sql_count, &count_sql)) != RP_OK) {
         free(page_sql);
         return st;
     }
@@ -146,7 +136,7 @@ static rp_status rp_get(void *self, int64_t id, rp_job_row *out) {
     rp_status st = rp__pg_enter(s, RP__PG_READ, "get_job");
     if (st != RP_OK) return st;
     char *sql = NULL;
-    if ((st = rp_sql(s, rp_sql_get, &sql)) != RP_OK) return st;
+    if ((st = rp__pg_schema_sql(s, rp_sql_get, &sql)) != RP_OK) return st;
     char idb[24];
     const char *vals[] = {rp__pg_itoa(id, idb)};
     rp__pg_cmd k = {.stmt = -1, .sql = sql, .n = 1, .values = vals};
@@ -188,8 +178,8 @@ static rp_status rp_cancel(void *self, int64_t id, const char *by, const char *r
     rp_status st = rp__pg_enter(s, RP__PG_WRITE, "cancel_job");
     if (st != RP_OK) return st;
     char *lock_sql = NULL, *cancel_sql = NULL;
-    if ((st = rp_sql(s, rp_sql_lock, &lock_sql)) != RP_OK ||
-        (st = rp_sql(s, rp_sql_cancel, &cancel_sql)) != RP_OK) {
+    if ((st = rp__pg_schema_sql(s, rp_sql_lock, &lock_sql)) != RP_OK ||
+        (st = rp__pg_schema_sql(s, rp_sql_cancel, &cancel_sql)) != RP_OK) {
         free(lock_sql);
         return st;
     }

@@ -41,16 +41,6 @@ static const char rp_sql_sightings[] =
     "THEN substring(s.key FROM 'job:([0-9]+)$')::int8 END "
     "WHERE s.condition IN ('STALLED', 'WEDGED', 'DIVERGENT', 'WAITING_DEPTH') ORDER BY s.key";
 
-/* The template with the store's schema in it (free()). */
-static rp_status rp_sql(rp_pg_store *s, const char *text, char **out) {
-    PGconn *c = rp_pg_conn_handle(s->conn);
-    char *qs = PQescapeIdentifier(c, s->schema, strlen(s->schema));
-    if (qs == NULL) return RP_ERR_NOMEM;
-    rp__pg_subst sub = {qs, NULL, NULL, NULL};
-    rp_status st = rp__pg_sql_expand(text, &sub, out);
-    PQfreemem(qs);
-    return st;
-}
 
 /* Enters the store, runs one statement (text with {s}) and returns its
  * result in *r (PQclear). */
@@ -59,7 +49,7 @@ static rp_status rp_read(rp_pg_store *s, const char *text, int n, const char *co
     rp_status st = rp__pg_enter(s, RP__PG_READ, op);
     if (st != RP_OK) return st;
     char *sql = NULL;
-    if ((st = rp_sql(s, text, &sql)) != RP_OK) return st;
+    if ((st = rp__pg_schema_sql(s, text, &sql)) != RP_OK) return st;
     rp__pg_cmd k = {.stmt = -1, .sql = sql, .n = n, .values = vals};
     st = rp__pg_run(s, &k, 1, r, op, NULL);
     free(sql);

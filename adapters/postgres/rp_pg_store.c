@@ -497,6 +497,16 @@ rp_status rp__pg_rollback(rp_pg_store *s, const char *op) {
  * names the session already holds. */
 static unsigned long rp_name_serial;
 
+rp_status rp__pg_schema_sql(rp_pg_store *s, const char *text, char **out) {
+    PGconn *c = rp_pg_conn_handle(s->conn);
+    char *qs = c ? PQescapeIdentifier(c, s->schema, strlen(s->schema)) : NULL;
+    if (qs == NULL) return RP_ERR_NOMEM;
+    rp__pg_subst sub = {qs, NULL, NULL, NULL};
+    rp_status st = rp__pg_sql_expand(text, &sub, out);
+    PQfreemem(qs);
+    return st;
+}
+
 static rp_status rp_prepare(rp_pg_store *s) {
     PGconn *c = rp_pg_conn_handle(s->conn);
     char *qs = PQescapeIdentifier(c, s->schema, strlen(s->schema));

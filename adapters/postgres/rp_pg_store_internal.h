@@ -80,6 +80,10 @@ typedef struct rp__pg_subst {
  * RP_ERR_INTERNAL for an unknown placeholder. */
 rp_status rp__pg_sql_expand(const char *text, const rp__pg_subst *sub, char **out) RP_MUSTCHECK;
 
+/* A template with only {s}, the store's schema, expanded into a new heap
+ * string (*out, free()). RP_ERR_NOMEM (no connection either). */
+rp_status rp__pg_schema_sql(rp_pg_store *s, const char *text, char **out) RP_MUSTCHECK;
+
 /* One row of the batch taken by take_leases, as it was when taken: the
  * fence of its move. */
 typedef struct rp__pg_row {
