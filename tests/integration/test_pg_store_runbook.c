@@ -263,6 +263,13 @@ static void test_stalled_evicted_fenced(void **state) {
                                  " AND state = 'ready' AND lease_owner IS NULL", keep), 1);
 }
 
+/* run_after "now()" is the database's clock to the microsecond, the pass's
+ * now (the fixture's clock) is whole milliseconds: a pass within the same
+ * millisecond as the insert would see the rows a fraction of a millisecond
+ * in the future, not claimable yet. Such rows are claimable from a second
+ * ago instead. */
+#define RP_NOW_CLAIMABLE "now() - interval '1 second'"
+
 static void add_ready(pgfx *f, const char *project, const char *kind, int n, const char *run_after) {
     pgfx_exec(f, "INSERT INTO job (project_id, kind, state, run_after) SELECT '%s', '%s', 'ready',"
                  " %s FROM generate_series(1, %d)", project, kind, run_after, n);
@@ -271,15 +278,15 @@ static void add_ready(pgfx *f, const char *project, const char *kind, int n, con
 static void test_waiting_depth(void **state) {
     pgfx *f = *state;
     f->opt.thresholds.stale_ready_seconds = 86400; /* only the depth here */
-    add_ready(f, "alpha", "render", 11, "now()");                      /* one over */
-    add_ready(f, "alpha", "mail", 10, "now()");                        /* at */
-    add_ready(f, "beta", "render", 10, "now()");                       /* at ... */
-    add_ready(f, "beta", "render", 1, "now() + interval '1 hour'");    /* ... not claimable */
-    add_ready(f, "gamma", "render", 9, "now()");                       /* under */
+    add_ready(f, "alpha", "render", 11, RP_NOW_CLAIMABLE);          /* one over */
+    add_ready(f, "alpha", "mail", 10, RP_NOW_CLAIMABLE);            /* at */
+    add_ready(f, "beta", "render", 10, RP_NOW_CLAIMABLE);           /* at ... */
+    add_ready(f, "beta", "render", 1, "now() + interval '1 hour'"); /* ... not claimable */
+    add_ready(f, "gamma", "render", 9, RP_NOW_CLAIMABLE);           /* under */
     /* A dependency not succeeded makes a job unclaimable. */
     int64_t dep = pgfx_i64(f, "INSERT INTO job (project_id, kind, state) VALUES ('delta', 'x',"
                               " 'failed') RETURNING id");
-    add_ready(f, "delta", "render", 10, "now()");
+    add_ready(f, "delta", "render", 10, RP_NOW_CLAIMABLE);
     pgfx_exec(f, "INSERT INTO job (project_id, kind, state, depends_on) VALUES ('delta', 'render',"
                  " 'ready', %" PRId64 ")", dep);
 
@@ -314,7 +321,7 @@ static void test_waiting_depth(void **state) {
     assert_int_equal(ledger(f, "WAITING_DEPTH", "CLEARED"), 1);
 
     /* A pass narrowed to another project does not clear alpha's. */
-    add_ready(f, "alpha", "render", 5, "now()");
+    add_ready(f, "alpha", "render", 5, RP_NOW_CLAIMABLE);
     assert_int_equal(pgfx_pass(f, false, &r), RP_OK);
     assert_non_null(find(&r, RP_COND_WAITING_DEPTH, RP_ACTION_SURFACED, "kind:alpha:render"));
     rp_report_cleanup(&r);
