@@ -72,6 +72,15 @@ rp_status rp_mgmt_bridge_call(rp_mgmt_bridge *b, rp_http_method method, const ch
     return RP_OK;
 }
 
+/* The call with an extra request header (the breaker's X-Reason): the
+ * same answers. */
+rp_status rp_mgmt_bridge_call_with(rp_mgmt_bridge *b, rp_http_method method, const char *path,
+                                   const char *body, size_t body_len, const char *header,
+                                   long timeout_ms, rp_mgmt_response *out) {
+    RP_UNUSED(header);
+    return rp_mgmt_bridge_call(b, method, path, body, body_len, timeout_ms, out);
+}
+
 char *rp_mgmt_bridge_scrub(const rp_mgmt_bridge *b, char *buf, size_t cap) {
     RP_UNUSED(b);
     RP_UNUSED(cap);
