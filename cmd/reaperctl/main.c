@@ -248,6 +248,24 @@ static int rp_ctl_gate(const rp_config *cfg, const char *password, long long gat
     return rc;
 }
 
+/* The gate filters gates and answer --all share, set on req; false when
+ * --older-than is not a duration (nothing else can be wrong). */
+static bool rp_gate_filters(json_t *req, const char *project, const char *kind,
+                            const char *queue, const char *origin, const char *reason,
+                            const char *older) {
+    if (project) json_object_set_new(req, "project", json_string(project));
+    if (kind) json_object_set_new(req, "kind", json_string(kind));
+    if (queue) json_object_set_new(req, "queue", json_string(queue));
+    if (origin) json_object_set_new(req, "origin", json_string(origin));
+    if (reason) json_object_set_new(req, "reason", json_string(reason));
+    if (older) {
+        int64_t secs;
+        if (!rp_ctl_duration_parse(older, &secs)) return false;
+        json_object_set_new(req, "older_than_seconds", json_integer(secs));
+    }
+    return true;
+}
+
 int main(int argc, char **argv) {
     enum {
         O_PROJECT = 256, O_DRY, O_JSON, O_STATE, O_LIMIT, O_CHOICE, O_BY, O_TIMEOUT,
@@ -346,18 +364,9 @@ int main(int argc, char **argv) {
             if (*end || end == limit) return rp_fail_usage_free(req, "--limit takes a whole number, 1 to 1000");
             json_object_set_new(req, "limit", json_integer(n));
         }
-        if (project) json_object_set_new(req, "project", json_string(project));
-        if (kind) json_object_set_new(req, "kind", json_string(kind));
-        if (queue) json_object_set_new(req, "queue", json_string(queue));
-        if (origin) json_object_set_new(req, "origin", json_string(origin));
-        if (reason) json_object_set_new(req, "reason", json_string(reason));
-        if (older) {
-            int64_t secs;
-            if (!rp_ctl_duration_parse(older, &secs))
-                return rp_fail_usage_free(req, "--older-than takes a duration: 90s, 15m, 2h, 7d "
-                                               "(a whole number, s when no unit)");
-            json_object_set_new(req, "older_than_seconds", json_integer(secs));
-        }
+        if (!rp_gate_filters(req, project, kind, queue, origin, reason, older))
+            return rp_fail_usage_free(req, "--older-than takes a duration: 90s, 15m, 2h, 7d "
+                                           "(a whole number, s when no unit)");
         if (after) {
             char *end;
             long long id = strtoll(after, &end, 10);
@@ -402,18 +411,9 @@ int main(int argc, char **argv) {
             }
             json_object_set_new(req, "ids", ids);
         }
-        if (project) json_object_set_new(req, "project", json_string(project));
-        if (kind) json_object_set_new(req, "kind", json_string(kind));
-        if (queue) json_object_set_new(req, "queue", json_string(queue));
-        if (origin) json_object_set_new(req, "origin", json_string(origin));
-        if (reason) json_object_set_new(req, "reason", json_string(reason));
-        if (older) {
-            int64_t secs;
-            if (!rp_ctl_duration_parse(older, &secs))
-                return rp_fail_usage_free(req, "--older-than takes a duration: 90s, 15m, 2h, 7d "
-                                               "(a whole number, s when no unit)");
-            json_object_set_new(req, "older_than_seconds", json_integer(secs));
-        }
+        if (!rp_gate_filters(req, project, kind, queue, origin, reason, older))
+            return rp_fail_usage_free(req, "--older-than takes a duration: 90s, 15m, 2h, 7d "
+                                           "(a whole number, s when no unit)");
         if (by) json_object_set_new(req, "by", json_string(by));
     } else if (strcmp(cmd, "answer") == 0) {
         if (optind >= argc) return rp_fail_usage_free(req, "answer needs a GATE id");
