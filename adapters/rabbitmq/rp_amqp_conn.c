@@ -2,12 +2,14 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 
 #include "rp_amqp_open.h"
+#include "rp_clock.h"
 #include "rp_hostlist.h"
 #include "rp_log.h"
 
@@ -16,6 +18,9 @@
 #define RP_AMQP_BACKOFF_MIN_MS 500
 #define RP_AMQP_BACKOFF_MAX_MS 10000
 #define RP_AMQP_RPC_TIMEOUT_S 10
+/* A connect attempt still running after this long is said in the log,
+ * with the step it is at, every period again until it ends. */
+#define RP_AMQP_SLOW_CONNECT_MS 30000
 
 struct rp_amqp_conn {
     struct event_base *base;
@@ -31,6 +36,8 @@ struct rp_amqp_conn {
     bool verify_peer;
     int heartbeat;
     int connect_timeout_ms;
+    int rpc_timeout_ms;
+    int slow_connect_ms;
     int frame_max;
     char peer[300];
     /* The host of broker.url's host list tried first at the next connect:
@@ -44,11 +51,16 @@ struct rp_amqp_conn {
     struct event *tick_ev;    /* heartbeat-period drain */
     struct event *retry_ev;   /* reconnect after backoff */
     struct event *done_ev;    /* the connect thread finished */
+    struct event *slow_ev;    /* the attempt runs long: say so */
     int backoff_ms;
 
     /* Connect thread and its result (written by the thread, read after join). */
     pthread_t thread;
     bool thread_running;
+    /* The step the connect thread is at (a string literal), for the slow
+     * attempt's log line; written by the thread, read by the loop. */
+    _Atomic(const char *) phase;
+    int64_t attempt_started_ms;
     amqp_connection_state_t result;
     char result_err[256];
 
@@ -118,6 +130,8 @@ rp_amqp_conn *rp_amqp_conn_new(struct event_base *base, const rp_amqp_params *p,
     c->heartbeat = p->heartbeat_seconds > 0 ? p->heartbeat_seconds : 0;
     c->connect_timeout_ms = p->connect_timeout_ms > 0 ? p->connect_timeout_ms : 5000;
     c->frame_max = p->frame_max > 0 ? p->frame_max : RP_AMQP_FRAME_MAX;
+    c->rpc_timeout_ms = p->rpc_timeout_ms > 0 ? p->rpc_timeout_ms : RP_AMQP_RPC_TIMEOUT_S * 1000;
+    c->slow_connect_ms = p->slow_connect_ms > 0 ? p->slow_connect_ms : RP_AMQP_SLOW_CONNECT_MS;
     c->backoff_ms = RP_AMQP_BACKOFF_MIN_MS;
     if (c->url == NULL || c->url_copy == NULL || c->password == NULL ||
         c->connection_name == NULL) {
@@ -172,18 +186,22 @@ static amqp_connection_state_t rp_amqp_connect_blocking(rp_amqp_conn *c, char *e
         .key_file = c->key_file,
         .verify_peer = c->verify_peer,
         .connect_timeout_ms = c->connect_timeout_ms,
-        .rpc_timeout_ms = RP_AMQP_RPC_TIMEOUT_S * 1000,
+        .rpc_timeout_ms = c->rpc_timeout_ms,
         .heartbeat_s = c->heartbeat,
         .frame_max = c->frame_max,
         .connection_name = c->connection_name,
         .capabilities = true,
         .host_used = &c->host,
     };
+    atomic_store(&c->phase, "opening the connection (TCP connect and login)");
     amqp_connection_state_t conn = rp_amqp_open(&o, err, n);
     if (conn == NULL) return NULL;
+    atomic_store(&c->phase, "opening channel 1");
     amqp_channel_open(conn, RP_AMQP_CHANNEL);
     if (!rp_amqp_rpc_ok(amqp_get_rpc_reply(conn), "channel open", err, n)) goto fail;
+    atomic_store(&c->phase, "declaring and consuming (set-up)");
     if (c->hooks.on_setup && !c->hooks.on_setup(c->hooks.arg, conn, err, n)) goto fail;
+    atomic_store(&c->phase, "done");
     return conn;
 fail:
     amqp_destroy_connection(conn);
@@ -370,6 +388,7 @@ static void rp_amqp_on_connected(evutil_socket_t fd, short what, void *arg) {
     rp_amqp_conn *c = arg;
     pthread_join(c->thread, NULL);
     c->thread_running = false;
+    event_del(c->slow_ev);
     if (c->result == NULL) {
         rp_amqp_name_peer(c); /* the host that failed after its login, if one did */
         rp_amqp_set_state(c, RP_AMQP_DOWN, c->result_err);
@@ -398,10 +417,27 @@ static void rp_amqp_on_connected(evutil_socket_t fd, short what, void *arg) {
     rp_amqp_conn_drain(c);
 }
 
+/* Every step of an attempt has a time-out (rp_amqp_open.h), but a set-up
+ * of many steps can add up, and an attempt that never ends would leave the
+ * daemon silent: the log says so while it runs. */
+static void rp_amqp_on_slow(evutil_socket_t fd, short what, void *arg) {
+    RP_UNUSED(fd);
+    RP_UNUSED(what);
+    rp_amqp_conn *c = arg;
+    if (!c->thread_running) return;
+    char secs[24];
+    snprintf(secs, sizeof secs, "%lld",
+             (long long)((rp_clock_mono_ms() - c->attempt_started_ms) / 1000));
+    RP_WARN("broker connect attempt still running", "broker", c->peer, "seconds", secs, "step",
+            atomic_load(&c->phase), NULL);
+}
+
 static void rp_amqp_start_connect(rp_amqp_conn *c) {
     if (c->thread_running) return;
     rp_amqp_set_state(c, RP_AMQP_CONNECTING, c->peer);
     c->result = NULL;
+    atomic_store(&c->phase, "starting");
+    c->attempt_started_ms = rp_clock_mono_ms();
     int rc = pthread_create(&c->thread, NULL, rp_amqp_connect_main, c);
     if (rc != 0) {
         rp_amqp_set_state(c, RP_AMQP_DOWN, strerror(rc));
@@ -409,13 +445,17 @@ static void rp_amqp_start_connect(rp_amqp_conn *c) {
         return;
     }
     c->thread_running = true;
+    struct timeval tv = {c->slow_connect_ms / 1000, (c->slow_connect_ms % 1000) * 1000};
+    event_add(c->slow_ev, &tv);
 }
 
 rp_status rp_amqp_conn_start(rp_amqp_conn *c) {
     c->retry_ev = evtimer_new(c->base, rp_amqp_on_retry, c);
     c->tick_ev = event_new(c->base, -1, EV_PERSIST, rp_amqp_on_io, c);
     c->done_ev = event_new(c->base, -1, 0, rp_amqp_on_connected, c);
-    if (c->retry_ev == NULL || c->tick_ev == NULL || c->done_ev == NULL) return RP_ERR_NOMEM;
+    c->slow_ev = event_new(c->base, -1, EV_PERSIST, rp_amqp_on_slow, c);
+    if (c->retry_ev == NULL || c->tick_ev == NULL || c->done_ev == NULL || c->slow_ev == NULL)
+        return RP_ERR_NOMEM;
     rp_amqp_start_connect(c);
     return RP_OK;
 }
@@ -430,6 +470,7 @@ void rp_amqp_conn_free(rp_amqp_conn *c) {
     if (c->retry_ev) event_free(c->retry_ev);
     if (c->tick_ev) event_free(c->tick_ev);
     if (c->done_ev) event_free(c->done_ev);
+    if (c->slow_ev) event_free(c->slow_ev);
     free(c->url);
     free(c->url_copy);
     if (c->password) {

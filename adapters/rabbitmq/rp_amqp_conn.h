@@ -52,6 +52,11 @@ typedef struct rp_amqp_params {
      * broker's default is 131072). 0: 131072. rabbitmq-c 0.11 cannot ask
      * for "no limit" (0 would size its output buffer to nothing). */
     int frame_max;
+    /* Time-outs of the handshake and of every RPC of the set-up; 0: 10 s. */
+    int rpc_timeout_ms;
+    /* An attempt running longer is said in the log (with its step), each
+     * such period again; 0: 30 s. */
+    int slow_connect_ms;
 } rp_amqp_params;
 
 /* The connection's address and credentials from cfg's broker.url and

@@ -203,18 +203,37 @@ static void test_status_in_both_encodings(void **state) {
 
 static void test_reap_on_demand(void **state) {
     (void)state;
-    sql("INSERT INTO job (project_id, kind, state, attempts, lease_owner, lease_expires_at)"
-        " VALUES ('alpha', 'k', 'leased', 1, 'w', now() - interval '1 minute')");
     /* The summary line of a lease reap that finished. */
     const char *lease_reaped = "\"scope\":\"lease reap\",\"ok\"";
-    rp_child_drain(W.reaperd, 0);
-    int reaps_before = log_count(lease_reaped);
-    json_t *r = call_json("{\"v\":1,\"op\":\"reap\",\"dry_run\":true}");
-    assert_true(json_is_true(json_object_get(r, "ok")));
-    json_t *rep = json_object_get(r, "result");
-    assert_true(json_is_true(json_object_get(rep, "dry_run")));
-    assert_int_equal(json_array_size(json_object_get(rep, "verdicts")), 1);
-    json_decref(r);
+    /* The daemon's own pass may requeue the planted row before the dry
+     * run reads it (seen in CI under load): then the dry run rightly
+     * finds nothing, the row is ready, and it is planted again. */
+    json_t *r = NULL;
+    int reaps_before = 0;
+    size_t found = 0;
+    for (int attempt = 0; attempt < 5 && found == 0; attempt++) {
+        sql("DELETE FROM job WHERE project_id = 'alpha'");
+        sql("INSERT INTO job (project_id, kind, state, attempts, lease_owner, lease_expires_at)"
+            " VALUES ('alpha', 'k', 'leased', 1, 'w', now() - interval '1 minute')");
+        rp_child_drain(W.reaperd, 0);
+        reaps_before = log_count(lease_reaped);
+        r = call_json("{\"v\":1,\"op\":\"reap\",\"dry_run\":true}");
+        assert_true(json_is_true(json_object_get(r, "ok")));
+        json_t *rep = json_object_get(r, "result");
+        assert_true(json_is_true(json_object_get(rep, "dry_run")));
+        found = json_array_size(json_object_get(rep, "verdicts"));
+        json_decref(r);
+        if (found == 0) { /* not lost: the daemon's reap moved it (or is moving it) */
+            bool ready = false;
+            for (int i = 0; i < 50 && !ready; i++) {
+                rp_child_drain(W.reaperd, 100);
+                ready = sqln("SELECT count(*) FROM job WHERE project_id = 'alpha'"
+                             " AND state = 'ready'") == 1;
+            }
+            assert_true(ready);
+        }
+    }
+    assert_int_equal(found, 1);
     /* Every pass arms the lease deadline for the earliest expired lease
      * left in the table, so right after a dry run the daemon's own lease
      * reap requeues the planted row (it would anyway: the lease ran out).
@@ -918,8 +937,15 @@ static void test_broker_restart(void **state) {
         rp_child_drain(W.reaperd, 500);
         back = strstr(W.reaperd->log + before, "\"msg\":\"broker connected\"") != NULL;
     }
-    if (!back) fprintf(stderr, "reaperd did not reconnect in 90 s; it said since:\n%s\n",
-                       W.reaperd->log + before);
+    if (!back) {
+        fprintf(stderr, "reaperd did not reconnect in 90 s; it said since:\n%s\n",
+                W.reaperd->log + before);
+        /* Where its threads are (gdb is on every machine CI runs on). */
+        snprintf(cmd, sizeof cmd,
+                 "gdb -batch -p %d -ex 'thread apply all bt' 2>&1 | grep -v '^\\[New LWP' >&2",
+                 (int)W.reaperd->pid);
+        (void)system(cmd);
+    }
     assert_true(back);
     W.amqp = itest_amqp_connect();
     /* (allowed_users is "reaper" since test_forbidden_users.) */
