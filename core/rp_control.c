@@ -62,13 +62,16 @@ bool rp_control_user_allowed(const rp_control_rules *rules, const char *user) {
     return false;
 }
 
+bool rp_control_reply_to_is_direct(const char *reply_to) {
+    static const char direct[] = "amq.rabbitmq.reply-to";
+    size_t n = strlen(direct);
+    return strncmp(reply_to, direct, n) == 0 && (reply_to[n] == '\0' || reply_to[n] == '.');
+}
+
 bool rp_control_reply_to_allowed(const rp_config_pattern *pattern, const char *reply_to) {
     /* Direct reply-to or a queue the pattern names, nowhere else: reaperd
      * is not a relay into other queues. */
-    static const char direct[] = "amq.rabbitmq.reply-to";
-    size_t n = strlen(direct);
-    if (strncmp(reply_to, direct, n) == 0 && (reply_to[n] == '\0' || reply_to[n] == '.'))
-        return true;
+    if (rp_control_reply_to_is_direct(reply_to)) return true;
     return pattern != NULL && rp_config_pattern_match(pattern, reply_to, strlen(reply_to)) == 1;
 }
 

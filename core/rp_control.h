@@ -100,6 +100,9 @@ rp_control_admission rp_control_admit(const rp_control_rules *rules,
 /* The two checks alone (rp_control_admit uses them). */
 bool rp_control_user_allowed(const rp_control_rules *rules, const char *user /* NULL: none */);
 bool rp_control_reply_to_allowed(const rp_config_pattern *pattern, const char *reply_to);
+/* reply_to is a direct reply-to name ("amq.rabbitmq.reply-to" or one the
+ * broker made of it). */
+bool rp_control_reply_to_is_direct(const char *reply_to);
 
 /* ---- senders: told once, reaps held to a rate ------------------------------ */
 

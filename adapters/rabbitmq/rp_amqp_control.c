@@ -52,12 +52,18 @@ rp_status rp_amqp_control_reply(rp_amqp_publisher *p, const char *reply_to,
         props._flags |= AMQP_BASIC_CORRELATION_ID_FLAG;
         props.correlation_id = amqp_cstring_bytes(correlation_id);
     }
+    /* Mandatory only to a reply queue: RabbitMQ 3.10 returns a mandatory
+     * publish to a direct reply-to name although it delivers it (the name
+     * routes to no queue), so every reply would read as undelivered; and a
+     * client that left takes its direct reply-to name with it, where the
+     * reply is dropped either way. */
+    bool direct = rp_control_reply_to_is_direct(reply_to);
     rp_publish pub = {
         .exchange = "",
         .routing_key = reply_to,
         .props = &props,
         .body = body,
-        .mandatory = true,
+        .mandatory = !direct,
         .retry = false,
         .done = done,
         .arg = arg,

@@ -199,6 +199,11 @@ static void test_status_in_both_encodings(void **state) {
     r = call(NULL, "\x82\xa1v\x01\xa2op\xa6status", 14, NULL);
     assert_true(json_is_true(json_object_get(r, "ok")));
     json_decref(r);
+    /* The three replies went to direct reply-to and were delivered: none is
+     * said to be undelivered once its confirm is in (RabbitMQ 3.10 returned
+     * every mandatory one). */
+    rp_child_drain(W.reaperd, 500);
+    assert_int_equal(log_count("control reply not delivered"), 0);
 }
 
 static void test_reap_on_demand(void **state) {
@@ -918,6 +923,65 @@ static void test_nacked_replies_do_not_starve(void **state) {
     itest_queue_delete(W.amqp, 1, full);
 }
 
+/* A client that left before its reply: its direct reply-to name is gone.
+ * The reply is dropped, the request acked, the connection kept, and the
+ * next request answered. The stale name is a real one the broker made: a
+ * channel consumes direct reply-to, publishes a message carrying it to a
+ * scratch queue, reads the name back and closes. */
+static void test_reply_to_a_client_that_left(void **state) {
+    (void)state;
+    char scratch[128], stale[256];
+    snprintf(scratch, sizeof scratch, "%sscratch", W.replies);
+    amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(scratch), 0, 0, 0, 1, amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_channel_open(W.amqp, 2);
+    assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_basic_consume(W.amqp, 2, amqp_cstring_bytes("amq.rabbitmq.reply-to"), amqp_empty_bytes,
+                       0, 1, 0, amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_basic_properties_t p;
+    memset(&p, 0, sizeof p);
+    p._flags = AMQP_BASIC_REPLY_TO_FLAG;
+    p.reply_to = amqp_cstring_bytes("amq.rabbitmq.reply-to");
+    assert_int_equal(amqp_basic_publish(W.amqp, 2, amqp_cstring_bytes(""),
+                                        amqp_cstring_bytes(scratch), 0, 0, &p,
+                                        amqp_cstring_bytes("x")),
+                     AMQP_STATUS_OK);
+    stale[0] = '\0';
+    for (int i = 0; i < 50 && stale[0] == '\0'; i++) {
+        amqp_rpc_reply_t g = amqp_basic_get(W.amqp, 1, amqp_cstring_bytes(scratch), 1);
+        assert_int_equal(g.reply_type, AMQP_RESPONSE_NORMAL);
+        if (g.reply.id != AMQP_BASIC_GET_OK_METHOD) {
+            usleep(100000);
+            continue;
+        }
+        amqp_message_t m;
+        assert_int_equal(amqp_read_message(W.amqp, 1, &m, 0).reply_type, AMQP_RESPONSE_NORMAL);
+        assert_true(m.properties._flags & AMQP_BASIC_REPLY_TO_FLAG);
+        snprintf(stale, sizeof stale, "%.*s", (int)m.properties.reply_to.len,
+                 (const char *)m.properties.reply_to.bytes);
+        amqp_destroy_message(&m);
+    }
+    assert_true(strncmp(stale, "amq.rabbitmq.reply-to.", 22) == 0);
+    amqp_channel_close(W.amqp, 2, AMQP_REPLY_SUCCESS);
+    itest_queue_delete(W.amqp, 1, scratch);
+
+    int connects = log_count("\"msg\":\"broker connected\"");
+    send_status(stale, "left");
+    long start = mono_ms();
+    while (depth(W.queue) > 0 && mono_ms() - start < 10000) rp_child_drain(W.reaperd, 100);
+    rp_child_drain(W.reaperd, 500);
+    assert_int_equal(depth(W.queue), 0); /* acked */
+    /* (allowed_users is the broker user since test_forbidden_users.) */
+    const char *status = "{\"v\":1,\"op\":\"status\"}";
+    json_t *r = call("application/json", status, strlen(status), itest_broker_user());
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    /* The same connection answered: no reconnect. */
+    assert_int_equal(log_count("\"msg\":\"broker connected\""), connects);
+    assert_false(W.reaperd->exited);
+}
+
 /* The broker restarts under a running reaperd: it reconnects, declares
  * everything again and answers. */
 static void test_broker_restart(void **state) {
@@ -971,6 +1035,7 @@ int main(void) {
         cmocka_unit_test(test_nacked_replies_do_not_starve),
         cmocka_unit_test(test_reap_rate),
         cmocka_unit_test(test_forbidden_users),
+        cmocka_unit_test(test_reply_to_a_client_that_left),
         cmocka_unit_test(test_broker_restart),
     };
     return cmocka_run_group_tests_name("control", tests, group_setup, group_teardown);
