@@ -11,7 +11,7 @@
  * The parts, each with the narrow deps it uses (it never sees rp_daemon):
  *  - observe (app/rp_observe.h): the metrics glue; the HTTP endpoints
  *    (adapters/http) are served here with its hooks;
- *  - signals (signals.h): SIGHUP reload and the bounded stop;
+ *  - signals (app/rp_signals.h): SIGHUP reload and the bounded stop;
  *  - the sweeper (app/rp_sweeper.h): the store thread and when passes run
  *    (the sweep, the lease reap on the deadline timer, the lease LISTEN);
  *    the pass itself runs through the pass port of app/rp_pass_sequence.h
@@ -56,11 +56,15 @@
 #include "rp_pg_listen.h"
 #include "rp_replays.h"
 #include "rp_answer_sets.h"
+#include "rp_answer_one.h"
+#include "rp_config_load.h"
+#include "rp_signals.h"
 #include "rp_sweeper.h"
 #include "rp_tap.h"
-#include "signals.h"
 #include "version.h"
 #include "worker.h"
+
+extern char **environ;
 
 #define RP_HEARTBEAT_SECONDS 10
 /* The largest delivery body kept on the session's connection: a control
@@ -148,7 +152,8 @@ typedef struct rp_daemon {
     rp_control_store_src control_store;
     struct rp_replays *replays;
     /* Answer sets (app/rp_answer_sets.h) over their ports (ports.h); loop thread. */
-    rp_answer_set_wiring *answer_set_wiring;
+    rp_answer_one *answer_one;
+    rp_control_store_port control_store_port;
     rp_answer_sets *answer_sets;
     struct rp_replay_wiring *replay_wiring;
 } rp_daemon;
@@ -317,6 +322,10 @@ static void rp_signals_on_reload(void *arg, const rp_config *old) {
     }
 }
 
+static rp_status rp_signals_load(const char *path, rp_config *out, rp_config_problems *p) {
+    return rp_config_load(path, environ, out, p);
+}
+
 /* ---- the broker session's wiring ------------------------------------------ */
 
 /* The AMQP parameters of the session and the tap, from the configuration
@@ -393,14 +402,15 @@ static rp_status rp_daemon_control_start(rp_daemon *d) {
     rp_replays_deps rd = {.store_job = rp_daemon_store_job_port, .store_job_self = d};
     rp_replay_wiring_ports(d->replay_wiring, &rd.store, &rd.publish);
     if ((d->replays = rp_replays_new(d->base, &rd)) == NULL) return RP_ERR_NOMEM;
-    d->answer_set_wiring = rp_answer_set_wiring_new(&d->runner, d->replays, &d->metrics,
-                                                    rp_daemon_store_job_port, d);
-    if (d->answer_set_wiring == NULL) return RP_ERR_NOMEM;
+    d->control_store = (rp_control_store_src){&d->runner, &d->broker_password};
+    rp_control_store_fill(&d->control_store, &d->control_store_port);
+    d->answer_one = rp_answer_one_new(&d->control_store_port, d->replays, &d->metrics,
+                                      rp_daemon_store_job_port, d);
+    if (d->answer_one == NULL) return RP_ERR_NOMEM;
     rp_answer_sets_deps ad = {0};
-    rp_answer_set_wiring_deps(d->answer_set_wiring, &ad);
+    rp_answer_one_deps(d->answer_one, &ad);
     if ((d->answer_sets = rp_answer_sets_new(d->base, &ad)) == NULL) return RP_ERR_NOMEM;
     d->control_transport = (rp_amqp_control_src){&d->session, &d->publisher};
-    d->control_store = (rp_control_store_src){&d->runner, &d->broker_password};
     rp_control_deps cd = {
         .self = d,
         .store_job = rp_daemon_store_job_port,
@@ -414,7 +424,7 @@ static rp_status rp_daemon_control_start(rp_daemon *d) {
         .replays = d->replays,
     };
     rp_amqp_control_transport_port(&d->control_transport, &cd.transport);
-    rp_control_store_fill(&d->control_store, &cd.store);
+    cd.store = d->control_store_port;
     return (d->control = rp_controller_new(&cd)) == NULL ? RP_ERR_NOMEM : RP_OK;
 }
 
@@ -531,6 +541,7 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         .cancel = rp_signals_cancel,
         .on_reload = rp_signals_on_reload,
         .arg = d,
+        .load = rp_signals_load,
     };
     d->signals = rp_signals_new(d->base, &sd);
     if (d->signals == NULL) {
@@ -683,7 +694,7 @@ static void rp_daemon_stop(rp_daemon *d) {
      * flight. */
     rp_controller_free(d->control);
     rp_answer_sets_free(d->answer_sets); /* no answer of its in flight now */
-    rp_answer_set_wiring_free(d->answer_set_wiring);
+    rp_answer_one_free(d->answer_one);
     rp_replays_free(d->replays);
     rp_replay_wiring_free(d->replay_wiring);
     rp_mgmt_bridge_free(d->mgmt);
