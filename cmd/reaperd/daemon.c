@@ -45,7 +45,10 @@
 #include "rp_config.h"
 #include "rp_controller.h"
 #include "rp_events.h"
-#include "console_port.h"
+#include "rp_amqp_ask.h"
+#include "rp_amqp_open.h"
+#include "rp_http_console_jobs.h"
+#include "rp_pg_console.h"
 #include "rp_http.h"
 #include "rp_http_process.h"
 #include "rp_log.h"
@@ -143,7 +146,7 @@ typedef struct rp_daemon {
     /* Metrics (any thread: atomics) and the HTTP endpoints (loop). */
     rp_metrics metrics;
     struct rp_http *http;
-    struct rp_console_wiring *console; /* the browser console (console_port.h) */
+    struct rp_console_wiring *console; /* the browser console (rp_http_console_jobs.h) */
     /* The control queue's use cases (app/rp_controller.h) over their
      * transport (the session) and store (ports.h) ports, and the replays
      * (app/rp_replays.h) over theirs (ports.h); loop thread. */
@@ -233,17 +236,36 @@ static bool rp_observe_tap_gauges(void *arg, int64_t *held, bool *paused) {
 
 static bool rp_observe_tap_bound(void *arg) { return rp_tap_bound(((rp_daemon *)arg)->tap); }
 
+/* The console's two backends (adapters/http/rp_http_console_jobs.h): the
+ * ask over an AMQP connection of its own (broker.* of boot_cfg: read off
+ * the loop), the feed on the store thread. */
+static rp_status rp_console_ask(void *self, const char *user, const char *password,
+                                const void *body, size_t len, int timeout_ms, char **reply,
+                                size_t *reply_len, char *err, size_t n) {
+    rp_amqp_ask_reply rep;
+    rp_status st = rp_amqp_ask(((rp_daemon *)self)->boot_cfg, user, password, body, len,
+                               timeout_ms, &rep, err, n);
+    if (st == RP_OK) {
+        *reply = (char *)rep.body;
+        *reply_len = rep.len;
+    }
+    return st;
+}
+
+static rp_status rp_console_feed(void *self, int limit, char **reply, size_t *reply_len) {
+    return rp_pg_console_feed(((rp_daemon *)self)->runner.store, limit, reply, reply_len);
+}
+
 /* HTTP first: an address that cannot be bound stops reaperd before it
  * connects to anything. */
 static rp_status rp_daemon_http_start(rp_daemon *d) {
-    rp_console_wiring_deps cd = {.base = d->base,
-                                 .cfg = &d->cfg,
-                                 .boot_cfg = d->boot_cfg,
-                                 .broker_password = &d->broker_password,
-                                 .store_job = rp_store_job_port,
-                                 .store_self = d,
-                                 .runner = &d->runner};
-    d->console = rp_console_wiring_new(&cd);
+    char user[256];
+    bool known = rp_amqp_url_user(d->boot_cfg->broker.url, user, sizeof user);
+    rp_console_backends cb = {.ask = rp_console_ask, .feed = rp_console_feed, .self = d,
+                              .store_job = rp_store_job_port, .store_self = d, .cfg = &d->cfg,
+                              .broker_password = &d->broker_password,
+                              .own_user = known ? user : NULL};
+    d->console = rp_console_wiring_new(d->base, &cb);
     if (d->console == NULL) {
         RP_ERROR("out of memory", NULL);
         return RP_ERR_NOMEM;
