@@ -62,6 +62,7 @@
 #include "rp_answer_one.h"
 #include "rp_config_load.h"
 #include "rp_signals.h"
+#include "rp_store_jobs.h"
 #include "rp_sweeper.h"
 #include "rp_tap.h"
 #include "version.h"
@@ -141,7 +142,7 @@ typedef struct rp_daemon {
     rp_time_ms last_pass_at;
     int64_t open_sightings;
     int exit_code;
-    unsigned store_jobs; /* store jobs submitted and not yet done */
+    rp_store_jobs jobs; /* store jobs, counted while in flight */
 
     /* Metrics (any thread: atomics) and the HTTP endpoints (loop). */
     rp_metrics metrics;
@@ -161,9 +162,6 @@ typedef struct rp_daemon {
     struct rp_replay_wiring *replay_wiring;
 } rp_daemon;
 
-/* Runs fn(d, job) on the store thread, then done(job) on the loop; counted
- * while in flight, so that a stop waits for it. */
-static rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done, void *job);
 static void rp_feed_port(rp_daemon *d, rp_publisher_port *out);
 
 /* ---- the sweeper's ports: the pass (app/rp_pass_sequence.h), the lease LISTEN -- */
@@ -183,46 +181,10 @@ static void rp_on_store(void *arg, bool up) {
     if (up) rp_metrics_connected(&d->metrics, RP_METRICS_STORE);
 }
 
-/* ---- store jobs ------------------------------------------------------------- */
-
-/* A store job counted while in flight, so that a stop waits for it. */
-typedef struct rp_counted_job {
-    rp_daemon *d;
-    rp_work_fn fn;
-    rp_done_fn done;
-    void *job;
-} rp_counted_job;
-
-static void rp_counted_work(void *ctx, void *arg) {
-    RP_UNUSED(ctx);
-    rp_counted_job *cj = arg;
-    cj->fn(cj->d, cj->job);
-}
-
-static void rp_counted_done(void *arg, bool cancelled) {
-    rp_counted_job *cj = arg;
-    cj->d->store_jobs--;
-    cj->done(cj->job, cancelled);
-    free(cj);
-}
-
-static rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done, void *job) {
-    rp_worker *store = rp_sweeper_store(d->sweeper);
-    if (store == NULL || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) return RP_ERR_CLOSED;
-    rp_counted_job *cj = malloc(sizeof *cj);
-    if (cj == NULL) return RP_ERR_NOMEM;
-    *cj = (rp_counted_job){d, fn, done, job};
-    rp_status st = rp_worker_submit(store, rp_counted_work, rp_counted_done, cj);
-    if (st != RP_OK) {
-        free(cj);
-        return st;
-    }
-    d->store_jobs++;
-    return RP_OK;
-}
-
-static rp_status rp_store_job_port(void *arg, rp_work_fn fn, rp_done_fn done, void *job) {
-    return rp_daemon_store_job(arg, fn, done, job);
+/* Logs why a part could not be made. */
+static rp_status rp_oom(void) {
+    RP_ERROR("out of memory", NULL);
+    return RP_ERR_NOMEM;
 }
 
 /* ---- observe's ports: the tap's gauges (the store's counts: rp_pg_gauges_port) -- */
@@ -261,15 +223,16 @@ static rp_status rp_console_feed(void *self, int limit, char **reply, size_t *re
 static rp_status rp_daemon_http_start(rp_daemon *d) {
     char user[256];
     bool known = rp_amqp_url_user(d->boot_cfg->broker.url, user, sizeof user);
-    rp_console_backends cb = {.ask = rp_console_ask, .feed = rp_console_feed, .self = d,
-                              .store_job = rp_store_job_port, .store_self = d, .cfg = &d->cfg,
+    rp_console_backends cb = {.ask = rp_console_ask,
+                              .feed = rp_console_feed,
+                              .self = d,
+                              .store_job = rp_store_jobs_submit,
+                              .store_self = &d->jobs,
+                              .cfg = &d->cfg,
                               .broker_password = &d->broker_password,
                               .own_user = known ? user : NULL};
     d->console = rp_console_wiring_new(d->base, &cb);
-    if (d->console == NULL) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+    if (d->console == NULL) return rp_oom();
     rp_http_hooks hooks = {.refresh = rp_observe_refresh, .ready = rp_observe_ready,
                            .arg = d->observe,
                            .console = rp_console_wiring_console(d->console)};
@@ -291,7 +254,7 @@ static void rp_signals_inflight_of(void *arg, rp_signals_inflight *out) {
     rp_daemon *d = arg;
     *out = (rp_signals_inflight){
         .pass_running = rp_sweeper_busy(d->sweeper),
-        .store_jobs = d->store_jobs,
+        .store_jobs = d->jobs.inflight,
         .broker_up = d->broker_up,
         .unconfirmed = rp_amqp_publisher_pending(d->publisher) +
                        rp_amqp_publisher_pending(d->replay_publisher),
@@ -404,12 +367,7 @@ static void rp_on_event_delivery(void *arg, const rp_amqp_message *msg) {
     if (take == RP_AMQP_EVENT_TAKEN && d->events) rp_events_on_event(d->events, &ev);
 }
 
-/* The control's and the replays' hooks: a store job, the clock. */
-static rp_status rp_daemon_store_job_port(void *self, rp_work_fn fn, rp_done_fn done,
-                                          void *job) {
-    return rp_daemon_store_job(self, fn, done, job);
-}
-
+/* The control's clock. */
 static int64_t rp_daemon_mono_ms(void *self) {
     RP_UNUSED(self);
     return rp_clock_mono_ms();
@@ -421,21 +379,21 @@ static rp_status rp_daemon_control_start(rp_daemon *d) {
     d->replay_wiring = rp_replay_wiring_new(&d->runner, &d->replay_publisher, &d->broker_up,
                                             d->boot_cfg->broker.url);
     if (d->replay_wiring == NULL) return RP_ERR_NOMEM;
-    rp_replays_deps rd = {.store_job = rp_daemon_store_job_port, .store_job_self = d};
+    rp_replays_deps rd = {.store_job = rp_store_jobs_submit, .store_job_self = &d->jobs};
     rp_replay_wiring_ports(d->replay_wiring, &rd.store, &rd.publish);
     if ((d->replays = rp_replays_new(d->base, &rd)) == NULL) return RP_ERR_NOMEM;
     d->control_store = (rp_control_store_src){&d->runner, &d->broker_password};
     rp_control_store_fill(&d->control_store, &d->control_store_port);
     d->answer_one = rp_answer_one_new(&d->control_store_port, d->replays, &d->metrics,
-                                      rp_daemon_store_job_port, d);
+                                      rp_store_jobs_submit, &d->jobs);
     if (d->answer_one == NULL) return RP_ERR_NOMEM;
     rp_answer_sets_deps ad = {0};
     rp_answer_one_deps(d->answer_one, &ad);
     if ((d->answer_sets = rp_answer_sets_new(d->base, &ad)) == NULL) return RP_ERR_NOMEM;
     d->control_transport = (rp_amqp_control_src){&d->session, &d->publisher};
     rp_control_deps cd = {
-        .self = d,
-        .store_job = rp_daemon_store_job_port,
+        .self = &d->jobs,
+        .store_job = rp_store_jobs_submit,
         .mono_ms = rp_daemon_mono_ms,
         .cfg = &d->cfg,
         .metrics = &d->metrics,
@@ -528,6 +486,7 @@ static void rp_on_owned_queue_change(void *arg, const char *vhost, const char *n
 static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     const rp_config *cfg = d->cfg;
     d->broker_password = broker_password;
+    d->jobs = (rp_store_jobs){.sweeper = &d->sweeper, .stopping = &d->stopping, .ctx = d};
     /* 1. The metrics glue and HTTP, first: an address that cannot be bound
      * stops reaperd before it connects to anything. */
     rp_metrics_init(&d->metrics, REAPER_VERSION, REAPER_GIT_REV);
@@ -541,16 +500,13 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         .tap_gauges = rp_observe_tap_gauges,
         .tap_bound = rp_observe_tap_bound,
         .tap_arg = d,
-        .store_job = rp_store_job_port,
-        .store_job_arg = d,
+        .store_job = rp_store_jobs_submit,
+        .store_job_arg = &d->jobs,
         .gauges_ms = RP_OBSERVE_GAUGES_MS,
     };
     rp_pg_gauges_port(&d->runner.store, &od.gauges); /* the store is made in step 3 */
     d->observe = rp_observe_new(d->base, &od);
-    if (d->observe == NULL) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+    if (d->observe == NULL) return rp_oom();
     rp_status hst = rp_daemon_http_start(d);
     if (hst != RP_OK) return hst;
     /* 2. Signals (stop, reload). */
@@ -572,19 +528,13 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     }
     /* 3. The store's runner, and the feed: every committed ledger event
      * (gate answers included) also goes to the events exchange. */
-    if (rp_pass_runner_init(&d->runner, cfg) != RP_OK) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+    if (rp_pass_runner_init(&d->runner, cfg) != RP_OK) return rp_oom();
     rp_amqp_feed_hooks fh = {.post = rp_feed_post,
                              .publisher = rp_feed_publisher,
                              .on_loop = rp_feed_on_loop,
                              .ctx = d};
     d->feed = rp_amqp_feed_from_config(cfg, &d->metrics, &fh);
-    if (d->feed == NULL) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+    if (d->feed == NULL) return rp_oom();
     rp_publisher_port feed;
     rp_feed_port(d, &feed);
     rp_pass_runner_set_publisher(&d->runner, &feed);
@@ -603,10 +553,8 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         return RP_ERR_CONFIG;
     }
     if (mst != RP_OK || rp_pass_runner_attach_broker(&d->runner, d->mgmt, &d->mgmt_keep) != RP_OK ||
-        rp_pass_runner_attach_peek(&d->runner, broker_password) != RP_OK) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+        rp_pass_runner_attach_peek(&d->runner, broker_password) != RP_OK)
+        return rp_oom();
     /* 5. The sweeper: the store thread (it starts checking the store at
      * once); its passes start in step 8. */
     rp_sweeper_deps swd = {
@@ -639,15 +587,10 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     rp_runner_port_fill(&d->events_backends, &events_deps.runner);
     rp_feed_port(d, &events_deps.publisher);
     d->events = rp_events_new(d->base, &events_deps);
-    if (d->events == NULL) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+    if (d->events == NULL) return rp_oom();
     rp_events_wrap_sweep_port(d->events, &d->runner.ports.broker);
-    if (rp_events_add_queue_hook(d->events, rp_on_owned_queue_change, d) != RP_OK) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+    if (rp_events_add_queue_hook(d->events, rp_on_owned_queue_change, d) != RP_OK)
+        return rp_oom();
     rp_tap_deps tap_deps = {
         .cfg = &d->cfg,
         .stopping = &d->stopping,
@@ -659,23 +602,14 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     rp_feed_port(d, &tap_deps.feed);
     d->tap_ports = rp_tap_ports_new(d->base, &d->cfg, d->mgmt, &tap_deps);
     d->tap = d->tap_ports ? rp_tap_new(d->base, &tap_deps) : NULL;
-    if (d->tap == NULL) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
-    if (rp_daemon_control_start(d) != RP_OK) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+    if (d->tap == NULL) return rp_oom();
+    if (rp_daemon_control_start(d) != RP_OK) return rp_oom();
     /* 7. The broker session. */
     if (rp_daemon_broker_start(d, broker_password) != RP_OK) return RP_ERR_INTERNAL;
     /* 8. The passes: the lease LISTEN, the first pass now (it connects the
      * store and reaps what expired while no reaper ran), then the sweep on
      * its interval. */
-    if (rp_sweeper_start(d->sweeper) != RP_OK) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+    if (rp_sweeper_start(d->sweeper) != RP_OK) return rp_oom();
     char interval[24];
     snprintf(interval, sizeof interval, "%" PRId64, cfg->reap.interval_seconds);
     RP_INFO("reaperd started", "version", RP_VERSION_STRING, "broker", rp_amqp_session_peer(d->session),
