@@ -87,14 +87,9 @@ extern char **environ;
  * Threads: runner is touched only on the store thread; every other field
  * only on the loop thread (stopping: atomic access only). No part sees this
  * struct: each gets its narrow deps. */
-struct rp_http;
-struct rp_observe;
-struct rp_signals;
-struct rp_sweeper;
-
 typedef struct rp_daemon {
     struct event_base *base;
-    /* The configuration in force (loop thread). A reload (SIGHUP, signals.h)
+    /* The configuration in force (loop thread). A reload (SIGHUP, rp_signals.h)
      * replaces it with a new snapshot; the store thread switches at its next
      * job (runner.cfg). boot_cfg is the configuration reaperd started with:
      * keys that need a restart (broker.*, store.*, http.listen) never
