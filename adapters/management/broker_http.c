@@ -50,9 +50,17 @@ void rp_broker_policy_options(const rp_config *cfg, const rp_broker_http_keep *k
 rp_status rp_broker_http_bridge(struct event_base *base, const rp_config *cfg,
                                 const char *password, rp_broker_http_keep *keep,
                                 rp_mgmt_bridge **out, const char **why) {
+    return rp_broker_http_bridge_with(base, cfg, password, 0, keep, out, why);
+}
+
+rp_status rp_broker_http_bridge_with(struct event_base *base, const rp_config *cfg,
+                                     const char *password, long connect_timeout_ms,
+                                     rp_broker_http_keep *keep, rp_mgmt_bridge **out,
+                                     const char **why) {
     *out = NULL;
     rp_mgmt_http_params hp;
     if (rp_broker_http_params(cfg, password, keep, &hp) != RP_OK) return RP_ERR_CONFIG;
+    if (connect_timeout_ms > 0) hp.connect_timeout_ms = connect_timeout_ms;
     rp_mgmt_http *http = rp_mgmt_http_new(base, &hp, why);
     if (http == NULL) return RP_ERR_UNAVAILABLE;
     *out = rp_mgmt_bridge_new(base, http);

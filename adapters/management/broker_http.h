@@ -32,6 +32,11 @@ rp_status rp_broker_http_params(const rp_config *cfg, const char *password,
 rp_status rp_broker_http_bridge(struct event_base *base, const rp_config *cfg,
                                 const char *password, rp_broker_http_keep *keep,
                                 rp_mgmt_bridge **out, const char **why) RP_MUSTCHECK;
+/* The same with the client's connect time-out set (0: the default). */
+rp_status rp_broker_http_bridge_with(struct event_base *base, const rp_config *cfg,
+                                     const char *password, long connect_timeout_ms,
+                                     rp_broker_http_keep *keep, rp_mgmt_bridge **out,
+                                     const char **why) RP_MUSTCHECK;
 
 /* The policy reconcile's options from the configuration. */
 void rp_broker_policy_options(const rp_config *cfg, const rp_broker_http_keep *keep, bool dry_run,

@@ -150,3 +150,26 @@ void rp_mgmt_doctor_probe(rp_mgmt_broker *b, const rp_mgmt_dlx_options *dlx,
     f->tap_absent = s.added;
     f->tap_extra = s.removed;
 }
+
+bool rp_mgmt_doctor_probe_config(rp_mgmt_bridge *bridge, const rp_config *cfg,
+                                 const char *vhost, int timeout_ms, rp_mgmt_doctor_keep *keep,
+                                 rp_doctor_facts *f, const char **why) {
+    rp_mgmt_broker_options bo = {.request_timeout_ms = timeout_ms};
+    rp_mgmt_broker *b = rp_mgmt_broker_new(bridge, &bo);
+    if (b == NULL) {
+        *why = "out of memory";
+        return false;
+    }
+    const char *skip[] = {cfg->broker.control_queue};
+    rp_mgmt_dlx_options o = {
+        .vhost = vhost,
+        .tap_queue = cfg->broker.tap_queue,
+        .owned_pattern = cfg->reap.owned_queue_pattern.code,
+        .skip = skip,
+        .n_skip = 1,
+        .dry_run = true,
+    };
+    rp_mgmt_doctor_probe(b, &o, keep, f);
+    rp_mgmt_broker_free(b);
+    return true;
+}

@@ -15,6 +15,7 @@
 #define RP_MGMT_DOCTOR_H
 
 #include "rp_doctor.h"
+#include "rp_config.h"
 #include "rp_mgmt_dlx.h"
 
 typedef struct rp_mgmt_doctor_keep {
@@ -31,6 +32,14 @@ typedef struct rp_mgmt_doctor_keep {
  * the tap's vhost, queue, owned pattern and skip list (dry_run is forced). */
 void rp_mgmt_doctor_probe(rp_mgmt_broker *b, const rp_mgmt_dlx_options *dlx,
                           rp_mgmt_doctor_keep *keep, rp_doctor_facts *f);
+
+/* The probe over a client of its own on bridge (borrowed for the call),
+ * each request bounded by timeout_ms, with cfg's tap queue, owned pattern
+ * and control queue (skipped) in vhost. false when out of memory (*why
+ * says so). */
+bool rp_mgmt_doctor_probe_config(rp_mgmt_bridge *bridge, const rp_config *cfg,
+                                 const char *vhost, int timeout_ms, rp_mgmt_doctor_keep *keep,
+                                 rp_doctor_facts *f, const char **why);
 
 /* The reach a transport failure means, from its scrubbed reason (curl's
  * "Connection refused", "Could not resolve host", a time-out). */

@@ -138,3 +138,15 @@ void rp_pg_doctor_probe(const char *dsn, int connect_timeout_s, const rp_pg_sess
     PQclear(r);
     rp_pg_conn_free(c);
 }
+
+void rp_pg_doctor_probe_config(const rp_config *cfg, int timeout_ms, rp_pg_doctor_keep *keep,
+                               rp_doctor_facts *f) {
+    rp_pg_session s = {
+        .schema = cfg->store.schema,
+        .statement_timeout_ms = timeout_ms,
+        .lock_timeout_ms = (int)cfg->store.lock_timeout_ms,
+        .idle_in_transaction_timeout_ms = (int)cfg->store.idle_in_transaction_timeout_ms,
+        .tcp_user_timeout_ms = (int)cfg->store.tcp_user_timeout_ms,
+    };
+    rp_pg_doctor_probe(cfg->store.dsn, timeout_ms / 1000, &s, keep, f);
+}

@@ -28,4 +28,9 @@ rp_doctor_reach rp_pg_doctor_reach(const char *why);
 void rp_pg_doctor_probe(const char *dsn, int connect_timeout_s, const rp_pg_session *s,
                         rp_pg_doctor_keep *keep, rp_doctor_facts *f);
 
+/* The probe with cfg's store.dsn and a session of cfg's store.* time-outs,
+ * timeout_ms for the connect (in whole seconds) and each statement. */
+void rp_pg_doctor_probe_config(const rp_config *cfg, int timeout_ms, rp_pg_doctor_keep *keep,
+                               rp_doctor_facts *f);
+
 #endif

@@ -76,3 +76,19 @@ rp_doctor_reach rp_amqp_doctor_probe(const rp_amqp_open_opts *o, char *why, size
     free(copy);
     return r;
 }
+
+rp_doctor_reach rp_amqp_doctor_probe_config(const rp_config *cfg, const char *password,
+                                            int timeout_ms, char *why, size_t n) {
+    rp_amqp_open_opts o = {
+        .url = cfg->broker.url,
+        .password = password,
+        .ca_file = cfg->broker.tls.ca_file,
+        .cert_file = cfg->broker.tls.cert_file,
+        .key_file = cfg->broker.tls.key_file,
+        .verify_peer = cfg->broker.tls.verify_peer,
+        .connect_timeout_ms = timeout_ms,
+        .rpc_timeout_ms = timeout_ms,
+        .connection_name = "reaper doctor",
+    };
+    return rp_amqp_doctor_probe(&o, why, n);
+}

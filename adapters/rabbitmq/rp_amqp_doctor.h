@@ -13,8 +13,14 @@
 #include <stddef.h>
 
 #include "rp_amqp_open.h"
+#include "rp_config.h"
 #include "rp_doctor.h"
 
 rp_doctor_reach rp_amqp_doctor_probe(const rp_amqp_open_opts *o, char *why, size_t n);
+
+/* The probe with cfg's broker.url and TLS files, password, timeout_ms for
+ * the connect and each RPC, named "reaper doctor" (borrowed for the call). */
+rp_doctor_reach rp_amqp_doctor_probe_config(const rp_config *cfg, const char *password,
+                                            int timeout_ms, char *why, size_t n);
 
 #endif

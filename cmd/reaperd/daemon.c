@@ -11,7 +11,7 @@
  * The parts, each with the narrow deps it uses (it never sees rp_daemon):
  *  - observe (app/rp_observe.h): the metrics glue; the HTTP endpoints
  *    (adapters/http) are served here with its hooks;
- *  - signals (signals.h): SIGHUP reload and the bounded stop;
+ *  - signals (app/rp_signals.h): SIGHUP reload and the bounded stop;
  *  - the sweeper (app/rp_sweeper.h): the store thread and when passes run
  *    (the sweep, the lease reap on the deadline timer, the lease LISTEN);
  *    the pass itself runs through the pass port of app/rp_pass_sequence.h
@@ -45,7 +45,10 @@
 #include "rp_config.h"
 #include "rp_controller.h"
 #include "rp_events.h"
-#include "console_port.h"
+#include "rp_amqp_ask.h"
+#include "rp_amqp_open.h"
+#include "rp_http_console_jobs.h"
+#include "rp_pg_console.h"
 #include "rp_http.h"
 #include "rp_http_process.h"
 #include "rp_log.h"
@@ -56,11 +59,16 @@
 #include "rp_pg_listen.h"
 #include "rp_replays.h"
 #include "rp_answer_sets.h"
+#include "rp_answer_one.h"
+#include "rp_config_load.h"
+#include "rp_signals.h"
+#include "rp_store_jobs.h"
 #include "rp_sweeper.h"
 #include "rp_tap.h"
-#include "signals.h"
 #include "version.h"
 #include "worker.h"
+
+extern char **environ;
 
 #define RP_HEARTBEAT_SECONDS 10
 /* The largest delivery body kept on the session's connection: a control
@@ -79,14 +87,9 @@
  * Threads: runner is touched only on the store thread; every other field
  * only on the loop thread (stopping: atomic access only). No part sees this
  * struct: each gets its narrow deps. */
-struct rp_http;
-struct rp_observe;
-struct rp_signals;
-struct rp_sweeper;
-
 typedef struct rp_daemon {
     struct event_base *base;
-    /* The configuration in force (loop thread). A reload (SIGHUP, signals.h)
+    /* The configuration in force (loop thread). A reload (SIGHUP, rp_signals.h)
      * replaces it with a new snapshot; the store thread switches at its next
      * job (runner.cfg). boot_cfg is the configuration reaperd started with:
      * keys that need a restart (broker.*, store.*, http.listen) never
@@ -134,12 +137,12 @@ typedef struct rp_daemon {
     rp_time_ms last_pass_at;
     int64_t open_sightings;
     int exit_code;
-    unsigned store_jobs; /* store jobs submitted and not yet done */
+    rp_store_jobs jobs; /* store jobs, counted while in flight */
 
     /* Metrics (any thread: atomics) and the HTTP endpoints (loop). */
     rp_metrics metrics;
     struct rp_http *http;
-    struct rp_console_wiring *console; /* the browser console (console_port.h) */
+    struct rp_console_wiring *console; /* the browser console (rp_http_console_jobs.h) */
     /* The control queue's use cases (app/rp_controller.h) over their
      * transport (the session) and store (ports.h) ports, and the replays
      * (app/rp_replays.h) over theirs (ports.h); loop thread. */
@@ -148,14 +151,12 @@ typedef struct rp_daemon {
     rp_control_store_src control_store;
     struct rp_replays *replays;
     /* Answer sets (app/rp_answer_sets.h) over their ports (ports.h); loop thread. */
-    rp_answer_set_wiring *answer_set_wiring;
+    rp_answer_one *answer_one;
+    rp_control_store_port control_store_port;
     rp_answer_sets *answer_sets;
     struct rp_replay_wiring *replay_wiring;
 } rp_daemon;
 
-/* Runs fn(d, job) on the store thread, then done(job) on the loop; counted
- * while in flight, so that a stop waits for it. */
-static rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done, void *job);
 static void rp_feed_port(rp_daemon *d, rp_publisher_port *out);
 
 /* ---- the sweeper's ports: the pass (app/rp_pass_sequence.h), the lease LISTEN -- */
@@ -175,46 +176,10 @@ static void rp_on_store(void *arg, bool up) {
     if (up) rp_metrics_connected(&d->metrics, RP_METRICS_STORE);
 }
 
-/* ---- store jobs ------------------------------------------------------------- */
-
-/* A store job counted while in flight, so that a stop waits for it. */
-typedef struct rp_counted_job {
-    rp_daemon *d;
-    rp_work_fn fn;
-    rp_done_fn done;
-    void *job;
-} rp_counted_job;
-
-static void rp_counted_work(void *ctx, void *arg) {
-    RP_UNUSED(ctx);
-    rp_counted_job *cj = arg;
-    cj->fn(cj->d, cj->job);
-}
-
-static void rp_counted_done(void *arg, bool cancelled) {
-    rp_counted_job *cj = arg;
-    cj->d->store_jobs--;
-    cj->done(cj->job, cancelled);
-    free(cj);
-}
-
-static rp_status rp_daemon_store_job(rp_daemon *d, rp_work_fn fn, rp_done_fn done, void *job) {
-    rp_worker *store = rp_sweeper_store(d->sweeper);
-    if (store == NULL || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) return RP_ERR_CLOSED;
-    rp_counted_job *cj = malloc(sizeof *cj);
-    if (cj == NULL) return RP_ERR_NOMEM;
-    *cj = (rp_counted_job){d, fn, done, job};
-    rp_status st = rp_worker_submit(store, rp_counted_work, rp_counted_done, cj);
-    if (st != RP_OK) {
-        free(cj);
-        return st;
-    }
-    d->store_jobs++;
-    return RP_OK;
-}
-
-static rp_status rp_store_job_port(void *arg, rp_work_fn fn, rp_done_fn done, void *job) {
-    return rp_daemon_store_job(arg, fn, done, job);
+/* Logs why a part could not be made. */
+static rp_status rp_oom(void) {
+    RP_ERROR("out of memory", NULL);
+    return RP_ERR_NOMEM;
 }
 
 /* ---- observe's ports: the tap's gauges (the store's counts: rp_pg_gauges_port) -- */
@@ -228,21 +193,41 @@ static bool rp_observe_tap_gauges(void *arg, int64_t *held, bool *paused) {
 
 static bool rp_observe_tap_bound(void *arg) { return rp_tap_bound(((rp_daemon *)arg)->tap); }
 
+/* The console's two backends (adapters/http/rp_http_console_jobs.h): the
+ * ask over an AMQP connection of its own (broker.* of boot_cfg: read off
+ * the loop), the feed on the store thread. */
+static rp_status rp_console_ask(void *self, const char *user, const char *password,
+                                const void *body, size_t len, int timeout_ms, char **reply,
+                                size_t *reply_len, char *err, size_t n) {
+    rp_amqp_ask_reply rep;
+    rp_status st = rp_amqp_ask(((rp_daemon *)self)->boot_cfg, user, password, body, len,
+                               timeout_ms, &rep, err, n);
+    if (st == RP_OK) {
+        *reply = (char *)rep.body;
+        *reply_len = rep.len;
+    }
+    return st;
+}
+
+static rp_status rp_console_feed(void *self, int limit, char **reply, size_t *reply_len) {
+    return rp_pg_console_feed(((rp_daemon *)self)->runner.store, limit, reply, reply_len);
+}
+
 /* HTTP first: an address that cannot be bound stops reaperd before it
  * connects to anything. */
 static rp_status rp_daemon_http_start(rp_daemon *d) {
-    rp_console_wiring_deps cd = {.base = d->base,
-                                 .cfg = &d->cfg,
-                                 .boot_cfg = d->boot_cfg,
-                                 .broker_password = &d->broker_password,
-                                 .store_job = rp_store_job_port,
-                                 .store_self = d,
-                                 .runner = &d->runner};
-    d->console = rp_console_wiring_new(&cd);
-    if (d->console == NULL) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+    char user[256];
+    bool known = rp_amqp_url_user(d->boot_cfg->broker.url, user, sizeof user);
+    rp_console_backends cb = {.ask = rp_console_ask,
+                              .feed = rp_console_feed,
+                              .self = d,
+                              .store_job = rp_store_jobs_submit,
+                              .store_self = &d->jobs,
+                              .cfg = &d->cfg,
+                              .broker_password = &d->broker_password,
+                              .own_user = known ? user : NULL};
+    d->console = rp_console_wiring_new(d->base, &cb);
+    if (d->console == NULL) return rp_oom();
     rp_http_hooks hooks = {.refresh = rp_observe_refresh, .ready = rp_observe_ready,
                            .arg = d->observe,
                            .console = rp_console_wiring_console(d->console)};
@@ -264,7 +249,7 @@ static void rp_signals_inflight_of(void *arg, rp_signals_inflight *out) {
     rp_daemon *d = arg;
     *out = (rp_signals_inflight){
         .pass_running = rp_sweeper_busy(d->sweeper),
-        .store_jobs = d->store_jobs,
+        .store_jobs = d->jobs.inflight,
         .broker_up = d->broker_up,
         .unconfirmed = rp_amqp_publisher_pending(d->publisher) +
                        rp_amqp_publisher_pending(d->replay_publisher),
@@ -315,6 +300,10 @@ static void rp_signals_on_reload(void *arg, const rp_config *old) {
         free(a);
         RP_WARN("the store thread did not take the new configuration", NULL);
     }
+}
+
+static rp_status rp_signals_load(const char *path, rp_config *out, rp_config_problems *p) {
+    return rp_config_load(path, environ, out, p);
 }
 
 /* ---- the broker session's wiring ------------------------------------------ */
@@ -373,12 +362,7 @@ static void rp_on_event_delivery(void *arg, const rp_amqp_message *msg) {
     if (take == RP_AMQP_EVENT_TAKEN && d->events) rp_events_on_event(d->events, &ev);
 }
 
-/* The control's and the replays' hooks: a store job, the clock. */
-static rp_status rp_daemon_store_job_port(void *self, rp_work_fn fn, rp_done_fn done,
-                                          void *job) {
-    return rp_daemon_store_job(self, fn, done, job);
-}
-
+/* The control's clock. */
 static int64_t rp_daemon_mono_ms(void *self) {
     RP_UNUSED(self);
     return rp_clock_mono_ms();
@@ -390,20 +374,21 @@ static rp_status rp_daemon_control_start(rp_daemon *d) {
     d->replay_wiring = rp_replay_wiring_new(&d->runner, &d->replay_publisher, &d->broker_up,
                                             d->boot_cfg->broker.url);
     if (d->replay_wiring == NULL) return RP_ERR_NOMEM;
-    rp_replays_deps rd = {.store_job = rp_daemon_store_job_port, .store_job_self = d};
+    rp_replays_deps rd = {.store_job = rp_store_jobs_submit, .store_job_self = &d->jobs};
     rp_replay_wiring_ports(d->replay_wiring, &rd.store, &rd.publish);
     if ((d->replays = rp_replays_new(d->base, &rd)) == NULL) return RP_ERR_NOMEM;
-    d->answer_set_wiring = rp_answer_set_wiring_new(&d->runner, d->replays, &d->metrics,
-                                                    rp_daemon_store_job_port, d);
-    if (d->answer_set_wiring == NULL) return RP_ERR_NOMEM;
+    d->control_store = (rp_control_store_src){&d->runner, &d->broker_password};
+    rp_control_store_fill(&d->control_store, &d->control_store_port);
+    d->answer_one = rp_answer_one_new(&d->control_store_port, d->replays, &d->metrics,
+                                      rp_store_jobs_submit, &d->jobs);
+    if (d->answer_one == NULL) return RP_ERR_NOMEM;
     rp_answer_sets_deps ad = {0};
-    rp_answer_set_wiring_deps(d->answer_set_wiring, &ad);
+    rp_answer_one_deps(d->answer_one, &ad);
     if ((d->answer_sets = rp_answer_sets_new(d->base, &ad)) == NULL) return RP_ERR_NOMEM;
     d->control_transport = (rp_amqp_control_src){&d->session, &d->publisher};
-    d->control_store = (rp_control_store_src){&d->runner, &d->broker_password};
     rp_control_deps cd = {
-        .self = d,
-        .store_job = rp_daemon_store_job_port,
+        .self = &d->jobs,
+        .store_job = rp_store_jobs_submit,
         .mono_ms = rp_daemon_mono_ms,
         .cfg = &d->cfg,
         .metrics = &d->metrics,
@@ -414,7 +399,7 @@ static rp_status rp_daemon_control_start(rp_daemon *d) {
         .replays = d->replays,
     };
     rp_amqp_control_transport_port(&d->control_transport, &cd.transport);
-    rp_control_store_fill(&d->control_store, &cd.store);
+    cd.store = d->control_store_port;
     return (d->control = rp_controller_new(&cd)) == NULL ? RP_ERR_NOMEM : RP_OK;
 }
 
@@ -496,6 +481,7 @@ static void rp_on_owned_queue_change(void *arg, const char *vhost, const char *n
 static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     const rp_config *cfg = d->cfg;
     d->broker_password = broker_password;
+    d->jobs = (rp_store_jobs){.sweeper = &d->sweeper, .stopping = &d->stopping, .ctx = d};
     /* 1. The metrics glue and HTTP, first: an address that cannot be bound
      * stops reaperd before it connects to anything. */
     rp_metrics_init(&d->metrics, REAPER_VERSION, REAPER_GIT_REV);
@@ -509,16 +495,13 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         .tap_gauges = rp_observe_tap_gauges,
         .tap_bound = rp_observe_tap_bound,
         .tap_arg = d,
-        .store_job = rp_store_job_port,
-        .store_job_arg = d,
+        .store_job = rp_store_jobs_submit,
+        .store_job_arg = &d->jobs,
         .gauges_ms = RP_OBSERVE_GAUGES_MS,
     };
     rp_pg_gauges_port(&d->runner.store, &od.gauges); /* the store is made in step 3 */
     d->observe = rp_observe_new(d->base, &od);
-    if (d->observe == NULL) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+    if (d->observe == NULL) return rp_oom();
     rp_status hst = rp_daemon_http_start(d);
     if (hst != RP_OK) return hst;
     /* 2. Signals (stop, reload). */
@@ -531,6 +514,7 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         .cancel = rp_signals_cancel,
         .on_reload = rp_signals_on_reload,
         .arg = d,
+        .load = rp_signals_load,
     };
     d->signals = rp_signals_new(d->base, &sd);
     if (d->signals == NULL) {
@@ -539,19 +523,13 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     }
     /* 3. The store's runner, and the feed: every committed ledger event
      * (gate answers included) also goes to the events exchange. */
-    if (rp_pass_runner_init(&d->runner, cfg) != RP_OK) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+    if (rp_pass_runner_init(&d->runner, cfg) != RP_OK) return rp_oom();
     rp_amqp_feed_hooks fh = {.post = rp_feed_post,
                              .publisher = rp_feed_publisher,
                              .on_loop = rp_feed_on_loop,
                              .ctx = d};
     d->feed = rp_amqp_feed_from_config(cfg, &d->metrics, &fh);
-    if (d->feed == NULL) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+    if (d->feed == NULL) return rp_oom();
     rp_publisher_port feed;
     rp_feed_port(d, &feed);
     rp_pass_runner_set_publisher(&d->runner, &feed);
@@ -570,10 +548,8 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         return RP_ERR_CONFIG;
     }
     if (mst != RP_OK || rp_pass_runner_attach_broker(&d->runner, d->mgmt, &d->mgmt_keep) != RP_OK ||
-        rp_pass_runner_attach_peek(&d->runner, broker_password) != RP_OK) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+        rp_pass_runner_attach_peek(&d->runner, broker_password) != RP_OK)
+        return rp_oom();
     /* 5. The sweeper: the store thread (it starts checking the store at
      * once); its passes start in step 8. */
     rp_sweeper_deps swd = {
@@ -606,15 +582,10 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     rp_runner_port_fill(&d->events_backends, &events_deps.runner);
     rp_feed_port(d, &events_deps.publisher);
     d->events = rp_events_new(d->base, &events_deps);
-    if (d->events == NULL) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+    if (d->events == NULL) return rp_oom();
     rp_events_wrap_sweep_port(d->events, &d->runner.ports.broker);
-    if (rp_events_add_queue_hook(d->events, rp_on_owned_queue_change, d) != RP_OK) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+    if (rp_events_add_queue_hook(d->events, rp_on_owned_queue_change, d) != RP_OK)
+        return rp_oom();
     rp_tap_deps tap_deps = {
         .cfg = &d->cfg,
         .stopping = &d->stopping,
@@ -626,23 +597,14 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     rp_feed_port(d, &tap_deps.feed);
     d->tap_ports = rp_tap_ports_new(d->base, &d->cfg, d->mgmt, &tap_deps);
     d->tap = d->tap_ports ? rp_tap_new(d->base, &tap_deps) : NULL;
-    if (d->tap == NULL) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
-    if (rp_daemon_control_start(d) != RP_OK) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+    if (d->tap == NULL) return rp_oom();
+    if (rp_daemon_control_start(d) != RP_OK) return rp_oom();
     /* 7. The broker session. */
     if (rp_daemon_broker_start(d, broker_password) != RP_OK) return RP_ERR_INTERNAL;
     /* 8. The passes: the lease LISTEN, the first pass now (it connects the
      * store and reaps what expired while no reaper ran), then the sweep on
      * its interval. */
-    if (rp_sweeper_start(d->sweeper) != RP_OK) {
-        RP_ERROR("out of memory", NULL);
-        return RP_ERR_NOMEM;
-    }
+    if (rp_sweeper_start(d->sweeper) != RP_OK) return rp_oom();
     char interval[24];
     snprintf(interval, sizeof interval, "%" PRId64, cfg->reap.interval_seconds);
     RP_INFO("reaperd started", "version", RP_VERSION_STRING, "broker", rp_amqp_session_peer(d->session),
@@ -683,7 +645,7 @@ static void rp_daemon_stop(rp_daemon *d) {
      * flight. */
     rp_controller_free(d->control);
     rp_answer_sets_free(d->answer_sets); /* no answer of its in flight now */
-    rp_answer_set_wiring_free(d->answer_set_wiring);
+    rp_answer_one_free(d->answer_one);
     rp_replays_free(d->replays);
     rp_replay_wiring_free(d->replay_wiring);
     rp_mgmt_bridge_free(d->mgmt);

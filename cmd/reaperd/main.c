@@ -80,56 +80,36 @@ static void rp_usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    enum { OPT_CHECK = 256, OPT_MIGRATE, OPT_ONCE, OPT_PROJECT, OPT_DRY_RUN, OPT_JSON, OPT_HEALTH,
-           OPT_DOCTOR };
-    static const struct option opts[] = {
+    /* The flags are set by getopt_long itself (struct option's flag). */
+    int check = 0, migrate = 0, once = 0, dry_run = 0, json = 0, health = 0, doctor = 0;
+    enum { OPT_PROJECT = 256 };
+    const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
-        {"check-config", no_argument, NULL, OPT_CHECK},
-        {"migrate", no_argument, NULL, OPT_MIGRATE},
-        {"once", no_argument, NULL, OPT_ONCE},
+        {"check-config", no_argument, &check, 1},
+        {"migrate", no_argument, &migrate, 1},
+        {"once", no_argument, &once, 1},
         {"project", required_argument, NULL, OPT_PROJECT},
-        {"dry-run", no_argument, NULL, OPT_DRY_RUN},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"healthcheck", no_argument, NULL, OPT_HEALTH},
-        {"doctor", no_argument, NULL, OPT_DOCTOR},
+        {"dry-run", no_argument, &dry_run, 1},
+        {"json", no_argument, &json, 1},
+        {"healthcheck", no_argument, &health, 1},
+        {"doctor", no_argument, &doctor, 1},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *path = NULL;
-    bool check = false, migrate = false, once = false, dry_run = false, json = false;
-    bool health = false, doctor = false;
     const char *project = NULL;
     int ch;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":c:Vh", opts, NULL)) != -1) {
         switch (ch) {
+        case 0: /* a flag */
+            break;
         case 'c':
             path = optarg;
             break;
-        case OPT_CHECK:
-            check = true;
-            break;
-        case OPT_MIGRATE:
-            migrate = true;
-            break;
-        case OPT_ONCE:
-            once = true;
-            break;
         case OPT_PROJECT:
             project = optarg;
-            break;
-        case OPT_DRY_RUN:
-            dry_run = true;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
-        case OPT_HEALTH:
-            health = true;
-            break;
-        case OPT_DOCTOR:
-            doctor = true;
             break;
         case 'V':
             printf("reaperd %s\n", RP_VERSION_STRING);
@@ -153,7 +133,7 @@ int main(int argc, char **argv) {
         rp_usage(stderr);
         return 2;
     }
-    if ((int)check + (int)migrate + (int)once + (int)health + (int)doctor > 1) {
+    if (check + migrate + once + health + doctor > 1) {
         fprintf(stderr, "reaperd: choose one of --check-config, --migrate, --once, --healthcheck "
                         "and --doctor\n");
         rp_usage(stderr);

@@ -226,16 +226,12 @@ int rp_doctor_cli(const rp_config *cfg, const char *password, bool json) {
     }
     r->cfg = cfg;
     r->password = password;
-    /* The management API's client on this loop, for the probe thread. */
-    rp_mgmt_http_params hp;
+    /* The management API's client on this loop, for the probe thread
+     * (none: the probe says why). */
     rp_broker_http_keep keep;
-    const char *herr = NULL;
-    if (rp_broker_http_params(cfg, password, &keep, &hp) == RP_OK) {
-        hp.connect_timeout_ms = RP_DOCTOR_TIMEOUT_MS;
-        rp_mgmt_http *http = rp_mgmt_http_new(r->base, &hp, &herr);
-        if (http != NULL) r->bridge = rp_mgmt_bridge_new(r->base, http);
-        else r->mgmt_why = herr;
-    }
+    if (rp_broker_http_bridge_with(r->base, cfg, password, RP_DOCTOR_TIMEOUT_MS, &keep,
+                                   &r->bridge, &r->mgmt_why) != RP_OK)
+        r->bridge = NULL;
     int rc = 1;
     rp_worker *w = rp_worker_new(r->base, "doctor", NULL, NULL, 0);
     if (w == NULL || rp_worker_submit(w, rp_doctor_cli_work, rp_doctor_cli_done, r) != RP_OK) {

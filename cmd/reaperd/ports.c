@@ -8,6 +8,7 @@
 
 #include "report_text.h"
 #include "rp_amqp_control.h"
+#include "rp_amqp_doctor.h"
 #include "rp_amqp_open.h"
 #include "rp_amqp_replay_port.h"
 #include "rp_amqp_restore.h"
@@ -282,116 +283,6 @@ void rp_replay_wiring_free(rp_replay_wiring *w) {
     free(w);
 }
 
-/* ==== the answer-set runner's ports (app/rp_answer_sets.h) =================== */
-
-struct rp_answer_set_wiring {
-    rp_pass_runner *runner;
-    rp_replays *replays;
-    rp_metrics *metrics;
-    rp_status (*store_job)(void *self, rp_work_fn fn, rp_done_fn done, void *job);
-    void *store_job_self;
-};
-
-/* One gate's answer in flight. */
-typedef struct rp_asw_job {
-    rp_answer_set_wiring *w;
-    int64_t gate;
-    rp_choice choice;
-    char *by, *note;
-    rp_answer_one_done_fn done;
-    void *arg;
-    rp_status st;
-    rp_answer_result res;
-} rp_asw_job;
-
-static void rp_asw_job_free(rp_asw_job *j) {
-    free(j->by);
-    free(j->note);
-    free(j);
-}
-
-static void rp_asw_replayed(void *arg, const rp_replay_result *r) {
-    rp_asw_job *j = arg;
-    if (r->cancelled) j->done(j->arg, RP_ERR_CLOSED, NULL, "reaperd is shutting down");
-    else if (r->st != RP_OK) j->done(j->arg, r->st, NULL, r->message);
-    else j->done(j->arg, RP_OK, rp_outcome_string(r->answer.outcome), NULL);
-    rp_asw_job_free(j);
-}
-
-/* Store thread: a dismiss, as a single answer runs it. */
-static void rp_asw_dismiss_work(void *ctx, void *arg) {
-    (void)ctx;
-    rp_asw_job *j = arg;
-    rp_pass_runner *r = j->w->runner;
-    char err[256];
-    if (rp_pg_conn_ensure(r->conn, err, sizeof err) != RP_OK) {
-        j->st = RP_ERR_UNAVAILABLE;
-        return;
-    }
-    rp_pg_store_set_claim_seconds(r->store, r->cfg->control.replay_claim_seconds);
-    const rp_gate_port *g = &r->ports.gates;
-    j->st = g->answer(g->self, j->gate, j->choice, j->by, j->note, &j->res);
-}
-
-static void rp_asw_dismiss_done(void *arg, bool cancelled) {
-    rp_asw_job *j = arg;
-    if (cancelled) {
-        j->done(j->arg, RP_ERR_CLOSED, NULL, "reaperd is shutting down");
-    } else if (j->st != RP_OK) {
-        j->done(j->arg, j->st, NULL, rp_control_answer_refusal(j->st));
-    } else {
-        if (j->res.outcome != RP_OUTCOME_ALREADY_ANSWERED)
-            rp_metrics_gate_answered(j->w->metrics, j->res.kind, j->res.choice);
-        j->done(j->arg, RP_OK, rp_outcome_string(j->res.outcome), NULL);
-    }
-    rp_asw_job_free(j);
-}
-
-static rp_status rp_asw_answer(void *self, int64_t gate, rp_choice choice, const char *by,
-                               const char *note, rp_answer_one_done_fn done, void *arg) {
-    rp_answer_set_wiring *w = self;
-    if (choice == RP_CHOICE_REPLAY && rp_replays_busy(w->replays, gate)) return RP_ERR_BUSY;
-    rp_asw_job *j = calloc(1, sizeof *j);
-    if (j == NULL) return RP_ERR_NOMEM;
-    *j = (rp_asw_job){.w = w, .gate = gate, .choice = choice, .done = done, .arg = arg};
-    if ((by != NULL && (j->by = strdup(by)) == NULL) ||
-        (note != NULL && (j->note = strdup(note)) == NULL)) {
-        rp_asw_job_free(j);
-        return RP_ERR_NOMEM;
-    }
-    rp_status st;
-    if (choice == RP_CHOICE_REPLAY) {
-        st = rp_replays_start(w->replays, gate, j->by, j->note, rp_asw_replayed, j);
-        if (st == RP_ERR_CONFLICT) st = RP_ERR_BUSY;
-    } else {
-        st = w->store_job(w->store_job_self, rp_asw_dismiss_work, rp_asw_dismiss_done, j);
-    }
-    if (st != RP_OK) rp_asw_job_free(j);
-    return st;
-}
-
-rp_answer_set_wiring *rp_answer_set_wiring_new(
-    rp_pass_runner *runner, rp_replays *replays, rp_metrics *metrics,
-    rp_status (*store_job)(void *self, rp_work_fn fn, rp_done_fn done, void *job),
-    void *store_job_self) {
-    rp_answer_set_wiring *w = calloc(1, sizeof *w);
-    if (w == NULL) return NULL;
-    *w = (rp_answer_set_wiring){runner, replays, metrics, store_job, store_job_self};
-    return w;
-}
-
-void rp_answer_set_wiring_deps(rp_answer_set_wiring *w, rp_answer_sets_deps *deps) {
-    rp_pg_answer_set_port(w->runner->store, &deps->port);
-    deps->store_job = w->store_job;
-    deps->store_job_self = w->store_job_self;
-    deps->answer = rp_asw_answer;
-    deps->answer_self = w;
-    deps->now_ms = rp_clock_mono_ms;
-    deps->owner = rp_pg_store_claimer(w->runner->store);
-}
-
-void rp_answer_set_wiring_free(rp_answer_set_wiring *w) { free(w); }
-
 /* ==== the tap's consumer, store and bindings (core/rp_tap_port.h) ============= */
 
 /*
@@ -453,18 +344,8 @@ static bool rp_dp_identity(void *self, const rp_config *cfg, const char **user,
 
 static rp_doctor_reach rp_dp_amqp(void *self, const rp_config *cfg, int timeout_ms, char *why,
                                   size_t n) {
-    rp_amqp_open_opts o = {
-        .url = cfg->broker.url,
-        .password = ((rp_doctor_probes *)self)->password,
-        .ca_file = cfg->broker.tls.ca_file,
-        .cert_file = cfg->broker.tls.cert_file,
-        .key_file = cfg->broker.tls.key_file,
-        .verify_peer = cfg->broker.tls.verify_peer,
-        .connect_timeout_ms = timeout_ms,
-        .rpc_timeout_ms = timeout_ms,
-        .connection_name = "reaper doctor",
-    };
-    return rp_amqp_doctor_probe(&o, why, n);
+    return rp_amqp_doctor_probe_config(cfg, ((rp_doctor_probes *)self)->password, timeout_ms, why,
+                                       n);
 }
 
 static bool rp_dp_mgmt(void *self, const rp_config *cfg, int timeout_ms, rp_doctor_facts *f,
@@ -474,35 +355,11 @@ static bool rp_dp_mgmt(void *self, const rp_config *cfg, int timeout_ms, rp_doct
         *why = p->mgmt_why;
         return false;
     }
-    rp_mgmt_broker_options bo = {.request_timeout_ms = timeout_ms};
-    rp_mgmt_broker *b = rp_mgmt_broker_new(p->bridge, &bo);
-    if (b == NULL) {
-        *why = "out of memory";
-        return false;
-    }
-    const char *skip[] = {cfg->broker.control_queue};
-    rp_mgmt_dlx_options o = {
-        .vhost = p->keep.vhost,
-        .tap_queue = cfg->broker.tap_queue,
-        .owned_pattern = cfg->reap.owned_queue_pattern.code,
-        .skip = skip,
-        .n_skip = 1,
-        .dry_run = true,
-    };
-    rp_mgmt_doctor_probe(b, &o, &p->mgmt, f);
-    rp_mgmt_broker_free(b);
-    return true;
+    return rp_mgmt_doctor_probe_config(p->bridge, cfg, p->keep.vhost, timeout_ms, &p->mgmt, f, why);
 }
 
 static void rp_dp_store(void *self, const rp_config *cfg, int timeout_ms, rp_doctor_facts *f) {
-    rp_pg_session s = {
-        .schema = cfg->store.schema,
-        .statement_timeout_ms = timeout_ms,
-        .lock_timeout_ms = (int)cfg->store.lock_timeout_ms,
-        .idle_in_transaction_timeout_ms = (int)cfg->store.idle_in_transaction_timeout_ms,
-        .tcp_user_timeout_ms = (int)cfg->store.tcp_user_timeout_ms,
-    };
-    rp_pg_doctor_probe(cfg->store.dsn, timeout_ms / 1000, &s, &((rp_doctor_probes *)self)->pg, f);
+    rp_pg_doctor_probe_config(cfg, timeout_ms, &((rp_doctor_probes *)self)->pg, f);
 }
 
 void rp_doctor_probe_all(const rp_config *cfg, const char *password, rp_mgmt_bridge *bridge,

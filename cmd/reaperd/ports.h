@@ -1,35 +1,10 @@
 /*
- * ports.h - the one file of cmd/reaperd that fills core's ports from more
- * than one backend (issue #17: a filler that uses one backend lives in that
- * backend's adapter). Each function below composes two or three adapters
- * into one set of ports:
- *
- *   rp_pass_runner_*        the store thread's pass runner: the store's
- *                           PostgreSQL session, the management API's
- *                           client and the backfill's AMQP peek behind one
- *                           rp_ports, and the pass-run port over them
- *                           (core/rp_pass_run_port.h; the run itself is
- *                           app/rp_pass_sequence.h's).
- *   rp_control_store_fill   the control part's store port
- *                           (core/rp_control_port.h): the pass runner's
- *                           PostgreSQL session and management client (the
- *                           answer-set port included), the doctor's three
- *                           probes, two AMQP facts.
- *   rp_doctor_probe_all     the doctor's probe port: AMQP, the management
- *                           API, PostgreSQL (the order and the facts:
- *                           app/rp_doctor_probe.h; reaperd --doctor and the
- *                           op doctor).
- *   rp_runner_port_fill     the broker-event part's runner port
- *                           (core/rp_runner_port.h).
- *   rp_replay_wiring_*      the replays part's store and publish ports.
- *   rp_answer_set_wiring_*  the answer-set runner's ports.
- *   rp_tap_ports_*          the tap part's consumer, store and bindings.
- *
- * Why one file in cmd and not app/ or an adapter: each of these is where
- * two or three backends meet (an adapter never links another backend, and
- * app/ includes no adapter), and none decides anything: what is decided
- * runs in core or in the app part the ports are for.
- *
+ * ports.h - the fillers of cmd/reaperd that compose core's ports from more
+ * than one backend (a filler over one backend lives in that backend's
+ * adapter, issue #17): the store thread's pass runner (PostgreSQL, the
+ * management API, the backfill's AMQP peek), the broker events' runner
+ * port, the replays' ports, the tap's ports, the doctor's probes and the
+ * control part's store port. None decides: core and the app parts do.
  * Ownership and threads: with each function.
  */
 #ifndef RP_CMD_PORTS_H
@@ -40,18 +15,14 @@
 
 #include "broker_http.h"
 #include "rp_amqp_conn.h"
-#include "rp_amqp_doctor.h"
 #include "rp_amqp_peek.h"
 #include "rp_amqp_publisher.h"
-#include "rp_answer_sets.h"
 #include "rp_backfill_read.h"
 #include "rp_config.h"
 #include "rp_control_port.h"
-#include "rp_doctor.h"
 #include "rp_doctor_probe.h"
 #include "rp_mgmt_bridge.h"
 #include "rp_mgmt_broker.h"
-#include "rp_metrics.h"
 #include "rp_mgmt_doctor.h"
 #include "rp_pass.h"
 #include "rp_pass_request.h"
@@ -61,25 +32,14 @@
 #include "rp_pg_store.h"
 #include "rp_publish.h"
 #include "rp_replay_port.h"
-#include "rp_replays.h"
 #include "rp_runner_port.h"
-#include "rp_status.h"
 #include "rp_tap.h"
-#include "worker.h"
 
 /* ==== the pass runner: the store thread's PostgreSQL, management API and peek ===== */
 
-/*
- * pass_runner.h - one reaper's view of the store, and running a pass on it.
- *
- * A runner owns the PostgreSQL connection, the store adapter over it and
- * the ports built from them, with the pass options the configuration
- * gives. It is used by one thread only: the store thread of the daemon, or
- * the main thread of `reaperd --once`. Every call blocks.
- *
- * Ownership: the runner borrows cfg for its whole life. The pass request
- * (what to run and what came of it) is core's: rp_pass_request.h.
- */
+/* A runner owns the PostgreSQL connection, the store adapter over it and
+ * the ports built from them; it borrows cfg for its life. One thread uses
+ * it (the store thread); every call blocks. */
 
 typedef struct rp_pass_runner {
     const rp_config *cfg;
@@ -134,21 +94,9 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req);
 
 /* ==== the broker events' runner port (core/rp_runner_port.h) ================== */
 
-/*
- * runner_port.h - the daemon's filler of core/rp_runner_port.h (the
- * backends of the broker-event part, app/rp_events.h): a set with a store
- * is a pass runner (pass_runner.h: a PostgreSQL connection of its own and
- * a management client over the bridge); a set without one is a management
- * client alone (rp_mgmt_broker.h). The seed's listing is
- * rp_mgmt_broker_list with the columns name, vhost, type and consumers;
- * the reconcile is rp_mgmt_policy_reconcile with the options of
- * rp_broker_policy_options (not a dry run).
- *
- * Threads: as core/rp_runner_port.h.
- * Ownership: b is the port's self; it and what it points at (the bridge,
- * the keep-alive settings) are borrowed and must outlive every set opened
- * through the port.
- */
+/* A set with a store is a pass runner; without, a management client
+ * alone. Threads: as core/rp_runner_port.h. b is the port's self, borrowed
+ * with what it points at: it must outlive every set opened. */
 
 typedef struct rp_runner_backends {
     rp_mgmt_bridge *mgmt;              /* NULL: open makes no set */
@@ -160,21 +108,11 @@ void rp_runner_port_fill(rp_runner_backends *b, rp_runner_port *out);
 
 /* ==== the replays' store and publish ports (core/rp_replay_port.h) ============ */
 
-/*
- * replay_port.h - the replays part's ports (core/rp_replay_port.h) filled
- * from the adapters: the store side from the store thread's runner
- * (adapters/postgres/rp_pg_replay.h, the gate port's answer for the
- * settle: the gate port wrapped with the events feed, so two backends),
- * the message and its publish from adapters/rabbitmq
- * (rp_amqp_replay_port.h) on the replay channel's publisher.
- *
- * Ownership: the wiring borrows runner (initialised: its connection and
- * store are taken as they are at rp_replay_wiring_new), *publisher, *broker_up and
- * broker_url (the configuration reaperd started with: broker.* needs a
- * restart) for its life; it must outlive the replays part. Threads: made
- * and freed on the loop thread; the store port runs on the store thread,
- * publish on the loop.
- */
+/* The store side over the runner (adapters/postgres/rp_pg_replay.h; its
+ * settle through the runner's gate port, wrapped with the events feed),
+ * the publish over the replay channel (rp_amqp_replay_port.h). Borrows
+ * runner, *publisher, *broker_up and broker_url for its life; it outlives
+ * the replays part. Loop thread; the store port runs on the store thread. */
 
 typedef struct rp_replay_wiring rp_replay_wiring;
 
@@ -187,51 +125,12 @@ void rp_replay_wiring_ports(rp_replay_wiring *w, rp_replay_store_port *store,
                             rp_replay_publish_port *publish);
 void rp_replay_wiring_free(rp_replay_wiring *w);
 
-/* ==== the answer-set runner's ports (app/rp_answer_sets.h) =================== */
-
-/*
- * The answer-set runner's ports (issue #20 item 3) filled for reaperd: the
- * store side over the pass runner's session
- * (adapters/postgres/rp_pg_answer_set.h), and one gate's answer as a single
- * `answer` request runs it: a replay through the replays part
- * (app/rp_replays.h), a dismiss through the runner's gate port (wrapped
- * with the events feed) on the store thread. Two backends (PostgreSQL and
- * the broker's replay channel), hence here.
- *
- * Ownership: the wiring borrows runner, replays and metrics (they outlive
- * it); rp_answer_set_wiring_free frees it after the answer-set part.
- * Threads: the loop thread; the port's calls as rp_answer_sets.h says.
- */
-
-typedef struct rp_answer_set_wiring rp_answer_set_wiring;
-
-/* NULL when out of memory. store_job runs a job on the store thread (as
- * rp_answer_sets_deps says). */
-rp_answer_set_wiring *rp_answer_set_wiring_new(
-    rp_pass_runner *runner, rp_replays *replays, rp_metrics *metrics,
-    rp_status (*store_job)(void *self, rp_work_fn fn, rp_done_fn done, void *job),
-    void *store_job_self);
-/* Fills the ports, the owner (this process's instance id) and the clock of
- * *deps (lease_ms, idle_ms left as they are). */
-void rp_answer_set_wiring_deps(rp_answer_set_wiring *w, rp_answer_sets_deps *deps);
-void rp_answer_set_wiring_free(rp_answer_set_wiring *w);
-
 /* ==== the tap's consumer, store and bindings (core/rp_tap_port.h) ============= */
 
-/*
- * tap_ports.h - the dead-letter tap's backends (app/rp_tap.h's ports,
- * core/rp_tap_port.h), each filled by its adapter: the consumer by the
- * tap's own AMQP connection (adapters/rabbitmq/rp_amqp_tap_port), the store
- * by two PostgreSQL sessions (adapters/postgres/rp_pg_park_batch), the
- * bindings' reconcile by a management client of its own
- * (adapters/management/rp_mgmt_dlx). Composed here: the three together.
- *
- * Ownership: the daemon owns it; rp_tap_ports_new borrows cfg (read at
- * each use) and mgmt, which must outlive it. The ports filled borrow it.
- * The stop order: rp_tap_stop, then rp_tap_ports_free (closes the
- * connection, the sessions and the client), then rp_tap_free.
- * Threads: the loop thread, but what the ports say of their own.
- */
+/* The consumer (adapters/rabbitmq/rp_amqp_tap_port), the store
+ * (adapters/postgres/rp_pg_park_batch) and the bindings
+ * (adapters/management/rp_mgmt_dlx). Borrows cfg and mgmt, which outlive
+ * it. Stop order: rp_tap_stop, rp_tap_ports_free, rp_tap_free. Loop thread. */
 
 typedef struct rp_tap_ports rp_tap_ports;
 

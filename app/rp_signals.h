@@ -1,6 +1,9 @@
 /*
- * signals.h - SIGHUP reload and the bounded stop on SIGTERM/SIGINT, as
- * events on the loop (signals.c says what each does).
+ * rp_signals.h - SIGHUP reload and the bounded stop on SIGTERM/SIGINT, as
+ * events on the loop (rp_signals.c says what each does). An app part: what
+ * a stop or a reload does to the other parts are hooks the composition
+ * root passes (on_stop, cancel, on_reload), and reading the configuration
+ * again is one too (load: adapters/config in reaperd).
  *
  * Ownership: deps and what they point to are borrowed for the part's life.
  * The configurations a reload made are the part's: they stay allocated
@@ -44,6 +47,9 @@ typedef struct rp_signals_deps {
      * store thread follow. */
     void (*on_reload)(void *arg, const rp_config *old);
     void *arg;
+    /* Reads the configuration again (path: boot_cfg's) into *out, as at
+     * start; problems as rp_config.h says. */
+    rp_status (*load)(const char *path, rp_config *out, rp_config_problems *problems);
 } rp_signals_deps;
 
 /* Adds the signal events. NULL when that fails. */

@@ -22,7 +22,7 @@
  * control.allowed_users) and on the store thread from its next job (the
  * thresholds and patterns of the next pass).
  */
-#include "signals.h"
+#include "rp_signals.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -31,10 +31,7 @@
 #include <time.h>
 
 #include "rp_clock.h"
-#include "rp_config_load.h"
 #include "rp_log.h"
-
-extern char **environ;
 
 #define RP_STOP_CHECK_MS 50
 /* After the grace: the store's command in progress is cancelled (again on
@@ -141,7 +138,7 @@ static void rp_reload(rp_signals *s) {
     const char *path = s->deps.boot_cfg->path;
     rp_config_problems problems;
     rp_config_problems_init(&problems);
-    rp_status st = rp_config_load(path, environ, &snap->cfg, &problems);
+    rp_status st = s->deps.load(path, &snap->cfg, &problems);
     if (st != RP_OK) {
         for (size_t i = 0; i < problems.n; i++)
             RP_ERROR("configuration problem", "problem", problems.items[i].message, NULL);

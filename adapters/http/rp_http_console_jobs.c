@@ -1,13 +1,10 @@
-/* The browser console's port (console_port.h). */
-#include "console_port.h"
+/* The browser console's port run off the loop (rp_http_console_jobs.h). */
+#include "rp_http_console_jobs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rp_amqp_ask.h"
-#include "rp_amqp_open.h"
-#include "rp_pg_console.h"
 
 /* A reply comes within a pass's time at most: reaperd answers the reads
  * the console sends from the store thread. A user control.allowed_users
@@ -16,10 +13,10 @@
 #define RP_CONSOLE_EVENTS 50
 
 struct rp_console_wiring {
-    rp_console_wiring_deps deps;
+    rp_console_backends deps;
     rp_worker *worker;
     rp_console *console;
-    char own_user[256]; /* broker.url's user ("" when it does not parse) */
+    char own_user[256]; /* broker.url's user */
 };
 
 typedef struct rp_console_job {
@@ -45,13 +42,9 @@ static void rp_console_ask_work(void *ctx, void *arg) {
     (void)ctx;
     rp_console_job *j = arg;
     rp_console_call *c = j->call;
-    rp_amqp_ask_reply rep;
-    c->st = rp_amqp_ask(j->w->deps.boot_cfg, c->user, c->user ? c->password : j->password,
-                        c->body, c->len, RP_CONSOLE_ASK_TIMEOUT_MS, &rep, c->err, sizeof c->err);
-    if (c->st == RP_OK) {
-        c->reply = (char *)rep.body;
-        c->reply_len = rep.len;
-    }
+    const rp_console_backends *b = &j->w->deps;
+    c->st = b->ask(b->self, c->user, c->user ? c->password : j->password, c->body, c->len,
+                   RP_CONSOLE_ASK_TIMEOUT_MS, &c->reply, &c->reply_len, c->err, sizeof c->err);
 }
 
 static rp_status rp_console_ask(void *self, rp_console_call *call, rp_console_done_fn done) {
@@ -71,8 +64,7 @@ static void rp_console_feed_work(void *ctx, void *arg) {
     (void)ctx;
     rp_console_job *j = arg;
     rp_console_call *c = j->call;
-    c->st = rp_pg_console_feed(j->w->deps.runner->store, RP_CONSOLE_EVENTS, &c->reply,
-                               &c->reply_len);
+    c->st = j->w->deps.feed(j->w->deps.self, RP_CONSOLE_EVENTS, &c->reply, &c->reply_len);
     if (c->st != RP_OK)
         snprintf(c->err, sizeof c->err, "%s", c->st == RP_ERR_UNAVAILABLE
                                                   ? "the store is unreachable"
@@ -90,12 +82,13 @@ static rp_status rp_console_feed(void *self, rp_console_call *call, rp_console_d
     return st;
 }
 
-rp_console_wiring *rp_console_wiring_new(const rp_console_wiring_deps *deps) {
+rp_console_wiring *rp_console_wiring_new(struct event_base *base, const rp_console_backends *deps) {
     rp_console_wiring *w = calloc(1, sizeof *w);
     if (w == NULL) return NULL;
     w->deps = *deps;
-    w->worker = rp_worker_new(deps->base, "console", NULL, NULL, 0);
-    bool known = rp_amqp_url_user(deps->boot_cfg->broker.url, w->own_user, sizeof w->own_user);
+    w->worker = rp_worker_new(base, "console", NULL, NULL, 0);
+    bool known = deps->own_user != NULL;
+    if (known) snprintf(w->own_user, sizeof w->own_user, "%s", deps->own_user);
     rp_console_port port = {.ask = rp_console_ask,
                             .feed = rp_console_feed,
                             .cfg = deps->cfg,
