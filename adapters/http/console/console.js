@@ -231,7 +231,14 @@ async function bulkSend(f, choice, rate) {
 
 async function followBulk() {
   if (bulkJob === null || !creds) return;
-  const r = await ask({ op: "answer_set", job: bulkJob });
+  let r;
+  try {
+    r = await ask({ op: "answer_set", job: bulkJob });
+  } catch (e) {
+    $("bulk-result").textContent = "answer set " + bulkJob + ": " + e.message;
+    bulkJob = null; // said once, not every poll
+    return;
+  }
   const j = r.job;
   $("bulk-result").textContent = "answer set " + j.id + " (" + j.choice + "): " + j.state + ", " +
     j.answered + " of " + j.total + " answered, " + j.failed + " failed" +
