@@ -16,8 +16,10 @@ const char *rp_console_access_string(rp_console_access a) {
 }
 
 static const char *const rp_console_reads[] = {"gates", "gate", "status"};
-/* The writes. A bulk answer's op (issue 20 item 3) joins this list. */
-static const char *const rp_console_writes[] = {"answer"};
+/* The writes: an answer, a bulk answer (a group's "dismiss all": its dry
+ * run too) and its set's progress or cancel (answer_set can cancel, so it
+ * is sent signed in only). */
+static const char *const rp_console_writes[] = {"answer", "answer_many", "answer_set"};
 
 static bool rp_in(const char *op, const char *const *list, size_t n) {
     if (op == NULL) return false;

@@ -31,8 +31,9 @@ typedef enum rp_console_access {
 const char *rp_console_access_string(rp_console_access a);
 
 /* Whether the console sends op (its wire name) at all, and whether it is a
- * read (gates, gate, status). answer is the one write; a bulk answer
- * (issue 20 item 3) is added here as a write when its op exists. */
+ * read (gates, gate, status). The writes: answer, answer_many (a group's
+ * bulk answer and its dry run) and answer_set (its progress; it can
+ * cancel, so it needs a sign-in like the other two). */
 bool rp_console_op_offered(const char *op);
 bool rp_console_op_is_read(const char *op);
 

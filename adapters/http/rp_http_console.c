@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include "rp_console.h"
+#include "rp_clock.h"
 #include "rp_control.h"
 #include "rp_log.h"
+#include "rp_login_limit.h"
 #include "rp_proto.h"
 
 /* A control request from the page is small (the limit of the listener's
@@ -33,18 +35,34 @@ typedef struct rp_console_req {
     char *body;
     char user[256];
     char password[256];
+    char peer[RP_LOGIN_LIMIT_KEY_MAX]; /* the client's address: the login brake's key */
 } rp_console_req;
 
 struct rp_console {
     rp_console_port port;
     rp_console_req *inflight;
     unsigned n_inflight;
+    rp_login_limit logins; /* refused sign-ins per client address */
 };
 
 rp_console *rp_console_new(const rp_console_port *port) {
     rp_console *k = calloc(1, sizeof *k);
-    if (k) k->port = *port;
+    if (k) {
+        k->port = *port;
+        rp_login_limit_init(&k->logins);
+    }
     return k;
+}
+
+/* The client's address as text ("" when unknown). */
+static void rp_console_peer(struct evhttp_request *req, char *out, size_t cap) {
+    out[0] = '\0';
+    struct evhttp_connection *conn = evhttp_request_get_connection(req);
+    if (conn == NULL) return;
+    char *host = NULL;
+    ev_uint16_t port = 0;
+    evhttp_connection_get_peer(conn, &host, &port);
+    if (host != NULL) snprintf(out, cap, "%s", host);
 }
 
 static bool rp_console_on(const rp_console *k) {
@@ -130,6 +148,9 @@ static rp_console_req *rp_console_req_new(rp_console *k, struct evhttp_request *
 /* The port's failure as an HTTP answer. */
 static void rp_console_failed(rp_console_req *r) {
     const rp_console_call *c = &r->call;
+    /* A password the broker refused counts against the client's address. */
+    if (c->st == RP_ERR_FORBIDDEN && r->signed_in && r->k != NULL)
+        rp_login_limit_refused(&r->k->logins, r->peer, rp_clock_mono_ms());
     if (c->st == RP_ERR_FORBIDDEN)
         rp_console_error(r->req, 401, "Unauthorized",
                          r->signed_in ? "the broker refused this user and password"
@@ -229,6 +250,20 @@ static void rp_console_api(rp_console *k, struct evhttp_request *req, bool feed)
             return;
         }
     }
+    char peer[RP_LOGIN_LIMIT_KEY_MAX];
+    rp_console_peer(req, peer, sizeof peer);
+    /* Too many refused sign-ins from this address: the broker is not asked
+     * (it would tell a guesser which password is right), right or wrong. */
+    int64_t wait_ms = signed_in ? rp_login_limit_wait_ms(&k->logins, peer, rp_clock_mono_ms()) : 0;
+    if (wait_ms > 0) {
+        memset(password, 0, sizeof password);
+        char after[24];
+        snprintf(after, sizeof after, "%lld", (long long)((wait_ms + 999) / 1000));
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", after);
+        rp_console_error(req, 429, "Too Many Requests",
+                         "too many refused sign-ins from this address; try again later");
+        return;
+    }
     char *body = NULL;
     size_t body_len = 0;
     const char *op = "status"; /* the feed: a read */
@@ -299,6 +334,7 @@ static void rp_console_api(rp_console *k, struct evhttp_request *req, bool feed)
         return;
     }
     r->signed_in = a == RP_CONSOLE_AS_USER;
+    memcpy(r->peer, peer, sizeof peer);
     if (r->signed_in) {
         memcpy(r->user, user, sizeof user);
         memcpy(r->password, password, sizeof password);

@@ -19,22 +19,35 @@ rp_status rp_pg_console_feed(rp_pg_store *s, int limit, char **json, size_t *len
     char *qs = PQescapeIdentifier(c, s->schema, strlen(s->schema));
     if (qs == NULL) return RP_ERR_NOMEM;
     /* One statement: both lists by their indexes (sighting's primary key
-     * is small; the ledger walks its seq backwards, newest first). */
+     * is small; the ledger walks its seq backwards, newest first), and the
+     * open gates grouped over all of them (the open gates' partial index,
+     * each one's dead letter by its gate). */
     static const char fmt[] =
+        "WITH grp AS (SELECT g.kind, dl.origin_queue AS origin, dl.reason, count(*) AS n, "
+        "min(g.created_at) AS oldest, max(g.created_at) AS newest "
+        "FROM %s.gate g LEFT JOIN %s.dead_letter dl ON dl.gate_id = g.id "
+        "WHERE g.answer IS NULL GROUP BY 1, 2, 3) "
         "SELECT json_build_object("
         "'sightings', COALESCE((SELECT json_agg(json_build_object('key', key, 'condition', "
         "condition, 'opened_at', opened_at, 'opened_seq', opened_seq) ORDER BY opened_at DESC) "
         "FROM (SELECT * FROM %s.sighting ORDER BY opened_at DESC LIMIT 200) z), '[]'::json), "
         "'events', COALESCE((SELECT json_agg(json_build_object('seq', seq, 'at', at, 'kind', "
         "kind, 'project', project_id, 'payload', payload) ORDER BY seq DESC) "
-        "FROM (SELECT * FROM %s.ledger ORDER BY seq DESC LIMIT %d) e), '[]'::json))::text";
-    size_t cap = sizeof fmt + 2 * strlen(qs) + 16;
+        "FROM (SELECT * FROM %s.ledger ORDER BY seq DESC LIMIT %d) e), '[]'::json), "
+        "'groups', COALESCE((SELECT json_agg(json_build_object('kind', kind, 'origin', origin, "
+        "'reason', reason, 'count', n, 'oldest', oldest, 'newest', newest) "
+        "ORDER BY n DESC, oldest, kind, origin, reason) "
+        "FROM (SELECT * FROM grp ORDER BY n DESC, oldest, kind, origin, reason LIMIT %d) q), "
+        "'[]'::json), "
+        "'groups_total', (SELECT count(*) FROM grp), "
+        "'open_gates', (SELECT COALESCE(sum(n), 0) FROM grp))::text";
+    size_t cap = sizeof fmt + 4 * strlen(qs) + 32;
     char *sql = malloc(cap);
     if (sql == NULL) {
         PQfreemem(qs);
         return RP_ERR_NOMEM;
     }
-    snprintf(sql, cap, fmt, qs, qs, limit);
+    snprintf(sql, cap, fmt, qs, qs, qs, qs, limit, RP_PG_CONSOLE_GROUPS);
     PQfreemem(qs);
     rp__pg_cmd k = {.stmt = -1, .sql = sql, .n = 0};
     PGresult *r = NULL;

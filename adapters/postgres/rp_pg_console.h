@@ -1,10 +1,19 @@
 /*
  * rp_pg_console.h - the browser console's one read of the store that no
- * control op gives: the open sightings and the most recent ledger events,
- * as one JSON document built by PostgreSQL in one query:
+ * control op gives: the open sightings, the most recent ledger events and
+ * the open gates grouped, as one JSON document built by PostgreSQL in one
+ * query:
  *   {"sightings": [{"key", "condition", "opened_at", "opened_seq"}...],
- *    "events": [{"seq", "at", "kind", "project", "payload"}...]}
- * sightings newest first (at most 200), events the newest `limit` by seq.
+ *    "events": [{"seq", "at", "kind", "project", "payload"}...],
+ *    "groups": [{"kind", "origin", "reason", "count", "oldest", "newest"}...],
+ *    "groups_total", "open_gates"}
+ * sightings newest first (at most 200), events the newest `limit` by seq,
+ * groups: every open gate counted by (kind, origin queue, reason), origin
+ * and reason as stored (rendered, rp_untrusted.h; null for a gate with no
+ * dead letter), oldest and newest its gates' created_at, the
+ * RP_PG_CONSOLE_GROUPS largest (then oldest first); groups_total how many
+ * groups there are, open_gates how many open gates (all of them, not only
+ * the groups listed).
  * Every value is the store's; the page escapes them all.
  *
  * Ownership: *json is heap memory the caller frees. Threads: the store
@@ -16,6 +25,8 @@
 #include <stddef.h>
 
 #include "rp_pg_store.h"
+
+#define RP_PG_CONSOLE_GROUPS 100
 
 /* RP_OK with *json; RP_ERR_UNAVAILABLE when the store is down, RP_ERR_NOMEM,
  * RP_ERR_INTERNAL (logged here). limit: 1..500. */

@@ -6,14 +6,23 @@ real browser: Debian's chromium, headless, driven over the DevTools protocol
   - signed out, with anonymous reads off, the page says to sign in and shows
     no gate; a wrong password is refused (401 from the broker's login);
   - signed in as a broker user of its own (listed in control.allowed_users),
-    the open gates render, grouped by queue and reason with their counts;
+    the open gates render, grouped by origin queue and reason with their
+    counts (server-side, over every open gate);
   - a gate opens: its x-death history, headers, properties, body preview;
   - a hostile dead letter (markup in its body, queue, origin and reason)
     stays text: no element or script of its making exists, nothing ran;
   - a dismiss from the page reaches the ledger: the gate is answered by the
     signed-in user (broker-validated), a GateAnswered event names them;
+  - 1,200 more gates in one group: the group counts all of them (more than
+    the 200 listed, more than the 1,000 a gates reply holds) with their
+    ages; its "Dismiss all" shows the dry run's count, and once confirmed
+    every one of them is answered by the signed-in user (an answer set:
+    requested_by and each GateAnswered event name them);
   - with http.console_read_anonymous the list renders signed out, and an
-    answer still asks for a sign-in.
+    answer still asks for a sign-in;
+  - five refused sign-ins from one address, then the right password is
+    refused too (429, Retry-After) without asking the broker; reads
+    without a sign-in still go.
 
 The screenshots it takes stay in CONSOLE_TEST_OUT (the test's output dir).
 """
@@ -79,6 +88,37 @@ def plant(queue, origin, reason, body):
         f" 'd1', job_id, id, {lit(queue)}, {lit(json.dumps(origin))}, {lit(json.dumps(reason))},"
         f" {lit(json.dumps(headers))}, {lit(json.dumps(props))},"
         f" convert_to({lit(body)}, 'UTF8') FROM g RETURNING gate_id"))
+
+
+BULK = 1200
+
+
+def plant_many(n, origin, reason):
+    """n parked dead letters of one (origin, reason), two hours old."""
+    psql("WITH j AS (INSERT INTO job (project_id, kind, state, attempts, max_attempts, payload)"
+         " SELECT 'bus', 'bus.dead_letter', 'awaiting_human', 0, 1, '{\"vhost\": \"/\"}'"
+         f" FROM generate_series(1, {n}) RETURNING id),"
+         " g AS (INSERT INTO gate (job_id, kind, question, choices, created_at)"
+         " SELECT id, 'bus_dead_lettered', 'replay or dismiss?', ARRAY['replay', 'dismiss'],"
+         " now() - interval '2 hours' FROM j RETURNING id, job_id)"
+         " INSERT INTO dead_letter (identity, death, job_id, gate_id, queue, origin_queue, reason,"
+         " headers, properties, body) SELECT 'id:bulk-' || id, 'd1', job_id, id, 'vibey.bulk.dlq',"
+         f" {lit(json.dumps(origin))}, {lit(json.dumps(reason))}, '{{}}', '{{}}',"
+         " convert_to('{}', 'UTF8') FROM g")
+
+
+def console_get(url, auth=None):
+    """(status, headers) of a GET to the console's API."""
+    req = urllib.request.Request(url)
+    if auth is not None:
+        import base64
+        req.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            r.read()
+            return r.status, r.headers
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers
 
 
 def mgmt(method, path, body=None):
@@ -190,12 +230,14 @@ def main():
 
         # 2. Signed in: the gates render, grouped by queue and reason.
         sign_in(b, OP_USER, OP_PASSWORD)
-        b.wait("document.querySelectorAll('#gates tbody tr').length === 3", what="three gate rows")
+        b.wait("document.querySelectorAll('#gates tbody tr').length === 3", what="three gate rows",
+               show="document.getElementById('problem').textContent")
         assert sorted(gate_rows(b)) == sorted(str(g) for g in (plain1, plain2, hostile))
         groups = b.eval("[...document.querySelectorAll('#groups tbody tr')]"
                         ".map(r => [...r.cells].slice(0, 3).map(c => c.textContent))")
-        assert ["vibey.orders.dlq", "\"rejected\"", "2"] in groups, groups
-        assert ["vibey.mail.dlq", json.dumps("<img src=x onerror=\"window.__pwned=3\">"), "1"] in groups, groups
+        assert ["\"vibey.orders\"", "\"rejected\"", "2"] in groups, groups
+        assert [json.dumps("<b>vibey.mail</b>"), json.dumps("<img src=x onerror=\"window.__pwned=3\">"),
+                "1"] in groups, groups
         b.wait("document.querySelectorAll('#sightings tbody tr').length === 1", what="the sighting")
         sighting = b.eval("[...document.querySelector('#sightings tbody tr').cells].map(c => c.textContent)")
         assert sighting[0] == "STALLED" and sighting[1] == "queue:/:vibey.orders", sighting
@@ -241,6 +283,58 @@ def main():
         b.wait("document.getElementById('events').textContent.includes('GateAnswered')",
                what="the GateAnswered event in the feed")
         b.screenshot(os.path.join(OUT, "console-answered.png"), full=True)
+
+        # 4b. More than 1,000 open gates in one group: counted server-side
+        # (the list shows the newest 200), then dismissed all at once.
+        plant_many(BULK, "vibey.bulk", "expired")
+        bulk_row = ("[...document.querySelectorAll('#groups tbody tr')].find(r => r.cells[0].textContent"
+                    " === '\"vibey.bulk\"')")
+        b.wait(f"(({bulk_row}) || {{cells: [0, 0, {{textContent: ''}}]}}).cells[2].textContent === '{BULK}'",
+               what=f"the bulk group's count of {BULK}")
+        cells = b.eval(f"[...({bulk_row}).cells].map(c => c.textContent)")
+        assert cells[:3] == ["\"vibey.bulk\"", "\"expired\"", str(BULK)], cells
+        assert cells[3] == "2 h" and cells[4] == "2 h", cells  # oldest, newest
+        b.wait(f"document.getElementById('groups-note').textContent.includes('{BULK + 2} open')",
+               what="the open gates' total")
+        # The list follows the groups within the same poll: the newest 200 of them all.
+        b.wait("document.querySelectorAll('#gates tbody tr').length === 200", what="200 gate rows")
+        assert "the newest 200 of 1202" in b.eval("document.getElementById('gates-note').textContent")
+        b.screenshot(os.path.join(OUT, "console-groups.png"), full=True)
+        seq0 = int(psql("SELECT COALESCE(max(seq), 0) FROM ledger"))
+        b.eval(f"({bulk_row}).querySelector('button[data-bulk=\"dismiss\"]').click(), true")
+        b.wait("document.getElementById('bulk-confirm') !== null", what="the bulk confirm",
+               show="document.getElementById('bulk-result').textContent")
+        confirm = b.eval("document.getElementById('bulk-box').textContent")
+        assert f"Dismiss {BULK} open gates (\"vibey.bulk\" {BULK})" in confirm, confirm
+        assert f"as {OP_USER}" in confirm, confirm
+        # The dry run made nothing.
+        assert psql("SELECT count(*) FROM answer_set") == "0"
+        assert psql("SELECT count(*) FROM gate WHERE answer IS NULL") == str(BULK + 2)
+        b.screenshot(os.path.join(OUT, "console-bulk-confirm.png"))
+        b.eval("document.getElementById('bulk-rate').value = '2000', true")
+        b.eval("document.getElementById('bulk-confirm').click(), true")
+        b.wait("document.getElementById('bulk-result').textContent.includes('answer set')",
+               what="the answer set", show="document.getElementById('bulk-result').textContent")
+        deadline = time.time() + 180
+        while time.time() < deadline and psql(
+                "SELECT count(*) FROM gate g JOIN dead_letter dl ON dl.gate_id = g.id"
+                " WHERE dl.origin_queue = '\"vibey.bulk\"' AND g.answer IS NULL") != "0":
+            time.sleep(1)
+        answered = psql("SELECT answer || '|' || answered_by || '|' || count(*) FROM gate g"
+                        " JOIN dead_letter dl ON dl.gate_id = g.id WHERE dl.origin_queue ="
+                        " '\"vibey.bulk\"' GROUP BY answer, answered_by")
+        assert answered == f"dismiss|{OP_USER}|{BULK}", answered
+        aset = psql("SELECT requested_by || '|' || total || '|' || choice FROM answer_set")
+        assert aset == f"{OP_USER}|{BULK}|dismiss", aset
+        ev = psql(f"SELECT payload->>'by' || '|' || (payload->>'outcome') || '|' || count(*) FROM ledger"
+                  f" WHERE kind = 'GateAnswered' AND seq > {seq0} GROUP BY payload->>'by', payload->>'outcome'")
+        assert ev == f"{OP_USER}|dismissed|{BULK}", ev
+        # The page follows: the set done, the group gone, the other two left.
+        b.wait("document.getElementById('bulk-result').textContent.includes('done')",
+               what="the answer set done", show="document.getElementById('bulk-result').textContent")
+        b.wait(f"!({bulk_row})", what="the bulk group gone")
+        assert b.eval("document.getElementById('groups-note').textContent") == "(2 open)"
+        b.screenshot(os.path.join(OUT, "console-bulk-done.png"), full=True)
         b.close()
         b = None
         d.stop()
@@ -269,6 +363,19 @@ def main():
         except urllib.error.HTTPError as e:
             assert e.code == 401, e.code
         assert psql(f"SELECT answer IS NULL FROM gate WHERE id = {plain1}") == "t"
+
+        # 6. The sign-in brake: five refused sign-ins from this address, then
+        # the right password is refused too, without asking the broker.
+        feed = d.url + "/api/feed"
+        for i in range(5):
+            code, _ = console_get(feed, f"{OP_USER}:wrong-{i}")
+            assert code == 401, (i, code)
+        code, headers = console_get(feed, f"{OP_USER}:{OP_PASSWORD}")
+        assert code == 429, code
+        assert 1 <= int(headers["Retry-After"]) <= 60, headers["Retry-After"]
+        # Anonymous reads are no sign-in: they still go.
+        code, _ = console_get(feed)
+        assert code == 200, code
         print(f"test_console: ok; screenshots in {OUT}")
     finally:
         if b is not None:

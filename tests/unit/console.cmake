@@ -5,3 +5,5 @@ rp_unit_test(test_console_rules SOURCES unit/test_console_rules.c LIBS reaper::c
 # own over a fake port.
 rp_unit_test(test_http_console SOURCES unit/test_http_console.c LIBS reaper::http reaper::core
   PkgConfig::EVENT Threads::Threads)
+# The console's sign-in brake (core/rp_login_limit.c): refused sign-ins per client.
+rp_unit_test(test_login_limit SOURCES unit/test_login_limit.c LIBS reaper::core)

@@ -84,10 +84,23 @@ static void test_basic_parse(void **state) {
     assert_false(rp_console_basic_parse("Basic b3BzOnB3", small, sizeof small, p, sizeof p));
 }
 
+/* A group's bulk answer: answer_many (its dry run too) and answer_set (its
+ * progress, or a cancel) are writes: signed in only. */
+static void test_decide_bulk(void **state) {
+    (void)state;
+    assert_int_equal(rp_console_decide("answer_many", true, false), RP_CONSOLE_AS_USER);
+    assert_int_equal(rp_console_decide("answer_set", true, true), RP_CONSOLE_AS_USER);
+    assert_int_equal(rp_console_decide("answer_many", false, true), RP_CONSOLE_SIGN_IN);
+    assert_int_equal(rp_console_decide("answer_set", false, true), RP_CONSOLE_SIGN_IN);
+    assert_false(rp_console_op_is_read("answer_many"));
+    assert_true(rp_console_op_offered("answer_set"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_access_strings_complete),
         cmocka_unit_test(test_decide),
+        cmocka_unit_test(test_decide_bulk),
         cmocka_unit_test(test_basic_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

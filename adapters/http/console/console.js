@@ -8,9 +8,12 @@
 const POLL_MS = 3000;
 let creds = sessionStorage.getItem("reaper.console.auth"); // "Basic ..." or null
 let signedAs = sessionStorage.getItem("reaper.console.user") || "";
-let filter = null;     // {queue, reason} of a chosen group, or null
+const GATES_SHOWN = 200; // the newest open gates listed (of the chosen group, or all)
+let filter = null;     // the chosen group: {key, kind, origin, reason} (origin, reason as stored), or null
 let openGate = null;   // the gate shown in detail
 let lastGates = [];
+let lastGroups = { groups: [], groups_total: 0, open_gates: 0 };
+let bulkJob = null;    // the answer set started from a group, followed until it ends
 
 const $ = (id) => document.getElementById(id);
 
@@ -54,7 +57,8 @@ function problem(text) {
 
 async function call(path, body) {
   const headers = {};
-  if (creds) headers["Authorization"] = creds;
+  const sent = creds;
+  if (sent) headers["Authorization"] = sent;
   const init = { method: body ? "POST" : "GET", headers, cache: "no-store" };
   if (body) {
     headers["Content-Type"] = "application/json";
@@ -67,6 +71,7 @@ async function call(path, body) {
     const why = j && j.console_error ? j.console_error : r.status + " " + r.statusText;
     const err = new Error(why);
     err.status = r.status;
+    err.creds = sent; // what was refused (a sign-in made since is not)
     throw err;
   }
   return j;
@@ -89,34 +94,69 @@ function renderSignin() {
   $("signout").hidden = !creds;
 }
 
-function renderGroups(gates, total) {
-  const groups = new Map();
-  for (const g of gates) {
-    const key = JSON.stringify([g.queue, g.reason]);
-    const o = groups.get(key) || { queue: g.queue, reason: g.reason, n: 0, oldest: null };
-    o.n++;
-    if (g.created_at && (!o.oldest || g.created_at < o.oldest)) o.oldest = g.created_at;
-    groups.set(key, o);
+// A group's origin and reason are stored rendered (quoted, escaped: a
+// JSON string when the value was valid UTF-8 and not cut). The filters of
+// the gates and answer_many ops take the value itself: read it back, or
+// null when it cannot be (cut, or bytes that are not UTF-8).
+function unrender(v) {
+  try {
+    const x = JSON.parse(v);
+    return typeof x === "string" && x.length > 0 ? x : null;
+  } catch (e) {
+    return null;
   }
+}
+
+// The control filters naming exactly a group's gates, or null.
+function groupFilters(o) {
+  const f = { kind: o.kind };
+  for (const k of ["origin", "reason"]) {
+    if (o[k] === null || o[k] === undefined) continue; // no dead letter: the kind says it
+    const raw = unrender(o[k]);
+    if (raw === null) return null;
+    f[k] = raw;
+  }
+  return f;
+}
+
+function groupKey(o) {
+  return JSON.stringify([o.kind, o.origin, o.reason]);
+}
+
+function renderGroups(fg) {
+  lastGroups = fg;
   const rows = [];
-  for (const o of [...groups.values()].sort((a, b) => b.n - a.n)) {
-    const tr = row([o.queue === null ? "(job table)" : o.queue, o.reason, o.n, age(o.oldest)], "pick");
-    if (filter && filter.queue === o.queue && filter.reason === o.reason) tr.classList.add("chosen");
+  for (const o of fg.groups) {
+    const tr = row([o.origin === null ? "(job table)" : o.origin, o.reason === null ? "" : o.reason,
+      o.count, age(o.oldest), age(o.newest)], "pick");
+    const key = groupKey(o);
+    tr.dataset.group = key;
+    if (filter && filter.key === key) tr.classList.add("chosen");
     tr.addEventListener("click", () => {
-      filter = { queue: o.queue, reason: o.reason };
-      renderGates();
-      renderGroups(lastGates, total);
+      filter = { key, kind: o.kind, origin: o.origin, reason: o.reason };
+      refreshGates();
+      renderGroups(lastGroups);
     });
+    const cell = el("td", undefined, "bulk");
+    const choices = o.kind === "bus_dead_lettered" ? ["replay", "dismiss"] : ["dismiss"];
+    for (const choice of choices) {
+      const b = el("button", choice === "replay" ? "Replay all" : "Dismiss all");
+      b.type = "button";
+      b.dataset.bulk = choice;
+      b.addEventListener("click", (ev) => { ev.stopPropagation(); bulkAsk(o, choice); });
+      cell.appendChild(b);
+    }
+    tr.appendChild(cell);
     rows.push(tr);
   }
   fill("groups", rows);
-  $("groups-note").textContent = total > gates.length
-    ? "(the newest " + gates.length + " of " + total + ")" : "(" + total + ")";
+  const more = fg.groups_total > fg.groups.length
+    ? ", the largest " + fg.groups.length + " of " + fg.groups_total + " groups" : "";
+  $("groups-note").textContent = "(" + fg.open_gates + " open" + more + ")";
 }
 
-function renderGates() {
-  const shown = lastGates.filter((g) => !filter || (g.queue === filter.queue && g.reason === filter.reason));
-  const rows = shown.map((g) => {
+function renderGates(total) {
+  const rows = lastGates.map((g) => {
     const tr = row([g.id, g.kind, g.queue, g.origin_queue, g.reason, age(g.created_at)], "pick");
     tr.dataset.gate = String(g.id);
     if (openGate === g.id) tr.classList.add("chosen");
@@ -124,8 +164,86 @@ function renderGates() {
     return tr;
   });
   fill("gates", rows);
-  $("gates-note").textContent = filter ? "(" + shown.length + " in the chosen group)" : "";
+  if (total !== undefined) {
+    const of = total > lastGates.length ? "the newest " + lastGates.length + " of " + total : String(total);
+    $("gates-note").textContent = "(" + of + (filter ? " in the chosen group" : "") + ")";
+  }
   $("filter-clear").hidden = !filter;
+}
+
+// The bulk answer of one group: a dry run first (how many, to which
+// queues), then a confirm, then answer_many with the group's filters, sent
+// as the signed-in user the way a single answer is.
+async function bulkAsk(o, choice) {
+  const box = $("bulk-box");
+  const out = $("bulk-result");
+  box.replaceChildren();
+  out.textContent = "";
+  if (!creds) {
+    out.textContent = "Sign in to answer: answers are sent as your broker user.";
+    return;
+  }
+  const f = groupFilters(o);
+  if (f === null) {
+    out.textContent = "This group's origin or reason was cut or is not UTF-8 when parked: it cannot be named as a filter; use reaperctl answer ID ID...";
+    return;
+  }
+  let dry;
+  try {
+    dry = await ask(Object.assign({ op: "answer_many", choice, dry_run: true }, f));
+  } catch (e) {
+    out.textContent = choice + " all: " + e.message;
+    return;
+  }
+  const where = dry.queues.map((q) => (q.queue === "" ? "(job table)" : q.queue) + " " + q.count).join(", ");
+  const rate = el("input");
+  rate.type = "number";
+  rate.min = "1";
+  rate.max = "10000";
+  rate.value = "100";
+  rate.id = "bulk-rate";
+  const yes = el("button", "Yes, " + choice + " " + dry.total + " gates");
+  yes.type = "button";
+  yes.id = "bulk-confirm";
+  yes.addEventListener("click", () => bulkSend(f, choice, Number(rate.value) || 100));
+  const no = el("button", "Cancel");
+  no.type = "button";
+  no.addEventListener("click", () => { box.replaceChildren(); out.textContent = ""; });
+  box.append(el("span", choice.charAt(0).toUpperCase() + choice.slice(1) + " " + dry.total +
+    " open gates (" + where + (dry.other_queues ? ", " + dry.other_queues + " more queues" : "") +
+    ") as " + (signedAs || "?") + ", at "), rate, el("span", " a second? "), yes, no);
+  box.dataset.total = String(dry.total);
+}
+
+async function bulkSend(f, choice, rate) {
+  const box = $("bulk-box");
+  const out = $("bulk-result");
+  box.replaceChildren();
+  try {
+    const r = await ask(Object.assign({ op: "answer_many", choice, rate, by: "console" }, f));
+    bulkJob = r.job;
+    out.textContent = "answer set " + r.job + ": " + choice + " " + r.total + " gates at " + r.rate + " a second";
+    await refresh();
+  } catch (e) {
+    out.textContent = choice + " all: " + e.message;
+  }
+}
+
+async function followBulk() {
+  if (bulkJob === null || !creds) return;
+  let r;
+  try {
+    r = await ask({ op: "answer_set", job: bulkJob });
+  } catch (e) {
+    $("bulk-result").textContent = "answer set " + bulkJob + ": " + e.message;
+    bulkJob = null; // said once, not every poll
+    return;
+  }
+  const j = r.job;
+  $("bulk-result").textContent = "answer set " + j.id + " (" + j.choice + "): " + j.state + ", " +
+    j.answered + " of " + j.total + " answered, " + j.failed + " failed" +
+    (j.stop_reason ? " (" + j.stop_reason + ")" : "");
+  if (["done", "cancelled", "stopped"].includes(j.state)) bulkJob = null;
 }
 
 function renderFeed(feed) {
@@ -135,7 +253,7 @@ function renderFeed(feed) {
     $("status").textContent = "reaperd " + r.version + " · broker " + r.broker + " · store " + r.store +
       " · " + r.open_sightings + " open sightings";
   }
-  const f = feed.feed || { sightings: [], events: [] };
+  const f = Object.assign({ sightings: [], events: [] }, feed.feed || {});
   fill("sightings", f.sightings.map((x) => {
     const tr = row(["", x.key, age(x.opened_at) + " ago"]);
     tr.cells[0].appendChild(el("span", x.condition, "cond"));
@@ -270,17 +388,46 @@ async function answer(id, choice) {
   }
 }
 
+// The open gates listed: the chosen group's (by its filters) or all, newest first.
+async function refreshGates() {
+  const req = { op: "gates", state: "open", limit: GATES_SHOWN };
+  if (filter) {
+    const f = groupFilters(filter);
+    if (f === null) {
+      lastGates = [];
+      renderGates(0);
+      $("gates-note").textContent = "(this group's origin or reason cannot be named as a filter)";
+      return;
+    }
+    Object.assign(req, f);
+  }
+  const res = await ask(req);
+  lastGates = res.gates;
+  renderGates(res.total);
+}
+
 async function refresh() {
   try {
-    const res = await ask({ op: "gates", state: "open", limit: 1000 });
-    lastGates = res.gates;
-    renderGroups(res.gates, res.total);
-    renderGates();
-    renderFeed(await call("/console/api/feed"));
+    const feed = await call("/console/api/feed");
+    renderFeed(feed);
+    const f = feed.feed || {};
+    renderGroups({ groups: f.groups || [], groups_total: f.groups_total || 0, open_gates: f.open_gates || 0 });
+    await refreshGates();
+    await followBulk();
     $("refreshed").textContent = new Date().toLocaleTimeString();
     problem("");
   } catch (e) {
-    problem(e.status === 401 ? "Sign in with a broker user and password: " + e.message : e.message);
+    if (e.status === 401 && e.creds && e.creds === creds) {
+      // A refused sign-in is not sent again every poll (each one counts
+      // against this address: after five a minute reaperd answers 429).
+      creds = null;
+      signedAs = "";
+      sessionStorage.removeItem("reaper.console.auth");
+      sessionStorage.removeItem("reaper.console.user");
+      renderSignin();
+    }
+    problem(e.status === 401 ? "Sign in with a broker user and password: " + e.message
+      : e.status === 429 ? "Signing in is paused: " + e.message : e.message);
   }
 }
 
@@ -302,6 +449,7 @@ function start() {
   $("signout").addEventListener("click", () => {
     creds = null;
     signedAs = "";
+    bulkJob = null;
     sessionStorage.removeItem("reaper.console.auth");
     sessionStorage.removeItem("reaper.console.user");
     renderSignin();
