@@ -13,3 +13,9 @@ set_tests_properties(test_reaperd_replicas_fleet PROPERTIES RUN_SERIAL TRUE)
 rp_integration_test(test_pg_sweep_turn SOURCES integration/test_pg_sweep_turn.c
   integration/pg_fixture.c integration/itest.c LIBS reaper::postgres reaper::core
   reaper::support PkgConfig::PQ)
+# The storms again with the replicas on the 3-node cluster (scripts/test's
+# cluster runs, broker.url listing the nodes): label cluster only.
+add_test(NAME test_reaperd_replicas_cluster COMMAND test_reaperd_replicas_fleet)
+set_tests_properties(test_reaperd_replicas_cluster PROPERTIES LABELS cluster RUN_SERIAL TRUE
+  TIMEOUT 600
+  ENVIRONMENT "RP_FLEET_TESTS=*replica*;REAPER_SOURCE_DIR=${CMAKE_SOURCE_DIR};REAPERD=$<TARGET_FILE:reaperd>;REAPERCTL=$<TARGET_FILE:reaperctl>;REAPER_HTTP_LISTEN=127.0.0.1:0")

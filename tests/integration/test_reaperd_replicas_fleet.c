@@ -16,6 +16,9 @@
  *     second with 1, 2 and 3 replicas sweeping every second, and the
  *     policy writes (PUT /api/policies/...) after reaper's policies were
  *     cleared: they do not grow with the replicas (core/rp_sweep_turn.h).
+ *
+ * The storms run again on the 3-node cluster (label cluster, broker.url
+ * listing the three nodes): three replicas, one of them killed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -503,5 +506,9 @@ int main(void) {
         cmocka_unit_test_teardown(test_replica_killed_mid_storm, kill_leftovers),
         cmocka_unit_test_teardown(test_leases_moved_once_sighting_opened_once, kill_leftovers),
     };
+    /* The cluster run (replicas.cmake's test_reaperd_replicas_cluster)
+     * takes the storms only (RP_FLEET_TESTS="*replica*"). */
+    const char *only = getenv("RP_FLEET_TESTS");
+    if (only && *only) cmocka_set_test_filter(only);
     return cmocka_run_group_tests(tests, setup, teardown);
 }
