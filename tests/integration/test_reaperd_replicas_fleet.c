@@ -39,6 +39,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rp_hostlist.h"
 #include "tap_common.h"
 
 #define MAX_REPLICAS 3
@@ -185,6 +186,9 @@ static void proxy_counts(long *listings, long *policy_writes, long *requests) {
 /* ---- replicas ------------------------------------------------------------------ */
 
 static char env_mgmt[96];
+/* On the cluster: "REAPER_BROKER_URL=<the nodes' list>" for the replicas
+ * (the test's own clients take one node); "" otherwise. */
+static char env_amqp[1100];
 
 /* Replica i of this world, sweeping every interval seconds, its
  * management API through the proxy. */
@@ -193,7 +197,7 @@ static void start_replica(int i, int interval) {
     snprintf(env_interval, sizeof env_interval, "REAPER_REAP_INTERVAL_SECONDS=%d", interval);
     snprintf(env_mgmt, sizeof env_mgmt, "REAPER_BROKER_MANAGEMENT_URL=http://127.0.0.1:%d",
              P.port);
-    char *env[] = {env_interval, env_mgmt, NULL};
+    char *env[] = {env_interval, env_mgmt, env_amqp[0] ? env_amqp : NULL, NULL};
     R[i] = tap_daemon_start((itest_daemon_opts){.env = env});
 }
 
@@ -469,6 +473,17 @@ static void test_sweeps_not_multiplied(void **state) {
 
 static int setup(void **state) {
     (void)state;
+    const char *list = itest_env("REAPER_BROKER_URL");
+    if (rp_hostlist_count(list) > 1) {
+        /* The replicas get every node; the test's helpers node 2's. */
+        char one[1024];
+        snprintf(env_amqp, sizeof env_amqp, "REAPER_BROKER_URL=%s", list);
+        if (!rp_hostlist_pick(list, 1, one, sizeof one)) return -1;
+        setenv("REAPER_BROKER_URL", one, 1);
+        if (!rp_hostlist_pick(itest_env("REAPER_BROKER_MANAGEMENT_URL"), 1, one, sizeof one))
+            return -1;
+        setenv("REAPER_BROKER_MANAGEMENT_URL", one, 1);
+    }
     int rc = tap_world_setup("fleet");
     if (rc == 0) proxy_start();
     return rc;
