@@ -16,6 +16,7 @@
 #ifndef RP_PASS_SEQUENCE_H
 #define RP_PASS_SEQUENCE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "rp_config.h"
@@ -36,7 +37,11 @@ void rp_pass_sequence_options(const rp_config *cfg, rp_pass_options *opt);
 void rp_pass_sequence_run(const rp_pass_run_port *port, rp_pass_request *req);
 
 /* The sweeper's pass port (core/rp_sweep_port.h, app/rp_sweeper.h) over
- * the sequence. run (store thread): a pass request of the sweep's scope,
+ * the sequence. run (store thread): replicas sweep one at a time
+ * (core/rp_sweep_turn.h): a sweep first takes the fleet's turn through the
+ * store port, and runs as a lease reap (scope_name says so) when another
+ * replica holds it; a holder whose sweep could not read everything gives
+ * it back. Then a pass request of that scope,
  * progress and stop hooks run over port, then the open sightings and gates
  * into the metrics (rp_observe_pass_store), and the store's clock offset
  * and the next lease deadline back to the sweeper. finish (loop thread):
@@ -55,6 +60,9 @@ typedef struct rp_sweep_passes {
     int64_t *open_sightings;    /* loop thread; kept when not known */
     void (*after_sweep)(void *arg); /* loop thread; may be NULL */
     void *arg;
+    /* Store thread: this replica holds the fleet's sweep turn (set by run;
+     * false to start with). */
+    bool turn_held;
 } rp_sweep_passes;
 
 void rp_sweep_passes_port(rp_sweep_passes *sp, rp_sweep_port *out);

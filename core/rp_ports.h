@@ -315,6 +315,13 @@ typedef struct rp_store_port {
                                      rp_time_ms prune_before, rp_wedge_restart_decide_fn decide,
                                      void *arg, rp_wedge_restart_choice *choice, rp_verdict *v,
                                      rp_event_ref *event);
+    /* Issue 19 item 3, replicas (rp_sweep_turn.h; both may be NULL: every
+     * replica sweeps). take: the fleet's turn to sweep vhost, a session
+     * lock per schema and vhost kept by this store's session until give or
+     * its end; *got true when this session holds it (again). give: gives
+     * it back (a turn not held, or lost with a reconnect: nothing). */
+    rp_status (*take_sweep_turn)(void *self, const char *vhost, bool *got);
+    rp_status (*give_sweep_turn)(void *self, const char *vhost);
 } rp_store_port;
 
 /* ---- Dead-letter park --------------------------------------------------- */

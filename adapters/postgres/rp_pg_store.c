@@ -691,6 +691,7 @@ void rp_pg_store_port(rp_pg_store *s, rp_store_port *out) {
     rp__pg_fill_wedged(out);
     rp__pg_fill_divergent(out);
     rp__pg_fill_sighting(out);
+    rp__pg_fill_sweep_turn(out);
 }
 
 void rp_pg_gate_port(rp_pg_store *s, rp_gate_port *out) {

@@ -267,6 +267,7 @@ void rp__pg_fill_runbook(rp_store_port *out);
 void rp__pg_fill_wedged(rp_store_port *out);
 void rp__pg_fill_divergent(rp_store_port *out);
 void rp__pg_fill_sighting(rp_store_port *out);
+void rp__pg_fill_sweep_turn(rp_store_port *out);
 void rp__pg_fill_gates(rp_gate_port *out);
 void rp__pg_fill_park(rp_dead_letter_port *out);
 

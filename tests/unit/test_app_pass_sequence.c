@@ -299,6 +299,130 @@ static void sweep_port_runs_and_finishes(void **state) {
 }
 
 /* What a file holds, from its start (heap, NUL-terminated). */
+/* ---- the fleet's sweep turn (core/rp_sweep_turn.h) ---------------------- */
+
+static struct {
+    bool got;          /* what take answers */
+    int takes, gives;
+    char vhost[64];    /* the last vhost asked */
+} T;
+
+static uint64_t passes_of(rp_metrics *m, rp_metrics_scope scope) {
+    uint64_t n = 0;
+    for (int r = 0; r < RP_METRICS_RESULT_COUNT_; r++) n += m->passes[scope][r];
+    return n;
+}
+
+static rp_status t_take(void *self, const char *vhost, bool *got) {
+    (void)self;
+    T.takes++;
+    snprintf(T.vhost, sizeof T.vhost, "%s", vhost);
+    *got = T.got;
+    return RP_OK;
+}
+
+static rp_status t_give(void *self, const char *vhost) {
+    (void)self;
+    T.gives++;
+    snprintf(T.vhost, sizeof T.vhost, "%s", vhost);
+    return RP_OK;
+}
+
+/* A sweep whose turn another replica holds runs as a lease reap: no policy
+ * reconcile, no bindings asked (no management listing); with the turn it
+ * sweeps; a sweep that stopped early gives the turn back, and so does a
+ * holder's lease reap once reap.enabled is false. */
+static void sweep_turn_decides_the_scope(void **state) {
+    fixture *f = *state;
+    memset(&T, 0, sizeof T);
+    f->ports.store.take_sweep_turn = t_take;
+    f->ports.store.give_sweep_turn = t_give;
+    free(f->cfg.broker.url);
+    f->cfg.broker.url = strdup("amqp://reaper@h1:5672,h2:5672/tenant%2fa");
+    assert_non_null(f->cfg.broker.url);
+    struct event_base *base = event_base_new();
+    assert_non_null(base);
+    rp_metrics metrics;
+    rp_metrics_init(&metrics, "test", "test");
+    bool no = false;
+    rp_observe_deps od = {.metrics = &metrics,
+                          .stopping = &no,
+                          .broker_up = &no,
+                          .store_up = &no,
+                          .clock = {.now_ms = g_now},
+                          .gauges = {.store_up = g_store_up}};
+    rp_observe *observe = rp_observe_new(base, &od);
+    assert_non_null(observe);
+    rp_time_ms last_pass_at = 0;
+    int64_t open_sightings = -7;
+    rp_sweep_passes sp = {.run = f_port(f),
+                          .observe = observe,
+                          .last_pass_at = &last_pass_at,
+                          .open_sightings = &open_sightings,
+                          .after_sweep = f_after_sweep,
+                          .arg = f};
+    rp_sweep_port port;
+    rp_sweep_passes_port(&sp, &port);
+
+    /* Held elsewhere: a lease reap, said so. */
+    T.got = false;
+    rp_sweep_run run = {.scope = RP_PASS_FULL, .scope_name = "sweep"};
+    port.run(port.self, &run);
+    assert_int_equal(T.takes, 1);
+    assert_string_equal(T.vhost, "tenant/a");
+    assert_string_equal(run.scope_name, "lease reap (another replica sweeps)");
+    port.finish(port.self, &run, false);
+    assert_int_equal(f->reconciles, 0);
+    assert_int_equal(f->after_sweeps, 0);
+    assert_false(sp.turn_held);
+    assert_int_equal(passes_of(&metrics, RP_METRICS_SCOPE_FULL), 0);
+    assert_int_equal(passes_of(&metrics, RP_METRICS_SCOPE_LEASES), 1);
+
+    /* Taken: the sweep, kept. */
+    T.got = true;
+    rp_sweep_run mine = {.scope = RP_PASS_FULL, .scope_name = "sweep"};
+    port.run(port.self, &mine);
+    assert_string_equal(mine.scope_name, "sweep");
+    port.finish(port.self, &mine, false);
+    assert_int_equal(f->reconciles, 1);
+    assert_int_equal(f->after_sweeps, 1);
+    assert_true(sp.turn_held);
+    assert_int_equal(T.gives, 0);
+    assert_int_equal(passes_of(&metrics, RP_METRICS_SCOPE_FULL), 1);
+
+    /* A lease reap asks for no turn. */
+    rp_sweep_run lease = {.scope = RP_PASS_LEASES, .scope_name = "lease reap"};
+    port.run(port.self, &lease);
+    port.finish(port.self, &lease, false);
+    assert_int_equal(T.takes, 2);
+    assert_int_equal(T.gives, 0);
+
+    /* A sweep that stopped early gives the turn back. */
+    f->reconcile_st = RP_ERR_NOMEM;
+    rp_sweep_run early = {.scope = RP_PASS_FULL, .scope_name = "sweep"};
+    port.run(port.self, &early);
+    port.finish(port.self, &early, false);
+    assert_int_equal(T.gives, 1);
+    assert_false(sp.turn_held);
+    f->reconcile_st = RP_OK;
+
+    /* Taken again, then reap.enabled false: the next lease reap gives it
+     * back. */
+    rp_sweep_run again = {.scope = RP_PASS_FULL, .scope_name = "sweep"};
+    port.run(port.self, &again);
+    port.finish(port.self, &again, false);
+    assert_true(sp.turn_held);
+    f->cfg.reap.enabled = false;
+    rp_sweep_run off = {.scope = RP_PASS_LEASES, .scope_name = "lease reap"};
+    port.run(port.self, &off);
+    port.finish(port.self, &off, false);
+    assert_int_equal(T.gives, 2);
+    assert_false(sp.turn_held);
+
+    rp_observe_free(observe);
+    event_base_free(base);
+}
+
 static char *slurp(FILE *f) {
     rewind(f);
     char *buf = calloc(1, 65536);
@@ -361,6 +485,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(stopping_skips_what_serves_the_next_pass, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(sweep_port_runs_and_finishes, setup, teardown),
+        cmocka_unit_test_setup_teardown(sweep_turn_decides_the_scope, setup, teardown),
         cmocka_unit_test_setup_teardown(once_output_json_and_text, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
