@@ -496,6 +496,12 @@ typedef struct rp_publisher_port {
      * which stays the record. Called on the thread that committed (the
      * store thread, --once's too). */
     rp_status (*publish)(void *self, const rp_ledger_event *ev);
+    /* May be NULL. hold(self, true) before several publishes on one thread
+     * and hold(self, false) after them: the adapter may keep what is
+     * published meanwhile and hand it on together at the release (one
+     * hand-off to the loop for a park transaction's events, issue 21), so
+     * every hold(true) is paired with a hold(false) on the same thread. */
+    void (*hold)(void *self, bool on);
 } rp_publisher_port;
 
 /* ---- Clock -------------------------------------------------------------- */

@@ -429,6 +429,9 @@ static void rp_tap_settle(const rp_tap_park_env *env, rp_tap_batch *b, rp_tap_ch
                           bool *down) {
     if (c->n == 0) return;
     if (c->st == RP_OK) {
+        /* The transaction's events go to the feed together. */
+        const rp_publisher_port *pub = &env->ports->publisher;
+        if (pub->hold) pub->hold(pub->self, true);
         for (size_t i = 0; i < c->n; i++) {
             rp_tap_item *it = c->p[i].it;
             it->st = RP_OK;
@@ -444,6 +447,7 @@ static void rp_tap_settle(const rp_tap_park_env *env, rp_tap_batch *b, rp_tap_ch
                 b->unpublished++;
             rp_report_cleanup(&rep);
         }
+        if (pub->hold) pub->hold(pub->self, false);
     } else if (rp_tap_result_of(c->st) == RP_TAP_RETRY) {
         *down = true;
         for (size_t i = 0; i < c->n; i++) c->p[i].it->result = RP_TAP_RETRY, c->p[i].it->st = c->st;

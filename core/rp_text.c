@@ -1,5 +1,6 @@
 #include "rp_text.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,29 @@ rp_status rp_text_format(char **out, const char *fmt, ...) {
     rp_status st = rp_text_vformat(out, fmt, ap);
     va_end(ap);
     return st;
+}
+
+rp_status rp_text_join(char **out, const char *const *parts, size_t n) {
+    *out = NULL;
+    size_t len[16];
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(parts[i]);
+        if (i < sizeof len / sizeof len[0]) len[i] = l;
+        if (l > SIZE_MAX - 1 - total) return RP_ERR_NOMEM;
+        total += l;
+    }
+    char *s = malloc(total + 1);
+    if (s == NULL) return RP_ERR_NOMEM;
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = i < sizeof len / sizeof len[0] ? len[i] : strlen(parts[i]);
+        memcpy(s + w, parts[i], l);
+        w += l;
+    }
+    s[w] = '\0';
+    *out = s;
+    return RP_OK;
 }
 
 void rp_text_buf_printf(rp_text_buf *b, const char *fmt, ...) {

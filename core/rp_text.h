@@ -22,6 +22,12 @@
 rp_status rp_text_format(char **out, const char *fmt, ...) RP_PRINTF(2, 3) RP_MUSTCHECK;
 rp_status rp_text_vformat(char **out, const char *fmt, va_list ap) RP_PRINTF(2, 0) RP_MUSTCHECK;
 
+/* parts[0..n) (NUL-terminated, none NULL) one after the other into a new
+ * heap string: what rp_text_format(out, "%s%s...") makes, without a format
+ * to parse (the tap builds a sentence per dead letter, issue 21).
+ * RP_ERR_NOMEM when allocation fails. */
+rp_status rp_text_join(char **out, const char *const *parts, size_t n) RP_MUSTCHECK;
+
 /* A growing text, appended to with printf formats: the Prometheus
  * rendering and the pass report build theirs so. The caller starts it with
  * a heap buffer of cap bytes (p = malloc(cap), len 0, nomem false) and

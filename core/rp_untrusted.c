@@ -20,6 +20,15 @@ rp_status rp_untrusted_render(rp_bytes in, char **out) {
     size_t w = 0, i = 0, chars = 0;
     s[w++] = '"';
     while (i < in.len && chars < RP_UNTRUSTED_MAX_CHARS) {
+        /* Printable ASCII but the two escaped: copied as it is, which is
+         * what the decoding below does with it, without decoding. */
+        unsigned char c = in.ptr[i];
+        if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+            s[w++] = (char)c;
+            i++;
+            chars++;
+            continue;
+        }
         uint32_t cp;
         size_t n = rp_utf8_next(in.ptr + i, in.len - i, &cp);
         if (n == 0) {

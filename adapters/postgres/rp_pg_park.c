@@ -83,11 +83,15 @@ static rp_status rp_park_text_build(rp_park_text *t, const char *vhost, const ch
     if (st == RP_OK)
         st = rp_untrusted_render((rp_bytes){(const uint8_t *)queue, strlen(queue)},
                                  &t->shown_queue);
-    if (st == RP_OK)
-        st = rp_text_format(&t->question,
-                            "A message that died on %s (reason %s) was found on dead-letter queue "
-                            "%s and parked: replay it to the queue it died on, or dismiss it?",
-                            t->origin, t->reason, t->shown_queue);
+    if (st == RP_OK) {
+        /* Joined, not formatted: the same sentence as the format "A message
+         * that died on %s (reason %s) was found on dead-letter queue %s and
+         * parked: ..." without parsing it per dead letter. */
+        const char *parts[] = {"A message that died on ", t->origin, " (reason ", t->reason,
+                               ") was found on dead-letter queue ", t->shown_queue,
+                               " and parked: replay it to the queue it died on, or dismiss it?"};
+        st = rp_text_join(&t->question, parts, sizeof parts / sizeof parts[0]);
+    }
     if (st == RP_OK) {
         t->job_payload = rp_job_payload(vhost, queue, facts->identity, t->origin, t->reason);
         if (t->job_payload == NULL) st = RP_ERR_INVALID; /* or no memory; both refuse */

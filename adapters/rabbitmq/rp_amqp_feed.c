@@ -19,7 +19,17 @@ typedef struct rp_feed_item {
     rp_amqp_feed *f;
     int64_t seq;
     rp_proto_event_msg msg;
+    struct rp_feed_item *next; /* a held run (rp_feed_hold) */
 } rp_feed_item;
+
+/* The events published on this thread while it holds (rp_feed_hold), in
+ * order: handed to the loop as one job at the release. */
+typedef struct rp_feed_held {
+    rp_amqp_feed *f; /* NULL: not holding */
+    rp_feed_item *head, *tail;
+} rp_feed_held;
+
+static _Thread_local rp_feed_held rp_feed_holding;
 
 typedef struct rp_feed_sent {
     rp_amqp_feed *f;
@@ -42,12 +52,9 @@ static void rp_feed_settled(void *arg, rp_publish_outcome outcome) {
     free(sent);
 }
 
-/* Loop thread: hand the encoded event to the publisher. */
-static void rp_feed_on_loop(void *job, bool cancelled) {
-    rp_feed_item *it = job;
-    rp_amqp_feed *f = it->f;
-    if (!cancelled && f->hooks.on_loop) f->hooks.on_loop(f->hooks.ctx);
-    rp_amqp_publisher *publisher = cancelled ? NULL : f->hooks.publisher(f->hooks.ctx);
+/* Loop thread: hand one encoded event to the publisher (NULL: stopping)
+ * and free it. */
+static void rp_feed_send(rp_amqp_feed *f, rp_amqp_publisher *publisher, rp_feed_item *it) {
     if (publisher != NULL) {
         amqp_basic_properties_t props;
         memset(&props, 0, sizeof props);
@@ -93,6 +100,51 @@ static void rp_feed_on_loop(void *job, bool cancelled) {
     free(it);
 }
 
+/* Loop thread: a run of encoded events (one, or a hold's), in order. */
+static void rp_feed_on_loop(void *job, bool cancelled) {
+    rp_feed_item *it = job;
+    rp_amqp_feed *f = it->f;
+    if (!cancelled && f->hooks.on_loop) f->hooks.on_loop(f->hooks.ctx);
+    rp_amqp_publisher *publisher = cancelled ? NULL : f->hooks.publisher(f->hooks.ctx);
+    while (it != NULL) {
+        rp_feed_item *next = it->next;
+        rp_feed_send(f, publisher, it);
+        it = next;
+    }
+}
+
+/* Committing thread: a run that could not be posted is not published
+ * (logged per event; the ledger stays the record). */
+static void rp_feed_unposted(rp_feed_item *it, rp_status st) {
+    while (it != NULL) {
+        rp_feed_item *next = it->next;
+        char id[RP_PROTO_EVENT_ID_MAX];
+        snprintf(id, sizeof id, "ledger-%" PRId64, it->seq);
+        RP_WARN("ledger event not published to the events exchange (it stays on the ledger)",
+                "event", id, "status", rp_status_string(st), NULL);
+        rp_proto_event_msg_cleanup(&it->msg);
+        free(it);
+        it = next;
+    }
+}
+
+/* Committing thread: the port's hold. The release posts what was held as
+ * one job (one wake-up of the loop, one publisher flush). */
+static void rp_feed_hold(void *self, bool on) {
+    rp_amqp_feed *f = self;
+    rp_feed_held *h = &rp_feed_holding;
+    if (on) {
+        if (h->f == NULL) h->f = f;
+        return;
+    }
+    if (h->f != f) return;
+    rp_feed_item *run = h->head;
+    *h = (rp_feed_held){0};
+    if (run == NULL) return;
+    rp_status st = f->hooks.post(f->hooks.ctx, rp_feed_on_loop, run);
+    if (st != RP_OK) rp_feed_unposted(run, st);
+}
+
 /* Committing thread: the publisher port. */
 static rp_status rp_feed_publish(void *self, const rp_ledger_event *ev) {
     rp_amqp_feed *f = self;
@@ -112,6 +164,14 @@ static rp_status rp_feed_publish(void *self, const rp_ledger_event *ev) {
             rp_metrics_dead_letters_parked(f->metrics, 1);
     }
     rp_status st = rp_proto_encode_event(ev, f->enc, &it->msg);
+    rp_feed_held *h = &rp_feed_holding;
+    if (st == RP_OK && h->f == f) {
+        /* Held: posted with the others at the release. */
+        if (h->tail) h->tail->next = it;
+        else h->head = it;
+        h->tail = it;
+        return RP_OK;
+    }
     if (st == RP_OK) st = f->hooks.post(f->hooks.ctx, rp_feed_on_loop, it);
     if (st != RP_OK) {
         char id[RP_PROTO_EVENT_ID_MAX];
@@ -142,6 +202,7 @@ rp_amqp_feed *rp_amqp_feed_new(const char *exchange, rp_encoding enc, rp_metrics
 void rp_amqp_feed_port(rp_amqp_feed *f, rp_publisher_port *out) {
     out->self = f;
     out->publish = rp_feed_publish;
+    out->hold = rp_feed_hold;
 }
 
 void rp_amqp_feed_free(rp_amqp_feed *f) {

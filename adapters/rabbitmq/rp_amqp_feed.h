@@ -15,7 +15,11 @@
  * publish waiting for the broker is retried across reconnects
  * (rp_amqp_publisher retry) and never blocks the loop or the pass; past the
  * publisher's bounded queue it is DROPPED and logged here with its message
- * id. The ledger row is the record either way.
+ * id. The ledger row is the record either way. While the committing thread
+ * holds the port (rp_publisher_port.hold: the tap around one park
+ * transaction's events), what it publishes is kept in order and posted to
+ * the loop as one job at the release: one wake-up of the loop and one
+ * publisher flush per transaction instead of one per event.
  *
  * Threads: the port on the committing thread; the post's function and the
  * hooks' publisher and on_loop on the loop thread.

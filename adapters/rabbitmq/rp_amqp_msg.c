@@ -63,11 +63,10 @@ void rp_amqp_assembler_set_limit(rp_amqp_assembler *a, uint16_t channel, size_t 
 static void rp_channel_clear(rp_amqp_assembler *a, int i) {
     recycle_amqp_pool(&a->ch[i].msg.pool);
     amqp_pool_t pool = a->ch[i].msg.pool;
-    uint8_t *body = a->ch[i].msg.body;
     memset(&a->ch[i].msg, 0, sizeof a->ch[i].msg);
-    a->ch[i].msg.pool = pool;
-    a->ch[i].msg.body = body; /* the buffer is kept for the next delivery */
+    a->ch[i].msg.pool = pool; /* ch[i].buf is kept for the next delivery */
     a->ch[i].active = false;
+    a->ch[i].handing = false;
     a->ch[i].have_header = false;
     a->ch[i].received = 0;
     a->ch[i].keep = 0;
@@ -80,7 +79,7 @@ void rp_amqp_assembler_reset(rp_amqp_assembler *a) {
 void rp_amqp_assembler_cleanup(rp_amqp_assembler *a) {
     for (int i = 0; i < RP_AMQP_MAX_CHANNELS; i++) {
         empty_amqp_pool(&a->ch[i].msg.pool);
-        free(a->ch[i].msg.body);
+        free(a->ch[i].buf);
     }
     memset(a, 0, sizeof *a);
 }
@@ -88,8 +87,20 @@ void rp_amqp_assembler_cleanup(rp_amqp_assembler *a) {
 static void rp_finish(rp_amqp_assembler *a, int i) {
     rp_amqp_message *m = &a->ch[i].msg;
     m->truncated = m->body_len < m->body_size;
+    a->ch[i].handing = true;
     if (a->on_message) a->on_message(a->arg, m);
     rp_channel_clear(a, i);
+}
+
+bool rp_amqp_assembler_take_pool(rp_amqp_assembler *a, const rp_amqp_message *msg,
+                                 amqp_pool_t *out) {
+    int i = msg->channel;
+    if (i >= RP_AMQP_MAX_CHANNELS || msg != &a->ch[i].msg || !a->ch[i].handing) return false;
+    *out = a->ch[i].msg.pool;
+    /* A fresh pool allocates nothing until used; the message's pointers
+     * now live in *out. */
+    init_amqp_pool(&a->ch[i].msg.pool, 4096);
+    return true;
 }
 
 bool rp_amqp_assembler_frame(rp_amqp_assembler *a, const amqp_frame_t *f, rp_status *st) {
@@ -132,18 +143,9 @@ bool rp_amqp_assembler_frame(rp_amqp_assembler *a, const amqp_frame_t *f, rp_sta
         }
         size_t limit = a->ch[i].limit ? a->ch[i].limit : a->body_limit;
         size_t want = m->body_size < limit ? (size_t)m->body_size : limit;
-        if (want > a->ch[i].body_cap) {
-            uint8_t *b = realloc(m->body, want);
-            if (b == NULL) {
-                *st = RP_ERR_NOMEM;
-                return true;
-            }
-            m->body = b;
-            a->ch[i].body_cap = want;
-        }
         /* The buffer may be larger (an earlier delivery's): this one keeps
          * no more than its own declared size and limit, however many body
-         * bytes arrive. */
+         * bytes arrive. It is grown when a body needs it (several frames). */
         a->ch[i].keep = want;
         if (m->body_size == 0) rp_finish(a, i);
         return true;
@@ -156,7 +158,26 @@ bool rp_amqp_assembler_frame(rp_amqp_assembler *a, const amqp_frame_t *f, rp_sta
         amqp_bytes_t frag = f->payload.body_fragment;
         size_t room = a->ch[i].keep > m->body_len ? a->ch[i].keep - m->body_len : 0;
         size_t keep = frag.len < room ? frag.len : room;
-        if (keep) memcpy(m->body + m->body_len, frag.bytes, keep);
+        if (a->ch[i].received == 0 && frag.len >= m->body_size) {
+            /* The whole body in one frame (the common case): lent as it
+             * is, valid for the handler's call like the frame. */
+            m->body = frag.bytes;
+            m->body_len = keep;
+            a->ch[i].received = frag.len;
+            rp_finish(a, i);
+            return true;
+        }
+        if (keep && a->ch[i].keep > a->ch[i].body_cap) {
+            uint8_t *b = realloc(a->ch[i].buf, a->ch[i].keep);
+            if (b == NULL) {
+                *st = RP_ERR_NOMEM;
+                return true;
+            }
+            a->ch[i].buf = b;
+            a->ch[i].body_cap = a->ch[i].keep;
+        }
+        if (keep) memcpy(a->ch[i].buf + m->body_len, frag.bytes, keep);
+        m->body = a->ch[i].buf;
         m->body_len += keep;
         /* What is not kept still counts towards the end of the body. */
         a->ch[i].received += frag.len;

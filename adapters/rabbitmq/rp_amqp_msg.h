@@ -13,9 +13,16 @@
  * declared size stays in body_size), so a hostile or huge message can cost
  * at most body_limit bytes.
  *
+ * A body that arrives in one frame is not copied: the message's body then
+ * points into that frame (the library's, valid for the handler's call, as
+ * every frame is: the connection releases its buffers only after the
+ * handler returns). A body over several frames is assembled in the
+ * channel's buffer, kept for the next delivery.
+ *
  * Ownership: a finished rp_amqp_message is LENT to the handler for the call
- * only (its memory is the assembler's and is reused); a handler that keeps
- * anything copies it. Strings inside are amqp_bytes_t
+ * only (its memory is the assembler's or the frame's and is reused); a
+ * handler that keeps anything copies it, or takes the properties' pool
+ * (rp_amqp_assembler_take_pool). Strings inside are amqp_bytes_t
  * (not NUL-terminated). Frames are borrowed for the call.
  */
 #ifndef RP_AMQP_MSG_H
@@ -38,7 +45,7 @@ typedef struct rp_amqp_message {
     amqp_bytes_t exchange;
     amqp_bytes_t routing_key;
     amqp_basic_properties_t props; /* deep copy; headers included */
-    uint8_t *body;                 /* body_len bytes kept */
+    const uint8_t *body;           /* body_len bytes kept: the buffer's or the frame's */
     size_t body_len;
     uint64_t body_size;            /* as declared by the content header */
     bool truncated;                /* body_len < body_size */
@@ -54,8 +61,10 @@ typedef struct rp_amqp_assembler {
     struct {
         bool active;    /* a delivery is being assembled on this channel */
         bool have_header;
+        bool handing;   /* its message is being handed (rp_amqp_assembler_take_pool) */
         rp_amqp_message msg;
-        size_t body_cap;   /* the buffer's size, kept across deliveries */
+        uint8_t *buf;      /* the body buffer, kept across deliveries */
+        size_t body_cap;   /* the buffer's size */
         size_t keep;       /* bytes of this delivery's body kept at most */
         uint64_t received; /* body bytes seen, kept or not */
         size_t limit;      /* this channel's body limit; 0: body_limit */
@@ -78,6 +87,15 @@ void rp_amqp_assembler_reset(rp_amqp_assembler *a);
  * (confirms, returns, cancels, ...). RP_ERR_* through *st on a protocol
  * error or no memory (the connection should then be rebuilt). */
 bool rp_amqp_assembler_frame(rp_amqp_assembler *a, const amqp_frame_t *f, rp_status *st);
+
+/* Inside the handler only: moves the pool of the message being handed
+ * (msg->pool: its properties, headers and names) to *out, which the caller
+ * then owns (empty_amqp_pool), so that a handler keeping the properties
+ * needs no second copy; msg->props stay valid in *out. The channel starts
+ * its next delivery with a fresh pool. False (nothing moved) when no
+ * message is being handed on that channel. */
+bool rp_amqp_assembler_take_pool(rp_amqp_assembler *a, const rp_amqp_message *msg,
+                                 amqp_pool_t *out);
 
 /* Deep-copies the flagged fields of src into dst, allocating from pool
  * (fields whose flag is clear are zeroed: the library leaves them

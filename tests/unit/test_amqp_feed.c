@@ -153,11 +153,63 @@ static void test_refused_post_and_bad_event_reach_nobody(void **state) {
     rp_amqp_feed_free(fd);
 }
 
+/* Issue 21: events published while the committing thread holds the port
+ * are posted to the loop as one job at the release, in order; without a
+ * hold each is posted alone. A refused post of a held run loses nothing
+ * but the publish (and leaks nothing: the sanitizer run). */
+static void test_held_events_posted_once_in_order(void **state) {
+    (void)state;
+    fake f;
+    rp_amqp_feed *fd = feed(&f);
+    rp_publisher_port port;
+    rp_amqp_feed_port(fd, &port);
+    assert_non_null(port.hold);
+    rp_verdict v;
+    parked(&v);
+    port.hold(port.self, true);
+    for (int64_t seq = 1; seq <= 3; seq++) {
+        rp_ledger_event ev = {.seq = seq, .at = 1700000000000LL,
+                              .kind = RP_LEDGER_QUEUE_REAPED, .verdict = &v};
+        assert_int_equal(port.publish(port.self, &ev), RP_OK);
+    }
+    assert_int_equal(f.n_posts, 0);
+    assert_true(rendered_has("reaper_dead_letters_parked_total 3"));
+    port.hold(port.self, false);
+    assert_int_equal(f.n_posts, 1);
+    f.fn[0](f.job[0], false);
+    assert_int_equal(f.on_loop, 1);
+    assert_int_equal(f.settled, 3);
+    assert_int_equal(f.seq, 3); /* the last one settled last */
+    /* Released: the next one is posted alone. */
+    rp_ledger_event ev = {.seq = 4, .at = 1700000000000LL, .kind = RP_LEDGER_QUEUE_REAPED,
+                          .verdict = &v};
+    assert_int_equal(port.publish(port.self, &ev), RP_OK);
+    assert_int_equal(f.n_posts, 2);
+    f.fn[1](f.job[1], false);
+    assert_int_equal(f.settled, 4);
+    /* A held run whose post is refused: freed, nothing settled. */
+    port.hold(port.self, true);
+    assert_int_equal(port.publish(port.self, &ev), RP_OK);
+    assert_int_equal(port.publish(port.self, &ev), RP_OK);
+    f.post_status = RP_ERR_CLOSED;
+    port.hold(port.self, false);
+    assert_int_equal(f.n_posts, 2);
+    assert_int_equal(f.settled, 4);
+    /* An empty hold posts nothing. */
+    f.post_status = RP_OK;
+    port.hold(port.self, true);
+    port.hold(port.self, false);
+    assert_int_equal(f.n_posts, 2);
+    rp_verdict_cleanup(&v);
+    rp_amqp_feed_free(fd);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counted_and_posted_then_dropped_when_stopping),
         cmocka_unit_test(test_cancelled_post_is_dropped_without_loop_work),
         cmocka_unit_test(test_refused_post_and_bad_event_reach_nobody),
+        cmocka_unit_test(test_held_events_posted_once_in_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -232,9 +232,114 @@ static void test_body_never_past_its_declared_size(void **state) {
     rp_amqp_assembler_cleanup(&a);
 }
 
+/* Issue 21: a body that arrives in one frame is lent as the frame's bytes
+ * (no copy); one over several frames is still assembled in the buffer. */
+typedef struct lent {
+    const uint8_t *body;
+    size_t body_len;
+    int n;
+} lent;
+
+static void on_lent(void *arg, const rp_amqp_message *m) {
+    lent *l = arg;
+    l->body = m->body;
+    l->body_len = m->body_len;
+    l->n++;
+}
+
+static void test_one_frame_body_is_lent(void **state) {
+    (void)state;
+    lent l = {0};
+    rp_amqp_assembler a;
+    rp_amqp_assembler_init(&a, 1024, on_lent, &l);
+    char frame[] = "hello world";
+    feed_deliver(&a, 1, 1);
+    feed_header(&a, 1, 11);
+    amqp_frame_t f = {0};
+    f.frame_type = AMQP_FRAME_BODY;
+    f.channel = 1;
+    f.payload.body_fragment = (amqp_bytes_t){11, frame};
+    rp_status st;
+    assert_true(rp_amqp_assembler_frame(&a, &f, &st));
+    assert_int_equal(st, RP_OK);
+    assert_int_equal(l.n, 1);
+    assert_ptr_equal(l.body, (const uint8_t *)frame);
+    assert_int_equal(l.body_len, 11);
+    /* Longer than declared, in one frame: lent, cut at the declared size. */
+    feed_deliver(&a, 1, 2);
+    feed_header(&a, 1, 5);
+    assert_true(rp_amqp_assembler_frame(&a, &f, &st));
+    assert_int_equal(l.n, 2);
+    assert_ptr_equal(l.body, (const uint8_t *)frame);
+    assert_int_equal(l.body_len, 5);
+    /* Two frames: assembled in the channel's buffer, not the frame's. */
+    feed_deliver(&a, 1, 3);
+    feed_header(&a, 1, 22);
+    assert_true(rp_amqp_assembler_frame(&a, &f, &st));
+    assert_int_equal(l.n, 2);
+    assert_true(rp_amqp_assembler_frame(&a, &f, &st));
+    assert_int_equal(l.n, 3);
+    assert_int_equal(l.body_len, 22);
+    assert_ptr_not_equal(l.body, (const uint8_t *)frame);
+    assert_memory_equal(l.body, "hello worldhello world", 22);
+    rp_amqp_assembler_cleanup(&a);
+}
+
+/* Issue 21: a handler that keeps the properties takes the message's pool
+ * instead of copying them; they outlive the delivery and the channel's
+ * next one, and the pool is the taker's to free. Outside a handler nothing
+ * is taken. */
+typedef struct taker {
+    rp_amqp_assembler *a;
+    amqp_pool_t pool[3];
+    amqp_basic_properties_t props[3];
+    bool took[3];
+    int n;
+} taker;
+
+static void on_take(void *arg, const rp_amqp_message *m) {
+    taker *t = arg;
+    if (t->n < 3) {
+        t->took[t->n] = rp_amqp_assembler_take_pool(t->a, m, &t->pool[t->n]);
+        t->props[t->n] = m->props;
+    }
+    t->n++;
+}
+
+static void test_taken_pool_keeps_properties(void **state) {
+    (void)state;
+    taker t = {0};
+    rp_amqp_assembler a;
+    t.a = &a;
+    rp_amqp_assembler_init(&a, 1024, on_take, &t);
+    for (int k = 0; k < 3; k++) {
+        feed_deliver(&a, 1, (uint64_t)k + 1);
+        feed_header(&a, 1, 2);
+        feed_body(&a, 1, "hi");
+    }
+    assert_int_equal(t.n, 3);
+    for (int k = 0; k < 3; k++) {
+        assert_true(t.took[k]);
+        char ct[64];
+        assert_true(rp_amqp_prop_string(&t.props[k], AMQP_BASIC_CONTENT_TYPE_FLAG, ct, sizeof ct));
+        assert_string_equal(ct, "application/json");
+        assert_int_equal(t.props[k].headers.num_entries, 1);
+        assert_memory_equal(t.props[k].headers.entries[0].key.bytes, "x-death", 7);
+        empty_amqp_pool(&t.pool[k]);
+    }
+    /* No message being handed: nothing to take. */
+    amqp_pool_t p;
+    rp_amqp_message none = {.channel = 1};
+    assert_false(rp_amqp_assembler_take_pool(&a, &none, &p));
+    assert_false(rp_amqp_assembler_take_pool(&a, &a.ch[1].msg, &p));
+    rp_amqp_assembler_cleanup(&a);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_delivery_over_several_frames),
+        cmocka_unit_test(test_one_frame_body_is_lent),
+        cmocka_unit_test(test_taken_pool_keeps_properties),
         cmocka_unit_test(test_empty_body_and_limit),
         cmocka_unit_test(test_channels_interleave_and_others_pass),
         cmocka_unit_test(test_limit_per_channel),
