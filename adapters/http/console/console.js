@@ -89,7 +89,8 @@ function renderSignin() {
   $("signout").hidden = !creds;
 }
 
-function renderGroups(gates, total) {
+// capped: the reply's total_capped (more than total match: shown "10,000+").
+function renderGroups(gates, total, capped) {
   const groups = new Map();
   for (const g of gates) {
     const key = JSON.stringify([g.queue, g.reason]);
@@ -105,13 +106,14 @@ function renderGroups(gates, total) {
     tr.addEventListener("click", () => {
       filter = { queue: o.queue, reason: o.reason };
       renderGates();
-      renderGroups(lastGates, total);
+      renderGroups(lastGates, total, capped);
     });
     rows.push(tr);
   }
   fill("groups", rows);
-  $("groups-note").textContent = total > gates.length
-    ? "(the newest " + gates.length + " of " + total + ")" : "(" + total + ")";
+  const all = capped ? total.toLocaleString("en") + "+" : total;
+  $("groups-note").textContent = capped || total > gates.length
+    ? "(the newest " + gates.length + " of " + all + ")" : "(" + all + ")";
 }
 
 function renderGates() {
@@ -274,7 +276,7 @@ async function refresh() {
   try {
     const res = await ask({ op: "gates", state: "open", limit: 1000 });
     lastGates = res.gates;
-    renderGroups(res.gates, res.total);
+    renderGroups(res.gates, res.total, res.total_capped === true);
     renderGates();
     renderFeed(await call("/console/api/feed"));
     $("refreshed").textContent = new Date().toLocaleTimeString();
