@@ -47,12 +47,20 @@ typedef enum rp_gate_state {
     RP_GATE_STATE_COUNT_
 } rp_gate_state;
 
+/* A listing counts its matches up to this many (issue #20: an exact count
+ * of a million matches costs seconds; the first RP_GATE_TOTAL_CAP + 1 cost
+ * milliseconds). Past it the total says "at least this many". */
+#define RP_GATE_TOTAL_CAP 10000
+
 /* Where a listing stands among every gate its filters match (after
- * ignored): total of them, and next_after, the id to pass as `after` for
- * the next page, 0 when this page holds the last of them. */
+ * ignored): total of them, exact when !total_capped; when more than
+ * RP_GATE_TOTAL_CAP match, total is RP_GATE_TOTAL_CAP and total_capped is
+ * true. next_after is the id to pass as `after` for the next page, 0 when
+ * this page holds the last of them (exact whatever the cap). */
 typedef struct rp_gate_page {
     int64_t total;
     int64_t next_after;
+    bool total_capped;
 } rp_gate_page;
 
 /* "delivery_exhausted", "retry", "replayed", "open", ...; "unknown" outside

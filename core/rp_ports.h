@@ -458,8 +458,8 @@ typedef struct rp_gate_port {
     /* Lists the gates q matches, newest first (keyset: ids below q->after),
      * at most q->limit. On RP_OK *gates is a heap array of *n gates that the
      * CALLER owns: rp_gate_cleanup() each, then free() the array (NULL when
-     * *n is 0), and *page (may be NULL) says how many match in all and where
-     * the next page starts. */
+     * *n is 0), and *page (may be NULL) says how many match in all (exact
+     * up to RP_GATE_TOTAL_CAP, rp_gate.h) and where the next page starts. */
     rp_status (*list)(void *self, const rp_gate_query *q, rp_gate **gates, size_t *n,
                       rp_gate_page *page);
     /* Records the answer to a gate and applies it to its job, in one

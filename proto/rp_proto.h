@@ -284,8 +284,9 @@ rp_status rp_proto_encode_answer_reply_note(int64_t gate, rp_choice choice, rp_o
                                             const char *note, rp_encoding enc,
                                             rp_proto_buf *out) RP_MUSTCHECK;
 /* gates may be NULL when n is 0. page: how many gates match in all and
- * where the next page starts ("total", "next_after": null when 0); NULL
- * writes total n and no next page. */
+ * where the next page starts ("total", "next_after": null when 0,
+ * "total_capped": true when the count stopped at its cap); NULL writes
+ * total n, no next page, total_capped false. */
 rp_status rp_proto_encode_gates_reply(const rp_gate *gates, size_t n, const rp_gate_page *page,
                                       rp_encoding enc, rp_proto_buf *out) RP_MUSTCHECK;
 

@@ -227,7 +227,8 @@ rp_status rp_proto_encode_gates_reply(const rp_gate *gates, size_t n, const rp_g
     json_decref(a);
     int64_t next = page != NULL ? page->next_after : 0;
     ok = ok && rp__set(t, "total", json_integer(page != NULL ? page->total : (json_int_t)n)) &&
-         rp__set(t, "next_after", next > 0 ? json_integer(next) : json_null());
+         rp__set(t, "next_after", next > 0 ? json_integer(next) : json_null()) &&
+         rp__set(t, "total_capped", json_boolean(page != NULL && page->total_capped));
     if (!ok) {
         json_decref(t);
         t = NULL;

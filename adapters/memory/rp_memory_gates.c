@@ -96,7 +96,11 @@ static rp_status rp_list(void *self, const rp_gate_query *q, rp_gate **gates, si
     }
     *gates = out;
     *n = k;
-    if (page != NULL) *page = (rp_gate_page){.total = total, .next_after = next};
+    /* Counted as the store counts (rp_gate.h): exact up to the cap. */
+    if (page != NULL)
+        *page = (rp_gate_page){.total = total > RP_GATE_TOTAL_CAP ? RP_GATE_TOTAL_CAP : total,
+                               .next_after = next,
+                               .total_capped = total > RP_GATE_TOTAL_CAP};
     return RP_OK;
 }
 

@@ -94,15 +94,19 @@ static rp_status rp_list_query(rp_pg_store *s, const rp_gate_query *q, const cha
                           reason,
                           q->older_than_ms > 0 ? rp__pg_itoa(q->older_than_ms, older) : NULL,
                           q->after > 0 ? rp__pg_itoa(q->after, after) : NULL};
-    rp__pg_cmd k = {.stmt = RP__PG_GATES, .n = 9, .values = vals};
+    /* A dead-letter filter: the count reads the dead letters too. */
+    bool dl = q->queue != NULL || origin != NULL || reason != NULL;
+    rp__pg_cmd k = {.stmt = dl ? RP__PG_GATES_DL : RP__PG_GATES, .n = 9, .values = vals};
     PGresult *r = NULL;
     st = rp__pg_run(s, &k, 1, &r, "list_gates", NULL);
     if (st != RP_OK) return st;
     int rows = PQntuples(r);
-    /* Every row carries the counts; an empty page is one row of NULLs. */
+    /* Every row carries the count (up to the cap + 1); an empty page is
+     * one row of NULLs; a row past the limit says a next page exists. */
     int64_t total = rows > 0 ? rp__pg_i64(r, 0, 15) : 0;
-    int64_t rest = rows > 0 ? rp__pg_i64(r, 0, 16) : 0;
     if (rows == 1 && rp__pg_null(r, 0, 0)) rows = 0;
+    bool more = rows > (int)q->limit;
+    if (more) rows = (int)q->limit;
     rp_gate *out = rows > 0 ? calloc((size_t)rows, sizeof *out) : NULL;
     if (rows > 0 && out == NULL) {
         PQclear(r);
@@ -121,8 +125,9 @@ static rp_status rp_list_query(rp_pg_store *s, const rp_gate_query *q, const cha
     *gates = out;
     *n = (size_t)rows;
     if (page != NULL)
-        *page = (rp_gate_page){.total = total,
-                               .next_after = rest > rows && rows > 0 ? out[rows - 1].id : 0};
+        *page = (rp_gate_page){.total = total > RP_GATE_TOTAL_CAP ? RP_GATE_TOTAL_CAP : total,
+                               .next_after = more ? out[rows - 1].id : 0,
+                               .total_capped = total > RP_GATE_TOTAL_CAP};
     return RP_OK;
 }
 

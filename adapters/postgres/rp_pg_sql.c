@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rp_gate.h"
 #include "rp_pg_store_internal.h"
 
 /* A timestamptz as Unix ms, rounded down (exact: extract gives numeric). */
@@ -26,6 +27,9 @@
     "WHERE state = 'leased' AND id > $1::int8 "                                     \
     "AND lease_expires_at < now() - $2::int8 * interval '1 second' "                \
     "AND ($3::text IS NULL OR project_id = $3::text) ORDER BY id LIMIT $4::int8"
+
+/* The gates statement counts RP_GATE_TOTAL_CAP + 1 matches (below). */
+_Static_assert(RP_GATE_TOTAL_CAP + 1 == 10001, "GATE_CAP_PLUS_ONE is RP_GATE_TOTAL_CAP + 1");
 
 const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
     /* clock_timestamp(), not now(): now() would be the start of a
@@ -193,35 +197,55 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
     [RP__PG_SIGHTINGS] = {"sightings", "SELECT key, condition, opened_seq, " MS("opened_at")
                                        " FROM {s}.sighting ORDER BY key"},
 
-    /* $1 'open' | 'answered' | 'all', $2 project or NULL, $3 limit. The
-     * replay claim and the store's now, to judge it (rp_gate.h). */
     /* $1 state, $2 project, $3 limit, $4 kind, $5 queue, $6 origin queue,
-     * $7 reason, $8 older than (ms), $9 after (id): NULL filters nothing.
-     * One row per gate of the page, newest first, each with the count of
-     * every match (total) and of the matches from this page on (rest); one
-     * row of NULL gate columns when the page is empty. */
-    [RP__PG_GATES] =
-        {"gates",
-         "WITH m AS (SELECT g.id, g.job_id, g.kind, j.project_id, g.question, g.answer, "
-         "g.answered_by, " MS("g.answered_at") " AS answered_ms, " MS("g.created_at")
-         " AS created_ms, dl.queue, dl.origin_queue, dl.reason, g.claimed_by, "
-         MS("g.claimed_at") " AS claimed_ms "
-         "FROM {s}.gate g JOIN {s}.job j ON j.id = g.job_id "
-         "LEFT JOIN {s}.dead_letter dl ON dl.gate_id = g.id "
-         "WHERE ($1::text = 'all' OR ($1::text = 'open') = (g.answer IS NULL)) "
-         "AND ($2::text IS NULL OR j.project_id = $2::text) "
-         "AND ($4::text IS NULL OR g.kind = $4::text) "
-         "AND ($5::text IS NULL OR dl.queue = $5::text) "
-         "AND ($6::text IS NULL OR dl.origin_queue = $6::text) "
-         "AND ($7::text IS NULL OR dl.reason = $7::text) "
-         "AND ($8::int8 IS NULL OR g.created_at <= now() - $8::int8 * interval '1 millisecond')), "
-         "c AS (SELECT count(*) AS total, "
-         "count(*) FILTER (WHERE $9::int8 IS NULL OR id < $9::int8) AS rest FROM m) "
-         "SELECT p.id, p.job_id, p.kind, p.project_id, p.question, p.answer, p.answered_by, "
-         "p.answered_ms, p.created_ms, p.queue, p.origin_queue, p.reason, p.claimed_by, "
-         "p.claimed_ms, " MS("now()") ", c.total, c.rest "
-         "FROM c LEFT JOIN LATERAL (SELECT * FROM m WHERE $9::int8 IS NULL OR m.id < $9::int8 "
-         "ORDER BY m.id DESC LIMIT $3::int8) p ON true ORDER BY p.id DESC"},
+     * $7 reason, $8 older than (ms), $9 after (id): NULL filters nothing
+     * (the session plans each call with its values, rp_pg_store.c, so a
+     * NULL filter folds away). One row per gate of the page, newest first,
+     * at most limit + 1 (one more than the page: a next page exists), with
+     * the replay claim and the store's now (to judge it, rp_gate.h), each
+     * row with the count of the matches, whatever after says, counted up to
+     * RP_GATE_TOTAL_CAP + 1 (bench/REPORT.md, "bench/gates": an exact count
+     * of a million matches took seconds); one row of NULL gate columns when
+     * the page is empty. The page walks gate_open_by_id (open gates; kind
+     * and age are checked in the index) or the primary key backwards, or a
+     * dead_letter_by_* index, and stops after limit + 1 (migration 0012).
+     * GATES counts gates alone (no dead-letter filter: the count reads no
+     * dead letter), GATES_DL gates with their dead letter (a queue, origin
+     * or reason filter given); the page is the same. */
+#define GATE_STATE "($1::text = 'all' OR ($1::text = 'open') = (g.answer IS NULL)) "
+#define GATE_FILTERS                                                                  \
+    "AND ($4::text IS NULL OR g.kind = $4::text) "                                    \
+    "AND ($8::int8 IS NULL OR g.created_at <= now() - $8::int8 * interval '1 millisecond') "
+#define GATE_DL_FILTERS                                  \
+    "AND ($5::text IS NULL OR dl.queue = $5::text) "     \
+    "AND ($6::text IS NULL OR dl.origin_queue = $6::text) " \
+    "AND ($7::text IS NULL OR dl.reason = $7::text) "
+#define GATE_PROJECT_EXISTS                                                     \
+    "AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM {s}.job j WHERE j.id = g.job_id " \
+    "AND j.project_id = $2::text)) "
+#define GATE_CAP_PLUS_ONE "10001"
+#define GATE_PAGE                                                                          \
+    "SELECT p.id, p.job_id, p.kind, p.project_id, p.question, p.answer, p.answered_by, "  \
+    "p.answered_ms, p.created_ms, p.queue, p.origin_queue, p.reason, p.claimed_by, "      \
+    "p.claimed_ms, " MS("now()") ", c.total "                                              \
+    "FROM c LEFT JOIN LATERAL (SELECT g.id, g.job_id, g.kind, j.project_id, g.question, " \
+    "g.answer, g.answered_by, " MS("g.answered_at") " AS answered_ms, "                   \
+    MS("g.created_at") " AS created_ms, dl.queue, dl.origin_queue, dl.reason, "           \
+    "g.claimed_by, " MS("g.claimed_at") " AS claimed_ms "                                 \
+    "FROM {s}.gate g JOIN {s}.job j ON j.id = g.job_id "                                  \
+    "LEFT JOIN {s}.dead_letter dl ON dl.gate_id = g.id "                                  \
+    "WHERE " GATE_STATE "AND ($2::text IS NULL OR j.project_id = $2::text) "              \
+    GATE_FILTERS GATE_DL_FILTERS "AND ($9::int8 IS NULL OR g.id < $9::int8) "             \
+    "ORDER BY g.id DESC LIMIT $3::int8 + 1) p ON true ORDER BY p.id DESC"
+    [RP__PG_GATES] = {"gates",
+                      "WITH c AS (SELECT count(*) AS total FROM (SELECT 1 FROM {s}.gate g "
+                      "WHERE " GATE_STATE GATE_PROJECT_EXISTS GATE_FILTERS
+                      "LIMIT " GATE_CAP_PLUS_ONE ") m) " GATE_PAGE},
+    [RP__PG_GATES_DL] = {"gates_dl",
+                         "WITH c AS (SELECT count(*) AS total FROM (SELECT 1 FROM {s}.gate g "
+                         "JOIN {s}.dead_letter dl ON dl.gate_id = g.id "
+                         "WHERE " GATE_STATE GATE_PROJECT_EXISTS GATE_FILTERS GATE_DL_FILTERS
+                         "LIMIT " GATE_CAP_PLUS_ONE ") m) " GATE_PAGE},
     /* $1 gate id, $2 the body window's first byte (0-based, at most
      * RP_PG_DL_BODY_MAX), $3 its length:
      * the gate's columns as RP__PG_GATES gives them (0-14), then its job,

@@ -93,11 +93,17 @@ static void rp_age(long long ms, char *buf, size_t n) {
 }
 
 /* How many of the matching gates the page shows, and how to see the next
- * page (reaperd 0.x before paging sent neither: nothing is said then). */
+ * page (reaperd 0.x before paging sent neither: nothing is said then). A
+ * count that stopped at its cap (total_capped) is "at least": "10,000+". */
 static void rp_ctl_print_page(FILE *f, const json_t *r, size_t shown) {
     const json_t *total = json_object_get(r, "total");
     if (!json_is_integer(total)) return;
-    fprintf(f, "%zu shown of %lld matching", shown, (long long)json_integer_value(total));
+    long long t = (long long)json_integer_value(total);
+    if (json_is_true(json_object_get(r, "total_capped")) && t >= 1000)
+        fprintf(f, "%zu shown of %lld,%03lld+ matching", shown, t / 1000, t % 1000);
+    else
+        fprintf(f, "%zu shown of %lld%s matching", shown, t,
+                json_is_true(json_object_get(r, "total_capped")) ? "+" : "");
     const json_t *next = json_object_get(r, "next_after");
     if (json_is_integer(next))
         fprintf(f, "; the next page: --after %lld", (long long)json_integer_value(next));

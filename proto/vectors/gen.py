@@ -719,7 +719,8 @@ def replies():
                "choices": ["replay", "dismiss"], "state": "answered", "answer": "replay",
                "answered_by": "alice", "answered_at": "2024-05-01T13:00:00.000Z",
                "created_at": "2024-05-01T12:01:00.000Z", "queue": "vibey.orders.dlq",
-               "origin_queue": "vibey.orders", "reason": "rejected"}], "total": 7, "next_after": 5}),
+               "origin_queue": "vibey.orders", "reason": "rejected"}], "total": 7, "next_after": 5,
+              "total_capped": False}),
           "gates_two")
     reply("reply_gates_replaying", "two open gates being replayed: a live claim and a stale one",
           ok_reply("gates", {"gates": [
@@ -736,8 +737,12 @@ def replies():
                "answered_at": None, "created_at": "2024-05-01T12:01:30.000Z", "queue": "vibey.orders.dlq",
                "origin_queue": "vibey.orders", "reason": "expired",
                "replaying": {"by": "web-2:77:1714560000000", "since": "2024-05-01T11:00:00.000Z",
-                             "stale": True}}], "total": 2, "next_after": None}), "gates_replaying")
-    reply("reply_gates_empty", "no gates", ok_reply("gates", {"gates": [], "total": 0, "next_after": None}), "gates_empty")
+                             "stale": True}}], "total": 2, "next_after": None, "total_capped": False}), "gates_replaying")
+    reply("reply_gates_empty", "no gates", ok_reply("gates", {"gates": [], "total": 0, "next_after": None,
+                                                          "total_capped": False}), "gates_empty")
+    reply("reply_gates_capped", "a page of more than 10,000 matches: total says at least 10,000",
+          ok_reply("gates", {"gates": [], "total": 10000, "next_after": None, "total_capped": True}),
+          "gates_capped")
     reply("reply_jobs_page", "a page of two jobs, more to come after id 43",
           ok_reply("jobs", {"jobs": [J_LEASED, J_READY], "total": 5, "next_after": 43}), "jobs_page")
     reply("reply_jobs_last", "the last page: next_after is null",

@@ -581,6 +581,52 @@ static long long plant_dead_letter(const char *identity, const char *body_sql, b
 
 /* One gate looked inside: over the protocol, and through reaperctl as text
  * (hostile bytes escaped), as a hex dump, and as the exact bytes. */
+/* Issue #20: past 10,000 matches the gates reply counts no further
+ * (total 10,000, total_capped true) and reaperctl says "10,000+"; at
+ * 10,000 the count is exact; the pages still end at the last gate. */
+static void test_gates_total_capped(void **state) {
+    (void)state;
+    sql("INSERT INTO job (project_id, kind, state) SELECT 'capped', 'k', 'awaiting_human'"
+        " FROM generate_series(1, 10001)");
+    sql("INSERT INTO gate (job_id, kind, question, choices) SELECT id, 'delivery_exhausted',"
+        " 'job ' || id, ARRAY['retry', 'dismiss'] FROM job WHERE project_id = 'capped'");
+    json_t *r = call_json("{\"v\":1,\"op\":\"gates\",\"project\":\"capped\",\"limit\":1000}");
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_t *res = json_object_get(r, "result");
+    assert_int_equal(json_integer_value(json_object_get(res, "total")), 10000);
+    assert_true(json_is_true(json_object_get(res, "total_capped")));
+    assert_int_equal(json_array_size(json_object_get(res, "gates")), 1000);
+    json_decref(r);
+    /* The last page: the oldest gate alone, no next one. */
+    long long oldest = (long long)sqln("SELECT min(g.id) FROM gate g JOIN job j ON j.id = g.job_id"
+                                       " WHERE j.project_id = 'capped'");
+    char req[160];
+    snprintf(req, sizeof req, "{\"v\":1,\"op\":\"gates\",\"project\":\"capped\",\"after\":%lld}",
+             oldest + 1);
+    r = call_json(req);
+    res = json_object_get(r, "result");
+    assert_int_equal(json_array_size(json_object_get(res, "gates")), 1);
+    assert_true(json_is_null(json_object_get(res, "next_after")));
+    assert_true(json_is_true(json_object_get(res, "total_capped")));
+    json_decref(r);
+    char *out, *err;
+    assert_int_equal(ctl(&out, &err, "gates", "--project", "capped", "--limit", "5"), 0);
+    assert_non_null(strstr(out, "5 shown of 10,000+ matching; the next page: --after"));
+    free(out);
+    free(err);
+    /* One answered: 10,000 open, exact. */
+    sql("UPDATE gate SET answer = 'dismiss', answered_by = 'ops', answered_at = now()"
+        " WHERE id = (SELECT min(g.id) FROM gate g JOIN job j ON j.id = g.job_id"
+        " WHERE j.project_id = 'capped')");
+    r = call_json("{\"v\":1,\"op\":\"gates\",\"project\":\"capped\"}");
+    res = json_object_get(r, "result");
+    assert_int_equal(json_integer_value(json_object_get(res, "total")), 10000);
+    assert_true(json_is_false(json_object_get(res, "total_capped")));
+    json_decref(r);
+    sql("DELETE FROM gate WHERE job_id IN (SELECT id FROM job WHERE project_id = 'capped')");
+    sql("DELETE FROM job WHERE project_id = 'capped'");
+}
+
 static void test_gate_look_inside(void **state) {
     (void)state;
     long long text = plant_dead_letter("id:look-text",
@@ -1045,6 +1091,7 @@ int main(void) {
         cmocka_unit_test(test_reaperctl),
         cmocka_unit_test(test_gate_look_inside),
         cmocka_unit_test(test_gates_filters_and_pages),
+        cmocka_unit_test(test_gates_total_capped),
         cmocka_unit_test(test_reaperctl_ignores_forged_replies),
         cmocka_unit_test(test_events_feed),
         cmocka_unit_test(test_status_answers_during_a_long_reap),

@@ -632,9 +632,10 @@ static size_t list_all_pages(pgfx *f, rp_gate_query q, int64_t total, int64_t *i
     for (int pages = 0; pages < 100; pages++) {
         rp_gate *g;
         size_t n;
-        rp_gate_page page = {-1, -1};
+        rp_gate_page page = {-1, -1, true};
         assert_int_equal(gp->list(gp->self, &q, &g, &n, &page), RP_OK);
         assert_int_equal(page.total, total);
+        assert_false(page.total_capped); /* exact below RP_GATE_TOTAL_CAP */
         for (size_t i = 0; i < n; i++) {
             assert_true(seen < cap);
             if (seen > 0) assert_true(g[i].id < ids[seen - 1]);
@@ -728,6 +729,120 @@ static void test_gate_list_filters_and_pages(void **state) {
     q.after = 0;
     q.older_than_ms = -1;
     assert_int_equal(gp->list(gp->self, &q, &g, &n, &page), RP_ERR_INVALID);
+}
+
+/* One page of q: its gate count, total, capped flag and next_after. */
+static size_t list_page(pgfx *f, const rp_gate_query *q, rp_gate_page *page, int64_t *first,
+                        int64_t *last) {
+    const rp_gate_port *gp = &f->ports.gates;
+    rp_gate *g;
+    size_t n;
+    *page = (rp_gate_page){-1, -1, false};
+    assert_int_equal(gp->list(gp->self, q, &g, &n, page), RP_OK);
+    for (size_t i = 1; i < n; i++) assert_true(g[i].id < g[i - 1].id);
+    if (first != NULL) *first = n > 0 ? g[0].id : 0;
+    if (last != NULL) *last = n > 0 ? g[n - 1].id : 0;
+    free_gates(g, n);
+    return n;
+}
+
+static void assert_total(pgfx *f, rp_gate_query q, int64_t total, bool capped) {
+    rp_gate_page page;
+    list_page(f, &q, &page, NULL, NULL);
+    assert_int_equal(page.total, total);
+    assert_int_equal(page.total_capped, capped);
+}
+
+/* Issue #20: the count of a listing stops at RP_GATE_TOTAL_CAP (past it:
+ * total RP_GATE_TOTAL_CAP, total_capped), exact at or below it, whichever
+ * statement counts (gates alone, or with their dead letters for a queue,
+ * origin or reason filter); the pages stay exact: every match once, newest
+ * first, the last page without a next one. */
+static void test_gate_list_total_capped(void **state) {
+    pgfx *f = *state;
+    enum { N = RP_GATE_TOTAL_CAP + 1 };
+    /* N dead-letter gates of project cap, all from one origin queue; the
+     * oldest died expired, the other N - 1 (= the cap) rejected. Origin and
+     * reason stored rendered, as the park stores them. */
+    pgfx_exec(f, "INSERT INTO job (project_id, kind, state, payload) SELECT 'cap', "
+                 "'bus.dead_letter', 'awaiting_human', '{}'::jsonb FROM generate_series(1, %d)", N);
+    pgfx_exec(f, "INSERT INTO gate (job_id, kind, question, choices) SELECT id, "
+                 "'bus_dead_lettered', 'dead letter ' || id, ARRAY['replay', 'dismiss'] "
+                 "FROM job WHERE project_id = 'cap' ORDER BY id");
+    pgfx_exec(f, "INSERT INTO dead_letter (identity, death, occurrence, job_id, gate_id, queue, "
+                 "origin_queue, reason, headers, properties, body) SELECT 'cap-' || g.id, "
+                 "'cap.origin|x', 1, g.job_id, g.id, 'cap.dlq', '\"cap.origin\"', CASE WHEN g.id = "
+                 "(SELECT min(id) FROM gate) THEN '\"expired\"' ELSE '\"rejected\"' END, "
+                 "'{}'::jsonb, '{}'::jsonb, '\\x7b7d'::bytea FROM gate g");
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM gate WHERE answer IS NULL"), N);
+    int64_t newest = pgfx_i64(f, "SELECT max(id) FROM gate");
+    int64_t oldest = pgfx_i64(f, "SELECT min(id) FROM gate");
+
+    rp_gate_query q = {.state = RP_GATE_STATE_OPEN, .limit = 1000};
+    assert_total(f, q, RP_GATE_TOTAL_CAP, true);
+    q.has_kind = true;
+    q.kind = RP_GATE_BUS_DEAD_LETTERED;
+    assert_total(f, q, RP_GATE_TOTAL_CAP, true);
+    q.kind = RP_GATE_DELIVERY_EXHAUSTED;
+    assert_total(f, q, 0, false);
+    q.has_kind = false;
+    q.project = "cap";
+    assert_total(f, q, RP_GATE_TOTAL_CAP, true);
+    q.project = "nope";
+    assert_total(f, q, 0, false);
+    q.project = NULL;
+    /* Counted with the dead letters: past the cap, at it (exact), below. */
+    q.origin = "cap.origin";
+    assert_total(f, q, RP_GATE_TOTAL_CAP, true);
+    q.queue = "cap.dlq";
+    assert_total(f, q, RP_GATE_TOTAL_CAP, true);
+    q.origin = NULL;
+    q.queue = NULL;
+    q.reason = "rejected";
+    assert_total(f, q, RP_GATE_TOTAL_CAP, false);
+    q.reason = "expired";
+    assert_total(f, q, 1, false);
+    q.reason = NULL;
+    /* The total ignores after: a deep page says the same. */
+    q.after = oldest + 5;
+    assert_total(f, q, RP_GATE_TOTAL_CAP, true);
+    q.after = 0;
+
+    /* Every page of 1,000: all N gates once, newest first; each page says
+     * capped; only the last (one gate) has no next page. */
+    size_t seen = 0, pages = 0;
+    int64_t prev = INT64_MAX;
+    for (;;) {
+        rp_gate_page page;
+        int64_t first, last;
+        size_t n = list_page(f, &q, &page, &first, &last);
+        pages++;
+        assert_true(n > 0);
+        assert_true(first < prev);
+        if (seen == 0) assert_int_equal(first, newest);
+        prev = last;
+        seen += n;
+        assert_int_equal(page.total, RP_GATE_TOTAL_CAP);
+        assert_true(page.total_capped);
+        if (page.next_after == 0) break;
+        assert_int_equal(n, 1000);
+        assert_int_equal(page.next_after, last);
+        q.after = page.next_after;
+        assert_true(pages < 20);
+    }
+    assert_int_equal(seen, N);
+    assert_int_equal(pages, 11);
+    assert_int_equal(prev, oldest);
+
+    /* One answered: N - 1 open (= the cap: exact), N in all (capped). */
+    pgfx_exec(f, "UPDATE gate SET answer = 'dismiss', answered_by = 'ops', answered_at = now() "
+                 "WHERE id = %" PRId64, oldest);
+    q.after = 0;
+    assert_total(f, q, RP_GATE_TOTAL_CAP, false);
+    q.state = RP_GATE_STATE_ALL;
+    assert_total(f, q, RP_GATE_TOTAL_CAP, true);
+    q.state = RP_GATE_STATE_ANSWERED;
+    assert_total(f, q, 1, false);
 }
 
 static void test_gate_answers(void **state) {
@@ -860,6 +975,7 @@ int main(void) {
         T(test_park_race_two_sessions),
         T(test_gate_list),
         T(test_gate_list_filters_and_pages),
+        T(test_gate_list_total_capped),
         T(test_gate_answers),
         T(test_gate_answered_once_under_a_race),
     };

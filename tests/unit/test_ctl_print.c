@@ -100,6 +100,15 @@ static void test_gates_page_line(void **state) {
     out = capture(rp_ctl_print_gates_now0, r);
     assert_non_null(strstr(out, "1 shown of 1 matching\n"));
     free(out);
+    /* A count that stopped at its cap says "at least". */
+    json_object_set_new(r, "next_after", json_integer(9));
+    json_object_set_new(r, "total", json_integer(10000));
+    json_object_set_new(r, "total_capped", json_true());
+    out = capture(rp_ctl_print_gates_now0, r);
+    assert_non_null(strstr(out, "1 shown of 10,000+ matching; the next page: --after 9\n"));
+    free(out);
+    json_object_del(r, "total_capped");
+    json_object_set_new(r, "next_after", json_null());
     /* A page past the last one: nothing shown, the count still said. */
     json_object_set_new(r, "gates", json_array());
     json_object_set_new(r, "total", json_integer(4));

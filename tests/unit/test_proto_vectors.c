@@ -349,6 +349,9 @@ static bool fixture_encode(const char *name, rp_encoding enc, rp_proto_buf *out)
         st = rp_proto_encode_gates_reply(g, 2, &gp, enc, out);
         rp_gate_cleanup(&g[0]);
         rp_gate_cleanup(&g[1]);
+    } else if (strcmp(name, "gates_capped") == 0) {
+        rp_gate_page gp = {.total = RP_GATE_TOTAL_CAP, .total_capped = true};
+        st = rp_proto_encode_gates_reply(NULL, 0, &gp, enc, out);
     } else if (strcmp(name, "gates_empty") == 0) {
         rp_gate_page gp0 = {0};
         st = rp_proto_encode_gates_reply(NULL, 0, &gp0, enc, out);

@@ -155,7 +155,8 @@ function renderGroups(fg) {
   $("groups-note").textContent = "(" + fg.open_gates + " open" + more + ")";
 }
 
-function renderGates(total) {
+// capped: the reply's total_capped (more than total match: shown "10,000+").
+function renderGates(total, capped) {
   const rows = lastGates.map((g) => {
     const tr = row([g.id, g.kind, g.queue, g.origin_queue, g.reason, age(g.created_at)], "pick");
     tr.dataset.gate = String(g.id);
@@ -165,7 +166,8 @@ function renderGates(total) {
   });
   fill("gates", rows);
   if (total !== undefined) {
-    const of = total > lastGates.length ? "the newest " + lastGates.length + " of " + total : String(total);
+    const all = capped ? total.toLocaleString("en") + "+" : String(total);
+    const of = capped || total > lastGates.length ? "the newest " + lastGates.length + " of " + all : all;
     $("gates-note").textContent = "(" + of + (filter ? " in the chosen group" : "") + ")";
   }
   $("filter-clear").hidden = !filter;
@@ -403,7 +405,7 @@ async function refreshGates() {
   }
   const res = await ask(req);
   lastGates = res.gates;
-  renderGates(res.total);
+  renderGates(res.total, res.total_capped === true);
 }
 
 async function refresh() {
