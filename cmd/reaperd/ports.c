@@ -261,7 +261,8 @@ rp_replay_wiring *rp_replay_wiring_new(rp_pass_runner *runner,
                                        const bool *broker_up, const char *broker_url) {
     rp_replay_wiring *w = calloc(1, sizeof *w);
     if (w == NULL) return NULL;
-    w->store = (rp_pg_replay_src){runner->conn, runner->store, &runner->cfg, &runner->ports.gates};
+    w->store = (rp_pg_replay_src){runner->conn, runner->store, &runner->cfg, &runner->ports.gates,
+                                  &runner->ports.publisher};
     w->amqp = rp_amqp_replay_port_new(publisher, broker_up, broker_url, &w->publish);
     if (w->amqp == NULL) {
         free(w);
@@ -312,9 +313,9 @@ static void rp_asw_job_free(rp_asw_job *j) {
 
 static void rp_asw_replayed(void *arg, const rp_replay_result *r) {
     rp_asw_job *j = arg;
-    if (r->cancelled) j->done(j->arg, RP_ERR_CLOSED, NULL, "reaperd is shutting down");
-    else if (r->st != RP_OK) j->done(j->arg, r->st, NULL, r->message);
-    else j->done(j->arg, RP_OK, rp_outcome_string(r->answer.outcome), NULL);
+    if (r->cancelled) j->done(j->arg, RP_ERR_CLOSED, false, NULL, "reaperd is shutting down");
+    else if (r->st != RP_OK) j->done(j->arg, r->st, r->away, NULL, r->message);
+    else j->done(j->arg, RP_OK, false, rp_outcome_string(r->answer.outcome), NULL);
     rp_asw_job_free(j);
 }
 
@@ -336,13 +337,13 @@ static void rp_asw_dismiss_work(void *ctx, void *arg) {
 static void rp_asw_dismiss_done(void *arg, bool cancelled) {
     rp_asw_job *j = arg;
     if (cancelled) {
-        j->done(j->arg, RP_ERR_CLOSED, NULL, "reaperd is shutting down");
+        j->done(j->arg, RP_ERR_CLOSED, false, NULL, "reaperd is shutting down");
     } else if (j->st != RP_OK) {
-        j->done(j->arg, j->st, NULL, rp_control_answer_refusal(j->st));
+        j->done(j->arg, j->st, false, NULL, rp_control_answer_refusal(j->st));
     } else {
         if (j->res.outcome != RP_OUTCOME_ALREADY_ANSWERED)
             rp_metrics_gate_answered(j->w->metrics, j->res.kind, j->res.choice);
-        j->done(j->arg, RP_OK, rp_outcome_string(j->res.outcome), NULL);
+        j->done(j->arg, RP_OK, false, rp_outcome_string(j->res.outcome), NULL);
     }
     rp_asw_job_free(j);
 }
