@@ -47,8 +47,13 @@ struct rp_answer_sets {
     bool pausing;           /* the broker away: start nothing until the next look */
     bool paused;            /* said so in the log (once a pause) */
     char stop_reason[512];
-    int64_t ids[RP_ANSWER_SETS_BATCH_MAX];
+    /* The ids in hand: what is left of the batch before and the batch read
+     * after it (the next batch is read when half of one is started, and
+     * the pace goes on meanwhile: prefetching). */
+    int64_t ids[2 * RP_ANSWER_SETS_BATCH_MAX];
     size_t n_ids, next_id;
+    bool prefetching;       /* a step out while the ids in hand are answered */
+    bool exhausted;         /* the last step read no id above after */
     size_t in_flight;
     /* Results not yet recorded: a step records the first n_marks of them
      * (those there when it went out); the answers that end meanwhile are
@@ -62,6 +67,7 @@ struct rp_answer_sets {
     bool job_found;
     rp_answer_set_row job_row;
     int64_t job_ids[RP_ANSWER_SETS_BATCH_MAX];
+    size_t job_max;         /* the most ids the step reads (set on the loop) */
     size_t job_n;
     rp_answer_set_mark marks[RP_AS_RESULTS_MAX];
     size_t n_marks;
@@ -113,15 +119,10 @@ static void rp_as_work(void *ctx, void *arg) {
     case RP_AS_TAKE:
         a->job_st = p->take(p->self, a->owner, a->deps.lease_ms, &a->job_row, &a->job_found);
         break;
-    case RP_AS_STEP: {
-        /* About two seconds' worth: a step's pause comes seldom. */
-        size_t batch = (size_t)a->set.rate * 2;
-        if (batch < 20) batch = 20;
-        if (batch > RP_ANSWER_SETS_BATCH_MAX) batch = RP_ANSWER_SETS_BATCH_MAX;
+    case RP_AS_STEP:
         a->job_st = p->step(p->self, a->set.id, a->owner, a->deps.lease_ms, a->marks, a->n_marks,
-                            a->after, a->job_ids, batch, &a->job_n, &a->job_row);
+                            a->after, a->job_ids, a->job_max, &a->job_n, &a->job_row);
         break;
-    }
     case RP_AS_FINISH:
         a->job_st = p->finish(p->self, a->set.id, a->owner, a->finish_state,
                               a->stop_reason[0] != '\0' ? a->stop_reason : NULL);
@@ -138,6 +139,12 @@ static void rp_as_submit(rp_answer_sets *a, rp_as_job_kind kind) {
     a->job_n = 0;
     a->phase = RP_AS_STORE;
     if (kind == RP_AS_STEP) {
+        /* About two seconds' worth, and room beside the ids in hand. */
+        size_t batch = (size_t)a->set.rate * 2, left = a->n_ids - a->next_id;
+        if (batch < 20) batch = 20;
+        if (batch > RP_ANSWER_SETS_BATCH_MAX) batch = RP_ANSWER_SETS_BATCH_MAX;
+        if (batch > RP_ARRAY_LEN(a->ids) - left) batch = RP_ARRAY_LEN(a->ids) - left;
+        a->job_max = batch;
         a->n_marks = a->n_results;
         for (size_t i = 0; i < a->n_results; i++)
             a->marks[i] = (rp_answer_set_mark){a->results[i].gate, a->results[i].answered,
@@ -152,6 +159,7 @@ static void rp_as_submit(rp_answer_sets *a, rp_as_job_kind kind) {
         memset(&a->set, 0, sizeof a->set);
         a->n_ids = a->next_id = 0;
         a->stopping = a->pausing = a->paused = false;
+        a->prefetching = a->exhausted = false;
         a->phase = RP_AS_IDLE;
         if (!a->stopped) rp_as_arm(a, a->deps.idle_ms);
     }
@@ -162,6 +170,7 @@ static void rp_as_drop(rp_answer_sets *a) {
     memset(&a->set, 0, sizeof a->set);
     a->n_ids = a->next_id = 0;
     a->stopping = a->pausing = a->paused = false;
+    a->prefetching = a->exhausted = false;
     a->later_seen = false;
     a->stop_reason[0] = '\0';
     a->phase = RP_AS_IDLE;
@@ -172,6 +181,7 @@ static void rp_as_drop(rp_answer_sets *a) {
 static void rp_as_dispatch(rp_answer_sets *a);
 
 static void rp_as_step_done(rp_answer_sets *a) {
+    a->prefetching = false;
     if (a->job_st == RP_ERR_CONFLICT) {
         /* Taken over by another runner (this one's lease ran out). */
         rp_as_log_set("answer set taken over by another runner", &a->set, NULL);
@@ -222,14 +232,20 @@ static void rp_as_step_done(rp_answer_sets *a) {
         a->paused = true;
         a->pausing = false;
         a->after = 0;
+        a->exhausted = false;
         rp_as_arm(a, a->deps.idle_ms);
         return;
     }
-    memcpy(a->ids, a->job_ids, a->job_n * sizeof a->ids[0]);
-    a->n_ids = a->job_n;
+    /* What is left of the ids in hand, then the batch read. */
+    size_t left = a->n_ids - a->next_id;
+    memmove(a->ids, a->ids + a->next_id, left * sizeof a->ids[0]);
+    memcpy(a->ids + left, a->job_ids, a->job_n * sizeof a->ids[0]);
+    a->n_ids = left + a->job_n;
     a->next_id = 0;
+    a->exhausted = a->job_n == 0;
+    if (a->job_n > 0) a->after = a->job_ids[a->job_n - 1];
     if (a->n_ids > 0) {
-        a->after = a->ids[a->n_ids - 1];
+        /* answering goes on */
     } else if (unrecorded) {
         a->phase = RP_AS_RUN;
         if (a->in_flight == 0) rp_as_submit(a, RP_AS_STEP);
@@ -237,6 +253,7 @@ static void rp_as_step_done(rp_answer_sets *a) {
     } else if (a->set.pending > 0 && a->after > 0) {
         /* Busy gates left behind: from the start again, a little later. */
         a->after = 0;
+        a->exhausted = false;
         a->phase = RP_AS_RUN;
         rp_as_arm(a, a->deps.idle_ms);
         return;
@@ -315,7 +332,7 @@ static void rp_as_answered(void *arg, rp_status st, bool away, const char *outco
 
 /* Starts what the pace allows; steps when the batch is over. */
 static void rp_as_dispatch(rp_answer_sets *a) {
-    if (a->stopped || a->phase != RP_AS_RUN) return;
+    if (a->stopped || !(a->phase == RP_AS_RUN || a->prefetching)) return;
     while (!a->stopping && !a->pausing && a->next_id < a->n_ids &&
            a->in_flight < RP_ANSWER_SETS_IN_FLIGHT) {
         int64_t now = a->deps.now_ms();
@@ -357,12 +374,15 @@ static void rp_as_dispatch(rp_answer_sets *a) {
         a->in_flight++;
         rp_answer_pace_took(&a->pace, now);
     }
+    if (a->phase != RP_AS_RUN) return; /* a step is out (prefetching) */
     if (a->in_flight == 0 && (a->stopping || a->pausing || a->next_id >= a->n_ids)) {
         rp_as_submit(a, RP_AS_STEP);
-    } else if (!a->stopping && !a->pausing && a->n_ids > 0 && a->next_id >= a->n_ids) {
-        /* The batch is all started: the next one is read (and the results
-         * so far recorded) while its last answers are in flight, so that
-         * the pace does not wait for the store between batches. */
+    } else if (!a->stopping && !a->pausing && !a->exhausted && a->n_ids > 0 &&
+               a->n_ids - a->next_id <= a->n_ids / 2) {
+        /* Half the ids in hand started: the next batch is read (and the
+         * results so far recorded) while the rest are answered at the
+         * pace, so that the pace never waits for the store. */
+        a->prefetching = true;
         rp_as_submit(a, RP_AS_STEP);
     }
 }
@@ -378,7 +398,9 @@ static void rp_as_timer(evutil_socket_t fd, short what, void *arg) {
         if (a->n_ids == 0 || (a->next_id >= a->n_ids && a->in_flight == 0)) rp_as_submit(a, RP_AS_STEP);
         else rp_as_dispatch(a);
         break;
-    case RP_AS_STORE: break;
+    case RP_AS_STORE:
+        if (a->prefetching) rp_as_dispatch(a);
+        break;
     }
 }
 

@@ -13,14 +13,15 @@
  * stores it); the others are copies of it made in SQL (each its own job,
  * gate and dead letter, with a body "m<i>" of its own), so that thousands
  * of gates take a second to make. RP_BULK_GATES (default 2000) and
- * RP_BULK_RATE (default 50) size the bulk run: every gate is replayed one
- * by one as a single answer replays it (store lock and claim, publish,
- * confirm, settle), which on the shared test machine sustains about 80 to
- * 100 a second, so the default asks for a rate it can hold (issue #20 asks
- * for 10,000 at 500 a second: RP_BULK_GATES=10000 RP_BULK_RATE=500 runs
- * it, and then the measured rate is what the store sustains: it is
- * checked never to go above the rate asked, and only when it is reachable
- * to come within 10% of it).
+ * RP_BULK_RATE (default 50) size the bulk run: every gate is replayed as a
+ * single answer replays it (store lock and claim, publish, confirm,
+ * settle; the store work batched), which on the shared test machine under
+ * the other developers' load sustains about 220 to 240 a second, so the
+ * default asks for a rate it can hold (issue #20 asks for 10,000 at 500 a
+ * second: RP_BULK_GATES=10000 RP_BULK_RATE=500 RP_BULK_RATE_FLOOR=0 runs
+ * it, and then the measured rate is what the store sustains: it is checked
+ * never to go above the rate asked, and only when it is reachable to come
+ * within 10% of it). test_broker_drop_pauses stops the broker mid-set.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -513,9 +514,14 @@ static void test_restart_resumes(void **state) {
                      1);
     end = itest_mono_ms() + 90000;
     while (!set_over(id) && itest_mono_ms() < end) drain_for(&d, origin, 300);
-    drain_for(&d, origin, 500);
     r = set_status(id);
     const json_t *job = json_object_get(result(r), "job");
+    /* Every answered gate's message is in the queue by now: read until
+     * they have all come (this consumer may lag reaperd's pace on a loaded
+     * machine), and a little more for a second publish to show. */
+    end = itest_mono_ms() + 30000;
+    while (d.got < ival(job, "answered") && itest_mono_ms() < end) drain_for(&d, origin, 200);
+    drain_for(&d, origin, 500);
     fprintf(stderr, "restart: %ld before the kill, %ld in all, dupes %ld; state %s, answered %"
                     PRId64 ", failed %" PRId64 "\n",
             before, d.got, d.dupes, json_string_value(json_object_get(job, "state")),
