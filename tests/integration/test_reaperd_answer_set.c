@@ -16,7 +16,7 @@
  * RP_BULK_RATE (default 50) size the bulk run: every gate is replayed as a
  * single answer replays it (store lock and claim, publish, confirm,
  * settle; the store work batched), which on the shared test machine under
- * the other developers' load sustains about 220 to 240 a second, so the
+ * the other developers' load sustains about 240 to 300 a second, so the
  * default asks for a rate it can hold (issue #20 asks for 10,000 at 500 a
  * second: RP_BULK_GATES=10000 RP_BULK_RATE=500 RP_BULK_RATE_FLOOR=0 runs
  * it, and then the measured rate is what the store sustains: it is checked
