@@ -35,9 +35,9 @@ static void rp_ao_job_free(rp_ao_job *j) {
 
 static void rp_ao_replayed(void *arg, const rp_replay_result *r) {
     rp_ao_job *j = arg;
-    if (r->cancelled) j->done(j->arg, RP_ERR_CLOSED, NULL, "reaperd is shutting down");
-    else if (r->st != RP_OK) j->done(j->arg, r->st, NULL, r->message);
-    else j->done(j->arg, RP_OK, rp_outcome_string(r->answer.outcome), NULL);
+    if (r->cancelled) j->done(j->arg, RP_ERR_CLOSED, false, NULL, "reaperd is shutting down");
+    else if (r->st != RP_OK) j->done(j->arg, r->st, r->away, NULL, r->message);
+    else j->done(j->arg, RP_OK, false, rp_outcome_string(r->answer.outcome), NULL);
     rp_ao_job_free(j);
 }
 
@@ -58,13 +58,13 @@ static void rp_ao_dismiss_work(void *ctx, void *arg) {
 static void rp_ao_dismiss_done(void *arg, bool cancelled) {
     rp_ao_job *j = arg;
     if (cancelled) {
-        j->done(j->arg, RP_ERR_CLOSED, NULL, "reaperd is shutting down");
+        j->done(j->arg, RP_ERR_CLOSED, false, NULL, "reaperd is shutting down");
     } else if (j->st != RP_OK) {
-        j->done(j->arg, j->st, NULL, rp_control_answer_refusal(j->st));
+        j->done(j->arg, j->st, false, NULL, rp_control_answer_refusal(j->st));
     } else {
         if (j->res.outcome != RP_OUTCOME_ALREADY_ANSWERED)
             rp_metrics_gate_answered(j->w->metrics, j->res.kind, j->res.choice);
-        j->done(j->arg, RP_OK, rp_outcome_string(j->res.outcome), NULL);
+        j->done(j->arg, RP_OK, false, rp_outcome_string(j->res.outcome), NULL);
     }
     rp_ao_job_free(j);
 }

@@ -8,6 +8,10 @@
 
 #include "rp_log.h"
 
+/* The results one step may record: a batch's and those of the answers
+ * still in flight from the batch before. */
+#define RP_AS_RESULTS_MAX (RP_ANSWER_SETS_BATCH_MAX + RP_ANSWER_SETS_IN_FLIGHT)
+
 /* What the part is waiting for. */
 typedef enum rp_as_phase {
     RP_AS_IDLE = 0, /* no set: the idle timer looks again */
@@ -40,11 +44,21 @@ struct rp_answer_sets {
     int64_t after;          /* the highest id of the batches read so far */
     bool later_seen;        /* a gate was busy: look again from the start */
     bool stopping;          /* a refusal that would repeat */
+    bool pausing;           /* the broker away: start nothing until the next look */
+    bool paused;            /* said so in the log (once a pause) */
     char stop_reason[512];
-    int64_t ids[RP_ANSWER_SETS_BATCH_MAX];
+    /* The ids in hand: what is left of the batch before and the batch read
+     * after it (the next batch is read when half of one is started, and
+     * the pace goes on meanwhile: prefetching). */
+    int64_t ids[2 * RP_ANSWER_SETS_BATCH_MAX];
     size_t n_ids, next_id;
+    bool prefetching;       /* a step out while the ids in hand are answered */
+    bool exhausted;         /* the last step read no id above after */
     size_t in_flight;
-    rp_as_result results[RP_ANSWER_SETS_BATCH_MAX];
+    /* Results not yet recorded: a step records the first n_marks of them
+     * (those there when it went out); the answers that end meanwhile are
+     * kept behind them for the next step. */
+    rp_as_result results[RP_AS_RESULTS_MAX];
     size_t n_results;
 
     /* The store job out (one at a time), filled on the store thread. */
@@ -53,8 +67,9 @@ struct rp_answer_sets {
     bool job_found;
     rp_answer_set_row job_row;
     int64_t job_ids[RP_ANSWER_SETS_BATCH_MAX];
+    size_t job_max;         /* the most ids the step reads (set on the loop) */
     size_t job_n;
-    rp_answer_set_mark marks[RP_ANSWER_SETS_BATCH_MAX];
+    rp_answer_set_mark marks[RP_AS_RESULTS_MAX];
     size_t n_marks;
     rp_answer_set_state finish_state;
 };
@@ -73,6 +88,14 @@ static void rp_as_arm(rp_answer_sets *a, int64_t ms) {
 static void rp_as_results_clear(rp_answer_sets *a) {
     for (size_t i = 0; i < a->n_results; i++) free(a->results[i].message);
     a->n_results = 0;
+}
+
+/* Drops the first n results (recorded by a step), keeping the rest. */
+static void rp_as_results_drop(rp_answer_sets *a, size_t n) {
+    if (n > a->n_results) n = a->n_results;
+    for (size_t i = 0; i < n; i++) free(a->results[i].message);
+    memmove(a->results, a->results + n, (a->n_results - n) * sizeof a->results[0]);
+    a->n_results -= n;
 }
 
 static void rp_as_log_set(const char *msg, const rp_answer_set_row *s, const char *reason) {
@@ -96,15 +119,10 @@ static void rp_as_work(void *ctx, void *arg) {
     case RP_AS_TAKE:
         a->job_st = p->take(p->self, a->owner, a->deps.lease_ms, &a->job_row, &a->job_found);
         break;
-    case RP_AS_STEP: {
-        /* About two seconds' worth: a step's pause comes seldom. */
-        size_t batch = (size_t)a->set.rate * 2;
-        if (batch < 20) batch = 20;
-        if (batch > RP_ANSWER_SETS_BATCH_MAX) batch = RP_ANSWER_SETS_BATCH_MAX;
+    case RP_AS_STEP:
         a->job_st = p->step(p->self, a->set.id, a->owner, a->deps.lease_ms, a->marks, a->n_marks,
-                            a->after, a->job_ids, batch, &a->job_n, &a->job_row);
+                            a->after, a->job_ids, a->job_max, &a->job_n, &a->job_row);
         break;
-    }
     case RP_AS_FINISH:
         a->job_st = p->finish(p->self, a->set.id, a->owner, a->finish_state,
                               a->stop_reason[0] != '\0' ? a->stop_reason : NULL);
@@ -121,6 +139,12 @@ static void rp_as_submit(rp_answer_sets *a, rp_as_job_kind kind) {
     a->job_n = 0;
     a->phase = RP_AS_STORE;
     if (kind == RP_AS_STEP) {
+        /* About two seconds' worth, and room beside the ids in hand. */
+        size_t batch = (size_t)a->set.rate * 2, left = a->n_ids - a->next_id;
+        if (batch < 20) batch = 20;
+        if (batch > RP_ANSWER_SETS_BATCH_MAX) batch = RP_ANSWER_SETS_BATCH_MAX;
+        if (batch > RP_ARRAY_LEN(a->ids) - left) batch = RP_ARRAY_LEN(a->ids) - left;
+        a->job_max = batch;
         a->n_marks = a->n_results;
         for (size_t i = 0; i < a->n_results; i++)
             a->marks[i] = (rp_answer_set_mark){a->results[i].gate, a->results[i].answered,
@@ -134,7 +158,8 @@ static void rp_as_submit(rp_answer_sets *a, rp_as_job_kind kind) {
         rp_as_results_clear(a);
         memset(&a->set, 0, sizeof a->set);
         a->n_ids = a->next_id = 0;
-        a->stopping = false;
+        a->stopping = a->pausing = a->paused = false;
+        a->prefetching = a->exhausted = false;
         a->phase = RP_AS_IDLE;
         if (!a->stopped) rp_as_arm(a, a->deps.idle_ms);
     }
@@ -144,7 +169,8 @@ static void rp_as_drop(rp_answer_sets *a) {
     rp_as_results_clear(a);
     memset(&a->set, 0, sizeof a->set);
     a->n_ids = a->next_id = 0;
-    a->stopping = false;
+    a->stopping = a->pausing = a->paused = false;
+    a->prefetching = a->exhausted = false;
     a->later_seen = false;
     a->stop_reason[0] = '\0';
     a->phase = RP_AS_IDLE;
@@ -155,6 +181,7 @@ static void rp_as_drop(rp_answer_sets *a) {
 static void rp_as_dispatch(rp_answer_sets *a);
 
 static void rp_as_step_done(rp_answer_sets *a) {
+    a->prefetching = false;
     if (a->job_st == RP_ERR_CONFLICT) {
         /* Taken over by another runner (this one's lease ran out). */
         rp_as_log_set("answer set taken over by another runner", &a->set, NULL);
@@ -171,7 +198,7 @@ static void rp_as_step_done(rp_answer_sets *a) {
         rp_as_arm(a, a->deps.idle_ms);
         return;
     }
-    rp_as_results_clear(a);
+    rp_as_results_drop(a, a->n_marks);
     int rate = a->set.rate;
     a->set = a->job_row;
     if (a->set.rate != rate) rp_answer_pace_init(&a->pace, a->set.rate);
@@ -182,21 +209,51 @@ static void rp_as_step_done(rp_answer_sets *a) {
         rp_as_submit(a, RP_AS_FINISH);
         return;
     }
-    if (a->stopping) {
-        a->finish_state = RP_ANSWER_SET_STOPPED;
-        a->set.state = RP_ANSWER_SET_STOPPED;
-        rp_as_log_set("answer set stopped", &a->set, a->stop_reason);
-        rp_as_submit(a, RP_AS_FINISH);
+    /* Answers still in flight, or ended during the step: recorded before
+     * the set stops, pauses or is done (a step as soon as the last is in). */
+    bool unrecorded = a->in_flight > 0 || a->n_results > 0;
+    if (a->stopping || a->pausing) {
+        a->phase = RP_AS_RUN;
+        a->n_ids = a->next_id = 0;
+        if (unrecorded) {
+            if (a->in_flight == 0) rp_as_submit(a, RP_AS_STEP);
+            return;
+        }
+        if (a->stopping) {
+            a->finish_state = RP_ANSWER_SET_STOPPED;
+            a->set.state = RP_ANSWER_SET_STOPPED;
+            rp_as_log_set("answer set stopped", &a->set, a->stop_reason);
+            rp_as_submit(a, RP_AS_FINISH);
+            return;
+        }
+        /* Paused: its pending gates tried again from the first a little
+         * later (the next look renews the lease). */
+        if (!a->paused) rp_as_log_set("answer set paused: the broker is away", &a->set, NULL);
+        a->paused = true;
+        a->pausing = false;
+        a->after = 0;
+        a->exhausted = false;
+        rp_as_arm(a, a->deps.idle_ms);
         return;
     }
-    memcpy(a->ids, a->job_ids, a->job_n * sizeof a->ids[0]);
-    a->n_ids = a->job_n;
+    /* What is left of the ids in hand, then the batch read. */
+    size_t left = a->n_ids - a->next_id;
+    memmove(a->ids, a->ids + a->next_id, left * sizeof a->ids[0]);
+    memcpy(a->ids + left, a->job_ids, a->job_n * sizeof a->ids[0]);
+    a->n_ids = left + a->job_n;
     a->next_id = 0;
+    a->exhausted = a->job_n == 0;
+    if (a->job_n > 0) a->after = a->job_ids[a->job_n - 1];
     if (a->n_ids > 0) {
-        a->after = a->ids[a->n_ids - 1];
+        /* answering goes on */
+    } else if (unrecorded) {
+        a->phase = RP_AS_RUN;
+        if (a->in_flight == 0) rp_as_submit(a, RP_AS_STEP);
+        return;
     } else if (a->set.pending > 0 && a->after > 0) {
         /* Busy gates left behind: from the start again, a little later. */
         a->after = 0;
+        a->exhausted = false;
         a->phase = RP_AS_RUN;
         rp_as_arm(a, a->deps.idle_ms);
         return;
@@ -241,22 +298,29 @@ static void rp_as_done(void *arg, bool cancelled) {
 
 /* ---- the answers ------------------------------------------------------------ */
 
-static void rp_as_answered(void *arg, rp_status st, const char *outcome, const char *message) {
+static void rp_as_answered(void *arg, rp_status st, bool away, const char *outcome,
+                           const char *message) {
     rp_as_answer *j = arg;
     rp_answer_sets *a = j->a;
     int64_t gate = j->gate, set = j->set;
     free(j);
     a->in_flight--;
     if (a->stopped || set != a->set.id) return;
-    rp_answer_item_verdict v = rp_answer_item_judge(st);
+    rp_answer_item_verdict v = rp_answer_item_judge_away(st, away);
     if (v == RP_ANSWER_ITEM_LATER) {
         a->later_seen = true;
+    } else if (v == RP_ANSWER_ITEM_PAUSE) {
+        /* The gate stays pending: tried again when the set resumes. */
+        a->pausing = true;
     } else if (v == RP_ANSWER_ITEM_STOP) {
         if (!a->stopping) {
             a->stopping = true;
             rp_answer_set_stop_text(a->stop_reason, sizeof a->stop_reason, gate, st, message);
         }
-    } else if (a->n_results < RP_ANSWER_SETS_BATCH_MAX) {
+    } else if (a->n_results < RP_AS_RESULTS_MAX) {
+        /* (Never full: at most a batch and the answers in flight. Were it,
+         * the gate would stay pending and be found answered later.) */
+        if (v == RP_ANSWER_ITEM_ANSWERED) a->paused = false;
         rp_as_result *r = &a->results[a->n_results++];
         r->gate = gate;
         r->answered = v == RP_ANSWER_ITEM_ANSWERED;
@@ -268,8 +332,9 @@ static void rp_as_answered(void *arg, rp_status st, const char *outcome, const c
 
 /* Starts what the pace allows; steps when the batch is over. */
 static void rp_as_dispatch(rp_answer_sets *a) {
-    if (a->stopped || a->phase != RP_AS_RUN) return;
-    while (!a->stopping && a->next_id < a->n_ids && a->in_flight < RP_ANSWER_SETS_IN_FLIGHT) {
+    if (a->stopped || !(a->phase == RP_AS_RUN || a->prefetching)) return;
+    while (!a->stopping && !a->pausing && a->next_id < a->n_ids &&
+           a->in_flight < RP_ANSWER_SETS_IN_FLIGHT) {
         int64_t now = a->deps.now_ms();
         int64_t wait = rp_answer_pace_wait_ms(&a->pace, now);
         if (wait > 0) {
@@ -309,7 +374,15 @@ static void rp_as_dispatch(rp_answer_sets *a) {
         a->in_flight++;
         rp_answer_pace_took(&a->pace, now);
     }
-    if (a->in_flight == 0 && (a->stopping || a->next_id >= a->n_ids)) {
+    if (a->phase != RP_AS_RUN) return; /* a step is out (prefetching) */
+    if (a->in_flight == 0 && (a->stopping || a->pausing || a->next_id >= a->n_ids)) {
+        rp_as_submit(a, RP_AS_STEP);
+    } else if (!a->stopping && !a->pausing && !a->exhausted && a->n_ids > 0 &&
+               a->n_ids - a->next_id <= a->n_ids / 2) {
+        /* Half the ids in hand started: the next batch is read (and the
+         * results so far recorded) while the rest are answered at the
+         * pace, so that the pace never waits for the store. */
+        a->prefetching = true;
         rp_as_submit(a, RP_AS_STEP);
     }
 }
@@ -325,7 +398,9 @@ static void rp_as_timer(evutil_socket_t fd, short what, void *arg) {
         if (a->n_ids == 0 || (a->next_id >= a->n_ids && a->in_flight == 0)) rp_as_submit(a, RP_AS_STEP);
         else rp_as_dispatch(a);
         break;
-    case RP_AS_STORE: break;
+    case RP_AS_STORE:
+        if (a->prefetching) rp_as_dispatch(a);
+        break;
     }
 }
 

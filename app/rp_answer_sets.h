@@ -13,11 +13,21 @@
  *     single answer settles a gate: a replay confirmed before its gate is
  *     settled), their starts paced at most rate a second (rp_answer_pace),
  *     at most RP_ANSWER_SETS_IN_FLIGHT at once;
- *   each result judged (rp_answer_item_judge): answered or failed is
+ *   the next step goes out as soon as the batch in hand is all started
+ *     (its answers still in flight are recorded at the step after), so
+ *     that the paced starts do not wait for the store between batches;
+ *   each result judged (rp_answer_item_judge_away): answered or failed is
  *     recorded at the next step; busy is tried again after the rest; a
  *     refusal that would repeat stops the set (state stopped, its reason
- *     kept) once the answers in flight are over;
+ *     kept) once the answers in flight are over and recorded; the broker
+ *     away pauses it: nothing more is started, the results are recorded,
+ *     and every idle_ms the set's pending gates are tried again from the
+ *     first (the lease renewed at each step), its pace starting afresh
+ *     once the broker is back;
  *   no pending gate left: the set is done.
+ * On a clean stop (rp_answer_sets_stop) the set in hand is let go (its
+ * lease cleared through the store, when the store thread still takes the
+ * job), so that another runner takes it at once instead of after lease_ms.
  *
  * A restart or another replica: the set's lease (lease_ms) runs out and
  * the next runner takes it; the gates are the truth, so a gate answered
@@ -42,15 +52,20 @@
 #include "rp_answer_set_port.h"
 #include "worker.h"
 
-/* The most answers of one set in flight at once. */
-#define RP_ANSWER_SETS_IN_FLIGHT 32
+/* The most answers of one set in flight at once: the pace, not this,
+ * bounds the rate; this bounds the memory (each replay in flight holds its
+ * message) and covers a store round trip of half a second at 500 a
+ * second. */
+#define RP_ANSWER_SETS_IN_FLIGHT 256
 /* The largest batch a step reads. */
 #define RP_ANSWER_SETS_BATCH_MAX 500
 
 /* The end of one answer: st as a single answer's reply would carry it,
- * outcome its outcome's name when RP_OK (static or lent for the call),
- * message why not (lent for the call; may be NULL). */
-typedef void (*rp_answer_one_done_fn)(void *arg, rp_status st, const char *outcome,
+ * away whether it met the broker away (rp_replay_result.away: the set
+ * pauses, rp_answer_item_judge_away), outcome its outcome's name when RP_OK
+ * (static or lent for the call), message why not (lent for the call; may
+ * be NULL). */
+typedef void (*rp_answer_one_done_fn)(void *arg, rp_status st, bool away, const char *outcome,
                                       const char *message);
 
 typedef struct rp_answer_sets_deps {
@@ -81,7 +96,9 @@ typedef struct rp_answer_sets rp_answer_sets;
 rp_answer_sets *rp_answer_sets_new(struct event_base *base, const rp_answer_sets_deps *deps);
 /* Looks for a set now (a set was just made). */
 void rp_answer_sets_poke(rp_answer_sets *a);
-/* Starts nothing more; the set in hand is left to its lease. */
+/* Starts nothing more; the set in hand is let go (its lease cleared on the
+ * store thread, when it takes the job; else left to its lease). Call
+ * before the store thread stops. */
 void rp_answer_sets_stop(rp_answer_sets *a);
 /* After the store thread is gone and no answer is in flight. NULL is fine. */
 void rp_answer_sets_free(rp_answer_sets *a);

@@ -18,6 +18,18 @@ struct rp_replays {
     /* Gates whose replay is in flight (loop thread). */
     int64_t *replaying;
     size_t n_replaying, cap_replaying;
+    /* Replays waiting for the store thread, batched (loop thread): while
+     * one batch of prepares (or settles) is out, the next ones wait here
+     * and go together, so that a bulk answer pays one commit a batch. */
+    struct rp_replay_job *prep_head, *prep_tail;
+    struct rp_replay_job *settle_head, *settle_tail;
+    bool prep_out, settle_out;
+    /* The batch out on the store thread, one of each at most. */
+    struct rp_replay_batch {
+        struct rp_replays *d;
+        struct rp_replay_job *head;
+        size_t n;
+    } prep_batch, settle_batch;
 };
 
 typedef struct rp_replay_job {
@@ -37,7 +49,13 @@ typedef struct rp_replay_job {
     uint8_t *body;
     size_t body_len;
     rp_replay_msg *msg;        /* the restored properties */
+    struct rp_replay_job *next; /* in a wait queue or a batch */
 } rp_replay_job;
+
+/* The most replays one batched store job takes. */
+#define RP_REPLAYS_BATCH 100
+
+typedef struct rp_replay_batch rp_replay_batch;
 
 /* ---- the in-flight set (loop thread) -------------------------------------- */
 
@@ -176,6 +194,8 @@ static void rp_prepare_decide(rp_replays *d, rp_replay_job *j, rp_replay_row *ro
     j->res.st = RP_OK;
 }
 
+static bool rp_prepare_row(rp_replays *d, rp_replay_job *j, rp_replay_row *rowp);
+
 static void rp_prepare_work(void *ctx, void *arg) {
     RP_UNUSED(ctx);
     rp_replay_job *j = arg;
@@ -197,48 +217,57 @@ static void rp_prepare_work(void *ctx, void *arg) {
                 "reading the gate failed");
         return;
     }
-    rp_replay_state state = rp_replay_state_of(row.answered, row.claim);
+    if (rp_prepare_row(d, j, &row)) {
+        /* 2. Claim it (the gate is "replaying" from the commit on), or
+         * leave it as it was. */
+        rp_time_ms at = 0;
+        st = s->claim(s->self, j->gate, &at);
+        if (st == RP_OK) {
+            j->claimed = true;
+        } else {
+            rp_fail(j, st == RP_ERR_UNAVAILABLE ? st : RP_ERR_INTERNAL,
+                    "claiming the gate for the replay failed; nothing was sent");
+        }
+    } else if (row.answered || row.claim != RP_GATE_CLAIM_NONE) {
+        /* The lock ended the transaction (rp_replay_port.h). */
+    } else if (s->abandon(s->self) != RP_OK) {
+        /* The session was closed: the lock went with it. */
+    }
+    rp_replay_row_cleanup(&row);
+}
+
+/* Store thread: what the locked row of j's gate says (answered already,
+ * busy, taken over, refused, or go ahead); true: go ahead, claim it. */
+static bool rp_prepare_row(rp_replays *d, rp_replay_job *j, rp_replay_row *rowp) {
+    rp_replay_state state = rp_replay_state_of(rowp->answered, rowp->claim);
     if (state == RP_REPLAY_STATE_ANSWERED) {
         j->settled_early = true;
         j->res.st = RP_OK;
         j->res.answer.outcome = RP_OUTCOME_ALREADY_ANSWERED;
-        j->res.answer.choice = row.answer;
-        j->res.answer.kind = row.kind;
+        j->res.answer.choice = rowp->answer;
+        j->res.answer.kind = rowp->kind;
     } else if (state == RP_REPLAY_STATE_BUSY || state == RP_REPLAY_STATE_TAKEN_OVER) {
         if (state == RP_REPLAY_STATE_TAKEN_OVER) {
             /* Taken over and committed by the store port's lock. */
             char gate[24], at[24];
             snprintf(gate, sizeof gate, "%" PRId64, j->gate);
-            snprintf(at, sizeof at, "%" PRId64, (int64_t)row.claimed_at);
+            snprintf(at, sizeof at, "%" PRId64, (int64_t)rowp->claimed_at);
             RP_WARN("a stale replay claim on a gate was taken over: its message may have been "
                     "published once already, so it was not published again", "gate", gate,
-                    "claimed_by", row.claimed_by, "claimed_at_ms", at, "choice", "replay", NULL);
+                    "claimed_by", rowp->claimed_by, "claimed_at_ms", at, "choice", "replay", NULL);
             snprintf(j->res.answer.claimed_by, sizeof j->res.answer.claimed_by, "%s",
-                     row.claimed_by);
-            j->res.answer.claimed_at = row.claimed_at;
+                     rowp->claimed_by);
+            j->res.answer.claimed_at = rowp->claimed_at;
         }
-        j->res.st = rp_replay_state_refusal(state, j->gate, row.claimed_by, row.claimed_at,
+        j->res.st = rp_replay_state_refusal(state, j->gate, rowp->claimed_by, rowp->claimed_at,
                                             j->message, sizeof j->message);
         j->res.message = j->message;
-        j->res.answer.claim = row.claim;
+        j->res.answer.claim = rowp->claim;
     } else {
-        rp_prepare_decide(d, j, &row);
-        /* 2. Claim it (the gate is "replaying" from the commit on), or
-         * leave it as it was. */
-        if (j->res.st == RP_OK) {
-            rp_time_ms at = 0;
-            st = s->claim(s->self, j->gate, &at);
-            if (st == RP_OK) {
-                j->claimed = true;
-            } else {
-                rp_fail(j, st == RP_ERR_UNAVAILABLE ? st : RP_ERR_INTERNAL,
-                        "claiming the gate for the replay failed; nothing was sent");
-            }
-        } else if (s->abandon(s->self) != RP_OK) {
-            /* The session was closed: the lock went with it. */
-        }
+        rp_prepare_decide(d, j, rowp);
+        return j->res.st == RP_OK;
     }
-    rp_replay_row_cleanup(&row);
+    return false;
 }
 
 /* ---- store thread: release a claim after a publish that delivered nothing */
@@ -273,12 +302,9 @@ static void rp_release_then_finish(rp_replay_job *j) {
 
 /* ---- 3. store thread: settle --------------------------------------------- */
 
-static void rp_settle_work(void *ctx, void *arg) {
-    RP_UNUSED(ctx);
-    rp_replay_job *j = arg;
-    const rp_replay_store_port *s = &j->d->deps.store;
-    /* A test hook (docs/DEVELOPING.md): a pause between the confirm and the
-     * settle, so that a test can kill reaperd there. */
+/* A test hook (docs/DEVELOPING.md): a pause between the confirm and the
+ * settle, so that a test can kill reaperd there. */
+static void rp_test_pause(void) {
     const char *pause = getenv("RP_TEST_PAUSE_AFTER_REPLAY_PUBLISH_MS");
     if (pause != NULL) {
         long ms = strtol(pause, NULL, 10);
@@ -287,6 +313,13 @@ static void rp_settle_work(void *ctx, void *arg) {
             while (nanosleep(&ts, &ts) != 0) {}
         }
     }
+}
+
+static void rp_settle_work(void *ctx, void *arg) {
+    RP_UNUSED(ctx);
+    rp_replay_job *j = arg;
+    const rp_replay_store_port *s = &j->d->deps.store;
+    rp_test_pause();
     rp_status st = s->ready(s->self);
     if (st == RP_OK) /* fenced on this process's claim (rp_replay_port.h) */
         st = s->settle(s->self, j->gate, j->by, j->by_note, &j->res.answer);
@@ -321,6 +354,248 @@ static void rp_settle_done(void *arg, bool cancelled) {
     rp_finish(j);
 }
 
+static void rp_prepare_done(void *arg, bool cancelled);
+
+/* ---- batches: many replays in one store job ------------------------------ */
+
+static void rp_queue_push(rp_replay_job **head, rp_replay_job **tail, rp_replay_job *j) {
+    j->next = NULL;
+    if (*tail != NULL) (*tail)->next = j;
+    else *head = j;
+    *tail = j;
+}
+
+/* Moves up to RP_REPLAYS_BATCH jobs from the queue into b. */
+static void rp_batch_fill(rp_replays *d, rp_replay_batch *b, rp_replay_job **head,
+                          rp_replay_job **tail) {
+    b->d = d;
+    b->head = *head;
+    b->n = 0;
+    rp_replay_job *last = NULL;
+    while (*head != NULL && b->n < RP_REPLAYS_BATCH) {
+        last = *head;
+        *head = last->next;
+        b->n++;
+    }
+    if (last != NULL) last->next = NULL;
+    if (*head == NULL) *tail = NULL;
+}
+
+/* Store thread: the batch's locks in one transaction, their claims in its
+ * commit; each gate decided as rp_prepare_work decides it. */
+static void rp_prepare_many_work(void *ctx, void *arg) {
+    rp_replay_batch *b = arg;
+    rp_replays *d = b->d;
+    const rp_replay_store_port *s = &d->deps.store;
+    size_t n = b->n;
+    if (n == 1 || s->lock_many == NULL || s->claim_many == NULL) {
+        for (rp_replay_job *j = b->head; j != NULL; j = j->next) rp_prepare_work(ctx, j);
+        return;
+    }
+    if (s->ready(s->self) != RP_OK) {
+        for (rp_replay_job *j = b->head; j != NULL; j = j->next)
+            rp_fail(j, RP_ERR_UNAVAILABLE, "the store is unreachable");
+        return;
+    }
+    int64_t *gates = calloc(n, sizeof *gates), *claim_ids = calloc(n, sizeof *claim_ids);
+    const char **by = calloc(n, sizeof *by);
+    rp_replay_row *rows = calloc(n, sizeof *rows);
+    rp_status *sts = calloc(n, sizeof *sts);
+    rp_time_ms *at = calloc(n, sizeof *at);
+    bool *claimed = calloc(n, sizeof *claimed), *go = calloc(n, sizeof *go);
+    if (gates == NULL || claim_ids == NULL || by == NULL || rows == NULL || sts == NULL ||
+        at == NULL || claimed == NULL || go == NULL) {
+        for (rp_replay_job *j = b->head; j != NULL; j = j->next)
+            rp_fail(j, RP_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    size_t i = 0;
+    for (rp_replay_job *j = b->head; j != NULL; j = j->next, i++) {
+        gates[i] = j->gate;
+        by[i] = j->by;
+    }
+    rp_status st = s->lock_many(s->self, gates, n, by, rows, sts);
+    if (st != RP_OK) {
+        for (rp_replay_job *j = b->head; j != NULL; j = j->next)
+            rp_fail(j, st == RP_ERR_UNAVAILABLE ? st : RP_ERR_INTERNAL,
+                    "reading the gate failed");
+        goto out;
+    }
+    size_t m = 0;
+    i = 0;
+    for (rp_replay_job *j = b->head; j != NULL; j = j->next, i++) {
+        if (sts[i] == RP_ERR_NOT_FOUND) rp_fail(j, sts[i], "no such gate");
+        else if (sts[i] != RP_OK) rp_fail(j, RP_ERR_INTERNAL, "reading the gate failed");
+        else if (rp_prepare_row(d, j, &rows[i])) {
+            go[i] = true;
+            claim_ids[m++] = j->gate;
+        }
+    }
+    /* Ends the transaction: the claims (and the stale claims taken over)
+     * committed, or nothing. */
+    st = s->claim_many(s->self, claim_ids, m, at, claimed);
+    size_t k = 0;
+    i = 0;
+    for (rp_replay_job *j = b->head; j != NULL; j = j->next, i++) {
+        if (!go[i]) continue;
+        if (st == RP_OK && claimed[k]) j->claimed = true;
+        else
+            rp_fail(j, st == RP_ERR_UNAVAILABLE ? st : RP_ERR_INTERNAL,
+                    "claiming the gate for the replay failed; nothing was sent");
+        k++;
+    }
+out:
+    if (rows != NULL)
+        for (i = 0; i < n; i++) rp_replay_row_cleanup(&rows[i]);
+    free(gates);
+    free(claim_ids);
+    free(by);
+    free(rows);
+    free(sts);
+    free(at);
+    free(claimed);
+    free(go);
+}
+
+static void rp_prep_kick(rp_replays *d);
+
+static void rp_prepare_many_done(void *arg, bool cancelled) {
+    rp_replay_batch *b = arg;
+    rp_replays *d = b->d;
+    rp_replay_job *j = b->head;
+    b->head = NULL;
+    while (j != NULL) {
+        rp_replay_job *next = j->next;
+        j->next = NULL;
+        rp_prepare_done(j, cancelled);
+        j = next;
+    }
+    d->prep_out = false;
+    rp_prep_kick(d);
+}
+
+/* Loop: sends the waiting prepares as one batch unless one is out; a batch
+ * the store thread does not take (stopping) ends as cancelled. */
+static void rp_prep_kick(rp_replays *d) {
+    while (!d->prep_out && d->prep_head != NULL) {
+        rp_batch_fill(d, &d->prep_batch, &d->prep_head, &d->prep_tail);
+        d->prep_out = true;
+        if (rp_store_job(d, rp_prepare_many_work, rp_prepare_many_done, &d->prep_batch) == RP_OK)
+            return;
+        d->prep_out = false;
+        rp_replay_job *j = d->prep_batch.head;
+        d->prep_batch.head = NULL;
+        while (j != NULL) {
+            rp_replay_job *next = j->next;
+            j->res.cancelled = true;
+            rp_finish(j);
+            j = next;
+        }
+    }
+}
+
+/* Store thread: the batch's settles in one transaction; each as
+ * rp_settle_work settles it. */
+static void rp_settle_many_work(void *ctx, void *arg) {
+    rp_replay_batch *b = arg;
+    const rp_replay_store_port *s = &b->d->deps.store;
+    size_t n = b->n;
+    if (n == 1 || s->settle_many == NULL) {
+        for (rp_replay_job *j = b->head; j != NULL; j = j->next) rp_settle_work(ctx, j);
+        return;
+    }
+    rp_test_pause();
+    int64_t *gates = calloc(n, sizeof *gates);
+    const char **by = calloc(n, sizeof *by), **note = calloc(n, sizeof *note);
+    rp_answer_result *out = calloc(n, sizeof *out);
+    rp_status *sts = calloc(n, sizeof *sts);
+    rp_status st = RP_ERR_INTERNAL;
+    if (gates != NULL && by != NULL && note != NULL && out != NULL && sts != NULL) {
+        size_t i = 0;
+        for (rp_replay_job *j = b->head; j != NULL; j = j->next, i++) {
+            gates[i] = j->gate;
+            by[i] = j->by;
+            note[i] = j->by_note;
+        }
+        st = s->ready(s->self);
+        /* fenced on this process's claims (rp_replay_port.h) */
+        if (st == RP_OK) st = s->settle_many(s->self, gates, n, by, note, out, sts);
+    }
+    size_t i = 0;
+    for (rp_replay_job *j = b->head; j != NULL; j = j->next, i++) {
+        rp_status jst = st == RP_OK ? sts[i] : st;
+        if (st == RP_OK) j->res.answer = out[i];
+        if (jst != RP_OK) {
+            j->res.st = rp_replay_settle_refusal(jst, j->gate, j->queue,
+                                                 j->res.answer.claimed_by,
+                                                 j->res.answer.claimed_at, j->message,
+                                                 sizeof j->message);
+            j->res.message = j->message;
+        } else {
+            j->claimed = false;
+        }
+    }
+    free(gates);
+    free(by);
+    free(note);
+    free(out);
+    free(sts);
+}
+
+static void rp_settle_kick(rp_replays *d);
+
+static void rp_settle_many_done(void *arg, bool cancelled) {
+    rp_replay_batch *b = arg;
+    rp_replays *d = b->d;
+    rp_replay_job *j = b->head;
+    b->head = NULL;
+    while (j != NULL) {
+        rp_replay_job *next = j->next;
+        j->next = NULL;
+        rp_settle_done(j, cancelled);
+        j = next;
+    }
+    d->settle_out = false;
+    rp_settle_kick(d);
+}
+
+/* Loop: a confirmed publish whose settle the store thread will not run
+ * (stopping): said so, the claim kept if it cannot be released. */
+static void rp_settle_not_run(rp_replay_job *j) {
+    char gate[24];
+    snprintf(gate, sizeof gate, "%" PRId64, j->gate);
+    rp_fail(j, RP_ERR_UNAVAILABLE,
+            "the message was published to %s and confirmed, but reaperd is shutting down "
+            "and did not settle the gate", j->queue);
+    RP_WARN("replay not settled", "gate", gate, "queue", j->queue, NULL);
+    rp_release_then_finish(j);
+}
+
+static void rp_settle_kick(rp_replays *d) {
+    while (!d->settle_out && d->settle_head != NULL) {
+        rp_batch_fill(d, &d->settle_batch, &d->settle_head, &d->settle_tail);
+        d->settle_out = true;
+        if (rp_store_job(d, rp_settle_many_work, rp_settle_many_done, &d->settle_batch) ==
+            RP_OK)
+            return;
+        d->settle_out = false;
+        rp_replay_job *j = d->settle_batch.head;
+        d->settle_batch.head = NULL;
+        while (j != NULL) {
+            rp_replay_job *next = j->next;
+            j->next = NULL;
+            rp_settle_not_run(j);
+            j = next;
+        }
+    }
+}
+
+/* Loop: a confirmed publish's settle, with the others waiting. */
+static void rp_settle_enqueue(rp_replay_job *j) {
+    rp_queue_push(&j->d->settle_head, &j->d->settle_tail, j);
+    rp_settle_kick(j->d);
+}
+
 /* ---- 2. loop: publish ------------------------------------------------------ */
 
 static void rp_published(void *arg, rp_replay_publish outcome, const char *name,
@@ -333,11 +608,12 @@ static void rp_published(void *arg, rp_replay_publish outcome, const char *name,
                                     outcome == RP_REPLAY_PUBLISH_REFUSED ? refusal : NULL, &st,
                                     j->message, sizeof j->message)) {
     case RP_REPLAY_NEXT_SETTLE:
-        if (rp_store_job(j->d, rp_settle_work, rp_settle_done, j) == RP_OK) return;
-        rp_fail(j, RP_ERR_UNAVAILABLE,
-                "the message was published to %s and confirmed, but reaperd is shutting down "
-                "and did not settle the gate", j->queue);
-        break;
+        if (!j->d->stopped) {
+            rp_settle_enqueue(j);
+            return;
+        }
+        rp_settle_not_run(j);
+        return;
     case RP_REPLAY_NEXT_CANCEL:
         RP_WARN("replay dropped: reaperd is stopping", "gate", gate, "queue", j->queue, NULL);
         j->res.cancelled = true;
@@ -346,6 +622,7 @@ static void rp_published(void *arg, rp_replay_publish outcome, const char *name,
     case RP_REPLAY_NEXT_KEEP_CLAIM:
         /* It may have been delivered: the claim stays (rp_gate.h). */
         j->res.st = st;
+        j->res.away = outcome == RP_REPLAY_PUBLISH_LOST;
         j->res.message = j->message;
         RP_WARN("replay not confirmed", "gate", gate, "queue", j->queue, "outcome",
                 name, NULL);
@@ -380,6 +657,7 @@ static void rp_prepare_done(void *arg, bool cancelled) {
     if (st == RP_ERR_UNAVAILABLE) {
         rp_fail(j, RP_ERR_UNAVAILABLE,
                 "the broker is not connected; nothing was sent and the gate stays open");
+        j->res.away = true;
         rp_release_then_finish(j);
     } else if (st != RP_OK) {
         rp_fail(j, RP_ERR_INTERNAL, "out of memory");
@@ -390,6 +668,7 @@ static void rp_prepare_done(void *arg, bool cancelled) {
 rp_status rp_replays_start(rp_replays *d, int64_t gate, const char *by, const char *note,
                            rp_replay_done_fn done, void *arg) {
     if (rp_inflight_has(d, gate)) return RP_ERR_CONFLICT;
+    if (d->stopped) return RP_ERR_CLOSED;
     rp_replay_job *j = calloc(1, sizeof *j);
     if (j == NULL) return RP_ERR_NOMEM;
     const rp_replay_publish_port *p = &d->deps.publish;
@@ -403,8 +682,18 @@ rp_status rp_replays_start(rp_replays *d, int64_t gate, const char *by, const ch
         rp_job_free(j);
         return RP_ERR_NOMEM;
     }
-    rp_status st = rp_store_job(d, rp_prepare_work, rp_prepare_done, j);
+    if (d->prep_out) {
+        /* A batch is out: this one goes with the next (rp_prep_kick). */
+        rp_queue_push(&d->prep_head, &d->prep_tail, j);
+        return RP_OK;
+    }
+    rp_queue_push(&d->prep_head, &d->prep_tail, j);
+    rp_batch_fill(d, &d->prep_batch, &d->prep_head, &d->prep_tail);
+    d->prep_out = true;
+    rp_status st = rp_store_job(d, rp_prepare_many_work, rp_prepare_many_done, &d->prep_batch);
     if (st != RP_OK) {
+        d->prep_out = false;
+        d->prep_batch.head = NULL;
         rp_inflight_remove(d, gate);
         rp_job_free(j);
     }

@@ -81,6 +81,10 @@ typedef struct rp_replay_result {
     const char *note;          /* RP_OK: what was left out of the publish
                                   (a user_id, an expiration), or NULL */
     rp_answer_result answer;
+    /* The broker was away (not connected: nothing sent; or the connection
+     * went before the confirm: the claim kept): st is RP_ERR_UNAVAILABLE
+     * and the same answer may be tried again once it is back. */
+    bool away;
 } rp_replay_result;
 
 typedef void (*rp_replay_done_fn)(void *arg, const rp_replay_result *r);

@@ -63,6 +63,7 @@ static const char *const rp_verdict_names[RP_ANSWER_ITEM_VERDICT_COUNT_] = {
     [RP_ANSWER_ITEM_FAILED] = "failed",
     [RP_ANSWER_ITEM_LATER] = "later",
     [RP_ANSWER_ITEM_STOP] = "stop",
+    [RP_ANSWER_ITEM_PAUSE] = "pause",
 };
 
 const char *rp_answer_item_verdict_string(rp_answer_item_verdict v) {
@@ -80,6 +81,11 @@ rp_answer_item_verdict rp_answer_item_judge(rp_status st) {
     case RP_ERR_BAD_REQUEST: return RP_ANSWER_ITEM_FAILED;
     default: return RP_ANSWER_ITEM_STOP;
     }
+}
+
+rp_answer_item_verdict rp_answer_item_judge_away(rp_status st, bool broker_away) {
+    if (broker_away && st == RP_ERR_UNAVAILABLE) return RP_ANSWER_ITEM_PAUSE;
+    return rp_answer_item_judge(st);
 }
 
 void rp_answer_set_stop_text(char *buf, size_t n, int64_t gate, rp_status st,

@@ -72,10 +72,11 @@ typedef enum rp_answer_item_verdict {
     RP_ANSWER_ITEM_FAILED,       /* refused for this gate alone: noted, the set goes on */
     RP_ANSWER_ITEM_LATER,        /* busy (another replay holds the gate): tried again later */
     RP_ANSWER_ITEM_STOP,         /* a refusal that would repeat: the set stops */
+    RP_ANSWER_ITEM_PAUSE,        /* the broker is away: nothing done, the set waits for it */
     RP_ANSWER_ITEM_VERDICT_COUNT_
 } rp_answer_item_verdict;
 
-/* "answered", "failed", "later", "stop"; "unknown" outside. Static. */
+/* "answered", "failed", "later", "stop", "pause"; "unknown" outside. Static. */
 const char *rp_answer_item_verdict_string(rp_answer_item_verdict v);
 
 /* The verdict on one answer's status (as a single answer's reply would
@@ -86,6 +87,14 @@ const char *rp_answer_item_verdict_string(rp_answer_item_verdict v);
  * unavailable, a nacked publish, the daemon stopping, out of memory, an
  * internal error) stops the set, since the next gate would meet it too. */
 rp_answer_item_verdict rp_answer_item_judge(rp_status st);
+
+/* The same, knowing whether the answer met the broker away (not connected,
+ * or the connection lost before its confirm): RP_ERR_UNAVAILABLE then
+ * pauses the set (the gate stays pending and is answered again once the
+ * broker is back: a publish not sent is sent then; a lost one keeps its
+ * claim, so it is reported, never published twice) instead of stopping
+ * it. Otherwise as rp_answer_item_judge. */
+rp_answer_item_verdict rp_answer_item_judge_away(rp_status st, bool broker_away);
 
 /* The stop reason of a set stopped by status st on gate: "gate N: "
  * followed by message (or the status' name). */

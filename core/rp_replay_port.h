@@ -87,6 +87,24 @@ typedef struct rp_replay_store_port {
      * by: answered_by; note: the request's own "by" (ledger only). */
     rp_status (*settle)(void *self, int64_t gate, const char *by, const char *note,
                         rp_answer_result *out);
+    /* The batch forms (optional: NULL, and the part goes one gate at a
+     * time), so that many replays share one commit for their locks and
+     * claims and one for their settles; each gate is decided as the single
+     * call decides it. lock_many: lock for each gate[i], its result in
+     * st[i] (RP_OK with out[i] filled, RP_ERR_NOT_FOUND, RP_ERR_INTERNAL),
+     * a stale claim taken over (by[i]); on RP_OK the transaction stays open
+     * whatever the rows hold and the caller ends it with claim_many (n may
+     * be 0) or abandon; on an error nothing is open and out holds nothing.
+     * claim_many: claims each gate[i] for this process (claimed[i], at[i])
+     * and commits. settle_many: settle for each gate[i] in one transaction,
+     * its result in st[i] and out[i] (as settle's); an error return settles
+     * nothing. */
+    rp_status (*lock_many)(void *self, const int64_t *gate, size_t n, const char *const *by,
+                           rp_replay_row *out, rp_status *st);
+    rp_status (*claim_many)(void *self, const int64_t *gate, size_t n, rp_time_ms *at,
+                            bool *claimed);
+    rp_status (*settle_many)(void *self, const int64_t *gate, size_t n, const char *const *by,
+                             const char *const *note, rp_answer_result *out, rp_status *st);
 } rp_replay_store_port;
 
 /* A restored message (opaque to the part). */

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "rp_log.h"
 #include "rp_pg_answer_set.h"
 #include "rp_pg_store_internal.h"
@@ -60,11 +62,38 @@ static const char rp_sql_take[] =
 /* $1 set, $2 owner: the fence, the set locked. */
 static const char rp_sql_fence[] =
     "SELECT owner = $2::text FROM {s}.answer_set WHERE id = $1::int8 FOR UPDATE";
-/* $1 set, $2 gate, $3 answered (bool), $4 outcome, $5 message. */
+/* $1 set, $2 the marks as a JSON array of {"gate", "ok", "outcome",
+ * "message"}: one statement for a step's marks (one parse and plan, not
+ * one a gate). */
 static const char rp_sql_mark[] =
-    "UPDATE {s}.answer_set_item SET state = CASE WHEN $3::bool THEN 'answered' ELSE 'failed' END, "
-    "outcome = $4::text, message = $5::text WHERE set_id = $1::int8 AND gate_id = $2::int8 "
-    "AND state = 'pending'";
+    "UPDATE {s}.answer_set_item i SET state = CASE WHEN m.ok THEN 'answered' ELSE 'failed' END, "
+    "outcome = m.outcome, message = m.message FROM jsonb_to_recordset($2::jsonb) "
+    "AS m(gate int8, ok bool, outcome text, message text) "
+    "WHERE i.set_id = $1::int8 AND i.gate_id = m.gate AND i.state = 'pending'";
+
+/* The marks as rp_sql_mark's JSON text (*out: free()). */
+static rp_status rp_marks_json(const rp_answer_set_mark *marks, size_t n, char **out) {
+    json_t *a = json_array();
+    if (a == NULL) return RP_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = json_pack("{s:I,s:b,s:s?,s:s?}", "gate", (json_int_t)marks[i].gate, "ok",
+                              marks[i].answered, "outcome", marks[i].outcome, "message",
+                              marks[i].message);
+        if (o == NULL || json_array_append_new(a, o) != 0) {
+            /* (a message that is not UTF-8 cannot be packed: kept out) */
+            if (o == NULL)
+                o = json_pack("{s:I,s:b,s:s?}", "gate", (json_int_t)marks[i].gate, "ok",
+                              marks[i].answered, "outcome", marks[i].outcome);
+            if (o == NULL || json_array_append_new(a, o) != 0) {
+                json_decref(a);
+                return RP_ERR_NOMEM;
+            }
+        }
+    }
+    *out = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    return *out != NULL ? RP_OK : RP_ERR_NOMEM;
+}
 /* $1 set, $2 lease ms. */
 static const char rp_sql_renew[] =
     "UPDATE {s}.answer_set a SET "
@@ -259,25 +288,17 @@ static rp_status rp_step(void *self, int64_t id, const char *owner, int64_t leas
     *n = 0;
     rp_status st = rp__pg_enter(s, RP__PG_WRITE, "answer_set_step");
     if (st != RP_OK) return st;
-    char *fence = NULL, *mark = NULL, *renew = NULL, *next = NULL;
-    rp__pg_cmd *k = NULL;
-    PGresult **res = NULL;
-    char (*gates)[24] = NULL;
-    size_t nk = n_marks + 5;
+    char *fence = NULL, *mark = NULL, *renew = NULL, *next = NULL, *mjson = NULL;
+    rp__pg_cmd k[6];
+    PGresult *res[6] = {NULL};
+    size_t n_mk = n_marks > 0 ? 1 : 0; /* one statement for all the marks */
+    size_t nk = n_mk + 5;
     if ((st = rp__pg_schema_sql(s, rp_sql_fence, &fence)) != RP_OK ||
         (st = rp__pg_schema_sql(s, rp_sql_mark, &mark)) != RP_OK ||
         (st = rp__pg_schema_sql(s, rp_sql_renew, &renew)) != RP_OK ||
-        (st = rp__pg_schema_sql(s, rp_sql_next, &next)) != RP_OK)
+        (st = rp__pg_schema_sql(s, rp_sql_next, &next)) != RP_OK ||
+        (n_marks > 0 && (st = rp_marks_json(marks, n_marks, &mjson)) != RP_OK))
         goto done;
-    k = calloc(nk, sizeof *k);
-    res = calloc(nk, sizeof *res);
-    const char **mvals = calloc(n_marks * 5 + 1, sizeof *mvals);
-    gates = calloc(n_marks + 1, sizeof *gates);
-    if (k == NULL || res == NULL || mvals == NULL || gates == NULL) {
-        free(mvals);
-        st = RP_ERR_NOMEM;
-        goto done;
-    }
     char idb[24], lease[24], afterb[24], maxb[24];
     rp__pg_itoa(id, idb);
     const char *fvals[] = {idb, owner};
@@ -287,37 +308,25 @@ static rp_status rp_step(void *self, int64_t id, const char *owner, int64_t leas
     k[1] = (rp__pg_cmd){.stmt = -1, .sql = fence, .n = 2, .values = fvals};
     /* Marks only under the fence: a set taken over meanwhile records
      * nothing of this runner's (the transaction is rolled back). */
-    for (size_t i = 0; i < n_marks; i++) {
-        const char **v = &mvals[i * 5];
-        v[0] = idb;
-        v[1] = rp__pg_itoa(marks[i].gate, gates[i]);
-        v[2] = marks[i].answered ? "true" : "false";
-        v[3] = marks[i].outcome;
-        v[4] = marks[i].message;
-        k[2 + i] = (rp__pg_cmd){.stmt = -1, .sql = mark, .n = 5, .values = v};
-    }
-    k[2 + n_marks] = (rp__pg_cmd){.stmt = -1, .sql = renew, .n = 2, .values = rvals};
-    k[3 + n_marks] = (rp__pg_cmd){.stmt = -1, .sql = next, .n = 3, .values = nvals};
-    k[4 + n_marks] = (rp__pg_cmd){.stmt = -1, .sql = "COMMIT"};
+    const char *mvals[] = {idb, mjson};
+    if (n_mk) k[2] = (rp__pg_cmd){.stmt = -1, .sql = mark, .n = 2, .values = mvals};
+    k[2 + n_mk] = (rp__pg_cmd){.stmt = -1, .sql = renew, .n = 2, .values = rvals};
+    k[3 + n_mk] = (rp__pg_cmd){.stmt = -1, .sql = next, .n = 3, .values = nvals};
+    k[4 + n_mk] = (rp__pg_cmd){.stmt = -1, .sql = "COMMIT"};
     /* The fence is read first, alone: the marks must not land when it fails. */
     PGresult *fr[2] = {NULL, NULL};
     st = rp__pg_run(s, k, 2, fr, "answer_set_step", NULL);
-    if (st != RP_OK) {
-        free(mvals);
-        goto done;
-    }
+    if (st != RP_OK) goto done;
     bool mine = PQntuples(fr[1]) == 1 && strcmp(PQgetvalue(fr[1], 0, 0), "t") == 0;
     rp__pg_clear(fr, 2);
     if (!mine) {
-        free(mvals);
         rp_status rst = rp__pg_rollback(s, "answer_set_step");
         st = rst == RP_OK ? RP_ERR_CONFLICT : rst;
         goto done;
     }
     st = rp__pg_run(s, k + 2, nk - 2, res, "answer_set_step", NULL);
-    free(mvals);
     if (st != RP_OK) goto done;
-    PGresult *rr = res[n_marks], *nr = res[n_marks + 1];
+    PGresult *rr = res[n_mk], *nr = res[n_mk + 1];
     if (PQntuples(rr) != 1) st = RP_ERR_INTERNAL;
     else st = rp_row(rr, 0, out);
     int rows = PQntuples(nr);
@@ -328,9 +337,7 @@ done:
     free(mark);
     free(renew);
     free(next);
-    free(k);
-    free(res);
-    free(gates);
+    free(mjson);
     return st;
 }
 

@@ -374,6 +374,57 @@ static rp_status rp_rsp_settle(void *self, int64_t gate, const char *by, const c
     return g->answer(g->self, gate, RP_CHOICE_REPLAY, by, note, out);
 }
 
+/* The row of the port from the adapter's, its strings and body moved. */
+static void rp_rsp_row_move(rp_pg_replay_row *row, rp_replay_row *out) {
+    *out = (rp_replay_row){
+        .kind = row->kind,
+        .answered = row->answered,
+        .answer = row->answer,
+        .claim = row->claim,
+        .claimed_at = row->claimed_at,
+        .has_dead_letter = row->has_dead_letter,
+        .origin_queue = row->origin_queue,
+        .vhost = row->vhost,
+        .body = row->body,
+        .body_len = row->body_len,
+        .body_truncated = row->body_truncated,
+        .headers_json = row->headers_json,
+        .properties_json = row->properties_json,
+    };
+    memcpy(out->claimed_by, row->claimed_by, sizeof out->claimed_by);
+    row->origin_queue = row->vhost = row->headers_json = row->properties_json = NULL;
+    row->body = NULL;
+    rp_pg_replay_row_cleanup(row);
+}
+
+static rp_status rp_rsp_lock_many(void *self, const int64_t *gate, size_t n,
+                                  const char *const *by, rp_replay_row *out, rp_status *sts) {
+    rp_pg_replay_src *w = self;
+    for (size_t i = 0; i < n; i++) memset(&out[i], 0, sizeof out[i]);
+    rp_rsp_claim_seconds(w);
+    rp_pg_replay_row *rows = calloc(n ? n : 1, sizeof *rows);
+    if (rows == NULL) return RP_ERR_NOMEM;
+    rp_status st = rp_pg_replay_lock_many(w->store, gate, n, by, rows, sts);
+    if (st == RP_OK)
+        for (size_t i = 0; i < n; i++) rp_rsp_row_move(&rows[i], &out[i]);
+    free(rows);
+    return st;
+}
+
+static rp_status rp_rsp_claim_many(void *self, const int64_t *gate, size_t n, rp_time_ms *at,
+                                   bool *claimed) {
+    return rp_pg_replay_claim_many_commit(((rp_pg_replay_src *)self)->store, gate, n, at,
+                                          claimed);
+}
+
+static rp_status rp_rsp_settle_many(void *self, const int64_t *gate, size_t n,
+                                    const char *const *by, const char *const *note,
+                                    rp_answer_result *out, rp_status *sts) {
+    rp_pg_replay_src *w = self;
+    rp_rsp_claim_seconds(w);
+    return rp_pg_replay_settle_many(w->store, w->publisher, gate, n, by, note, out, sts);
+}
+
 void rp_pg_replay_store_port(rp_pg_replay_src *src, rp_replay_store_port *out) {
     *out = (rp_replay_store_port){
         .self = src,
@@ -384,5 +435,8 @@ void rp_pg_replay_store_port(rp_pg_replay_src *src, rp_replay_store_port *out) {
         .abandon = rp_rsp_abandon,
         .release = rp_rsp_release,
         .settle = rp_rsp_settle,
+        .lock_many = rp_rsp_lock_many,
+        .claim_many = rp_rsp_claim_many,
+        .settle_many = rp_rsp_settle_many,
     };
 }

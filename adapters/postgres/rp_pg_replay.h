@@ -98,11 +98,44 @@ rp_status rp_pg_backfill_unlock(rp_pg_store *s, const char *vhost,
 rp_status rp_pg_backfill_mark_read(rp_pg_store *s, const char *vhost, const char *queue,
                                    size_t n, int64_t unread) RP_MUSTCHECK;
 
+/* The batch forms (rp_pg_replay_many.c), one commit for many gates, each
+ * gate decided as the single calls decide it:
+ *   rp_pg_replay_lock_many: in one transaction locks the gates ids[0..n)
+ *     (FOR UPDATE, lowest id first) and reads each as rp_pg_replay_lock
+ *     does into rows[i] with sts[i] (RP_OK; RP_ERR_NOT_FOUND: no such gate;
+ *     RP_ERR_INTERNAL: a row it cannot read); a stale claim is taken over
+ *     (by[i]) inside the transaction. On RP_OK the transaction stays open
+ *     whatever the rows hold: the caller ends it with
+ *     rp_pg_replay_claim_many_commit (n may be 0) or
+ *     rp_pg_replay_claim_abandon before any other call. On an error nothing
+ *     is open and rows hold nothing to clean up.
+ *   rp_pg_replay_claim_many_commit: claims the gates ids[0..n) for this
+ *     process (claimed[i], its claimed_at in at[i]) and commits.
+ *   rp_pg_replay_settle_many: settles each gate with replay as the gate
+ *     port's answer does (answer, job, ledger event, claim cleared), fenced
+ *     on this process's claim, all in one transaction: sts[i] RP_OK (out[i]
+ *     committed, or ALREADY_ANSWERED), RP_ERR_BUSY (another's claim:
+ *     out[i].claimed_by, claimed_at), RP_ERR_CONFLICT (the gate does not
+ *     take replay), RP_ERR_NOT_FOUND. Each committed answer is handed to
+ *     publisher (may be NULL) after the commit. An error return settles
+ *     nothing. by[i] answered_by, note[i] the request's own "by" or NULL. */
+rp_status rp_pg_replay_lock_many(rp_pg_store *s, const int64_t *ids, size_t n,
+                                 const char *const *by, rp_pg_replay_row *rows,
+                                 rp_status *sts) RP_MUSTCHECK;
+rp_status rp_pg_replay_claim_many_commit(rp_pg_store *s, const int64_t *ids, size_t n,
+                                         rp_time_ms *at, bool *claimed) RP_MUSTCHECK;
+rp_status rp_pg_replay_settle_many(rp_pg_store *s, const rp_publisher_port *publisher,
+                                   const int64_t *ids, size_t n, const char *const *by,
+                                   const char *const *note, rp_answer_result *out,
+                                   rp_status *sts) RP_MUSTCHECK;
+
 /* The replays part's store port (core/rp_replay_port.h) over one store
  * session: ready is conn's connect, lock/claim/abandon/release the calls
  * above (the claim's length control.replay_claim_seconds of *cfg, read at
  * each use), settle the answer REPLAY through *gates (so that it goes where
- * every answer goes: the filler's wrapping, e.g. the events feed).
+ * every answer goes: the filler's wrapping, e.g. the events feed); the
+ * batch forms lock_many/claim_many/settle_many the calls above (the batch
+ * settle hands its answers to *publisher).
  * Everything is borrowed and must outlive the port; self = src. Threads:
  * the store thread. */
 typedef struct rp_pg_replay_src {
@@ -110,6 +143,9 @@ typedef struct rp_pg_replay_src {
     rp_pg_store *store;
     const rp_config *const *cfg;
     const rp_gate_port *gates;
+    /* Where the batch settle hands its committed answers (the events feed
+     * *gates' wrapping feeds for a single settle); NULL: nowhere. */
+    const rp_publisher_port *publisher;
 } rp_pg_replay_src;
 void rp_pg_replay_store_port(rp_pg_replay_src *src, rp_replay_store_port *out);
 

@@ -262,7 +262,8 @@ rp_replay_wiring *rp_replay_wiring_new(rp_pass_runner *runner,
                                        const bool *broker_up, const char *broker_url) {
     rp_replay_wiring *w = calloc(1, sizeof *w);
     if (w == NULL) return NULL;
-    w->store = (rp_pg_replay_src){runner->conn, runner->store, &runner->cfg, &runner->ports.gates};
+    w->store = (rp_pg_replay_src){runner->conn, runner->store, &runner->cfg, &runner->ports.gates,
+                                  &runner->ports.publisher};
     w->amqp = rp_amqp_replay_port_new(publisher, broker_up, broker_url, &w->publish);
     if (w->amqp == NULL) {
         free(w);

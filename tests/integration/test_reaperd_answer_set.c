@@ -13,14 +13,15 @@
  * stores it); the others are copies of it made in SQL (each its own job,
  * gate and dead letter, with a body "m<i>" of its own), so that thousands
  * of gates take a second to make. RP_BULK_GATES (default 2000) and
- * RP_BULK_RATE (default 50) size the bulk run: every gate is replayed one
- * by one as a single answer replays it (store lock and claim, publish,
- * confirm, settle), which on the shared test machine sustains about 80 to
- * 100 a second, so the default asks for a rate it can hold (issue #20 asks
- * for 10,000 at 500 a second: RP_BULK_GATES=10000 RP_BULK_RATE=500 runs
- * it, and then the measured rate is what the store sustains: it is
- * checked never to go above the rate asked, and only when it is reachable
- * to come within 10% of it).
+ * RP_BULK_RATE (default 50) size the bulk run: every gate is replayed as a
+ * single answer replays it (store lock and claim, publish, confirm,
+ * settle; the store work batched), which on the shared test machine under
+ * the other developers' load sustains about 240 to 300 a second, so the
+ * default asks for a rate it can hold (issue #20 asks for 10,000 at 500 a
+ * second: RP_BULK_GATES=10000 RP_BULK_RATE=500 RP_BULK_RATE_FLOOR=0 runs
+ * it, and then the measured rate is what the store sustains: it is checked
+ * never to go above the rate asked, and only when it is reachable to come
+ * within 10% of it). test_broker_drop_pauses stops the broker mid-set.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -513,9 +514,14 @@ static void test_restart_resumes(void **state) {
                      1);
     end = itest_mono_ms() + 90000;
     while (!set_over(id) && itest_mono_ms() < end) drain_for(&d, origin, 300);
-    drain_for(&d, origin, 500);
     r = set_status(id);
     const json_t *job = json_object_get(result(r), "job");
+    /* Every answered gate's message is in the queue by now: read until
+     * they have all come (this consumer may lag reaperd's pace on a loaded
+     * machine), and a little more for a second publish to show. */
+    end = itest_mono_ms() + 30000;
+    while (d.got < ival(job, "answered") && itest_mono_ms() < end) drain_for(&d, origin, 200);
+    drain_for(&d, origin, 500);
     fprintf(stderr, "restart: %ld before the kill, %ld in all, dupes %ld; state %s, answered %"
                     PRId64 ", failed %" PRId64 "\n",
             before, d.got, d.dupes, json_string_value(json_object_get(job, "state")),
@@ -528,6 +534,73 @@ static void test_restart_resumes(void **state) {
     assert_int_equal(ival(job, "answered") + ival(job, "failed"), n);
     assert_true(d.got >= ival(job, "answered"));
     assert_true(d.got <= n);
+    json_decref(r);
+    drain_stop(&d);
+    itest_queue_delete(W.amqp, 1, origin);
+}
+
+/* The broker stopped mid-set: the set pauses (still running, not stopped
+ * at the first gate that cannot be sent) and, once the broker is back,
+ * resumes and finishes; no gate is published twice (a replay lost at the
+ * drop keeps its claim and is reported, not sent again). */
+static void test_broker_drop_pauses(void **state) {
+    (void)state;
+    const char *origin = name("pause");
+    /* Durable, so that the queue outlives the broker's restart. */
+    amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(origin), 0, 1, 0, 0, amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
+    /* 30 s at 50 a second: mid-set whatever the broker's stop takes. */
+    int n = 1500;
+    gates(origin, "p", n);
+    json_t *r = request("{\"v\":1,\"op\":\"answer_many\",\"choice\":\"replay\",\"rate\":50,"
+                        "\"origin\":\"%s\"}", origin);
+    int64_t id = ival(result(r), "job");
+    json_decref(r);
+    long long end = itest_mono_ms() + 30000;
+    while (itest_queue_depth(W.amqp, 1, origin) < 30 && itest_mono_ms() < end)
+        rp_child_drain(W.reaperd, 100);
+    assert_true(itest_queue_depth(W.amqp, 1, origin) >= 30);
+    itest_amqp_close(W.amqp);
+    W.amqp = NULL;
+    assert_int_equal(itest_services("stop", itest_broker_service()), 0);
+    /* Away for a while: the set waits, running, its gates left pending. */
+    rp_child_drain(W.reaperd, 4000);
+    int64_t running = pgfx_i64(W.f, "SELECT count(*) FROM answer_set WHERE id = %" PRId64
+                                    " AND state = 'running'", id);
+    int64_t open = pgfx_i64(W.f, "SELECT count(*) FROM gate g JOIN answer_set_item i ON "
+                                 "i.gate_id = g.id AND i.set_id = %" PRId64
+                                 " WHERE g.answer IS NULL", id);
+    assert_int_equal(itest_services("start", itest_broker_service()), 0);
+    W.amqp = itest_amqp_connect();
+    fprintf(stderr, "pause: while away: running %" PRId64 ", %" PRId64 " gates open\n", running,
+            open);
+    assert_int_equal(running, 1);
+    assert_true(open > 0);
+    /* Back: the set resumes by itself and finishes. */
+    drain d;
+    drain_start(&d, origin, "p", n);
+    end = itest_mono_ms() + 120000;
+    while (pgfx_i64(W.f, "SELECT count(*) FROM answer_set WHERE id = %" PRId64
+                         " AND state = 'running'", id) == 1 &&
+           itest_mono_ms() < end)
+        drain_for(&d, origin, 500);
+    drain_for(&d, origin, 1000);
+    r = set_status(id);
+    const json_t *job = json_object_get(result(r), "job");
+    fprintf(stderr, "pause: after: state %s, answered %" PRId64 ", failed %" PRId64
+                    ", received after the restart %ld, dupes %ld\n",
+            json_string_value(json_object_get(job, "state")), ival(job, "answered"),
+            ival(job, "failed"), d.got, d.dupes);
+    if (strcmp(json_string_value(json_object_get(job, "state")), "done") != 0)
+        fprintf(stderr, "reaperd said:\n%s\n", W.reaperd->log);
+    assert_string_equal(json_string_value(json_object_get(job, "state")), "done");
+    assert_int_equal(ival(job, "answered") + ival(job, "failed"), n);
+    /* Those answered after the restart arrived, once each (the ones sent
+     * before it were transient messages: gone with the broker's restart). */
+    assert_int_equal(d.dupes, 0);
+    assert_int_equal(d.foreign, 0);
+    assert_true(d.got > 0);
+    assert_true(d.got <= ival(job, "answered"));
     json_decref(r);
     drain_stop(&d);
     itest_queue_delete(W.amqp, 1, origin);
@@ -592,6 +665,7 @@ int main(void) {
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_restart_resumes),
         cmocka_unit_test(test_bulk_replay),
+        cmocka_unit_test(test_broker_drop_pauses),
     };
     /* RP_ONLY=test_name runs that test alone (with the group's setup). */
     if (getenv("RP_ONLY") != NULL) cmocka_set_test_filter(getenv("RP_ONLY"));

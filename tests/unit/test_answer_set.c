@@ -98,6 +98,18 @@ static void test_pace_bounds(void **state) {
     assert_int_equal(p.interval_us, 1000000 / RP_ANSWER_SET_RATE_MAX);
 }
 
+/* The broker away pauses the set; anything else as without it. */
+static void test_judge_away(void **state) {
+    (void)state;
+    assert_int_equal(rp_answer_item_judge_away(RP_ERR_UNAVAILABLE, true), RP_ANSWER_ITEM_PAUSE);
+    assert_int_equal(rp_answer_item_judge_away(RP_ERR_UNAVAILABLE, false), RP_ANSWER_ITEM_STOP);
+    assert_int_equal(rp_answer_item_judge_away(RP_ERR_INTERNAL, true), RP_ANSWER_ITEM_STOP);
+    assert_int_equal(rp_answer_item_judge_away(RP_OK, true), RP_ANSWER_ITEM_ANSWERED);
+    assert_int_equal(rp_answer_item_judge_away(RP_ERR_BUSY, true), RP_ANSWER_ITEM_LATER);
+    assert_int_equal(rp_answer_item_judge_away(RP_ERR_CONFLICT, true), RP_ANSWER_ITEM_FAILED);
+    assert_string_equal(rp_answer_item_verdict_string(RP_ANSWER_ITEM_PAUSE), "pause");
+}
+
 static void test_judge(void **state) {
     (void)state;
     assert_int_equal(rp_answer_item_judge(RP_OK), RP_ANSWER_ITEM_ANSWERED);
@@ -206,7 +218,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_states),        cmocka_unit_test(test_pace_interval),
         cmocka_unit_test(test_pace_mean),     cmocka_unit_test(test_pace_bounds),
-        cmocka_unit_test(test_judge),         cmocka_unit_test(test_request_codec),
+        cmocka_unit_test(test_judge),         cmocka_unit_test(test_judge_away),
+        cmocka_unit_test(test_request_codec),
         cmocka_unit_test(test_reply_codec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
