@@ -21,6 +21,7 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 
+#include "http_client.h"
 #include "rp_http.h"
 #include "rp_http_check.h"
 
@@ -96,44 +97,12 @@ static int teardown(void **state) {
     return 0;
 }
 
-static unsigned port_of(const fixture *f) {
-    const char *b = rp_http_bound(f->http);
-    const char *colon = strrchr(b, ':');
-    assert_non_null(colon);
-    return (unsigned)atoi(colon + 1);
-}
-
+#define port_of(f) http_client_port((f)->http)
 /* One request; the whole answer into buf. Returns the status code, -1 when
  * nothing answered. */
-static int request(const fixture *f, const char *method, const char *path, char *buf,
-                   size_t cap) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port_of(f))};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
-        return -1;
-    }
-    struct timeval tv = {5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    char req[256];
-    int n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: x\r\n\r\n", method, path);
-    assert_int_equal(send(fd, req, (size_t)n, 0), n);
-    size_t got = 0;
-    for (ssize_t r; got + 1 < cap && (r = recv(fd, buf + got, cap - 1 - got, 0)) > 0;)
-        got += (size_t)r;
-    buf[got] = '\0';
-    close(fd);
-    int status = -1;
-    if (sscanf(buf, "HTTP/%*d.%*d %d", &status) != 1) return -1;
-    return status;
-}
-
-static const char *body_of(const char *answer) {
-    const char *b = strstr(answer, "\r\n\r\n");
-    return b ? b + 4 : "";
-}
+#define request(f, method, path, buf, cap) \
+    http_client_request(port_of(f), method, path, NULL, NULL, false, buf, cap)
+#define body_of http_client_body
 
 static void test_paths(void **state) {
     fixture *f = *state;
