@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "itest.h"
+#include "once_common.h"
 #include "pg_fixture.h"
 #include "test_daemon.h"
 
@@ -41,8 +42,7 @@ typedef struct world {
     amqp_connection_state_t amqp;
     char prefix[64];
     char env_owned[128];
-    char made[16][160]; /* queues to delete at the end, whatever happened */
-    int n_made;
+    itest_made made; /* queues to delete at the end, whatever happened */
 } world;
 
 static world W;
@@ -65,51 +65,29 @@ static int group_teardown(void **state) {
     amqp_channel_close(W.amqp, 1, AMQP_REPLY_SUCCESS);
     amqp_channel_open(W.amqp, 1);
     amqp_get_rpc_reply(W.amqp);
-    for (int i = 0; i < W.n_made; i++) {
-        amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(W.made[i]), 0, 0);
-        if (amqp_get_rpc_reply(W.amqp).reply_type != AMQP_RESPONSE_NORMAL) {
-            amqp_channel_open(W.amqp, 1);
-            amqp_get_rpc_reply(W.amqp);
-        }
-    }
+    itest_made_delete(&W.made, W.amqp);
     itest_amqp_close(W.amqp);
     pgfx_free(W.f);
     return 0;
 }
 
-static void ok_rpc(const char *what) {
-    amqp_rpc_reply_t r = amqp_get_rpc_reply(W.amqp);
-    if (r.reply_type != AMQP_RESPONSE_NORMAL) fprintf(stderr, "%s failed\n", what);
-    assert_int_equal(r.reply_type, AMQP_RESPONSE_NORMAL);
-}
+#define ok_rpc(what) itest_ok_rpc(W.amqp, what)
 
 static uint32_t depth(const char *queue) { return (uint32_t)itest_queue_depth(W.amqp, 1, queue); }
 
 /* n dead letters on dlq from origin (itest_dead_letters); quorum makes dlq
  * a quorum queue with x-delivery-limit limit. Both are deleted at the end. */
 static void dead_letter(const char *origin, const char *dlq, int n, bool quorum, int limit) {
-    if (W.n_made + 2 <= 16) {
-        snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", origin);
-        snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", dlq);
-    }
+    itest_made_add(&W.made, origin);
+    itest_made_add(&W.made, dlq);
     itest_dead_letters(W.amqp, origin, dlq, n, quorum ? limit : 0);
 }
 
 /* Runs reaperd --once --json with extra environment (may be NULL) and
  * returns the report. */
 static json_t *once_as(const char *extra, bool dry_run) {
-    char *args[] = {"--once", "--json", dry_run ? "--dry-run" : NULL, NULL};
-    char *env[] = {W.env_owned, (char *)extra, NULL};
-    itest_daemon_opts o = {.schema = W.f->schema, .env = env, .args = args, .no_interval = true};
-    char *out = NULL, *err = NULL;
-    int rc = itest_daemon_run(&o, &out, &err);
-    json_error_t je;
-    json_t *rep = json_loads(out ? out : "", 0, &je);
-    if (rep == NULL || rc != 0) fprintf(stderr, "reaperd --once exit %d\n%s\n%s\n", rc, out, err);
-    assert_non_null(rep);
-    free(out);
-    free(err);
-    return rep;
+    return itest_once_report(W.f->schema, (char *[]){W.env_owned, (char *)extra, NULL}, dry_run,
+                             false);
 }
 
 static json_t *once(const char *extra) { return once_as(extra, false); }
@@ -326,7 +304,7 @@ static void test_quorum_dlq_read_once(void **state) {
             (long long)count);
     assert_int_equal(count, 1);
     /* The return of that get reaches the quorum queue's log a moment later. */
-    for (int i = 0; i < 150 && depth(dlq) != 4; i++) usleep(20 * 1000);
+    ITEST_POLL(depth(dlq) == 4, 10000);
     assert_int_equal(depth(dlq), 4);
     delete_queue(origin);
     delete_queue(dlq);

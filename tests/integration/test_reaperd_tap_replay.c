@@ -331,9 +331,7 @@ static void test_tap_park_then_replay_is_byte_for_byte(void **state) {
                                                      back.properties.headers.entries[i].key.len));
     amqp_destroy_message(&back);
     amqp_destroy_message(&dead);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
     tap_delete_exchange(x);
 }
 
@@ -391,9 +389,7 @@ static void test_tap_and_backfill_park_once(void **state) {
                      N / 2);
     /* The backfill did look at the queue (it leaves the messages there). */
     assert_int_equal(tap_depth(dlq), N);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
     tap_delete_exchange(x);
 }
 
@@ -498,7 +494,7 @@ static void test_own_queues_get_no_policy(void **state) {
     /* One dead letter on the tap, returned 25 times while reaperd is down. */
     tap_publish(work, "own", 1);
     tap_reject(work, 1);
-    for (int i = 0; i < 50 && tap_depth(tap) != 1; i++) usleep(100 * 1000);
+    ITEST_POLL(tap_depth(tap) == 1, 10000);
     if (tap_depth(tap) != 1) {
         json_t *b = mgmt_get("/api/queues/%2f/vibey.reap.tap/bindings");
         char *t = json_dumps(b, 0);
@@ -530,9 +526,7 @@ static void test_own_queues_get_no_policy(void **state) {
                               "'own-0'");
     if (got != 1) fprintf(stderr, "%s\n", T.reaperd->log);
     assert_int_equal(got, 1);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
     tap_delete_queue(pq);
     tap_delete_exchange(x);
     tap_delete_queue(tap);
