@@ -12,6 +12,29 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <event2/event.h>
+
+rp_http *http_client_server(struct event_base *base, rp_metrics *metrics,
+                            const rp_http_hooks *hooks) {
+    char err[200] = "";
+    rp_http *h = rp_http_new(base, "127.0.0.1:0", metrics, hooks, err, sizeof err);
+    if (h == NULL) fail_msg("rp_http_new: %s", err);
+    return h;
+}
+
+static void *loop_main(void *arg) {
+    event_base_dispatch(arg);
+    return NULL;
+}
+
+void http_client_loop_start(struct event_base *base, pthread_t *thread) {
+    assert_int_equal(pthread_create(thread, NULL, loop_main, base), 0);
+}
+
+void http_client_loop_stop(struct event_base *base, pthread_t thread) {
+    event_base_loopbreak(base);
+    pthread_join(thread, NULL);
+}
 
 unsigned http_client_port(const rp_http *h) {
     const char *colon = strrchr(rp_http_bound(h), ':');

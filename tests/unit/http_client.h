@@ -8,10 +8,22 @@
 #ifndef RP_TEST_HTTP_CLIENT_H
 #define RP_TEST_HTTP_CLIENT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "rp_http.h"
+
+struct event_base;
+
+/* An rp_http on base listening on 127.0.0.1 (a free port) with metrics and
+ * hooks; fails the test, saying why, when it cannot be made. */
+rp_http *http_client_server(struct event_base *base, rp_metrics *metrics,
+                            const rp_http_hooks *hooks);
+/* Runs event_base_dispatch(base) on a thread of its own (*thread). */
+void http_client_loop_start(struct event_base *base, pthread_t *thread);
+/* Breaks base's loop and joins its thread. */
+void http_client_loop_stop(struct event_base *base, pthread_t thread);
 
 /* The port an rp_http listens on (from rp_http_bound). */
 unsigned http_client_port(const rp_http *h);

@@ -62,12 +62,6 @@ static void on_tick(evutil_socket_t fd, short what, void *arg) {
     }
 }
 
-static void *loop_main(void *arg) {
-    fixture *f = arg;
-    event_base_dispatch(f->base);
-    return NULL;
-}
-
 static int setup(void **state) {
     static fixture f;
     memset(&f, 0, sizeof f);
@@ -76,21 +70,18 @@ static int setup(void **state) {
     assert_non_null(f.base);
     rp_metrics_init(&f.metrics, "1.2.3", "abc");
     rp_http_hooks hooks = {.refresh = on_refresh, .ready = on_ready, .arg = &f};
-    char err[200] = "";
-    f.http = rp_http_new(f.base, "127.0.0.1:0", &f.metrics, &hooks, err, sizeof err);
-    if (f.http == NULL) fail_msg("rp_http_new: %s", err);
+    f.http = http_client_server(f.base, &f.metrics, &hooks);
     f.stop_ev = event_new(f.base, -1, EV_PERSIST, on_tick, &f);
     struct timeval tv = {0, 10000};
     event_add(f.stop_ev, &tv);
-    assert_int_equal(pthread_create(&f.loop, NULL, loop_main, &f), 0);
+    http_client_loop_start(f.base, &f.loop);
     *state = &f;
     return 0;
 }
 
 static int teardown(void **state) {
     fixture *f = *state;
-    event_base_loopbreak(f->base);
-    pthread_join(f->loop, NULL);
+    http_client_loop_stop(f->base, f->loop);
     event_free(f->stop_ev);
     rp_http_free(f->http);
     event_base_free(f->base);

@@ -101,12 +101,6 @@ static rp_status fake_feed(void *self, rp_console_call *call, rp_console_done_fn
     return fake_schedule(call, done);
 }
 
-static void *loop_main(void *arg) {
-    fixture *f = arg;
-    event_base_dispatch(f->base);
-    return NULL;
-}
-
 static void on_keepalive(evutil_socket_t fd, short what, void *arg) {
     (void)fd;
     (void)what;
@@ -137,23 +131,20 @@ static int setup(void **state) {
     f.console = rp_console_new(&port);
     assert_non_null(f.console);
     rp_http_hooks hooks = {.console = f.console};
-    char err[200] = "";
-    f.http = rp_http_new(f.base, "127.0.0.1:0", &f.metrics, &hooks, err, sizeof err);
-    if (f.http == NULL) fail_msg("rp_http_new: %s", err);
+    f.http = http_client_server(f.base, &f.metrics, &hooks);
     /* Keeps the loop turning while no request is open. */
     f.keepalive = event_new(f.base, -1, EV_PERSIST, on_keepalive, NULL);
     assert_non_null(f.keepalive);
     struct timeval tv = {1, 0};
     event_add(f.keepalive, &tv);
-    assert_int_equal(pthread_create(&f.loop, NULL, loop_main, &f), 0);
+    http_client_loop_start(f.base, &f.loop);
     *state = &f;
     return 0;
 }
 
 static int teardown(void **state) {
     fixture *f = *state;
-    event_base_loopbreak(f->base);
-    pthread_join(f->loop, NULL);
+    http_client_loop_stop(f->base, f->loop);
     event_free(f->keepalive);
     rp_http_free(f->http);
     rp_console_free(f->console);
