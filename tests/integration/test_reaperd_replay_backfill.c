@@ -111,10 +111,36 @@ static bool has_note(const json_t *rep, const char *dlq, const char *needle) {
     return false;
 }
 
+/* Whether the report has a note that names dlq and says needle. */
+static bool has_note_naming(const json_t *rep, const char *dlq, const char *needle) {
+    size_t i;
+    json_t *n;
+    json_array_foreach(json_object_get(rep, "notes"), i, n) {
+        const char *s = json_string_value(n);
+        if (s && strstr(s, dlq) && strstr(s, needle)) return true;
+    }
+    return false;
+}
+
+/* Passes (dry runs when dry_run) until one notes needle about dlq
+ * (has_note; naming: any note naming dlq, has_note_naming), for up to 60 s
+ * of measured time, half a second apart (the management API's statistics
+ * lag a few seconds). true when one did. */
+static bool once_until_noted(const char *dlq, const char *needle, bool dry_run, bool naming) {
+    bool noted = false;
+    for (long long end = itest_mono_ms() + 60000; !noted && itest_mono_ms() < end;) {
+        json_t *rep = once_as(NULL, dry_run);
+        noted = naming ? has_note_naming(rep, dlq, needle) : has_note(rep, dlq, needle);
+        json_decref(rep);
+        if (!noted) usleep(500 * 1000);
+    }
+    return noted;
+}
+
 /* Passes until the management API shows the queue's depth and the backfill
- * parks want rows (its statistics lag by a few seconds). */
+ * parks want rows (its statistics lag by a few seconds), for up to 60 s. */
 static void once_until_parked(const char *dlq, int64_t want, const char *extra) {
-    for (int i = 0; i < 20 && parked_on(dlq) < want; i++) {
+    for (long long end = itest_mono_ms() + 60000; parked_on(dlq) < want && itest_mono_ms() < end;) {
         json_t *rep = once(extra);
         assert_true(json_is_true(json_object_get(rep, "ok")));
         json_decref(rep);
@@ -271,14 +297,7 @@ static void test_quorum_dlq_read_once(void **state) {
     dead_letter(origin, dlq, 4, true, 2);
     /* Dry runs read nothing (a read would spend a delivery). */
     json_t *rep;
-    bool dry_noted = false;
-    for (int i = 0; i < 20 && !dry_noted; i++) {
-        rep = once_as(NULL, true);
-        dry_noted = has_note(rep, dlq, "not read by a dry run");
-        json_decref(rep);
-        if (!dry_noted) usleep(500 * 1000);
-    }
-    assert_true(dry_noted);
+    assert_true(once_until_noted(dlq, "not read by a dry run", true, false));
     assert_int_equal(pgfx_i64(W.f, "SELECT count(*) FROM ledger WHERE kind = "
                                    "'DeadLetterBackfillRead' AND payload->>'queue' = '%s'",
                               dlq),
@@ -388,14 +407,7 @@ static void test_quorum_read_waits_for_lock(void **state) {
     snprintf(dlq, sizeof dlq, "%s.dlq", origin);
     dead_letter(origin, dlq, 3, true, 20);
     backfill_lock(dlq, true);
-    bool noted = false;
-    for (int i = 0; i < 20 && !noted; i++) {
-        json_t *rep = once(NULL);
-        noted = has_note(rep, dlq, "another reaperd is reading");
-        json_decref(rep);
-        if (!noted) usleep(500 * 1000);
-    }
-    assert_true(noted);
+    assert_true(once_until_noted(dlq, "another reaperd is reading", false, false));
     assert_int_equal(parked_on(dlq), 0);
     assert_int_equal(read_records(dlq), 0);
     backfill_lock(dlq, false);
@@ -406,17 +418,6 @@ static void test_quorum_read_waits_for_lock(void **state) {
     assert_int_equal(head_delivery_count(dlq), 1);
     delete_queue(origin);
     delete_queue(dlq);
-}
-
-/* Whether the report has a note that names dlq and says needle. */
-static bool has_note_naming(const json_t *rep, const char *dlq, const char *needle) {
-    size_t i;
-    json_t *n;
-    json_array_foreach(json_object_get(rep, "notes"), i, n) {
-        const char *s = json_string_value(n);
-        if (s && strstr(s, dlq) && strstr(s, needle)) return true;
-    }
-    return false;
 }
 
 /* Parks of a quorum read that fail: the read is not recorded, so the next
@@ -431,14 +432,7 @@ static void test_quorum_failed_park_keeps_read(void **state) {
                    "$$BEGIN RAISE EXCEPTION 'itest: park refused'; END$$");
     pgfx_exec(W.f, "CREATE TRIGGER itest_fail_park BEFORE INSERT ON dead_letter FOR EACH ROW "
                    "WHEN (NEW.queue = '%s') EXECUTE FUNCTION itest_fail_park()", dlq);
-    bool tried = false;
-    for (int i = 0; i < 20 && !tried; i++) {
-        json_t *rep = once(NULL);
-        tried = has_note_naming(rep, dlq, "could not be examined");
-        json_decref(rep);
-        if (!tried) usleep(500 * 1000);
-    }
-    assert_true(tried);
+    assert_true(once_until_noted(dlq, "could not be examined", false, true));
     assert_int_equal(parked_on(dlq), 0);
     assert_int_equal(read_records(dlq), 0);
     pgfx_exec(W.f, "DROP TRIGGER itest_fail_park ON dead_letter");
