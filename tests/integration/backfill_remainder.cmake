@@ -3,7 +3,7 @@
 if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_reaperd_backfill_remainder.c)
   rp_integration_test(test_reaperd_backfill_remainder
     SOURCES integration/test_reaperd_backfill_remainder.c integration/pg_fixture.c
-      integration/itest.c
+      integration/once_common.c integration/itest.c
     LIBS reaper::postgres reaper::rabbitmq reaper::core reaper::support PkgConfig::PQ
       PkgConfig::JANSSON)
   set_property(TEST test_reaperd_backfill_remainder APPEND PROPERTY LABELS broker)

@@ -625,7 +625,7 @@ void itest_dead_letters(amqp_connection_state_t c, const char *origin, const cha
         amqp_destroy_message(&m);
         if (amqp_basic_reject(c, 1, tag, 0) != 0) fail_msg("reject on %s failed", origin);
     }
-    for (int i = 0; i < 200 && itest_queue_depth(c, 1, dlq) != n; i++) usleep(20 * 1000);
+    ITEST_POLL(itest_queue_depth(c, 1, dlq) == n, 10000);
     long got = itest_queue_depth(c, 1, dlq);
     if (got != n) fail_msg("%s holds %ld dead letters, not %d", dlq, got, n);
 }
@@ -637,6 +637,13 @@ bool itest_wait_until(bool (*pred)(void *ctx), void *ctx, int deadline_ms) {
         if (itest_mono_ms() >= until) return false;
         usleep(20 * 1000);
     }
+}
+
+bool itest_poll_sleep(long long until) {
+    long long left = until - itest_mono_ms();
+    if (left <= 0) return false;
+    usleep((useconds_t)(left < 20 ? left : 20) * 1000);
+    return true;
 }
 
 typedef struct itest_lock_waiters {
@@ -658,4 +665,57 @@ bool itest_pg_wait_lock_waiters(int n, int deadline_ms) {
     if (!ok) fprintf(stderr, "fewer than %d sessions waited for a lock in %d ms\n", n, deadline_ms);
     PQfinish(w.pg);
     return ok;
+}
+
+amqp_table_entry_t itest_te(const char *k, amqp_field_value_t v) {
+    amqp_table_entry_t e;
+    e.key = amqp_cstring_bytes(k);
+    e.value = v;
+    return e;
+}
+
+amqp_field_value_t itest_fstr(const char *s) {
+    amqp_field_value_t v;
+    memset(&v, 0, sizeof v);
+    v.kind = AMQP_FIELD_KIND_UTF8;
+    v.value.bytes = amqp_cstring_bytes(s);
+    return v;
+}
+
+void itest_made_add(itest_made *m, const char *queue) {
+    assert_true(m->n < ITEST_MADE_MAX);
+    snprintf(m->names[m->n++], sizeof m->names[0], "%s", queue);
+}
+
+void itest_made_delete(itest_made *m, amqp_connection_state_t c) {
+    for (int i = 0; i < m->n; i++) {
+        amqp_queue_delete(c, 1, amqp_cstring_bytes(m->names[i]), 0, 0);
+        if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL) {
+            amqp_channel_open(c, 1);
+            amqp_get_rpc_reply(c);
+        }
+    }
+    m->n = 0;
+}
+
+void itest_ok_rpc(amqp_connection_state_t c, const char *what) {
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(c);
+    if (r.reply_type != AMQP_RESPONSE_NORMAL) fprintf(stderr, "%s failed\n", what);
+    assert_int_equal(r.reply_type, AMQP_RESPONSE_NORMAL);
+}
+
+long itest_proc_status_kib(pid_t pid, const char *field) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return -1;
+    long kib = -1;
+    size_t n = strlen(field);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, field, n) == 0 && line[n] == ':') {
+            kib = atol(line + n + 1);
+            break;
+        }
+    fclose(f);
+    return kib;
 }

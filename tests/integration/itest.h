@@ -59,6 +59,10 @@ int itest_reaperd_http_port(rp_child *c, int timeout_ms);
  * (heap, NUL-terminated; may be NULL), or -1 when no answer came in time. */
 int itest_http(int port, const char *method, const char *path, char **body, int timeout_ms);
 
+/* A field of /proc/PID/status in KiB ("VmRSS", "VmHWM"), -1 when
+ * unreadable. */
+long itest_proc_status_kib(pid_t pid, const char *field);
+
 /* Milliseconds on CLOCK_MONOTONIC (for time-outs and measured durations). */
 long long itest_mono_ms(void);
 /* Asks pred(ctx) until it says true or deadline_ms have passed (it is
@@ -66,6 +70,23 @@ long long itest_mono_ms(void);
  * a wait that stands for "until X happened"; a wait that must let time
  * pass (to show that something did NOT happen) sleeps, and says so. */
 bool itest_wait_until(bool (*pred)(void *ctx), void *ctx, int deadline_ms);
+/* ITEST_POLL's step: false once itest_mono_ms() has reached until (no
+ * sleep then); otherwise sleeps 20 ms (or what is left, if less) and
+ * returns true. */
+bool itest_poll_sleep(long long until);
+/* Evaluates cond (an expression; it may have effects, e.g. read a queue's
+ * depth) until it is true or deadline_ms have passed on the monotonic clock
+ * (asked every 20 ms, the last time at most 20 ms before the deadline).
+ * The same as itest_wait_until for a condition written in place; the test
+ * asserts the condition after it (the poll itself fails nothing):
+ *     ITEST_POLL(depth(q) == 1, 10000);
+ *     assert_int_equal(depth(q), 1);
+ * A deadline is measured time, not a count of sleeps: a loaded machine
+ * makes each round slower, not the wait longer. */
+#define ITEST_POLL(cond, deadline_ms)                                                              \
+    for (long long itest_poll_until_ = itest_mono_ms() + (deadline_ms);                            \
+         !(cond) && itest_poll_sleep(itest_poll_until_);) {                                        \
+    }
 
 /* GET /metrics from a reaperd's HTTP port; fails the test unless it answers
  * 200. Heap string, the caller frees. */
@@ -123,6 +144,25 @@ int itest_request(amqp_connection_state_t c, const char *queue, const char *cont
 void itest_reply_free(itest_reply *r);
 
 /* ---- PostgreSQL and the services for tests (libpq, blocking) ---- */
+/* A table entry k = v, and a UTF-8 string field value (both point into
+ * their arguments: no copy), for headers a test writes in place. */
+amqp_table_entry_t itest_te(const char *k, amqp_field_value_t v);
+amqp_field_value_t itest_fstr(const char *s);
+
+/* The queues a test group made, deleted at its end whatever happened. */
+enum { ITEST_MADE_MAX = 24 };
+typedef struct itest_made {
+    char names[ITEST_MADE_MAX][160];
+    int n;
+} itest_made;
+/* Adds queue to m; fails the test when m is full. */
+void itest_made_add(itest_made *m, const char *queue);
+/* Deletes every queue of m on channel 1 of c (a refusal reopens the
+ * channel and goes on), then empties m. */
+void itest_made_delete(itest_made *m, amqp_connection_state_t c);
+/* Fails the test, saying what failed, unless c's last RPC went well. */
+void itest_ok_rpc(amqp_connection_state_t c, const char *what);
+
 #include <libpq-fe.h>
 
 /* Connects to REAPER_STORE_DSN (client_min_messages = warning); exits on

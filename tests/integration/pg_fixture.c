@@ -14,6 +14,7 @@
 
 #include "itest.h"
 #include "rp_log.h"
+#include "rp_park.h"
 #include "rp_pg_migrate.h"
 
 static pid_t rp_main_pid;
@@ -264,4 +265,36 @@ rp_status pgfx_move1(const rp_store_port *s, const rp_held_job *job, const rp_ve
     rp_status st = s->commit_leases(s->self, &m, 1);
     *ev = m.event;
     return st != RP_OK ? st : m.result;
+}
+
+#define PGFX_OSTR(s) ((rp_opt_str){true, {(const uint8_t *)(s), strlen(s)}})
+
+int64_t pgfx_park(pgfx *f, const char *vhost, const char *origin, const char *dlq,
+                  const char *message_id, rp_bytes body, bool truncated,
+                  const rp_pg_dl_handle *handle) {
+    rp_xdeath xd = {PGFX_OSTR(origin), PGFX_OSTR("rejected"), {true, 1700000000}, {true, 1}};
+    rp_dl_message msg;
+    memset(&msg, 0, sizeof msg);
+    msg.headers.message_id = PGFX_OSTR(message_id);
+    msg.headers.first_death_queue = PGFX_OSTR(origin);
+    msg.headers.first_death_reason = PGFX_OSTR("rejected");
+    msg.headers.x_death = &xd;
+    msg.headers.n_x_death = 1;
+    msg.body = body;
+    msg.body_truncated = truncated;
+    msg.handle = handle;
+    char found_on[200];
+    snprintf(found_on, sizeof found_on, "%s", dlq ? dlq : origin);
+    if (dlq == NULL) strncat(found_on, ".dlq", sizeof found_on - strlen(found_on) - 1);
+    rp_park_site site = {vhost ? vhost : "/", found_on, f->dlq};
+    rp_report r;
+    rp_report_init(&r, false);
+    rp_park_outcome out;
+    assert_int_equal(rp_park_dead_letter(&f->ports, &site, &msg, false, &r, &out), RP_OK);
+    assert_int_equal(out, RP_PARKED_NEW);
+    rp_report_cleanup(&r);
+    int64_t gate =
+        pgfx_i64(f, "SELECT gate_id FROM dead_letter WHERE identity LIKE 'id:%%/%s'", message_id);
+    assert_true(gate > 0);
+    return gate;
 }

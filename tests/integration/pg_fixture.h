@@ -74,6 +74,15 @@ char *pgfx_dump(pgfx *f);
 /* Whether the report has a note containing needle. */
 bool pgfx_has_note(const rp_report *r, const char *needle);
 
+/* Parks a dead letter the way the tap does (rp_park_dead_letter over the
+ * fixture's ports): message_id, first died on origin ("rejected", one
+ * x-death at 1700000000, count 1), found on dlq (NULL: "<origin>.dlq") of
+ * vhost (NULL: "/"), with body (truncated: not stored whole) and handle (its
+ * stored headers and properties; NULL: none). Fails the test unless it is
+ * parked new; returns its gate. */
+int64_t pgfx_park(pgfx *f, const char *vhost, const char *origin, const char *dlq,
+                  const char *message_id, rp_bytes body, bool truncated,
+                  const rp_pg_dl_handle *handle);
 /* A lease batch of one row, for tests of a single row: takes it into *job
  * (lent as take_leases lends), or commits one move of it and returns the
  * commit's failure or else the move's result (*ev set when RP_OK). */

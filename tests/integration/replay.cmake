@@ -5,7 +5,7 @@ set(RP_REPLAY_TEST_LIBS reaper::postgres reaper::rabbitmq reaper::core reaper::s
 foreach(t test_reaperd_replay test_reaperd_replay_backfill test_reaperctl)
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/${t}.c)
     rp_integration_test(${t} SOURCES integration/${t}.c integration/pg_fixture.c
-      integration/itest.c LIBS ${RP_REPLAY_TEST_LIBS})
+      integration/once_common.c integration/itest.c LIBS ${RP_REPLAY_TEST_LIBS})
     set_property(TEST ${t} APPEND PROPERTY LABELS broker)
   endif()
 endforeach()

@@ -49,7 +49,35 @@ int tap_world_setup(const char *name) {
     return 0;
 }
 
+void tap_source_done(const char *work, const char *dlq) {
+    tap_stop_reaperd(SIGTERM);
+    tap_delete_queue(work);
+    tap_delete_queue(dlq);
+}
+
+/* The session of tap_block_parking, while it holds the lock. */
+static PGconn *parking_lock;
+
+void tap_block_parking(void) {
+    parking_lock = itest_pg_connect();
+    assert_non_null(parking_lock);
+    char sql[256];
+    snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE \"%s\".dead_letter IN EXCLUSIVE MODE", T.schema);
+    PGresult *r = PQexec(parking_lock, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+}
+
+void tap_unblock_parking(void) {
+    PQclear(PQexec(parking_lock, "COMMIT"));
+    PQfinish(parking_lock);
+    parking_lock = NULL;
+}
+
 int tap_world_teardown(void) {
+    /* A failed test's lock goes with its session. */
+    if (parking_lock) PQfinish(parking_lock);
+    parking_lock = NULL;
     if (T.reaperd) tap_stop_reaperd(SIGTERM);
     /* A fresh connection: a failed assertion may have left the channel
      * closed. Deleting what is already gone closes channel 1 (404): open

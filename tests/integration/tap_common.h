@@ -39,8 +39,9 @@ extern tap_world T;
 
 /* Migrates the schema, connects AMQP and PostgreSQL. 0 on success. */
 int tap_world_setup(const char *name);
-/* Stops reaperd, deletes the tap queue and every queue/exchange named,
- * drops the schema. */
+/* Lets go of a parking block a failed test left (its session closes, the
+ * lock goes with it), stops reaperd, deletes the tap queue and every
+ * queue/exchange named, drops the schema. */
 int tap_world_teardown(void);
 
 /* Names a test object: "vibey.itt<pid>.<what>" (owned) into buf. */
@@ -100,6 +101,16 @@ long tap_wait_count(long want, int timeout_ms, const char *query);
  * parked, or timeout_ms passes; fails the test (with reaperd's log) when
  * the count is not want then. */
 void tap_wait_parked(const char *prefix, long want, int timeout_ms);
+
+/* The end of a test on one dead-letter source: reaperd stopped (SIGTERM),
+ * then its work queue and its dead-letter queue deleted. */
+void tap_source_done(const char *work, const char *dlq);
+
+/* Parking blocked: the tap's parks wait on an exclusive lock of the
+ * dead_letter table, held by a session of the test's own until
+ * tap_unblock_parking commits it. */
+void tap_block_parking(void);
+void tap_unblock_parking(void);
 
 /* 3 for RabbitMQ 3.x, 4 for 4.x (from the server properties). */
 int tap_broker_major(void);

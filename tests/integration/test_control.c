@@ -24,30 +24,30 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control_common.h"
 #include "itest.h"
 #include "rp_proto.h"
 #include "test_daemon.h"
 
-typedef struct world {
-    rp_child *reaperd;
-    amqp_connection_state_t amqp;
-    PGconn *pg;
-    char schema[64];
-    char queue[96];
-    char env_queue[160];
-    char env_owned[128], env_dlq[160]; /* no queue of other tests on the broker */
-    char replies[96];                  /* prefix of the reply queues the pattern admits */
-    char env_replies[192];
-} world;
+/* One reaperd per group: the group's names, connections and calls are
+ * control_common's (strict: every reply's content type, app_id and user
+ * are checked too). */
+static ctl_group W = {.strict = true};
 
-static world W;
+static struct {
+    char replies[96]; /* prefix of the reply queues the pattern admits */
+    char env_replies[192];
+} R;
 
 #define sql(...)  (void)itest_sql(W.pg, W.schema, __VA_ARGS__)
 #define sqln(...) itest_sqln(W.pg, W.schema, __VA_ARGS__)
+#define call(ct, body, len, user) ctl_call(&W, ct, body, len, user)
+#define call_json(text)           ctl_call_json(&W, text)
+#define call_msgpack(text)        ctl_call_msgpack(&W, text)
 
 /* rate_env: NULL for no reap rate limit (most tests reap more often). */
 static rp_child *start_reaperd_rate(const char *users_env, const char *rate_env) {
-    char *env[] = {(char *)users_env, W.env_owned, W.env_dlq, W.env_replies,
+    char *env[] = {(char *)users_env, R.env_replies,
                    (char *)(rate_env ? rate_env : "REAPER_CONTROL_REAP_RATE_SECONDS=0"), NULL};
     assert_int_equal(itest_migrate(W.schema), 0);
     /* These tests plant expired leases and ask for the pass themselves
@@ -55,8 +55,7 @@ static rp_child *start_reaperd_rate(const char *users_env, const char *rate_env)
      * notifications would have the daemon reap them first, on its own.
      * Reaping on the deadline is test_reaperd_store's. */
     sql("ALTER TABLE job DISABLE TRIGGER job_lease_notify");
-    itest_daemon_opts o = {.schema = W.schema, .control = W.queue, .env = env};
-    return itest_daemon_start(&o);
+    return ctl_group_start(&W, env);
 }
 
 static rp_child *start_reaperd(const char *users_env) { return start_reaperd_rate(users_env, NULL); }
@@ -99,16 +98,11 @@ static void send_status(const char *reply_to, const char *corr) {
 
 static int group_setup(void **state) {
     (void)state;
-    snprintf(W.schema, sizeof W.schema, "itest_ctl_%d", (int)getpid());
-    snprintf(W.queue, sizeof W.queue, "vibey.reap.control.itest.%d", (int)getpid());
-    snprintf(W.env_queue, sizeof W.env_queue, "REAPER_BROKER_CONTROL_QUEUE=%s", W.queue);
-    itest_env_owned(W.env_owned, sizeof W.env_owned, "ctlq");
-    itest_env_dead_letters(W.env_dlq, sizeof W.env_dlq, "ctlq");
-    snprintf(W.replies, sizeof W.replies, "vibey.itest.replies.%d.", (int)getpid());
-    snprintf(W.env_replies, sizeof W.env_replies,
+    ctl_group_begin(&W, "itest_ctl_", "vibey.reap.control.itest.", "ctlq", "corr");
+    snprintf(R.replies, sizeof R.replies, "vibey.itest.replies.%d.", (int)getpid());
+    snprintf(R.env_replies, sizeof R.env_replies,
              "REAPER_CONTROL_REPLY_QUEUE_PATTERN=^vibey\\.itest\\.replies\\.%d\\.",
              (int)getpid());
-    W.pg = itest_pg_connect();
     W.reaperd = start_reaperd("REAPER_CONTROL_ALLOWED_USERS=");
     W.amqp = itest_amqp_connect();
     return 0;
@@ -116,71 +110,11 @@ static int group_setup(void **state) {
 
 static int group_teardown(void **state) {
     (void)state;
-    itest_daemon_stop(W.reaperd);
-    if (W.amqp) itest_amqp_close(W.amqp);
-    char q[256];
-    snprintf(q, sizeof q, "DROP SCHEMA IF EXISTS %s CASCADE", W.schema);
-    PQclear(PQexec(W.pg, q));
-    PQfinish(W.pg);
-    /* The control queue is durable: remove it. */
-    amqp_connection_state_t c = itest_amqp_connect();
-    amqp_queue_delete(c, 1, amqp_cstring_bytes(W.queue), 0, 0);
-    itest_amqp_close(c);
+    ctl_group_end(&W, NULL, 0);
     return 0;
 }
 
-/* Sends a JSON request and returns the reply as JSON (whatever its
- * encoding), checking the correlation id and content type came back. */
-static json_t *call(const char *ct, const void *body, size_t len, const char *user) {
-    static int n;
-    char corr[32];
-    snprintf(corr, sizeof corr, "corr-%d", ++n);
-    itest_reply r;
-    int rc = itest_request(W.amqp, W.queue, ct, body, len, user, true, corr, &r, 20000);
-    if (rc != 0) {
-        fprintf(stderr, "no reply; reaperd said:\n%s\n", W.reaperd->log);
-        fail();
-    }
-    assert_string_equal(r.correlation_id, corr);
-    const char *want_ct = ct && strcmp(ct, "application/json") == 0 ? "application/json"
-                                                                   : "application/msgpack";
-    assert_string_equal(r.content_type, want_ct);
-    /* Every reply says it is reaperd's, with the user the broker checked. */
-    assert_string_equal(r.app_id, "reaperd");
-    assert_string_equal(r.user_id, itest_broker_user());
-    rp_proto_error err;
-    rp_proto_error_init(&err);
-    rp_bytes ctb = {(const uint8_t *)r.content_type, strlen(r.content_type)};
-    json_t *j = rp_proto_to_json((rp_bytes){(const uint8_t *)r.body, r.len}, ctb, NULL, &err);
-    if (j == NULL) fprintf(stderr, "undecodable reply: %s\n", err.message);
-    assert_non_null(j);
-    itest_reply_free(&r);
-    return j;
-}
-
-static json_t *call_json(const char *text) { return call("application/json", text, strlen(text), NULL); }
-
-/* The same request as msgpack, through the codec reaperctl uses. */
-static json_t *call_msgpack(const char *text) {
-    json_t *t = json_loads(text, 0, NULL);
-    assert_non_null(t);
-    rp_request req;
-    rp_request_init(&req);
-    rp_proto_error err;
-    assert_int_equal(rp_request_from_json(t, &req, &err), RP_OK);
-    rp_proto_buf buf = {0};
-    assert_int_equal(rp_request_encode(&req, RP_ENC_MSGPACK, &buf, &err), RP_OK);
-    json_t *reply = call("application/msgpack", buf.ptr, buf.len, NULL);
-    rp_proto_buf_cleanup(&buf);
-    rp_request_cleanup(&req);
-    json_decref(t);
-    return reply;
-}
-
-static const char *err_code(json_t *reply) {
-    assert_true(json_is_false(json_object_get(reply, "ok")));
-    return json_string_value(json_object_get(json_object_get(reply, "error"), "code"));
-}
+#define err_code ctl_err_code
 
 static void test_status_in_both_encodings(void **state) {
     (void)state;
@@ -916,7 +850,7 @@ static void test_reply_to_only_reply_queues(void **state) {
     (void)state;
     char victim[128], ok_queue[128];
     snprintf(victim, sizeof victim, "vibey.itest.victim.%d", (int)getpid());
-    snprintf(ok_queue, sizeof ok_queue, "%sok", W.replies);
+    snprintf(ok_queue, sizeof ok_queue, "%sok", R.replies);
     amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(victim), 0, 0, 0, 1, amqp_empty_table);
     assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
     amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(ok_queue), 0, 0, 0, 1, amqp_empty_table);
@@ -942,7 +876,7 @@ static void test_reply_to_only_reply_queues(void **state) {
 static void test_nacked_replies_do_not_starve(void **state) {
     (void)state;
     char full[128];
-    snprintf(full, sizeof full, "%sfull", W.replies);
+    snprintf(full, sizeof full, "%sfull", R.replies);
     amqp_table_entry_t e[2];
     e[0].key = amqp_cstring_bytes("x-max-length");
     e[0].value.kind = AMQP_FIELD_KIND_I32;

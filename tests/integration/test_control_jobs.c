@@ -21,121 +21,40 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "control_common.h"
 #include "itest.h"
 #include "rp_proto.h"
 #include "test_daemon.h"
 
-typedef struct world {
-    rp_child *reaperd;
-    amqp_connection_state_t amqp;
-    PGconn *pg;
-    char schema[64];
-    char queue[96];
-    char env_queue[160];
-    char env_owned[128], env_dlq[160];
-} world;
-
-static world W;
+/* One reaperd per group: the group's names, connections and calls are
+ * control_common's. */
+static ctl_group W;
 
 #define sql(...)  (void)itest_sql(W.pg, W.schema, __VA_ARGS__)
 #define sqln(...) itest_sqln(W.pg, W.schema, __VA_ARGS__)
-
-static rp_child *start_reaperd(const char *users_env) {
-    char *env[] = {(char *)users_env, W.env_owned, W.env_dlq, NULL};
-    itest_daemon_opts o = {.schema = W.schema, .control = W.queue, .env = env};
-    return itest_daemon_start(&o);
-}
+#define call_json(text)    ctl_call_json(&W, text)
+#define call_msgpack(text) ctl_call_msgpack(&W, text)
+#define result             ctl_result
+#define err_code           ctl_err_code
+#define err_message        ctl_err_message
 
 static void restart_reaperd(const char *users_env) {
-    itest_daemon_stop(W.reaperd);
-    W.reaperd = start_reaperd(users_env);
+    ctl_group_restart(&W, (char *[]){(char *)users_env, NULL});
 }
 
 static int group_setup(void **state) {
     (void)state;
-    snprintf(W.schema, sizeof W.schema, "itest_jobs_%d", (int)getpid());
-    snprintf(W.queue, sizeof W.queue, "vibey.reap.control.itest.jobs.%d", (int)getpid());
-    snprintf(W.env_queue, sizeof W.env_queue, "REAPER_BROKER_CONTROL_QUEUE=%s", W.queue);
-    itest_env_owned(W.env_owned, sizeof W.env_owned, "jobq");
-    itest_env_dead_letters(W.env_dlq, sizeof W.env_dlq, "jobq");
-    W.pg = itest_pg_connect();
+    ctl_group_begin(&W, "itest_jobs_", "vibey.reap.control.itest.jobs.", "jobq", "jobs");
     assert_int_equal(itest_migrate(W.schema), 0);
-    W.reaperd = start_reaperd("REAPER_CONTROL_ALLOWED_USERS=");
+    W.reaperd = ctl_group_start(&W, (char *[]){"REAPER_CONTROL_ALLOWED_USERS=", NULL});
     W.amqp = itest_amqp_connect();
     return 0;
 }
 
 static int group_teardown(void **state) {
     (void)state;
-    itest_daemon_stop(W.reaperd);
-    if (W.amqp) itest_amqp_close(W.amqp);
-    itest_drop_schema(W.pg, W.schema);
-    PQfinish(W.pg);
-    amqp_connection_state_t c = itest_amqp_connect();
-    amqp_queue_delete(c, 1, amqp_cstring_bytes(W.queue), 0, 0);
-    itest_amqp_close(c);
+    ctl_group_end(&W, NULL, 0);
     return 0;
-}
-
-/* Sends a request and returns the reply as JSON (whatever its encoding). */
-static json_t *call(const char *ct, const void *body, size_t len) {
-    static int n;
-    char corr[32];
-    snprintf(corr, sizeof corr, "jobs-%d", ++n);
-    itest_reply r;
-    if (itest_request(W.amqp, W.queue, ct, body, len, NULL, true, corr, &r, 20000) != 0) {
-        fprintf(stderr, "no reply; reaperd said:\n%s\n", W.reaperd->log);
-        fail();
-    }
-    assert_string_equal(r.correlation_id, corr);
-    rp_proto_error err;
-    rp_proto_error_init(&err);
-    rp_bytes ctb = {(const uint8_t *)r.content_type, strlen(r.content_type)};
-    json_t *j = rp_proto_to_json((rp_bytes){(const uint8_t *)r.body, r.len}, ctb, NULL, &err);
-    if (j == NULL) fprintf(stderr, "undecodable reply: %s\n", err.message);
-    assert_non_null(j);
-    itest_reply_free(&r);
-    return j;
-}
-
-static json_t *call_json(const char *text) {
-    return call("application/json", text, strlen(text));
-}
-
-/* The same request as msgpack, through the codec reaperctl uses. */
-static json_t *call_msgpack(const char *text) {
-    json_t *t = json_loads(text, 0, NULL);
-    assert_non_null(t);
-    rp_request req;
-    rp_request_init(&req);
-    rp_proto_error err;
-    assert_int_equal(rp_request_from_json(t, &req, &err), RP_OK);
-    rp_proto_buf buf = {0};
-    assert_int_equal(rp_request_encode(&req, RP_ENC_MSGPACK, &buf, &err), RP_OK);
-    json_t *reply = call("application/msgpack", buf.ptr, buf.len);
-    rp_proto_buf_cleanup(&buf);
-    rp_request_cleanup(&req);
-    json_decref(t);
-    return reply;
-}
-
-static const json_t *result(const json_t *reply) {
-    if (!json_is_true(json_object_get(reply, "ok"))) {
-        char *s = json_dumps(reply, JSON_COMPACT);
-        fprintf(stderr, "not ok: %s\n", s);
-        free(s);
-        fail();
-    }
-    return json_object_get(reply, "result");
-}
-
-static const char *err_code(const json_t *reply) {
-    assert_true(json_is_false(json_object_get(reply, "ok")));
-    return json_string_value(json_object_get(json_object_get(reply, "error"), "code"));
-}
-
-static const char *err_message(const json_t *reply) {
-    return json_string_value(json_object_get(json_object_get(reply, "error"), "message"));
 }
 
 /* Inserts a job and returns its id. */

@@ -26,36 +26,27 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control_common.h"
 #include "itest.h"
 #include "rp_proto.h"
 #include "test_daemon.h"
 
-typedef struct world {
-    rp_child *reaperd;
-    amqp_connection_state_t amqp;
-    amqp_connection_state_t consumer; /* holds two messages unacked */
-    PGconn *pg;
-    char schema[64];
-    char queue[96];
-    char env_queue[160];
-    char env_owned[128], env_dlq[160];
-    char work[96], dlq[96], foreign[96];
-} world;
+/* One reaperd per group: the group's names, connections and calls are
+ * control_common's. */
+static ctl_group W;
 
-static world W;
+static struct {
+    amqp_connection_state_t consumer; /* holds two messages unacked */
+    char work[96], dlq[96], foreign[96];
+} S;
 
 #define sql(...)  (void)itest_sql(W.pg, W.schema, __VA_ARGS__)
 #define sqln(...) itest_sqln(W.pg, W.schema, __VA_ARGS__)
-
-static rp_child *start_reaperd(const char *users_env) {
-    char *env[] = {(char *)users_env, W.env_owned, W.env_dlq, NULL};
-    itest_daemon_opts o = {.schema = W.schema, .control = W.queue, .env = env};
-    return itest_daemon_start(&o);
-}
+#define call(ct, body, len) ctl_call(&W, ct, body, len, NULL)
+#define result              ctl_result
 
 static void restart_reaperd(const char *users_env) {
-    itest_daemon_stop(W.reaperd);
-    W.reaperd = start_reaperd(users_env);
+    ctl_group_restart(&W, (char *[]){(char *)users_env, NULL});
 }
 
 static void declare(amqp_connection_state_t c, const char *name) {
@@ -78,57 +69,22 @@ static void publish(amqp_connection_state_t c, const char *queue, int n, time_t 
 static int group_setup(void **state) {
     (void)state;
     int pid = (int)getpid();
-    snprintf(W.schema, sizeof W.schema, "itest_stats_%d", pid);
-    snprintf(W.queue, sizeof W.queue, "vibey.reap.control.itest.stats.%d", pid);
-    snprintf(W.env_queue, sizeof W.env_queue, "REAPER_BROKER_CONTROL_QUEUE=%s", W.queue);
-    snprintf(W.work, sizeof W.work, "vibey.itest.stats%d.work", pid);
-    snprintf(W.dlq, sizeof W.dlq, "vibey.itest.stats%d.work.dlq", pid);
-    snprintf(W.foreign, sizeof W.foreign, "itest.stats%d.foreign", pid);
-    itest_env_owned(W.env_owned, sizeof W.env_owned, "stats");
-    itest_env_dead_letters(W.env_dlq, sizeof W.env_dlq, "stats");
-    W.pg = itest_pg_connect();
+    ctl_group_begin(&W, "itest_stats_", "vibey.reap.control.itest.stats.", "stats", "stats");
+    snprintf(S.work, sizeof S.work, "vibey.itest.stats%d.work", pid);
+    snprintf(S.dlq, sizeof S.dlq, "vibey.itest.stats%d.work.dlq", pid);
+    snprintf(S.foreign, sizeof S.foreign, "itest.stats%d.foreign", pid);
     assert_int_equal(itest_migrate(W.schema), 0);
-    W.reaperd = start_reaperd("REAPER_CONTROL_ALLOWED_USERS=");
+    W.reaperd = ctl_group_start(&W, (char *[]){"REAPER_CONTROL_ALLOWED_USERS=", NULL});
     W.amqp = itest_amqp_connect();
     return 0;
 }
 
 static int group_teardown(void **state) {
     (void)state;
-    itest_daemon_stop(W.reaperd);
-    if (W.consumer) itest_amqp_close(W.consumer);
-    if (W.amqp) itest_amqp_close(W.amqp);
-    itest_drop_schema(W.pg, W.schema);
-    PQfinish(W.pg);
-    amqp_connection_state_t c = itest_amqp_connect();
-    const char *queues[] = {W.queue, W.work, W.dlq, W.foreign};
-    for (size_t i = 0; i < 4; i++) {
-        amqp_queue_delete(c, 1, amqp_cstring_bytes(queues[i]), 0, 0);
-        amqp_get_rpc_reply(c);
-    }
-    itest_amqp_close(c);
+    if (S.consumer) itest_amqp_close(S.consumer);
+    const char *queues[] = {S.work, S.dlq, S.foreign};
+    ctl_group_end(&W, queues, 3);
     return 0;
-}
-
-/* Sends a request and returns the reply as JSON (whatever its encoding). */
-static json_t *call(const char *ct, const void *body, size_t len) {
-    static int n;
-    char corr[32];
-    snprintf(corr, sizeof corr, "stats-%d", ++n);
-    itest_reply r;
-    if (itest_request(W.amqp, W.queue, ct, body, len, NULL, true, corr, &r, 20000) != 0) {
-        fprintf(stderr, "no reply; reaperd said:\n%s\n", W.reaperd->log);
-        fail();
-    }
-    assert_string_equal(r.correlation_id, corr);
-    rp_proto_error err;
-    rp_proto_error_init(&err);
-    rp_bytes ctb = {(const uint8_t *)r.content_type, strlen(r.content_type)};
-    json_t *j = rp_proto_to_json((rp_bytes){(const uint8_t *)r.body, r.len}, ctb, NULL, &err);
-    if (j == NULL) fprintf(stderr, "undecodable reply: %s\n", err.message);
-    assert_non_null(j);
-    itest_reply_free(&r);
-    return j;
 }
 
 static json_t *call_stats(bool msgpack) {
@@ -143,16 +99,6 @@ static json_t *call_stats(bool msgpack) {
     rp_proto_buf_cleanup(&buf);
     rp_request_cleanup(&req);
     return reply;
-}
-
-static const json_t *result(const json_t *reply) {
-    if (!json_is_true(json_object_get(reply, "ok"))) {
-        char *s = json_dumps(reply, JSON_COMPACT);
-        fprintf(stderr, "not ok: %s\n", s);
-        free(s);
-        fail();
-    }
-    return json_object_get(reply, "result");
 }
 
 static long jint(const json_t *o, const char *k) {
@@ -199,33 +145,33 @@ static void open_sighting(const char *key, const char *condition) {
  * queue and a foreign queue are not rows. */
 static void test_queue_counts(void **state) {
     (void)state;
-    declare(W.amqp, W.work);
-    declare(W.amqp, W.dlq);
-    declare(W.amqp, W.foreign);
+    declare(W.amqp, S.work);
+    declare(W.amqp, S.dlq);
+    declare(W.amqp, S.foreign);
     time_t ts = time(NULL) - 100;
-    publish(W.amqp, W.work, 5, ts);
-    publish(W.amqp, W.dlq, 1, ts);
-    publish(W.amqp, W.foreign, 1, ts);
+    publish(W.amqp, S.work, 5, ts);
+    publish(W.amqp, S.dlq, 1, ts);
+    publish(W.amqp, S.foreign, 1, ts);
     /* A real consumer holds two of them unacked. */
-    W.consumer = itest_amqp_connect_plain();
-    amqp_basic_qos(W.consumer, 1, 0, 2, 0);
-    assert_int_equal(amqp_get_rpc_reply(W.consumer).reply_type, AMQP_RESPONSE_NORMAL);
-    amqp_basic_consume(W.consumer, 1, amqp_cstring_bytes(W.work), amqp_empty_bytes, 0, 0, 0,
+    S.consumer = itest_amqp_connect_plain();
+    amqp_basic_qos(S.consumer, 1, 0, 2, 0);
+    assert_int_equal(amqp_get_rpc_reply(S.consumer).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_basic_consume(S.consumer, 1, amqp_cstring_bytes(S.work), amqp_empty_bytes, 0, 0, 0,
                        amqp_empty_table);
-    assert_int_equal(amqp_get_rpc_reply(W.consumer).reply_type, AMQP_RESPONSE_NORMAL);
+    assert_int_equal(amqp_get_rpc_reply(S.consumer).reply_type, AMQP_RESPONSE_NORMAL);
 
     /* The samples a pass would have kept: two increments in the window, one
      * before it (left out). */
-    sql("DELETE FROM queue_increment WHERE queue = '%s'", W.work);
-    sql("DELETE FROM queue_counter WHERE queue = '%s'", W.work);
+    sql("DELETE FROM queue_increment WHERE queue = '%s'", S.work);
+    sql("DELETE FROM queue_counter WHERE queue = '%s'", S.work);
     sql("INSERT INTO queue_counter (vhost, queue, published, acked, read_at) "
-        "VALUES ('/', '%s', 100, 50, 0)", W.work);
+        "VALUES ('/', '%s', 100, 50, 0)", S.work);
     sql("INSERT INTO queue_increment (vhost, queue, at, published, acked) VALUES "
         "('/', '%s', now() - interval '10 minutes', 5, 3), "
         "('/', '%s', now() - interval '2 hours', 2, 1), "
-        "('/', '%s', now() - interval '3 days', 100, 100)", W.work, W.work, W.work);
+        "('/', '%s', now() - interval '3 days', 100, 100)", S.work, S.work, S.work);
     char key[200];
-    snprintf(key, sizeof key, "broker|WAITING_DEPTH|queue:/:%s", W.work);
+    snprintf(key, sizeof key, "broker|WAITING_DEPTH|queue:/:%s", S.work);
     open_sighting(key, "WAITING_DEPTH");
 
     /* The management API's statistics lag a few seconds behind. */
@@ -234,7 +180,7 @@ static void test_queue_counts(void **state) {
     long long deadline = itest_mono_ms() + 40000;
     for (;;) {
         r = call_stats(false);
-        q = row_of(result(r), "queues", "vhost", "/", "queue", W.work);
+        q = row_of(result(r), "queues", "vhost", "/", "queue", S.work);
         if (q && jint(q, "ready") == 3 && jint(q, "unacked") == 2 && jint(q, "consumers") == 1)
             break;
         if (itest_mono_ms() > deadline) {
@@ -255,23 +201,23 @@ static void test_queue_counts(void **state) {
     assert_true(age >= 100 && age < 1000);
     char fb[128];
     assert_string_equal(flags(q, fb, sizeof fb), "WAITING_DEPTH");
-    assert_null(row_of(res, "queues", "vhost", "/", "queue", W.dlq));
-    assert_null(row_of(res, "queues", "vhost", "/", "queue", W.foreign));
+    assert_null(row_of(res, "queues", "vhost", "/", "queue", S.dlq));
+    assert_null(row_of(res, "queues", "vhost", "/", "queue", S.foreign));
     assert_null(row_of(res, "queues", "vhost", "/", "queue", W.queue)); /* reaper's own */
     json_decref(r);
 
     /* The same in msgpack. */
     r = call_stats(true);
-    q = row_of(result(r), "queues", "vhost", "/", "queue", W.work);
+    q = row_of(result(r), "queues", "vhost", "/", "queue", S.work);
     assert_non_null(q);
     assert_int_equal(jint(q, "intake"), 7);
     assert_int_equal(jint(q, "unacked"), 2);
     json_decref(r);
 
     /* A queue no pass sampled has no rates: null, not 0. */
-    sql("DELETE FROM queue_counter WHERE queue = '%s'", W.work);
+    sql("DELETE FROM queue_counter WHERE queue = '%s'", S.work);
     r = call_stats(false);
-    q = row_of(result(r), "queues", "vhost", "/", "queue", W.work);
+    q = row_of(result(r), "queues", "vhost", "/", "queue", S.work);
     assert_true(json_is_null(json_object_get(q, "intake")));
     assert_true(json_is_null(json_object_get(q, "drained")));
     json_decref(r);
@@ -365,7 +311,7 @@ static void test_reaperctl_stats(void **state) {
     (void)state;
     char *out = NULL, *err = NULL;
     int rc = ctl(&out, &err, (const char *[]){"stats", NULL});
-    if (rc != 0 || strstr(out, "PROJECT") == NULL || strstr(out, W.work) == NULL ||
+    if (rc != 0 || strstr(out, "PROJECT") == NULL || strstr(out, S.work) == NULL ||
         strstr(out, "WEDGED") == NULL || strstr(out, "over the last 1d") == NULL) {
         fprintf(stderr, "reaperctl stats: exit %d\nout: %s\nerr: %s\n", rc, out, err);
         fail();
@@ -386,7 +332,7 @@ static void test_reaperctl_stats(void **state) {
     json_t *j = json_loads(out, 0, NULL);
     assert_non_null(j);
     assert_non_null(row_of(j, "kinds", "project", "sp", "kind", "mail"));
-    assert_non_null(row_of(j, "queues", "vhost", "/", "queue", W.work));
+    assert_non_null(row_of(j, "queues", "vhost", "/", "queue", S.work));
     json_decref(j);
     free(out);
     free(err);

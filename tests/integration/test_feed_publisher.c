@@ -314,7 +314,7 @@ static void test_blocked_broker_holds_publishes(void **state) {
     alarm_raise();
     /* The alarm takes effect at the node's next memory check. */
     bool on = false;
-    for (int i = 0; i < 15 && !(on = alarm_on()); i++) usleep(500 * 1000);
+    ITEST_POLL((on = alarm_on()), 7500);
     assert_true(on);
     enum { N = 20000, SIZE = 4096 };
     static uint8_t body[SIZE];

@@ -22,7 +22,6 @@
 #include "itest.h"
 #include "test_daemon.h"
 #include "pg_fixture.h"
-#include "rp_park.h"
 #include "rp_proto.h"
 
 typedef struct world {
@@ -59,31 +58,14 @@ static int group_teardown(void **state) {
     return rc == 0 ? 0 : -1;
 }
 
-#define OSTR(s) ((rp_opt_str){true, {(const uint8_t *)(s), strlen(s)}})
-
 /* Parks a dead letter that died on origin, found on dlq; returns its gate. */
 static int64_t park(const char *origin, const char *dlq, const char *body) {
     char id[64];
     snprintf(id, sizeof id, "ctl-%d-%d", (int)getpid(), ++W.seq);
-    rp_xdeath xd = {OSTR(origin), OSTR("rejected"), {true, 1700000000}, {true, 1}};
     rp_pg_dl_handle h = {"{\"x-death\":[{\"count\":1}],\"x-app\":\"kept\"}",
                          "{\"content_type\":\"text/plain\",\"delivery_mode\":2}"};
-    rp_dl_message msg;
-    memset(&msg, 0, sizeof msg);
-    msg.headers.message_id = OSTR(id);
-    msg.headers.first_death_queue = OSTR(origin);
-    msg.headers.first_death_reason = OSTR("rejected");
-    msg.headers.x_death = &xd;
-    msg.headers.n_x_death = 1;
-    msg.body = (rp_bytes){(const uint8_t *)body, strlen(body)};
-    msg.handle = &h;
-    rp_park_site site = {"/", dlq, W.f->dlq};
-    rp_report r;
-    rp_report_init(&r, false);
-    rp_park_outcome out;
-    assert_int_equal(rp_park_dead_letter(&W.f->ports, &site, &msg, false, &r, &out), RP_OK);
-    rp_report_cleanup(&r);
-    return pgfx_i64(W.f, "SELECT gate_id FROM dead_letter WHERE identity LIKE 'id:%%/%s'", id);
+    return pgfx_park(W.f, NULL, origin, dlq, id, (rp_bytes){(const uint8_t *)body, strlen(body)},
+                     false, &h);
 }
 
 /* Runs reaperctl with up to 6 arguments (NULL-ended) and extra

@@ -40,7 +40,6 @@
 #include "itest.h"
 #include "pg_fixture.h"
 #include "rp_amqp_restore.h"
-#include "rp_park.h"
 #include "test_daemon.h"
 
 typedef struct world {
@@ -97,22 +96,8 @@ static int group_teardown(void **state) {
 
 /* ---- gates ----------------------------------------------------------------- */
 
-static amqp_table_entry_t te(const char *k, amqp_field_value_t v) {
-    amqp_table_entry_t e;
-    e.key = amqp_cstring_bytes(k);
-    e.value = v;
-    return e;
-}
-
-static amqp_field_value_t fstr(const char *s) {
-    amqp_field_value_t v;
-    memset(&v, 0, sizeof v);
-    v.kind = AMQP_FIELD_KIND_UTF8;
-    v.value.bytes = amqp_cstring_bytes(s);
-    return v;
-}
-
-#define OSTR(s) ((rp_opt_str){true, {(const uint8_t *)(s), strlen(s)}})
+#define te   itest_te
+#define fstr itest_fstr
 
 /* Parks one message that died on origin; returns its gate. */
 static int64_t park_one(const char *origin) {
@@ -129,31 +114,11 @@ static int64_t park_one(const char *origin) {
     props.headers = (amqp_table_t){(int)RP_ARRAY_LEN(headers), headers};
     char *pj = NULL, *hj = NULL;
     assert_int_equal(rp_amqp_restore_capture(&props, &pj, &hj), RP_OK);
-    rp_xdeath xd = {OSTR(origin), OSTR("rejected"), {true, 1700000000}, {true, 1}};
     rp_pg_dl_handle h = {hj, pj};
-    rp_dl_message msg;
-    memset(&msg, 0, sizeof msg);
-    msg.headers.message_id = OSTR(mid);
-    msg.headers.first_death_queue = OSTR(origin);
-    msg.headers.first_death_reason = OSTR("rejected");
-    msg.headers.x_death = &xd;
-    msg.headers.n_x_death = 1;
-    msg.body = (rp_bytes){(const uint8_t *)"m0", 2};
-    msg.handle = &h;
-    char dlq[200];
-    snprintf(dlq, sizeof dlq, "%s.dlq", origin);
-    rp_park_site site = {"/", dlq, W.f->dlq};
-    rp_report r;
-    rp_report_init(&r, false);
-    rp_park_outcome out;
-    assert_int_equal(rp_park_dead_letter(&W.f->ports, &site, &msg, false, &r, &out), RP_OK);
-    assert_int_equal(out, RP_PARKED_NEW);
-    rp_report_cleanup(&r);
+    int64_t gate =
+        pgfx_park(W.f, NULL, origin, NULL, mid, (rp_bytes){(const uint8_t *)"m0", 2}, false, &h);
     free(pj);
     free(hj);
-    int64_t gate =
-        pgfx_i64(W.f, "SELECT gate_id FROM dead_letter WHERE identity LIKE 'id:%%/%s'", mid);
-    assert_true(gate > 0);
     return gate;
 }
 

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "itest.h"
+#include "once_common.h"
 #include "pg_fixture.h"
 #include "test_daemon.h"
 
@@ -48,8 +49,7 @@ typedef struct world {
     amqp_connection_state_t amqp;
     char prefix[64];
     char env_owned[128];
-    char made[24][160]; /* queues to delete at the end, whatever happened */
-    int n_made;
+    itest_made made;    /* queues to delete at the end, whatever happened */
     rp_child *daemon;   /* a running reaperd, stopped whatever happened */
 } world;
 
@@ -67,32 +67,21 @@ static int group_setup(void **state) {
 
 static int group_teardown(void **state) {
     (void)state;
-    for (int i = 0; i < W.n_made; i++) {
-        amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(W.made[i]), 0, 0);
-        if (amqp_get_rpc_reply(W.amqp).reply_type != AMQP_RESPONSE_NORMAL) {
-            amqp_channel_open(W.amqp, 1);
-            amqp_get_rpc_reply(W.amqp);
-        }
-    }
+    itest_made_delete(&W.made, W.amqp);
     itest_amqp_close(W.amqp);
     pgfx_free(W.f);
     return 0;
 }
 
-static void ok_rpc(const char *what) {
-    amqp_rpc_reply_t r = amqp_get_rpc_reply(W.amqp);
-    if (r.reply_type != AMQP_RESPONSE_NORMAL) fprintf(stderr, "%s failed\n", what);
-    assert_int_equal(r.reply_type, AMQP_RESPONSE_NORMAL);
-}
+#define ok_rpc(what) itest_ok_rpc(W.amqp, what)
 
 static long depth(const char *queue) { return itest_queue_depth(W.amqp, 1, queue); }
 
 /* n dead letters on dlq from origin (itest_dead_letters); quorum makes dlq
  * a quorum queue with a delivery limit of 5. Both are deleted at the end. */
 static void dead_letter(const char *origin, const char *dlq, int n, bool quorum) {
-    assert_true(W.n_made + 2 <= 24);
-    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", origin);
-    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", dlq);
+    itest_made_add(&W.made, origin);
+    itest_made_add(&W.made, dlq);
     itest_dead_letters(W.amqp, origin, dlq, n, quorum ? 5 : 0);
 }
 
@@ -111,19 +100,8 @@ static void take(const char *q, int k) {
 /* reaperd --once --json [--dry-run] with the peek limit given as its
  * environment entry. */
 static json_t *once_with(bool dry_run, const char *limit_env) {
-    char *args[] = {"--once", "--json", dry_run ? "--dry-run" : NULL, NULL};
-    char *env[] = {W.env_owned, (char *)limit_env, NULL};
-    itest_daemon_opts o = {.schema = W.f->schema, .env = env, .args = args, .no_interval = true};
-    char *out = NULL, *err = NULL;
-    int rc = itest_daemon_run(&o, &out, &err);
-    json_error_t je;
-    json_t *rep = json_loads(out ? out : "", 0, &je);
-    if (rep == NULL || rc != 0) fprintf(stderr, "reaperd --once exit %d\n%s\n%s\n", rc, out, err);
-    assert_non_null(rep);
-    assert_true(json_is_true(json_object_get(rep, "ok")));
-    free(out);
-    free(err);
-    return rep;
+    return itest_once_report(W.f->schema, (char *[]){W.env_owned, (char *)limit_env, NULL},
+                             dry_run, true);
 }
 
 /* reaperd --once --json [--dry-run] with the peek limit of 3. */
@@ -379,8 +357,7 @@ static void test_stream_dlq_surfaced_as_unread(void **state) {
     /* RabbitMQ 3.10 dropped what was dead-lettered into a stream here
      * (rejected or expired: the stream stayed at 0), so the dead letters
      * are put there as a shovel would. */
-    assert_true(W.n_made + 1 <= 12);
-    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", dlq);
+    itest_made_add(&W.made, dlq);
     amqp_table_entry_t qargs[1] = {{amqp_cstring_bytes("x-queue-type"),
                                     {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes("stream")}}}};
     amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(dlq), 0, 1, 0, 0, (amqp_table_t){1, qargs});
@@ -449,9 +426,8 @@ static rp_child *sweeping_daemon(const char *k, const char *limit_env) {
     snprintf(control, sizeof control, "%s.control%s", W.prefix, k);
     snprintf(tap, sizeof tap, "%s.tap%s", W.prefix, k);
     snprintf(env_tap, sizeof env_tap, "REAPER_BROKER_TAP_QUEUE=%s", tap);
-    assert_true(W.n_made + 2 <= 24);
-    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", control);
-    snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", tap);
+    itest_made_add(&W.made, control);
+    itest_made_add(&W.made, tap);
     char *env[] = {W.env_owned, env_tap, (char *)limit_env, "REAPER_REAP_INTERVAL_SECONDS=2",
                    "REAPER_LOG_FORMAT=text", "REAPER_LOG_LEVEL=info", NULL};
     itest_daemon_opts o = {.schema = W.f->schema, .control = control, .env = env, .no_wait = true};
@@ -633,7 +609,7 @@ static void test_backfill_caps_headers_as_the_tap(void **state) {
     dead_letter(origin, dlq, 0, false);
     dead_letter_with_headers(origin, "heavy", 3, 800); /* ~800 x 100 bytes: over 64 KiB */
     dead_letter_with_headers(origin, "light", 2, 100); /* ~10 KiB */
-    for (int i = 0; i < 200 && depth(dlq) != 5; i++) usleep(20 * 1000);
+    ITEST_POLL(depth(dlq) == 5, 10000);
     assert_int_equal(depth(dlq), 5);
     const char *limit = "REAPER_REAP_DEAD_LETTER_PEEK_LIMIT=100";
     for (int i = 0; i < 40 && parked_on(dlq) < 5; i++) {

@@ -30,7 +30,6 @@
 #include "test_daemon.h"
 #include "pg_fixture.h"
 #include "rp_amqp_restore.h"
-#include "rp_park.h"
 #include "rp_proto.h"
 
 typedef struct world {
@@ -103,22 +102,8 @@ static int group_teardown(void **state) {
 
 /* ---- parking a dead letter the way the tap does -------------------------- */
 
-static amqp_table_entry_t te(const char *k, amqp_field_value_t v) {
-    amqp_table_entry_t e;
-    e.key = amqp_cstring_bytes(k);
-    e.value = v;
-    return e;
-}
-
-static amqp_field_value_t fstr(const char *s) {
-    amqp_field_value_t v;
-    memset(&v, 0, sizeof v);
-    v.kind = AMQP_FIELD_KIND_UTF8;
-    v.value.bytes = amqp_cstring_bytes(s);
-    return v;
-}
-
-#define OSTR(s) ((rp_opt_str){true, {(const uint8_t *)(s), strlen(s)}})
+#define te   itest_te
+#define fstr itest_fstr
 
 /* Extra properties the next park stores (then reset): a user_id and an
  * expiration the broker would refuse on reaperd's connection, and a CC
@@ -192,31 +177,11 @@ static parked park_on(const char *vhost, const char *origin, const void *body, s
     char *pj = NULL, *hj = NULL;
     assert_int_equal(rp_amqp_restore_capture(&props, &pj, &hj), RP_OK);
 
-    rp_xdeath xd = {OSTR(origin), OSTR("rejected"), {true, 1700000000}, {true, 1}};
     rp_pg_dl_handle h = {hj, pj};
-    rp_dl_message msg;
-    memset(&msg, 0, sizeof msg);
-    msg.headers.message_id = OSTR(p.message_id);
-    msg.headers.first_death_queue = OSTR(origin);
-    msg.headers.first_death_reason = OSTR("rejected");
-    msg.headers.x_death = &xd;
-    msg.headers.n_x_death = 1;
-    msg.body = (rp_bytes){body, len};
-    msg.body_truncated = truncated;
-    msg.handle = &h;
-    char dlq[200];
-    snprintf(dlq, sizeof dlq, "%s.dlq", origin);
-    rp_park_site site = {vhost, dlq, W.f->dlq};
-    rp_report r;
-    rp_report_init(&r, false);
-    rp_park_outcome out;
-    assert_int_equal(rp_park_dead_letter(&W.f->ports, &site, &msg, false, &r, &out), RP_OK);
-    assert_int_equal(out, RP_PARKED_NEW);
-    rp_report_cleanup(&r);
+    p.gate =
+        pgfx_park(W.f, vhost, origin, NULL, p.message_id, (rp_bytes){body, len}, truncated, &h);
     free(pj);
     free(hj);
-    p.gate = pgfx_i64(W.f, "SELECT gate_id FROM dead_letter WHERE identity LIKE 'id:%%/%s'", p.message_id);
-    assert_true(p.gate > 0);
     return p;
 }
 
@@ -448,7 +413,7 @@ static void test_nacked_leaves_gate_open(void **state) {
     declare(origin, (amqp_table_t){2, args});
     amqp_basic_publish(W.amqp, 1, amqp_cstring_bytes(""), amqp_cstring_bytes(origin), 0, 0, NULL,
                        amqp_cstring_bytes("filler"));
-    for (int i = 0; i < 50 && depth(origin) != 1; i++) usleep(20 * 1000);
+    ITEST_POLL(depth(origin) == 1, 10000);
     assert_int_equal(depth(origin), 1);
     parked p = park(origin, "room?", 5, false);
     assert_refused(answer(p.gate, "replay"), "unavailable", "refused");
@@ -566,7 +531,7 @@ static void test_dismiss_behind_replay(void **state) {
     assert_int_equal(replayed, 1);
     assert_int_equal(pgfx_i64(W.f, "SELECT count(*) FROM gate WHERE id = %" PRId64
                                    " AND answer = 'replay'", p.gate), 1);
-    for (int i = 0; i < 50 && depth(origin) != 1; i++) usleep(20 * 1000);
+    ITEST_POLL(depth(origin) == 1, 10000);
     assert_int_equal(depth(origin), 1);
     delete_queue(origin);
 }
@@ -608,7 +573,7 @@ static int connects(void) {
 
 /* The control queue holds nothing: every request was acked. */
 static void assert_control_empty(void) {
-    for (int i = 0; i < 50 && depth(W.control) != 0; i++) usleep(20 * 1000);
+    ITEST_POLL(depth(W.control) == 0, 10000);
     assert_int_equal(depth(W.control), 0);
 }
 
@@ -755,7 +720,7 @@ static void test_request_redelivered_too_often(void **state) {
     int before = connects();
     for (int round = 1; round <= 4; round++) {
         /* reaperd holds it (its store work waits for the lock). */
-        for (int i = 0; i < 250 && depth(W.control) != 0; i++) usleep(20 * 1000);
+        ITEST_POLL(depth(W.control) == 0, 10000);
         assert_int_equal(depth(W.control), 0);
         /* Deliberate: a margin for reaperd to take the delivery in hand before its
          * connection goes (nothing marks it: its store session already waits
@@ -765,8 +730,7 @@ static void test_request_redelivered_too_often(void **state) {
         itest_amqp_close(W.amqp);
         W.amqp = itest_amqp_connect();
         assert_non_null(W.amqp);
-        long long t0 = itest_mono_ms();
-        while (connects() < before + round && itest_mono_ms() - t0 < 30000) usleep(100 * 1000);
+        ITEST_POLL(connects() >= before + round, 30000);
         assert_int_equal(connects(), before + round);
     }
     /* The fifth delivery, the fourth redelivery: answered internal. */
@@ -794,8 +758,7 @@ static void test_request_redelivered_too_often(void **state) {
     assert_int_equal(itest_broker_ctl("close_all_connections itest-redelivered"), 0);
     itest_amqp_close(W.amqp);
     W.amqp = itest_amqp_connect();
-    long long t0 = itest_mono_ms();
-    while (connects() < before + 5 && itest_mono_ms() - t0 < 30000) usleep(100 * 1000);
+    ITEST_POLL(connects() >= before + 5, 30000);
     assert_int_equal(connects(), before + 5);
     pgfx_exec(lock, "COMMIT");
     pgfx_free(lock);

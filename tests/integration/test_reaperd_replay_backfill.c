@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "itest.h"
+#include "once_common.h"
 #include "pg_fixture.h"
 #include "test_daemon.h"
 
@@ -41,8 +42,7 @@ typedef struct world {
     amqp_connection_state_t amqp;
     char prefix[64];
     char env_owned[128];
-    char made[16][160]; /* queues to delete at the end, whatever happened */
-    int n_made;
+    itest_made made; /* queues to delete at the end, whatever happened */
 } world;
 
 static world W;
@@ -65,51 +65,29 @@ static int group_teardown(void **state) {
     amqp_channel_close(W.amqp, 1, AMQP_REPLY_SUCCESS);
     amqp_channel_open(W.amqp, 1);
     amqp_get_rpc_reply(W.amqp);
-    for (int i = 0; i < W.n_made; i++) {
-        amqp_queue_delete(W.amqp, 1, amqp_cstring_bytes(W.made[i]), 0, 0);
-        if (amqp_get_rpc_reply(W.amqp).reply_type != AMQP_RESPONSE_NORMAL) {
-            amqp_channel_open(W.amqp, 1);
-            amqp_get_rpc_reply(W.amqp);
-        }
-    }
+    itest_made_delete(&W.made, W.amqp);
     itest_amqp_close(W.amqp);
     pgfx_free(W.f);
     return 0;
 }
 
-static void ok_rpc(const char *what) {
-    amqp_rpc_reply_t r = amqp_get_rpc_reply(W.amqp);
-    if (r.reply_type != AMQP_RESPONSE_NORMAL) fprintf(stderr, "%s failed\n", what);
-    assert_int_equal(r.reply_type, AMQP_RESPONSE_NORMAL);
-}
+#define ok_rpc(what) itest_ok_rpc(W.amqp, what)
 
 static uint32_t depth(const char *queue) { return (uint32_t)itest_queue_depth(W.amqp, 1, queue); }
 
 /* n dead letters on dlq from origin (itest_dead_letters); quorum makes dlq
  * a quorum queue with x-delivery-limit limit. Both are deleted at the end. */
 static void dead_letter(const char *origin, const char *dlq, int n, bool quorum, int limit) {
-    if (W.n_made + 2 <= 16) {
-        snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", origin);
-        snprintf(W.made[W.n_made++], sizeof W.made[0], "%s", dlq);
-    }
+    itest_made_add(&W.made, origin);
+    itest_made_add(&W.made, dlq);
     itest_dead_letters(W.amqp, origin, dlq, n, quorum ? limit : 0);
 }
 
 /* Runs reaperd --once --json with extra environment (may be NULL) and
  * returns the report. */
 static json_t *once_as(const char *extra, bool dry_run) {
-    char *args[] = {"--once", "--json", dry_run ? "--dry-run" : NULL, NULL};
-    char *env[] = {W.env_owned, (char *)extra, NULL};
-    itest_daemon_opts o = {.schema = W.f->schema, .env = env, .args = args, .no_interval = true};
-    char *out = NULL, *err = NULL;
-    int rc = itest_daemon_run(&o, &out, &err);
-    json_error_t je;
-    json_t *rep = json_loads(out ? out : "", 0, &je);
-    if (rep == NULL || rc != 0) fprintf(stderr, "reaperd --once exit %d\n%s\n%s\n", rc, out, err);
-    assert_non_null(rep);
-    free(out);
-    free(err);
-    return rep;
+    return itest_once_report(W.f->schema, (char *[]){W.env_owned, (char *)extra, NULL}, dry_run,
+                             false);
 }
 
 static json_t *once(const char *extra) { return once_as(extra, false); }
@@ -133,10 +111,36 @@ static bool has_note(const json_t *rep, const char *dlq, const char *needle) {
     return false;
 }
 
+/* Whether the report has a note that names dlq and says needle. */
+static bool has_note_naming(const json_t *rep, const char *dlq, const char *needle) {
+    size_t i;
+    json_t *n;
+    json_array_foreach(json_object_get(rep, "notes"), i, n) {
+        const char *s = json_string_value(n);
+        if (s && strstr(s, dlq) && strstr(s, needle)) return true;
+    }
+    return false;
+}
+
+/* Passes (dry runs when dry_run) until one notes needle about dlq
+ * (has_note; naming: any note naming dlq, has_note_naming), for up to 60 s
+ * of measured time, half a second apart (the management API's statistics
+ * lag a few seconds). true when one did. */
+static bool once_until_noted(const char *dlq, const char *needle, bool dry_run, bool naming) {
+    bool noted = false;
+    for (long long end = itest_mono_ms() + 60000; !noted && itest_mono_ms() < end;) {
+        json_t *rep = once_as(NULL, dry_run);
+        noted = naming ? has_note_naming(rep, dlq, needle) : has_note(rep, dlq, needle);
+        json_decref(rep);
+        if (!noted) usleep(500 * 1000);
+    }
+    return noted;
+}
+
 /* Passes until the management API shows the queue's depth and the backfill
- * parks want rows (its statistics lag by a few seconds). */
+ * parks want rows (its statistics lag by a few seconds), for up to 60 s. */
 static void once_until_parked(const char *dlq, int64_t want, const char *extra) {
-    for (int i = 0; i < 20 && parked_on(dlq) < want; i++) {
+    for (long long end = itest_mono_ms() + 60000; parked_on(dlq) < want && itest_mono_ms() < end;) {
         json_t *rep = once(extra);
         assert_true(json_is_true(json_object_get(rep, "ok")));
         json_decref(rep);
@@ -293,14 +297,7 @@ static void test_quorum_dlq_read_once(void **state) {
     dead_letter(origin, dlq, 4, true, 2);
     /* Dry runs read nothing (a read would spend a delivery). */
     json_t *rep;
-    bool dry_noted = false;
-    for (int i = 0; i < 20 && !dry_noted; i++) {
-        rep = once_as(NULL, true);
-        dry_noted = has_note(rep, dlq, "not read by a dry run");
-        json_decref(rep);
-        if (!dry_noted) usleep(500 * 1000);
-    }
-    assert_true(dry_noted);
+    assert_true(once_until_noted(dlq, "not read by a dry run", true, false));
     assert_int_equal(pgfx_i64(W.f, "SELECT count(*) FROM ledger WHERE kind = "
                                    "'DeadLetterBackfillRead' AND payload->>'queue' = '%s'",
                               dlq),
@@ -326,7 +323,7 @@ static void test_quorum_dlq_read_once(void **state) {
             (long long)count);
     assert_int_equal(count, 1);
     /* The return of that get reaches the quorum queue's log a moment later. */
-    for (int i = 0; i < 150 && depth(dlq) != 4; i++) usleep(20 * 1000);
+    ITEST_POLL(depth(dlq) == 4, 10000);
     assert_int_equal(depth(dlq), 4);
     delete_queue(origin);
     delete_queue(dlq);
@@ -410,14 +407,7 @@ static void test_quorum_read_waits_for_lock(void **state) {
     snprintf(dlq, sizeof dlq, "%s.dlq", origin);
     dead_letter(origin, dlq, 3, true, 20);
     backfill_lock(dlq, true);
-    bool noted = false;
-    for (int i = 0; i < 20 && !noted; i++) {
-        json_t *rep = once(NULL);
-        noted = has_note(rep, dlq, "another reaperd is reading");
-        json_decref(rep);
-        if (!noted) usleep(500 * 1000);
-    }
-    assert_true(noted);
+    assert_true(once_until_noted(dlq, "another reaperd is reading", false, false));
     assert_int_equal(parked_on(dlq), 0);
     assert_int_equal(read_records(dlq), 0);
     backfill_lock(dlq, false);
@@ -428,17 +418,6 @@ static void test_quorum_read_waits_for_lock(void **state) {
     assert_int_equal(head_delivery_count(dlq), 1);
     delete_queue(origin);
     delete_queue(dlq);
-}
-
-/* Whether the report has a note that names dlq and says needle. */
-static bool has_note_naming(const json_t *rep, const char *dlq, const char *needle) {
-    size_t i;
-    json_t *n;
-    json_array_foreach(json_object_get(rep, "notes"), i, n) {
-        const char *s = json_string_value(n);
-        if (s && strstr(s, dlq) && strstr(s, needle)) return true;
-    }
-    return false;
 }
 
 /* Parks of a quorum read that fail: the read is not recorded, so the next
@@ -453,14 +432,7 @@ static void test_quorum_failed_park_keeps_read(void **state) {
                    "$$BEGIN RAISE EXCEPTION 'itest: park refused'; END$$");
     pgfx_exec(W.f, "CREATE TRIGGER itest_fail_park BEFORE INSERT ON dead_letter FOR EACH ROW "
                    "WHEN (NEW.queue = '%s') EXECUTE FUNCTION itest_fail_park()", dlq);
-    bool tried = false;
-    for (int i = 0; i < 20 && !tried; i++) {
-        json_t *rep = once(NULL);
-        tried = has_note_naming(rep, dlq, "could not be examined");
-        json_decref(rep);
-        if (!tried) usleep(500 * 1000);
-    }
-    assert_true(tried);
+    assert_true(once_until_noted(dlq, "could not be examined", false, true));
     assert_int_equal(parked_on(dlq), 0);
     assert_int_equal(read_records(dlq), 0);
     pgfx_exec(W.f, "DROP TRIGGER itest_fail_park ON dead_letter");

@@ -40,7 +40,6 @@
 #include "itest.h"
 #include "test_daemon.h"
 #include "pg_fixture.h"
-#include "rp_park.h"
 
 #define N_GATES 10
 #define N_ANSWERS 50
@@ -135,34 +134,12 @@ static int group_teardown(void **state) {
 
 /* ---- parking ------------------------------------------------------------- */
 
-#define OSTR(s) ((rp_opt_str){true, {(const uint8_t *)(s), strlen(s)}})
-
 /* Parks a dead letter that died on origin with body; returns its gate. */
 static int64_t park(const char *origin, const char *body) {
     char mid[64];
     snprintf(mid, sizeof mid, "rr-%d-%d", (int)getpid(), ++W.seq);
-    rp_xdeath xd = {OSTR(origin), OSTR("rejected"), {true, 1700000000}, {true, 1}};
-    rp_dl_message msg;
-    memset(&msg, 0, sizeof msg);
-    msg.headers.message_id = OSTR(mid);
-    msg.headers.first_death_queue = OSTR(origin);
-    msg.headers.first_death_reason = OSTR("rejected");
-    msg.headers.x_death = &xd;
-    msg.headers.n_x_death = 1;
-    msg.body = (rp_bytes){(const uint8_t *)body, strlen(body)};
-    char dlq[200];
-    snprintf(dlq, sizeof dlq, "%s.dlq", origin);
-    rp_park_site site = {"/", dlq, W.f->dlq};
-    rp_report r;
-    rp_report_init(&r, false);
-    rp_park_outcome out;
-    assert_int_equal(rp_park_dead_letter(&W.f->ports, &site, &msg, false, &r, &out), RP_OK);
-    assert_int_equal(out, RP_PARKED_NEW);
-    rp_report_cleanup(&r);
-    int64_t gate =
-        pgfx_i64(W.f, "SELECT gate_id FROM dead_letter WHERE identity LIKE 'id:%%/%s'", mid);
-    assert_true(gate > 0);
-    return gate;
+    return pgfx_park(W.f, NULL, origin, NULL, mid, (rp_bytes){(const uint8_t *)body, strlen(body)},
+                     false, NULL);
 }
 
 /* ---- requests ------------------------------------------------------------ */
@@ -322,11 +299,8 @@ static void test_fifty_answers_two_replicas(void **state) {
         char *ans = pgfx_text(W.f, "SELECT answer FROM gate WHERE id = %" PRId64, gates[g]);
         /* Published exactly once when replayed, never when dismissed. */
         long want = ans && strcmp(ans, "replay") == 0 ? 1 : 0;
-        long have = depth(name("origin", g));
-        for (int i = 0; i < 20 && have != want; i++) {
-            usleep(50 * 1000);
-            have = depth(name("origin", g));
-        }
+        long have = -1;
+        ITEST_POLL((have = depth(name("origin", g))) == want, 5000);
         if (events != 1 || ans == NULL || have != want)
             fprintf(stderr, "gate %" PRId64 ": %" PRId64 " events, answer %s, %ld on its "
                             "origin queue\n", gates[g], events, ans ? ans : "none", have);
@@ -410,7 +384,7 @@ static void test_replica_killed_after_publish(void **state) {
                                      "REAPER_CONTROL_REPLAY_CLAIM_SECONDS=8", NULL});
     pid_t a_pid = a->pid;
     publish_answer(W.amqp, gate, "replay", "killed-1");
-    for (int i = 0; i < 400 && depth(origin) < 1; i++) usleep(25 * 1000);
+    ITEST_POLL(depth(origin) >= 1, 10000);
     assert_int_equal(depth(origin), 1);
     /* Published, not settled: A is in the window. */
     assert_true(gate_open(gate));

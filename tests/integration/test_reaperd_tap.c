@@ -73,9 +73,7 @@ static void test_thousand_rejected_parked_once(void **state) {
                               "jsonb_typeof(headers->'x-death') = 'array'",
                               want),
                      1000);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
 }
 
 static void publish_headers(const char *exchange, const char *key, const char *body,
@@ -322,9 +320,7 @@ static void test_forged_and_hostile_headers(void **state) {
     assert_consistent();
     /* The daemon is unharmed. */
     assert_null(strstr(T.reaperd->log, "could not be parked"));
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
 }
 
 /* Dead letters made while reaperd is down, on the tap it bound before,
@@ -338,7 +334,7 @@ static void test_down_then_start_and_fifty_returns(void **state) {
     tap_stop_reaperd(SIGTERM);
     tap_publish(work, "w", 1);
     tap_reject(work, 1);
-    for (int i = 0; i < 50 && tap_depth(T.tap) != 1; i++) usleep(100 * 1000);
+    ITEST_POLL(tap_depth(T.tap) == 1, 10000);
     assert_int_equal(tap_depth(T.tap), 1);
     /* Return that one message 50 times. */
     long last_count = -1;
@@ -364,7 +360,7 @@ static void test_down_then_start_and_fifty_returns(void **state) {
     /* The count is the broker's: every return was counted (RabbitMQ 3.10
      * counts them too but has no default limit). */
     assert_true(last_count >= 49);
-    for (int i = 0; i < 50 && tap_depth(T.tap) != 1; i++) usleep(100 * 1000);
+    ITEST_POLL(tap_depth(T.tap) == 1, 10000);
     assert_int_equal(tap_depth(T.tap), 1);
     tap_publish(work, "wb", 19);
     tap_reject(work, 19);
@@ -373,9 +369,7 @@ static void test_down_then_start_and_fifty_returns(void **state) {
     tap_wait_parked("w", 1, 30000); /* the one returned 50 times */
     assert_int_equal(tap_depth(dlq), 20);
     assert_consistent();
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
 }
 
 /* The tap parks on two sessions at once, and one message_id may come many
@@ -422,7 +416,7 @@ static void test_same_ids_crossed_on_two_sessions(void **state) {
      * how many ids died in one second is printed. */
     clock_gettime(CLOCK_REALTIME, &now);
     fprintf(stderr, "2,000 published in %s second\n", now.tv_sec == began ? "one" : "more than one");
-    for (int i = 0; i < 100 && tap_depth(T.tap) != 2000; i++) usleep(100 * 1000);
+    ITEST_POLL(tap_depth(T.tap) == 2000, 10000);
     assert_int_equal(tap_depth(T.tap), 2000);
     long deadlocks = tap_sqln("SELECT deadlocks FROM pg_stat_database WHERE datname = "
                               "current_database()");
@@ -458,9 +452,7 @@ static void test_same_ids_crossed_on_two_sessions(void **state) {
     fprintf(stderr, "deadlocks PostgreSQL broke meanwhile: %ld\n",
             tap_sqln("SELECT deadlocks FROM pg_stat_database WHERE datname = "
                      "current_database()") - deadlocks);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
 }
 
 /* A tap queue declared before without x-delivery-limit (made on 3.x, or
@@ -514,7 +506,7 @@ static void test_one_bad_dead_letter_in_a_batch(void **state) {
     /* Given back by the broker when reaperd went (a quorum queue returns a
      * closed channel's deliveries a moment after the close: seen 0 just
      * after the exit on both brokers), parked at the next start. */
-    for (int i = 0; i < 50 && tap_depth(T.tap) != 1; i++) usleep(100 * 1000);
+    ITEST_POLL(tap_depth(T.tap) == 1, 10000);
     assert_int_equal(tap_depth(T.tap), 1);
     tap_start_reaperd();
     tap_wait_parked("bad", 10, 30000);

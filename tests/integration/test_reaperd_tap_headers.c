@@ -41,41 +41,7 @@
 /* The chart's memory limit (helm/reaper/values.yaml resources.limits). */
 #define CHART_LIMIT_KIB (128 * 1024)
 
-static PGconn *lock;
-
-static void block_parking(void) {
-    lock = itest_pg_connect();
-    assert_non_null(lock);
-    char sql[256];
-    snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE \"%s\".dead_letter IN EXCLUSIVE MODE", T.schema);
-    PGresult *r = PQexec(lock, sql);
-    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-    PQclear(r);
-}
-
-static void unblock_parking(void) {
-    PQclear(PQexec(lock, "COMMIT"));
-    PQfinish(lock);
-    lock = NULL;
-}
-
-/* A line of /proc/PID/status ("VmRSS", "VmHWM") in KiB, -1 when
- * unreadable. */
-static long status_kib(pid_t pid, const char *field) {
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL) return -1;
-    long kib = -1;
-    size_t n = strlen(field);
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, field, n) == 0 && line[n] == ':') {
-            kib = atol(line + n + 1);
-            break;
-        }
-    fclose(f);
-    return kib;
-}
+#define status_kib itest_proc_status_kib
 
 /* n persistent messages "<prefix>-<i>" (body and message_id) to queue, each
  * with a header table of entries string entries of VALUE_BYTES. */
@@ -147,7 +113,7 @@ static void test_headers_counted(void **state) {
     long base_kib = status_kib(pid, "VmHWM");
     assert_true(base_kib > 0);
 
-    block_parking();
+    tap_block_parking();
     long long t0 = itest_mono_ms();
     publish_heavy(work, "hv", N_HEAVY, HEAVY_ENTRIES);
     publish_heavy(work, "lt", N_LIGHT, LIGHT_ENTRIES);
@@ -169,7 +135,7 @@ static void test_headers_counted(void **state) {
     assert_true(hwm > 0);
     assert_true(hwm < CHART_LIMIT_KIB);
 
-    unblock_parking();
+    tap_unblock_parking();
     long heavy = tap_wait_count(N_HEAVY, 180000, PARKED("hv"));
     long light = tap_wait_count(N_LIGHT, 60000, PARKED("lt"));
     if (heavy != N_HEAVY || light != N_LIGHT) fprintf(stderr, "%s\n", T.reaperd->log);
@@ -330,9 +296,7 @@ static void test_connection_of_its_own(void **state) {
     tap_publish(work, "own", 20);
     tap_reject(work, 20);
     tap_wait_parked("own", 20, 30000);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
 }
 
 static int setup(void **state) {
@@ -342,8 +306,6 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    if (lock) PQfinish(lock);
-    lock = NULL;
     return tap_world_teardown();
 }
 

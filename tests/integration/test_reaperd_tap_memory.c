@@ -41,27 +41,6 @@
     "SELECT count(DISTINCT substring(body FROM 1 FOR 16)) FROM dead_letter WHERE "                \
     "encode(substring(body FROM 1 FOR 16), 'escape') LIKE '" prefix "-%'"
 
-/* The session holding the lock (closed at teardown if a test fails). */
-static PGconn *lock;
-
-/* Parking blocked: the tap's park waits on a lock of the dead_letter
- * table, held by this test's own session until unblock_parking. */
-static void block_parking(void) {
-    lock = itest_pg_connect();
-    assert_non_null(lock);
-    char sql[256];
-    snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE \"%s\".dead_letter IN EXCLUSIVE MODE", T.schema);
-    PGresult *r = PQexec(lock, sql);
-    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-    PQclear(r);
-}
-
-static void unblock_parking(void) {
-    PQclear(PQexec(lock, "COMMIT"));
-    PQfinish(lock);
-    lock = NULL;
-}
-
 #define STOPS "it stops consuming until parks bring it to half"
 #define CONSUMES_AGAIN "the tap consumes again"
 
@@ -74,18 +53,8 @@ static long held_when_stopped(void) {
     return m ? atol(m + strlen("\"messages\":\"")) : -1;
 }
 
-/* Peak resident memory of pid in KiB (VmHWM), -1 when unreadable. */
-static long peak_rss_kib(pid_t pid) {
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL) return -1;
-    long kib = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
-    fclose(f);
-    return kib;
-}
+/* Peak resident memory of pid in KiB, -1 when unreadable. */
+#define peak_rss_kib(pid) itest_proc_status_kib(pid, "VmHWM")
 
 /* n persistent messages of BODY_BYTES to queue, each beginning
  * "<prefix>-<i> ". */
@@ -117,7 +86,7 @@ static void test_held_in_bytes(void **state) {
     assert_true(base_kib > 0);
 
     /* Parking blocked: the tap's first transaction waits on the lock. */
-    block_parking();
+    tap_block_parking();
 
     publish_big(work, "h", N_DEAD);
     /* Not asserted here: without the bound there is no such line, and the
@@ -147,7 +116,7 @@ static void test_held_in_bytes(void **state) {
     assert_true(itest_metric(text, "reaper_tap_park_delay_seconds_count") == 0);
     free(text);
 
-    unblock_parking();
+    tap_unblock_parking();
     long got = tap_wait_count(N_DEAD, 120000, PARKED("h"));
     if (got != N_DEAD) fprintf(stderr, "%s\n", T.reaperd->log);
     assert_int_equal(got, N_DEAD);
@@ -176,9 +145,7 @@ static void test_held_in_bytes(void **state) {
     peak_kib = peak_rss_kib(T.reaperd->pid);
     fprintf(stderr, "after the storm: reaperd's peak memory %ld KiB\n", peak_kib);
     assert_true(peak_kib - base_kib < 110 * 1024);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
 }
 
 /* SIGTERM while reading is held and the tap's park waits on the lock:
@@ -189,13 +156,13 @@ static void test_sigterm_while_held(void **state) {
     char dlq[128], work[128];
     tap_dead_letter_source("memt", 0, work, dlq, sizeof work);
     tap_start_reaperd();
-    block_parking();
+    tap_block_parking();
     publish_big(work, "s", 60);
     assert_true(rp_child_wait_for(T.reaperd, STOPS, 30000));
     long long t0 = itest_mono_ms();
     tap_stop_reaperd(SIGTERM); /* asserts exit 0 within 20 s */
     fprintf(stderr, "reaperd stopped %lld ms after SIGTERM\n", itest_mono_ms() - t0);
-    unblock_parking();
+    tap_unblock_parking();
     assert_int_equal(tap_sqln("%s", PARKED("s")), 0);
     tap_start_reaperd();
     long got = tap_wait_count(60, 60000, PARKED("s"));
@@ -204,9 +171,7 @@ static void test_sigterm_while_held(void **state) {
     for (int i = 0; i < 100 && tap_depth(T.tap) != 0; i++) rp_child_drain(T.reaperd, 100);
     assert_int_equal(tap_depth(T.tap), 0);
     assert_int_equal(tap_depth(dlq), 60);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
 }
 
 /* How many times needle is in reaperd's log. */
@@ -227,7 +192,7 @@ static void test_long_hold(void **state) {
     tap_dead_letter_source("memhb", 0, work, dlq, sizeof work);
     tap_start_reaperd();
     assert_int_equal(log_count("\"broker connected\""), 1);
-    block_parking();
+    tap_block_parking();
     publish_big(work, "b", 60);
     assert_true(rp_child_wait_for(T.reaperd, STOPS, 30000));
     long long t0 = itest_mono_ms();
@@ -245,7 +210,7 @@ static void test_long_hold(void **state) {
     while (itest_mono_ms() - t0 < 33000) rp_child_drain(T.reaperd, 500);
     if (log_count("\"broker unreachable") != 0) fprintf(stderr, "%s\n", T.reaperd->log);
     assert_int_equal(log_count("\"broker unreachable"), 0);
-    unblock_parking();
+    tap_unblock_parking();
     assert_int_equal(tap_wait_count(60, 60000, PARKED("b")), 60);
     assert_true(rp_child_wait_for(T.reaperd, CONSUMES_AGAIN, 10000));
     assert_int_equal(tap_sqln("%s", PARKED_DISTINCT("b")), 60);
@@ -254,9 +219,7 @@ static void test_long_hold(void **state) {
     assert_int_equal(tap_depth(dlq), 60);
     assert_int_equal(log_count("\"broker unreachable"), 0);
     assert_int_equal(log_count("\"broker connected\""), 1);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
 }
 
 /* The broker closes every connection while the tap holds (parking
@@ -270,7 +233,7 @@ static void test_lost_while_held(void **state) {
     char dlq[128], work[128];
     tap_dead_letter_source("memlost", 0, work, dlq, sizeof work);
     tap_start_reaperd();
-    block_parking();
+    tap_block_parking();
     publish_big(work, "l", 60);
     assert_true(rp_child_wait_for(T.reaperd, STOPS, 30000));
     assert_int_equal(itest_broker_ctl("close_all_connections itest-tap-lost-while-held"), 0);
@@ -283,7 +246,7 @@ static void test_lost_while_held(void **state) {
     fprintf(stderr, "reaperd connected again %lld ms after the broker closed its connection\n",
             itest_mono_ms() - t0);
     assert_int_equal(log_count("\"broker connected\""), 2);
-    unblock_parking();
+    tap_unblock_parking();
     long got = tap_wait_count(60, 60000, PARKED("l"));
     if (got != 60) fprintf(stderr, "%s\n", T.reaperd->log);
     assert_int_equal(got, 60);
@@ -291,9 +254,7 @@ static void test_lost_while_held(void **state) {
     for (int i = 0; i < 150 && tap_depth(T.tap) != 0; i++) rp_child_drain(T.reaperd, 100);
     assert_int_equal(tap_depth(T.tap), 0);
     assert_int_equal(tap_depth(dlq), 60);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
 }
 
 /* Dead letters whose park fails on their own (a trigger refuses them) are
@@ -322,9 +283,7 @@ static void test_stuck_weigh_nothing(void **state) {
     /* The broker has the 20 back; they are parked at the next start. */
     tap_start_reaperd();
     assert_int_equal(tap_wait_count(20, 60000, PARKED("k")), 20);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
 }
 
 static int setup(void **state) {
@@ -334,8 +293,6 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    if (lock) PQfinish(lock); /* a failed test's lock goes with its session */
-    lock = NULL;
     return tap_world_teardown();
 }
 

@@ -125,9 +125,9 @@ static void publish(const char *queue, const amqp_basic_properties_t *p) {
                      AMQP_STATUS_OK);
 }
 
-/* basic.get from queue, polling up to timeout_ms; acked. */
+/* basic.get from queue, polling up to timeout_ms (measured); acked. */
 static bool get_one(const char *queue, amqp_message_t *m, int timeout_ms) {
-    for (int waited = 0; waited <= timeout_ms; waited += 100) {
+    for (long long end = itest_mono_ms() + timeout_ms;;) {
         amqp_rpc_reply_t r = amqp_basic_get(T.amqp, 3, amqp_cstring_bytes(queue), 1);
         assert_int_equal(r.reply_type, AMQP_RESPONSE_NORMAL);
         if (r.reply.id == AMQP_BASIC_GET_OK_METHOD) {
@@ -135,10 +135,10 @@ static bool get_one(const char *queue, amqp_message_t *m, int timeout_ms) {
             assert_int_equal(r.reply_type, AMQP_RESPONSE_NORMAL);
             return true;
         }
+        if (itest_mono_ms() > end) return false;
         if (T.reaperd) rp_child_drain(T.reaperd, 100);
         else usleep(100 * 1000);
     }
-    return false;
 }
 
 /* ---- comparing ------------------------------------------------------------ */
@@ -331,9 +331,7 @@ static void test_tap_park_then_replay_is_byte_for_byte(void **state) {
                                                      back.properties.headers.entries[i].key.len));
     amqp_destroy_message(&back);
     amqp_destroy_message(&dead);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
     tap_delete_exchange(x);
 }
 
@@ -366,8 +364,7 @@ static void test_tap_and_backfill_park_once(void **state) {
     enum { N = 40 };
     tap_publish(work, "once", N); /* message_id on every other message */
     tap_reject(work, N);
-    for (int i = 0; i < 100 && (tap_depth(dlq) != N || tap_depth(T.tap) != N); i++)
-        usleep(100 * 1000);
+    ITEST_POLL(tap_depth(dlq) == N && tap_depth(T.tap) == N, 10000);
     assert_int_equal(tap_depth(dlq), N);
     assert_int_equal(tap_depth(T.tap), N);
 
@@ -391,9 +388,7 @@ static void test_tap_and_backfill_park_once(void **state) {
                      N / 2);
     /* The backfill did look at the queue (it leaves the messages there). */
     assert_int_equal(tap_depth(dlq), N);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
     tap_delete_exchange(x);
 }
 
@@ -498,7 +493,7 @@ static void test_own_queues_get_no_policy(void **state) {
     /* One dead letter on the tap, returned 25 times while reaperd is down. */
     tap_publish(work, "own", 1);
     tap_reject(work, 1);
-    for (int i = 0; i < 50 && tap_depth(tap) != 1; i++) usleep(100 * 1000);
+    ITEST_POLL(tap_depth(tap) == 1, 10000);
     if (tap_depth(tap) != 1) {
         json_t *b = mgmt_get("/api/queues/%2f/vibey.reap.tap/bindings");
         char *t = json_dumps(b, 0);
@@ -530,9 +525,7 @@ static void test_own_queues_get_no_policy(void **state) {
                               "'own-0'");
     if (got != 1) fprintf(stderr, "%s\n", T.reaperd->log);
     assert_int_equal(got, 1);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
     tap_delete_queue(pq);
     tap_delete_exchange(x);
     tap_delete_queue(tap);

@@ -102,7 +102,7 @@ static void test_default_exchange_surfaced_and_backfilled(void **state) {
     tap_queue(work, "", failed, -1);
     tap_publish(work, "dxa", 30);
     tap_reject(work, 30);
-    for (int i = 0; i < 100 && tap_depth(failed) < 30; i++) usleep(50 * 1000);
+    ITEST_POLL(tap_depth(failed) >= 30, 10000);
     assert_int_equal(tap_depth(failed), 30);
     tap_start_reaperd_every(2);
 
@@ -138,7 +138,7 @@ static void test_default_exchange_surfaced_and_backfilled(void **state) {
     tap_publish(work, "dxb", 20);
     tap_reject(work, 20);
     tap_wait_parked("dxb", 20, 30000);
-    for (int i = 0; i < 100 && tap_depth(failed) < 50; i++) usleep(50 * 1000);
+    ITEST_POLL(tap_depth(failed) >= 50, 10000);
     assert_int_equal(tap_depth(failed), 50);
     tap_stop_reaperd(SIGTERM);
     tap_delete_queue(work);
@@ -171,11 +171,9 @@ static void test_missing_exchange_surfaced_then_cleared(void **state) {
     /* The dead-letter queue is no dead-letter queue by name here, so only
      * the tap can park these. */
     tap_wait_parked("nx", 40, 30000);
-    for (int i = 0; i < 100 && tap_depth(dlq) < 40; i++) usleep(50 * 1000);
+    ITEST_POLL(tap_depth(dlq) >= 40, 10000);
     assert_int_equal(tap_depth(dlq), 40);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
 }
 
 /* A dead-letter exchange that exists with nothing bound to it: the
@@ -213,11 +211,9 @@ static void test_unbound_exchange_surfaced_then_cleared(void **state) {
     tap_publish(work, "uxb", 20);
     tap_reject(work, 20);
     tap_wait_parked("uxb", 20, 30000);
-    for (int i = 0; i < 100 && tap_depth(dlq) < 20; i++) usleep(50 * 1000);
+    ITEST_POLL(tap_depth(dlq) >= 20, 10000);
     assert_int_equal(tap_depth(dlq), 20);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
 }
 
 static int setup(void **state) {

@@ -118,7 +118,7 @@ static void test_kill9_mid_storm(void **state) {
     tap_publish(work, "s", 10000);
     /* Kill it while it parks: some parked, most not. */
     long seen = 0;
-    for (int i = 0; i < 300 && (seen = parked("s")) < 500; i++) usleep(20 * 1000);
+    ITEST_POLL((seen = parked("s")) >= 500, 6000);
     tap_stop_reaperd(SIGKILL);
     /* The killed reaperd's server sessions live on until they notice: a
      * transaction it had already sent whole (BEGIN, the parks, COMMIT in one
@@ -126,11 +126,9 @@ static void test_kill9_mid_storm(void **state) {
      * Count once they are gone. */
     long long t0 = itest_mono_ms();
     long sessions = -1;
-    for (int i = 0; i < 300 && sessions != 0; i++) {
-        sessions = tap_sqln("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                            "'reaperd'");
-        if (sessions != 0) usleep(20 * 1000);
-    }
+    ITEST_POLL((sessions = tap_sqln("SELECT count(*) FROM pg_stat_activity WHERE "
+                                    "application_name = 'reaperd'")) == 0,
+               10000);
     assert_int_equal(sessions, 0);
     long at_kill = parked("s");
     fprintf(stderr, "the killed reaperd's sessions ended %lld ms after the kill\n",
@@ -150,9 +148,7 @@ static void test_kill9_mid_storm(void **state) {
     assert_int_equal(tap_depth(dlq), 10000);
     for (int i = 0; i < 50 && tap_depth(T.tap) != 0; i++) rp_child_drain(T.reaperd, 100);
     assert_int_equal(tap_depth(T.tap), 0);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
 }
 
 /* SIGTERM or SIGINT while n dead letters arrive: no new work, what is in
@@ -164,7 +160,7 @@ static void stop_mid_storm(int sig, const char *what, const char *prefix, int n)
     tap_dead_letter_source(what, 0, work, dlq, sizeof work);
     tap_start_reaperd();
     tap_publish(work, prefix, n);
-    for (int i = 0; i < 300 && parked(prefix) < n / 20; i++) usleep(20 * 1000);
+    ITEST_POLL(parked(prefix) >= n / 20, 6000);
     long before = parked(prefix);
     size_t log_from = T.reaperd->log_len;
     long long t0 = itest_mono_ms();
@@ -199,9 +195,7 @@ static void stop_mid_storm(int sig, const char *what, const char *prefix, int n)
     assert_int_equal(tap_depth(T.tap), 0);
     assert_parks_counted(n - at_stop);
     assert_gates_gauge_after_next_pass();
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
 }
 
 static void test_sigterm_mid_storm(void **state) {
@@ -226,7 +220,7 @@ static void test_store_down_mid_storm(void **state) {
     tap_dead_letter_source("pgdown", 0, work, dlq, sizeof work);
     tap_start_reaperd();
     tap_publish(work, "p", 2500);
-    for (int i = 0; i < 300 && parked("p") < 200; i++) usleep(20 * 1000);
+    ITEST_POLL(parked("p") >= 200, 6000);
     assert_int_equal(itest_services("stop", "postgres"), 0);
     tap_publish(work, "p2", 2500);
     /* Down for 6 s: the tap holds, without a loop of attempts. */
@@ -255,9 +249,7 @@ static void test_store_down_mid_storm(void **state) {
     assert_int_equal(tap_depth(dlq), 5000);
     for (int i = 0; i < 50 && tap_depth(T.tap) != 0; i++) rp_child_drain(T.reaperd, 100);
     assert_int_equal(tap_depth(T.tap), 0);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
 }
 
 /* The tap parks on two sessions: one of them lost mid-storm (its backend
@@ -270,7 +262,7 @@ static void test_one_tap_session_lost_mid_storm(void **state) {
     tap_dead_letter_source("onelost", 0, work, dlq, sizeof work);
     tap_start_reaperd();
     tap_publish(work, "o", 6000);
-    for (int i = 0; i < 300 && parked("o") < 300; i++) usleep(20 * 1000);
+    ITEST_POLL(parked("o") >= 300, 6000);
     /* A backend busy with the tap's park statement (the store thread's
      * session sits idle: no pass runs). */
     long killed = 0;
@@ -291,9 +283,7 @@ static void test_one_tap_session_lost_mid_storm(void **state) {
     assert_int_equal(tap_depth(dlq), 6000);
     for (int i = 0; i < 50 && tap_depth(T.tap) != 0; i++) rp_child_drain(T.reaperd, 100);
     assert_int_equal(tap_depth(T.tap), 0);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
 }
 
 static int setup(void **state) {

@@ -76,9 +76,7 @@ static void test_dead_letter_queue_bound_after_its_queue(void **state) {
     tap_reject(work, 200);
     tap_wait_parked("late", 200, 30000);
     assert_int_equal(tap_depth(dlq), 200);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
     tap_delete_exchange(x);
 }
 
@@ -108,9 +106,7 @@ static void test_binding_moved_while_messages_flow(void **state) {
     tap_wait_parked("moved", 100, 30000);
     assert_int_equal(tap_depth(dlq), 100);
     tap_wait_parked("early", 0, 100);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
     tap_delete_exchange(x);
 }
 
@@ -133,9 +129,7 @@ static void test_dead_letter_queue_first(void **state) {
     tap_reject(work, 100);
     tap_wait_parked("first", 100, 30000);
     assert_int_equal(tap_depth(dlq), 100);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
     tap_delete_exchange(x);
 }
 
@@ -171,9 +165,7 @@ static void test_exchange_to_exchange_routes(void **state) {
     tap_reject(work, 100);
     tap_wait_parked("e2e", 100, 30000);
     assert_int_equal(tap_depth(dlq), 100);
-    tap_stop_reaperd(SIGTERM);
-    tap_delete_queue(work);
-    tap_delete_queue(dlq);
+    tap_source_done(work, dlq);
     tap_delete_exchange(x);
     tap_delete_exchange(e1);
     tap_delete_exchange(e2);

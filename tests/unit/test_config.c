@@ -62,6 +62,23 @@ static void expect_accepted(rp_config_key_id id, const char *value) {
     rp_config_cleanup(&c);
 }
 
+/* One value of a key: refused by validation with one problem about the
+ * key containing needle, or accepted (needle NULL). */
+typedef struct key_case {
+    rp_config_key_id id;
+    const char *value;
+    const char *needle;
+} key_case;
+
+static void key_cases(const key_case *k, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (k[i].needle) expect_refused(k[i].id, k[i].value, k[i].needle);
+        else expect_accepted(k[i].id, k[i].value);
+    }
+}
+
+#define KEY_CASES(cases) key_cases((cases), sizeof(cases) / sizeof *(cases))
+
 /* Sets a value and expects the set itself refused, naming the key. */
 static void expect_set_refused(rp_config_key_id id, const char *value, bool quoted,
                                const char *needle) {
@@ -264,21 +281,24 @@ static void test_password_only_from_environment(void **state) {
 
 static void test_ranges(void **state) {
     (void)state;
-    expect_refused(RP_CFG_REAP_POLICY_PRIORITY, "-1", "at least 0, got -1");
-    expect_accepted(RP_CFG_REAP_POLICY_PRIORITY, "0");
-    expect_refused(RP_CFG_REAP_LEASE_GRACE_SECONDS, "-1", "between 0 and 86400");
-    expect_refused(RP_CFG_REAP_LEASE_GRACE_SECONDS, "86401", "between 0 and 86400, got 86401");
-    expect_accepted(RP_CFG_REAP_LEASE_GRACE_SECONDS, "86400");
-    expect_refused(RP_CFG_REAP_DEAD_LETTER_PEEK_LIMIT, "0", "between 1 and 1000");
-    expect_refused(RP_CFG_REAP_DEAD_LETTER_PEEK_LIMIT, "1001", "between 1 and 1000");
-    expect_accepted(RP_CFG_REAP_DEAD_LETTER_PEEK_LIMIT, "1");
-    expect_accepted(RP_CFG_REAP_DEAD_LETTER_PEEK_LIMIT, "1000");
-    expect_refused(RP_CFG_REAP_INTERVAL_SECONDS, "0", "at least 1, got 0");
-    expect_refused(RP_CFG_REAP_STALE_READY_SECONDS, "0", "at least 1");
-    expect_refused(RP_CFG_REAP_DEAD_LETTER_MIN_DEPTH, "0", "at least 1");
-    expect_refused(RP_CFG_REAP_DELIVERY_LIMIT, "-5", "at least 1");
-    expect_refused(RP_CFG_REAP_INTERVAL_SECONDS, "2147483648", "at least 1, got 2147483648");
-    expect_refused(RP_CFG_REAP_LONGEST_LEASE_SECONDS, "-1", "at least 0");
+    static const key_case cases[] = {
+        {RP_CFG_REAP_POLICY_PRIORITY, "-1", "at least 0, got -1"},
+        {RP_CFG_REAP_POLICY_PRIORITY, "0", NULL},
+        {RP_CFG_REAP_LEASE_GRACE_SECONDS, "-1", "between 0 and 86400"},
+        {RP_CFG_REAP_LEASE_GRACE_SECONDS, "86401", "between 0 and 86400, got 86401"},
+        {RP_CFG_REAP_LEASE_GRACE_SECONDS, "86400", NULL},
+        {RP_CFG_REAP_DEAD_LETTER_PEEK_LIMIT, "0", "between 1 and 1000"},
+        {RP_CFG_REAP_DEAD_LETTER_PEEK_LIMIT, "1001", "between 1 and 1000"},
+        {RP_CFG_REAP_DEAD_LETTER_PEEK_LIMIT, "1", NULL},
+        {RP_CFG_REAP_DEAD_LETTER_PEEK_LIMIT, "1000", NULL},
+        {RP_CFG_REAP_INTERVAL_SECONDS, "0", "at least 1, got 0"},
+        {RP_CFG_REAP_STALE_READY_SECONDS, "0", "at least 1"},
+        {RP_CFG_REAP_DEAD_LETTER_MIN_DEPTH, "0", "at least 1"},
+        {RP_CFG_REAP_DELIVERY_LIMIT, "-5", "at least 1"},
+        {RP_CFG_REAP_INTERVAL_SECONDS, "2147483648", "at least 1, got 2147483648"},
+        {RP_CFG_REAP_LONGEST_LEASE_SECONDS, "-1", "at least 0"},
+    };
+    KEY_CASES(cases);
     /* consumer_timeout_seconds 0 is under 1 (and under the longest lease:
      * only the first is said, the second would be noise). */
     expect_refused(RP_CFG_REAP_CONSUMER_TIMEOUT_SECONDS, "0", "at least 1");
@@ -300,21 +320,24 @@ static void test_pattern_refusals(void **state) {
     (void)state;
     const rp_config_key_id dl = RP_CFG_REAP_DEAD_LETTER_QUEUE_PATTERN;
     const rp_config_key_id own = RP_CFG_REAP_OWNED_QUEUE_PATTERN;
-    expect_refused(dl, "", "must not be empty");
-    expect_refused(own, "", "must not be empty");
-    expect_refused(own, ".*", "matches the empty string");
-    expect_refused(own, "^", "matches the empty string");
-    expect_refused(dl, "x?", "matches the empty string");
-    expect_refused(own, ".", "matches every name");
-    expect_refused(dl, "(?s).", "matches every name");
-    expect_refused(own, "(", "does not compile: missing closing parenthesis at offset 1");
-    expect_refused(dl, "a{2,1}", "does not compile");
-    expect_refused(own, "cel", "matches \"celery\"");
-    expect_refused(own, "^amq\\.gen", "matches \"amq.gen-x\"");
-    expect_refused(own, "reply-to$", "matches \"amq.rabbitmq.reply-to\"");
-    expect_accepted(own, "^orders\\.");
-    /* Only the owned pattern is held to foreign names. */
-    expect_accepted(dl, "^celery$");
+    const key_case cases[] = {
+        {dl, "", "must not be empty"},
+        {own, "", "must not be empty"},
+        {own, ".*", "matches the empty string"},
+        {own, "^", "matches the empty string"},
+        {dl, "x?", "matches the empty string"},
+        {own, ".", "matches every name"},
+        {dl, "(?s).", "matches every name"},
+        {own, "(", "does not compile: missing closing parenthesis at offset 1"},
+        {dl, "a{2,1}", "does not compile"},
+        {own, "cel", "matches \"celery\""},
+        {own, "^amq\\.gen", "matches \"amq.gen-x\""},
+        {own, "reply-to$", "matches \"amq.rabbitmq.reply-to\""},
+        {own, "^orders\\.", NULL},
+        /* Only the owned pattern is held to foreign names. */
+        {dl, "^celery$", NULL},
+    };
+    KEY_CASES(cases);
 
     /* Two foreign names: two problems. */
     rp_config c;
@@ -330,37 +353,40 @@ static void test_pattern_refusals(void **state) {
 
 static void test_other_key_rules(void **state) {
     (void)state;
-    expect_refused(RP_CFG_BROKER_URL, "http://127.0.0.1:5672/", "amqp:// or amqps://");
-    expect_refused(RP_CFG_BROKER_URL, "", "must not be empty");
-    expect_refused(RP_CFG_BROKER_URL, "amqp:///vhost", "names no host");
-    expect_accepted(RP_CFG_BROKER_URL, "amqps://reaper@broker.example:5671/prod");
-    /* Several broker hosts (a cluster): a comma-separated host list. */
-    expect_accepted(RP_CFG_BROKER_URL, "amqp://reaper@rmq-0:5672,rmq-1:5672,rmq-2:5672/prod");
-    expect_refused(RP_CFG_BROKER_URL, "amqp://reaper@rmq-0:5672,,rmq-2:5672/prod", "empty host");
-    expect_refused(RP_CFG_BROKER_URL, "amqp://reaper@rmq-0:5672,/prod", "empty host");
-    expect_accepted(RP_CFG_BROKER_MANAGEMENT_URL, "http://rmq-0:15672,rmq-1:15672,rmq-2:15672");
-    expect_refused(RP_CFG_BROKER_MANAGEMENT_URL, "http://rmq-0:15672,", "empty host");
-    expect_refused(RP_CFG_BROKER_MANAGEMENT_URL, "amqp://x", "http:// or https://");
-    expect_refused(RP_CFG_BROKER_CONTROL_QUEUE, "", "must not be empty");
-    expect_refused(RP_CFG_BROKER_TAP_QUEUE, "amq.tap", "reserves");
-    expect_refused(RP_CFG_STORE_SCHEMA, "Reaper; drop", "plain SQL identifier");
-    expect_refused(RP_CFG_STORE_SCHEMA, "", "plain SQL identifier");
-    expect_accepted(RP_CFG_STORE_SCHEMA, "reaper_2");
-    expect_refused(RP_CFG_STORE_DSN, "host=x dbname", "expected keyword=value");
-    expect_refused(RP_CFG_STORE_DSN, "", "must not be empty");
-    expect_accepted(RP_CFG_STORE_DSN, "postgresql://reaper@db:5432/vibey?sslmode=require");
-    expect_accepted(RP_CFG_STORE_DSN, "host = db application_name='a b\\'c' passfile=/p");
-    expect_refused(RP_CFG_HTTP_LISTEN, "9464", "not host:port");
-    expect_refused(RP_CFG_HTTP_LISTEN, "127.0.0.1:99999", "not host:port");
-    expect_refused(RP_CFG_HTTP_LISTEN, "::1:9464", "not host:port");
-    expect_accepted(RP_CFG_HTTP_LISTEN, "[::1]:9464");
-    expect_accepted(RP_CFG_HTTP_LISTEN, ":9464");
-    expect_accepted(RP_CFG_HTTP_LISTEN, "127.0.0.1:0");
-    expect_refused(RP_CFG_HTTP_LISTEN, "127.0.0.1:", "not host:port");
-    expect_refused(RP_CFG_HTTP_LISTEN, "127.0.0.1:-1", "not host:port");
-    expect_refused(RP_CFG_CONTROL_ALLOWED_USERS, "alice,,bob", "item 2 is empty");
-    expect_refused(RP_CFG_BROKER_TLS_CERT_FILE, "/etc/c.pem", "broker.tls.key_file is not");
-    expect_refused(RP_CFG_BROKER_TLS_KEY_FILE, "/etc/k.pem", "broker.tls.cert_file is not");
+    static const key_case cases[] = {
+        {RP_CFG_BROKER_URL, "http://127.0.0.1:5672/", "amqp:// or amqps://"},
+        {RP_CFG_BROKER_URL, "", "must not be empty"},
+        {RP_CFG_BROKER_URL, "amqp:///vhost", "names no host"},
+        {RP_CFG_BROKER_URL, "amqps://reaper@broker.example:5671/prod", NULL},
+        /* Several broker hosts (a cluster): a comma-separated host list. */
+        {RP_CFG_BROKER_URL, "amqp://reaper@rmq-0:5672,rmq-1:5672,rmq-2:5672/prod", NULL},
+        {RP_CFG_BROKER_URL, "amqp://reaper@rmq-0:5672,,rmq-2:5672/prod", "empty host"},
+        {RP_CFG_BROKER_URL, "amqp://reaper@rmq-0:5672,/prod", "empty host"},
+        {RP_CFG_BROKER_MANAGEMENT_URL, "http://rmq-0:15672,rmq-1:15672,rmq-2:15672", NULL},
+        {RP_CFG_BROKER_MANAGEMENT_URL, "http://rmq-0:15672,", "empty host"},
+        {RP_CFG_BROKER_MANAGEMENT_URL, "amqp://x", "http:// or https://"},
+        {RP_CFG_BROKER_CONTROL_QUEUE, "", "must not be empty"},
+        {RP_CFG_BROKER_TAP_QUEUE, "amq.tap", "reserves"},
+        {RP_CFG_STORE_SCHEMA, "Reaper; drop", "plain SQL identifier"},
+        {RP_CFG_STORE_SCHEMA, "", "plain SQL identifier"},
+        {RP_CFG_STORE_SCHEMA, "reaper_2", NULL},
+        {RP_CFG_STORE_DSN, "host=x dbname", "expected keyword=value"},
+        {RP_CFG_STORE_DSN, "", "must not be empty"},
+        {RP_CFG_STORE_DSN, "postgresql://reaper@db:5432/vibey?sslmode=require", NULL},
+        {RP_CFG_STORE_DSN, "host = db application_name='a b\\'c' passfile=/p", NULL},
+        {RP_CFG_HTTP_LISTEN, "9464", "not host:port"},
+        {RP_CFG_HTTP_LISTEN, "127.0.0.1:99999", "not host:port"},
+        {RP_CFG_HTTP_LISTEN, "::1:9464", "not host:port"},
+        {RP_CFG_HTTP_LISTEN, "[::1]:9464", NULL},
+        {RP_CFG_HTTP_LISTEN, ":9464", NULL},
+        {RP_CFG_HTTP_LISTEN, "127.0.0.1:0", NULL},
+        {RP_CFG_HTTP_LISTEN, "127.0.0.1:", "not host:port"},
+        {RP_CFG_HTTP_LISTEN, "127.0.0.1:-1", "not host:port"},
+        {RP_CFG_CONTROL_ALLOWED_USERS, "alice,,bob", "item 2 is empty"},
+        {RP_CFG_BROKER_TLS_CERT_FILE, "/etc/c.pem", "broker.tls.key_file is not"},
+        {RP_CFG_BROKER_TLS_KEY_FILE, "/etc/k.pem", "broker.tls.cert_file is not"},
+    };
+    KEY_CASES(cases);
 }
 
 /* Each value carries the password; the set is refused, the password is
@@ -408,9 +434,12 @@ static void test_passwords_in_urls_and_dsns(void **state) {
                           "Zq9pw", "password= in the query");
     /* A user without a password is fine; so is a value that mentions the
      * word elsewhere. */
-    expect_accepted(RP_CFG_BROKER_URL, "amqp://reaper@127.0.0.1:5672/%2f");
-    expect_accepted(RP_CFG_STORE_DSN, "host=db application_name=password=no");
-    expect_accepted(RP_CFG_BROKER_PASSWORD_FILE, "/run/secrets/password:x@y");
+    static const key_case cases[] = {
+        {RP_CFG_BROKER_URL, "amqp://reaper@127.0.0.1:5672/%2f", NULL},
+        {RP_CFG_STORE_DSN, "host=db application_name=password=no", NULL},
+        {RP_CFG_BROKER_PASSWORD_FILE, "/run/secrets/password:x@y", NULL},
+    };
+    KEY_CASES(cases);
 
     /* A value poked into the struct directly is still refused by validate,
      * without quoting it. */

@@ -94,28 +94,28 @@ static void load_cases(const load_case *k, size_t n) {
 }
 
 #define LOAD_CASES(cases) load_cases((cases), sizeof(cases) / sizeof *(cases))
+
+/* Drops the "  # origin" comments of rp_config_format's text, in place. */
+static void strip_comments(char *text) {
+    for (char *s = text; (s = strstr(s, "  # ")) != NULL;) {
+        char *e = strchr(s, '\n');
+        memmove(s, e, strlen(e) + 1);
+    }
+}
+
 static void test_contract_example_is_the_defaults(void **state) {
     (void)state;
     rp_config c, d;
     rp_config_problems p;
-    rp_config_problems_init(&p);
-    rp_status st = rp_config_load(fixture("valid.yaml"), NULL, &c, &p);
-    if (st != RP_OK) print_problems(&p);
-    assert_int_equal(st, RP_OK);
+    load_case_run(&(load_case){.fixture = "valid.yaml", .want = RP_OK}, &c, &p);
     assert_count(&p, 0);
     assert_int_equal(rp_config_init(&d), RP_OK);
     /* Same values as the defaults; only the origins differ. */
     char *a = NULL, *b = NULL;
     assert_int_equal(rp_config_format(&c, &a, NULL), RP_OK);
     assert_int_equal(rp_config_format(&d, &b, NULL), RP_OK);
-    for (char *s = a; (s = strstr(s, "  # ")) != NULL;) { /* strip the comments */
-        char *e = strchr(s, '\n');
-        memmove(s, e, strlen(e) + 1);
-    }
-    for (char *s = b; (s = strstr(s, "  # ")) != NULL;) {
-        char *e = strchr(s, '\n');
-        memmove(s, e, strlen(e) + 1);
-    }
+    strip_comments(a);
+    strip_comments(b);
     assert_string_equal(a, b);
     free(a);
     free(b);
@@ -127,8 +127,7 @@ static void test_contract_example_is_the_defaults(void **state) {
     assert_int_equal(c.origin[RP_CFG_BROKER_PASSWORD].source, RP_CONFIG_DEFAULT);
     assert_string_equal(c.path, fixture("valid.yaml"));
     assert_non_null(c.reap.owned_queue_pattern.code);
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case_done(&c, &p);
     rp_config_cleanup(&d);
 }
 
@@ -136,10 +135,7 @@ static void test_custom_file(void **state) {
     (void)state;
     rp_config c;
     rp_config_problems p;
-    rp_config_problems_init(&p);
-    rp_status st = rp_config_load(fixture("custom.yaml"), NULL, &c, &p);
-    if (st != RP_OK) print_problems(&p);
-    assert_int_equal(st, RP_OK);
+    load_case_run(&(load_case){.fixture = "custom.yaml", .want = RP_OK}, &c, &p);
     assert_string_equal(c.broker.url, "amqps://reaper@rabbit.internal:5671/prod");
     assert_string_equal(c.broker.tls.ca_file, "/etc/reaper/ca.pem");
     assert_string_equal(c.broker.tls.key_file, "/etc/reaper/client.key");
@@ -158,8 +154,7 @@ static void test_custom_file(void **state) {
     assert_int_equal(c.log.format, RP_LOG_FORMAT_TEXT);
     assert_int_equal(c.reap.stale_ready_seconds, 900); /* untouched: default */
     assert_int_equal(c.origin[RP_CFG_REAP_STALE_READY_SECONDS].source, RP_CONFIG_DEFAULT);
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case_done(&c, &p);
 }
 
 static void test_malformed_yaml_has_line_and_column(void **state) {
@@ -365,10 +360,7 @@ static void test_environment_wins(void **state) {
     };
     rp_config c;
     rp_config_problems p;
-    rp_config_problems_init(&p);
-    rp_status st = rp_config_load(fixture("custom.yaml"), envp, &c, &p);
-    if (st != RP_OK) print_problems(&p);
-    assert_int_equal(st, RP_OK);
+    load_case_run(&(load_case){.fixture = "custom.yaml", .envp = envp, .want = RP_OK}, &c, &p);
     assert_int_equal(c.reap.interval_seconds, 15);
     assert_int_equal(c.origin[RP_CFG_REAP_INTERVAL_SECONDS].source, RP_CONFIG_ENV);
     assert_int_equal(c.log.format, RP_LOG_FORMAT_TEXT);
@@ -384,8 +376,7 @@ static void test_environment_wins(void **state) {
     assert_non_null(strstr(text, "interval_seconds: 15  # env REAPER_REAP_INTERVAL_SECONDS"));
     assert_non_null(strstr(text, "level: debug  # file "));
     free(text);
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case_done(&c, &p);
 }
 
 static void test_environment_alone(void **state) {
@@ -401,10 +392,7 @@ static void test_environment_alone(void **state) {
     };
     rp_config c;
     rp_config_problems p;
-    rp_config_problems_init(&p);
-    rp_status st = rp_config_load(NULL, envp, &c, &p);
-    if (st != RP_OK) print_problems(&p);
-    assert_int_equal(st, RP_OK);
+    load_case_run(&(load_case){.envp = envp, .want = RP_OK}, &c, &p);
     assert_null(c.path);
     assert_string_equal(c.broker.url, "amqp://reaper@rabbit:5672/%2f");
     assert_string_equal(c.store.dsn, "host=db dbname=vibey user=reaper");
@@ -412,14 +400,10 @@ static void test_environment_alone(void **state) {
     assert_int_equal(c.reap.consumer_timeout_seconds, 900);
     assert_int_equal(c.control.allowed_users.n, 0);
     assert_int_equal(c.reap.interval_seconds, 60);
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case_done(&c, &p);
 
     /* Nothing at all: the defaults, valid. */
-    rp_config_problems_init(&p);
-    assert_int_equal(rp_config_load(NULL, NULL, &c, &p), RP_OK);
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_cases(&(load_case){.want = RP_OK}, 1);
 }
 
 static void test_environment_problems(void **state) {
@@ -486,13 +470,9 @@ static void test_environment_service_links(void **state) {
     };
     rp_config c;
     rp_config_problems p;
-    rp_config_problems_init(&p);
-    rp_status st = rp_config_load(NULL, envp, &c, &p);
-    if (st != RP_OK) print_problems(&p);
-    assert_int_equal(st, RP_OK);
+    load_case_run(&(load_case){.envp = envp, .want = RP_OK}, &c, &p);
     assert_int_equal(c.reap.interval_seconds, 15);
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case_done(&c, &p);
 
     /* The list for reaperd's debug line: the names, never the values. */
     char names[512];
@@ -693,19 +673,12 @@ static void test_format_round_trips(void **state) {
     free(a);
     assert_int_equal(rp_config_format(&c, &a, NULL), RP_OK);
     assert_int_equal(rp_config_format(&d, &b, NULL), RP_OK);
-    for (char *s = a; (s = strstr(s, "  # ")) != NULL;) {
-        char *e = strchr(s, '\n');
-        memmove(s, e, strlen(e) + 1);
-    }
-    for (char *s = b; (s = strstr(s, "  # ")) != NULL;) {
-        char *e = strchr(s, '\n');
-        memmove(s, e, strlen(e) + 1);
-    }
+    strip_comments(a);
+    strip_comments(b);
     assert_string_equal(a, b);
     free(a);
     free(b);
-    rp_config_problems_cleanup(&p);
-    rp_config_cleanup(&c);
+    load_case_done(&c, &p);
     rp_config_cleanup(&d);
 }
 

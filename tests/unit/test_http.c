@@ -21,6 +21,7 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 
+#include "http_client.h"
 #include "rp_http.h"
 #include "rp_http_check.h"
 
@@ -61,12 +62,6 @@ static void on_tick(evutil_socket_t fd, short what, void *arg) {
     }
 }
 
-static void *loop_main(void *arg) {
-    fixture *f = arg;
-    event_base_dispatch(f->base);
-    return NULL;
-}
-
 static int setup(void **state) {
     static fixture f;
     memset(&f, 0, sizeof f);
@@ -75,65 +70,30 @@ static int setup(void **state) {
     assert_non_null(f.base);
     rp_metrics_init(&f.metrics, "1.2.3", "abc");
     rp_http_hooks hooks = {.refresh = on_refresh, .ready = on_ready, .arg = &f};
-    char err[200] = "";
-    f.http = rp_http_new(f.base, "127.0.0.1:0", &f.metrics, &hooks, err, sizeof err);
-    if (f.http == NULL) fail_msg("rp_http_new: %s", err);
+    f.http = http_client_server(f.base, &f.metrics, &hooks);
     f.stop_ev = event_new(f.base, -1, EV_PERSIST, on_tick, &f);
     struct timeval tv = {0, 10000};
     event_add(f.stop_ev, &tv);
-    assert_int_equal(pthread_create(&f.loop, NULL, loop_main, &f), 0);
+    http_client_loop_start(f.base, &f.loop);
     *state = &f;
     return 0;
 }
 
 static int teardown(void **state) {
     fixture *f = *state;
-    event_base_loopbreak(f->base);
-    pthread_join(f->loop, NULL);
+    http_client_loop_stop(f->base, f->loop);
     event_free(f->stop_ev);
     rp_http_free(f->http);
     event_base_free(f->base);
     return 0;
 }
 
-static unsigned port_of(const fixture *f) {
-    const char *b = rp_http_bound(f->http);
-    const char *colon = strrchr(b, ':');
-    assert_non_null(colon);
-    return (unsigned)atoi(colon + 1);
-}
-
+#define port_of(f) http_client_port((f)->http)
 /* One request; the whole answer into buf. Returns the status code, -1 when
  * nothing answered. */
-static int request(const fixture *f, const char *method, const char *path, char *buf,
-                   size_t cap) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port_of(f))};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
-        return -1;
-    }
-    struct timeval tv = {5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    char req[256];
-    int n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: x\r\n\r\n", method, path);
-    assert_int_equal(send(fd, req, (size_t)n, 0), n);
-    size_t got = 0;
-    for (ssize_t r; got + 1 < cap && (r = recv(fd, buf + got, cap - 1 - got, 0)) > 0;)
-        got += (size_t)r;
-    buf[got] = '\0';
-    close(fd);
-    int status = -1;
-    if (sscanf(buf, "HTTP/%*d.%*d %d", &status) != 1) return -1;
-    return status;
-}
-
-static const char *body_of(const char *answer) {
-    const char *b = strstr(answer, "\r\n\r\n");
-    return b ? b + 4 : "";
-}
+#define request(f, method, path, buf, cap) \
+    http_client_request(port_of(f), method, path, NULL, NULL, false, buf, cap)
+#define body_of http_client_body
 
 static void test_paths(void **state) {
     fixture *f = *state;

@@ -25,6 +25,7 @@
 #include <event2/thread.h>
 
 #include "rp_config.h"
+#include "http_client.h"
 #include "rp_http.h"
 #include "rp_http_console.h"
 
@@ -100,12 +101,6 @@ static rp_status fake_feed(void *self, rp_console_call *call, rp_console_done_fn
     return fake_schedule(call, done);
 }
 
-static void *loop_main(void *arg) {
-    fixture *f = arg;
-    event_base_dispatch(f->base);
-    return NULL;
-}
-
 static void on_keepalive(evutil_socket_t fd, short what, void *arg) {
     (void)fd;
     (void)what;
@@ -136,23 +131,20 @@ static int setup(void **state) {
     f.console = rp_console_new(&port);
     assert_non_null(f.console);
     rp_http_hooks hooks = {.console = f.console};
-    char err[200] = "";
-    f.http = rp_http_new(f.base, "127.0.0.1:0", &f.metrics, &hooks, err, sizeof err);
-    if (f.http == NULL) fail_msg("rp_http_new: %s", err);
+    f.http = http_client_server(f.base, &f.metrics, &hooks);
     /* Keeps the loop turning while no request is open. */
     f.keepalive = event_new(f.base, -1, EV_PERSIST, on_keepalive, NULL);
     assert_non_null(f.keepalive);
     struct timeval tv = {1, 0};
     event_add(f.keepalive, &tv);
-    assert_int_equal(pthread_create(&f.loop, NULL, loop_main, &f), 0);
+    http_client_loop_start(f.base, &f.loop);
     *state = &f;
     return 0;
 }
 
 static int teardown(void **state) {
     fixture *f = *state;
-    event_base_loopbreak(f->base);
-    pthread_join(f->loop, NULL);
+    http_client_loop_stop(f->base, f->loop);
     event_free(f->keepalive);
     rp_http_free(f->http);
     rp_console_free(f->console);
@@ -161,41 +153,10 @@ static int teardown(void **state) {
     return 0;
 }
 
-static unsigned port_of(const fixture *f) {
-    const char *colon = strrchr(rp_http_bound(f->http), ':');
-    assert_non_null(colon);
-    return (unsigned)atoi(colon + 1);
-}
-
 /* One request with extra header lines (each ending \r\n) and a body. */
-static int request(const fixture *f, const char *method, const char *path, const char *headers,
-                   const char *body, char *buf, size_t cap) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port_of(f))};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    struct timeval tv = {5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    char req[2048];
-    int n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: x\r\n%sContent-Length: %zu\r\n\r\n%s",
-                     method, path, headers ? headers : "", body ? strlen(body) : 0,
-                     body ? body : "");
-    assert_int_equal(send(fd, req, (size_t)n, 0), n);
-    size_t got = 0;
-    for (ssize_t r; got + 1 < cap && (r = recv(fd, buf + got, cap - 1 - got, 0)) > 0;)
-        got += (size_t)r;
-    buf[got] = '\0';
-    close(fd);
-    int status = -1;
-    if (sscanf(buf, "HTTP/%*d.%*d %d", &status) != 1) return -1;
-    return status;
-}
-
-static const char *body_of(const char *answer) {
-    const char *b = strstr(answer, "\r\n\r\n");
-    return b ? b + 4 : "";
-}
+#define request(f, method, path, headers, body, buf, cap) \
+    http_client_request(http_client_port((f)->http), method, path, headers, body, true, buf, cap)
+#define body_of http_client_body
 
 static int asks(fixture *f) {
     pthread_mutex_lock(&f->mu);

@@ -13,6 +13,7 @@
 #include "rp_config.h"
 #include "rp_judge_divergent.h"
 #include "rp_sighting.h"
+#include "verdict_assert.h"
 
 #define NOW ((rp_time_ms)1700000000000LL)
 
@@ -92,33 +93,14 @@ static void test_kind_verdict_fields(void **state) {
                              .completions = 40, .waiting = 120};
     rp_verdict v;
     assert_int_equal(rp_judge_divergent_kind(&g, &t, &v), RP_OK);
-    assert_int_equal(v.condition, RP_COND_DIVERGENT);
-    assert_int_equal(v.action, RP_ACTION_SURFACED);
-    assert_int_equal(v.source, RP_SOURCE_JOB_QUEUE);
-    assert_string_equal(v.object, "kind:al%3Apha:render");
-    assert_string_equal(v.queue, "render");
-    assert_string_equal(v.project, "al:pha");
-    assert_string_equal(v.unit, "jobs");
-    assert_int_equal(v.threshold, 80);
-    assert_true(v.measured == 300.0);
+    assert_verdict(&v, &(verdict_want){RP_COND_DIVERGENT, RP_ACTION_SURFACED, RP_SOURCE_JOB_QUEUE,
+                                       "kind:al%3Apha:render", "render", "al:pha", "jobs", 80,
+                                       300.0, 0});
     assert_true(v.trusted);
     assert_non_null(strstr(v.detail, "300 jobs of kind render were created in project al:pha"));
     assert_non_null(strstr(v.detail, "over the last 86400 s but only 40 succeeded"));
     assert_non_null(strstr(v.detail, "120 are waiting (above 50)"));
-    char *key = NULL;
-    assert_int_equal(rp_sighting_key_for(&v, &key), RP_OK);
-    assert_string_equal(key, "job_queue|DIVERGENT|kind:al%3Apha:render");
-    rp_sighting_row row = {key, RP_COND_DIVERGENT, 7, NOW};
-    rp_verdict c;
-    assert_int_equal(rp_judge_cleared(&row, &t, &c), RP_OK);
-    assert_int_equal(c.condition, RP_COND_DIVERGENT);
-    assert_int_equal(c.action, RP_ACTION_CLEARED);
-    assert_string_equal(c.project, "al:pha");
-    assert_string_equal(c.queue, "render");
-    assert_string_equal(c.unit, "jobs");
-    assert_int_equal(c.threshold, 50);
-    rp_verdict_cleanup(&c);
-    free(key);
+    assert_cleared_back(&v, &t, NOW, "job_queue|DIVERGENT|kind:al%3Apha:render", 50);
     rp_verdict_cleanup(&v);
     rp_divergence_group bad = {.project = "alpha", .kind = NULL, .intake = 999, .waiting = 99};
     assert_int_equal(rp_judge_divergent_kind(&bad, &t, &v), RP_ERR_INVALID);
@@ -192,28 +174,13 @@ static void test_queue_verdict_fields(void **state) {
     rp_queue_rates r = {.known = true, .published = 90, .acked = 30};
     rp_verdict v;
     assert_int_equal(rp_judge_divergent_queue(&q, &r, &t, &v), RP_OK);
-    assert_int_equal(v.condition, RP_COND_DIVERGENT);
-    assert_int_equal(v.action, RP_ACTION_SURFACED);
-    assert_int_equal(v.source, RP_SOURCE_BROKER);
-    assert_string_equal(v.object, "queue:/:vibey.render");
-    assert_string_equal(v.queue, "vibey.render");
-    assert_null(v.project);
-    assert_string_equal(v.unit, "messages");
-    assert_int_equal(v.threshold, 60);
-    assert_true(v.measured == 90.0);
+    assert_verdict(&v, &(verdict_want){RP_COND_DIVERGENT, RP_ACTION_SURFACED, RP_SOURCE_BROKER,
+                                       "queue:/:vibey.render", "vibey.render", NULL, "messages",
+                                       60, 90.0, 0});
     assert_non_null(strstr(v.detail, "90 publishes"));
     assert_non_null(strstr(v.detail, "only 30 acks"));
     assert_non_null(strstr(v.detail, "70 ready messages (above 50)"));
-    char *key = NULL;
-    assert_int_equal(rp_sighting_key_for(&v, &key), RP_OK);
-    assert_string_equal(key, "broker|DIVERGENT|queue:/:vibey.render");
-    rp_sighting_row row = {key, RP_COND_DIVERGENT, 7, NOW};
-    rp_verdict c;
-    assert_int_equal(rp_judge_cleared(&row, &t, &c), RP_OK);
-    assert_string_equal(c.unit, "messages");
-    assert_string_equal(c.queue, "vibey.render");
-    rp_verdict_cleanup(&c);
-    free(key);
+    assert_cleared_back(&v, &t, NOW, "broker|DIVERGENT|queue:/:vibey.render", -1);
     rp_verdict_cleanup(&v);
 }
 

@@ -14,6 +14,7 @@
 #include "rp_judge.h"
 #include "rp_object.h"
 #include "rp_sighting.h"
+#include "verdict_assert.h"
 
 #define NOW ((rp_time_ms)1700000000000LL)
 #define HOUR_MS ((rp_time_ms)3600 * 1000)
@@ -80,15 +81,9 @@ static void test_stalled_verdict_fields(void **state) {
     rp_long_held_job j = held_since(NOW - HOUR_MS - 1500);
     rp_verdict v;
     assert_int_equal(rp_judge_long_held(&j, &t, NOW, &v), RP_OK);
-    assert_int_equal(v.condition, RP_COND_STALLED);
-    assert_int_equal(v.action, RP_ACTION_SURFACED);
-    assert_int_equal(v.source, RP_SOURCE_JOB_QUEUE);
-    assert_string_equal(v.object, "job:42");
-    assert_string_equal(v.queue, "render");
-    assert_string_equal(v.project, "alpha");
-    assert_string_equal(v.unit, "seconds");
-    assert_int_equal(v.threshold, 3600);
-    assert_true(v.measured > 3601.49 && v.measured < 3601.51);
+    assert_verdict(&v, &(verdict_want){RP_COND_STALLED, RP_ACTION_SURFACED, RP_SOURCE_JOB_QUEUE,
+                                       "job:42", "render", "alpha", "seconds", 3600, 3601.5,
+                                       0.01});
     assert_true(v.trusted);
     /* The detail names the job, its owner and the hold. */
     assert_non_null(strstr(v.detail, "job 42"));
@@ -187,32 +182,14 @@ static void test_waiting_verdict_fields(void **state) {
     rp_waiting_group g = {.project = "al:pha", .kind = "render", .claimable = 11};
     rp_verdict v;
     assert_int_equal(rp_judge_waiting(&g, &t, &v), RP_OK);
-    assert_int_equal(v.condition, RP_COND_WAITING_DEPTH);
-    assert_int_equal(v.action, RP_ACTION_SURFACED);
-    assert_int_equal(v.source, RP_SOURCE_JOB_QUEUE);
-    assert_string_equal(v.object, "kind:al%3Apha:render");
-    assert_string_equal(v.queue, "render");
-    assert_string_equal(v.project, "al:pha");
-    assert_string_equal(v.unit, "jobs");
-    assert_int_equal(v.threshold, 10);
-    assert_true(v.measured == 11.0);
+    assert_verdict(&v, &(verdict_want){RP_COND_WAITING_DEPTH, RP_ACTION_SURFACED,
+                                       RP_SOURCE_JOB_QUEUE, "kind:al%3Apha:render", "render",
+                                       "al:pha", "jobs", 10, 11.0, 0});
     assert_non_null(strstr(v.detail, "11 claimable"));
     assert_non_null(strstr(v.detail, "cap on admission"));
-    /* One sighting per (project, kind). */
-    char *key = NULL;
-    assert_int_equal(rp_sighting_key_for(&v, &key), RP_OK);
-    assert_string_equal(key, "job_queue|WAITING_DEPTH|kind:al%3Apha:render");
-    /* Its CLEARED verdict gives project and kind back. */
-    rp_sighting_row row = {key, RP_COND_WAITING_DEPTH, 7, NOW};
-    rp_verdict c;
-    assert_int_equal(rp_judge_cleared(&row, &t, &c), RP_OK);
-    assert_int_equal(c.action, RP_ACTION_CLEARED);
-    assert_string_equal(c.project, "al:pha");
-    assert_string_equal(c.queue, "render");
-    assert_string_equal(c.unit, "jobs");
-    assert_int_equal(c.threshold, 10);
-    rp_verdict_cleanup(&c);
-    free(key);
+    /* One sighting per (project, kind); its CLEARED verdict gives project
+     * and kind back. */
+    assert_cleared_back(&v, &t, NOW, "job_queue|WAITING_DEPTH|kind:al%3Apha:render", 10);
     rp_verdict_cleanup(&v);
     rp_waiting_group bad = {.project = NULL, .kind = "render", .claimable = 99};
     assert_int_equal(rp_judge_waiting(&bad, &t, &v), RP_ERR_INVALID);
@@ -273,27 +250,12 @@ static void test_queue_depth_verdict_fields(void **state) {
     rp_queue_facts q = owned_queue(4);
     rp_verdict v;
     assert_int_equal(rp_judge_queue_depth(&q, &t, &v), RP_OK);
-    assert_int_equal(v.condition, RP_COND_WAITING_DEPTH);
-    assert_int_equal(v.action, RP_ACTION_SURFACED);
-    assert_int_equal(v.source, RP_SOURCE_BROKER);
-    assert_string_equal(v.object, "queue:/:vibey.render");
-    assert_string_equal(v.queue, "vibey.render");
-    assert_null(v.project);
-    assert_string_equal(v.unit, "messages");
-    assert_int_equal(v.threshold, 3);
-    assert_true(v.measured == 4.0);
+    assert_verdict(&v, &(verdict_want){RP_COND_WAITING_DEPTH, RP_ACTION_SURFACED, RP_SOURCE_BROKER,
+                                       "queue:/:vibey.render", "vibey.render", NULL, "messages", 3,
+                                       4.0, 0});
     assert_non_null(strstr(v.detail, "4 ready"));
     assert_non_null(strstr(v.detail, "cap on admission"));
-    char *key = NULL;
-    assert_int_equal(rp_sighting_key_for(&v, &key), RP_OK);
-    rp_sighting_row row = {key, RP_COND_WAITING_DEPTH, 7, NOW};
-    rp_verdict c;
-    assert_int_equal(rp_judge_cleared(&row, &t, &c), RP_OK);
-    assert_string_equal(c.unit, "messages");
-    assert_int_equal(c.threshold, 3);
-    assert_string_equal(c.queue, "vibey.render");
-    rp_verdict_cleanup(&c);
-    free(key);
+    assert_cleared_back(&v, &t, NOW, NULL, 3);
     rp_verdict_cleanup(&v);
 }
 
