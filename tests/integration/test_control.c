@@ -917,7 +917,7 @@ static void test_nacked_replies_do_not_starve(void **state) {
 static void test_reply_to_a_client_that_left(void **state) {
     (void)state;
     char scratch[128], stale[256];
-    snprintf(scratch, sizeof scratch, "%sscratch", W.replies);
+    snprintf(scratch, sizeof scratch, "%sscratch", R.replies);
     amqp_queue_declare(W.amqp, 1, amqp_cstring_bytes(scratch), 0, 0, 0, 1, amqp_empty_table);
     assert_int_equal(amqp_get_rpc_reply(W.amqp).reply_type, AMQP_RESPONSE_NORMAL);
     amqp_channel_open(W.amqp, 2);
