@@ -14,7 +14,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "ports.h"
 #include "rp_amqp_pass_feed.h"
@@ -22,7 +21,6 @@
 #include "rp_mgmt_bridge.h"
 #include "rp_once_pass.h"
 #include "version.h"
-#include "worker.h"
 
 /* How long the end of the pass waits for the feed's confirms (and its one
  * retry) before it reports the rest as not published. */
@@ -134,7 +132,6 @@ int rp_once_run(const rp_config *cfg, const char *password, const char *project,
 /* ---- reaperd --doctor ---------------------------------------------------------- */
 
 typedef struct rp_doctor_cli_run {
-    struct event_base *base;
     const rp_config *cfg;
     const char *password;
     rp_mgmt_bridge *bridge;
@@ -142,48 +139,37 @@ typedef struct rp_doctor_cli_run {
     rp_doctor_probes probes;
 } rp_doctor_cli_run;
 
-static void rp_doctor_cli_work(void *ctx, void *job) {
-    RP_UNUSED(ctx);
-    rp_doctor_cli_run *r = job;
+static void rp_doctor_cli_probe(void *arg) {
+    rp_doctor_cli_run *r = arg;
     rp_doctor_probe_all(r->cfg, r->password, r->bridge, r->mgmt_why, &r->probes);
 }
 
-static void rp_doctor_cli_done(void *job, bool cancelled) {
-    RP_UNUSED(cancelled);
-    event_base_loopbreak(((rp_doctor_cli_run *)job)->base);
+static void rp_doctor_cli_close(void *arg) {
+    rp_doctor_cli_run *r = arg;
+    if (r->bridge) rp_mgmt_bridge_close(r->bridge);
 }
 
 int rp_doctor_cli(const rp_config *cfg, const char *password, bool json) {
     signal(SIGPIPE, SIG_IGN);
+    struct event_base *base = NULL;
     rp_doctor_cli_run *r = calloc(1, sizeof *r);
-    if (r == NULL || evthread_use_pthreads() != 0 || (r->base = event_base_new()) == NULL) {
+    if (r == NULL || evthread_use_pthreads() != 0 || (base = event_base_new()) == NULL) {
         RP_ERROR("cannot create the event loop", NULL);
         free(r);
         return 1;
     }
-    r->cfg = cfg;
-    r->password = password;
+    *r = (rp_doctor_cli_run){.cfg = cfg, .password = password};
     /* The management API's client on this loop, for the probe thread
      * (none: the probe says why). */
     rp_broker_http_keep keep;
-    if (rp_broker_http_bridge_with(r->base, cfg, password, RP_DOCTOR_TIMEOUT_MS, &keep,
-                                   &r->bridge, &r->mgmt_why) != RP_OK)
+    if (rp_broker_http_bridge_with(base, cfg, password, RP_DOCTOR_TIMEOUT_MS, &keep, &r->bridge,
+                                   &r->mgmt_why) != RP_OK)
         r->bridge = NULL;
     int rc = 1;
-    rp_worker *w = rp_worker_new(r->base, "doctor", NULL, NULL, 0);
-    if (w == NULL || rp_worker_submit(w, rp_doctor_cli_work, rp_doctor_cli_done, r) != RP_OK) {
-        RP_ERROR("cannot start the probe thread", NULL);
-        if (w) rp_worker_free(w);
-        goto out;
-    }
-    event_base_loop(r->base, EVLOOP_NO_EXIT_ON_EMPTY);
-    if (r->bridge) rp_mgmt_bridge_close(r->bridge);
-    rp_worker_free(w);
-
-    rc = rp_doctor_output(stdout, &r->probes.seen.facts, json);
-out:
+    if (rp_doctor_probe_on_thread(base, rp_doctor_cli_probe, rp_doctor_cli_close, r) == RP_OK)
+        rc = rp_doctor_output(stdout, &r->probes.seen.facts, json);
     rp_mgmt_bridge_free(r->bridge);
-    event_base_free(r->base);
+    event_base_free(base);
     free(r);
     return rc;
 }
