@@ -272,34 +272,11 @@ static void rp_signals_cancel(void *arg, bool store, bool tap) {
     if (tap) rp_tap_cancel(d->tap);
 }
 
-typedef struct rp_adopt_job {
-    rp_daemon *d;
-    const rp_config *cfg;
-} rp_adopt_job;
-
-static void rp_adopt_work(void *ctx, void *job) {
-    RP_UNUSED(ctx);
-    rp_adopt_job *a = job;
-    a->d->runner.cfg = a->cfg; /* store thread: its next job reads it */
-}
-
-static void rp_adopt_done(void *job, bool cancelled) {
-    RP_UNUSED(cancelled);
-    free(job);
-}
-
 /* A reload replaced d->cfg: the sweep timer follows, and the store thread
  * switches between two jobs, never inside a pass. */
 static void rp_signals_on_reload(void *arg, const rp_config *old) {
     rp_daemon *d = arg;
-    rp_sweeper_reconfigure(d->sweeper, old);
-    rp_adopt_job *a = malloc(sizeof *a);
-    if (a != NULL) *a = (rp_adopt_job){d, d->cfg};
-    if (a == NULL ||
-        rp_worker_submit(rp_sweeper_store(d->sweeper), rp_adopt_work, rp_adopt_done, a) != RP_OK) {
-        free(a);
-        RP_WARN("the store thread did not take the new configuration", NULL);
-    }
+    rp_sweeper_reconfigure(d->sweeper, old, &d->runner.cfg);
 }
 
 static rp_status rp_signals_load(const char *path, rp_config *out, rp_config_problems *p) {
