@@ -161,14 +161,6 @@ static void rp_feed_port(rp_daemon *d, rp_publisher_port *out);
 
 /* ---- the sweeper's ports: the pass (app/rp_pass_sequence.h), the lease LISTEN -- */
 
-/* After a sweep the tap's bindings are looked at again (loop thread). */
-static void rp_after_sweep(void *arg) { rp_tap_bind_soon(((rp_daemon *)arg)->tap); }
-
-static rp_time_ms rp_wall_now(void *self) {
-    RP_UNUSED(self);
-    return rp_clock_wall_ms();
-}
-
 /* The sweeper's store news (loop thread). */
 static void rp_on_store(void *arg, bool up) {
     rp_daemon *d = arg;
@@ -181,17 +173,6 @@ static rp_status rp_oom(void) {
     RP_ERROR("out of memory", NULL);
     return RP_ERR_NOMEM;
 }
-
-/* ---- observe's ports: the tap's gauges (the store's counts: rp_pg_gauges_port) -- */
-
-static bool rp_observe_tap_gauges(void *arg, int64_t *held, bool *paused) {
-    rp_daemon *d = arg;
-    if (d->tap == NULL) return false;
-    rp_tap_gauges(d->tap, held, paused);
-    return true;
-}
-
-static bool rp_observe_tap_bound(void *arg) { return rp_tap_bound(((rp_daemon *)arg)->tap); }
 
 /* The console's two backends (adapters/http/rp_http_console_jobs.h): the
  * ask over an AMQP connection of its own (broker.* of boot_cfg: read off
@@ -339,12 +320,6 @@ static void rp_on_event_delivery(void *arg, const rp_amqp_message *msg) {
     if (take == RP_AMQP_EVENT_TAKEN && d->events) rp_events_on_event(d->events, &ev);
 }
 
-/* The control's clock. */
-static int64_t rp_daemon_mono_ms(void *self) {
-    RP_UNUSED(self);
-    return rp_clock_mono_ms();
-}
-
 /* The replays (app/rp_replays.h) over their ports (replay_port.h), and the
  * control queue's use cases (control.h). */
 static rp_status rp_daemon_control_start(rp_daemon *d) {
@@ -366,7 +341,7 @@ static rp_status rp_daemon_control_start(rp_daemon *d) {
     rp_control_deps cd = {
         .self = &d->jobs,
         .store_job = rp_store_jobs_submit,
-        .mono_ms = rp_daemon_mono_ms,
+        .mono_ms = rp_clock_mono_self,
         .cfg = &d->cfg,
         .metrics = &d->metrics,
         .broker_up = &d->broker_up,
@@ -442,18 +417,6 @@ static rp_status rp_daemon_broker_start(rp_daemon *d, const char *password) {
 
 /* ---- the run ---------------------------------------------------------------- */
 
-/* Events hook (loop thread): an owned queue appeared or vanished, or a
- * policy over them changed: the tap's bindings follow its dead-letter
- * exchange (coalesced with any reconcile already wanted). */
-static void rp_on_owned_queue_change(void *arg, const char *vhost, const char *name, bool dlq,
-                                     bool created) {
-    RP_UNUSED(vhost);
-    RP_UNUSED(name);
-    RP_UNUSED(dlq);
-    RP_UNUSED(created);
-    rp_tap_bind_soon(((rp_daemon *)arg)->tap);
-}
-
 /* The parts, made in order. */
 static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     const rp_config *cfg = d->cfg;
@@ -467,11 +430,11 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         .stopping = &d->stopping,
         .broker_up = &d->broker_up,
         .store_up = &d->store_up,
-        .clock = {.now_ms = rp_wall_now},
+        .clock = {.now_ms = rp_clock_wall_self},
         .process_sample = rp_http_process_sample,
-        .tap_gauges = rp_observe_tap_gauges,
-        .tap_bound = rp_observe_tap_bound,
-        .tap_arg = d,
+        .tap_gauges = rp_tap_gauges_hook,
+        .tap_bound = rp_tap_bound_hook,
+        .tap_arg = &d->tap,
         .store_job = rp_store_jobs_submit,
         .store_job_arg = &d->jobs,
         .gauges_ms = RP_OBSERVE_GAUGES_MS,
@@ -532,15 +495,15 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     rp_sweeper_deps swd = {
         .cfg = &d->cfg,
         .stopping = &d->stopping,
-        .clock = {.now_ms = rp_wall_now},
+        .clock = {.now_ms = rp_clock_wall_self},
         .on_store = rp_on_store,
         .arg = d,
     };
     d->sweep_passes = (rp_sweep_passes){.observe = d->observe,
                                         .last_pass_at = &d->last_pass_at,
                                         .open_sightings = &d->open_sightings,
-                                        .after_sweep = rp_after_sweep,
-                                        .arg = d};
+                                        .after_sweep = rp_tap_bind_soon_hook,
+                                        .arg = &d->tap};
     rp_pass_runner_port(&d->runner, &d->sweep_passes.run);
     rp_sweep_passes_port(&d->sweep_passes, &swd.pass);
     d->listen_src = (rp_pg_listen_src){d->base, &d->cfg};
@@ -561,7 +524,7 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     d->events = rp_events_new(d->base, &events_deps);
     if (d->events == NULL) return rp_oom();
     rp_events_wrap_sweep_port(d->events, &d->runner.ports.broker);
-    if (rp_events_add_queue_hook(d->events, rp_on_owned_queue_change, d) != RP_OK)
+    if (rp_events_add_queue_hook(d->events, rp_tap_queue_hook, &d->tap) != RP_OK)
         return rp_oom();
     rp_tap_deps tap_deps = {
         .cfg = &d->cfg,
