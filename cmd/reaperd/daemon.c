@@ -174,34 +174,17 @@ static rp_status rp_oom(void) {
     return RP_ERR_NOMEM;
 }
 
-/* The console's two backends (adapters/http/rp_http_console_jobs.h): the
- * ask over an AMQP connection of its own (broker.* of boot_cfg: read off
- * the loop), the feed on the store thread. */
-static rp_status rp_console_ask(void *self, const char *user, const char *password,
-                                const void *body, size_t len, int timeout_ms, char **reply,
-                                size_t *reply_len, char *err, size_t n) {
-    rp_amqp_ask_reply rep;
-    rp_status st = rp_amqp_ask(((rp_daemon *)self)->boot_cfg, user, password, body, len,
-                               timeout_ms, &rep, err, n);
-    if (st == RP_OK) {
-        *reply = (char *)rep.body;
-        *reply_len = rep.len;
-    }
-    return st;
-}
-
-static rp_status rp_console_feed(void *self, int limit, char **reply, size_t *reply_len) {
-    return rp_pg_console_feed(((rp_daemon *)self)->runner.store, limit, reply, reply_len);
-}
-
 /* HTTP first: an address that cannot be bound stops reaperd before it
  * connects to anything. */
 static rp_status rp_daemon_http_start(rp_daemon *d) {
     char user[256];
     bool known = rp_amqp_url_user(d->boot_cfg->broker.url, user, sizeof user);
-    rp_console_backends cb = {.ask = rp_console_ask,
-                              .feed = rp_console_feed,
-                              .self = d,
+    /* The console's two backends: the ask over an AMQP connection of its
+     * own (broker.* of boot_cfg), the feed on the store thread. */
+    rp_console_backends cb = {.ask = rp_amqp_ask_console,
+                              .ask_self = (void *)d->boot_cfg,
+                              .feed = rp_pg_console_feed_hook,
+                              .feed_self = &d->runner.store,
                               .store_job = rp_store_jobs_submit,
                               .store_self = &d->jobs,
                               .cfg = &d->cfg,
