@@ -157,8 +157,6 @@ typedef struct rp_daemon {
     struct rp_replay_wiring *replay_wiring;
 } rp_daemon;
 
-static void rp_feed_port(rp_daemon *d, rp_publisher_port *out);
-
 /* ---- the sweeper's ports: the pass (app/rp_pass_sequence.h), the lease LISTEN -- */
 
 /* The sweeper's store news (loop thread). */
@@ -351,8 +349,6 @@ static void rp_feed_on_loop(void *ctx) {
     rp_observe_gauges_soon(((rp_daemon *)ctx)->observe);
 }
 
-static void rp_feed_port(rp_daemon *d, rp_publisher_port *out) { rp_amqp_feed_port(d->feed, out); }
-
 /* The session: its consumers' handlers, the tap's connection with the same
  * parameters, then connecting. */
 static rp_status rp_daemon_broker_start(rp_daemon *d, const char *password) {
@@ -454,7 +450,7 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     d->feed = rp_amqp_feed_from_config(cfg, &d->metrics, &fh);
     if (d->feed == NULL) return rp_oom();
     rp_publisher_port feed;
-    rp_feed_port(d, &feed);
+    rp_amqp_feed_port(d->feed, &feed);
     rp_pass_runner_set_publisher(&d->runner, &feed);
     /* 4. The broker half: the management API on this loop, for the store
      * thread through the bridge. */
@@ -503,7 +499,7 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
                                   .mono_ms = rp_clock_mono_ms, .wall_ms = rp_clock_wall_ms,
                                   .metrics = &d->metrics};
     rp_runner_port_fill(&d->events_backends, &events_deps.runner);
-    rp_feed_port(d, &events_deps.publisher);
+    rp_amqp_feed_port(d->feed, &events_deps.publisher);
     d->events = rp_events_new(d->base, &events_deps);
     if (d->events == NULL) return rp_oom();
     rp_events_wrap_sweep_port(d->events, &d->runner.ports.broker);
@@ -517,7 +513,7 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         .broker_up = &d->broker_up,
         .metrics = &d->metrics,
     };
-    rp_feed_port(d, &tap_deps.feed);
+    rp_amqp_feed_port(d->feed, &tap_deps.feed);
     d->tap_ports = rp_tap_ports_new(d->base, &d->cfg, d->mgmt, &tap_deps);
     d->tap = d->tap_ports ? rp_tap_new(d->base, &tap_deps) : NULL;
     if (d->tap == NULL) return rp_oom();
