@@ -62,6 +62,11 @@
 rp_status rp_config_load(const char *path, char *const *envp, rp_config *out,
                          rp_config_problems *problems) RP_MUSTCHECK;
 
+/* rp_config_load over the process's environment (environ): a reload's
+ * reading (app/rp_signals.h's load). */
+rp_status rp_config_load_environ(const char *path, rp_config *out,
+                                 rp_config_problems *problems) RP_MUSTCHECK;
+
 /* rp_config_load for a command line: on anything but RP_OK every problem
  * is written to f as "PROG: message" (then "... and N more problems" when
  * some were left out, or why nothing could be loaded), then "PROG:

@@ -524,3 +524,9 @@ rp_status rp_config_load_cli(const char *prog, const char *path, char *const *en
     rp_config_problems_cleanup(&problems);
     return st;
 }
+
+extern char **environ;
+
+rp_status rp_config_load_environ(const char *path, rp_config *out, rp_config_problems *problems) {
+    return rp_config_load(path, environ, out, problems);
+}

@@ -68,8 +68,6 @@
 #include "version.h"
 #include "worker.h"
 
-extern char **environ;
-
 #define RP_HEARTBEAT_SECONDS 10
 /* The largest delivery body kept on the session's connection: a control
  * request is at most 64 KiB (proto/SCHEMA.md; a longer one is kept only to
@@ -239,10 +237,6 @@ static void rp_signals_cancel(void *arg, bool store, bool tap) {
 static void rp_signals_on_reload(void *arg, const rp_config *old) {
     rp_daemon *d = arg;
     rp_sweeper_reconfigure(d->sweeper, old, &d->runner.cfg);
-}
-
-static rp_status rp_signals_load(const char *path, rp_config *out, rp_config_problems *p) {
-    return rp_config_load(path, environ, out, p);
 }
 
 /* ---- the broker session's wiring ------------------------------------------ */
@@ -433,7 +427,7 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         .cancel = rp_signals_cancel,
         .on_reload = rp_signals_on_reload,
         .arg = d,
-        .load = rp_signals_load,
+        .load = rp_config_load_environ,
     };
     d->signals = rp_signals_new(d->base, &sd);
     if (d->signals == NULL) {
