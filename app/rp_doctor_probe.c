@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "rp_log.h"
+#include "worker.h"
 
 void rp_doctor_probe_run(const rp_doctor_probe_port *port, const rp_config *cfg,
                          rp_doctor_probed *out) {
@@ -64,4 +65,36 @@ int rp_doctor_output(FILE *f, const rp_doctor_facts *facts, bool json) {
     if (fflush(f) != 0) rc = 1;
     rp_doctor_report_cleanup(&rep);
     return rc;
+}
+
+typedef struct rp_doctor_thread_run {
+    struct event_base *base;
+    void (*probe)(void *arg);
+    void *arg;
+} rp_doctor_thread_run;
+
+static void rp_doctor_thread_work(void *ctx, void *job) {
+    RP_UNUSED(ctx);
+    rp_doctor_thread_run *r = job;
+    r->probe(r->arg);
+}
+
+static void rp_doctor_thread_done(void *job, bool cancelled) {
+    RP_UNUSED(cancelled);
+    event_base_loopbreak(((rp_doctor_thread_run *)job)->base);
+}
+
+rp_status rp_doctor_probe_on_thread(struct event_base *base, void (*probe)(void *arg),
+                                    void (*before_join)(void *arg), void *arg) {
+    rp_doctor_thread_run r = {base, probe, arg};
+    rp_worker *w = rp_worker_new(base, "doctor", NULL, NULL, 0);
+    if (w == NULL || rp_worker_submit(w, rp_doctor_thread_work, rp_doctor_thread_done, &r) != RP_OK) {
+        RP_ERROR("cannot start the probe thread", NULL);
+        if (w) rp_worker_free(w);
+        return RP_ERR_INTERNAL;
+    }
+    event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY);
+    if (before_join) before_join(arg);
+    rp_worker_free(w);
+    return RP_OK;
 }

@@ -16,6 +16,7 @@
 #ifndef RP_DOCTOR_PROBE_H
 #define RP_DOCTOR_PROBE_H
 
+#include <event2/event.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -41,5 +42,14 @@ void rp_doctor_probe_run(const rp_doctor_probe_port *port, const rp_config *cfg,
  * f flushed. Returns the exit code: rp_doctor_exit_code (0 when no check
  * failed), 1 when out of memory (logged) or f could not be flushed. */
 int rp_doctor_output(FILE *f, const rp_doctor_facts *facts, bool json);
+
+/* reaperd --doctor's run: probe(arg) on a thread of its own ("doctor")
+ * while base's loop turns (it carries what the probes call through it, e.g.
+ * the management API's bridge), then, on the loop, before_join(arg) (may
+ * be NULL) and the thread joined. RP_ERR_INTERNAL (logged "cannot start
+ * the probe thread") when the thread cannot start: probe never ran.
+ * Loop thread; base borrowed for the call. */
+rp_status rp_doctor_probe_on_thread(struct event_base *base, void (*probe)(void *arg),
+                                    void (*before_join)(void *arg), void *arg) RP_MUSTCHECK;
 
 #endif

@@ -264,13 +264,35 @@ rp_status rp_sweeper_start(rp_sweeper *s) {
     return RP_OK;
 }
 
-void rp_sweeper_reconfigure(rp_sweeper *s, const rp_config *old) {
+typedef struct rp_adopt_job {
+    const rp_config **slot;
+    const rp_config *cfg;
+} rp_adopt_job;
+
+static void rp_adopt_work(void *ctx, void *job) {
+    RP_UNUSED(ctx);
+    rp_adopt_job *a = job;
+    *a->slot = a->cfg; /* store thread: its next job reads it */
+}
+
+static void rp_adopt_done(void *job, bool cancelled) {
+    RP_UNUSED(cancelled);
+    free(job);
+}
+
+void rp_sweeper_reconfigure(rp_sweeper *s, const rp_config *old, const rp_config **store_cfg) {
     const rp_config *cfg = rp_sw_cfg(s);
-    if (cfg->reap.enabled == old->reap.enabled &&
-        cfg->reap.interval_seconds == old->reap.interval_seconds)
-        return;
-    event_del(s->sweep_ev);
-    rp_arm_sweep(s);
+    if (cfg->reap.enabled != old->reap.enabled ||
+        cfg->reap.interval_seconds != old->reap.interval_seconds) {
+        event_del(s->sweep_ev);
+        rp_arm_sweep(s);
+    }
+    rp_adopt_job *a = malloc(sizeof *a);
+    if (a != NULL) *a = (rp_adopt_job){store_cfg, cfg};
+    if (a == NULL || rp_worker_submit(s->store, rp_adopt_work, rp_adopt_done, a) != RP_OK) {
+        free(a);
+        RP_WARN("the store thread did not take the new configuration", NULL);
+    }
 }
 
 rp_worker *rp_sweeper_store(rp_sweeper *s) { return s ? s->store : NULL; }

@@ -72,8 +72,11 @@ rp_sweeper *rp_sweeper_new(struct event_base *base, const rp_sweeper_deps *deps)
  * else a lease reap) and arms the sweep timer. */
 rp_status rp_sweeper_start(rp_sweeper *s) RP_MUSTCHECK;
 /* The configuration in force changed from old: the sweep timer follows
- * reap.enabled and reap.interval_seconds. */
-void rp_sweeper_reconfigure(rp_sweeper *s, const rp_config *old);
+ * reap.enabled and reap.interval_seconds, and the store thread writes the
+ * new one (*deps->cfg) to *store_cfg between two jobs, never inside a pass
+ * (its next job reads it; a warning when the thread does not take it).
+ * store_cfg is borrowed and must outlive the sweeper. */
+void rp_sweeper_reconfigure(rp_sweeper *s, const rp_config *old, const rp_config **store_cfg);
 /* The store thread, for other store jobs (their work function's ctx is the
  * sweeper: not theirs to use). Valid until rp_sweeper_free. */
 rp_worker *rp_sweeper_store(rp_sweeper *s);

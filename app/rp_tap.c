@@ -373,3 +373,22 @@ void rp_tap_free(rp_tap *t) {
     rp_tap_state_cleanup(&t->s);
     free(t);
 }
+
+bool rp_tap_gauges_hook(void *tapp, int64_t *held_bytes, bool *paused) {
+    rp_tap *t = *(rp_tap **)tapp;
+    if (t == NULL) return false;
+    rp_tap_gauges(t, held_bytes, paused);
+    return true;
+}
+
+bool rp_tap_bound_hook(void *tapp) { return rp_tap_bound(*(rp_tap **)tapp); }
+
+void rp_tap_bind_soon_hook(void *tapp) { rp_tap_bind_soon(*(rp_tap **)tapp); }
+
+void rp_tap_queue_hook(void *tapp, const char *vhost, const char *name, bool dlq, bool created) {
+    RP_UNUSED(vhost);
+    RP_UNUSED(name);
+    RP_UNUSED(dlq);
+    RP_UNUSED(created);
+    rp_tap_bind_soon(*(rp_tap **)tapp);
+}

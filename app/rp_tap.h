@@ -122,6 +122,17 @@ void rp_tap_gauges(const rp_tap *t, int64_t *held_bytes, bool *paused);
  * NULL t: nothing. */
 void rp_tap_bind_soon(rp_tap *t);
 
+/* The tap as other parts' hooks, arg = &tap (rp_tap **, read at each
+ * call: the tap may be made after the part; NULL: none yet): observe's
+ * gauges (false without a tap) and bound (app/rp_observe.h), and its
+ * bindings looked at again (rp_tap_bind_soon) after a sweep
+ * (rp_sweep_passes.after_sweep) and when an owned queue or a policy over
+ * them changes (rp_events_add_queue_hook). Loop thread. */
+bool rp_tap_gauges_hook(void *tapp, int64_t *held_bytes, bool *paused);
+bool rp_tap_bound_hook(void *tapp);
+void rp_tap_bind_soon_hook(void *tapp);
+void rp_tap_queue_hook(void *tapp, const char *vhost, const char *name, bool dlq, bool created);
+
 /* Loop thread: the tap's bindings were derived from the broker's
  * definitions since the daemon's current connection came up (so /readyz
  * says ready only once every route a dead letter can take reaches the

@@ -22,12 +22,17 @@ rp_time_ms rp_clock_wall_ms(void) {
     return (rp_time_ms)rp_clock_ms(CLOCK_REALTIME);
 }
 
-static rp_time_ms rp_clock_port_now(void *self) {
+rp_time_ms rp_clock_wall_self(void *self) {
     (void)self;
     return rp_clock_wall_ms();
 }
 
+int64_t rp_clock_mono_self(void *self) {
+    (void)self;
+    return rp_clock_mono_ms();
+}
+
 void rp_clock_port_system(rp_clock_port *out) {
     out->self = NULL;
-    out->now_ms = rp_clock_port_now;
+    out->now_ms = rp_clock_wall_self;
 }

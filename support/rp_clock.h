@@ -31,4 +31,8 @@ rp_time_ms rp_clock_wall_ms(void);
  * NULL: the port holds nothing to free). */
 void rp_clock_port_system(rp_clock_port *out);
 
+/* The two clocks as a port's or a part's hook (self is ignored). */
+rp_time_ms rp_clock_wall_self(void *self);
+int64_t rp_clock_mono_self(void *self);
+
 #endif

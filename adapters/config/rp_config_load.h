@@ -33,6 +33,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <stdio.h>
+
 #include "rp_common.h"
 #include "rp_config.h"
 #include "rp_status.h"
@@ -59,6 +61,19 @@
  * be used: print the problems and exit 2. */
 rp_status rp_config_load(const char *path, char *const *envp, rp_config *out,
                          rp_config_problems *problems) RP_MUSTCHECK;
+
+/* rp_config_load over the process's environment (environ): a reload's
+ * reading (app/rp_signals.h's load). */
+rp_status rp_config_load_environ(const char *path, rp_config *out,
+                                 rp_config_problems *problems) RP_MUSTCHECK;
+
+/* rp_config_load for a command line: on anything but RP_OK every problem
+ * is written to f as "PROG: message" (then "... and N more problems" when
+ * some were left out, or why nothing could be loaded), then "PROG:
+ * configuration refused (N problems)", and *out is cleaned up. Returns
+ * rp_config_load's status. */
+rp_status rp_config_load_cli(const char *prog, const char *path, char *const *envp,
+                             rp_config *out, FILE *f) RP_MUSTCHECK;
 
 /* Applies one YAML document held in memory (len bytes, need not be
  * NUL-terminated) onto *cfg, which rp_config_init() filled. name is the

@@ -6,6 +6,7 @@
  * rp_config_set_list with their line and column.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -503,4 +504,29 @@ rp_status rp_config_load(const char *path, char *const *envp, rp_config *out,
         if (st != RP_OK) result = st;
     }
     return result;
+}
+
+rp_status rp_config_load_cli(const char *prog, const char *path, char *const *envp,
+                             rp_config *out, FILE *f) {
+    rp_config_problems problems;
+    rp_config_problems_init(&problems);
+    rp_status st = rp_config_load(path, envp, out, &problems);
+    if (st != RP_OK) {
+        for (size_t i = 0; i < problems.n; i++)
+            fprintf(f, "%s: %s\n", prog, problems.items[i].message);
+        if (problems.omitted) fprintf(f, "%s: ... and %zu more problems\n", prog, problems.omitted);
+        if (problems.n == 0)
+            fprintf(f, "%s: cannot load the configuration: %s\n", prog, rp_status_string(st));
+        size_t n = rp_config_problems_count(&problems);
+        fprintf(f, "%s: configuration refused (%zu problem%s)\n", prog, n, n == 1 ? "" : "s");
+        rp_config_cleanup(out);
+    }
+    rp_config_problems_cleanup(&problems);
+    return st;
+}
+
+extern char **environ;
+
+rp_status rp_config_load_environ(const char *path, rp_config *out, rp_config_problems *problems) {
+    return rp_config_load(path, environ, out, problems);
 }

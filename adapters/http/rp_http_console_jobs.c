@@ -43,7 +43,7 @@ static void rp_console_ask_work(void *ctx, void *arg) {
     rp_console_job *j = arg;
     rp_console_call *c = j->call;
     const rp_console_backends *b = &j->w->deps;
-    c->st = b->ask(b->self, c->user, c->user ? c->password : j->password, c->body, c->len,
+    c->st = b->ask(b->ask_self, c->user, c->user ? c->password : j->password, c->body, c->len,
                    RP_CONSOLE_ASK_TIMEOUT_MS, &c->reply, &c->reply_len, c->err, sizeof c->err);
 }
 
@@ -64,7 +64,7 @@ static void rp_console_feed_work(void *ctx, void *arg) {
     (void)ctx;
     rp_console_job *j = arg;
     rp_console_call *c = j->call;
-    c->st = j->w->deps.feed(j->w->deps.self, RP_CONSOLE_EVENTS, &c->reply, &c->reply_len);
+    c->st = j->w->deps.feed(j->w->deps.feed_self, RP_CONSOLE_EVENTS, &c->reply, &c->reply_len);
     if (c->st != RP_OK)
         snprintf(c->err, sizeof c->err, "%s", c->st == RP_ERR_UNAVAILABLE
                                                   ? "the store is unreachable"

@@ -32,7 +32,7 @@ typedef struct rp_console_backends {
                      size_t n);
     /* The store thread: the newest limit events of the feed as JSON. */
     rp_status (*feed)(void *self, int limit, char **reply, size_t *reply_len);
-    void *self;
+    void *ask_self, *feed_self;
     rp_status (*store_job)(void *self, rp_work_fn fn, rp_done_fn done, void *job);
     void *store_self;
     const rp_config *const *cfg;        /* in force: http.console* */

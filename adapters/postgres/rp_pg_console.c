@@ -70,3 +70,7 @@ rp_status rp_pg_console_feed(rp_pg_store *s, int limit, char **json, size_t *len
     PQclear(r);
     return RP_OK;
 }
+
+rp_status rp_pg_console_feed_hook(void *self, int limit, char **json, size_t *len) {
+    return rp_pg_console_feed(*(rp_pg_store **)self, limit, json, len);
+}

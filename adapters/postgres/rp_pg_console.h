@@ -32,4 +32,9 @@
  * RP_ERR_INTERNAL (logged here). limit: 1..500. */
 rp_status rp_pg_console_feed(rp_pg_store *s, int limit, char **json, size_t *len) RP_MUSTCHECK;
 
+/* The browser console's feed (adapters/http/rp_http_console_jobs.h) over
+ * rp_pg_console_feed: self points at the store thread's store (rp_pg_store
+ * **, read at each call: the store may be made after the console). */
+rp_status rp_pg_console_feed_hook(void *self, int limit, char **json, size_t *len);
+
 #endif

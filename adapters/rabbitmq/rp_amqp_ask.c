@@ -134,3 +134,15 @@ void rp_amqp_ask_cleanup(rp_amqp_ask_reply *r) {
     free(r->body);
     memset(r, 0, sizeof *r);
 }
+
+rp_status rp_amqp_ask_console(void *self, const char *user, const char *password,
+                              const void *body, size_t len, int timeout_ms, char **reply,
+                              size_t *reply_len, char *err, size_t n) {
+    rp_amqp_ask_reply rep;
+    rp_status st = rp_amqp_ask(self, user, password, body, len, timeout_ms, &rep, err, n);
+    if (st == RP_OK) {
+        *reply = (char *)rep.body;
+        *reply_len = rep.len;
+    }
+    return st;
+}

@@ -35,4 +35,12 @@ rp_status rp_amqp_ask(const rp_config *cfg, const char *user, const char *passwo
                       char *err, size_t errlen) RP_MUSTCHECK;
 void rp_amqp_ask_cleanup(rp_amqp_ask_reply *r);
 
+/* The browser console's ask (adapters/http/rp_http_console_jobs.h) over
+ * rp_amqp_ask: self is the configuration reaperd started with (broker.*
+ * needs a restart, so it is read off the loop); RP_OK with *reply, the
+ * reply's body (heap, NUL-terminated; the caller frees it). */
+rp_status rp_amqp_ask_console(void *self, const char *user, const char *password,
+                              const void *body, size_t len, int timeout_ms, char **reply,
+                              size_t *reply_len, char *err, size_t n);
+
 #endif

@@ -68,8 +68,6 @@
 #include "version.h"
 #include "worker.h"
 
-extern char **environ;
-
 #define RP_HEARTBEAT_SECONDS 10
 /* The largest delivery body kept on the session's connection: a control
  * request is at most 64 KiB (proto/SCHEMA.md; a longer one is kept only to
@@ -157,17 +155,7 @@ typedef struct rp_daemon {
     struct rp_replay_wiring *replay_wiring;
 } rp_daemon;
 
-static void rp_feed_port(rp_daemon *d, rp_publisher_port *out);
-
 /* ---- the sweeper's ports: the pass (app/rp_pass_sequence.h), the lease LISTEN -- */
-
-/* After a sweep the tap's bindings are looked at again (loop thread). */
-static void rp_after_sweep(void *arg) { rp_tap_bind_soon(((rp_daemon *)arg)->tap); }
-
-static rp_time_ms rp_wall_now(void *self) {
-    RP_UNUSED(self);
-    return rp_clock_wall_ms();
-}
 
 /* The sweeper's store news (loop thread). */
 static void rp_on_store(void *arg, bool up) {
@@ -182,45 +170,17 @@ static rp_status rp_oom(void) {
     return RP_ERR_NOMEM;
 }
 
-/* ---- observe's ports: the tap's gauges (the store's counts: rp_pg_gauges_port) -- */
-
-static bool rp_observe_tap_gauges(void *arg, int64_t *held, bool *paused) {
-    rp_daemon *d = arg;
-    if (d->tap == NULL) return false;
-    rp_tap_gauges(d->tap, held, paused);
-    return true;
-}
-
-static bool rp_observe_tap_bound(void *arg) { return rp_tap_bound(((rp_daemon *)arg)->tap); }
-
-/* The console's two backends (adapters/http/rp_http_console_jobs.h): the
- * ask over an AMQP connection of its own (broker.* of boot_cfg: read off
- * the loop), the feed on the store thread. */
-static rp_status rp_console_ask(void *self, const char *user, const char *password,
-                                const void *body, size_t len, int timeout_ms, char **reply,
-                                size_t *reply_len, char *err, size_t n) {
-    rp_amqp_ask_reply rep;
-    rp_status st = rp_amqp_ask(((rp_daemon *)self)->boot_cfg, user, password, body, len,
-                               timeout_ms, &rep, err, n);
-    if (st == RP_OK) {
-        *reply = (char *)rep.body;
-        *reply_len = rep.len;
-    }
-    return st;
-}
-
-static rp_status rp_console_feed(void *self, int limit, char **reply, size_t *reply_len) {
-    return rp_pg_console_feed(((rp_daemon *)self)->runner.store, limit, reply, reply_len);
-}
-
 /* HTTP first: an address that cannot be bound stops reaperd before it
  * connects to anything. */
 static rp_status rp_daemon_http_start(rp_daemon *d) {
     char user[256];
     bool known = rp_amqp_url_user(d->boot_cfg->broker.url, user, sizeof user);
-    rp_console_backends cb = {.ask = rp_console_ask,
-                              .feed = rp_console_feed,
-                              .self = d,
+    /* The console's two backends: the ask over an AMQP connection of its
+     * own (broker.* of boot_cfg), the feed on the store thread. */
+    rp_console_backends cb = {.ask = rp_amqp_ask_console,
+                              .ask_self = (void *)d->boot_cfg,
+                              .feed = rp_pg_console_feed_hook,
+                              .feed_self = &d->runner.store,
                               .store_job = rp_store_jobs_submit,
                               .store_self = &d->jobs,
                               .cfg = &d->cfg,
@@ -272,38 +232,11 @@ static void rp_signals_cancel(void *arg, bool store, bool tap) {
     if (tap) rp_tap_cancel(d->tap);
 }
 
-typedef struct rp_adopt_job {
-    rp_daemon *d;
-    const rp_config *cfg;
-} rp_adopt_job;
-
-static void rp_adopt_work(void *ctx, void *job) {
-    RP_UNUSED(ctx);
-    rp_adopt_job *a = job;
-    a->d->runner.cfg = a->cfg; /* store thread: its next job reads it */
-}
-
-static void rp_adopt_done(void *job, bool cancelled) {
-    RP_UNUSED(cancelled);
-    free(job);
-}
-
 /* A reload replaced d->cfg: the sweep timer follows, and the store thread
  * switches between two jobs, never inside a pass. */
 static void rp_signals_on_reload(void *arg, const rp_config *old) {
     rp_daemon *d = arg;
-    rp_sweeper_reconfigure(d->sweeper, old);
-    rp_adopt_job *a = malloc(sizeof *a);
-    if (a != NULL) *a = (rp_adopt_job){d, d->cfg};
-    if (a == NULL ||
-        rp_worker_submit(rp_sweeper_store(d->sweeper), rp_adopt_work, rp_adopt_done, a) != RP_OK) {
-        free(a);
-        RP_WARN("the store thread did not take the new configuration", NULL);
-    }
-}
-
-static rp_status rp_signals_load(const char *path, rp_config *out, rp_config_problems *p) {
-    return rp_config_load(path, environ, out, p);
+    rp_sweeper_reconfigure(d->sweeper, old, &d->runner.cfg);
 }
 
 /* ---- the broker session's wiring ------------------------------------------ */
@@ -362,12 +295,6 @@ static void rp_on_event_delivery(void *arg, const rp_amqp_message *msg) {
     if (take == RP_AMQP_EVENT_TAKEN && d->events) rp_events_on_event(d->events, &ev);
 }
 
-/* The control's clock. */
-static int64_t rp_daemon_mono_ms(void *self) {
-    RP_UNUSED(self);
-    return rp_clock_mono_ms();
-}
-
 /* The replays (app/rp_replays.h) over their ports (replay_port.h), and the
  * control queue's use cases (control.h). */
 static rp_status rp_daemon_control_start(rp_daemon *d) {
@@ -389,7 +316,7 @@ static rp_status rp_daemon_control_start(rp_daemon *d) {
     rp_control_deps cd = {
         .self = &d->jobs,
         .store_job = rp_store_jobs_submit,
-        .mono_ms = rp_daemon_mono_ms,
+        .mono_ms = rp_clock_mono_self,
         .cfg = &d->cfg,
         .metrics = &d->metrics,
         .broker_up = &d->broker_up,
@@ -415,8 +342,6 @@ static void rp_feed_on_loop(void *ctx) {
     /* a gate or sighting may have changed */
     rp_observe_gauges_soon(((rp_daemon *)ctx)->observe);
 }
-
-static void rp_feed_port(rp_daemon *d, rp_publisher_port *out) { rp_amqp_feed_port(d->feed, out); }
 
 /* The session: its consumers' handlers, the tap's connection with the same
  * parameters, then connecting. */
@@ -465,18 +390,6 @@ static rp_status rp_daemon_broker_start(rp_daemon *d, const char *password) {
 
 /* ---- the run ---------------------------------------------------------------- */
 
-/* Events hook (loop thread): an owned queue appeared or vanished, or a
- * policy over them changed: the tap's bindings follow its dead-letter
- * exchange (coalesced with any reconcile already wanted). */
-static void rp_on_owned_queue_change(void *arg, const char *vhost, const char *name, bool dlq,
-                                     bool created) {
-    RP_UNUSED(vhost);
-    RP_UNUSED(name);
-    RP_UNUSED(dlq);
-    RP_UNUSED(created);
-    rp_tap_bind_soon(((rp_daemon *)arg)->tap);
-}
-
 /* The parts, made in order. */
 static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     const rp_config *cfg = d->cfg;
@@ -490,11 +403,11 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         .stopping = &d->stopping,
         .broker_up = &d->broker_up,
         .store_up = &d->store_up,
-        .clock = {.now_ms = rp_wall_now},
+        .clock = {.now_ms = rp_clock_wall_self},
         .process_sample = rp_http_process_sample,
-        .tap_gauges = rp_observe_tap_gauges,
-        .tap_bound = rp_observe_tap_bound,
-        .tap_arg = d,
+        .tap_gauges = rp_tap_gauges_hook,
+        .tap_bound = rp_tap_bound_hook,
+        .tap_arg = &d->tap,
         .store_job = rp_store_jobs_submit,
         .store_job_arg = &d->jobs,
         .gauges_ms = RP_OBSERVE_GAUGES_MS,
@@ -514,7 +427,7 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         .cancel = rp_signals_cancel,
         .on_reload = rp_signals_on_reload,
         .arg = d,
-        .load = rp_signals_load,
+        .load = rp_config_load_environ,
     };
     d->signals = rp_signals_new(d->base, &sd);
     if (d->signals == NULL) {
@@ -531,7 +444,7 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     d->feed = rp_amqp_feed_from_config(cfg, &d->metrics, &fh);
     if (d->feed == NULL) return rp_oom();
     rp_publisher_port feed;
-    rp_feed_port(d, &feed);
+    rp_amqp_feed_port(d->feed, &feed);
     rp_pass_runner_set_publisher(&d->runner, &feed);
     /* 4. The broker half: the management API on this loop, for the store
      * thread through the bridge. */
@@ -555,15 +468,15 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     rp_sweeper_deps swd = {
         .cfg = &d->cfg,
         .stopping = &d->stopping,
-        .clock = {.now_ms = rp_wall_now},
+        .clock = {.now_ms = rp_clock_wall_self},
         .on_store = rp_on_store,
         .arg = d,
     };
     d->sweep_passes = (rp_sweep_passes){.observe = d->observe,
                                         .last_pass_at = &d->last_pass_at,
                                         .open_sightings = &d->open_sightings,
-                                        .after_sweep = rp_after_sweep,
-                                        .arg = d};
+                                        .after_sweep = rp_tap_bind_soon_hook,
+                                        .arg = &d->tap};
     rp_pass_runner_port(&d->runner, &d->sweep_passes.run);
     rp_sweep_passes_port(&d->sweep_passes, &swd.pass);
     d->listen_src = (rp_pg_listen_src){d->base, &d->cfg};
@@ -580,11 +493,11 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
                                   .mono_ms = rp_clock_mono_ms, .wall_ms = rp_clock_wall_ms,
                                   .metrics = &d->metrics};
     rp_runner_port_fill(&d->events_backends, &events_deps.runner);
-    rp_feed_port(d, &events_deps.publisher);
+    rp_amqp_feed_port(d->feed, &events_deps.publisher);
     d->events = rp_events_new(d->base, &events_deps);
     if (d->events == NULL) return rp_oom();
     rp_events_wrap_sweep_port(d->events, &d->runner.ports.broker);
-    if (rp_events_add_queue_hook(d->events, rp_on_owned_queue_change, d) != RP_OK)
+    if (rp_events_add_queue_hook(d->events, rp_tap_queue_hook, &d->tap) != RP_OK)
         return rp_oom();
     rp_tap_deps tap_deps = {
         .cfg = &d->cfg,
@@ -594,7 +507,7 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         .broker_up = &d->broker_up,
         .metrics = &d->metrics,
     };
-    rp_feed_port(d, &tap_deps.feed);
+    rp_amqp_feed_port(d->feed, &tap_deps.feed);
     d->tap_ports = rp_tap_ports_new(d->base, &d->cfg, d->mgmt, &tap_deps);
     d->tap = d->tap_ports ? rp_tap_new(d->base, &tap_deps) : NULL;
     if (d->tap == NULL) return rp_oom();

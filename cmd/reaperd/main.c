@@ -158,24 +158,7 @@ int main(int argc, char **argv) {
      * password it would decode is refused (and never printed). */
     rp_config_set_dsn_inspector(rp_pg_dsn_leak);
     rp_config cfg;
-    rp_config_problems problems;
-    rp_config_problems_init(&problems);
-    rp_status st = rp_config_load(path, environ, &cfg, &problems);
-    if (st != RP_OK) {
-        for (size_t i = 0; i < problems.n; i++)
-            fprintf(stderr, "reaperd: %s\n", problems.items[i].message);
-        if (problems.omitted)
-            fprintf(stderr, "reaperd: ... and %zu more problems\n", problems.omitted);
-        if (problems.n == 0)
-            fprintf(stderr, "reaperd: cannot load the configuration: %s\n", rp_status_string(st));
-        fprintf(stderr, "reaperd: configuration refused (%zu problem%s)\n",
-                rp_config_problems_count(&problems),
-                rp_config_problems_count(&problems) == 1 ? "" : "s");
-        rp_config_problems_cleanup(&problems);
-        rp_config_cleanup(&cfg);
-        return 2;
-    }
-    rp_config_problems_cleanup(&problems);
+    if (rp_config_load_cli("reaperd", path, environ, &cfg, stderr) != RP_OK) return 2;
 
     if (health) {
         char why[512];

@@ -410,17 +410,12 @@ static void rp_css_jobs(void *self, rp_jobs_port *out) {
     rp_pg_jobs_port(((rp_control_store_src *)self)->runner->store, out);
 }
 
-static rp_time_ms rp_css_wall_ms(void *self) {
-    RP_UNUSED(self);
-    return rp_clock_wall_ms();
-}
-
 static void rp_css_stats(void *self, rp_control_stats_ports *out) {
     rp_pass_runner *r = ((rp_control_store_src *)self)->runner;
     rp_pg_stats_port(r->store, &out->store);
     /* No broker half attached: core says so in the reply's broker_note. */
     out->broker = r->broker != NULL ? &r->ports.broker : NULL;
-    out->clock = (rp_clock_port){.self = NULL, .now_ms = rp_css_wall_ms};
+    rp_clock_port_system(&out->clock);
 }
 
 static void rp_css_answer_sets(void *self, rp_answer_set_port *out) {
