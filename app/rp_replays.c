@@ -459,19 +459,33 @@ out:
 
 static void rp_prep_kick(rp_replays *d);
 
-static void rp_prepare_many_done(void *arg, bool cancelled) {
-    rp_replay_batch *b = arg;
-    rp_replays *d = b->d;
+/* Takes a batch's jobs out of it and hands each to fn (a job's own done). */
+static void rp_batch_each(rp_replay_batch *b, void (*fn)(void *job, bool cancelled),
+                          bool cancelled) {
     rp_replay_job *j = b->head;
     b->head = NULL;
     while (j != NULL) {
         rp_replay_job *next = j->next;
         j->next = NULL;
-        rp_prepare_done(j, cancelled);
+        fn(j, cancelled);
         j = next;
     }
+}
+
+static void rp_prepare_many_done(void *arg, bool cancelled) {
+    rp_replay_batch *b = arg;
+    rp_replays *d = b->d;
+    rp_batch_each(b, rp_prepare_done, cancelled);
     d->prep_out = false;
     rp_prep_kick(d);
+}
+
+/* A prepare the store thread did not take (stopping): ends as cancelled. */
+static void rp_prepare_not_run(void *job, bool cancelled) {
+    RP_UNUSED(cancelled);
+    rp_replay_job *j = job;
+    j->res.cancelled = true;
+    rp_finish(j);
 }
 
 /* Loop: sends the waiting prepares as one batch unless one is out; a batch
@@ -483,14 +497,7 @@ static void rp_prep_kick(rp_replays *d) {
         if (rp_store_job(d, rp_prepare_many_work, rp_prepare_many_done, &d->prep_batch) == RP_OK)
             return;
         d->prep_out = false;
-        rp_replay_job *j = d->prep_batch.head;
-        d->prep_batch.head = NULL;
-        while (j != NULL) {
-            rp_replay_job *next = j->next;
-            j->res.cancelled = true;
-            rp_finish(j);
-            j = next;
-        }
+        rp_batch_each(&d->prep_batch, rp_prepare_not_run, true);
     }
 }
 
@@ -547,14 +554,7 @@ static void rp_settle_kick(rp_replays *d);
 static void rp_settle_many_done(void *arg, bool cancelled) {
     rp_replay_batch *b = arg;
     rp_replays *d = b->d;
-    rp_replay_job *j = b->head;
-    b->head = NULL;
-    while (j != NULL) {
-        rp_replay_job *next = j->next;
-        j->next = NULL;
-        rp_settle_done(j, cancelled);
-        j = next;
-    }
+    rp_batch_each(b, rp_settle_done, cancelled);
     d->settle_out = false;
     rp_settle_kick(d);
 }
@@ -571,6 +571,11 @@ static void rp_settle_not_run(rp_replay_job *j) {
     rp_release_then_finish(j);
 }
 
+static void rp_settle_not_run_job(void *job, bool cancelled) {
+    RP_UNUSED(cancelled);
+    rp_settle_not_run(job);
+}
+
 static void rp_settle_kick(rp_replays *d) {
     while (!d->settle_out && d->settle_head != NULL) {
         rp_batch_fill(d, &d->settle_batch, &d->settle_head, &d->settle_tail);
@@ -579,14 +584,7 @@ static void rp_settle_kick(rp_replays *d) {
             RP_OK)
             return;
         d->settle_out = false;
-        rp_replay_job *j = d->settle_batch.head;
-        d->settle_batch.head = NULL;
-        while (j != NULL) {
-            rp_replay_job *next = j->next;
-            j->next = NULL;
-            rp_settle_not_run(j);
-            j = next;
-        }
+        rp_batch_each(&d->settle_batch, rp_settle_not_run_job, true);
     }
 }
 
