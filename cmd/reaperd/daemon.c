@@ -68,19 +68,6 @@
 #include "version.h"
 #include "worker.h"
 
-#define RP_HEARTBEAT_SECONDS 10
-/* The largest delivery body kept on the session's connection: a control
- * request is at most 64 KiB (proto/SCHEMA.md; a longer one is kept only to
- * say it is too large, truncated at the limit), broker events are small.
- * The tap has a connection of its own (app/rp_tap.h), which keeps a dead letter
- * whole up to what the store keeps. */
-#define RP_DELIVERY_BODY_LIMIT 65536
-#define RP_CONTROL_PREFETCH 16
-/* Replays publish on a confirm-mode channel of their own: a stored message
- * the broker refuses with a channel error (406) closes only this channel,
- * never the control, events or tap channel (app/rp_replays.h). */
-#define RP_REPLAY_CHANNEL 4
-
 /* The daemon's state: the parts it composes and what they share.
  * Threads: runner is touched only on the store thread; every other field
  * only on the loop thread (stopping: atomic access only). No part sees this
@@ -241,15 +228,6 @@ static void rp_signals_on_reload(void *arg, const rp_config *old) {
 
 /* ---- the broker session's wiring ------------------------------------------ */
 
-/* The AMQP parameters of the session and the tap, from the configuration
- * reaperd started with (broker.* needs a restart). */
-static void rp_daemon_amqp_params(const rp_config *cfg, const char *password, rp_amqp_params *ap) {
-    rp_amqp_params_from_config(cfg, password, ap);
-    ap->heartbeat_seconds = RP_HEARTBEAT_SECONDS;
-    ap->connect_timeout_ms = 5000;
-    ap->connection_name = "reaperd";
-}
-
 /* Session hooks (loop thread). Stopping: no new delivery is taken. */
 static bool rp_session_accepting(void *arg) {
     return !__atomic_load_n(&((rp_daemon *)arg)->stopping, __ATOMIC_ACQUIRE);
@@ -348,15 +326,7 @@ static void rp_feed_on_loop(void *ctx) {
 static rp_status rp_daemon_broker_start(rp_daemon *d, const char *password) {
     const rp_config *cfg = d->cfg;
     rp_amqp_params ap;
-    rp_daemon_amqp_params(cfg, password, &ap);
-    rp_amqp_session_params sp = {
-        .amqp = &ap,
-        .events_exchange = cfg->broker.events_exchange,
-        .control_queue = cfg->broker.control_queue,
-        .control_prefetch = RP_CONTROL_PREFETCH,
-        .replay_channel = RP_REPLAY_CHANNEL,
-        .body_limit = RP_DELIVERY_BODY_LIMIT,
-    };
+    rp_amqp_params_daemon(cfg, password, &ap);
     rp_amqp_session_hooks sh = {
         .accepting = rp_session_accepting,
         .on_up = rp_session_on_up,
@@ -365,7 +335,7 @@ static rp_status rp_daemon_broker_start(rp_daemon *d, const char *password) {
         .arg = d,
     };
     const char *err = NULL;
-    d->session = rp_amqp_session_new(d->base, &sp, &sh, &err);
+    d->session = rp_amqp_session_daemon_new(d->base, cfg, &ap, &sh, &err);
     if (d->session == NULL) {
         RP_ERROR("cannot use the broker URL", "key", "broker.url", "reason", err, NULL);
         return RP_ERR_CONFIG;
