@@ -60,6 +60,7 @@
 #include "rp_replays.h"
 #include "rp_answer_sets.h"
 #include "rp_answer_one.h"
+#include "rp_broker_state.h"
 #include "rp_config_load.h"
 #include "rp_signals.h"
 #include "rp_store_jobs.h"
@@ -98,6 +99,7 @@ typedef struct rp_daemon {
     rp_amqp_publisher *replay_publisher;
     unsigned broker_generation; /* grows at every (re)connect: stale tags */
     bool broker_up;
+    rp_broker_state broker_state; /* the session's hooks (app/rp_broker_state.h) */
     /* The management API: HTTP on the loop, called from the store thread
      * through the bridge. */
     rp_mgmt_bridge *mgmt;
@@ -228,31 +230,6 @@ static void rp_signals_on_reload(void *arg, const rp_config *old) {
 
 /* ---- the broker session's wiring ------------------------------------------ */
 
-/* Session hooks (loop thread). Stopping: no new delivery is taken. */
-static bool rp_session_accepting(void *arg) {
-    return !__atomic_load_n(&((rp_daemon *)arg)->stopping, __ATOMIC_ACQUIRE);
-}
-
-static void rp_session_on_up(void *arg, unsigned generation) {
-    rp_daemon *d = arg;
-    d->broker_up = true;
-    d->broker_generation = generation;
-    rp_metrics_connected(&d->metrics, RP_METRICS_BROKER);
-}
-
-static void rp_session_on_ready(void *arg) {
-    rp_daemon *d = arg;
-    if (d->events) rp_events_on_up(d->events); /* events are not replayed: list again */
-    rp_tap_bind_soon(d->tap);
-}
-
-static void rp_session_on_down(void *arg, bool was_up, const char *why) {
-    rp_daemon *d = arg;
-    RP_UNUSED(why);
-    if (was_up && d->events) rp_events_on_down(d->events);
-    d->broker_up = false;
-}
-
 /* The control queue's deliveries. */
 static void rp_on_control_delivery(void *arg, const rp_amqp_message *msg) {
     rp_daemon *d = arg;
@@ -327,12 +304,14 @@ static rp_status rp_daemon_broker_start(rp_daemon *d, const char *password) {
     const rp_config *cfg = d->cfg;
     rp_amqp_params ap;
     rp_amqp_params_daemon(cfg, password, &ap);
+    d->broker_state = (rp_broker_state){&d->broker_up, &d->broker_generation, &d->stopping,
+                                        &d->metrics, &d->events, &d->tap};
     rp_amqp_session_hooks sh = {
-        .accepting = rp_session_accepting,
-        .on_up = rp_session_on_up,
-        .on_ready = rp_session_on_ready,
-        .on_down = rp_session_on_down,
-        .arg = d,
+        .accepting = rp_broker_state_accepting,
+        .on_up = rp_broker_state_on_up,
+        .on_ready = rp_broker_state_on_ready,
+        .on_down = rp_broker_state_on_down,
+        .arg = &d->broker_state,
     };
     const char *err = NULL;
     d->session = rp_amqp_session_daemon_new(d->base, cfg, &ap, &sh, &err);
