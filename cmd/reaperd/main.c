@@ -6,7 +6,6 @@
  * error.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include "rp_config_load.h"
 #include "rp_log.h"
 #include "rp_pg_conn.h"
+#include "rp_reaperd_args.h"
 #include "rp_reaperd_help.h"
 #include "rp_secret.h"
 #include "version.h"
@@ -28,74 +28,24 @@ extern char **environ;
 static void rp_usage(FILE *f) { fputs(rp_reaperd_help, f); }
 
 int main(int argc, char **argv) {
-    /* The flags are set by getopt_long itself (struct option's flag). */
-    int check = 0, migrate = 0, once = 0, dry_run = 0, json = 0, health = 0, doctor = 0;
-    enum { OPT_PROJECT = 256 };
-    const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"check-config", no_argument, &check, 1},
-        {"migrate", no_argument, &migrate, 1},
-        {"once", no_argument, &once, 1},
-        {"project", required_argument, NULL, OPT_PROJECT},
-        {"dry-run", no_argument, &dry_run, 1},
-        {"json", no_argument, &json, 1},
-        {"healthcheck", no_argument, &health, 1},
-        {"doctor", no_argument, &doctor, 1},
-        {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *path = NULL;
-    const char *project = NULL;
-    int ch;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":c:Vh", opts, NULL)) != -1) {
-        switch (ch) {
-        case 0: /* a flag */
-            break;
-        case 'c':
-            path = optarg;
-            break;
-        case OPT_PROJECT:
-            project = optarg;
-            break;
-        case 'V':
-            printf("reaperd %s\n", RP_VERSION_STRING);
-            return 0;
-        case 'h':
-            rp_usage(stdout);
-            return 0;
-        case ':':
-            fprintf(stderr, "reaperd: option %s needs a value\n", argv[optind - 1]);
-            rp_usage(stderr);
-            return 2;
-        default:
-            fprintf(stderr, "reaperd: unknown option %s\n", argv[optind - 1]);
-            rp_usage(stderr);
-            return 2;
-        }
-    }
-    if (!once && (project || dry_run || (json && !doctor))) {
-        fprintf(stderr, "reaperd: --project and --dry-run go with --once, --json with --once or "
-                        "--doctor\n");
-        rp_usage(stderr);
+    rp_reaperd_args a;
+    rp_reaperd_args_error e;
+    if (!rp_reaperd_args_parse(argc, argv, &a, &e)) {
+        fprintf(stderr, "reaperd: %s%s%s\n", e.pre, e.arg ? e.arg : "", e.post);
+        if (e.usage) rp_usage(stderr);
         return 2;
     }
-    if (check + migrate + once + health + doctor > 1) {
-        fprintf(stderr, "reaperd: choose one of --check-config, --migrate, --once, --healthcheck "
-                        "and --doctor\n");
-        rp_usage(stderr);
-        return 2;
+    if (a.version) {
+        printf("reaperd %s\n", RP_VERSION_STRING);
+        return 0;
     }
-    if (project != NULL && (*project == '\0' || strlen(project) > 256)) {
-        fprintf(stderr, "reaperd: --project takes a project id of 1 to 256 bytes\n");
-        return 2;
+    if (a.help) {
+        rp_usage(stdout);
+        return 0;
     }
-    if (optind < argc) {
-        fprintf(stderr, "reaperd: unexpected argument '%s'\n", argv[optind]);
-        rp_usage(stderr);
-        return 2;
-    }
+    const char *path = a.config, *project = a.project;
+    int check = a.check, migrate = a.migrate, once = a.once, dry_run = a.dry_run, json = a.json,
+        health = a.health, doctor = a.doctor;
 
     /* In a container, HEALTHCHECK runs reaperd --healthcheck beside the
      * daemon (process 1) without its arguments: take its --config. */
