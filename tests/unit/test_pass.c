@@ -1369,24 +1369,32 @@ static void test_dead_letter_remainder_kept_when_unknown(void **state) {
     assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
     rp_report_cleanup(&r);
 
-    script(RP_OK, -2, false, RP_DL_UNREAD_NONE, "an old record that says no count");
-    run_ok(f, &r);
-    assert_int_equal(SP.calls, 1);
-    assert_int_equal(r.n_verdicts, 0);
-    assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
-    rp_report_cleanup(&r);
-
-    script(RP_ERR_UNAVAILABLE, 0, false, RP_DL_UNREAD_NONE, NULL);
-    run_unreadable(f, &r, "broker");
-    assert_int_equal(r.n_verdicts, 0);
-    assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
-    rp_report_cleanup(&r);
-
-    f->ports.dead_letters.peek = NULL;
-    run(f, false, &r);
-    assert_int_equal(r.n_verdicts, 0);
-    assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
-    rp_report_cleanup(&r);
+    /* One row per pass that cannot tell: no verdict, the sighting kept. */
+    static const struct {
+        bool peek;               /* the scripted peek; false: the pass cannot peek */
+        rp_status status;        /* the peek's answer */
+        int64_t unread;
+        const char *note;
+        enum { KEPT_RUN, KEPT_RUN_OK, KEPT_UNREADABLE } run;
+        const char *unreadable;  /* KEPT_UNREADABLE: the source named */
+        int64_t calls;           /* the peek's calls; -1: not checked */
+    } kept[] = {
+        {true, RP_OK, -2, "an old record that says no count", KEPT_RUN_OK, NULL, 1},
+        {true, RP_ERR_UNAVAILABLE, 0, NULL, KEPT_UNREADABLE, "broker", -1},
+        {false, RP_OK, 0, NULL, KEPT_RUN, NULL, -1},
+    };
+    for (size_t i = 0; i < RP_ARRAY_LEN(kept); i++) {
+        if (kept[i].peek) script(kept[i].status, kept[i].unread, false, RP_DL_UNREAD_NONE,
+                                 kept[i].note);
+        else f->ports.dead_letters.peek = NULL;
+        if (kept[i].run == KEPT_RUN_OK) run_ok(f, &r);
+        else if (kept[i].run == KEPT_UNREADABLE) run_unreadable(f, &r, kept[i].unreadable);
+        else run(f, false, &r);
+        if (kept[i].calls >= 0) assert_int_equal(SP.calls, kept[i].calls);
+        assert_int_equal(r.n_verdicts, 0);
+        assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
+        rp_report_cleanup(&r);
+    }
 
     /* A park that fails: the store is not usable, the rest not judged. */
     rp_memory_ports(f->m, &f->ports);
