@@ -6,6 +6,7 @@
 
 #include "rp_amqp_control.h"
 #include "rp_amqp_open.h"
+#include "rp_amqp_restore.h"
 
 static bool rp_acp_connected(void *self) {
     return *((rp_amqp_control_src *)self)->publisher != NULL;
@@ -58,4 +59,21 @@ void rp_amqp_control_transport_port(rp_amqp_control_src *src, rp_control_transpo
         .ack = rp_acp_ack,
         .own_user = rp_acp_own_user,
     };
+}
+
+/* ---- the control part's store port: its AMQP facts ------------------------------ */
+
+static bool rp_css_kept_refusal(void *self, const char *props_json, char *why, size_t n) {
+    RP_UNUSED(self);
+    return rp_amqp_restore_refusal(props_json, why, n);
+}
+
+static bool rp_css_vhost_is_ours(void *self, const rp_config *cfg, const char *vhost) {
+    RP_UNUSED(self);
+    return rp_amqp_url_vhost_is(cfg->broker.url, vhost);
+}
+
+void rp_amqp_control_store_facts(rp_control_store_port *out) {
+    out->kept_refusal = rp_css_kept_refusal;
+    out->vhost_is_ours = rp_css_vhost_is_ours;
 }

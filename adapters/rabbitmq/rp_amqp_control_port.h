@@ -25,4 +25,10 @@ typedef struct rp_amqp_control_src {
 /* Fills *out with self = src. */
 void rp_amqp_control_transport_port(rp_amqp_control_src *src, rp_control_transport_port *out);
 
+/* Fills the two AMQP facts of the control part's store port
+ * (core/rp_control_port.h), which use no self: kept_refusal
+ * (rp_amqp_restore_refusal) and vhost_is_ours (broker.url's vhost,
+ * rp_amqp_url_vhost_is). Moved from cmd/reaperd/ports.c. Any thread. */
+void rp_amqp_control_store_facts(rp_control_store_port *out);
+
 #endif

@@ -333,3 +333,26 @@ void rp_amqp_session_free(rp_amqp_session *s) {
     free(s->control_queue);
     free(s);
 }
+
+/* ---- reaperd's own session ------------------------------------------------------- */
+
+void rp_amqp_params_daemon(const rp_config *cfg, const char *password, rp_amqp_params *ap) {
+    rp_amqp_params_from_config(cfg, password, ap);
+    ap->heartbeat_seconds = RP_HEARTBEAT_SECONDS;
+    ap->connect_timeout_ms = 5000;
+    ap->connection_name = "reaperd";
+}
+
+rp_amqp_session *rp_amqp_session_daemon_new(struct event_base *base, const rp_config *cfg,
+                                            const rp_amqp_params *ap,
+                                            const rp_amqp_session_hooks *hooks, const char **err) {
+    rp_amqp_session_params sp = {
+        .amqp = ap,
+        .events_exchange = cfg->broker.events_exchange,
+        .control_queue = cfg->broker.control_queue,
+        .control_prefetch = RP_CONTROL_PREFETCH,
+        .replay_channel = RP_REPLAY_CHANNEL,
+        .body_limit = RP_DELIVERY_BODY_LIMIT,
+    };
+    return rp_amqp_session_new(base, &sp, hooks, err);
+}

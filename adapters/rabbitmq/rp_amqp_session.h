@@ -99,6 +99,34 @@ typedef struct rp_amqp_session rp_amqp_session;
  * reason rp_amqp_conn_new gives) or memory runs out. */
 rp_amqp_session *rp_amqp_session_new(struct event_base *base, const rp_amqp_session_params *p,
                                      const rp_amqp_session_hooks *hooks, const char **err);
+/* ---- reaperd's own session (moved from cmd/reaperd/daemon.c) ---------------- */
+
+#define RP_HEARTBEAT_SECONDS 10
+/* The largest delivery body kept on the session's connection: a control
+ * request is at most 64 KiB (proto/SCHEMA.md; a longer one is kept only to
+ * say it is too large, truncated at the limit), broker events are small.
+ * The tap has a connection of its own (app/rp_tap.h), which keeps a dead letter
+ * whole up to what the store keeps. */
+#define RP_DELIVERY_BODY_LIMIT 65536
+#define RP_CONTROL_PREFETCH 16
+/* Replays publish on a confirm-mode channel of their own: a stored message
+ * the broker refuses with a channel error (406) closes only this channel,
+ * never the control, events or tap channel (app/rp_replays.h). */
+#define RP_REPLAY_CHANNEL 4
+
+/* The AMQP parameters of reaperd's session and tap, from the configuration
+ * reaperd started with (broker.* needs a restart): rp_amqp_params_from_config
+ * (borrowed from cfg and password), a heartbeat of RP_HEARTBEAT_SECONDS, a
+ * 5 s connect time-out and the connection name "reaperd". */
+void rp_amqp_params_daemon(const rp_config *cfg, const char *password, rp_amqp_params *ap);
+
+/* reaperd's session over ap (copied): cfg's broker.events_exchange and
+ * broker.control_queue (copied), RP_CONTROL_PREFETCH, RP_REPLAY_CHANNEL and
+ * RP_DELIVERY_BODY_LIMIT. As rp_amqp_session_new otherwise. */
+rp_amqp_session *rp_amqp_session_daemon_new(struct event_base *base, const rp_config *cfg,
+                                            const rp_amqp_params *ap,
+                                            const rp_amqp_session_hooks *hooks, const char **err);
+
 /* Registers handler for deliveries whose consumer tag is tag (copied).
  * RP_ERR_INVALID when the tag is empty, already registered, or the table
  * is full. Before _start. */

@@ -60,6 +60,7 @@
 #include "rp_replays.h"
 #include "rp_answer_sets.h"
 #include "rp_answer_one.h"
+#include "rp_broker_state.h"
 #include "rp_config_load.h"
 #include "rp_signals.h"
 #include "rp_store_jobs.h"
@@ -67,19 +68,6 @@
 #include "rp_tap.h"
 #include "version.h"
 #include "worker.h"
-
-#define RP_HEARTBEAT_SECONDS 10
-/* The largest delivery body kept on the session's connection: a control
- * request is at most 64 KiB (proto/SCHEMA.md; a longer one is kept only to
- * say it is too large, truncated at the limit), broker events are small.
- * The tap has a connection of its own (app/rp_tap.h), which keeps a dead letter
- * whole up to what the store keeps. */
-#define RP_DELIVERY_BODY_LIMIT 65536
-#define RP_CONTROL_PREFETCH 16
-/* Replays publish on a confirm-mode channel of their own: a stored message
- * the broker refuses with a channel error (406) closes only this channel,
- * never the control, events or tap channel (app/rp_replays.h). */
-#define RP_REPLAY_CHANNEL 4
 
 /* The daemon's state: the parts it composes and what they share.
  * Threads: runner is touched only on the store thread; every other field
@@ -111,6 +99,7 @@ typedef struct rp_daemon {
     rp_amqp_publisher *replay_publisher;
     unsigned broker_generation; /* grows at every (re)connect: stale tags */
     bool broker_up;
+    rp_broker_state broker_state; /* the session's hooks (app/rp_broker_state.h) */
     /* The management API: HTTP on the loop, called from the store thread
      * through the bridge. */
     rp_mgmt_bridge *mgmt;
@@ -241,40 +230,6 @@ static void rp_signals_on_reload(void *arg, const rp_config *old) {
 
 /* ---- the broker session's wiring ------------------------------------------ */
 
-/* The AMQP parameters of the session and the tap, from the configuration
- * reaperd started with (broker.* needs a restart). */
-static void rp_daemon_amqp_params(const rp_config *cfg, const char *password, rp_amqp_params *ap) {
-    rp_amqp_params_from_config(cfg, password, ap);
-    ap->heartbeat_seconds = RP_HEARTBEAT_SECONDS;
-    ap->connect_timeout_ms = 5000;
-    ap->connection_name = "reaperd";
-}
-
-/* Session hooks (loop thread). Stopping: no new delivery is taken. */
-static bool rp_session_accepting(void *arg) {
-    return !__atomic_load_n(&((rp_daemon *)arg)->stopping, __ATOMIC_ACQUIRE);
-}
-
-static void rp_session_on_up(void *arg, unsigned generation) {
-    rp_daemon *d = arg;
-    d->broker_up = true;
-    d->broker_generation = generation;
-    rp_metrics_connected(&d->metrics, RP_METRICS_BROKER);
-}
-
-static void rp_session_on_ready(void *arg) {
-    rp_daemon *d = arg;
-    if (d->events) rp_events_on_up(d->events); /* events are not replayed: list again */
-    rp_tap_bind_soon(d->tap);
-}
-
-static void rp_session_on_down(void *arg, bool was_up, const char *why) {
-    rp_daemon *d = arg;
-    RP_UNUSED(why);
-    if (was_up && d->events) rp_events_on_down(d->events);
-    d->broker_up = false;
-}
-
 /* The control queue's deliveries. */
 static void rp_on_control_delivery(void *arg, const rp_amqp_message *msg) {
     rp_daemon *d = arg;
@@ -348,24 +303,18 @@ static void rp_feed_on_loop(void *ctx) {
 static rp_status rp_daemon_broker_start(rp_daemon *d, const char *password) {
     const rp_config *cfg = d->cfg;
     rp_amqp_params ap;
-    rp_daemon_amqp_params(cfg, password, &ap);
-    rp_amqp_session_params sp = {
-        .amqp = &ap,
-        .events_exchange = cfg->broker.events_exchange,
-        .control_queue = cfg->broker.control_queue,
-        .control_prefetch = RP_CONTROL_PREFETCH,
-        .replay_channel = RP_REPLAY_CHANNEL,
-        .body_limit = RP_DELIVERY_BODY_LIMIT,
-    };
+    rp_amqp_params_daemon(cfg, password, &ap);
+    d->broker_state = (rp_broker_state){&d->broker_up, &d->broker_generation, &d->stopping,
+                                        &d->metrics, &d->events, &d->tap};
     rp_amqp_session_hooks sh = {
-        .accepting = rp_session_accepting,
-        .on_up = rp_session_on_up,
-        .on_ready = rp_session_on_ready,
-        .on_down = rp_session_on_down,
-        .arg = d,
+        .accepting = rp_broker_state_accepting,
+        .on_up = rp_broker_state_on_up,
+        .on_ready = rp_broker_state_on_ready,
+        .on_down = rp_broker_state_on_down,
+        .arg = &d->broker_state,
     };
     const char *err = NULL;
-    d->session = rp_amqp_session_new(d->base, &sp, &sh, &err);
+    d->session = rp_amqp_session_daemon_new(d->base, cfg, &ap, &sh, &err);
     if (d->session == NULL) {
         RP_ERROR("cannot use the broker URL", "key", "broker.url", "reason", err, NULL);
         return RP_ERR_CONFIG;

@@ -8,10 +8,10 @@
 
 #include "report_text.h"
 #include "rp_amqp_control.h"
+#include "rp_amqp_control_port.h"
 #include "rp_amqp_doctor.h"
 #include "rp_amqp_open.h"
 #include "rp_amqp_replay_port.h"
-#include "rp_amqp_restore.h"
 #include "rp_amqp_tap_port.h"
 #include "rp_clock.h"
 #include "rp_control.h"
@@ -426,16 +426,6 @@ static const char *rp_css_claimer(void *self) {
     return rp_pg_store_claimer(((rp_control_store_src *)self)->runner->store);
 }
 
-static bool rp_css_kept_refusal(void *self, const char *props_json, char *why, size_t n) {
-    RP_UNUSED(self);
-    return rp_amqp_restore_refusal(props_json, why, n);
-}
-
-static bool rp_css_vhost_is_ours(void *self, const rp_config *cfg, const char *vhost) {
-    RP_UNUSED(self);
-    return rp_amqp_url_vhost_is(cfg->broker.url, vhost);
-}
-
 struct rp_control_doctor {
     rp_doctor_probes probes;
 };
@@ -475,11 +465,10 @@ void rp_control_store_fill(rp_control_store_src *src, rp_control_store_port *out
         .stats = rp_css_stats,
         .answer_sets = rp_css_answer_sets,
         .claimer = rp_css_claimer,
-        .kept_refusal = rp_css_kept_refusal,
-        .vhost_is_ours = rp_css_vhost_is_ours,
         .doctor_new = rp_css_doctor_new,
         .doctor_free = rp_css_doctor_free,
         .doctor_run = rp_css_doctor_run,
         .doctor_facts = rp_css_doctor_facts,
     };
+    rp_amqp_control_store_facts(out);
 }

@@ -13,3 +13,10 @@ rp_unit_test(test_app_pass_sequence SOURCES unit/test_app_pass_sequence.c
 # port.
 rp_unit_test(test_app_doctor_probe SOURCES unit/test_app_doctor_probe.c
   LIBS reaper::app reaper::core reaper::support)
+# reaperd --once's run (app/rp_once_pass.c) on a real event_base and store
+# thread over a pass-run port filled with the memory adapter.
+rp_unit_test(test_app_once_pass SOURCES unit/test_app_once_pass.c
+  LIBS reaper::app reaper::memory reaper::core reaper::support PkgConfig::EVENT)
+# The broker session's hooks of reaperd (app/rp_broker_state.c).
+rp_unit_test(test_app_broker_state SOURCES unit/test_app_broker_state.c
+  LIBS reaper::app reaper::core reaper::support)

@@ -11,6 +11,8 @@ rp_unit_test(test_judge_wedged_broker SOURCES unit/test_judge_wedged_broker.c LI
 rp_unit_test(test_deadletter SOURCES unit/test_deadletter.c LIBS reaper::core)
 rp_unit_test(test_names SOURCES unit/test_names.c LIBS reaper::core)
 rp_unit_test(test_hostlist SOURCES unit/test_hostlist.c LIBS reaper::core)
+# reaperd's command line (core/rp_reaperd_args.c): one row per line.
+rp_unit_test(test_reaperd_args SOURCES unit/test_reaperd_args.c LIBS reaper::core)
 rp_unit_test(test_sweep_turn SOURCES unit/test_sweep_turn.c LIBS reaper::core)
 rp_unit_test(test_pass SOURCES unit/test_pass.c LIBS reaper::memory reaper::core)
 rp_unit_test(test_memory SOURCES unit/test_memory.c LIBS reaper::memory reaper::core)

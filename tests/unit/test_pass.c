@@ -558,30 +558,35 @@ static void test_unreadable_store(void **state) {
     /* The stale job is taken; then the store cannot list claimable jobs. */
     rp_mem_job *j = (rp_mem_job *)rp_memory_job(f->m, old);
     j->state = RP_JOB_SUCCEEDED;
-    rp_memory_fail(f->m, RP_MEM_LIST_CLAIMABLE, RP_ERR_UNAVAILABLE, 0);
-    run_unreadable(f, &r, "job_queue");
-    assert_int_equal(r.n_verdicts, 0);
-    assert_non_null(rp_memory_sighting(f->m, "job_queue|STALE_READY|project:alpha"));
-    rp_report_cleanup(&r);
-
-    /* Leases cannot be taken: unreadable too, and still nothing cleared. */
-    rp_memory_fail(f->m, RP_MEM_LIST_CLAIMABLE, RP_OK, 0);
-    rp_memory_fail(f->m, RP_MEM_TAKE_LEASE, RP_ERR_UNAVAILABLE, 0);
-    run(f, false, &r);
-    assert_false(r.ok);
-    assert_int_equal(r.n_unreadable, 1); /* named once */
-    assert_non_null(rp_memory_sighting(f->m, "job_queue|STALE_READY|project:alpha"));
-    rp_report_cleanup(&r);
-
-    /* The sightings cannot be listed: nothing can be cleared. */
-    rp_memory_fail(f->m, RP_MEM_TAKE_LEASE, RP_OK, 0);
-    rp_memory_fail(f->m, RP_MEM_LIST_SIGHTINGS, RP_ERR_UNAVAILABLE, 0);
-    run(f, false, &r);
-    assert_false(r.ok);
-    assert_int_equal(rp_memory_calls(f->m, RP_MEM_CLOSE_SIGHTING), 0);
-    rp_report_cleanup(&r);
-
-    rp_memory_fail(f->m, RP_MEM_LIST_SIGHTINGS, RP_OK, 0);
+    /* One row per store call that fails: the pass is not ok and clears
+     * nothing; the call answers again before the next row. */
+    static const struct {
+        rp_memory_op op;
+        const char *unreadable; /* named unreadable; NULL: not checked */
+        bool no_verdict;        /* no verdict at all */
+        int64_t n_unreadable;   /* -1: not checked */
+        bool sighting_kept;     /* the stale-ready sighting still open */
+    } fails[] = {
+        /* Claimable jobs cannot be listed. */
+        {RP_MEM_LIST_CLAIMABLE, "job_queue", true, -1, true},
+        /* Leases cannot be taken: unreadable too (named once), nothing cleared. */
+        {RP_MEM_TAKE_LEASE, NULL, false, 1, true},
+        /* The sightings cannot be listed: nothing can be cleared. */
+        {RP_MEM_LIST_SIGHTINGS, NULL, false, -1, false},
+    };
+    for (size_t i = 0; i < RP_ARRAY_LEN(fails); i++) {
+        rp_memory_fail(f->m, fails[i].op, RP_ERR_UNAVAILABLE, 0);
+        run(f, false, &r);
+        assert_false(r.ok);
+        if (fails[i].unreadable) assert_true(unreadable(&r, fails[i].unreadable));
+        if (fails[i].no_verdict) assert_int_equal(r.n_verdicts, 0);
+        if (fails[i].n_unreadable >= 0) assert_int_equal(r.n_unreadable, fails[i].n_unreadable);
+        if (fails[i].sighting_kept)
+            assert_non_null(rp_memory_sighting(f->m, "job_queue|STALE_READY|project:alpha"));
+        assert_int_equal(rp_memory_calls(f->m, RP_MEM_CLOSE_SIGHTING), 0);
+        rp_report_cleanup(&r);
+        rp_memory_fail(f->m, fails[i].op, RP_OK, 0);
+    }
     run_ok(f, &r);
     assert_int_equal(count(&r, RP_COND_STALE_READY, RP_ACTION_CLEARED), 1);
     rp_report_cleanup(&r);
@@ -1369,24 +1374,32 @@ static void test_dead_letter_remainder_kept_when_unknown(void **state) {
     assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
     rp_report_cleanup(&r);
 
-    script(RP_OK, -2, false, RP_DL_UNREAD_NONE, "an old record that says no count");
-    run_ok(f, &r);
-    assert_int_equal(SP.calls, 1);
-    assert_int_equal(r.n_verdicts, 0);
-    assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
-    rp_report_cleanup(&r);
-
-    script(RP_ERR_UNAVAILABLE, 0, false, RP_DL_UNREAD_NONE, NULL);
-    run_unreadable(f, &r, "broker");
-    assert_int_equal(r.n_verdicts, 0);
-    assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
-    rp_report_cleanup(&r);
-
-    f->ports.dead_letters.peek = NULL;
-    run(f, false, &r);
-    assert_int_equal(r.n_verdicts, 0);
-    assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
-    rp_report_cleanup(&r);
+    /* One row per pass that cannot tell: no verdict, the sighting kept. */
+    static const struct {
+        bool peek;               /* the scripted peek; false: the pass cannot peek */
+        rp_status status;        /* the peek's answer */
+        int64_t unread;
+        const char *note;
+        enum { KEPT_RUN, KEPT_RUN_OK, KEPT_UNREADABLE } run;
+        const char *unreadable;  /* KEPT_UNREADABLE: the source named */
+        int64_t calls;           /* the peek's calls; -1: not checked */
+    } kept[] = {
+        {true, RP_OK, -2, "an old record that says no count", KEPT_RUN_OK, NULL, 1},
+        {true, RP_ERR_UNAVAILABLE, 0, NULL, KEPT_UNREADABLE, "broker", -1},
+        {false, RP_OK, 0, NULL, KEPT_RUN, NULL, -1},
+    };
+    for (size_t i = 0; i < RP_ARRAY_LEN(kept); i++) {
+        if (kept[i].peek) script(kept[i].status, kept[i].unread, false, RP_DL_UNREAD_NONE,
+                                 kept[i].note);
+        else f->ports.dead_letters.peek = NULL;
+        if (kept[i].run == KEPT_RUN_OK) run_ok(f, &r);
+        else if (kept[i].run == KEPT_UNREADABLE) run_unreadable(f, &r, kept[i].unreadable);
+        else run(f, false, &r);
+        if (kept[i].calls >= 0) assert_int_equal(SP.calls, kept[i].calls);
+        assert_int_equal(r.n_verdicts, 0);
+        assert_non_null(rp_memory_sighting(f->m, DLQ_KEY));
+        rp_report_cleanup(&r);
+    }
 
     /* A park that fails: the store is not usable, the rest not judged. */
     rp_memory_ports(f->m, &f->ports);

@@ -1,0 +1,48 @@
+/* What reaperd does when its broker session comes up, is ready or goes
+ * down (app/rp_broker_state.c): the daemon's broker_up and generation kept,
+ * the connection counted, no delivery taken while stopping; ready and down
+ * before the events part and the tap are made do nothing more. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "rp_broker_state.h"
+
+static void test_up_ready_down(void **state) {
+    (void)state;
+    bool up = false, stopping = false;
+    unsigned generation = 0;
+    rp_metrics m;
+    rp_metrics_init(&m, "test", "rev");
+    rp_events *events = NULL;
+    rp_tap *tap = NULL;
+    rp_broker_state b = {&up, &generation, &stopping, &m, &events, &tap};
+
+    assert_true(rp_broker_state_accepting(&b));
+    rp_broker_state_on_up(&b, 1);
+    assert_true(up);
+    assert_int_equal(generation, 1);
+    assert_int_equal(m.connects[RP_METRICS_BROKER], 1);
+    assert_int_equal(m.connects[RP_METRICS_STORE], 0);
+    rp_broker_state_on_ready(&b); /* no events part, no tap yet: nothing to call */
+    rp_broker_state_on_down(&b, true, "connection reset");
+    assert_false(up);
+    assert_int_equal(generation, 1); /* a stale tag stays stale */
+
+    rp_broker_state_on_up(&b, 2);
+    assert_true(up);
+    assert_int_equal(generation, 2);
+    assert_int_equal(m.connects[RP_METRICS_BROKER], 2);
+    rp_broker_state_on_down(&b, false, "refused");
+    assert_false(up);
+
+    __atomic_store_n(&stopping, true, __ATOMIC_RELEASE);
+    assert_false(rp_broker_state_accepting(&b));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_up_ready_down)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
