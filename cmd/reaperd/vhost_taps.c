@@ -1,0 +1,95 @@
+/* The taps of broker.vhosts (vhost_taps.h). */
+#include "vhost_taps.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_amqp_control.h"
+#include "rp_events.h"
+#include "rp_log.h"
+
+typedef struct rp_vhost_tap {
+    char *vhost;        /* the tap's deps.vhost points here */
+    rp_tap_ports *ports;
+    rp_tap *tap;
+} rp_vhost_tap;
+
+struct rp_vhost_taps {
+    rp_vhost_tap *taps; /* never moved once made: hooks point into it */
+    size_t n;
+};
+
+rp_vhost_taps *rp_vhost_taps_new(struct event_base *base, const rp_config *const *cfg,
+                                 rp_mgmt_bridge *mgmt, const rp_tap_deps *tmpl,
+                                 rp_events *events) {
+    const rp_config_strlist *l = &(*cfg)->broker.vhosts;
+    rp_vhost_taps *v = calloc(1, sizeof *v);
+    if (v == NULL) return NULL;
+    v->taps = calloc(l->n ? l->n : 1, sizeof *v->taps);
+    if (v->taps == NULL) {
+        free(v);
+        return NULL;
+    }
+    for (size_t i = 0; i < l->n; i++) {
+        if (rp_amqp_url_vhost_is((*cfg)->broker.url, l->items[i])) continue; /* the daemon's tap */
+        rp_vhost_tap *t = &v->taps[v->n++];
+        if ((t->vhost = strdup(l->items[i])) == NULL) goto fail;
+        rp_tap_deps deps = *tmpl;
+        deps.vhost = (const char *const *)&t->vhost;
+        if ((t->ports = rp_tap_ports_new(base, cfg, mgmt, &deps)) == NULL) goto fail;
+        if ((t->tap = rp_tap_new(base, &deps)) == NULL) goto fail;
+        if (events != NULL && rp_events_add_queue_hook(events, rp_tap_queue_hook, &t->tap) != RP_OK)
+            goto fail;
+    }
+    return v;
+fail:
+    rp_vhost_taps_stop(v);
+    rp_vhost_taps_free(v);
+    return NULL;
+}
+
+size_t rp_vhost_taps_count(const rp_vhost_taps *v) { return v ? v->n : 0; }
+
+rp_status rp_vhost_taps_connect(rp_vhost_taps *v, const rp_amqp_params *params) {
+    for (size_t i = 0; v != NULL && i < v->n; i++) {
+        rp_amqp_params p = *params;
+        p.vhost = v->taps[i].vhost;
+        if (rp_tap_ports_connect(v->taps[i].ports, v->taps[i].tap, &p) != RP_OK) {
+            RP_ERROR("cannot start a vhost's tap connection", "vhost", v->taps[i].vhost, NULL);
+            return RP_ERR_INTERNAL;
+        }
+        RP_INFO("watching a vhost of broker.vhosts", "vhost", v->taps[i].vhost, NULL);
+    }
+    return RP_OK;
+}
+
+void rp_vhost_taps_bind_soon(rp_vhost_taps *v) {
+    for (size_t i = 0; v != NULL && i < v->n; i++) rp_tap_bind_soon(v->taps[i].tap);
+}
+
+void rp_vhost_taps_cancel(rp_vhost_taps *v) {
+    for (size_t i = 0; v != NULL && i < v->n; i++)
+        if (v->taps[i].tap) rp_tap_cancel(v->taps[i].tap);
+}
+
+bool rp_vhost_taps_busy(const rp_vhost_taps *v) {
+    for (size_t i = 0; v != NULL && i < v->n; i++)
+        if (v->taps[i].tap && rp_tap_busy(v->taps[i].tap)) return true;
+    return false;
+}
+
+void rp_vhost_taps_stop(rp_vhost_taps *v) {
+    for (size_t i = 0; v != NULL && i < v->n; i++)
+        if (v->taps[i].tap) rp_tap_stop(v->taps[i].tap);
+}
+
+void rp_vhost_taps_free(rp_vhost_taps *v) {
+    if (v == NULL) return;
+    for (size_t i = 0; i < v->n; i++) {
+        rp_tap_ports_free(v->taps[i].ports);
+        rp_tap_free(v->taps[i].tap);
+        free(v->taps[i].vhost);
+    }
+    free(v->taps);
+    free(v);
+}
