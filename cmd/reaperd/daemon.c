@@ -392,7 +392,8 @@ static rp_status rp_daemon_broker_start(rp_daemon *d, const char *password) {
         RP_ERROR("cannot start the tap's broker connection", NULL);
         return RP_ERR_INTERNAL;
     }
-    if (rp_vhost_taps_connect(d->vhost_taps, &ap) != RP_OK) return RP_ERR_INTERNAL;
+    if (rp_vhost_taps_connect(d->vhost_taps, &ap, cfg, d->replay_wiring) != RP_OK)
+        return RP_ERR_INTERNAL;
     if (rp_amqp_session_start(d->session) != RP_OK) {
         RP_ERROR("cannot start the broker connection", NULL);
         return RP_ERR_INTERNAL;

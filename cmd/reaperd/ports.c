@@ -278,6 +278,11 @@ void rp_replay_wiring_ports(rp_replay_wiring *w, rp_replay_store_port *store,
     *publish = w->publish;
 }
 
+rp_status rp_replay_wiring_add_vhost(rp_replay_wiring *w, const char *vhost,
+                                     rp_amqp_publisher *const *publisher, const bool *up) {
+    return rp_amqp_replay_port_add_vhost(w->amqp, vhost, publisher, up);
+}
+
 void rp_replay_wiring_free(rp_replay_wiring *w) {
     if (w == NULL) return;
     rp_amqp_replay_port_free(w->amqp);
@@ -433,6 +438,8 @@ static bool rp_css_kept_refusal(void *self, const char *props_json, char *why, s
 
 static bool rp_css_vhost_is_ours(void *self, const rp_config *cfg, const char *vhost) {
     RP_UNUSED(self);
+    for (size_t i = 0; i < cfg->broker.vhosts.n; i++)
+        if (strcmp(cfg->broker.vhosts.items[i], vhost) == 0) return true;
     return rp_amqp_url_vhost_is(cfg->broker.url, vhost);
 }
 

@@ -12,11 +12,17 @@ typedef struct rp_vhost_tap {
     char *vhost;        /* the tap's deps.vhost points here */
     rp_tap_ports *ports;
     rp_tap *tap;
+    /* The replays' publishing session logged in to vhost (quiet: the
+     * tap's connection says what goes wrong with the vhost). */
+    rp_amqp_session *session;
+    rp_amqp_publisher *publisher;
+    bool up;
 } rp_vhost_tap;
 
 struct rp_vhost_taps {
     rp_vhost_tap *taps; /* never moved once made: hooks point into it */
     size_t n;
+    struct event_base *base;
 };
 
 rp_vhost_taps *rp_vhost_taps_new(struct event_base *base, const rp_config *const *cfg,
@@ -25,6 +31,7 @@ rp_vhost_taps *rp_vhost_taps_new(struct event_base *base, const rp_config *const
     const rp_config_strlist *l = &(*cfg)->broker.vhosts;
     rp_vhost_taps *v = calloc(1, sizeof *v);
     if (v == NULL) return NULL;
+    v->base = base;
     v->taps = calloc(l->n ? l->n : 1, sizeof *v->taps);
     if (v->taps == NULL) {
         free(v);
@@ -50,12 +57,42 @@ fail:
 
 size_t rp_vhost_taps_count(const rp_vhost_taps *v) { return v ? v->n : 0; }
 
-rp_status rp_vhost_taps_connect(rp_vhost_taps *v, const rp_amqp_params *params) {
+static void rp_vt_on_up(void *arg, unsigned generation) {
+    RP_UNUSED(generation);
+    ((rp_vhost_tap *)arg)->up = true;
+}
+
+static void rp_vt_on_down(void *arg, bool was_up, const char *why) {
+    RP_UNUSED(was_up);
+    RP_UNUSED(why);
+    ((rp_vhost_tap *)arg)->up = false;
+}
+
+rp_status rp_vhost_taps_connect(rp_vhost_taps *v, const rp_amqp_params *params,
+                                const rp_config *cfg, rp_replay_wiring *replays) {
     for (size_t i = 0; v != NULL && i < v->n; i++) {
+        rp_vhost_tap *t = &v->taps[i];
         rp_amqp_params p = *params;
-        p.vhost = v->taps[i].vhost;
-        if (rp_tap_ports_connect(v->taps[i].ports, v->taps[i].tap, &p) != RP_OK) {
-            RP_ERROR("cannot start a vhost's tap connection", "vhost", v->taps[i].vhost, NULL);
+        p.vhost = t->vhost;
+        if (rp_tap_ports_connect(t->ports, t->tap, &p) != RP_OK) {
+            RP_ERROR("cannot start a vhost's tap connection", "vhost", t->vhost, NULL);
+            return RP_ERR_INTERNAL;
+        }
+        rp_amqp_session_params sp = {
+            .amqp = &p,
+            .events_exchange = cfg->broker.events_exchange,
+            .body_limit = 65536, /* it consumes nothing */
+            .quiet = true,
+        };
+        rp_amqp_session_hooks sh = {.on_up = rp_vt_on_up, .on_down = rp_vt_on_down, .arg = t};
+        const char *err = NULL;
+        if ((t->session = rp_amqp_session_new(v->base, &sp, &sh, &err)) ==
+                NULL ||
+            (t->publisher = rp_amqp_session_publisher(t->session)) == NULL ||
+            rp_replay_wiring_add_vhost(replays, t->vhost, &t->publisher, &t->up) != RP_OK ||
+            rp_amqp_session_start(t->session) != RP_OK) {
+            RP_ERROR("cannot start a vhost's replay connection", "vhost", t->vhost, "reason",
+                     err ? err : "out of memory", NULL);
             return RP_ERR_INTERNAL;
         }
         RP_INFO("watching a vhost of broker.vhosts", "vhost", v->taps[i].vhost, NULL);
@@ -86,6 +123,7 @@ void rp_vhost_taps_stop(rp_vhost_taps *v) {
 void rp_vhost_taps_free(rp_vhost_taps *v) {
     if (v == NULL) return;
     for (size_t i = 0; i < v->n; i++) {
+        rp_amqp_session_free(v->taps[i].session);
         rp_tap_ports_free(v->taps[i].ports);
         rp_tap_free(v->taps[i].tap);
         free(v->taps[i].vhost);

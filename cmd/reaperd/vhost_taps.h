@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "ports.h"
+#include "rp_amqp_session.h"
 #include "rp_events.h"
 
 typedef struct rp_vhost_taps rp_vhost_taps;
@@ -37,8 +38,11 @@ rp_vhost_taps *rp_vhost_taps_new(struct event_base *base, const rp_config *const
 /* How many vhosts the set watches. */
 size_t rp_vhost_taps_count(const rp_vhost_taps *v);
 /* Starts each tap's connection with params (the daemon's), logged in to
- * the tap's vhost. RP_ERR_INTERNAL when one cannot start (logged). */
-rp_status rp_vhost_taps_connect(rp_vhost_taps *v, const rp_amqp_params *params) RP_MUSTCHECK;
+ * the tap's vhost, and a publishing session in that vhost for the replays
+ * of the gates found there (added to replays: ports.h). RP_ERR_INTERNAL
+ * when one cannot start (logged). */
+rp_status rp_vhost_taps_connect(rp_vhost_taps *v, const rp_amqp_params *params,
+                                const rp_config *cfg, rp_replay_wiring *replays) RP_MUSTCHECK;
 /* rp_tap_bind_soon on each. NULL v: nothing. */
 void rp_vhost_taps_bind_soon(rp_vhost_taps *v);
 /* rp_tap_cancel on each (any thread). */

@@ -6,7 +6,8 @@
  * C's dead letters are untouched (no tap queue in C, its dead-letter queue
  * keeps them, no row); a listed vhost missing at start is said in the log
  * with its name, retried with backoff while B keeps working, and picked up
- * once it is created.
+ * once it is created; a gate of B answered `replay` over the one control
+ * queue (in broker.url's vhost) publishes back to B's origin queue.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -80,6 +81,29 @@ static void dead_letters_in(const char *vhost, const char *origin, const char *d
     mt_amqp_close(c);
 }
 
+/* Answers gate `replay` over the control queue (broker.url's vhost). */
+static void answer_replay(long gate) {
+    char body[200];
+    snprintf(body, sizeof body, "{\"v\":1,\"op\":\"answer\",\"gate\":%ld,\"choice\":\"replay\"}",
+             gate);
+    itest_reply r;
+    if (itest_request(T.amqp, T.control, "application/json", body, strlen(body), NULL, true,
+                      "vh-1", &r, 20000) != 0)
+        fail_msg("no reply; reaperd said:\n%s", T.reaperd->log);
+    json_t *j = json_loadb(r.body, r.len, 0, NULL);
+    itest_reply_free(&r);
+    assert_non_null(j);
+    const char *outcome = json_string_value(json_object_get(json_object_get(j, "result"), "outcome"));
+    if (!json_is_true(json_object_get(j, "ok")) || outcome == NULL ||
+        strcmp(outcome, "replayed") != 0) {
+        char *s = json_dumps(j, 0);
+        fprintf(stderr, "reply: %s\n%s\n", s, T.reaperd->log);
+        free(s);
+        fail();
+    }
+    json_decref(j);
+}
+
 /* A line of reaperd's log holding every needle. */
 static bool log_line_has(const char *a, const char *b) {
     for (const char *l = T.reaperd->log; l != NULL && *l != '\0';) {
@@ -126,6 +150,18 @@ static void test_vhosts_each_parked_with_its_vhost(void **state) {
     ITEST_POLL(itest_queue_depth(cb, 1, T.tap) == 0, 10000);
     assert_int_equal(itest_queue_depth(cb, 1, T.tap), 0);
     assert_int_equal(itest_queue_depth(cb, 1, dlq_b), 5);
+    /* A gate of B replayed: back to B's origin queue (empty until now), not
+     * to a queue of that name in broker.url's vhost. */
+    assert_int_equal(itest_queue_depth(cb, 1, work_b), 0);
+    long gate = tap_sqln("SELECT min(d.gate_id) FROM dead_letter d JOIN job j ON j.id = d.job_id "
+                         "WHERE j.payload->>'vhost' = '%s'",
+                         vh_b);
+    assert_true(gate > 0);
+    answer_replay(gate);
+    ITEST_POLL(itest_queue_depth(cb, 1, work_b) == 1, 10000);
+    assert_int_equal(itest_queue_depth(cb, 1, work_b), 1);
+    json_t *wrong = mt_queue("/", work_b);
+    assert_null(wrong);
     mt_amqp_close(cb);
 
     /* C is not watched: no tap queue there, nothing parked, its
