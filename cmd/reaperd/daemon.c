@@ -504,7 +504,9 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     d->events_backends = (rp_runner_backends){.mgmt = d->mgmt, .keep = &d->mgmt_keep};
     rp_events_deps events_deps = {.cfg = &d->cfg, .stopping = &d->stopping,
                                   .mono_ms = rp_clock_mono_ms, .wall_ms = rp_clock_wall_ms,
-                                  .metrics = &d->metrics};
+                                  .metrics = &d->metrics,
+                                  .watched = rp_vhost_taps_watched,
+                                  .watched_arg = &d->vhost_taps};
     rp_runner_port_fill(&d->events_backends, &events_deps.runner);
     rp_amqp_feed_port(d->feed, &events_deps.publisher);
     d->events = rp_events_new(d->base, &events_deps);

@@ -23,6 +23,10 @@ struct rp_vhost_taps {
     rp_vhost_tap *taps; /* never moved once made: hooks point into it */
     size_t n;
     struct event_base *base;
+    const rp_config *boot;  /* broker.url and broker.vhosts (restart-only) */
+    /* The last vhost asked about (events come in runs of one vhost). */
+    char last[RP_BEV_NAME_MAX];
+    bool last_watched;
 };
 
 rp_vhost_taps *rp_vhost_taps_new(struct event_base *base, const rp_config *const *cfg,
@@ -32,6 +36,7 @@ rp_vhost_taps *rp_vhost_taps_new(struct event_base *base, const rp_config *const
     rp_vhost_taps *v = calloc(1, sizeof *v);
     if (v == NULL) return NULL;
     v->base = base;
+    v->boot = *cfg;
     v->taps = calloc(l->n ? l->n : 1, sizeof *v->taps);
     if (v->taps == NULL) {
         free(v);
@@ -56,6 +61,20 @@ fail:
 }
 
 size_t rp_vhost_taps_count(const rp_vhost_taps *v) { return v ? v->n : 0; }
+
+bool rp_vhost_taps_watched(void *vpp, const char *vhost) {
+    rp_vhost_taps *v = *(rp_vhost_taps **)vpp;
+    if (v == NULL) return true; /* not made yet */
+    if (v->last[0] != '\0' && strcmp(v->last, vhost) == 0) return v->last_watched;
+    bool w = rp_amqp_url_vhost_is(v->boot->broker.url, vhost);
+    for (size_t i = 0; !w && i < v->boot->broker.vhosts.n; i++)
+        w = strcmp(v->boot->broker.vhosts.items[i], vhost) == 0;
+    if (strlen(vhost) < sizeof v->last) {
+        memcpy(v->last, vhost, strlen(vhost) + 1);
+        v->last_watched = w;
+    }
+    return w;
+}
 
 static void rp_vt_on_up(void *arg, unsigned generation) {
     RP_UNUSED(generation);

@@ -22,6 +22,7 @@
 
 #include "ports.h"
 #include "rp_amqp_session.h"
+#include "rp_broker_event.h"
 #include "rp_events.h"
 
 typedef struct rp_vhost_taps rp_vhost_taps;
@@ -35,6 +36,11 @@ typedef struct rp_vhost_taps rp_vhost_taps;
 rp_vhost_taps *rp_vhost_taps_new(struct event_base *base, const rp_config *const *cfg,
                                  rp_mgmt_bridge *mgmt, const rp_tap_deps *tmpl,
                                  rp_events *events);
+/* Whether vhost is watched: broker.url's or one of broker.vhosts (of the
+ * configuration reaperd started with). For rp_events_deps.watched, vpp =
+ * rp_vhost_taps ** (read at each call; NULL set: every vhost). Loop
+ * thread. */
+bool rp_vhost_taps_watched(void *vpp, const char *vhost);
 /* How many vhosts the set watches. */
 size_t rp_vhost_taps_count(const rp_vhost_taps *v);
 /* Starts each tap's connection with params (the daemon's), logged in to
