@@ -17,7 +17,7 @@ void rp_broker_state_on_up(void *state, unsigned generation) {
 void rp_broker_state_on_ready(void *state) {
     rp_broker_state *b = state;
     if (*b->events) rp_events_on_up(*b->events); /* events are not replayed: list again */
-    rp_tap_bind_soon(*b->tap);
+    if (b->ready) b->ready(b->ready_arg);
 }
 
 void rp_broker_state_on_down(void *state, bool was_up, const char *why) {

@@ -4,7 +4,7 @@
  * cmd/reaperd/daemon.c's session hooks): it keeps the daemon's broker_up
  * and broker_generation, counts the connection in the metrics, lists the
  * broker events' queues again when the session is ready (events are not
- * replayed) and asks the tap to look at its bindings. The four functions
+ * replayed) and calls ready (every tap looks at its bindings again). The four functions
  * have the signatures of the session's hooks
  * (adapters/rabbitmq/rp_amqp_session.h), which cmd/reaperd fills with them
  * and arg = the rp_broker_state.
@@ -20,7 +20,6 @@
 
 #include "rp_events.h"
 #include "rp_metrics.h"
-#include "rp_tap.h"
 
 typedef struct rp_broker_state {
     bool *up;                /* the daemon's broker_up */
@@ -28,7 +27,8 @@ typedef struct rp_broker_state {
     const bool *stopping;    /* atomic access only */
     rp_metrics *metrics;
     rp_events *const *events; /* *events NULL: not made yet */
-    rp_tap *const *tap;
+    void (*ready)(void *arg); /* when the session is ready, after the events */
+    void *ready_arg;
 } rp_broker_state;
 
 /* Stopping: no new delivery is taken. */

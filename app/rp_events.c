@@ -672,6 +672,9 @@ static void rp_start_seed(rp_events *e) {
 /* ---- events ------------------------------------------------------------------ */
 
 void rp_events_on_event(rp_events *e, const rp_broker_event *ev) {
+    if (ev->vhost[0] != '\0' && e->deps.watched != NULL &&
+        !e->deps.watched(e->deps.watched_arg, ev->vhost))
+        return; /* a vhost reaperd does not watch (broker.vhosts) */
     RP_DEBUG("broker event", "routing_key", ev->routing_key, "queue",
              ev->name[0] ? ev->name : NULL, NULL);
     int64_t now = e->deps.mono_ms();

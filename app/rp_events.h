@@ -76,6 +76,12 @@ typedef struct rp_events_deps {
     /* Optional (NULL: none): each reconcile's policies into
      * reaper_policy_verified (issue 18 item 5). */
     rp_metrics *metrics;
+    /* Optional (NULL: every vhost): whether events of vhost are taken
+     * (broker.vhosts, issue 19). The one event exchange carries every
+     * vhost's events; one of a vhost not watched is dropped before any
+     * decision (an event without a vhost is taken). Loop thread. */
+    bool (*watched)(void *arg, const char *vhost);
+    void *watched_arg;
 } rp_events_deps;
 
 /* NULL when out of memory or when deps lacks something. */

@@ -46,6 +46,7 @@ typedef struct rp_replay_job {
     bool settled_early;        /* answered already: nothing to send */
     bool claimed;              /* this process's claim is on the gate */
     char *queue;               /* the destination */
+    char *vhost;               /* its vhost; NULL: broker.url's */
     uint8_t *body;
     size_t body_len;
     rp_replay_msg *msg;        /* the restored properties */
@@ -118,6 +119,7 @@ static void rp_job_free(rp_replay_job *j) {
     free(j->by);
     free(j->by_note);
     free(j->queue);
+    free(j->vhost);
     free(j->body);
     free(j);
 }
@@ -171,6 +173,10 @@ static void rp_prepare_decide(rp_replays *d, rp_replay_job *j, rp_replay_row *ro
     if (st != RP_OK) {
         j->res.st = st;
         j->res.message = j->message;
+        return;
+    }
+    if (row->vhost != NULL && (j->vhost = strdup(row->vhost)) == NULL) {
+        rp_fail(j, RP_ERR_INTERNAL, "out of memory");
         return;
     }
     char perr[200];
@@ -650,8 +656,8 @@ static void rp_prepare_done(void *arg, bool cancelled) {
         rp_finish(j);
         return;
     }
-    rp_status st = p->publish(p->self, j->msg, j->queue, (rp_bytes){j->body, j->body_len},
-                              rp_published, j);
+    rp_status st = p->publish(p->self, j->msg, j->vhost, j->queue,
+                              (rp_bytes){j->body, j->body_len}, rp_published, j);
     if (st == RP_ERR_UNAVAILABLE) {
         rp_fail(j, RP_ERR_UNAVAILABLE,
                 "the broker is not connected; nothing was sent and the gate stays open");

@@ -386,9 +386,12 @@ bool rp_tap_bound_hook(void *tapp) { return rp_tap_bound(*(rp_tap **)tapp); }
 void rp_tap_bind_soon_hook(void *tapp) { rp_tap_bind_soon(*(rp_tap **)tapp); }
 
 void rp_tap_queue_hook(void *tapp, const char *vhost, const char *name, bool dlq, bool created) {
-    RP_UNUSED(vhost);
     RP_UNUSED(name);
     RP_UNUSED(dlq);
     RP_UNUSED(created);
-    rp_tap_bind_soon(*(rp_tap **)tapp);
+    rp_tap *t = *(rp_tap **)tapp;
+    /* Another vhost's change is another tap's (broker.vhosts). */
+    const char *mine = t != NULL ? *t->deps.vhost : NULL;
+    if (vhost != NULL && mine != NULL && strcmp(vhost, mine) != 0) return;
+    rp_tap_bind_soon(t);
 }

@@ -131,6 +131,8 @@ void rp_tap_bind_soon(rp_tap *t);
 bool rp_tap_gauges_hook(void *tapp, int64_t *held_bytes, bool *paused);
 bool rp_tap_bound_hook(void *tapp);
 void rp_tap_bind_soon_hook(void *tapp);
+/* rp_tap_queue_hook: only for a change in the tap's own vhost (or one
+ * whose vhost is not known). */
 void rp_tap_queue_hook(void *tapp, const char *vhost, const char *name, bool dlq, bool created);
 
 /* Loop thread: the tap's bindings were derived from the broker's

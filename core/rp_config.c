@@ -53,6 +53,8 @@ static const rp__config_row rp_config_rows[RP_CFG_KEY_COUNT_] = {
         broker.tap_queue, 0, 0, NULL, rp__cfg_check_amqp_name, NULL, RP__CFG_RESTART),
     ROW(RP_CFG_BROKER_TAP_HEADER_CAP_BYTES, "broker.tap_header_cap_bytes", INT, "65536",
         broker.tap_header_cap_bytes, 4096, RP_INT32_MAX, NULL, NULL, NULL, RP__CFG_RESTART),
+    ROW(RP_CFG_BROKER_VHOSTS, "broker.vhosts", STRLIST, "", broker.vhosts, 0, 0, NULL,
+        rp__cfg_check_vhosts, NULL, RP__CFG_RESTART),
     ROW(RP_CFG_BROKER_TLS_CA_FILE, "broker.tls.ca_file", STRING, "", broker.tls.ca_file, 0,
         0, NULL, NULL, NULL, RP__CFG_RESTART),
     ROW(RP_CFG_BROKER_TLS_CERT_FILE, "broker.tls.cert_file", STRING, "",

@@ -65,6 +65,7 @@ typedef enum rp_config_key_id {
     RP_CFG_BROKER_EVENTS_FORMAT,
     RP_CFG_BROKER_TAP_QUEUE,
     RP_CFG_BROKER_TAP_HEADER_CAP_BYTES,
+    RP_CFG_BROKER_VHOSTS,
     RP_CFG_BROKER_TLS_CA_FILE,
     RP_CFG_BROKER_TLS_CERT_FILE,
     RP_CFG_BROKER_TLS_KEY_FILE,
@@ -187,6 +188,11 @@ typedef struct rp_config {
          * is parked without it (only its death headers) and not
          * replayable. Restart-only. */
         int64_t tap_header_cap_bytes;
+        /* The vhosts watched besides broker.url's (which is always
+         * watched: the control queue and the events are there): each gets
+         * a tap of its own (its own connection and tap queue). Empty: the
+         * URL's vhost only. Restart-only. */
+        rp_config_strlist vhosts;
         rp_config_tls tls;
     } broker;
     struct {

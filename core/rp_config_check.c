@@ -302,6 +302,28 @@ rp_status rp__cfg_check_users(const rp__config_row *row, rp_config *cfg,
     return RP_OK;
 }
 
+rp_status rp__cfg_check_vhosts(const rp__config_row *row, rp_config *cfg,
+                               rp_config_problems *p) {
+    const rp_config_strlist *l = rp__config_cfield(cfg, row);
+    for (size_t i = 0; i < l->n; i++) {
+        size_t len = strlen(l->items[i]);
+        if (len == 0)
+            rp__cfg_problem(p, cfg, row->id, "item %zu is empty: a vhost name is needed (\"/\" "
+                            "for the default vhost)", i + 1);
+        else if (len > 255)
+            rp__cfg_problem(p, cfg, row->id,
+                            "item %zu is %zu bytes long; an AMQP vhost name is at most 255",
+                            i + 1, len);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(l->items[i], l->items[j]) == 0) {
+                rp__cfg_problem(p, cfg, row->id, "item %zu repeats item %zu (\"%s\")", i + 1,
+                                j + 1, len <= 64 ? l->items[i] : "...");
+                break;
+            }
+    }
+    return RP_OK;
+}
+
 rp_status rp__cfg_check_listen(const rp__config_row *row, rp_config *cfg,
                                rp_config_problems *p) {
     const char *v = rp_str(cfg, row);

@@ -46,6 +46,14 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
         "tables and arrays, and a per-entry overhead) for the tap to keep it. A heavier one is "
         "parked without its headers (only `x-death` and `x-first-death-*`, which its identity "
         "needs) and marked not replayable; its `properties` say why.",
+    [RP_CFG_BROKER_VHOSTS] =
+        "The vhosts reaperd watches besides `broker.url`'s, which it always watches (the control "
+        "queue and the broker events are there). Each listed vhost gets a tap of its own: its own "
+        "AMQP connection (same user), its own `broker.tap_queue` bound to the dead-letter "
+        "exchanges of the owned queues there; its dead letters are parked with that vhost in "
+        "their identity and rows. A listed vhost that does not exist or that reaper's user "
+        "cannot access is said in the log (per vhost) and tried again with backoff; the other "
+        "vhosts keep working. Empty: the URL's vhost only.",
     [RP_CFG_BROKER_TLS_CA_FILE] = "With `amqps://`: the CA bundle (PEM) the broker's certificate "
                                   "is verified against; empty: the system's.",
     [RP_CFG_BROKER_TLS_CERT_FILE] = "With `amqps://`: a client certificate (PEM), for brokers "

@@ -104,6 +104,8 @@ rp_status rp__cfg_check_owned_pattern(const rp__config_row *row, rp_config *cfg,
  * reaperd its own output). */
 rp_status rp__cfg_check_reply_pattern(const rp__config_row *row, rp_config *cfg,
                                       rp_config_problems *p) RP_MUSTCHECK;
+rp_status rp__cfg_check_vhosts(const rp__config_row *row, rp_config *cfg,
+                               rp_config_problems *p);
 rp_status rp__cfg_check_users(const rp__config_row *row, rp_config *cfg,
                               rp_config_problems *p);
 rp_status rp__cfg_check_listen(const rp__config_row *row, rp_config *cfg,

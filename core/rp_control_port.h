@@ -113,7 +113,8 @@ typedef struct rp_control_store_port {
     /* Whether stored properties carry a "kept without its headers" note
      * (the reason into why, n bytes). Any thread. */
     bool (*kept_refusal)(void *self, const char *props_json, char *why, size_t n);
-    /* Whether vhost is cfg's broker.url's. Any thread. */
+    /* Whether vhost is cfg's broker.url's or one of its broker.vhosts. Any
+     * thread. */
     bool (*vhost_is_ours)(void *self, const rp_config *cfg, const char *vhost);
     /* Loop: a new set of probes (NULL when out of memory); doctor_free(NULL)
      * is fine. */

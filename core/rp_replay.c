@@ -251,7 +251,7 @@ rp_status rp_replay_check(const rp_replay_facts *f, char **queue, char *msg, siz
         free(q);
         snprintf(msg, n,
                  "not replayed: the dead letter was found on vhost %s, and reaperd publishes "
-                 "only on the vhost of broker.url", f->vhost);
+                 "only on the vhost of broker.url and those of broker.vhosts", f->vhost);
         return RP_ERR_CONFLICT;
     }
     *queue = q;

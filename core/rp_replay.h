@@ -90,7 +90,7 @@ typedef struct rp_replay_facts {
     const char *const *own_queues; /* control, tap queue (NULL entries skipped) */
     size_t n_own;
     const char *vhost;           /* where it was found; NULL: not known */
-    bool vhost_is_ours;          /* vhost is broker.url's (when vhost != NULL) */
+    bool vhost_is_ours;          /* vhost is watched: broker.url's or one of broker.vhosts */
 } rp_replay_facts;
 
 /* The checks, in order: the gate takes replay, a dead letter is stored,

@@ -134,16 +134,18 @@ typedef struct rp_replay_publish_port {
     /* Whether stored properties carry a "kept without its headers" note
      * (the reason into why). */
     bool (*kept_refusal)(void *self, const char *props_json, char *why, size_t n);
-    /* Whether vhost is reaperd's own (broker.url's). */
+    /* Whether reaperd publishes on vhost: broker.url's, or one of
+     * broker.vhosts (issue 19). */
     bool (*vhost_is_ours)(void *self, const char *vhost);
     /* reaperd's own broker user into buf; false when unknown. */
     bool (*own_user)(void *self, char *buf, size_t n);
-    /* Loop: queues the publish of m with body (copied) to queue on the
-     * default exchange, mandatory, confirmed, never retried. RP_OK:
-     * done(arg, ...) is called later, exactly once. RP_ERR_UNAVAILABLE: the
-     * broker is not connected; RP_ERR_NOMEM. done is then never called. */
-    rp_status (*publish)(void *self, const rp_replay_msg *m, const char *queue, rp_bytes body,
-                         rp_replay_published_fn done, void *arg);
+    /* Loop: queues the publish of m with body (copied) to queue of vhost
+     * (NULL: broker.url's) on the default exchange, mandatory, confirmed,
+     * never retried. RP_OK: done(arg, ...) is called later, exactly once.
+     * RP_ERR_UNAVAILABLE: the broker (that vhost's connection) is not
+     * connected; RP_ERR_NOMEM. done is then never called. */
+    rp_status (*publish)(void *self, const rp_replay_msg *m, const char *vhost, const char *queue,
+                         rp_bytes body, rp_replay_published_fn done, void *arg);
 } rp_replay_publish_port;
 
 #endif

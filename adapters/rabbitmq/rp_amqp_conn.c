@@ -31,6 +31,7 @@ struct rp_amqp_conn {
     char *url_copy; /* amqp_parse_url points into it */
     struct amqp_connection_info info;
     char *password;
+    char *vhost; /* NULL: the URL's */
     char *connection_name;
     char *ca_file, *cert_file, *key_file;
     bool verify_peer;
@@ -122,6 +123,7 @@ rp_amqp_conn *rp_amqp_conn_new(struct event_base *base, const rp_amqp_params *p,
     c->url = strdup(p->url ? p->url : "");
     c->url_copy = rp_amqp_url_first(p->url);
     c->password = strdup(p->password ? p->password : "");
+    c->vhost = rp_dup_or_null(p->vhost);
     c->connection_name = strdup(p->connection_name ? p->connection_name : "reaperd");
     c->ca_file = rp_dup_or_null(p->ca_file);
     c->cert_file = rp_dup_or_null(p->cert_file);
@@ -134,7 +136,7 @@ rp_amqp_conn *rp_amqp_conn_new(struct event_base *base, const rp_amqp_params *p,
     c->slow_connect_ms = p->slow_connect_ms > 0 ? p->slow_connect_ms : RP_AMQP_SLOW_CONNECT_MS;
     c->backoff_ms = RP_AMQP_BACKOFF_MIN_MS;
     if (c->url == NULL || c->url_copy == NULL || c->password == NULL ||
-        c->connection_name == NULL) {
+        c->connection_name == NULL || (p->vhost != NULL && *p->vhost && c->vhost == NULL)) {
         *err = "out of memory";
         rp_amqp_conn_free(c);
         return NULL;
@@ -145,6 +147,7 @@ rp_amqp_conn *rp_amqp_conn_new(struct event_base *base, const rp_amqp_params *p,
         rp_amqp_conn_free(c);
         return NULL;
     }
+    if (c->vhost != NULL) c->info.vhost = c->vhost;
     snprintf(c->peer, sizeof c->peer, "%s:%d vhost %s", c->info.host, c->info.port, c->info.vhost);
     if (rp_hostlist_count(c->url) > 1) { /* until one of them answers */
         char hosts[200];
@@ -181,6 +184,7 @@ static amqp_connection_state_t rp_amqp_connect_blocking(rp_amqp_conn *c, char *e
     rp_amqp_open_opts o = {
         .url = c->url,
         .password = c->password,
+        .vhost = c->vhost,
         .ca_file = c->ca_file,
         .cert_file = c->cert_file,
         .key_file = c->key_file,
@@ -379,7 +383,8 @@ static void rp_amqp_name_peer(rp_amqp_conn *c) {
     struct amqp_connection_info info;
     amqp_default_connection_info(&info);
     if (amqp_parse_url(one, &info) != AMQP_STATUS_OK) return;
-    snprintf(c->peer, sizeof c->peer, "%s:%d vhost %s", info.host, info.port, info.vhost);
+    snprintf(c->peer, sizeof c->peer, "%s:%d vhost %s", info.host, info.port,
+             c->vhost != NULL ? c->vhost : info.vhost);
 }
 
 static void rp_amqp_on_connected(evutil_socket_t fd, short what, void *arg) {
@@ -478,6 +483,7 @@ void rp_amqp_conn_free(rp_amqp_conn *c) {
         free(c->password);
     }
     free(c->connection_name);
+    free(c->vhost);
     free(c->ca_file);
     free(c->cert_file);
     free(c->key_file);

@@ -42,6 +42,7 @@
 typedef struct rp_amqp_params {
     const char *url;      /* amqp[s]://user@host:port/vhost; no password */
     const char *password; /* may be NULL or "" */
+    const char *vhost;    /* log in to this vhost instead of the URL's; NULL: the URL's */
     int heartbeat_seconds;
     int connect_timeout_ms;
     const char *connection_name; /* shown in the management UI */

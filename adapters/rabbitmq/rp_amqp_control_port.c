@@ -3,6 +3,7 @@
 #include "rp_amqp_control_port.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "rp_amqp_control.h"
 #include "rp_amqp_open.h"
@@ -70,6 +71,8 @@ static bool rp_css_kept_refusal(void *self, const char *props_json, char *why, s
 
 static bool rp_css_vhost_is_ours(void *self, const rp_config *cfg, const char *vhost) {
     RP_UNUSED(self);
+    for (size_t i = 0; i < cfg->broker.vhosts.n; i++)
+        if (strcmp(cfg->broker.vhosts.items[i], vhost) == 0) return true;
     return rp_amqp_url_vhost_is(cfg->broker.url, vhost);
 }
 

@@ -2,16 +2,32 @@
 #include "rp_amqp_replay_port.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "rp_amqp_control.h"
 #include "rp_amqp_open.h"
 #include "rp_amqp_restore.h"
 
+/* A vhost of broker.vhosts and its connection's publisher. */
+typedef struct rp_arp_vhost {
+    char *vhost;
+    rp_amqp_publisher *const *publisher;
+    const bool *up;
+} rp_arp_vhost;
+
 struct rp_amqp_replay_port {
     rp_amqp_publisher *const *publisher;
     const bool *up;
     const char *url;
+    rp_arp_vhost *vhosts;
+    size_t n_vhosts;
 };
+
+static const rp_arp_vhost *rp_arp_find(const rp_amqp_replay_port *p, const char *vhost) {
+    for (size_t i = 0; vhost != NULL && i < p->n_vhosts; i++)
+        if (strcmp(p->vhosts[i].vhost, vhost) == 0) return &p->vhosts[i];
+    return NULL;
+}
 
 static rp_replay_msg *rp_arp_msg_new(void *self) {
     RP_UNUSED(self);
@@ -47,7 +63,8 @@ static bool rp_arp_kept_refusal(void *self, const char *props_json, char *why, s
 }
 
 static bool rp_arp_vhost_is_ours(void *self, const char *vhost) {
-    return rp_amqp_url_vhost_is(((rp_amqp_replay_port *)self)->url, vhost);
+    const rp_amqp_replay_port *p = self;
+    return rp_amqp_url_vhost_is(p->url, vhost) || rp_arp_find(p, vhost) != NULL;
 }
 
 static bool rp_arp_own_user(void *self, char *buf, size_t n) {
@@ -67,11 +84,19 @@ static void rp_arp_published(void *arg, rp_publish_outcome outcome) {
            outcome == RP_PUBLISH_REFUSED ? rp_amqp_publisher_refusal(p.publisher) : NULL);
 }
 
-static rp_status rp_arp_publish(void *self, const rp_replay_msg *m, const char *queue,
-                                rp_bytes body, rp_replay_published_fn done, void *arg) {
+static rp_status rp_arp_publish(void *self, const rp_replay_msg *m, const char *vhost,
+                                const char *queue, rp_bytes body, rp_replay_published_fn done,
+                                void *arg) {
     rp_amqp_replay_port *w = self;
     rp_amqp_publisher *pub = *w->publisher;
-    if (!*w->up || pub == NULL) return RP_ERR_UNAVAILABLE;
+    bool up = *w->up;
+    if (vhost != NULL && !rp_amqp_url_vhost_is(w->url, vhost)) {
+        const rp_arp_vhost *v = rp_arp_find(w, vhost);
+        if (v == NULL) return RP_ERR_UNAVAILABLE; /* the check refuses it first */
+        pub = *v->publisher;
+        up = *v->up;
+    }
+    if (!up || pub == NULL) return RP_ERR_UNAVAILABLE;
     rp_arp_pending *p = malloc(sizeof *p);
     if (p == NULL) return RP_ERR_NOMEM;
     *p = (rp_arp_pending){pub, done, arg};
@@ -86,7 +111,7 @@ rp_amqp_replay_port *rp_amqp_replay_port_new(rp_amqp_publisher *const *publisher
                                              rp_replay_publish_port *out) {
     rp_amqp_replay_port *p = calloc(1, sizeof *p);
     if (p == NULL) return NULL;
-    *p = (rp_amqp_replay_port){publisher, up, url};
+    *p = (rp_amqp_replay_port){publisher, up, url, NULL, 0};
     *out = (rp_replay_publish_port){
         .self = p,
         .msg_new = rp_arp_msg_new,
@@ -102,4 +127,20 @@ rp_amqp_replay_port *rp_amqp_replay_port_new(rp_amqp_publisher *const *publisher
     return p;
 }
 
-void rp_amqp_replay_port_free(rp_amqp_replay_port *p) { free(p); }
+rp_status rp_amqp_replay_port_add_vhost(rp_amqp_replay_port *p, const char *vhost,
+                                        rp_amqp_publisher *const *publisher, const bool *up) {
+    rp_arp_vhost *v = realloc(p->vhosts, (p->n_vhosts + 1) * sizeof *v);
+    if (v == NULL) return RP_ERR_NOMEM;
+    p->vhosts = v;
+    char *name = strdup(vhost);
+    if (name == NULL) return RP_ERR_NOMEM;
+    p->vhosts[p->n_vhosts++] = (rp_arp_vhost){name, publisher, up};
+    return RP_OK;
+}
+
+void rp_amqp_replay_port_free(rp_amqp_replay_port *p) {
+    if (p == NULL) return;
+    for (size_t i = 0; i < p->n_vhosts; i++) free(p->vhosts[i].vhost);
+    free(p->vhosts);
+    free(p);
+}

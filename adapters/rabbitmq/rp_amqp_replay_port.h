@@ -27,4 +27,12 @@ rp_amqp_replay_port *rp_amqp_replay_port_new(rp_amqp_publisher *const *publisher
                                              rp_replay_publish_port *out);
 void rp_amqp_replay_port_free(rp_amqp_replay_port *p);
 
+/* Another vhost reaperd publishes replays on (broker.vhosts): a gate found
+ * on vhost is published through *publisher (a connection logged in to
+ * that vhost), refused with RP_ERR_UNAVAILABLE while *up is false. vhost is
+ * copied; publisher and up are borrowed as the port's own. RP_ERR_NOMEM. */
+rp_status rp_amqp_replay_port_add_vhost(rp_amqp_replay_port *p, const char *vhost,
+                                        rp_amqp_publisher *const *publisher,
+                                        const bool *up) RP_MUSTCHECK;
+
 #endif

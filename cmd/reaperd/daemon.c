@@ -66,6 +66,7 @@
 #include "rp_store_jobs.h"
 #include "rp_sweeper.h"
 #include "rp_tap.h"
+#include "vhost_taps.h"
 #include "version.h"
 #include "worker.h"
 
@@ -112,6 +113,7 @@ typedef struct rp_daemon {
     /* The dead-letter tap (app/rp_tap.h). */
     rp_tap *tap;
     rp_tap_ports *tap_ports; /* its backends (tap_ports.h) */
+    rp_vhost_taps *vhost_taps; /* broker.vhosts' other vhosts (vhost_taps.h) */
 
     /* Store thread side only: the runner every pass and store job uses. */
     rp_pass_runner runner;
@@ -202,7 +204,7 @@ static void rp_signals_inflight_of(void *arg, rp_signals_inflight *out) {
         .broker_up = d->broker_up,
         .unconfirmed = rp_amqp_publisher_pending(d->publisher) +
                        rp_amqp_publisher_pending(d->replay_publisher),
-        .tap_busy = rp_tap_busy(d->tap),
+        .tap_busy = rp_tap_busy(d->tap) || rp_vhost_taps_busy(d->vhost_taps),
     };
 }
 
@@ -219,6 +221,7 @@ static void rp_signals_cancel(void *arg, bool store, bool tap) {
     rp_daemon *d = arg;
     if (store) rp_pg_conn_cancel(d->runner.conn);
     if (tap) rp_tap_cancel(d->tap);
+    if (tap) rp_vhost_taps_cancel(d->vhost_taps);
 }
 
 /* A reload replaced d->cfg: the sweep timer follows, and the store thread
@@ -229,6 +232,14 @@ static void rp_signals_on_reload(void *arg, const rp_config *old) {
 }
 
 /* ---- the broker session's wiring ------------------------------------------ */
+
+/* After a sweep or when the session is ready, every tap's bindings are
+ * looked at again. */
+static void rp_daemon_after_sweep(void *arg) {
+    rp_daemon *d = arg;
+    rp_tap_bind_soon(d->tap);
+    rp_vhost_taps_bind_soon(d->vhost_taps);
+}
 
 /* The control queue's deliveries. */
 static void rp_on_control_delivery(void *arg, const rp_amqp_message *msg) {
@@ -305,7 +316,7 @@ static rp_status rp_daemon_broker_start(rp_daemon *d, const char *password) {
     rp_amqp_params ap;
     rp_amqp_params_daemon(cfg, password, &ap);
     d->broker_state = (rp_broker_state){&d->broker_up, &d->broker_generation, &d->stopping,
-                                        &d->metrics, &d->events, &d->tap};
+                                        &d->metrics, &d->events, rp_daemon_after_sweep, d};
     rp_amqp_session_hooks sh = {
         .accepting = rp_broker_state_accepting,
         .on_up = rp_broker_state_on_up,
@@ -330,6 +341,8 @@ static rp_status rp_daemon_broker_start(rp_daemon *d, const char *password) {
         RP_ERROR("cannot start the tap's broker connection", NULL);
         return RP_ERR_INTERNAL;
     }
+    if (rp_vhost_taps_connect(d->vhost_taps, &ap, cfg, d->replay_wiring) != RP_OK)
+        return RP_ERR_INTERNAL;
     if (rp_amqp_session_start(d->session) != RP_OK) {
         RP_ERROR("cannot start the broker connection", NULL);
         return RP_ERR_INTERNAL;
@@ -424,8 +437,8 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     d->sweep_passes = (rp_sweep_passes){.observe = d->observe,
                                         .last_pass_at = &d->last_pass_at,
                                         .open_sightings = &d->open_sightings,
-                                        .after_sweep = rp_tap_bind_soon_hook,
-                                        .arg = &d->tap};
+                                        .after_sweep = rp_daemon_after_sweep,
+                                        .arg = d};
     rp_pass_runner_port(&d->runner, &d->sweep_passes.run);
     rp_sweep_passes_port(&d->sweep_passes, &swd.pass);
     d->listen_src = (rp_pg_listen_src){d->base, &d->cfg};
@@ -440,7 +453,9 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     d->events_backends = (rp_runner_backends){.mgmt = d->mgmt, .keep = &d->mgmt_keep};
     rp_events_deps events_deps = {.cfg = &d->cfg, .stopping = &d->stopping,
                                   .mono_ms = rp_clock_mono_ms, .wall_ms = rp_clock_wall_ms,
-                                  .metrics = &d->metrics};
+                                  .metrics = &d->metrics,
+                                  .watched = rp_vhost_taps_watched,
+                                  .watched_arg = &d->vhost_taps};
     rp_runner_port_fill(&d->events_backends, &events_deps.runner);
     rp_amqp_feed_port(d->feed, &events_deps.publisher);
     d->events = rp_events_new(d->base, &events_deps);
@@ -460,6 +475,8 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     d->tap_ports = rp_tap_ports_new(d->base, &d->cfg, d->mgmt, &tap_deps);
     d->tap = d->tap_ports ? rp_tap_new(d->base, &tap_deps) : NULL;
     if (d->tap == NULL) return rp_oom();
+    d->vhost_taps = rp_vhost_taps_new(d->base, &d->cfg, d->mgmt, &tap_deps, d->events);
+    if (d->vhost_taps == NULL) return rp_oom();
     if (rp_daemon_control_start(d) != RP_OK) return rp_oom();
     /* 7. The broker session. */
     if (rp_daemon_broker_start(d, broker_password) != RP_OK) return RP_ERR_INTERNAL;
@@ -484,6 +501,7 @@ static void rp_daemon_stop(rp_daemon *d) {
     rp_observe_stop(d->observe); /* no recount is started */
     rp_events_stop(d->events); /* before the store thread: its publishes go through it */
     rp_tap_stop(d->tap); /* before the store thread: the tap's events post through it */
+    rp_vhost_taps_stop(d->vhost_taps);
     rp_answer_sets_stop(d->answer_sets); /* before the replays: it starts them */
     rp_replays_stop(d->replays);
     /* The store thread joined (what it posted runs now), the timers and
@@ -499,6 +517,7 @@ static void rp_daemon_stop(rp_daemon *d) {
     d->replay_publisher = NULL;
     rp_tap_ports_free(d->tap_ports); /* its connection, sessions and client; after rp_tap_stop */
     rp_tap_free(d->tap);
+    rp_vhost_taps_free(d->vhost_taps);
     rp_pass_runner_cleanup(&d->runner);
     /* After the store thread, the tap and the runners: nothing calls the
      * feed's port or runs a post it made. */

@@ -278,6 +278,11 @@ void rp_replay_wiring_ports(rp_replay_wiring *w, rp_replay_store_port *store,
     *publish = w->publish;
 }
 
+rp_status rp_replay_wiring_add_vhost(rp_replay_wiring *w, const char *vhost,
+                                     rp_amqp_publisher *const *publisher, const bool *up) {
+    return rp_amqp_replay_port_add_vhost(w->amqp, vhost, publisher, up);
+}
+
 void rp_replay_wiring_free(rp_replay_wiring *w) {
     if (w == NULL) return;
     rp_amqp_replay_port_free(w->amqp);

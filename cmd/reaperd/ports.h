@@ -124,6 +124,12 @@ rp_replay_wiring *rp_replay_wiring_new(rp_pass_runner *runner,
 void rp_replay_wiring_ports(rp_replay_wiring *w, rp_replay_store_port *store,
                             rp_replay_publish_port *publish);
 void rp_replay_wiring_free(rp_replay_wiring *w);
+/* A vhost of broker.vhosts whose gates are replayed through *publisher
+ * (borrowed, a connection logged in to vhost), refused while *up is false
+ * (rp_amqp_replay_port_add_vhost). RP_ERR_NOMEM. */
+rp_status rp_replay_wiring_add_vhost(rp_replay_wiring *w, const char *vhost,
+                                     rp_amqp_publisher *const *publisher,
+                                     const bool *up) RP_MUSTCHECK;
 
 /* ==== the tap's consumer, store and bindings (core/rp_tap_port.h) ============= */
 

@@ -44,3 +44,11 @@ set_property(TEST test_reaperd_tap_route APPEND PROPERTY LABELS broker)
 rp_integration_test(test_reaperd_identity SOURCES integration/test_reaperd_identity.c
   integration/tap_common.c integration/itest.c LIBS PkgConfig::PQ PkgConfig::JANSSON)
 set_property(TEST test_reaperd_identity APPEND PROPERTY LABELS broker)
+# Issue 19 item 1: broker.vhosts. A listed vhost's dead letters parked once
+# with that vhost, an unwatched vhost's untouched, a listed vhost missing
+# at start picked up once created.
+rp_integration_test(test_reaperd_vhosts SOURCES integration/test_reaperd_vhosts.c
+  integration/tap_common.c integration/test_mgmt_common.c integration/itest.c
+  LIBS reaper::management reaper::core PkgConfig::PQ PkgConfig::JANSSON PkgConfig::CURL
+  PkgConfig::EVENT Threads::Threads)
+set_property(TEST test_reaperd_vhosts APPEND PROPERTY LABELS broker)

@@ -1,7 +1,8 @@
 /* What reaperd does when its broker session comes up, is ready or goes
  * down (app/rp_broker_state.c): the daemon's broker_up and generation kept,
  * the connection counted, no delivery taken while stopping; ready and down
- * before the events part and the tap are made do nothing more. */
+ * before the events part is made calls only the ready hook (every tap looks
+ * at its bindings again). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,8 @@
 
 #include "rp_broker_state.h"
 
+static void count_ready(void *arg) { ++*(int *)arg; }
+
 static void test_up_ready_down(void **state) {
     (void)state;
     bool up = false, stopping = false;
@@ -17,8 +20,8 @@ static void test_up_ready_down(void **state) {
     rp_metrics m;
     rp_metrics_init(&m, "test", "rev");
     rp_events *events = NULL;
-    rp_tap *tap = NULL;
-    rp_broker_state b = {&up, &generation, &stopping, &m, &events, &tap};
+    int readies = 0;
+    rp_broker_state b = {&up, &generation, &stopping, &m, &events, count_ready, &readies};
 
     assert_true(rp_broker_state_accepting(&b));
     rp_broker_state_on_up(&b, 1);
@@ -26,7 +29,8 @@ static void test_up_ready_down(void **state) {
     assert_int_equal(generation, 1);
     assert_int_equal(m.connects[RP_METRICS_BROKER], 1);
     assert_int_equal(m.connects[RP_METRICS_STORE], 0);
-    rp_broker_state_on_ready(&b); /* no events part, no tap yet: nothing to call */
+    rp_broker_state_on_ready(&b); /* no events part yet: only the ready hook */
+    assert_int_equal(readies, 1);
     rp_broker_state_on_down(&b, true, "connection reset");
     assert_false(up);
     assert_int_equal(generation, 1); /* a stale tag stays stale */
@@ -37,6 +41,7 @@ static void test_up_ready_down(void **state) {
     assert_int_equal(m.connects[RP_METRICS_BROKER], 2);
     rp_broker_state_on_down(&b, false, "refused");
     assert_false(up);
+    assert_int_equal(readies, 1); /* down calls no ready hook */
 
     __atomic_store_n(&stopping, true, __ATOMIC_RELEASE);
     assert_false(rp_broker_state_accepting(&b));

@@ -60,7 +60,14 @@ struct fixture {
     int opened, closed;
     /* What the queue hook said, on the loop. */
     char said[2048];
+    int watched_asked; /* the watched hook's calls (loop) */
 };
+
+/* broker.vhosts: only "/" (the URL's) is watched. */
+static bool fake_watched(void *arg, const char *vhost) {
+    ((fixture *)arg)->watched_asked++;
+    return strcmp(vhost, "/") == 0;
+}
 
 static rp_status fake_get_queue(void *self, const char *vhost, const char *name,
                                 rp_queue_facts *out) {
@@ -208,6 +215,8 @@ static int setup(void **state) {
         .stopping = &f->stopping,
         .mono_ms = rp_clock_mono_ms,
         .wall_ms = rp_clock_wall_ms,
+        .watched = fake_watched,
+        .watched_arg = f,
     };
     f->e = rp_events_new(f->base, &deps);
     assert_non_null(f->e);
@@ -331,6 +340,39 @@ static void test_unowned_queue_not_checked(void **state) {
 
 /* Six events on two owned queues in a burst: one check job, begun no
  * earlier than RP_CONSUMERS_NOW_MS after them, reading each queue once. */
+/* Issue 19: the one event exchange carries every vhost's events; those of
+ * a vhost reaperd does not watch are dropped before any decision: an owned
+ * queue created and a consumer cancelled there are neither inventoried nor
+ * checked, while the same in the watched vhost are. */
+static void test_unwatched_vhost_ignored(void **state) {
+    fixture *f = *state;
+    put(f, "vibey.a", 0, 3, 1);
+    rp_events_on_up(f->e);
+    assert_true(run_until(f, seeded_a, 5000));
+    rp_broker_event created;
+    memset(&created, 0, sizeof created);
+    created.kind = RP_BEV_QUEUE_CREATED;
+    snprintf(created.routing_key, sizeof created.routing_key, "queue.created");
+    snprintf(created.vhost, sizeof created.vhost, "tenant-c");
+    snprintf(created.name, sizeof created.name, "vibey.c");
+    rp_events_on_event(f->e, &created);
+    rp_broker_event ev = consumer_deleted("vibey.a", "ctag-1");
+    snprintf(ev.vhost, sizeof ev.vhost, "tenant-c");
+    rp_events_on_event(f->e, &ev);
+    (void)run_until(f, never, RP_CONSUMERS_NOW_MS + 250);
+    assert_int_equal(f->watched_asked, 2);
+    assert_null(strstr(f->said, "tenant-c"));
+    assert_int_equal(loaded(&f->connects), 0);
+    assert_int_equal(rp_memory_n_sightings(f->m), 0);
+    /* The same in "/": taken. */
+    snprintf(created.vhost, sizeof created.vhost, "/");
+    rp_events_on_event(f->e, &created);
+    assert_non_null(strstr(f->said, "Q+ //vibey.c"));
+    ev = consumer_deleted("vibey.a", "ctag-1");
+    rp_events_on_event(f->e, &ev);
+    assert_true(run_until(f, checked, 5000));
+}
+
 static void test_debounce_holds(void **state) {
     fixture *f = *state;
     put(f, "vibey.a", 0, 3, 5);
@@ -391,6 +433,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_consumer_deleted_checked_with_event_count, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_unowned_queue_not_checked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unwatched_vhost_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_debounce_holds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seed_merges, setup, teardown),
     };

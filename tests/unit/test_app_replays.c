@@ -169,9 +169,11 @@ static void fb_settle(evutil_socket_t fd, short what, void *arg) {
     b->done(b->arg, b->outcome, outcome_names[b->outcome], NULL);
 }
 
-static rp_status fb_publish(void *self, const rp_replay_msg *m, const char *queue,
-                            rp_bytes body, rp_replay_published_fn done, void *arg) {
+static rp_status fb_publish(void *self, const rp_replay_msg *m, const char *vhost,
+                            const char *queue, rp_bytes body, rp_replay_published_fn done,
+                            void *arg) {
     RP_UNUSED(m);
+    RP_UNUSED(vhost);
     fake_broker *b = self;
     if (b->down) return RP_ERR_UNAVAILABLE;
     b->publishes++;

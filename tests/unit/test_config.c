@@ -257,6 +257,31 @@ static void test_nul_and_accepted_forms(void **state) {
     rp_config_cleanup(&c);
 }
 
+/* broker.vhosts (issue 19 item 1): a list of vhost names, none repeated,
+ * none longer than AMQP allows; empty by default (the URL's vhost only). */
+static void test_broker_vhosts(void **state) {
+    (void)state;
+    rp_config c;
+    assert_int_equal(rp_config_init(&c), RP_OK);
+    assert_int_equal(c.broker.vhosts.n, 0);
+    rp_config_cleanup(&c);
+    char longname[300];
+    memset(longname, 'v', 256);
+    longname[256] = '\0';
+    const key_case cases[] = {
+        {RP_CFG_BROKER_VHOSTS, "tenant-a, tenant-b", NULL},
+        {RP_CFG_BROKER_VHOSTS, "/", NULL},
+        {RP_CFG_BROKER_VHOSTS, "tenant-a,tenant-b,tenant-a", "item 3 repeats item 1"},
+        {RP_CFG_BROKER_VHOSTS, longname, "at most 255"},
+    };
+    KEY_CASES(cases);
+    assert_int_equal(rp_config_init(&c), RP_OK);
+    set(&c, RP_CFG_BROKER_VHOSTS, "tenant-a, tenant-b");
+    assert_int_equal(c.broker.vhosts.n, 2);
+    assert_string_equal(c.broker.vhosts.items[1], "tenant-b");
+    rp_config_cleanup(&c);
+}
+
 static void test_password_only_from_environment(void **state) {
     (void)state;
     rp_config c;
@@ -611,6 +636,7 @@ int main(void) {
         cmocka_unit_test(test_other_key_rules),
         cmocka_unit_test(test_passwords_in_urls_and_dsns),
         cmocka_unit_test(test_every_problem_is_collected),
+        cmocka_unit_test(test_broker_vhosts),
         cmocka_unit_test(test_problem_list_is_bounded),
         cmocka_unit_test(test_did_you_mean),
         cmocka_unit_test(test_format),

@@ -31,7 +31,7 @@ static void test_restart_keys(void **state) {
         assert_int_equal(rp_config_key_needs_restart((rp_config_key_id)i), want);
         restart += want;
     }
-    assert_int_equal(restart, 21);
+    assert_int_equal(restart, 22);
     assert_false(rp_config_key_needs_restart(RP_CFG_REAP_INTERVAL_SECONDS));
     assert_false(rp_config_key_needs_restart(RP_CFG_LOG_LEVEL));
     assert_true(rp_config_key_needs_restart(RP_CFG_BROKER_EVENTS_FORMAT));

@@ -255,7 +255,7 @@ static void test_check(void **state) {
         {"other vhost", RP_GATE_BUS_DEAD_LETTERED, true, NULL, "\"vibey.orders\"", true, "/prod",
          false, RP_ERR_CONFLICT,
          "not replayed: the dead letter was found on vhost /prod, and reaperd publishes only on "
-         "the vhost of broker.url"},
+         "the vhost of broker.url and those of broker.vhosts"},
         {"kind before the rest", RP_GATE_DELIVERY_EXHAUSTED, false, "x", "\"celery\"", false,
          "/prod", false, RP_ERR_CONFLICT, "this gate does not take that choice"},
     };

@@ -1,0 +1,60 @@
+/*
+ * vhost_taps.h - the taps of the vhosts listed in broker.vhosts besides
+ * broker.url's (issue #19 item 1): one tap part (app/rp_tap.h) per such
+ * vhost, each over its own tap ports (ports.h): its own AMQP connection
+ * logged in to that vhost (same user and password), its own tap queue
+ * (broker.tap_queue in that vhost), its own park sessions and bindings. A
+ * dead letter of vhost B is parked with B in its identity and rows, since
+ * the tap's vhost is B. A vhost that does not exist, or that the user may
+ * not use, fails that tap's connect: its connection logs the reason (the
+ * peer names the vhost) and retries with backoff; the other taps and the
+ * daemon's own session keep working.
+ *
+ * Ownership: the daemon owns the set; the template deps' pointers are
+ * borrowed (they must outlive the set). Stop order as one tap's:
+ * rp_vhost_taps_stop (with rp_tap_stop), then rp_vhost_taps_free (after the
+ * session, with rp_tap_ports_free / rp_tap_free). Loop thread.
+ */
+#ifndef RP_CMD_VHOST_TAPS_H
+#define RP_CMD_VHOST_TAPS_H
+
+#include <stddef.h>
+
+#include "ports.h"
+#include "rp_amqp_session.h"
+#include "rp_broker_event.h"
+#include "rp_events.h"
+
+typedef struct rp_vhost_taps rp_vhost_taps;
+
+/* A tap for each vhost of (*cfg)->broker.vhosts that is not url_vhost
+ * (broker.url's own, which the daemon's tap watches). tmpl: the daemon
+ * tap's deps (cfg, stopping, generation, up, metrics, feed); each tap gets
+ * its own vhost and backends. Each tap's bindings are looked at again when
+ * events adds a queue hook for its vhost. NULL when out of memory or a
+ * thread cannot start. */
+rp_vhost_taps *rp_vhost_taps_new(struct event_base *base, const rp_config *const *cfg,
+                                 rp_mgmt_bridge *mgmt, const rp_tap_deps *tmpl,
+                                 rp_events *events);
+/* Whether vhost is watched: broker.url's or one of broker.vhosts (of the
+ * configuration reaperd started with). For rp_events_deps.watched, vpp =
+ * rp_vhost_taps ** (read at each call; NULL set: every vhost). Loop
+ * thread. */
+bool rp_vhost_taps_watched(void *vpp, const char *vhost);
+/* How many vhosts the set watches. */
+size_t rp_vhost_taps_count(const rp_vhost_taps *v);
+/* Starts each tap's connection with params (the daemon's), logged in to
+ * the tap's vhost, and a publishing session in that vhost for the replays
+ * of the gates found there (added to replays: ports.h). RP_ERR_INTERNAL
+ * when one cannot start (logged). */
+rp_status rp_vhost_taps_connect(rp_vhost_taps *v, const rp_amqp_params *params,
+                                const rp_config *cfg, rp_replay_wiring *replays) RP_MUSTCHECK;
+/* rp_tap_bind_soon on each. NULL v: nothing. */
+void rp_vhost_taps_bind_soon(rp_vhost_taps *v);
+/* rp_tap_cancel on each (any thread). */
+void rp_vhost_taps_cancel(rp_vhost_taps *v);
+bool rp_vhost_taps_busy(const rp_vhost_taps *v);
+void rp_vhost_taps_stop(rp_vhost_taps *v);
+void rp_vhost_taps_free(rp_vhost_taps *v);
+
+#endif
