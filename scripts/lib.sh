@@ -119,10 +119,11 @@ rp_service_env() {
     export PGPASSFILE="$RP_RUN/secrets/pgpass"
     export RP_PG_ADMIN_DSN="host=$RP_RUN/pg/sock port=$RP_PG_PORT dbname=postgres user=postgres"
     # The standby alone, and both servers as one multi-host DSN that only a
-    # primary satisfies (the standby first, so that a connect tries a
-    # read-only server before the primary; the failover test).
+    # primary satisfies (the primary first: after a failover every connect
+    # is refused there before it reaches the promoted standby; the failover
+    # test).
     export RP_STORE_STANDBY_DSN="host=127.0.0.1 port=$RP_PG2_PORT dbname=vibey user=reaper"
-    export RP_STORE_FAILOVER_DSN="host=127.0.0.1,127.0.0.1 port=$RP_PG2_PORT,$RP_PG_PORT dbname=vibey user=reaper target_session_attrs=read-write"
+    export RP_STORE_FAILOVER_DSN="host=127.0.0.1,127.0.0.1 port=$RP_PG_PORT,$RP_PG2_PORT dbname=vibey user=reaper target_session_attrs=read-write"
     export RP_BROKER_VERSION=$version
     export RP_BROKER_SERVICE=$service
     export RP_BROKER_TLS_URL="amqps://reaper@localhost:$amqps/%2f"

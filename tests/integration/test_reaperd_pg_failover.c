@@ -3,20 +3,20 @@
  *
  * The private PostgreSQL (the primary) gets a streaming standby
  * (scripts/services start pgstandby: pg_basebackup -R, asynchronous), and
- * reaperd a multi-host DSN naming both, the standby FIRST,
- * target_session_attrs=read-write (RP_STORE_FAILOVER_DSN): every connect
- * tries the read-only standby, is refused there, and goes on to the
- * primary. Mid-storm the primary is stopped (fast: a clean stop, the
- * standby receives everything committed) and the standby promoted. Then:
- * reaperd's sessions find the new primary and the parks resume; every dead
- * letter is parked exactly once on the promoted server and the tap queue
- * is empty (every delivery acked, so every acked dead letter has its row);
- * the lease LISTEN session listens on the promoted server, and did on the
- * old primary too (a connect that skips a read-only host reopens its
- * socket, usually under the same descriptor number: the listener must watch
- * it afresh); the sweep turn's advisory lock is taken again on the
- * promoted server. The gap (last park committed before the stop, first
- * after) is printed.
+ * reaperd a multi-host DSN naming both, the primary first,
+ * target_session_attrs=read-write (RP_STORE_FAILOVER_DSN). Mid-storm the
+ * primary is stopped (fast: a clean stop, the standby receives everything
+ * committed) and the standby promoted: from then on every connect is
+ * refused by the first host and goes on to the second. Then: reaperd's
+ * sessions find the new primary and the parks resume; every dead letter is
+ * parked exactly once on the promoted server, and every delivery was acked
+ * (stopped, reaperd hands nothing back), so every acked dead letter has its
+ * row; the lease LISTEN session listens on the promoted server (its
+ * non-blocking connect: the first host's refusal comes after the connect
+ * started, and libpq opens the next host's socket under the same descriptor
+ * number, which the listener must watch afresh); the sweep turn's advisory
+ * lock is taken again on the promoted server. The gap (last park committed
+ * before the stop, first after) is printed.
  *
  * Measurement modes (not run by CI; the figures in helm/reaper/README.md):
  * RP_PGFAIL_STOP=immediate stops the primary as a crash does (no shutdown
