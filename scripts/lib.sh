@@ -9,6 +9,10 @@ RP_BUILD=${RP_BUILD:-$RP_ROOT/build}
 # Private loopback ports, away from the well-known ones so that a system
 # broker or database on the same machine is never touched.
 RP_PG_PORT=${RP_PG_PORT:-54329}
+# The streaming standby of that database (scripts/services start pgstandby),
+# for the failover tests: the port after the primary's (the env files of a
+# shared machine space their RP_PG_PORT values 100 apart).
+RP_PG2_PORT=${RP_PG2_PORT:-$((RP_PG_PORT + 1))}
 RP_AMQP_PORT=${RP_AMQP_PORT:-56729}
 RP_MGMT_PORT=${RP_MGMT_PORT:-15679}
 RP_DIST_PORT=${RP_DIST_PORT:-25679}
@@ -89,7 +93,7 @@ rp_mgmt_get() {
 # that signed its certificate (for tests; reaperd reads REAPER_* only).
 RP_SERVICE_ENV_VARS=(REAPER_BROKER_URL REAPER_BROKER_MANAGEMENT_URL REAPER_BROKER_PASSWORD_FILE
     REAPER_STORE_DSN PGPASSFILE RP_PG_ADMIN_DSN RP_BROKER_VERSION RP_BROKER_SERVICE
-    RP_BROKER_TLS_URL RP_TLS_CA_FILE)
+    RP_BROKER_TLS_URL RP_TLS_CA_FILE RP_STORE_STANDBY_DSN RP_STORE_FAILOVER_DSN)
 rp_service_env() {
     local amqp=$RP_AMQP_PORT mgmt=$RP_MGMT_PORT secret=broker version=3.10 service=rabbitmq
     local amqps=$RP_AMQPS_PORT
@@ -114,6 +118,12 @@ rp_service_env() {
     export REAPER_STORE_DSN="host=127.0.0.1 port=$RP_PG_PORT dbname=vibey user=reaper"
     export PGPASSFILE="$RP_RUN/secrets/pgpass"
     export RP_PG_ADMIN_DSN="host=$RP_RUN/pg/sock port=$RP_PG_PORT dbname=postgres user=postgres"
+    # The standby alone, and both servers as one multi-host DSN that only a
+    # primary satisfies (the primary first: after a failover every connect
+    # is refused there before it reaches the promoted standby; the failover
+    # test).
+    export RP_STORE_STANDBY_DSN="host=127.0.0.1 port=$RP_PG2_PORT dbname=vibey user=reaper"
+    export RP_STORE_FAILOVER_DSN="host=127.0.0.1,127.0.0.1 port=$RP_PG_PORT,$RP_PG2_PORT dbname=vibey user=reaper target_session_attrs=read-write"
     export RP_BROKER_VERSION=$version
     export RP_BROKER_SERVICE=$service
     export RP_BROKER_TLS_URL="amqps://reaper@localhost:$amqps/%2f"

@@ -82,13 +82,25 @@ const char *rp_pg_dsn_leak(const char *dsn) {
 
 void rp_pg_error_line(const char *msg, char *err, size_t errlen) {
     if (errlen == 0) return;
-    snprintf(err, errlen, "%s", msg && *msg ? msg : "unknown error");
-    /* libpq messages end with a newline and may span lines: keep line one. */
-    for (char *p = err; *p; p++)
-        if (*p == '\n' || *p == '\r') {
-            *p = '\0';
-            break;
+    if (msg == NULL || *msg == '\0') msg = "unknown error";
+    /* libpq messages end with a newline and may span lines: line one is
+     * kept, and of the others only each further host's own failure (a
+     * multi-host DSN: "connection to server at ... failed: ..." per host
+     * tried), joined with "; ", so that the line names every host and why
+     * it was refused; hints ("Is the server running ...?") are left out. */
+    size_t at = 0;
+    err[0] = '\0';
+    for (const char *line = msg; *line != '\0';) {
+        size_t len = strcspn(line, "\r\n");
+        bool keep = line == msg || strncmp(line, "connection to server", 20) == 0;
+        if (keep && len > 0 && at + 1 < errlen) {
+            int w = snprintf(err + at, errlen - at, "%s%.*s", at > 0 ? "; " : "", (int)len, line);
+            at = w < 0 ? at : at + (size_t)w;
+            if (at >= errlen) at = errlen - 1;
         }
+        line += len;
+        while (*line == '\r' || *line == '\n') line++;
+    }
 }
 
 /* Server notices ("schema already exists, skipping") are debug lines, not

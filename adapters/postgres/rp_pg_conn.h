@@ -7,6 +7,10 @@
  * here are blocking, bounded by connect_timeout and TCP keepalives, and must
  * not be made on the loop thread.
  *
+ * A multi-host DSN (host=a,b port=p,q target_session_attrs=read-write) is
+ * libpq's: each connect tries the hosts in turn and keeps the first that
+ * suits; rp_pg_conn_peer names the one it got.
+ *
  * Errors are scrubbed: libpq's message is reduced to one line; a DSN never
  * holds a password (the configuration refuses one), so none can leak.
  *
@@ -87,7 +91,9 @@ const char *rp_pg_conn_peer(const rp_pg_conn *c);
 /* Server version as an integer (150018), 0 when not connected. */
 int rp_pg_conn_server_version(const rp_pg_conn *c);
 
-/* Copies libpq's message for conn (or the result's) into err as one line. */
+/* Copies libpq's message for conn (or the result's) into err as one line:
+ * its first line, and each further host's "connection to server at ...
+ * failed: ..." line of a multi-host DSN, joined with "; ". */
 void rp_pg_error_line(const char *msg, char *err, size_t errlen);
 
 #endif

@@ -147,6 +147,17 @@ static void rp_listen_step(rp_pg_listen *l) {
             return;
         }
         if (p == PGRES_POLLING_READING || p == PGRES_POLLING_WRITING) {
+            /* Watched afresh at every step: with several hosts (or
+             * addresses) libpq closes the socket of one it gave up on (a
+             * refusal that came after the non-blocking connect started, as
+             * from a primary that is gone; a read-only server under
+             * target_session_attrs=read-write) and opens the next, usually
+             * under the SAME descriptor number, waiting for the same event.
+             * The kernel dropped the old socket from the loop's poll set
+             * when it was closed; an event kept because number and event
+             * matched would never fire, and the session would wait for ever
+             * (test_reaperd_pg_failover). */
+            rp_listen_io_off(l);
             if (!rp_listen_watch(l, p == PGRES_POLLING_READING ? EV_READ : EV_WRITE))
                 rp_listen_fail(l, "cannot watch the session's socket");
             return;

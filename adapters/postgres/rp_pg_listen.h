@@ -10,7 +10,10 @@
  * PQnotifies) are all non-blocking, so the loop never waits on the
  * database. A session lost or refused is opened again after 1 s, doubling
  * to 30 s; each time it is up again, on_up runs (notifications sent while
- * it was down are lost: the owner looks at the table once then).
+ * it was down are lost: the owner looks at the table once then). A
+ * multi-host DSN works as for the blocking sessions (each host in turn),
+ * but libpq's non-blocking connect ignores connect_timeout: a host that
+ * neither answers nor refuses holds the connect until TCP gives up.
  *
  * Ownership: the DSN and schema are copied; the PGconn and the events are
  * the listener's. Callbacks run on the loop thread, never from inside

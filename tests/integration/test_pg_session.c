@@ -254,8 +254,58 @@ static void test_encoded_password_is_refused(void **state) {
     assert_null(rp_pg_dsn_leak("postgresql://reaper@db/vibey?sslmode=verify-full"));
 }
 
+/* The port of REAPER_STORE_DSN (the tests' primary). */
+static int store_port(void) {
+    PQconninfoOption *o = PQconninfoParse(itest_env("REAPER_STORE_DSN"), NULL);
+    assert_non_null(o);
+    int port = 0;
+    for (PQconninfoOption *i = o; i->keyword != NULL; i++)
+        if (strcmp(i->keyword, "port") == 0 && i->val != NULL) port = atoi(i->val);
+    PQconninfoFree(o);
+    assert_true(port > 0);
+    return port;
+}
+
+/* A multi-host DSN (issue #19 item 4, PostgreSQL failover): accepted as it
+ * is (no password in it), a connect skips a host that refuses and names
+ * the one it got, and a connect that gets none says why for EVERY host
+ * tried, on one line (libpq gives one line per host). */
+static void test_multi_host_dsn(void **state) {
+    (void)state;
+    int live = store_port(), dead1 = itest_closed_port(), dead2 = itest_closed_port();
+    char dsn[256];
+    snprintf(dsn, sizeof dsn,
+             "host=127.0.0.1,127.0.0.1 port=%d,%d dbname=vibey user=reaper "
+             "target_session_attrs=read-write",
+             dead1, live);
+    assert_null(rp_pg_dsn_leak(dsn));
+    rp_pg_conn *c = rp_pg_conn_new(dsn, 5);
+    char err[512] = "";
+    assert_int_equal(rp_pg_conn_ensure(c, err, sizeof err), RP_OK);
+    char want[64];
+    snprintf(want, sizeof want, "127.0.0.1:%d/vibey", live);
+    fprintf(stderr, "multi-host connect got %s\n", rp_pg_conn_peer(c));
+    assert_string_equal(rp_pg_conn_peer(c), want);
+    rp_pg_conn_free(c);
+
+    snprintf(dsn, sizeof dsn, "host=127.0.0.1,127.0.0.1 port=%d,%d dbname=vibey user=reaper",
+             dead1, dead2);
+    c = rp_pg_conn_new(dsn, 5);
+    assert_int_equal(rp_pg_conn_ensure(c, err, sizeof err), RP_ERR_UNAVAILABLE);
+    fprintf(stderr, "both hosts down: %s\n", err);
+    assert_null(strchr(err, '\n'));
+    char p1[32], p2[32];
+    snprintf(p1, sizeof p1, "port %d failed", dead1);
+    snprintf(p2, sizeof p2, "port %d failed", dead2);
+    assert_non_null(strstr(err, p1));
+    assert_non_null(strstr(err, p2));
+    assert_null(strstr(err, "Is the server running")); /* hints left out */
+    rp_pg_conn_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_multi_host_dsn),
         cmocka_unit_test(test_encoded_password_is_refused),
         cmocka_unit_test(test_check_config_shows_the_keys),
         cmocka_unit_test_setup_teardown(test_session_is_set_on_connect, setup, teardown),
