@@ -60,15 +60,22 @@ static char *rp_job_payload(const char *vhost, const char *queue, const char *id
     return rp_jout_take(&w); /* NULL: a text not UTF-8, or no memory */
 }
 
+/* An item's texts. In a batch, an item may share the previous item's
+ * (rp_park_text_build_next): then shared_names says that origin, reason,
+ * shown_queue and question are the previous item's pointers, freed with
+ * it (an earlier item of the batch), not here. */
 typedef struct rp_park_text {
     char *origin, *reason, *shown_queue, *question, *job_payload, *ledger_payload;
+    bool shared_names;
 } rp_park_text;
 
 static void rp_park_text_cleanup(rp_park_text *t) {
-    free(t->origin);
-    free(t->reason);
-    free(t->shown_queue);
-    free(t->question);
+    if (!t->shared_names) {
+        free(t->origin);
+        free(t->reason);
+        free(t->shown_queue);
+        free(t->question);
+    }
     free(t->job_payload);
     free(t->ledger_payload);
 }
@@ -98,6 +105,37 @@ static rp_status rp_park_text_build(rp_park_text *t, const char *vhost, const ch
     }
     if (st == RP_OK) st = rp__pg_payload(v, &t->ledger_payload);
     return st;
+}
+
+static bool rp_same_str(const char *a, const char *b) {
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static bool rp_same_bytes(const char *a, size_t alen, const char *b, size_t blen) {
+    return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);
+}
+
+/* The texts of item `it` of a batch whose previous item was `prev` (texts
+ * pt): a storm's dead letters mostly share their origin, reason and queue,
+ * so the texts made of those alone (three renders and the question: the
+ * same bytes for the same inputs) are the previous item's rather than made
+ * again. The job and ledger payloads name the identity: made for each. */
+static rp_status rp_park_text_build_next(rp_park_text *t, const rp_pg_park_item *it,
+                                         const rp_pg_park_item *prev, const rp_park_text *pt) {
+    const rp_dead_letter *f = it->facts, *pf = prev->facts;
+    bool same = rp_same_str(it->queue, prev->queue) &&
+                rp_same_bytes(f->origin_queue, f->origin_queue_len, pf->origin_queue,
+                              pf->origin_queue_len) &&
+                rp_same_bytes(f->reason, f->reason_len, pf->reason, pf->reason_len);
+    if (!same) return rp_park_text_build(t, it->vhost, it->queue, f, it->v);
+    t->origin = pt->origin;
+    t->reason = pt->reason;
+    t->shown_queue = pt->shown_queue;
+    t->question = pt->question;
+    t->shared_names = true;
+    t->job_payload = rp_job_payload(it->vhost, it->queue, f->identity, t->origin, t->reason);
+    if (t->job_payload == NULL) return RP_ERR_INVALID; /* or no memory; both refuse */
+    return rp__pg_payload(it->v, &t->ledger_payload);
 }
 
 /* The columns of one item, as the set statement binds them (NULL: SQL
@@ -336,8 +374,9 @@ rp_status rp_pg_park_send(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
     if (!sets || !k) goto done;
     st = RP_OK;
     for (size_t i = 0; i < n && st == RP_OK; i++) {
-        st = rp_park_text_build(&t[i], items[i].vhost, items[i].queue, items[i].facts,
-                                items[i].v);
+        st = i == 0 ? rp_park_text_build(&t[i], items[i].vhost, items[i].queue, items[i].facts,
+                                         items[i].v)
+                    : rp_park_text_build_next(&t[i], &items[i], &items[i - 1], &t[i - 1]);
         if (st == RP_OK) rp_park_row_fill(&rows[i], &items[i], &t[i], death[i]);
     }
     for (; built < runs && st == RP_OK; built++) {

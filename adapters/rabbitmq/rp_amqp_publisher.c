@@ -322,8 +322,12 @@ static void rp_confirm(rp_amqp_publisher *p, uint64_t tag, bool multiple, bool a
         rp_settle(p, e, !ack ? RP_PUBLISH_NACKED
                              : e->returned ? RP_PUBLISH_RETURNED : RP_PUBLISH_CONFIRMED);
     }
-    /* A single confirm out of order (allowed by the protocol): find it. */
-    if (!multiple) {
+    /* A single confirm out of order (allowed by the protocol): find it.
+     * Only then: the list is in sequence order, so a head past the tag
+     * (the tag just settled above, or one not in flight) means it is not
+     * in the list, and walking all of it for every in-order confirm made a
+     * storm's confirms cost the square of the publishes in flight. */
+    if (!multiple && p->inflight.head && p->inflight.head->seq < tag) {
         rp_pub_entry *prev = NULL;
         for (rp_pub_entry *e = p->inflight.head; e; prev = e, e = e->next) {
             if (e->seq != tag) continue;

@@ -23,6 +23,7 @@
 #include "pg_fixture.h"
 #include "rp_park.h"
 #include "rp_pg_store_internal.h" /* the batch park: internal to the adapter */
+#include "rp_untrusted.h"
 
 static int setup(void **state) {
     *state = pgfx_new("gates");
@@ -444,6 +445,74 @@ static void test_park_batch_one_identity_many_times(void **state) {
         rp_verdict_cleanup(&v[i]);
         rp_dead_letter_cleanup(&facts[i]);
     }
+}
+
+/* The texts of a batch's items (rendered origin and reason, the gate's
+ * question, the job's and the ledger's payloads) are each item's own when
+ * neighbours share some of their inputs and not others: the batch park
+ * makes a text once for a run of items with the same origin, reason and
+ * queue (rp_pg_park.c), and each row must still read as if parked alone. */
+static char *render(const char *s) {
+    char *out = NULL;
+    assert_int_equal(rp_untrusted_render((rp_bytes){(const uint8_t *)s, strlen(s)}, &out), RP_OK);
+    return out;
+}
+
+static void test_park_batch_texts_per_item(void **state) {
+    pgfx *f = *state;
+    static const uint8_t body[] = "hello";
+    static const struct {
+        const char *id, *origin, *reason;
+    } rows[] = {{"s-0", "vibey.orders", "rejected"}, {"s-1", "vibey.orders", "rejected"},
+                {"s-2", "vibey.orders", "rejected"}, {"s-3", "vibey.other", "rejected"},
+                {"s-4", "vibey.orders", "rejected"}, {"s-5", "vibey.orders", "expired"},
+                {"s-6", "vibey.orders", "expired"},  {"s-7", "vibey.other", "expired"}};
+    enum { N = sizeof rows / sizeof rows[0] };
+    letter l[N];
+    rp_dead_letter facts[N];
+    rp_verdict v[N];
+    rp_pg_park_item items[N];
+    for (size_t i = 0; i < N; i++) {
+        make_letter(&l[i], rows[i].id, body, 5);
+        rp_opt_str origin = {true, {(const uint8_t *)rows[i].origin, strlen(rows[i].origin)}};
+        rp_opt_str reason = {true, {(const uint8_t *)rows[i].reason, strlen(rows[i].reason)}};
+        l[i].death.queue = l[i].msg.headers.first_death_queue = origin;
+        l[i].death.reason = l[i].msg.headers.first_death_reason = reason;
+        assert_int_equal(rp_dead_letter_examine(&l[i].msg.headers, "/", "vibey.orders.dlq",
+                                                f->dlq, l[i].msg.body, &facts[i]),
+                         RP_OK);
+        assert_int_equal(rp_judge_dead_letter(&facts[i], "/", "vibey.orders.dlq", &v[i]), RP_OK);
+        items[i] = (rp_pg_park_item){"/", "vibey.orders.dlq", &l[i].msg, &facts[i], &v[i], {0}};
+    }
+    assert_int_equal(rp_pg_park_batch(f->store, items, N), RP_OK);
+    char *queue = render("vibey.orders.dlq");
+    for (size_t i = 0; i < N; i++) {
+        assert_true(items[i].result.parked);
+        char *origin = render(rows[i].origin), *reason = render(rows[i].reason);
+        char want[1024];
+        snprintf(want, sizeof want,
+                 "%s|%s|A message that died on %s (reason %s) was found on dead-letter queue %s "
+                 "and parked: replay it to the queue it died on, or dismiss it?|%s|%s|%s|%s",
+                 origin, reason, origin, reason, queue, origin, reason, facts[i].identity,
+                 v[i].object);
+        char *got = pgfx_text(f, "SELECT dl.origin_queue || '|' || dl.reason || '|' || g.question "
+                                 "|| '|' || (j.payload->>'origin_queue') || '|' || "
+                                 "(j.payload->>'reason') || '|' || (j.payload->>'identity') || "
+                                 "'|' || (e.payload->>'object') "
+                                 "FROM dead_letter dl JOIN gate g ON g.id = dl.gate_id "
+                                 "JOIN job j ON j.id = dl.job_id JOIN ledger e ON e.seq = %lld "
+                                 "WHERE dl.job_id = %lld",
+                              (long long)items[i].result.event.seq,
+                              (long long)items[i].result.job_id);
+        assert_non_null(got);
+        assert_string_equal(got, want);
+        free(got);
+        free(origin);
+        free(reason);
+        rp_verdict_cleanup(&v[i]);
+        rp_dead_letter_cleanup(&facts[i]);
+    }
+    free(queue);
 }
 
 /* One message_id reused by two messages of two origin queues: two dead
@@ -971,6 +1040,7 @@ int main(void) {
         T(test_park_batches_pipelined),
         T(test_park_new_death_is_new_occurrence),
         T(test_park_batch_one_identity_many_times),
+        T(test_park_batch_texts_per_item),
         T(test_park_same_message_id_two_origins),
         T(test_park_race_two_sessions),
         T(test_gate_list),
