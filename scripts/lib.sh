@@ -7,26 +7,29 @@ RP_RUN=${RP_RUN:-$RP_ROOT/.run}
 RP_BUILD=${RP_BUILD:-$RP_ROOT/build}
 
 # Private loopback ports, away from the well-known ones so that a system
-# broker or database on the same machine is never touched.
-RP_PG_PORT=${RP_PG_PORT:-54329}
+# broker or database on the same machine is never touched, and below Linux's
+# ephemeral range (32768-60999, net.ipv4.ip_local_port_range) with every port
+# derived from them (TLS, the clusters' +20..+33), so that a client's outgoing
+# connection can never hold one of them when a service starts (EADDRINUSE).
+RP_PG_PORT=${RP_PG_PORT:-24329}
 # The streaming standby of that database (scripts/services start pgstandby),
 # for the failover tests: the port after the primary's (the env files of a
 # shared machine space their RP_PG_PORT values 100 apart).
 RP_PG2_PORT=${RP_PG2_PORT:-$((RP_PG_PORT + 1))}
-RP_AMQP_PORT=${RP_AMQP_PORT:-56729}
+RP_AMQP_PORT=${RP_AMQP_PORT:-22729}
 RP_MGMT_PORT=${RP_MGMT_PORT:-15679}
 RP_DIST_PORT=${RP_DIST_PORT:-25679}
-RP_EPMD_PORT=${RP_EPMD_PORT:-43699}
+RP_EPMD_PORT=${RP_EPMD_PORT:-23699}
 RP_RABBIT_NODE=${RP_RABBIT_NODE:-reaper-dev@localhost}
 
 # The second broker, RabbitMQ 4.0 (Debian 13 "trixie"), runs chrooted in a
 # debootstrap root under .run/ (service "rabbitmq4"), so that the tests run
 # against both versions on one Debian 12 machine. Its own ports, node and
 # Erlang port mapper, so the two never meet.
-RP_AMQP4_PORT=${RP_AMQP4_PORT:-56740}
+RP_AMQP4_PORT=${RP_AMQP4_PORT:-22740}
 RP_MGMT4_PORT=${RP_MGMT4_PORT:-15680}
 RP_DIST4_PORT=${RP_DIST4_PORT:-25680}
-RP_EPMD4_PORT=${RP_EPMD4_PORT:-43700}
+RP_EPMD4_PORT=${RP_EPMD4_PORT:-23700}
 RP_RABBIT4_NODE=${RP_RABBIT4_NODE:-reaper-dev4@localhost}
 # Each broker also listens for AMQP over TLS (the tests of broker.tls.*),
 # 20000 below its AMQP port, with a certificate for localhost and 127.0.0.1
