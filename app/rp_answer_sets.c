@@ -19,7 +19,12 @@ typedef enum rp_as_phase {
     RP_AS_RUN,      /* answering the batch in hand */
 } rp_as_phase;
 
-typedef enum rp_as_job_kind { RP_AS_TAKE = 0, RP_AS_STEP, RP_AS_FINISH } rp_as_job_kind;
+typedef enum rp_as_job_kind {
+    RP_AS_TAKE = 0,
+    RP_AS_STEP,
+    RP_AS_FINISH,
+    RP_AS_RELEASE, /* a stop's: the results in hand recorded, the lease cleared */
+} rp_as_job_kind;
 
 /* One answer's result, kept until the next step records it. */
 typedef struct rp_as_result {
@@ -35,6 +40,7 @@ struct rp_answer_sets {
     char owner[160];
     struct event *timer;
     bool stopped;
+    bool release_wanted;    /* stopped with a set in hand: let it go */
     rp_as_phase phase;
     bool poked;
 
@@ -127,6 +133,16 @@ static void rp_as_work(void *ctx, void *arg) {
         a->job_st = p->finish(p->self, a->set.id, a->owner, a->finish_state,
                               a->stop_reason[0] != '\0' ? a->stop_reason : NULL);
         break;
+    case RP_AS_RELEASE:
+        /* The results in hand first (fenced: a set taken over meanwhile
+         * records nothing and is not ours to let go). */
+        a->job_st = RP_OK;
+        if (a->n_marks > 0)
+            a->job_st = p->step(p->self, a->set.id, a->owner, a->deps.lease_ms, a->marks,
+                                a->n_marks, a->after, a->job_ids, 0, &a->job_n, &a->job_row);
+        if (a->job_st == RP_OK)
+            a->job_st = p->finish(p->self, a->set.id, a->owner, RP_ANSWER_SET_RUNNING, NULL);
+        break;
     }
 }
 
@@ -138,13 +154,13 @@ static void rp_as_submit(rp_answer_sets *a, rp_as_job_kind kind) {
     a->job_found = false;
     a->job_n = 0;
     a->phase = RP_AS_STORE;
-    if (kind == RP_AS_STEP) {
+    if (kind == RP_AS_STEP || kind == RP_AS_RELEASE) {
         /* About two seconds' worth, and room beside the ids in hand. */
         size_t batch = (size_t)a->set.rate * 2, left = a->n_ids - a->next_id;
         if (batch < 20) batch = 20;
         if (batch > RP_ANSWER_SETS_BATCH_MAX) batch = RP_ANSWER_SETS_BATCH_MAX;
         if (batch > RP_ARRAY_LEN(a->ids) - left) batch = RP_ARRAY_LEN(a->ids) - left;
-        a->job_max = batch;
+        a->job_max = kind == RP_AS_RELEASE ? 0 : batch;
         a->n_marks = a->n_results;
         for (size_t i = 0; i < a->n_results; i++)
             a->marks[i] = (rp_answer_set_mark){a->results[i].gate, a->results[i].answered,
@@ -152,7 +168,10 @@ static void rp_as_submit(rp_answer_sets *a, rp_as_job_kind kind) {
                                                                       : NULL,
                                                a->results[i].message};
     }
-    if (a->deps.store_job(a->deps.store_job_self, rp_as_work, rp_as_done, a) != RP_OK) {
+    rp_status (*submit)(void *, rp_work_fn, rp_done_fn, void *) =
+        kind == RP_AS_RELEASE && a->deps.store_job_last != NULL ? a->deps.store_job_last
+                                                                : a->deps.store_job;
+    if (submit(a->deps.store_job_self, rp_as_work, rp_as_done, a) != RP_OK) {
         /* No store thread (stopping, or not yet): the set in hand is left
          * to its lease; looked for again later unless stopped. */
         rp_as_results_clear(a);
@@ -268,11 +287,42 @@ static void rp_as_step_done(rp_answer_sets *a) {
     rp_as_dispatch(a);
 }
 
+/* Stopped: the job that came back says whether a set is still held here;
+ * if so it is let go (rp_answer_sets_stop). */
+static void rp_as_done_stopped(rp_answer_sets *a) {
+    switch (a->job) {
+    case RP_AS_TAKE:
+        if (a->job_st != RP_OK || !a->job_found) return;
+        a->set = a->job_row; /* taken just now: let go at once */
+        break;
+    case RP_AS_STEP:
+        if (a->job_st == RP_ERR_CONFLICT) return; /* taken over: not ours */
+        if (a->job_st == RP_OK) rp_as_results_drop(a, a->n_marks);
+        break;
+    case RP_AS_FINISH: return; /* ended or let go already */
+    case RP_AS_RELEASE:
+        if (a->job_st == RP_OK) rp_as_log_set("answer set let go: reaperd is stopping", &a->set,
+                                              NULL);
+        else
+            rp_as_log_set("answer set not let go; another runner takes it when its lease ends",
+                          &a->set, rp_status_string(a->job_st));
+        return;
+    }
+    if (a->release_wanted && a->set.id != 0) {
+        a->release_wanted = false;
+        rp_as_submit(a, RP_AS_RELEASE);
+    }
+}
+
 static void rp_as_done(void *arg, bool cancelled) {
     rp_answer_sets *a = arg;
     a->phase = RP_AS_IDLE;
-    if (cancelled || a->stopped) {
+    if (cancelled) {
         a->stopped = true;
+        return;
+    }
+    if (a->stopped) {
+        rp_as_done_stopped(a);
         return;
     }
     switch (a->job) {
@@ -293,6 +343,7 @@ static void rp_as_done(void *arg, bool cancelled) {
         a->poked = true;
         rp_as_drop(a);
         return;
+    case RP_AS_RELEASE: return; /* (only once stopped: rp_as_done_stopped) */
     }
 }
 
@@ -428,9 +479,16 @@ void rp_answer_sets_poke(rp_answer_sets *a) {
 }
 
 void rp_answer_sets_stop(rp_answer_sets *a) {
-    if (a == NULL) return;
+    if (a == NULL || a->stopped) return;
     a->stopped = true;
     evtimer_del(a->timer);
+    if (a->phase == RP_AS_STORE || a->prefetching) {
+        /* A job is out: the set (if one is still held when it is back)
+         * is let go then (rp_as_done_stopped). */
+        a->release_wanted = true;
+        return;
+    }
+    if (a->set.id != 0) rp_as_submit(a, RP_AS_RELEASE);
 }
 
 void rp_answer_sets_free(rp_answer_sets *a) {

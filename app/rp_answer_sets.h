@@ -25,9 +25,15 @@
  *     first (the lease renewed at each step), its pace starting afresh
  *     once the broker is back;
  *   no pending gate left: the set is done.
- * On a clean stop (rp_answer_sets_stop) the set in hand is let go (its
- * lease cleared through the store, when the store thread still takes the
- * job), so that another runner takes it at once instead of after lease_ms.
+ * On a clean stop (rp_answer_sets_stop, at the first stop signal) nothing
+ * more is started and the set in hand is let go: one store job (through
+ * store_job_last, so that the stop's grace waits for it) records the
+ * results in hand and clears the lease, so that another runner (a replica,
+ * or this one restarted) takes the set at once instead of after lease_ms.
+ * A store job out at the stop is let come back first. Answers still in
+ * flight are not waited for: their gates stay pending in the set and the
+ * next runner finds them answered (or busy under their claim until it
+ * ends), never publishing one twice.
  *
  * A restart or another replica: the set's lease (lease_ms) runs out and
  * the next runner takes it; the gates are the truth, so a gate answered
@@ -75,6 +81,9 @@ typedef struct rp_answer_sets_deps {
      * the loop; an error (RP_ERR_CLOSED: stopping) means neither runs. */
     rp_status (*store_job)(void *self, rp_work_fn fn, rp_done_fn done, void *job);
     void *store_job_self;
+    /* The same, taken while stopping (rp_store_jobs_submit_last): the
+     * stop's let-go goes through it. NULL: store_job. */
+    rp_status (*store_job_last)(void *self, rp_work_fn fn, rp_done_fn done, void *job);
     /* Loop: answers gate with choice as a single answer would (by: the
      * set's requester, the broker-validated user; note: its own "by").
      * RP_OK: done is called later, exactly once; an error: never
@@ -96,9 +105,11 @@ typedef struct rp_answer_sets rp_answer_sets;
 rp_answer_sets *rp_answer_sets_new(struct event_base *base, const rp_answer_sets_deps *deps);
 /* Looks for a set now (a set was just made). */
 void rp_answer_sets_poke(rp_answer_sets *a);
-/* Starts nothing more; the set in hand is let go (its lease cleared on the
- * store thread, when it takes the job; else left to its lease). Call
- * before the store thread stops. */
+/* Starts nothing more; the set in hand is let go (its results so far
+ * recorded and its lease cleared on the store thread, when it still takes
+ * the job; else left to its lease). Call at the stop signal, while the
+ * loop still turns and before the store thread stops; a second call does
+ * nothing. */
 void rp_answer_sets_stop(rp_answer_sets *a);
 /* After the store thread is gone and no answer is in flight. NULL is fine. */
 void rp_answer_sets_free(rp_answer_sets *a);

@@ -23,10 +23,11 @@ static void rp_counted_done(void *arg, bool cancelled) {
     free(cj);
 }
 
-rp_status rp_store_jobs_submit(void *self, rp_work_fn fn, rp_done_fn done, void *job) {
-    rp_store_jobs *s = self;
+static rp_status rp_store_jobs_put(rp_store_jobs *s, bool last, rp_work_fn fn, rp_done_fn done,
+                                   void *job) {
     rp_worker *store = *s->sweeper != NULL ? rp_sweeper_store(*s->sweeper) : NULL;
-    if (store == NULL || __atomic_load_n(s->stopping, __ATOMIC_ACQUIRE)) return RP_ERR_CLOSED;
+    if (store == NULL || (!last && __atomic_load_n(s->stopping, __ATOMIC_ACQUIRE)))
+        return RP_ERR_CLOSED;
     rp_counted_job *cj = malloc(sizeof *cj);
     if (cj == NULL) return RP_ERR_NOMEM;
     *cj = (rp_counted_job){s, fn, done, job};
@@ -37,4 +38,12 @@ rp_status rp_store_jobs_submit(void *self, rp_work_fn fn, rp_done_fn done, void 
     }
     s->inflight++;
     return RP_OK;
+}
+
+rp_status rp_store_jobs_submit(void *self, rp_work_fn fn, rp_done_fn done, void *job) {
+    return rp_store_jobs_put(self, false, fn, done, job);
+}
+
+rp_status rp_store_jobs_submit_last(void *self, rp_work_fn fn, rp_done_fn done, void *job) {
+    return rp_store_jobs_put(self, true, fn, done, job);
 }

@@ -28,5 +28,10 @@ typedef struct rp_store_jobs {
 /* self is an rp_store_jobs (the shape of every part's store_job hook). A
  * returned error: done is never called. */
 rp_status rp_store_jobs_submit(void *self, rp_work_fn fn, rp_done_fn done, void *job) RP_MUSTCHECK;
+/* The same, taken while stopping too (until the store thread is gone): for
+ * the work a stop itself does, e.g. an answer set's lease let go
+ * (rp_answer_sets_stop). Counted, so the stop's grace waits for it. */
+rp_status rp_store_jobs_submit_last(void *self, rp_work_fn fn, rp_done_fn done,
+                                    void *job) RP_MUSTCHECK;
 
 #endif

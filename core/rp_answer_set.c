@@ -49,10 +49,12 @@ int64_t rp_answer_pace_wait_ms(const rp_answer_pace *p, int64_t now_ms) {
 
 void rp_answer_pace_took(rp_answer_pace *p, int64_t now_ms) {
     int64_t now_us = now_ms * 1000;
-    /* On time (or late by less than one interval): the next one follows
-     * the schedule, so that the mean rate holds across the timer's own
-     * lateness. Later than that: a pause; start again from now. */
-    if (p->next_us == 0 || now_us - p->next_us >= p->interval_us)
+    /* On time (or late by at most the catch-up window): the next one
+     * follows the schedule, so that the mean rate holds across the timer's
+     * own lateness. Later than that: a pause; start again from now. */
+    int64_t window_us = (int64_t)RP_ANSWER_PACE_CATCHUP_MS * 1000;
+    if (window_us < p->interval_us) window_us = p->interval_us;
+    if (p->next_us == 0 || now_us - p->next_us > window_us)
         p->next_us = now_us + p->interval_us;
     else
         p->next_us += p->interval_us;

@@ -49,9 +49,16 @@ bool rp_answer_set_choice_ok(rp_choice c);
 
 /* The pace of a set: when the next answer may start. Answers start at most
  * rate a second, one every 1000/rate ms (kept in microseconds so that a
- * rate that does not divide 1000 keeps its mean). After a pause (a gap
- * longer than one interval: the store was slow, the set was taken over)
+ * rate that does not divide 1000 keeps its mean). Starts that fell behind
+ * the schedule by at most RP_ANSWER_PACE_CATCHUP_MS (or one interval, when
+ * that is longer) are caught up at once: the loop's timer fires late by a
+ * millisecond or two whenever the loop is busy, which at 500 a second is
+ * an interval each time, and a pace that dropped those slots ran at 79% of
+ * its rate (bench/REPORT.md). The schedule never runs ahead, so over any
+ * span the starts are at most rate x span plus that window's worth. After
+ * a longer pause (the store was slow, the broker away, the set taken over)
  * the pace starts again from now instead of catching up in a burst. */
+#define RP_ANSWER_PACE_CATCHUP_MS 100
 typedef struct rp_answer_pace {
     int64_t interval_us; /* 1,000,000 / rate */
     int64_t next_us;     /* when the next answer may start; 0: at once */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "rp_log.h"
+#include "rp_pg_binarray.h"
 #include "rp_pg_store_internal.h"
 #include "rp_publish.h"
 
@@ -189,6 +190,31 @@ rp_status rp_pg_replay_claim_many_commit(rp_pg_store *s, const int64_t *ids, siz
     return RP_OK;
 }
 
+/* The settle of a batch of replays, one statement: each gate answered
+ * replay (still open: answer IS NULL; the caller locked them and judged
+ * each), its job succeeded, a GateAnswered event appended, as the gate
+ * port's answer (rp_pg_sql.c, gate_answer) does for one gate. $1 gate ids
+ * (int8[]), $2 answered_by and $3 the request's own "by" or NULL (text[],
+ * binary, one per id), $4 the choice's and $5 the outcome's names. Rows:
+ * gate, event seq, event at (ms), job. The per-gate statements it replaces
+ * cost a parse, plan and CTE set-up each, about a millisecond of
+ * PostgreSQL a gate (bench/REPORT.md). */
+static const char rp_sql_settle[] =
+    "WITH a AS (SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) AS a(id, by, note)), "
+    "g AS (UPDATE {s}.gate SET answer = $4::text, answered_by = a.by, answered_at = now(), "
+    "claimed_by = NULL, claimed_at = NULL FROM a WHERE gate.id = a.id AND gate.answer IS NULL "
+    "RETURNING gate.id, gate.job_id, gate.kind, a.by, a.note), "
+    "j AS (UPDATE {s}.job SET state = 'succeeded', finished_at = now(), lease_owner = NULL, "
+    "lease_expires_at = NULL, updated_at = now() FROM g WHERE job.id = g.job_id "
+    "RETURNING job.id, job.project_id), "
+    "ev AS (INSERT INTO {s}.ledger (kind, project_id, payload) "
+    "SELECT 'GateAnswered', j.project_id, jsonb_build_object('gate', g.id, 'job', j.id, "
+    "'kind', g.kind, 'choice', $4::text, 'outcome', $5::text, 'by', g.by) "
+    "|| CASE WHEN g.note IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('note', g.note) END "
+    "FROM g JOIN j ON j.id = g.job_id ORDER BY g.id RETURNING seq, at, payload) "
+    "SELECT (ev.payload->>'gate')::int8, ev.seq, " MS("ev.at") ", (ev.payload->>'job')::int8 "
+    "FROM ev";
+
 rp_status rp_pg_replay_settle_many(rp_pg_store *s, const rp_publisher_port *publisher,
                                    const int64_t *ids, size_t n, const char *const *by,
                                    const char *const *note, rp_answer_result *out,
@@ -262,51 +288,74 @@ rp_status rp_pg_replay_settle_many(rp_pg_store *s, const rp_publisher_port *publ
         }
     }
     rp__pg_clear(res, 2);
-    /* Answer each, change its job, append its event, commit: one round
-     * trip for the batch. */
-    rp__pg_cmd *cmds = calloc(n_apply + 1, sizeof *cmds);
-    const char **vals = calloc(n_apply * 5 + 1, sizeof *vals);
-    char(*idb)[24] = calloc(n_apply + 1, sizeof *idb);
-    PGresult **ar = calloc(n_apply + 1, sizeof *ar);
-    size_t *at = calloc(n_apply + 1, sizeof *at);
-    if (cmds == NULL || vals == NULL || idb == NULL || ar == NULL || at == NULL) {
+    /* Answer them all, change their jobs, append their events, commit: one
+     * statement and one round trip for the batch (rp_sql_settle). */
+    int64_t *aid = calloc(n_apply + 1, sizeof *aid);
+    rp_pg_binarray by_a = {0}, note_a = {0};
+    char *ssql = NULL, *sarr = NULL;
+    PGresult *ar[2] = {NULL, NULL};
+    if (aid == NULL) {
         st = RP_ERR_NOMEM;
         rp_status rst = rp__pg_rollback(s, "replay_settle_many");
         if (rst != RP_OK) st = rst;
         goto out;
     }
     size_t m = 0;
+    if (n_apply > 0) {
+        rp_pg_binarray_begin(&by_a, RP_PG_OID_TEXT, (uint32_t)n_apply);
+        rp_pg_binarray_begin(&note_a, RP_PG_OID_TEXT, (uint32_t)n_apply);
+    }
     for (size_t i = 0; i < n; i++) {
         if (!apply[i]) continue;
-        const char **v = &vals[m * 5];
-        v[0] = rp__pg_itoa(ids[i], idb[m]);
-        v[1] = rp_choice_string(RP_CHOICE_REPLAY);
-        v[2] = by[i];
-        v[3] = rp_outcome_string(RP_OUTCOME_REPLAYED);
-        v[4] = note[i];
-        cmds[m] = (rp__pg_cmd){.stmt = RP__PG_GATE_ANSWER, .n = 5, .values = v};
-        at[m++] = i;
+        aid[m++] = ids[i];
+        rp_pg_binarray_add_str(&by_a, by[i]);
+        rp_pg_binarray_add_str(&note_a, note[i]);
     }
-    cmds[m] = (rp__pg_cmd){.stmt = -1, .sql = "COMMIT"};
-    st = rp__pg_run(s, cmds, m + 1, ar, "replay_settle_many", NULL);
+    if (m == 0) {
+        rp__pg_cmd c = {.stmt = -1, .sql = "COMMIT"};
+        st = rp__pg_run(s, &c, 1, ar, "replay_settle_many", NULL);
+        if (st == RP_OK) PQclear(ar[0]);
+        goto out;
+    }
+    st = rp__pg_schema_sql(s, rp_sql_settle, &ssql);
+    if (st == RP_OK) st = rp_ids_literal(aid, m, &sarr);
+    if (st == RP_OK && (!rp_pg_binarray_ok(&by_a) || !rp_pg_binarray_ok(&note_a)))
+        st = RP_ERR_NOMEM;
+    if (st != RP_OK) {
+        rp_status rst = rp__pg_rollback(s, "replay_settle_many");
+        if (rst != RP_OK) st = rst;
+        goto out;
+    }
+    const char *svals[] = {sarr, by_a.data, note_a.data, rp_choice_string(RP_CHOICE_REPLAY),
+                           rp_outcome_string(RP_OUTCOME_REPLAYED)};
+    const int slens[] = {0, (int)by_a.len, (int)note_a.len, 0, 0};
+    const int sfmts[] = {0, 1, 1, 0, 0};
+    rp__pg_cmd cmds[2] = {{.stmt = -1, .sql = ssql, .n = 5, .values = svals, .lengths = slens,
+                           .formats = sfmts},
+                          {.stmt = -1, .sql = "COMMIT"}};
+    st = rp__pg_run(s, cmds, 2, ar, "replay_settle_many", NULL);
     if (st != RP_OK) goto out;
-    for (size_t k = 0; k < m; k++) {
-        size_t i = at[k];
+    for (int t = 0; t < PQntuples(ar[0]); t++) {
+        int64_t gid = rp__pg_i64(ar[0], t, 0);
+        size_t i = 0;
+        while (i < n && !(apply[i] && ids[i] == gid && sts[i] == RP_ERR_INTERNAL)) i++;
+        if (i == n) continue;
         rp_answer_result *o = &out[i];
-        if (PQntuples(ar[k]) != 1 || rp__pg_null(ar[k], 0, 1)) {
-            /* Locked and open a moment ago, so this cannot be. */
-            RP_WARN("gate answer changed nothing", "gate", idb[k], NULL);
-            continue;
-        }
-        o->event.seq = rp__pg_i64(ar[k], 0, 1);
-        o->event.at = rp__pg_i64(ar[k], 0, 2);
-        o->job_id = rp__pg_i64(ar[k], 0, 3);
+        o->event.seq = rp__pg_i64(ar[0], t, 1);
+        o->event.at = rp__pg_i64(ar[0], t, 2);
+        o->job_id = rp__pg_i64(ar[0], t, 3);
         o->outcome = RP_OUTCOME_REPLAYED;
         o->choice = RP_CHOICE_REPLAY;
         o->committed = true;
         sts[i] = RP_OK;
     }
-    rp__pg_clear(ar, m + 1);
+    for (size_t i = 0; i < n; i++)
+        if (apply[i] && sts[i] == RP_ERR_INTERNAL) {
+            /* Locked and open a moment ago, so this cannot be. */
+            char idb[24];
+            RP_WARN("gate answer changed nothing", "gate", rp__pg_itoa(ids[i], idb), NULL);
+        }
+    rp__pg_clear(ar, 2);
     /* Committed: each answer goes where every answer goes (the events
      * feed); a feed that fails loses nothing of it. */
     if (publisher != NULL)
@@ -315,10 +364,10 @@ rp_status rp_pg_replay_settle_many(rp_pg_store *s, const rp_publisher_port *publ
                 (void)rp_publish_answer(publisher, ids[i], by[i], note[i], &out[i]);
 out:
     free(apply);
-    free(cmds);
-    free(vals);
-    free(idb);
-    free(ar);
-    free(at);
+    free(aid);
+    free(ssql);
+    free(sarr);
+    rp_pg_binarray_cleanup(&by_a);
+    rp_pg_binarray_cleanup(&note_a);
     return st;
 }

@@ -215,6 +215,7 @@ static void rp_signals_on_stop(void *arg) {
     rp_sweeper_stop(d->sweeper);
     rp_observe_stop(d->observe);
     if (d->mgmt) rp_mgmt_bridge_close(d->mgmt);
+    rp_answer_sets_stop(d->answer_sets); /* its set let go while the loop turns */
 }
 
 static void rp_signals_cancel(void *arg, bool store, bool tap) {
@@ -277,6 +278,7 @@ static rp_status rp_daemon_control_start(rp_daemon *d) {
     if (d->answer_one == NULL) return RP_ERR_NOMEM;
     rp_answer_sets_deps ad = {0};
     rp_answer_one_deps(d->answer_one, &ad);
+    ad.store_job_last = rp_store_jobs_submit_last; /* a stop lets its set go */
     if ((d->answer_sets = rp_answer_sets_new(d->base, &ad)) == NULL) return RP_ERR_NOMEM;
     d->control_transport = (rp_amqp_control_src){&d->session, &d->publisher};
     rp_control_deps cd = {

@@ -92,9 +92,64 @@ static void test_lock_claim_settle_many(void **state) {
     pgfx_free(f);
 }
 
+/* One batch of gates settled by one statement: each gets what a single
+ * answer gives it (the gate answered by its own user, its job succeeded
+ * and its lease gone, one GateAnswered event whose payload carries the
+ * request's own "by" as note only when there is one), and the results
+ * name each gate's own event and job. */
+static void test_settle_many_each_its_own(void **state) {
+    (void)state;
+    pgfx *f = pgfx_new("rmany2");
+    rp_pg_store_set_claimer(f->store, "me");
+    int64_t ids[3];
+    for (int i = 0; i < 3; i++) ids[i] = open_gate(f);
+    rp_pg_replay_row rows[3];
+    rp_status sts[3];
+    const char *by[] = {"u1", "u2", "u3"};
+    assert_int_equal(rp_pg_replay_lock_many(f->store, ids, 3, by, rows, sts), RP_OK);
+    for (int i = 0; i < 3; i++) rp_pg_replay_row_cleanup(&rows[i]);
+    rp_time_ms at[3];
+    bool claimed[3];
+    assert_int_equal(rp_pg_replay_claim_many_commit(f->store, ids, 3, at, claimed), RP_OK);
+    const char *note[] = {NULL, "ops-bot", NULL};
+    rp_answer_result out[3];
+    assert_int_equal(rp_pg_replay_settle_many(f->store, NULL, ids, 3, by, note, out, sts), RP_OK);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(sts[i], RP_OK);
+        assert_true(out[i].committed);
+        assert_int_equal(out[i].outcome, RP_OUTCOME_REPLAYED);
+        assert_int_equal(out[i].choice, RP_CHOICE_REPLAY);
+        int64_t job = pgfx_i64(f, "SELECT job_id FROM gate WHERE id = %" PRId64, ids[i]);
+        assert_int_equal(out[i].job_id, job);
+        assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM gate WHERE id = %" PRId64
+                                     " AND answer = 'replay' AND answered_by = '%s' AND "
+                                     "answered_at IS NOT NULL AND claimed_by IS NULL AND "
+                                     "claimed_at IS NULL", ids[i], by[i]),
+                         1);
+        assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM job WHERE id = %" PRId64 " AND state "
+                                     "= 'succeeded' AND finished_at IS NOT NULL AND succeeded_at "
+                                     "IS NOT NULL AND lease_owner IS NULL AND lease_expires_at "
+                                     "IS NULL", job),
+                         1);
+        char want[300];
+        snprintf(want, sizeof want,
+                 "jsonb_build_object('gate', %" PRId64 "::int8, 'job', %" PRId64 "::int8, 'kind', "
+                 "'bus_dead_lettered', 'choice', 'replay', 'outcome', 'replayed', 'by', '%s')%s",
+                 ids[i], job, by[i], note[i] != NULL ? " || '{\"note\": \"ops-bot\"}'" : "");
+        assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger WHERE kind = 'GateAnswered' AND "
+                                     "seq = %" PRId64 " AND payload = %s AND "
+                                     "floor(extract(epoch FROM at) * 1000)::int8 = %" PRId64,
+                                  out[i].event.seq, want, out[i].event.at),
+                         1);
+    }
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger WHERE kind = 'GateAnswered'"), 3);
+    pgfx_free(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lock_claim_settle_many),
+        cmocka_unit_test(test_settle_many_each_its_own),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,11 +52,55 @@ static void test_pace_interval(void **state) {
     /* On time: the schedule goes on from the slot, not from now. */
     rp_answer_pace_took(&p, 1003);
     assert_int_equal(p.next_us, 1004000);
-    /* Late by one interval: a pause, started again from now (no burst). */
+    /* Late by one interval (a busy loop): still the schedule, caught up. */
+    rp_answer_pace_took(&p, 1006);
+    assert_int_equal(p.next_us, 1006000);
+    assert_int_equal(rp_answer_pace_wait_ms(&p, 1006), 0);
     rp_answer_pace_took(&p, 1006);
     assert_int_equal(p.next_us, 1008000);
-    rp_answer_pace_took(&p, 1050);
-    assert_int_equal(p.next_us, 1052000);
+    /* Late by the catch-up window exactly: caught up; by more: a pause,
+     * started again from now (no burst). */
+    rp_answer_pace_took(&p, 1008 + RP_ANSWER_PACE_CATCHUP_MS);
+    assert_int_equal(p.next_us, 1010000);
+    rp_answer_pace_took(&p, 1011 + RP_ANSWER_PACE_CATCHUP_MS);
+    assert_int_equal(p.next_us, (1011 + RP_ANSWER_PACE_CATCHUP_MS) * 1000 + 2000);
+}
+
+/* 500 a second with a timer that fires 3 ms late each time (more than an
+ * interval: the loop busy with a step, a log line, a publish): the mean
+ * holds, starting all that is due at each firing, and no firing starts
+ * more than the catch-up window's worth. A pace that dropped the slots it
+ * was late for started one every 5 ms here (200 a second). */
+static void test_pace_late_timer(void **state) {
+    (void)state;
+    rp_answer_pace p;
+    rp_answer_pace_init(&p, 500);
+    int started = 0, most = 0;
+    int64_t now = 0;
+    while (now < 10000) {
+        int64_t w = rp_answer_pace_wait_ms(&p, now);
+        if (w > 0) {
+            now += w + 3;
+            continue;
+        }
+        int burst = 0;
+        while (rp_answer_pace_wait_ms(&p, now) == 0) {
+            rp_answer_pace_took(&p, now);
+            burst++;
+        }
+        if (burst > most) most = burst;
+        started += burst;
+    }
+    assert_true(started >= 4990 && started <= 5000 + 1);
+    assert_true(most <= 3);
+    /* After a pause of a second: one start, then the schedule from there. */
+    now += 1000;
+    int burst = 0;
+    while (rp_answer_pace_wait_ms(&p, now) == 0) {
+        rp_answer_pace_took(&p, now);
+        burst++;
+    }
+    assert_int_equal(burst, 1);
 }
 
 /* A rate that does not divide a second keeps its mean: 3 a second over
@@ -217,7 +261,8 @@ static void test_reply_codec(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_states),        cmocka_unit_test(test_pace_interval),
-        cmocka_unit_test(test_pace_mean),     cmocka_unit_test(test_pace_bounds),
+        cmocka_unit_test(test_pace_mean),
+        cmocka_unit_test(test_pace_late_timer),     cmocka_unit_test(test_pace_bounds),
         cmocka_unit_test(test_judge),         cmocka_unit_test(test_judge_away),
         cmocka_unit_test(test_request_codec),
         cmocka_unit_test(test_reply_codec),
