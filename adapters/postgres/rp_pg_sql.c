@@ -208,12 +208,15 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
      * of a million matches took seconds); one row of NULL gate columns when
      * the page is empty. Every filter is on the gate row (the dead letter's
      * queue, origin and reason are copied onto its gate at park time,
-     * migration 0013): no dead letter is read. The page and the count walk
-     * one index of the open gates, the filter's gate_open_by_origin,
-     * _by_reason or _by_queue (migration 0013) or gate_open_by_id (0012),
-     * newest first, kind and age checked in the index, and stop after
-     * limit + 1 and RP_GATE_TOTAL_CAP + 1; answered gates the primary key
-     * backwards. */
+     * migration 0013): no dead letter is read. The count and the page's
+     * ids walk one index of the open gates, the filter's
+     * gate_open_by_origin, _by_reason or _by_queue (migration 0013) or
+     * gate_open_by_id (0012), kind and age checked in the index (an
+     * index-only scan), and stop after RP_GATE_TOTAL_CAP + 1 and limit + 1;
+     * answered gates the primary key backwards. The page's rows are read
+     * by id after: with the row's columns wanted in the same scan, the
+     * planner took the primary key backwards, filtering every newer row
+     * (`--older-than 7d`: 236,000 rows read for 1,001, bench/REPORT.md). */
 #define GATE_STATE "($1::text = 'all' OR ($1::text = 'open') = (g.answer IS NULL)) "
 #define GATE_FILTERS                                                                  \
     "AND ($4::text IS NULL OR g.kind = $4::text) "                                    \
@@ -237,10 +240,11 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
                       " AS answered_ms, " MS("g.created_at") " AS created_ms, g.queue, "
                       "g.origin_queue, g.reason, g.claimed_by, " MS("g.claimed_at")
                       " AS claimed_ms "
-                      "FROM {s}.gate g JOIN {s}.job j ON j.id = g.job_id "
-                      "WHERE " GATE_STATE "AND ($2::text IS NULL OR j.project_id = $2::text) "
+                      "FROM (SELECT g.id FROM {s}.gate g WHERE " GATE_STATE GATE_PROJECT_EXISTS
                       GATE_FILTERS "AND ($9::int8 IS NULL OR g.id < $9::int8) "
-                      "ORDER BY g.id DESC LIMIT $3::int8 + 1) p ON true ORDER BY p.id DESC"},
+                      "ORDER BY g.id DESC LIMIT $3::int8 + 1) k "
+                      "JOIN {s}.gate g ON g.id = k.id JOIN {s}.job j ON j.id = g.job_id) p ON true "
+                      "ORDER BY p.id DESC"},
     /* $1 gate id, $2 the body window's first byte (0-based, at most
      * RP_PG_DL_BODY_MAX), $3 its length:
      * the gate's columns as RP__PG_GATES gives them (0-14), then its job,
