@@ -18,9 +18,11 @@
 -- and reason too: the console's groups (count, oldest, newest per kind,
 -- origin, reason over all open gates) read it alone (an index-only scan).
 --
--- The fill rewrites every gate row that has a dead letter once and the
--- index builds lock writes to gate while they run (about 20-40 s a million
--- gates on a loaded 2-core machine).
+-- The fill rewrites every gate row that has a dead letter once (a new row
+-- version each: the table grows until vacuumed) and holds its row locks to
+-- the end; the index builds lock writes to gate while they run (each about
+-- 2 s a million gates by hand on a loaded 2-core machine; the fill was not
+-- timed at that size).
 ALTER TABLE gate ADD COLUMN queue text, ADD COLUMN origin_queue text, ADD COLUMN reason text;
 UPDATE gate g SET queue = dl.queue, origin_queue = dl.origin_queue, reason = dl.reason
 FROM dead_letter dl WHERE dl.gate_id = g.id;
