@@ -94,9 +94,7 @@ static rp_status rp_list_query(rp_pg_store *s, const rp_gate_query *q, const cha
                           reason,
                           q->older_than_ms > 0 ? rp__pg_itoa(q->older_than_ms, older) : NULL,
                           q->after > 0 ? rp__pg_itoa(q->after, after) : NULL};
-    /* A dead-letter filter: the count reads the dead letters too. */
-    bool dl = q->queue != NULL || origin != NULL || reason != NULL;
-    rp__pg_cmd k = {.stmt = dl ? RP__PG_GATES_DL : RP__PG_GATES, .n = 9, .values = vals};
+    rp__pg_cmd k = {.stmt = RP__PG_GATES, .n = 9, .values = vals};
     PGresult *r = NULL;
     st = rp__pg_run(s, &k, 1, &r, "list_gates", NULL);
     if (st != RP_OK) return st;

@@ -206,46 +206,45 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
      * row with the count of the matches, whatever after says, counted up to
      * RP_GATE_TOTAL_CAP + 1 (bench/REPORT.md, "bench/gates": an exact count
      * of a million matches took seconds); one row of NULL gate columns when
-     * the page is empty. The page walks gate_open_by_id (open gates; kind
-     * and age are checked in the index) or the primary key backwards, or a
-     * dead_letter_by_* index, and stops after limit + 1 (migration 0012).
-     * GATES counts gates alone (no dead-letter filter: the count reads no
-     * dead letter), GATES_DL gates with their dead letter (a queue, origin
-     * or reason filter given); the page is the same. */
+     * the page is empty. Every filter is on the gate row (the dead letter's
+     * queue, origin and reason are copied onto its gate at park time,
+     * migration 0013): no dead letter is read. The count and the page's
+     * ids walk one index of the open gates, the filter's
+     * gate_open_by_origin, _by_reason or _by_queue (migration 0013) or
+     * gate_open_by_id (0012), kind and age checked in the index (an
+     * index-only scan), and stop after RP_GATE_TOTAL_CAP + 1 and limit + 1;
+     * answered gates the primary key backwards. The page's rows are read
+     * by id after: with the row's columns wanted in the same scan, the
+     * planner took the primary key backwards, filtering every newer row
+     * (`--older-than 7d`: 236,000 rows read for 1,001, bench/REPORT.md). */
 #define GATE_STATE "($1::text = 'all' OR ($1::text = 'open') = (g.answer IS NULL)) "
 #define GATE_FILTERS                                                                  \
     "AND ($4::text IS NULL OR g.kind = $4::text) "                                    \
-    "AND ($8::int8 IS NULL OR g.created_at <= now() - $8::int8 * interval '1 millisecond') "
-#define GATE_DL_FILTERS                                  \
-    "AND ($5::text IS NULL OR dl.queue = $5::text) "     \
-    "AND ($6::text IS NULL OR dl.origin_queue = $6::text) " \
-    "AND ($7::text IS NULL OR dl.reason = $7::text) "
+    "AND ($8::int8 IS NULL OR g.created_at <= now() - $8::int8 * interval '1 millisecond') " \
+    "AND ($5::text IS NULL OR g.queue = $5::text) "                                   \
+    "AND ($6::text IS NULL OR g.origin_queue = $6::text) "                            \
+    "AND ($7::text IS NULL OR g.reason = $7::text) "
 #define GATE_PROJECT_EXISTS                                                     \
     "AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM {s}.job j WHERE j.id = g.job_id " \
     "AND j.project_id = $2::text)) "
 #define GATE_CAP_PLUS_ONE "10001"
-#define GATE_PAGE                                                                          \
-    "SELECT p.id, p.job_id, p.kind, p.project_id, p.question, p.answer, p.answered_by, "  \
-    "p.answered_ms, p.created_ms, p.queue, p.origin_queue, p.reason, p.claimed_by, "      \
-    "p.claimed_ms, " MS("now()") ", c.total "                                              \
-    "FROM c LEFT JOIN LATERAL (SELECT g.id, g.job_id, g.kind, j.project_id, g.question, " \
-    "g.answer, g.answered_by, " MS("g.answered_at") " AS answered_ms, "                   \
-    MS("g.created_at") " AS created_ms, dl.queue, dl.origin_queue, dl.reason, "           \
-    "g.claimed_by, " MS("g.claimed_at") " AS claimed_ms "                                 \
-    "FROM {s}.gate g JOIN {s}.job j ON j.id = g.job_id "                                  \
-    "LEFT JOIN {s}.dead_letter dl ON dl.gate_id = g.id "                                  \
-    "WHERE " GATE_STATE "AND ($2::text IS NULL OR j.project_id = $2::text) "              \
-    GATE_FILTERS GATE_DL_FILTERS "AND ($9::int8 IS NULL OR g.id < $9::int8) "             \
-    "ORDER BY g.id DESC LIMIT $3::int8 + 1) p ON true ORDER BY p.id DESC"
     [RP__PG_GATES] = {"gates",
                       "WITH c AS (SELECT count(*) AS total FROM (SELECT 1 FROM {s}.gate g "
                       "WHERE " GATE_STATE GATE_PROJECT_EXISTS GATE_FILTERS
-                      "LIMIT " GATE_CAP_PLUS_ONE ") m) " GATE_PAGE},
-    [RP__PG_GATES_DL] = {"gates_dl",
-                         "WITH c AS (SELECT count(*) AS total FROM (SELECT 1 FROM {s}.gate g "
-                         "JOIN {s}.dead_letter dl ON dl.gate_id = g.id "
-                         "WHERE " GATE_STATE GATE_PROJECT_EXISTS GATE_FILTERS GATE_DL_FILTERS
-                         "LIMIT " GATE_CAP_PLUS_ONE ") m) " GATE_PAGE},
+                      "LIMIT " GATE_CAP_PLUS_ONE ") m) "
+                      "SELECT p.id, p.job_id, p.kind, p.project_id, p.question, p.answer, "
+                      "p.answered_by, p.answered_ms, p.created_ms, p.queue, p.origin_queue, "
+                      "p.reason, p.claimed_by, p.claimed_ms, " MS("now()") ", c.total "
+                      "FROM c LEFT JOIN LATERAL (SELECT g.id, g.job_id, g.kind, j.project_id, "
+                      "g.question, g.answer, g.answered_by, " MS("g.answered_at")
+                      " AS answered_ms, " MS("g.created_at") " AS created_ms, g.queue, "
+                      "g.origin_queue, g.reason, g.claimed_by, " MS("g.claimed_at")
+                      " AS claimed_ms "
+                      "FROM (SELECT g.id FROM {s}.gate g WHERE " GATE_STATE GATE_PROJECT_EXISTS
+                      GATE_FILTERS "AND ($9::int8 IS NULL OR g.id < $9::int8) "
+                      "ORDER BY g.id DESC LIMIT $3::int8 + 1) k "
+                      "JOIN {s}.gate g ON g.id = k.id JOIN {s}.job j ON j.id = g.job_id) p ON true "
+                      "ORDER BY p.id DESC"},
     /* $1 gate id, $2 the body window's first byte (0-based, at most
      * RP_PG_DL_BODY_MAX), $3 its length:
      * the gate's columns as RP__PG_GATES gives them (0-14), then its job,
@@ -318,7 +317,8 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
      * rule opens one: an identity with no rows takes occurrence 1 from one
      * index probe (a subplan: no function call), one with rows asks
      * dead_letter_next_occurrence (migration 0006; NULL: parked already or
-     * covered); the job, gate and event only for rows inserted. Ids and
+     * covered); the job, gate and event only for rows inserted (the gate with
+     * the dead letter's queue, origin and reason: migration 0013). Ids and
      * ledger numbers are drawn up front in the set's order (a row that then
      * conflicts leaves a gap), so the events' order is the caller's; the
      * dead_letter row names its job and gate (foreign keys are checked at
@@ -355,9 +355,9 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "j AS (INSERT INTO {s}.job (id, project_id, kind, state, payload) "
          "SELECT job_id, $14::text, '" RP_PG_BUS_JOB_KIND "', 'awaiting_human', "
          "job_payload::jsonb FROM n ORDER BY ord RETURNING id), "
-         "g AS (INSERT INTO {s}.gate (id, job_id, kind, question, choices) "
-         "SELECT gate_id, job_id, 'bus_dead_lettered', question, ARRAY['replay', 'dismiss'] "
-         "FROM n ORDER BY ord RETURNING id), "
+         "g AS (INSERT INTO {s}.gate (id, job_id, kind, question, choices, queue, origin_queue, "
+         "reason) SELECT gate_id, job_id, 'bus_dead_lettered', question, "
+         "ARRAY['replay', 'dismiss'], queue, origin, reason FROM n ORDER BY ord RETURNING id), "
          "ev AS (INSERT INTO {s}.ledger (seq, kind, project_id, payload) OVERRIDING SYSTEM VALUE "
          "SELECT seq, 'QueueReaped', $14::text, ledger_payload::jsonb FROM n ORDER BY ord "
          "RETURNING seq, at) "

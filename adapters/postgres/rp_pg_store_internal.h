@@ -34,7 +34,6 @@ typedef enum rp__pg_stmt {
     RP__PG_CLOSE_SIGHTING,
     RP__PG_SIGHTINGS,
     RP__PG_GATES,
-    RP__PG_GATES_DL,
     RP__PG_GATE_LOCK,
     RP__PG_GATE_ANSWER,
     RP__PG_GATE_LOOK,

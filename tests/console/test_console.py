@@ -72,7 +72,8 @@ def lit(s):
 
 
 def plant(queue, origin, reason, body):
-    """A parked dead letter as the tap parks one: job, gate, stored message."""
+    """A parked dead letter as the tap parks one: job, gate (with the dead letter's
+    queue, origin and reason: migration 0013), stored message."""
     headers = {"x-death": [{"count": 2, "reason": reason, "queue": origin, "exchange": "",
                             "routing-keys": [origin]}],
                "x-first-death-queue": origin, "x-tenant": "<i>acme</i>"}
@@ -81,8 +82,10 @@ def plant(queue, origin, reason, body):
         "WITH j AS (INSERT INTO job (project_id, kind, state, attempts, max_attempts, payload)"
         " VALUES ('bus', 'bus.dead_letter', 'awaiting_human', 0, 1, '{\"vhost\": \"/\"}')"
         " RETURNING id),"
-        " g AS (INSERT INTO gate (job_id, kind, question, choices) SELECT id, 'bus_dead_lettered',"
-        " 'replay or dismiss?', ARRAY['replay', 'dismiss'] FROM j RETURNING id, job_id)"
+        " g AS (INSERT INTO gate (job_id, kind, question, choices, queue, origin_queue, reason)"
+        " SELECT id, 'bus_dead_lettered', 'replay or dismiss?', ARRAY['replay', 'dismiss'],"
+        f" {lit(queue)}, {lit(json.dumps(origin))}, {lit(json.dumps(reason))}"
+        " FROM j RETURNING id, job_id)"
         " INSERT INTO dead_letter (identity, death, job_id, gate_id, queue, origin_queue, reason,"
         f" headers, properties, body) SELECT {lit('id:' + queue + body[:8] + str(time.time()))},"
         f" 'd1', job_id, id, {lit(queue)}, {lit(json.dumps(origin))}, {lit(json.dumps(reason))},"
@@ -98,9 +101,10 @@ def plant_many(n, origin, reason):
     psql("WITH j AS (INSERT INTO job (project_id, kind, state, attempts, max_attempts, payload)"
          " SELECT 'bus', 'bus.dead_letter', 'awaiting_human', 0, 1, '{\"vhost\": \"/\"}'"
          f" FROM generate_series(1, {n}) RETURNING id),"
-         " g AS (INSERT INTO gate (job_id, kind, question, choices, created_at)"
-         " SELECT id, 'bus_dead_lettered', 'replay or dismiss?', ARRAY['replay', 'dismiss'],"
-         " now() - interval '2 hours' FROM j RETURNING id, job_id)"
+         " g AS (INSERT INTO gate (job_id, kind, question, choices, created_at, queue,"
+         " origin_queue, reason) SELECT id, 'bus_dead_lettered', 'replay or dismiss?',"
+         " ARRAY['replay', 'dismiss'], now() - interval '2 hours', 'vibey.bulk.dlq',"
+         f" {lit(json.dumps(origin))}, {lit(json.dumps(reason))} FROM j RETURNING id, job_id)"
          " INSERT INTO dead_letter (identity, death, job_id, gate_id, queue, origin_queue, reason,"
          " headers, properties, body) SELECT 'id:bulk-' || id, 'd1', job_id, id, 'vibey.bulk.dlq',"
          f" {lit(json.dumps(origin))}, {lit(json.dumps(reason))}, '{{}}', '{{}}',"

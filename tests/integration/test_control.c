@@ -494,15 +494,17 @@ static void test_gates_filters_and_pages(void **state) {
     free(err);
 }
 
-/* A parked dead letter planted as the tap parks one: its job, its gate and
- * the stored message (body: hex bytes). Returns the gate's id. */
+/* A parked dead letter planted as the tap parks one: its job, its gate (with
+ * the dead letter's queue, origin and reason: migration 0013) and the stored
+ * message (body: hex bytes). Returns the gate's id. */
 static long long plant_dead_letter(const char *identity, const char *body_sql, bool answered) {
     return sqln("WITH j AS (INSERT INTO job (project_id, kind, state, attempts, max_attempts, payload)"
                 " VALUES ('bus', 'bus.dead_letter', 'awaiting_human', 0, 1, '{\"vhost\": \"/\"}')"
                 " RETURNING id),"
                 " g AS (INSERT INTO gate (job_id, kind, question, choices, answer, answered_by,"
-                " answered_at) SELECT id, 'bus_dead_lettered', 'replay or dismiss?',"
-                " ARRAY['replay', 'dismiss'], %s FROM j RETURNING id, job_id)"
+                " answered_at, queue, origin_queue, reason) SELECT id, 'bus_dead_lettered',"
+                " 'replay or dismiss?', ARRAY['replay', 'dismiss'], %s, 'vibey.orders.dlq',"
+                " '\"vibey.orders\"', '\"rejected\"' FROM j RETURNING id, job_id)"
                 " INSERT INTO dead_letter (identity, death, job_id, gate_id, queue, origin_queue,"
                 " reason, headers, properties, body) SELECT '%s', 'd1', job_id, id,"
                 " 'vibey.orders.dlq', '\"vibey.orders\"', '\"rejected\"',"

@@ -365,6 +365,62 @@ static void test_next_occurrence_reads_its_own_schema(void **state) {
     PQclear(PQexec(f->pg, sql));
 }
 
+/* ---- gate filter columns: a database with the dead letters of the
+ * version before them (migration gate_filter_columns, issue #20) -------- */
+
+/* Every migration before NAME, as a reaperd of that version left the schema;
+ * returns NAME's index. */
+static size_t migrate_before(fixture *f, const char *name) {
+    char sql[400];
+    snprintf(sql, sizeof sql,
+             "CREATE SCHEMA %s; SET search_path TO %s; CREATE TABLE schema_version ("
+             " version int PRIMARY KEY, name text NOT NULL,"
+             " applied_at timestamptz NOT NULL DEFAULT now())",
+             f->schema, f->schema);
+    assert_string_equal(run(f, sql), "");
+    size_t i = 0;
+    for (; strstr(rp_pg_migrations[i].name, name) == NULL; i++) {
+        assert_true(rp_pg_migrations[i].version < rp_pg_schema_version_known());
+        assert_string_equal(run(f, rp_pg_migrations[i].sql), "");
+        snprintf(sql, sizeof sql, "INSERT INTO schema_version (version, name) VALUES (%d, '%s')",
+                 rp_pg_migrations[i].version, rp_pg_migrations[i].name);
+        assert_string_equal(run(f, sql), "");
+    }
+    return i;
+}
+
+/* The migration copies each existing dead letter's queue, origin and reason
+ * onto its gate (open or answered); a gate without a dead letter keeps
+ * them NULL; and the open gates' filters then find the old rows. */
+static void test_migrate_copies_gate_filters(void **state) {
+    fixture *f = *state;
+    migrate_before(f, "gate_filter_columns");
+    assert_string_equal(
+        run(f, "INSERT INTO job (id, project_id, kind, state) VALUES (1, 'bus', "
+               "'bus.dead_letter', 'awaiting_human'), (2, 'bus', 'bus.dead_letter', "
+               "'awaiting_human'), (3, 'p', 'k', 'awaiting_human');"
+               "INSERT INTO gate (id, job_id, kind, question, choices, answer, answered_at) VALUES "
+               "(1, 1, 'bus_dead_lettered', 'q', ARRAY['replay', 'dismiss'], NULL, NULL), "
+               "(2, 2, 'bus_dead_lettered', 'q', ARRAY['replay', 'dismiss'], 'dismiss', now()), "
+               "(3, 3, 'delivery_exhausted', 'q', ARRAY['retry', 'dismiss'], NULL, NULL);"
+               "INSERT INTO dead_letter (identity, death, job_id, gate_id, queue, origin_queue, "
+               "reason, headers, properties, body) VALUES "
+               "('id:%2F/a/1', 'd1', 1, 1, 'a.dlq', '\"a\"', '\"rejected\"', '{}', '{}', ''), "
+               "('id:%2F/b/2', 'd1', 2, 2, 'b.dlq', '\"b\"', '\"expired\"', '{}', '{}', '')"),
+        "");
+    char err[512] = "";
+    assert_int_equal(rp_pg_migrate(f->pg, f->schema, NULL, err, sizeof err), RP_OK);
+    char *v = text_of(f, "SELECT string_agg(id || ':' || coalesce(queue, '-') || ',' || "
+                         "coalesce(origin_queue, '-') || ',' || coalesce(reason, '-'), ' ' "
+                         "ORDER BY id) FROM gate");
+    assert_string_equal(v, "1:a.dlq,\"a\",\"rejected\" 2:b.dlq,\"b\",\"expired\" 3:-,-,-");
+    free(v);
+    v = text_of(f, "SELECT string_agg(id::text, ' ' ORDER BY id) FROM gate "
+                   "WHERE answer IS NULL AND origin_queue = '\"a\"'");
+    assert_string_equal(v, "1");
+    free(v);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_migrate_applies_once, setup, teardown),
@@ -373,6 +429,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_concurrent_migrations_apply_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v3_upgrades_dead_letters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_next_occurrence_reads_its_own_schema, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_copies_gate_filters, setup, teardown),
     };
     return cmocka_run_group_tests_name("migrate", tests, NULL, NULL);
 }
