@@ -111,10 +111,11 @@ static rp_backfill_read *rp_prp_backfill(void *self) {
 }
 
 static rp_status rp_prp_reconcile(void *self, const rp_config *cfg, bool dry_run,
-                                  rp_report *report) {
+                                  rp_queue_listing *listing, rp_report *report) {
     rp_pass_runner *r = self;
     rp_mgmt_policy_options popt;
     rp_broker_policy_options(cfg, r->broker_keep, dry_run, &popt);
+    popt.listing = listing;
     rp_mgmt_policy_stats stats;
     return rp_mgmt_policy_reconcile(r->broker, &popt, report, &stats);
 }
