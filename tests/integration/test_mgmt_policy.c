@@ -652,7 +652,10 @@ static void test_one_listing_per_sweep(void **state) {
                                         15000));
 
     /* The reconcile listing the broker itself. */
+    rp_mgmt_bridge *bridge = rp_mgmt_loop_bridge(e->loop);
+    unsigned long gets = rp_mgmt_bridge_count(bridge, RP_HTTP_GET);
     assert_int_equal(reconcile(e, &r0, &s, "steady, its own listings"), RP_OK);
+    unsigned long gets_own = rp_mgmt_bridge_count(bridge, RP_HTTP_GET) - gets;
     assert_int_equal(s.writes, 0);
     assert_int_equal(s.listings, 2);
     assert_false(s.listing_reused);
@@ -668,26 +671,32 @@ static void test_one_listing_per_sweep(void **state) {
     rp_broker_port port;
     rp_mgmt_broker_port(e->broker, &port);
     rp_queue_listing_begin(l);
-    for (size_t page = 1;; page++) {
+    unsigned long pages = 0;
+    for (size_t page = 1;; page++, pages++) {
         rp_queue_page pg;
         assert_int_equal(port.list_queues(port.self, page, &pg), RP_OK);
         if (pg.n > 0) assert_non_null(pg.policy);
         rp_queue_listing_add(l, pg.policy, pg.n);
-        if (pg.last || pg.n == 0) break;
+        if (pg.last || pg.n == 0) {
+            pages++;
+            break;
+        }
     }
     rp_queue_listing_end(l, true);
     assert_true(rp_queue_listing_usable(l));
     assert_int_equal(rp_queue_listing_kept(l), 4); /* this test's queues */
-    unsigned long gets = rp_mgmt_bridge_count(rp_mgmt_loop_bridge(e->loop), RP_HTTP_GET);
+    gets = rp_mgmt_bridge_count(bridge, RP_HTTP_GET);
     e->opt.listing = l;
     assert_int_equal(reconcile(e, &r1, &s, "steady, the sweep's listing"), RP_OK);
     e->opt.listing = NULL;
     assert_int_equal(s.writes, 0);
     assert_int_equal(s.listings, 0);
     assert_true(s.listing_reused);
-    /* Only the policies and operator policies were read (the version is
-     * cached): no GET /api/queues. */
-    assert_int_equal(rp_mgmt_bridge_count(rp_mgmt_loop_bridge(e->loop), RP_HTTP_GET) - gets, 2);
+    /* The same reads but the scan's and the check's GET /api/queues. */
+    unsigned long gets_reused = rp_mgmt_bridge_count(bridge, RP_HTTP_GET) - gets;
+    fprintf(stderr, "GETs: %lu listing itself, %lu with the sweep's listing\n", gets_own,
+            gets_reused);
+    assert_int_equal(gets_own - gets_reused, 2 * pages);
     assert_int_equal(r1.n_policies, r0.n_policies);
     for (size_t i = 0; i < r0.n_policies; i++) {
         assert_string_equal(r1.policies[i].name, r0.policies[i].name);
