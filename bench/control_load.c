@@ -474,7 +474,9 @@ static int cl_churn(int argc, char **argv) {
     double seconds = atof(cl_arg(argc, argv, "--seconds", NULL));
     if (rate <= 0 || seconds <= 0) cl_die("churn: --rate and --seconds must be positive");
     amqp_connection_state_t c = cl_connect(vhost);
-    amqp_queue_declare(c, 1, amqp_cstring_bytes(queue), 0, 0, 1, 1, amqp_empty_table);
+    /* Exclusive (it goes with the connection), not auto-delete: the first
+     * cancel would delete it. */
+    amqp_queue_declare(c, 1, amqp_cstring_bytes(queue), 0, 0, 1, 0, amqp_empty_table);
     cl_rpc_check(amqp_get_rpc_reply(c), "declaring the churn queue");
     /* The subscriber that counts what the broker emits. */
     amqp_queue_declare_ok_t *q = amqp_queue_declare(c, 1, amqp_empty_bytes, 0, 0, 1, 1,
