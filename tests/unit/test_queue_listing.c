@@ -29,7 +29,7 @@ static pcre2_code *owned(void) {
 typedef struct gen {
     rp_policy_queue q[1000];
     rp_policy_key keys[1000][3];
-    char names[1000][32], vhosts[1000][16];
+    char names[1000][32], vhosts[1000][32];
 } gen;
 
 static void gen_page(gen *g, size_t from, size_t n, const char *prefix) {
