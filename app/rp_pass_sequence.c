@@ -7,6 +7,7 @@
 #include "rp_clock.h"
 #include "rp_log.h"
 #include "rp_pass_setup.h"
+#include "rp_queue_listing.h"
 #include "rp_sweep_turn.h"
 
 void rp_pass_sequence_options(const rp_config *cfg, rp_pass_options *opt) {
@@ -44,16 +45,22 @@ void rp_pass_sequence_run(const rp_pass_run_port *port, rp_pass_request *req) {
     opt.stall_memory = port->stall_memory ? port->stall_memory(self) : NULL;
     req->started_at = ports->clock.now_ms(ports->clock.self);
     req->clock_offset_ms = rp_clock_wall_ms() - req->started_at;
+    /* Policies (CONTRACT section 8): with every full pass over the broker,
+     * reading the pass's own queue listing (issue 19 item 5: one listing
+     * per sweep). Without memory for it the reconcile lists the broker. */
+    bool reconcile = port->reconcile != NULL && req->scope == RP_PASS_FULL && req->project == NULL;
+    rp_queue_listing *listing =
+        reconcile ? rp_queue_listing_new(opt.owned_queue_pattern, 0) : NULL;
+    opt.keep_listing = listing;
     if (backfill) rp_backfill_read_pass_begin(backfill, req->dry_run);
     req->status = rp_pass_run(ports, &opt, &req->report);
     if (backfill) rp_backfill_read_pass_end(backfill);
-    /* Policies (CONTRACT section 8): with every full pass over the broker.
-     * A dry run reads them and writes nothing. */
-    if (req->status == RP_OK && port->reconcile != NULL && req->scope == RP_PASS_FULL &&
-        req->project == NULL) {
-        if (port->reconcile(self, cfg, req->dry_run, &req->report) == RP_ERR_NOMEM)
+    /* A dry run reads the policies and writes nothing. */
+    if (req->status == RP_OK && reconcile) {
+        if (port->reconcile(self, cfg, req->dry_run, listing, &req->report) == RP_ERR_NOMEM)
             req->status = RP_ERR_NOMEM;
     }
+    rp_queue_listing_free(listing);
     req->duration_ms = rp_clock_mono_ms() - t0;
     /* Stopping (SIGTERM): what follows serves the next pass; skip it. */
     if (req->should_stop && req->should_stop(req->stop_arg)) return;

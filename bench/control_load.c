@@ -26,6 +26,14 @@
  *       killed.
  *   control_load declare --vhost V --prefix P --from A --to B
  *       Declares the durable classic queues P<A>..P<B> on vhost V.
+ *   control_load churn --vhost V --queue Q --rate R --seconds S
+ *       Broker events at R per second for S seconds (bench/scale): declares
+ *       Q (exclusive), then consumes and cancels it again and again
+ *       (pipelined, nowait), each cycle two events (consumer.created,
+ *       consumer.deleted), paced every 10 ms. Counts the consumer.* events
+ *       the broker emitted on V with a subscriber of its own to
+ *       amq.rabbitmq.event. Prints "sent N seen M seconds S rate R"
+ *       (R: seen per second).
  */
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
@@ -457,11 +465,91 @@ static int cl_declare(int argc, char **argv) {
     return 0;
 }
 
+/* ---- churn ---------------------------------------------------------------------- */
+
+static int cl_churn(int argc, char **argv) {
+    const char *vhost = cl_arg(argc, argv, "--vhost", NULL);
+    const char *queue = cl_arg(argc, argv, "--queue", NULL);
+    double rate = atof(cl_arg(argc, argv, "--rate", NULL));
+    double seconds = atof(cl_arg(argc, argv, "--seconds", NULL));
+    if (rate <= 0 || seconds <= 0) cl_die("churn: --rate and --seconds must be positive");
+    amqp_connection_state_t c = cl_connect(vhost);
+    /* Exclusive (it goes with the connection), not auto-delete: the first
+     * cancel would delete it. */
+    amqp_queue_declare(c, 1, amqp_cstring_bytes(queue), 0, 0, 1, 0, amqp_empty_table);
+    cl_rpc_check(amqp_get_rpc_reply(c), "declaring the churn queue");
+    /* The subscriber that counts what the broker emits. */
+    amqp_queue_declare_ok_t *q = amqp_queue_declare(c, 1, amqp_empty_bytes, 0, 0, 1, 1,
+                                                    amqp_empty_table);
+    cl_rpc_check(amqp_get_rpc_reply(c), "declaring the event queue");
+    amqp_bytes_t evq = amqp_bytes_malloc_dup(q->queue);
+    amqp_queue_bind(c, 1, evq, amqp_cstring_bytes("amq.rabbitmq.event"),
+                    amqp_cstring_bytes("consumer.*"), amqp_empty_table);
+    cl_rpc_check(amqp_get_rpc_reply(c), "binding the event queue");
+    amqp_basic_consume(c, 1, evq, amqp_cstring_bytes("churn.events"), 0, 1, 1, amqp_empty_table);
+    cl_rpc_check(amqp_get_rpc_reply(c), "consuming the event queue");
+    long sent = 0, seen = 0;
+    char tag[64];
+    int64_t t0 = cl_now_us(), end = t0 + (int64_t)(seconds * 1e6);
+    for (int64_t tick = t0; tick < end; tick += 10000) {
+        /* Cycles due by now (two events each). */
+        long due = (long)((double)(tick + 10000 - t0) / 1e6 * rate / 2.0);
+        for (; sent / 2 < due; sent += 2) {
+            snprintf(tag, sizeof tag, "churn.%ld", sent / 2);
+            amqp_basic_consume_t m;
+            memset(&m, 0, sizeof m);
+            m.queue = amqp_cstring_bytes(queue);
+            m.consumer_tag = amqp_cstring_bytes(tag);
+            m.no_ack = 1;
+            m.nowait = 1;
+            m.arguments = amqp_empty_table;
+            if (amqp_send_method(c, 1, AMQP_BASIC_CONSUME_METHOD, &m) != AMQP_STATUS_OK)
+                cl_die("consume failed");
+            amqp_basic_cancel_t k;
+            memset(&k, 0, sizeof k);
+            k.consumer_tag = amqp_cstring_bytes(tag);
+            k.nowait = 1;
+            if (amqp_send_method(c, 1, AMQP_BASIC_CANCEL_METHOD, &k) != AMQP_STATUS_OK)
+                cl_die("cancel failed");
+        }
+        /* Read what came until the next tick. */
+        for (;;) {
+            int64_t left = tick + 10000 - cl_now_us();
+            if (left <= 0) break;
+            struct timeval tv = {0, (long)left};
+            amqp_envelope_t env;
+            amqp_maybe_release_buffers(c);
+            amqp_rpc_reply_t r = amqp_consume_message(c, &env, &tv, 0);
+            if (r.reply_type == AMQP_RESPONSE_NORMAL) {
+                seen++;
+                amqp_destroy_envelope(&env);
+                continue;
+            }
+            if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
+                r.library_error == AMQP_STATUS_TIMEOUT)
+                break;
+            if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
+                r.library_error == AMQP_STATUS_UNEXPECTED_STATE) {
+                amqp_frame_t f;
+                if (amqp_simple_wait_frame(c, &f) != AMQP_STATUS_OK) cl_die("reading a frame failed");
+                continue;
+            }
+            cl_rpc_check(r, "reading the events");
+        }
+    }
+    double secs = (double)(cl_now_us() - t0) / 1e6;
+    printf("sent %ld seen %ld seconds %.2f rate %.0f\n", sent, seen, secs, (double)seen / secs);
+    amqp_bytes_free(evq);
+    cl_close(c);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "rpc") == 0) return cl_rpc(argc, argv);
     if (strcmp(mode, "echo") == 0) return cl_echo(argc, argv);
     if (strcmp(mode, "declare") == 0) return cl_declare(argc, argv);
-    fprintf(stderr, "usage: control_load rpc|echo|declare ... (see the top of bench/control_load.c)\n");
+    if (strcmp(mode, "churn") == 0) return cl_churn(argc, argv);
+    fprintf(stderr, "usage: control_load rpc|echo|declare|churn ... (see the top of bench/control_load.c)\n");
     return 2;
 }

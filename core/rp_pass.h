@@ -140,6 +140,10 @@ typedef struct rp_pass_options {
      * over the broker (the caller keeps it across passes, one thread at a
      * time). NULL: no broker STALLED is judged or cleared. */
     rp_stall_memory *stall_memory;
+    /* Issue 19 item 5: a full pass over the broker hands every page of its
+     * queue listing to this listing (begun at the first page, ended whole
+     * or not), for the policy reconcile that follows. NULL: none. */
+    struct rp_queue_listing *keep_listing;
 } rp_pass_options;
 
 #define RP_PASS_LEASE_BATCH_MIN 1

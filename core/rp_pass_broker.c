@@ -8,6 +8,7 @@
 #include "rp_object.h"
 #include "rp_park.h"
 #include "rp_pass_internal.h"
+#include "rp_queue_listing.h"
 
 static bool rp_is_own_queue(const rp__pass *p, const char *name) {
     for (size_t i = 0; i < RP_ARRAY_LEN(p->opt->own_queues); i++)
@@ -178,7 +179,7 @@ rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *listed, bool b
     return st;
 }
 
-static rp_status rp_list_and_judge(rp__pass *p) {
+static rp_status rp_list_pages(rp__pass *p, rp_queue_listing *keep) {
     const rp_broker_port *b = &p->ports->broker;
     for (size_t page = 1;; page++) {
         if (p->opt->should_stop && p->opt->should_stop(p->opt->stop_arg)) {
@@ -191,14 +192,28 @@ static rp_status rp_list_and_judge(rp__pass *p) {
             p->broker_whole = false;
             return rp__pass_unreadable(p, RP_SOURCE_BROKER, "listing queues", lst);
         }
+        /* Kept before judging: the page is lent until the port's next
+         * call, and judging a queue may call the port. */
+        rp_queue_listing_add(keep, pg.policy, pg.n);
         for (size_t i = 0; i < pg.n; i++) {
             rp_status st = rp__pass_judge_queue(p, &pg.queues[i], true);
             if (st != RP_OK) return st;
         }
         /* An empty page ends the listing even when the adapter forgot to say
          * so, so that a broken adapter cannot keep the pass going forever. */
-        if (pg.last || pg.n == 0) return RP_OK;
+        if (pg.last || pg.n == 0) {
+            rp_queue_listing_end(keep, true);
+            return RP_OK;
+        }
     }
+}
+
+static rp_status rp_list_and_judge(rp__pass *p) {
+    rp_queue_listing *keep = p->opt->keep_listing;
+    rp_queue_listing_begin(keep);
+    rp_status st = rp_list_pages(p, keep);
+    rp_queue_listing_end(keep, false); /* a listing not read to its end (no-op when whole) */
+    return st;
 }
 
 /* Surfaces what the backfill of t could not read (issue #5), once per

@@ -10,6 +10,7 @@
 
 #include "rp_judge.h"
 #include "rp_match.h"
+#include "rp_queue_listing.h"
 
 #define RP_POLICY_MAX_VHOSTS 4096
 #define RP_POLICY_MAX_OTHERS 4096
@@ -533,11 +534,22 @@ static rp_status rp_add_nodlx(rp_rec *r, const char *vhost, const char *name) {
     return RP_OK;
 }
 
+/* One page of the queues: from the sweep's listing when it may be read
+ * (fresh false and the listing usable), else from the broker. */
+static rp_status rp_list(rp_rec *r, size_t page, bool with_arguments, bool fresh,
+                         rp_policy_queue_page *out) {
+    if (!fresh && rp_queue_listing_usable(r->o->listing))
+        return rp_queue_listing_page(r->o->listing, page, out);
+    if (page == 1) r->stats->listings++;
+    return r->port->list_queues(r->port->self, page, with_arguments, out);
+}
+
 static rp_status rp_scan_vhosts(rp_rec *r) {
     rp_status st = rp_add_vhost(r, r->o->vhost ? r->o->vhost : "/");
+    r->stats->listing_reused = rp_queue_listing_usable(r->o->listing);
     for (size_t page = 1; st == RP_OK; page++) {
         rp_policy_queue_page pg;
-        st = r->port->list_queues(r->port->self, page, true, &pg);
+        st = rp_list(r, page, true, false, &pg);
         if (st != RP_OK) return st;
         for (size_t i = 0; i < pg.n && st == RP_OK; i++) {
             const rp_policy_queue *q = &pg.queues[i];
@@ -802,11 +814,13 @@ static void rp_check_selected(rp_rec *r, const rp_policy_queue *q) {
     rp_example(w->ex_wrong, sizeof w->ex_wrong, q->vhost, q->name, more);
 }
 
-static rp_status rp_check_queues(rp_rec *r) {
+/* fresh: read the broker (after a write, or on a later poll), not the
+ * sweep's listing. */
+static rp_status rp_check_queues(rp_rec *r, bool fresh) {
     rp_reset_check(r);
     for (size_t page = 1;; page++) {
         rp_policy_queue_page pg;
-        rp_status st = r->port->list_queues(r->port->self, page, false, &pg);
+        rp_status st = rp_list(r, page, false, fresh, &pg);
         if (st != RP_OK) return st;
         for (size_t i = 0; i < pg.n; i++) {
             const rp_policy_queue *q = &pg.queues[i];
@@ -1079,8 +1093,11 @@ static rp_status rp_reconcile(rp_rec *r) {
     int64_t deadline = r->port->mono_ms(r->port->self) +
                        (o->verify_wait_ms > 0 ? o->verify_wait_ms : RP_PASS_POLICY_VERIFY_WAIT_MS);
     long poll = o->poll_ms > 0 ? o->poll_ms : RP_PASS_POLICY_POLL_MS;
-    for (;;) {
-        st = rp_check_queues(r);
+    /* The sweep's listing shows the state the policies had when they were
+     * read: it stands for the first check unless a write was tried. */
+    bool fresh = r->stats->writes > 0;
+    for (;; fresh = true) {
+        st = rp_check_queues(r, fresh);
         if (st != RP_OK) break;
         /* The statistics that show a queue's policy lag (about 5 s), after
          * our writes and after anyone else's change: a mismatch is

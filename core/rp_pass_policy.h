@@ -27,6 +27,11 @@
  *  NOT dead-letter queues and not reaper's own queues (the control and tap
  *  queues, by exact name: rp_pass_policy_pattern_excluding).
  *
+ * ONE LISTING (issue 19 item 5). Given the sweep's listing of the queues
+ * (options.listing, rp_queue_listing.h, read by the pass just before), the
+ * vhost scan reads it, and so does the first queue check when nothing was
+ * written: a steady sweep lists the broker's queues once, not three times.
+ *
  * HOW. In every vhost that holds a queue the pattern selects, and always in
  * o->vhost: each policy is read, compared semantically (pattern, apply-to,
  * priority, and exactly the wanted definition keys with equal values) and
@@ -80,6 +85,8 @@
 #define RP_PASS_POLICY_VERIFY_WAIT_MS 12000L
 #define RP_PASS_POLICY_POLL_MS 1000L
 
+typedef struct rp_queue_listing rp_queue_listing; /* rp_queue_listing.h */
+
 typedef struct rp_pass_policy_options {
     const char *owned_pattern;        /* reap.owned_queue_pattern, as text */
     const char *dead_letter_pattern;  /* reap.dead_letter_queue_pattern, as text */
@@ -93,6 +100,11 @@ typedef struct rp_pass_policy_options {
     const char *vhost;                /* always managed; NULL: "/" */
     long verify_wait_ms;              /* 0: RP_PASS_POLICY_VERIFY_WAIT_MS */
     long poll_ms;                     /* 0: RP_PASS_POLICY_POLL_MS */
+    /* The sweep's own listing (rp_queue_listing.h), borrowed: when it is
+     * usable, the vhost scan and the first queue check read it instead of
+     * listing the broker (a check after a write, and every later poll,
+     * still list the broker). NULL or not usable: the broker is listed. */
+    rp_queue_listing *listing;
 } rp_pass_policy_options;
 
 /* Fills the defaults of CONTRACT section 3 (patterns unset). */
@@ -106,6 +118,8 @@ typedef struct rp_pass_policy_stats {
     size_t selected;        /* queues the pattern selects (last check) */
     size_t verified_queues; /* of which carry reaper's policy as wanted */
     rp_policy_version version;
+    unsigned listings;      /* queue listings read through the port (each counted at its page 1) */
+    bool listing_reused;    /* the scan read options.listing */
 } rp_pass_policy_stats;
 
 rp_status rp_pass_policy_reconcile(const rp_policy_port *port, const rp_pass_policy_options *o,

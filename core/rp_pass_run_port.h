@@ -24,6 +24,7 @@
 #include "rp_backfill_read.h"
 #include "rp_config.h"
 #include "rp_pass.h"
+#include "rp_queue_listing.h"
 #include "rp_ports.h"
 #include "rp_report.h"
 #include "rp_stalled_broker.h"
@@ -49,9 +50,12 @@ typedef struct rp_pass_run_port {
      * each pass; NULL: none. */
     rp_backfill_read *(*backfill)(void *self);
     /* The broker's policies reconciled into report (a dry run reads and
-     * writes nothing); NULL: no broker half. RP_ERR_NOMEM is the one status
-     * the pass takes as its own. */
-    rp_status (*reconcile)(void *self, const rp_config *cfg, bool dry_run, rp_report *report);
+     * writes nothing); NULL: no broker half. listing (may be NULL) is the
+     * pass's own queue listing, kept for the reconcile to read instead of
+     * listing the broker again (rp_queue_listing.h; borrowed for the
+     * call). RP_ERR_NOMEM is the one status the pass takes as its own. */
+    rp_status (*reconcile)(void *self, const rp_config *cfg, bool dry_run,
+                           rp_queue_listing *listing, rp_report *report);
 } rp_pass_run_port;
 
 #endif

@@ -88,11 +88,17 @@ typedef struct rp_ledger_event {
 
 /* ---- Broker inspection (management API) --------------------------------- */
 
+struct rp_policy_queue; /* rp_policy_port.h */
+
 /* One page of the queue listing. queues is lent (see OWNERSHIP). */
 typedef struct rp_queue_page {
     const rp_queue_facts *queues;
     size_t n;
     bool last;  /* no page follows this one */
+    /* Parallel to queues: each queue's policy fields (rp_policy_port.h),
+     * lent likewise, for the policy reconcile to reuse the sweep's listing
+     * (rp_queue_listing.h); NULL when the adapter does not give them. */
+    const struct rp_policy_queue *policy;
 } rp_queue_page;
 
 typedef struct rp_broker_port {

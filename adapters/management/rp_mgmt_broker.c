@@ -36,6 +36,12 @@ struct rp_mgmt_broker {
     /* What consumer_connections lent last (issue 18 item 4). */
     char **conns;
     size_t n_conns;
+
+    /* The policy fields of b->page (rp_mgmt_broker_page_policy), lent with it. */
+    rp_policy_queue *pq;
+    size_t cap_pq;
+    rp_policy_key *pkeys; /* their effective definitions' keys, lent from b->page */
+    size_t cap_pkeys;
 };
 
 rp_mgmt_broker *rp_mgmt_broker_new(rp_mgmt_bridge *bridge, const rp_mgmt_broker_options *o) {
@@ -59,6 +65,8 @@ void rp_mgmt_broker_free(rp_mgmt_broker *b) {
     rp_mgmt_channels_free(b->channels);
 
     rp_mgmt_names_free(b->conns, b->n_conns);
+    free(b->pq);
+    free(b->pkeys);
     free(b);
 }
 
@@ -225,8 +233,66 @@ static void rp_default_limits(rp_mgmt_broker *b) {
     }
 }
 
+rp_status rp_mgmt_broker_page_policy(rp_mgmt_broker *b, const rp_policy_queue **out) {
+    *out = NULL;
+    const rp_mgmt_queue_extra *extra = rp_mgmt_broker_page_extra(b);
+    size_t n = b->page.n, n_keys = 0;
+    for (size_t i = 0; extra && i < n; i++)
+        n_keys += json_is_object(extra[i].effective) ? json_object_size(extra[i].effective) : 0;
+    if (n > b->cap_pq) {
+        rp_policy_queue *q = realloc(b->pq, n * sizeof *q);
+        if (q == NULL) return RP_ERR_NOMEM;
+        b->pq = q;
+        b->cap_pq = n;
+    }
+    if (n_keys > b->cap_pkeys) {
+        rp_policy_key *k = realloc(b->pkeys, n_keys * sizeof *k);
+        if (k == NULL) return RP_ERR_NOMEM;
+        b->pkeys = k;
+        b->cap_pkeys = n_keys;
+    }
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        rp_policy_queue *q = &b->pq[i];
+        memset(q, 0, sizeof *q);
+        q->vhost = b->page.facts[i].vhost;
+        q->name = b->page.facts[i].name;
+        q->type = b->page.facts[i].type;
+        if (extra == NULL) continue;
+        const rp_mgmt_queue_extra *x = &extra[i];
+        q->policy_known = x->policy_known;
+        q->policy = x->policy;
+        q->operator_policy = x->operator_policy;
+        q->effective_known = x->effective_known;
+        q->dlx_argument =
+            x->arguments && json_is_string(json_object_get(x->arguments, "x-dead-letter-exchange"));
+        q->effective = b->pkeys ? b->pkeys + used : NULL;
+        const char *key;
+        json_t *val;
+        json_object_foreach((json_t *)x->effective, key, val) {
+            rp_policy_key *k = &b->pkeys[used++];
+            int64_t iv = 0;
+            k->key = (char *)key;
+            k->is_int = rp_mgmt_json_int(val, &iv);
+            k->value = k->is_int ? iv : 0;
+            k->is_string = json_is_string(val);
+            q->n_effective++;
+        }
+    }
+    *out = n ? b->pq : NULL;
+    return RP_OK;
+}
+
 static rp_status rp_port_list_queues(void *self, size_t page, rp_queue_page *out) {
-    return rp_list_page(self, page, RP_QUEUE_COLUMNS, out);
+    rp_mgmt_broker *b = self;
+    rp_status st = rp_list_page(b, page, RP_QUEUE_COLUMNS, out);
+    if (st != RP_OK || out->n == 0) return st;
+    /* The columns hold every policy field: lent for the policy reconcile's
+     * reuse of the sweep's listing. Without memory for them the page
+     * carries none (the reconcile then lists the broker itself). */
+    const rp_policy_queue *pq = NULL;
+    if (rp_mgmt_broker_page_policy(b, &pq) == RP_OK) out->policy = pq;
+    return RP_OK;
 }
 
 rp_status rp_mgmt_broker_list(rp_mgmt_broker *b, size_t page, const char *columns,

@@ -6,7 +6,8 @@
  *  - list_queues(page): GET /api/queues?page=N&page_size=500&columns=name,
  *    vhost,type,messages_ready,messages_unacknowledged,consumers,
  *    head_message_timestamp,policy,operator_policy,
- *    effective_policy_definition,arguments. Only the page is held (about
+ *    effective_policy_definition,arguments, with each queue's policy fields
+ *    in the page's `policy` (rp_mgmt_broker_page_policy). Only the page is held (about
  *    500 queues), whatever the broker's size. A page past the last (the
  *    broker's 400 page_out_of_range, or an empty broker) is an empty page
  *    with last = true. Statistics the broker has not reported yet are
@@ -49,6 +50,7 @@
 
 #include "rp_mgmt_bridge.h"
 #include "rp_mgmt_parse.h"
+#include "rp_policy_port.h"
 #include "rp_ports.h"
 
 /* RabbitMQ's largest page. */
@@ -93,6 +95,14 @@ rp_status rp_mgmt_broker_wide_timeout(rp_mgmt_broker *b, rp_wide_timeout_state *
 /* The extra fields of the queues of the last list_queues page, parallel to
  * its queues (lent likewise); NULL when there is none. */
 const rp_mgmt_queue_extra *rp_mgmt_broker_page_extra(const rp_mgmt_broker *b);
+
+/* The policy fields (core/rp_policy_port.h) of the queues of the last
+ * list_queues page, parallel to its queues, into *out (lent like the page;
+ * NULL for an empty page). Fields the page's columns did not hold are
+ * unknown (policy_known, effective_known false). The port's list_queues
+ * gives them in rp_queue_page.policy. RP_ERR_NOMEM. */
+rp_status rp_mgmt_broker_page_policy(rp_mgmt_broker *b,
+                                     const rp_policy_queue **out) RP_MUSTCHECK;
 
 /* Called once per queue by rp_mgmt_broker_each_owned; strings lent for the
  * call. Return false to stop. */

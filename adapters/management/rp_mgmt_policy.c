@@ -24,10 +24,6 @@ void rp_mgmt_policy_options_default(rp_mgmt_policy_options *o) {
 
 typedef struct rp_pport {
     rp_mgmt_broker *b;
-    rp_policy_queue *queues; /* the page lent to core */
-    size_t cap_queues;
-    rp_policy_key *keys;     /* effective definitions of that page, keys lent from it */
-    size_t cap_keys;
 } rp_pport;
 
 static rp_status rp_pp_version(void *self, rp_policy_version *out) {
@@ -208,51 +204,10 @@ static rp_status rp_pp_list_queues(void *self, size_t page, bool with_arguments,
                                        with_arguments ? RP_POLICY_SEED_COLUMNS : RP_POLICY_SCAN_COLUMNS,
                                        &pg);
     if (st != RP_OK) return st;
-    const rp_mgmt_queue_extra *extra = rp_mgmt_broker_page_extra(p->b);
-    size_t n_keys = 0;
-    for (size_t i = 0; extra && i < pg.n; i++)
-        n_keys += json_is_object(extra[i].effective) ? json_object_size(extra[i].effective) : 0;
-    if (pg.n > p->cap_queues) {
-        rp_policy_queue *q = realloc(p->queues, pg.n * sizeof *q);
-        if (q == NULL) return RP_ERR_NOMEM;
-        p->queues = q;
-        p->cap_queues = pg.n;
-    }
-    if (n_keys > p->cap_keys) {
-        rp_policy_key *k = realloc(p->keys, n_keys * sizeof *k);
-        if (k == NULL) return RP_ERR_NOMEM;
-        p->keys = k;
-        p->cap_keys = n_keys;
-    }
-    size_t used = 0;
-    for (size_t i = 0; i < pg.n; i++) {
-        rp_policy_queue *q = &p->queues[i];
-        memset(q, 0, sizeof *q);
-        q->vhost = pg.queues[i].vhost;
-        q->name = pg.queues[i].name;
-        q->type = pg.queues[i].type;
-        if (extra == NULL) continue;
-        const rp_mgmt_queue_extra *x = &extra[i];
-        q->policy_known = x->policy_known;
-        q->policy = x->policy;
-        q->operator_policy = x->operator_policy;
-        q->effective_known = x->effective_known;
-        q->dlx_argument =
-            x->arguments && json_is_string(json_object_get(x->arguments, "x-dead-letter-exchange"));
-        q->effective = p->keys ? p->keys + used : NULL;
-        const char *key;
-        json_t *val;
-        json_object_foreach((json_t *)x->effective, key, val) {
-            rp_policy_key *k = &p->keys[used++];
-            int64_t iv = 0;
-            k->key = (char *)key;
-            k->is_int = rp_mgmt_json_int(val, &iv);
-            k->value = k->is_int ? iv : 0;
-            k->is_string = json_is_string(val);
-            q->n_effective++;
-        }
-    }
-    out->queues = p->queues;
+    const rp_policy_queue *q = NULL;
+    st = rp_mgmt_broker_page_policy(p->b, &q);
+    if (st != RP_OK) return st;
+    out->queues = q;
     out->n = pg.n;
     out->last = pg.last;
     return RP_OK;
@@ -276,10 +231,7 @@ rp_status rp_mgmt_policy_reconcile_core(rp_mgmt_broker *b, const rp_mgmt_policy_
                            .last_error = rp_pp_last_error,
                            .mono_ms = rp_pp_mono_ms,
                            .sleep_ms = rp_pp_sleep_ms};
-    rp_status st = rp_pass_policy_reconcile(&port, &co, report, cs);
-    free(pp.queues);
-    free(pp.keys);
-    return st;
+    return rp_pass_policy_reconcile(&port, &co, report, cs);
 }
 
 rp_status rp_mgmt_policy_reconcile(rp_mgmt_broker *b, const rp_mgmt_policy_options *o,
@@ -295,6 +247,8 @@ rp_status rp_mgmt_policy_reconcile(rp_mgmt_broker *b, const rp_mgmt_policy_optio
     stats->vhosts = cs.vhosts;
     stats->selected = cs.selected;
     stats->verified_queues = cs.verified_queues;
+    stats->listings = cs.listings;
+    stats->listing_reused = cs.listing_reused;
     stats->version.major = cs.version.major;
     stats->version.minor = cs.version.minor;
     stats->version.patch = cs.version.patch;

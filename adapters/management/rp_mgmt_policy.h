@@ -50,6 +50,8 @@ typedef struct rp_mgmt_policy_stats {
     size_t selected;     /* queues the pattern selects (last check) */
     size_t verified_queues; /* of which carry reaper's policy as wanted */
     rp_mgmt_version version;
+    unsigned listings;   /* queue listings read (GET /api/queues, counted at page 1) */
+    bool listing_reused; /* the scan read the sweep's listing (options.listing) */
 } rp_mgmt_policy_stats;
 
 rp_status rp_mgmt_policy_reconcile(rp_mgmt_broker *b, const rp_mgmt_policy_options *o,

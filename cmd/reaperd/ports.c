@@ -111,12 +111,19 @@ static rp_backfill_read *rp_prp_backfill(void *self) {
 }
 
 static rp_status rp_prp_reconcile(void *self, const rp_config *cfg, bool dry_run,
-                                  rp_report *report) {
+                                  rp_queue_listing *listing, rp_report *report) {
     rp_pass_runner *r = self;
     rp_mgmt_policy_options popt;
     rp_broker_policy_options(cfg, r->broker_keep, dry_run, &popt);
+    popt.listing = listing;
     rp_mgmt_policy_stats stats;
-    return rp_mgmt_policy_reconcile(r->broker, &popt, report, &stats);
+    rp_status st = rp_mgmt_policy_reconcile(r->broker, &popt, report, &stats);
+    char lists[16];
+    snprintf(lists, sizeof lists, "%u", stats.listings);
+    RP_DEBUG("policies reconciled", "queue_listings", lists, "sweep_listing",
+             stats.listing_reused ? "reused" : rp_queue_listing_state_string(
+                                                   rp_queue_listing_get_state(listing)), NULL);
+    return st;
 }
 
 static bool rp_prp_probe(void *self, bool check, char *detail, size_t cap) {

@@ -24,6 +24,7 @@
 #include "rp_mgmt_loop.h"
 #include "rp_mgmt_policy.h"
 #include "rp_pass_policy.h"
+#include "rp_queue_listing.h"
 #include "rp_report.h"
 #include "test_mgmt_common.h"
 
@@ -656,6 +657,93 @@ static void test_quorum_without_dlx_left_out(void **state) {
 
 }
 
+
+/* Issue 19 item 5: a sweep reads ONE queue listing. The pass's own pages
+ * (the broker port's list_queues, with each queue's policy fields) kept in
+ * a listing stand for the reconcile's vhost scan and first check: no
+ * listing of its own in the steady state, and the same report as when it
+ * lists the broker itself (twice: scan and check). */
+static void test_one_listing_per_sweep(void **state) {
+    env *e = *state;
+    const char *orders = Q(e, "orders"), *orders_dlq = Q(e, "orders.dlq"), *bare = Q(e, "bare"),
+               *mail = Q(e, "mail");
+    const char *quorum[] = {orders, orders_dlq, NULL}, *without[] = {bare, NULL},
+               *classic[] = {mail, NULL};
+    declare(e, quorum, "quorum");
+    declare_dlx(e, without, "quorum", false);
+    declare(e, classic, "classic");
+    rp_report r0, r1;
+    rp_mgmt_policy_stats s;
+    assert_int_equal(reconcile(e, &r0, &s, "first run: written"), RP_OK);
+    rp_report_cleanup(&r0);
+    assert_true(mt_wait_queue_field(e->vhost, orders, "policy", RP_MGMT_POLICY_NAME, 0, 15000));
+    if (per_type())
+        assert_true(mt_wait_queue_field(e->vhost, mail, "policy", RP_MGMT_POLICY_CLASSIC_NAME, 0,
+                                        15000));
+
+    /* The reconcile listing the broker itself. */
+    rp_mgmt_bridge *bridge = rp_mgmt_loop_bridge(e->loop);
+    unsigned long gets = rp_mgmt_bridge_count(bridge, RP_HTTP_GET);
+    assert_int_equal(reconcile(e, &r0, &s, "steady, its own listings"), RP_OK);
+    unsigned long gets_own = rp_mgmt_bridge_count(bridge, RP_HTTP_GET) - gets;
+    assert_int_equal(s.writes, 0);
+    assert_int_equal(s.listings, 2);
+    assert_false(s.listing_reused);
+
+    /* The pass's listing, page by page through the broker port. */
+    int code;
+    PCRE2_SIZE off;
+    pcre2_code *owned = pcre2_compile((PCRE2_SPTR)e->owned, PCRE2_ZERO_TERMINATED, 0, &code, &off,
+                                      NULL);
+    assert_non_null(owned);
+    rp_queue_listing *l = rp_queue_listing_new(owned, 0);
+    assert_non_null(l);
+    rp_broker_port port;
+    rp_mgmt_broker_port(e->broker, &port);
+    rp_queue_listing_begin(l);
+    unsigned long pages = 0;
+    for (size_t page = 1;; page++, pages++) {
+        rp_queue_page pg;
+        assert_int_equal(port.list_queues(port.self, page, &pg), RP_OK);
+        if (pg.n > 0) assert_non_null(pg.policy);
+        rp_queue_listing_add(l, pg.policy, pg.n);
+        if (pg.last || pg.n == 0) {
+            pages++;
+            break;
+        }
+    }
+    rp_queue_listing_end(l, true);
+    assert_true(rp_queue_listing_usable(l));
+    assert_int_equal(rp_queue_listing_kept(l), 4); /* this test's queues */
+    gets = rp_mgmt_bridge_count(bridge, RP_HTTP_GET);
+    e->opt.listing = l;
+    assert_int_equal(reconcile(e, &r1, &s, "steady, the sweep's listing"), RP_OK);
+    e->opt.listing = NULL;
+    assert_int_equal(s.writes, 0);
+    assert_int_equal(s.listings, 0);
+    assert_true(s.listing_reused);
+    /* The same reads but the scan's and the check's GET /api/queues. */
+    unsigned long gets_reused = rp_mgmt_bridge_count(bridge, RP_HTTP_GET) - gets;
+    fprintf(stderr, "GETs: %lu listing itself, %lu with the sweep's listing\n", gets_own,
+            gets_reused);
+    assert_int_equal(gets_own - gets_reused, 2 * pages);
+    assert_int_equal(r1.n_policies, r0.n_policies);
+    for (size_t i = 0; i < r0.n_policies; i++) {
+        assert_string_equal(r1.policies[i].name, r0.policies[i].name);
+        assert_string_equal(r1.policies[i].detail, r0.policies[i].detail);
+        assert_true(r1.policies[i].verified);
+    }
+    assert_int_equal(r1.n_notes, r0.n_notes);
+    for (size_t i = 0; i < r0.n_notes; i++) assert_string_equal(r1.notes[i], r0.notes[i]);
+    assert_non_null(find_note(&r1, bare)); /* the scan read the arguments from the listing */
+    assert_non_null(strstr(find_policy(&r1, RP_MGMT_POLICY_NAME)->detail,
+                           "carried as wanted by 1 of 1 owned quorum queues"));
+    rp_report_cleanup(&r0);
+    rp_report_cleanup(&r1);
+    rp_queue_listing_free(l);
+    pcre2_code_free(owned);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, env_setup, env_teardown)
 
 int main(void) {
@@ -668,6 +756,7 @@ int main(void) {
         T(test_policy_conflicts),
         T(test_unreachable_and_unjoinable),
         T(test_quorum_without_dlx_left_out),
+        T(test_one_listing_per_sweep),
     };
     return cmocka_run_group_tests_name("mgmt_policy", tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 
 #include "rp_pass_policy.h"
 #include "rp_pass_rules.h"
+#include "rp_queue_listing.h"
 
 #define OWNED "^vibey\\."
 #define DLQ "(\\.dlq|\\.dead)$"
@@ -70,6 +71,8 @@ typedef struct fake {
     int64_t now;
     unsigned sleeps;
     bool refuse; /* every write refused (no policymaker tag) */
+    unsigned lists;      /* list_queues calls at page 1 */
+    unsigned lists_args; /* of which with_arguments */
 } fake;
 
 static rp_status f_version(void *self, rp_policy_version *out) {
@@ -169,8 +172,9 @@ static rp_status f_put_policy(void *self, const char *vhost, const rp_policy *p,
 static rp_status f_list_queues(void *self, size_t page, bool with_arguments,
                                rp_policy_queue_page *out) {
     fake *f = self;
-    (void)with_arguments;
     assert_int_equal(page, 1);
+    f->lists++;
+    if (with_arguments) f->lists_args++;
     size_t used = 0;
     for (size_t i = 0; i < f->n_queues; i++) {
         const fqueue *q = &f->queues[i];
@@ -747,6 +751,152 @@ static void test_refused_policy_fails_the_pass(void **state) {
     }
 }
 
+
+/* ---- one listing per sweep (issue 19 item 5) ------------------------------------------------ */
+
+/* The sweep's listing as the pass keeps it: the fake's queues as one page,
+ * ended whole (or not). The caller frees listing and pattern. */
+static rp_queue_listing *sweep_listing(fake *f, bool whole, pcre2_code **owned) {
+    int code;
+    PCRE2_SIZE off;
+    *owned = pcre2_compile((PCRE2_SPTR)OWNED, PCRE2_ZERO_TERMINATED, 0, &code, &off, NULL);
+    assert_non_null(*owned);
+    rp_queue_listing *l = rp_queue_listing_new(*owned, 0);
+    assert_non_null(l);
+    rp_queue_listing_begin(l);
+    rp_policy_queue_page pg;
+    assert_int_equal(f_list_queues(f, 1, true, &pg), RP_OK);
+    rp_queue_listing_add(l, pg.queues, pg.n);
+    rp_queue_listing_end(l, whole);
+    f->lists = f->lists_args = 0;
+    return l;
+}
+
+/* A fake broker in the steady state: both policies in force as wanted, an
+ * owned quorum queue carrying vibey-reap, one without a dead-letter
+ * exchange (left out by name), and a queue reaper does not own. */
+static fake *steady(const char *queue_policy) {
+    fake *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->version = "4.0.5";
+    static const char *const nodlx[] = {"vibey.nodlx"};
+    char *pattern = pattern_excluding(nodlx, 1);
+    f->policies[0] = (fpolicy){"/", "vibey-reap", pattern, "quorum_queues", 0,
+                               {{"consumer-timeout", 21600000, false}, {"delivery-limit", 20, false}},
+                               2};
+    f->policies[1] = (fpolicy){"/", "vibey-reap-classic", pattern, "classic_queues", 0,
+                               {{"consumer-timeout", 21600000, false}}, 1};
+    f->n_policies = 2;
+    f_queue(f, "vibey.orders", RP_QUEUE_TYPE_QUORUM, true);
+    f->queues[0].policy = queue_policy;
+    if (queue_policy != NULL) {
+        f->queues[0].effective[0] = (fkey){"consumer-timeout", 21600000, false};
+        f->queues[0].effective[1] = (fkey){"delivery-limit", 20, false};
+        f->queues[0].n_effective = 2;
+    }
+    f_queue(f, "vibey.nodlx", RP_QUEUE_TYPE_QUORUM, false);
+    f_queue(f, "other.work", RP_QUEUE_TYPE_QUORUM, true);
+    return f;
+}
+
+static void test_listing_reused(void **state) {
+    (void)state;
+    /* Without the sweep's listing: the scan and the check list the broker. */
+    fake *f = steady("vibey-reap");
+    rp_pass_policy_options o = options();
+    rp_report r0, r1;
+    rp_pass_policy_stats s;
+    assert_int_equal(run(f, &o, &r0, &s), RP_OK);
+    assert_int_equal(f->lists, 2);
+    assert_int_equal(s.listings, 2);
+    assert_false(s.listing_reused);
+    assert_int_equal(f->n_writes, 0);
+
+    /* With it: no listing of the broker at all, and the same outcome. */
+    pcre2_code *owned;
+    rp_queue_listing *l = sweep_listing(f, true, &owned);
+    assert_int_equal(rp_queue_listing_kept(l), 2); /* other.work is not kept */
+    o.listing = l;
+    assert_int_equal(run(f, &o, &r1, &s), RP_OK);
+    assert_int_equal(f->lists, 0);
+    assert_int_equal(s.listings, 0);
+    assert_true(s.listing_reused);
+    assert_int_equal(f->n_writes, 0);
+    assert_int_equal(r1.n_policies, r0.n_policies);
+    for (size_t i = 0; i < r0.n_policies; i++) {
+        assert_string_equal(r1.policies[i].name, r0.policies[i].name);
+        assert_string_equal(r1.policies[i].detail, r0.policies[i].detail);
+        assert_int_equal(r1.policies[i].verified, r0.policies[i].verified);
+    }
+    assert_true(entry(&r1, "vibey-reap")->verified);
+    assert_int_equal(r1.n_notes, r0.n_notes);
+    for (size_t i = 0; i < r0.n_notes; i++) assert_string_equal(r1.notes[i], r0.notes[i]);
+    assert_int_equal(notes_with(&r1, "vibey.nodlx"), 1);
+    rp_report_cleanup(&r0);
+    rp_report_cleanup(&r1);
+    rp_queue_listing_free(l);
+    pcre2_code_free(owned);
+
+    /* A listing not read to its end is not used. */
+    l = sweep_listing(f, false, &owned);
+    o.listing = l;
+    assert_int_equal(run(f, &o, &r1, &s), RP_OK);
+    assert_int_equal(f->lists, 2);
+    assert_int_equal(f->lists_args, 1);
+    assert_false(s.listing_reused);
+    rp_report_cleanup(&r1);
+    rp_queue_listing_free(l);
+    pcre2_code_free(owned);
+    free((char *)f->policies[0].pattern);
+    free(f);
+}
+
+/* After a write the check reads the broker; a listing that shows what the
+ * statistics showed before (lagging) is looked at again on the broker. */
+static void test_listing_fresh_after_write(void **state) {
+    (void)state;
+    fake *f = steady("vibey-reap");
+    char *pattern = (char *)f->policies[0].pattern; /* a write replaces the fake's copy */
+    f->policies[0].keys[1].value = 5; /* another delivery-limit: written */
+    pcre2_code *owned;
+    rp_queue_listing *l = sweep_listing(f, true, &owned);
+    rp_pass_policy_options o = options();
+    o.listing = l;
+    rp_report r;
+    rp_pass_policy_stats s;
+    assert_int_equal(run(f, &o, &r, &s), RP_OK);
+    assert_int_equal(f->n_writes, 1);
+    assert_int_equal(f->lists_args, 0); /* the scan read the listing */
+    assert_int_equal(f->lists, 1);      /* the check read the broker */
+    assert_int_equal(s.listings, 1);
+    assert_true(entry(&r, "vibey-reap")->verified);
+    rp_report_cleanup(&r);
+    rp_queue_listing_free(l);
+    pcre2_code_free(owned);
+    free(pattern);
+    free(f);
+
+    /* Nothing written, but the listing shows no policy on the queue yet:
+     * the check polls the broker, which shows it. */
+    f = steady(NULL);
+    l = sweep_listing(f, true, &owned);
+    f->queues[0].policy = "vibey-reap";
+    f->queues[0].effective[0] = (fkey){"consumer-timeout", 21600000, false};
+    f->queues[0].effective[1] = (fkey){"delivery-limit", 20, false};
+    f->queues[0].n_effective = 2;
+    o.listing = l;
+    assert_int_equal(run(f, &o, &r, &s), RP_OK);
+    assert_int_equal(f->n_writes, 0);
+    assert_int_equal(f->sleeps, 1);
+    assert_int_equal(f->lists, 1);
+    assert_true(entry(&r, "vibey-reap")->verified);
+    rp_report_cleanup(&r);
+    rp_queue_listing_free(l);
+    pcre2_code_free(owned);
+    free((char *)f->policies[0].pattern);
+    free(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wanted_per_version),
@@ -757,6 +907,8 @@ int main(void) {
         cmocka_unit_test(test_queue_check),
         cmocka_unit_test(test_policies_ok_rule),
         cmocka_unit_test(test_refused_policy_fails_the_pass),
+        cmocka_unit_test(test_listing_reused),
+        cmocka_unit_test(test_listing_fresh_after_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

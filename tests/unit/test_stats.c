@@ -30,11 +30,11 @@ static rp_status fb_list(void *self, size_t page, rp_queue_page *out) {
     fake_broker *b = self;
     b->calls++;
     if (page == 1) {
-        *out = (rp_queue_page){b->page1, 4, false};
+        *out = (rp_queue_page){b->page1, 4, false, NULL};
         return RP_OK;
     }
     if (b->fail != RP_OK) return b->fail;
-    *out = (rp_queue_page){b->page2, 2, true};
+    *out = (rp_queue_page){b->page2, 2, true, NULL};
     return RP_OK;
 }
 
