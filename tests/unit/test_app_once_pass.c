@@ -79,9 +79,11 @@ static rp_status f_connect(void *self, char *err, size_t n) {
 
 static const rp_ports *f_ports(void *self) { return &((fixture *)self)->ports; }
 
-static rp_status f_reconcile(void *self, const rp_config *cfg, bool dry_run, rp_report *report) {
+static rp_status f_reconcile(void *self, const rp_config *cfg, bool dry_run,
+                             rp_queue_listing *listing, rp_report *report) {
     fixture *f = self;
     (void)cfg;
+    (void)listing;
     (void)report;
     f->reconciles++;
     f->reconcile_dry_run = dry_run;
