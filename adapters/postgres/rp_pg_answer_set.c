@@ -16,17 +16,20 @@
 
 /* The open gates a set takes: $1 ids (int8[] or NULL), $2 project, $3
  * kind, $4 queue, $5 origin (rendered), $6 reason (rendered), $7 older
- * than ms, $8 choice. */
+ * than ms, $8 choice. The dead letter's queue, origin and reason are read
+ * from the gate row (copied there at park time, schema version 13), so
+ * the freeze uses the open gates' partial indexes and joins no dead
+ * letter. */
 #define RP_SET_MATCH                                                                        \
-    "SELECT g.id, coalesce(dl.origin_queue, '') AS q FROM {s}.gate g "                      \
-    "JOIN {s}.job j ON j.id = g.job_id LEFT JOIN {s}.dead_letter dl ON dl.gate_id = g.id "  \
+    "SELECT g.id, coalesce(g.origin_queue, '') AS q FROM {s}.gate g "                       \
+    "JOIN {s}.job j ON j.id = g.job_id "                                                    \
     "WHERE g.answer IS NULL AND $8::text = ANY (g.choices) "                                \
     "AND ($1::int8[] IS NULL OR g.id = ANY ($1::int8[])) "                                  \
     "AND ($2::text IS NULL OR j.project_id = $2::text) "                                    \
     "AND ($3::text IS NULL OR g.kind = $3::text) "                                          \
-    "AND ($4::text IS NULL OR dl.queue = $4::text) "                                        \
-    "AND ($5::text IS NULL OR dl.origin_queue = $5::text) "                                 \
-    "AND ($6::text IS NULL OR dl.reason = $6::text) "                                       \
+    "AND ($4::text IS NULL OR g.queue = $4::text) "                                         \
+    "AND ($5::text IS NULL OR g.origin_queue = $5::text) "                                  \
+    "AND ($6::text IS NULL OR g.reason = $6::text) "                                        \
     "AND ($7::int8 IS NULL OR g.created_at <= now() - $7::int8 * interval '1 millisecond')"
 
 static const char rp_sql_queues[] = "SELECT q, count(*) FROM (" RP_SET_MATCH
