@@ -4,8 +4,9 @@
  * cmd/reaperd/daemon.c's session hooks): it keeps the daemon's broker_up
  * and broker_generation, counts the connection in the metrics, lists the
  * broker events' queues again when the session is ready (events are not
- * replayed) and calls ready (every tap looks at its bindings again). The four functions
- * have the signatures of the session's hooks
+ * replayed) and calls the daemon's ready hook (every tap, the URL's vhost's
+ * and each of broker.vhosts', looks at its bindings again). The four
+ * functions have the signatures of the session's hooks
  * (adapters/rabbitmq/rp_amqp_session.h), which cmd/reaperd fills with them
  * and arg = the rp_broker_state.
  *
