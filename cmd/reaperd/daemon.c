@@ -66,7 +66,7 @@
 #include "rp_store_jobs.h"
 #include "rp_sweeper.h"
 #include "rp_tap.h"
-#include "vhost_taps.h"
+#include "rp_vhost_taps.h"
 #include "version.h"
 #include "worker.h"
 
@@ -113,7 +113,8 @@ typedef struct rp_daemon {
     /* The dead-letter tap (app/rp_tap.h). */
     rp_tap *tap;
     rp_tap_ports *tap_ports; /* its backends (tap_ports.h) */
-    rp_vhost_taps *vhost_taps; /* broker.vhosts' other vhosts (vhost_taps.h) */
+    rp_vhost_taps *vhost_taps; /* broker.vhosts' other vhosts (app/rp_vhost_taps.h) */
+    rp_vhost_taps_src vhost_src; /* their backends (ports.h) */
 
     /* Store thread side only: the runner every pass and store job uses. */
     rp_pass_runner runner;
@@ -343,7 +344,9 @@ static rp_status rp_daemon_broker_start(rp_daemon *d, const char *password) {
         RP_ERROR("cannot start the tap's broker connection", NULL);
         return RP_ERR_INTERNAL;
     }
-    if (rp_vhost_taps_connect(d->vhost_taps, &ap, cfg, d->replay_wiring) != RP_OK)
+    d->vhost_src.params = ap;
+    d->vhost_src.replays = d->replay_wiring;
+    if (rp_vhost_taps_connect(d->vhost_taps) != RP_OK)
         return RP_ERR_INTERNAL;
     if (rp_amqp_session_start(d->session) != RP_OK) {
         RP_ERROR("cannot start the broker connection", NULL);
@@ -477,7 +480,10 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     d->tap_ports = rp_tap_ports_new(d->base, &d->cfg, d->mgmt, &tap_deps);
     d->tap = d->tap_ports ? rp_tap_new(d->base, &tap_deps) : NULL;
     if (d->tap == NULL) return rp_oom();
-    d->vhost_taps = rp_vhost_taps_new(d->base, &d->cfg, d->mgmt, &tap_deps, d->events);
+    d->vhost_src = (rp_vhost_taps_src){.base = d->base, .cfg = &d->cfg, .mgmt = d->mgmt};
+    rp_vhost_taps_port vtp;
+    rp_vhost_taps_port_fill(&d->vhost_src, &vtp);
+    d->vhost_taps = rp_vhost_taps_new(d->base, &d->cfg, &vtp, &tap_deps, d->events);
     if (d->vhost_taps == NULL) return rp_oom();
     if (rp_daemon_control_start(d) != RP_OK) return rp_oom();
     /* 7. The broker session. */

@@ -12,6 +12,7 @@
 #include "rp_amqp_doctor.h"
 #include "rp_amqp_open.h"
 #include "rp_amqp_replay_port.h"
+#include "rp_amqp_session.h"
 #include "rp_amqp_tap_port.h"
 #include "rp_clock.h"
 #include "rp_control.h"
@@ -341,6 +342,85 @@ void rp_tap_ports_free(rp_tap_ports *p) {
     rp_mgmt_broker_free(p->bind_broker);
     rp_pg_park_sessions_free(p->sessions);
     free(p);
+}
+
+/* ==== the taps of broker.vhosts' other vhosts (app/rp_vhost_taps.h) ========== */
+
+struct rp_vhost_backends {
+    rp_tap_ports *tap;
+    rp_amqp_session *session; /* the replays' (quiet) */
+    rp_amqp_publisher *publisher;
+    bool up;
+};
+
+static bool rp_vtp_url_vhost_is(void *self, const char *url, const char *vhost) {
+    RP_UNUSED(self);
+    return rp_amqp_url_vhost_is(url, vhost);
+}
+
+static rp_vhost_backends *rp_vtp_new(void *self, struct event_base *base, rp_tap_deps *deps) {
+    rp_vhost_taps_src *src = self;
+    rp_vhost_backends *b = calloc(1, sizeof *b);
+    if (b != NULL && (b->tap = rp_tap_ports_new(base, src->cfg, src->mgmt, deps)) == NULL) {
+        free(b);
+        b = NULL;
+    }
+    return b;
+}
+
+static rp_status rp_vtp_connect_tap(void *self, rp_vhost_backends *b, rp_tap *t,
+                                    const char *vhost) {
+    rp_amqp_params p = ((rp_vhost_taps_src *)self)->params;
+    p.vhost = vhost;
+    return rp_tap_ports_connect(b->tap, t, &p);
+}
+
+static void rp_vtp_on_up(void *arg, unsigned generation) {
+    RP_UNUSED(generation);
+    ((rp_vhost_backends *)arg)->up = true;
+}
+
+static void rp_vtp_on_down(void *arg, bool was_up, const char *why) {
+    RP_UNUSED(was_up);
+    RP_UNUSED(why);
+    ((rp_vhost_backends *)arg)->up = false;
+}
+
+static rp_status rp_vtp_connect_replays(void *self, rp_vhost_backends *b, const char *vhost,
+                                        const char **err) {
+    rp_vhost_taps_src *src = self;
+    rp_amqp_params p = src->params;
+    p.vhost = vhost;
+    rp_amqp_session_params sp = {
+        .amqp = &p,
+        .events_exchange = (*src->cfg)->broker.events_exchange,
+        .body_limit = 65536, /* it consumes nothing */
+        .quiet = true,
+    };
+    rp_amqp_session_hooks sh = {.on_up = rp_vtp_on_up, .on_down = rp_vtp_on_down, .arg = b};
+    if ((b->session = rp_amqp_session_new(src->base, &sp, &sh, err)) == NULL ||
+        (b->publisher = rp_amqp_session_publisher(b->session)) == NULL ||
+        rp_replay_wiring_add_vhost(src->replays, vhost, &b->publisher, &b->up) != RP_OK ||
+        rp_amqp_session_start(b->session) != RP_OK)
+        return RP_ERR_INTERNAL;
+    return RP_OK;
+}
+
+static void rp_vtp_free(void *self, rp_vhost_backends *b) {
+    RP_UNUSED(self);
+    if (b == NULL) return;
+    rp_amqp_session_free(b->session);
+    rp_tap_ports_free(b->tap);
+    free(b);
+}
+
+void rp_vhost_taps_port_fill(rp_vhost_taps_src *src, rp_vhost_taps_port *out) {
+    *out = (rp_vhost_taps_port){.self = src,
+                                .url_vhost_is = rp_vtp_url_vhost_is,
+                                .backends_new = rp_vtp_new,
+                                .connect_tap = rp_vtp_connect_tap,
+                                .connect_replays = rp_vtp_connect_replays,
+                                .backends_free = rp_vtp_free};
 }
 
 /* ---- the doctor's probes: AMQP, the management API, PostgreSQL --------------- */

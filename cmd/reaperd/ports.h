@@ -3,7 +3,8 @@
  * than one backend (a filler over one backend lives in that backend's
  * adapter, issue #17): the store thread's pass runner (PostgreSQL, the
  * management API, the backfill's AMQP peek), the broker events' runner
- * port, the replays' ports, the tap's ports, the doctor's probes and the
+ * port, the replays' ports, the tap's ports, the taps of broker.vhosts'
+ * other vhosts, the doctor's probes and the
  * control part's store port. None decides: core and the app parts do.
  * Ownership and threads: with each function.
  */
@@ -34,6 +35,7 @@
 #include "rp_replay_port.h"
 #include "rp_runner_port.h"
 #include "rp_tap.h"
+#include "rp_vhost_taps.h"
 
 /* ==== the pass runner: the store thread's PostgreSQL, management API and peek ===== */
 
@@ -153,6 +155,23 @@ void rp_tap_ports_free(rp_tap_ports *p);
  * its connect thread cannot start. */
 rp_status rp_tap_ports_connect(rp_tap_ports *p, rp_tap *t,
                                const rp_amqp_params *params) RP_MUSTCHECK;
+
+/* ==== the taps of broker.vhosts' other vhosts (app/rp_vhost_taps.h) ========== */
+
+/* The port's self: each vhost's backends are a tap's ports (above) and a
+ * publishing session (adapters/rabbitmq/rp_amqp_session.h) added to
+ * *replays. Borrows what it points at; params (the daemon's) and replays
+ * are set before rp_vhost_taps_connect. Loop thread. */
+typedef struct rp_vhost_taps_src {
+    struct event_base *base;
+    const rp_config *const *cfg;
+    rp_mgmt_bridge *mgmt;
+    rp_amqp_params params;
+    rp_replay_wiring *replays;
+} rp_vhost_taps_src;
+
+/* Fills *out with self = src. */
+void rp_vhost_taps_port_fill(rp_vhost_taps_src *src, rp_vhost_taps_port *out);
 
 /* ---- the doctor's probes ---------------------------------------------------- */
 
