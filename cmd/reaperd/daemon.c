@@ -401,20 +401,17 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         RP_ERROR("cannot set up the loop's events", NULL);
         return RP_ERR_INTERNAL;
     }
-    /* 3. The store's runner, and the feed: every committed ledger event
-     * (gate answers included) also goes to the events exchange. */
-    if (rp_pass_runner_init(&d->runner, cfg) != RP_OK) return rp_oom();
+    /* 3. The feed: every committed ledger event (gate answers included)
+     * also goes to the events exchange. */
     rp_amqp_feed_hooks fh = {.post = rp_feed_post,
                              .publisher = rp_feed_publisher,
                              .on_loop = rp_feed_on_loop,
                              .ctx = d};
     d->feed = rp_amqp_feed_from_config(cfg, &d->metrics, &fh);
     if (d->feed == NULL) return rp_oom();
-    rp_publisher_port feed;
-    rp_amqp_feed_port(d->feed, &feed);
-    rp_pass_runner_set_publisher(&d->runner, &feed);
     /* 4. The broker half: the management API on this loop, for the store
-     * thread through the bridge. */
+     * thread through the bridge; the store's runner over it, its events
+     * to the feed. */
     const char *herr = NULL;
     rp_status mst = rp_broker_http_bridge(d->base, cfg, broker_password, &d->mgmt_keep, &d->mgmt,
                                           &herr);
@@ -427,9 +424,12 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
                  NULL);
         return RP_ERR_CONFIG;
     }
-    if (mst != RP_OK || rp_pass_runner_attach_broker(&d->runner, d->mgmt, &d->mgmt_keep) != RP_OK ||
-        rp_pass_runner_attach_peek(&d->runner, broker_password) != RP_OK)
+    if (mst != RP_OK || rp_pass_runner_open(&d->runner, cfg, d->mgmt, &d->mgmt_keep, true,
+                                            broker_password) != RP_OK)
         return rp_oom();
+    rp_publisher_port feed;
+    rp_amqp_feed_port(d->feed, &feed);
+    rp_pass_runner_set_publisher(&d->runner, &feed);
     /* 5. The sweeper: the store thread (it starts checking the store at
      * once); its passes start in step 8. */
     rp_sweeper_deps swd = {

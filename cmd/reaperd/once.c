@@ -47,16 +47,11 @@ static void rp_once_flush(void *arg) {
 static int rp_once_start(rp_once *o, const char *password, const char *project, bool dry_run) {
     const rp_config *cfg = o->cfg;
     if (rp_once_pass_signals(o->pass) != RP_OK) return 1;
-    if (rp_pass_runner_init(&o->runner, cfg) != RP_OK) {
-        RP_ERROR("out of memory", NULL);
-        return 1;
-    }
     /* The broker half over the management API, on this loop for the store
-     * thread through the bridge. */
+     * thread through the bridge, and the store's runner over it. */
     const char *herr = NULL;
     if (rp_broker_http_bridge(o->base, cfg, password, &o->keep, &o->mgmt, &herr) != RP_OK ||
-        rp_pass_runner_attach_broker(&o->runner, o->mgmt, &o->keep) != RP_OK ||
-        rp_pass_runner_attach_peek(&o->runner, password) != RP_OK) {
+        rp_pass_runner_open(&o->runner, cfg, o->mgmt, &o->keep, true, password) != RP_OK) {
         RP_ERROR("cannot use the management API", "key", "broker.management_url", "reason",
                  herr ? herr : "out of memory", NULL);
         return 1;

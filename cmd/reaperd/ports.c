@@ -33,51 +33,39 @@
 
 /* ==== the pass runner: the store thread's PostgreSQL, management API and peek ===== */
 
-rp_status rp_pass_runner_init(rp_pass_runner *r, const rp_config *cfg) {
-    memset(r, 0, sizeof *r);
-    r->cfg = cfg;
-    r->conn = rp_pg_conn_from_config(cfg, 5);
-    if (r->conn == NULL) return RP_ERR_NOMEM;
-    r->store = rp_pg_store_new(r->conn, cfg->store.schema);
-    if (r->store == NULL) {
-        rp_pg_conn_free(r->conn);
-        r->conn = NULL;
-        return RP_ERR_NOMEM;
-    }
-    rp_pg_store_ports(r->store, &r->ports);
-    return RP_OK;
-}
-
-rp_status rp_pass_runner_attach_broker(rp_pass_runner *r, rp_mgmt_bridge *bridge,
-                                       const rp_broker_http_keep *keep) {
-    r->broker = rp_mgmt_broker_new(bridge, NULL);
-    if (r->broker == NULL) return RP_ERR_NOMEM;
-    r->broker_keep = keep;
-    r->stall = rp_stall_memory_new();
-    if (r->stall == NULL) return RP_ERR_NOMEM;
-    rp_mgmt_broker_port(r->broker, &r->ports.broker);
-    return RP_OK;
-}
-
-rp_status rp_pass_runner_attach_peek(rp_pass_runner *r, const char *password) {
-    const rp_config *cfg = r->cfg;
+/* The backfill's read over a peek of its own (rp_pass_runner_open). */
+static rp_status rp_pass_runner_peek(rp_pass_runner *r, const char *password) {
     rp_amqp_params ap;
-    rp_amqp_params_from_config(cfg, password, &ap);
-    r->peek = rp_amqp_peek_new(&ap);
-    if (r->peek == NULL) return RP_ERR_NOMEM;
-    rp_amqp_peek_set_header_cap(r->peek, (size_t)cfg->broker.tap_header_cap_bytes);
+    rp_amqp_params_from_config(r->cfg, password, &ap);
+    if ((r->peek = rp_amqp_peek_new(&ap)) == NULL) return RP_ERR_NOMEM;
+    rp_amqp_peek_set_header_cap(r->peek, (size_t)r->cfg->broker.tap_header_cap_bytes);
     rp_backfill_read_deps d = {.broker = &r->ports.broker, .on_news = rp_backfill_news_log};
     rp_amqp_peek_port(r->peek, &d.peek);
     rp_pg_backfill_port(r->store, &d.record);
     rp_pg_dead_letter_port(r->store, &d.store);
-    r->backfill = rp_backfill_read_new(&d);
-    if (r->backfill == NULL) {
-        rp_amqp_peek_free(r->peek);
-        r->peek = NULL;
-        return RP_ERR_NOMEM;
-    }
+    if ((r->backfill = rp_backfill_read_new(&d)) == NULL) return RP_ERR_NOMEM;
     rp_backfill_read_port(r->backfill, &r->ports.dead_letters);
     return RP_OK;
+}
+
+rp_status rp_pass_runner_open(rp_pass_runner *r, const rp_config *cfg, rp_mgmt_bridge *bridge,
+                              const rp_broker_http_keep *keep, bool peek, const char *password) {
+    memset(r, 0, sizeof *r);
+    r->cfg = cfg;
+    r->broker_keep = keep;
+    if ((r->conn = rp_pg_conn_from_config(cfg, 5)) == NULL ||
+        (r->store = rp_pg_store_new(r->conn, cfg->store.schema)) == NULL)
+        goto fail;
+    rp_pg_store_ports(r->store, &r->ports);
+    if ((r->broker = rp_mgmt_broker_new(bridge, NULL)) == NULL ||
+        (r->stall = rp_stall_memory_new()) == NULL)
+        goto fail;
+    rp_mgmt_broker_port(r->broker, &r->ports.broker);
+    if (peek && rp_pass_runner_peek(r, password) != RP_OK) goto fail;
+    return RP_OK;
+fail:
+    rp_pass_runner_cleanup(r);
+    return RP_ERR_NOMEM;
 }
 
 void rp_pass_runner_set_publisher(rp_pass_runner *r, const rp_publisher_port *publisher) {
@@ -178,12 +166,7 @@ static rp_runner_set *rp_rs_open(void *self, const rp_config *cfg, bool with_sto
         rp_mgmt_broker_port(s->broker, &s->ports.broker);
         return s;
     }
-    if (rp_pass_runner_init(&s->runner, cfg) != RP_OK) {
-        free(s);
-        return NULL;
-    }
-    if (rp_pass_runner_attach_broker(&s->runner, b->mgmt, b->keep) != RP_OK) {
-        rp_pass_runner_cleanup(&s->runner);
+    if (rp_pass_runner_open(&s->runner, cfg, b->mgmt, b->keep, false, NULL) != RP_OK) {
         free(s);
         return NULL;
     }

@@ -48,14 +48,14 @@ typedef struct rp_pass_runner {
     rp_pg_conn *conn;
     rp_pg_store *store;
     rp_ports ports;
-    /* The broker half, when attached (rp_pass_runner_attach_broker). */
+    /* The broker half (rp_pass_runner_open). */
     rp_mgmt_broker *broker;
     const rp_broker_http_keep *broker_keep; /* borrowed */
     /* Issue 18 item 1: the channel samples broker STALLED is judged on,
      * kept across this runner's passes (rp_stalled_broker.h), made with
      * the broker half. */
     rp_stall_memory *stall;
-    /* The backfill, when attached (rp_pass_runner_attach_peek): core's read
+    /* The backfill, with a peek (rp_pass_runner_open): core's read
      * of dead-letter queues (rp_backfill_read.h) over the AMQP peek and
      * the store's backfill record. */
     rp_amqp_peek *peek;
@@ -65,19 +65,21 @@ typedef struct rp_pass_runner {
     rp_gate_feed gate_feed;
 } rp_pass_runner;
 
-rp_status rp_pass_runner_init(rp_pass_runner *r, const rp_config *cfg) RP_MUSTCHECK;
+/* The runner as the daemon, --once and the broker events' checks make it,
+ * the one place it is wired: the PostgreSQL connection and store for cfg
+ * (borrowed; connecting at the first use), the broker half over bridge
+ * (borrowed with keep; they must outlive the runner: queue measurements
+ * through the management API, and the policy reconcile after every full
+ * pass that is not narrowed to a project) and, with peek, the backfill's
+ * peek over an AMQP connection of its own logged in with password
+ * (rp_amqp_peek.h; the rules in rp_backfill_read.h; without it the pass
+ * backfills nothing and a note says so). RP_OK, or RP_ERR_NOMEM with the
+ * runner taken apart. */
+rp_status rp_pass_runner_open(rp_pass_runner *r, const rp_config *cfg, rp_mgmt_bridge *bridge,
+                              const rp_broker_http_keep *keep, bool peek,
+                              const char *password) RP_MUSTCHECK;
+/* Takes the runner apart; a zeroed or taken-apart runner too. */
 void rp_pass_runner_cleanup(rp_pass_runner *r);
-/* Gives the runner a broker half over bridge (borrowed; it must outlive the
- * runner): queue measurements through the management API, and the policy
- * reconcile after every full pass that is not narrowed to a project. */
-rp_status rp_pass_runner_attach_broker(rp_pass_runner *r, rp_mgmt_bridge *bridge,
-                                       const rp_broker_http_keep *keep) RP_MUSTCHECK;
-
-/* Gives the runner the backfill's peek over an AMQP connection of its own
- * (rp_amqp_peek.h; the rules in rp_backfill_read.h), after attach_broker (it
- * asks the broker port for a queue's type). Without it the pass backfills
- * nothing (a note says so). */
-rp_status rp_pass_runner_attach_peek(rp_pass_runner *r, const char *password) RP_MUSTCHECK;
 
 /* Sets the publisher port every committed ledger event of this runner is
  * handed to: the pass's verdicts, parks, and every gate answer through
@@ -85,9 +87,8 @@ rp_status rp_pass_runner_attach_peek(rp_pass_runner *r, const char *password) RP
  * publisher's self is borrowed for the runner's life. */
 void rp_pass_runner_set_publisher(rp_pass_runner *r, const rp_publisher_port *publisher);
 
-/* The pass-run port (core/rp_pass_run_port.h) over the runner, self = r;
- * its reconcile is there when the broker half is attached (call after
- * rp_pass_runner_attach_broker). */
+/* The pass-run port (core/rp_pass_run_port.h) over the runner, self = r
+ * (an open runner: its reconcile is the broker half's). */
 void rp_pass_runner_port(rp_pass_runner *r, rp_pass_run_port *out);
 
 /* Runs the pass request on the runner: app/rp_pass_sequence.h over the
