@@ -50,12 +50,13 @@ static rp_status load_text(const char *yaml, char *const *envp, rp_config *c,
 }
 
 /* One load and what it must say. From the fixture unit/config/<fixture>,
- * else from the text yaml (written to a temporary file), else from the
- * environment alone; envp may be NULL. want is the status; count, when not
+ * else from the file at path, else from the text yaml (written to a
+ * temporary file), else from the environment alone; envp may be NULL. want is the status; count, when not
  * 0, the number of problems; every (key, needle) pair in problems (key NULL:
  * any problem) must be found among them. */
 typedef struct load_case {
     const char *fixture;
+    const char *path;
     const char *yaml;
     char *const *envp;
     rp_status want;
@@ -69,9 +70,9 @@ typedef struct load_case {
  * look further, then calls load_case_done. */
 static void load_case_run(const load_case *k, rp_config *c, rp_config_problems *p) {
     rp_config_problems_init(p);
-    rp_status st = k->fixture ? rp_config_load(fixture(k->fixture), k->envp, c, p)
-                   : k->yaml  ? load_text(k->yaml, k->envp, c, p)
-                              : rp_config_load(NULL, k->envp, c, p);
+    const char *path = k->fixture ? fixture(k->fixture) : k->path;
+    rp_status st = path || !k->yaml ? rp_config_load(path, k->envp, c, p)
+                                    : load_text(k->yaml, k->envp, c, p);
     if (st != k->want) print_problems(p);
     assert_int_equal(st, k->want);
     if (k->count) assert_count(p, k->count);
@@ -103,6 +104,19 @@ static void strip_comments(char *text) {
     }
 }
 
+/* c and d hold the same values: --check-config's texts without the
+ * origins are equal. */
+static void assert_same_values(const rp_config *c, const rp_config *d) {
+    char *a = NULL, *b = NULL;
+    assert_int_equal(rp_config_format(c, &a, NULL), RP_OK);
+    assert_int_equal(rp_config_format(d, &b, NULL), RP_OK);
+    strip_comments(a);
+    strip_comments(b);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+}
+
 static void test_contract_example_is_the_defaults(void **state) {
     (void)state;
     rp_config c, d;
@@ -111,14 +125,7 @@ static void test_contract_example_is_the_defaults(void **state) {
     assert_count(&p, 0);
     assert_int_equal(rp_config_init(&d), RP_OK);
     /* Same values as the defaults; only the origins differ. */
-    char *a = NULL, *b = NULL;
-    assert_int_equal(rp_config_format(&c, &a, NULL), RP_OK);
-    assert_int_equal(rp_config_format(&d, &b, NULL), RP_OK);
-    strip_comments(a);
-    strip_comments(b);
-    assert_string_equal(a, b);
-    free(a);
-    free(b);
+    assert_same_values(&c, &d);
     /* Origins: file, line and column of the value (1-based). */
     assert_int_equal(c.origin[RP_CFG_REAP_INTERVAL_SECONDS].source, RP_CONFIG_FILE);
     assert_int_equal(c.origin[RP_CFG_REAP_INTERVAL_SECONDS].line, 15);
@@ -309,19 +316,17 @@ static void test_file_missing_or_unreadable(void **state) {
     assert_string_equal(p.items[0].where, fixture("no-such-file.yaml"));
     load_case_done(&c, &p);
 
-    /* A directory opens but cannot be read (chmod 000 would not stop root). */
-    rp_config_problems_init(&p);
-    assert_int_equal(rp_config_load(RP_CONFIG_FIXTURES, NULL, &c, &p), RP_ERR_IO);
-    snprintf(want, sizeof want, "%s: cannot read the configuration file: Is a directory",
-             RP_CONFIG_FIXTURES);
-    assert_string_equal(p.items[0].message, want);
-    load_case_done(&c, &p);
-
-    /* Not a regular file. */
-    rp_config_problems_init(&p);
-    assert_int_equal(rp_config_load("/dev/null", NULL, &c, &p), RP_ERR_IO);
-    assert_problem(&p, NULL, "/dev/null: cannot read the configuration file: not a regular file");
-    load_case_done(&c, &p);
+    static const load_case cases[] = {
+        /* A directory opens but cannot be read (chmod 000 would not stop root). */
+        {.path = RP_CONFIG_FIXTURES, .want = RP_ERR_IO, .count = 1,
+         .problems = {{NULL, RP_CONFIG_FIXTURES ": cannot read the configuration file: Is a "
+                             "directory"}}},
+        /* Not a regular file. */
+        {.path = "/dev/null", .want = RP_ERR_IO, .count = 1,
+         .problems = {{NULL, "/dev/null: cannot read the configuration file: not a regular "
+                             "file"}}},
+    };
+    LOAD_CASES(cases);
 
     /* Over the size limit, as a file and as a buffer. */
     size_t big = RP_CONFIG_FILE_MAX + 1;
@@ -516,49 +521,50 @@ static void test_environment_service_links(void **state) {
  * came from, and a bad value refused naming the key (reaperd then exits 2). */
 static void test_events_format(void **state) {
     (void)state;
-    rp_config c;
-    rp_config_problems p;
-    rp_config_problems_init(&p);
-    assert_int_equal(load_text("broker:\n  events_format: json\n", NULL, &c, &p), RP_OK);
-    assert_int_equal(c.broker.events_format, RP_EVENTS_FORMAT_JSON);
-    assert_int_equal(c.origin[RP_CFG_BROKER_EVENTS_FORMAT].source, RP_CONFIG_FILE);
-    char *text = NULL;
-    assert_int_equal(rp_config_format(&c, &text, NULL), RP_OK);
-    assert_non_null(strstr(text, "  events_format: json  # file "));
-    free(text);
-    rp_config_cleanup(&c);
+    static char *env_json[] = {"REAPER_BROKER_EVENTS_FORMAT=json", NULL};
+    static const struct {
+        load_case k;
+        rp_events_format format;
+        rp_config_source source;
+        const char *shown; /* in --check-config's text */
+    } cases[] = {
+        {{.yaml = "broker:\n  events_format: json\n", .want = RP_OK}, RP_EVENTS_FORMAT_JSON,
+         RP_CONFIG_FILE, "  events_format: json  # file "},
+        /* The environment wins. */
+        {{.yaml = "broker:\n  events_format: msgpack\n", .envp = env_json, .want = RP_OK},
+         RP_EVENTS_FORMAT_JSON, RP_CONFIG_ENV,
+         "  events_format: json  # env REAPER_BROKER_EVENTS_FORMAT"},
+        /* The default. */
+        {{.want = RP_OK}, RP_EVENTS_FORMAT_MSGPACK, RP_CONFIG_DEFAULT,
+         "  events_format: msgpack  # default"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        rp_config c;
+        rp_config_problems p;
+        load_case_run(&cases[i].k, &c, &p);
+        assert_count(&p, 0);
+        assert_int_equal(c.broker.events_format, cases[i].format);
+        assert_int_equal(c.origin[RP_CFG_BROKER_EVENTS_FORMAT].source, cases[i].source);
+        char *text = NULL;
+        assert_int_equal(rp_config_format(&c, &text, NULL), RP_OK);
+        if (strstr(text, cases[i].shown) == NULL) fprintf(stderr, "%s", text);
+        assert_non_null(strstr(text, cases[i].shown));
+        free(text);
+        load_case_done(&c, &p);
+    }
 
-    char *env_json[] = {"REAPER_BROKER_EVENTS_FORMAT=json", NULL};
-    assert_int_equal(load_text("broker:\n  events_format: msgpack\n", env_json, &c, &p), RP_OK);
-    assert_int_equal(c.broker.events_format, RP_EVENTS_FORMAT_JSON); /* the environment wins */
-    assert_int_equal(rp_config_format(&c, &text, NULL), RP_OK);
-    assert_non_null(strstr(text, "  events_format: json  # env REAPER_BROKER_EVENTS_FORMAT"));
-    free(text);
-    rp_config_cleanup(&c);
-
-    assert_int_equal(rp_config_load(NULL, NULL, &c, &p), RP_OK);
-    assert_int_equal(c.broker.events_format, RP_EVENTS_FORMAT_MSGPACK); /* the default */
-    assert_int_equal(rp_config_format(&c, &text, NULL), RP_OK);
-    assert_non_null(strstr(text, "  events_format: msgpack  # default"));
-    free(text);
-    rp_config_cleanup(&c);
-    assert_count(&p, 0);
-
-    char *env_bad[] = {"REAPER_BROKER_EVENTS_FORMAT=protobuf", NULL};
-    assert_int_equal(rp_config_load(NULL, env_bad, &c, &p), RP_ERR_CONFIG);
-    assert_count(&p, 1);
-    assert_problem(&p, "broker.events_format",
-                   "environment REAPER_BROKER_EVENTS_FORMAT: broker.events_format: expects one "
-                   "of msgpack|json, got \"protobuf\"");
-    load_case_done(&c, &p);
-
-    static const load_case cases[] = {
+    static char *env_bad[] = {"REAPER_BROKER_EVENTS_FORMAT=protobuf", NULL};
+    static const load_case refused[] = {
+        {.envp = env_bad, .want = RP_ERR_CONFIG, .count = 1,
+         .problems = {{"broker.events_format",
+                       "environment REAPER_BROKER_EVENTS_FORMAT: broker.events_format: expects "
+                       "one of msgpack|json, got \"protobuf\""}}},
         {.yaml = "broker:\n  events_format: [json]\n", .want = RP_ERR_CONFIG, .count = 1,
          .problems = {{"broker.events_format", ":2:"}}},
         {.yaml = "broker:\n  events_format: Json\n", .want = RP_ERR_CONFIG, .count = 1,
          .problems = {{"broker.events_format", "expects one of msgpack|json, got \"Json\""}}},
     };
-    LOAD_CASES(cases);
+    LOAD_CASES(refused);
 }
 
 static void check_no_secret(const rp_config_problems *p, const rp_config *c, const char *pw) {
@@ -650,7 +656,7 @@ static void test_format_round_trips(void **state) {
     rp_config_problems p;
     rp_config_problems_init(&p);
     assert_int_equal(rp_config_load(fixture("custom.yaml"), envp, &c, &p), RP_OK);
-    char *a = NULL, *b = NULL;
+    char *a = NULL;
     assert_int_equal(rp_config_format(&c, &a, NULL), RP_OK);
     char *pw = strstr(a, "  password: ");
     assert_non_null(pw);
@@ -671,13 +677,7 @@ static void test_format_round_trips(void **state) {
     free(c.broker.password);
     c.broker.password = strdup("");
     free(a);
-    assert_int_equal(rp_config_format(&c, &a, NULL), RP_OK);
-    assert_int_equal(rp_config_format(&d, &b, NULL), RP_OK);
-    strip_comments(a);
-    strip_comments(b);
-    assert_string_equal(a, b);
-    free(a);
-    free(b);
+    assert_same_values(&c, &d);
     load_case_done(&c, &p);
     rp_config_cleanup(&d);
 }
