@@ -11,3 +11,7 @@ rp_unit_test(test_tap_rules SOURCES unit/test_tap_rules.c LIBS reaper::core)
 # memory park batch and fake consumer and bind ports.
 rp_unit_test(test_app_tap SOURCES unit/test_app_tap.c LIBS reaper::app reaper::memory
   reaper::core reaper::support)
+# The taps of broker.vhosts (app/rp_vhost_taps.c): a tap part per other
+# vhost over a fake port of the adapters' constructors, on a real event_base.
+rp_unit_test(test_app_vhost_taps SOURCES unit/test_app_vhost_taps.c LIBS reaper::app
+  reaper::memory reaper::core reaper::support)
