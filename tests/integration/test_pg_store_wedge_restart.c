@@ -79,7 +79,7 @@ typedef struct ask {
 static rp_status decide(void *arg, const rp_time_ms *restarts, size_t n, bool looped,
                         rp_wedge_restart_choice *choice, rp_verdict *v) {
     ask *a = arg;
-    a->calls++;
+    __atomic_add_fetch(&a->calls, 1, __ATOMIC_SEQ_CST); /* polled by the race's test */
     a->n = n;
     for (size_t i = 0; i < n && i < 8; i++) a->restarts[i] = restarts[i];
     a->looped = looped;
@@ -200,7 +200,10 @@ static void test_second_store_waits_and_sees_the_first(void **state) {
     racer second = {.f = g, .a = {.answer = RP_WEDGE_RESTART_NONE}};
     pthread_t t1, t2;
     assert_int_equal(pthread_create(&t1, NULL, race, &first), 0);
-    usleep(300 * 1000); /* the first holds the lock, deciding */
+    /* The first holds the lock once it is deciding (the decision is
+     * called under it). */
+    ITEST_POLL(__atomic_load_n(&first.a.calls, __ATOMIC_SEQ_CST) > 0, 5000);
+    assert_int_equal(__atomic_load_n(&first.a.calls, __ATOMIC_SEQ_CST), 1);
     assert_int_equal(pthread_create(&t2, NULL, race, &second), 0);
     pthread_join(t1, NULL);
     pthread_join(t2, NULL);
