@@ -17,7 +17,8 @@
  *    the pass itself runs through the pass port of app/rp_pass_sequence.h
  *    over the pass runner, the LISTEN through adapters/postgres/rp_pg_listen.h;
  *  - the broker events (app/rp_events.h), the dead-letter tap
- *    (app/rp_tap.h), the replays (app/rp_replays.h), the control queue's
+ *    (app/rp_tap.h) and those of broker.vhosts' other vhosts
+ *    (app/rp_vhost_taps.h), the replays (app/rp_replays.h), the control queue's
  *    use cases (app/rp_controller.h) and the broker session
  *    (adapters/rabbitmq/rp_amqp_session.h).
  */
