@@ -38,6 +38,7 @@ static rp_status rp_gate_copy(rp_gate *dst, const rp_gate *src) {
     dst->origin_queue = rp__mem_strdup(src->origin_queue, &ok);
     dst->reason = rp__mem_strdup(src->reason, &ok);
     dst->claimed_by = rp__mem_strdup(src->claimed_by, &ok);
+    dst->vhost = rp__mem_strdup(src->vhost, &ok);
     if (!ok) {
         rp_gate_cleanup(dst);
         return RP_ERR_NOMEM;

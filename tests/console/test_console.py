@@ -87,10 +87,10 @@ def plant(queue, origin, reason, body):
         f" {lit(queue)}, {lit(json.dumps(origin))}, {lit(json.dumps(reason))}"
         " FROM j RETURNING id, job_id)"
         " INSERT INTO dead_letter (identity, death, job_id, gate_id, queue, origin_queue, reason,"
-        f" headers, properties, body) SELECT {lit('id:' + queue + body[:8] + str(time.time()))},"
+        f" headers, properties, body, vhost) SELECT {lit('id:' + queue + body[:8] + str(time.time()))},"
         f" 'd1', job_id, id, {lit(queue)}, {lit(json.dumps(origin))}, {lit(json.dumps(reason))},"
         f" {lit(json.dumps(headers))}, {lit(json.dumps(props))},"
-        f" convert_to({lit(body)}, 'UTF8') FROM g RETURNING gate_id"))
+        f" convert_to({lit(body)}, 'UTF8'), '/' FROM g RETURNING gate_id"))
 
 
 BULK = 1200
@@ -106,9 +106,9 @@ def plant_many(n, origin, reason):
          " ARRAY['replay', 'dismiss'], now() - interval '2 hours', 'vibey.bulk.dlq',"
          f" {lit(json.dumps(origin))}, {lit(json.dumps(reason))} FROM j RETURNING id, job_id)"
          " INSERT INTO dead_letter (identity, death, job_id, gate_id, queue, origin_queue, reason,"
-         " headers, properties, body) SELECT 'id:bulk-' || id, 'd1', job_id, id, 'vibey.bulk.dlq',"
+         " headers, properties, body, vhost) SELECT 'id:bulk-' || id, 'd1', job_id, id, 'vibey.bulk.dlq',"
          f" {lit(json.dumps(origin))}, {lit(json.dumps(reason))}, '{{}}', '{{}}',"
-         " convert_to('{}', 'UTF8') FROM g")
+         " convert_to('{}', 'UTF8'), '/' FROM g")
 
 
 def console_get(url, auth=None):
