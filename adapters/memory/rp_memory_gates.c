@@ -1,4 +1,5 @@
 /* The memory adapter's gate port. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,6 +170,7 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
     out->committed = true;
     out->event = ev;
     out->job_id = g->job_id;
+    snprintf(out->vhost, sizeof out->vhost, "%s", g->vhost ? g->vhost : "");
     return RP_OK;
 }
 

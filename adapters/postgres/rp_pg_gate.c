@@ -229,6 +229,8 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
         ev.seq = rp__pg_i64(res[0], 0, 1);
         ev.at = rp__pg_i64(res[0], 0, 2);
         job_id = rp__pg_i64(res[0], 0, 3);
+        snprintf(out->vhost, sizeof out->vhost, "%s",
+                 rp__pg_null(res[0], 0, 4) ? "" : PQgetvalue(res[0], 0, 4));
     }
     rp__pg_clear(res, 2);
     if (!done) {

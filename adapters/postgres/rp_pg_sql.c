@@ -275,7 +275,7 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
         {"gate_answer",
          "WITH g AS (UPDATE {s}.gate SET answer = $2::text, answered_by = $3::text, "
          "answered_at = now(), claimed_by = NULL, claimed_at = NULL "
-         "WHERE id = $1::int8 AND answer IS NULL RETURNING id, job_id, kind), "
+         "WHERE id = $1::int8 AND answer IS NULL RETURNING id, job_id, kind, vhost), "
          "j AS (UPDATE {s}.job SET "
          "state = CASE $2::text WHEN 'retry' THEN 'ready' WHEN 'dismiss' THEN 'failed' "
          "ELSE 'succeeded' END, "
@@ -288,8 +288,11 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "'kind', g.kind, 'choice', $2::text, 'outcome', $4::text, 'by', $3::text) "
          "|| CASE WHEN $5::text IS NULL THEN '{}'::jsonb "
          "ELSE jsonb_build_object('note', $5::text) END "
+         "|| CASE WHEN g.vhost IS NULL THEN '{}'::jsonb "
+         "ELSE jsonb_build_object('vhost', g.vhost) END "
          "FROM g JOIN j ON j.id = g.job_id RETURNING seq, at) "
-         "SELECT g.id, (SELECT seq FROM ev), (SELECT " MS("at") " FROM ev), g.job_id FROM g"},
+         "SELECT g.id, (SELECT seq FROM ev), (SELECT " MS("at") " FROM ev), g.job_id, g.vhost "
+         "FROM g"},
 
     /* The OCCURRENCE rule of rp_deadletter.h is the schema's function
      * dead_letter_next_occurrence(identity, death) (migration 0006): the

@@ -689,6 +689,21 @@ static void test_park_writes_vhost(void **state) {
     assert_int_equal(lp.look(lp.self, exhausted, 0, 16, &look), RP_OK);
     assert_null(look.gate.vhost);
     rp_gate_look_cleanup(&look);
+    /* The GateAnswered event says the gate's vhost (ledger payload and
+     * the answer's result, for the feed); a gate without one, none. */
+    rp_answer_result a;
+    assert_int_equal(gp->answer(gp->self, one, RP_CHOICE_DISMISS, "ops", NULL, &a), RP_OK);
+    assert_true(a.committed);
+    assert_string_equal(a.vhost, vh);
+    v = pgfx_text(f, "SELECT payload->>'vhost' FROM ledger WHERE seq = %" PRId64, a.event.seq);
+    assert_string_equal(v, vh);
+    free(v);
+    assert_int_equal(gp->answer(gp->self, exhausted, RP_CHOICE_DISMISS, "ops", NULL, &a), RP_OK);
+    assert_true(a.committed);
+    assert_string_equal(a.vhost, "");
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger WHERE seq = %" PRId64
+                                 " AND NOT payload ? 'vhost'", a.event.seq),
+                     1);
     batch_cleanup(&b);
 }
 
