@@ -22,6 +22,11 @@
 -- The fill rewrites every dead_letter and dead-letter gate row once (a new
 -- row version each: the tables grow until vacuumed) and holds their row
 -- locks to the end.
+--
+-- dead_letter.vhost is required: a reaperd older than this version, still
+-- running beside a migrated schema during a rollout, fails its parks (the
+-- tap keeps the dead letters unacked and retries the store, so nothing is
+-- lost) until it is replaced.
 
 -- ESC() undone: %XX to its byte, as text (a vhost is UTF-8).
 CREATE FUNCTION pg_temp.rp_unesc(e text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
