@@ -79,5 +79,6 @@ void rp_gate_cleanup(rp_gate *g) {
     free(g->origin_queue);
     free(g->reason);
     free(g->claimed_by);
+    free(g->vhost);
     memset(g, 0, sizeof *g);
 }

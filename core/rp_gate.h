@@ -128,6 +128,9 @@ typedef struct rp_gate {
     rp_gate_claim_state claim;
     char *claimed_by;
     rp_time_ms claimed_at;
+    /* Dead-letter gates only (NULL otherwise): the vhost its dead letter
+     * was found in (issue #19: everything vhost-scoped says its vhost). */
+    char *vhost;
 } rp_gate;
 
 void rp_gate_init(rp_gate *g);

@@ -74,6 +74,7 @@ typedef struct rp_gate_answered {
     rp_outcome outcome;   /* never RP_OUTCOME_ALREADY_ANSWERED: that commits nothing */
     const char *by;       /* answered_by, the broker-validated user; may be NULL */
     const char *note;     /* the request's own "by", unverified; NULL: absent */
+    const char *vhost;    /* a dead-letter gate's vhost (issue #19); NULL: absent */
 } rp_gate_answered;
 
 /* A committed ledger event, as handed to the publisher. Exactly one of
@@ -457,6 +458,11 @@ typedef struct rp_answer_result {
     rp_gate_claim_state claim;
     char claimed_by[160];
     rp_time_ms claimed_at;
+
+    /* Set with committed: the gate's vhost (a dead-letter gate's, issue
+     * #19; an AMQP vhost name fits: at most 255 bytes), "" when it has none
+     * (delivery_exhausted). */
+    char vhost[256];
 } rp_answer_result;
 
 typedef struct rp_gate_port {

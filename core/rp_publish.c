@@ -40,6 +40,7 @@ rp_status rp_publish_answer(const rp_publisher_port *publisher, int64_t gate_id,
         .outcome = res->outcome,
         .by = by,
         .note = note,
+        .vhost = res->vhost[0] != '\0' ? res->vhost : NULL,
     };
     rp_ledger_event le = {
         .seq = res->event.seq,

@@ -43,6 +43,9 @@ static json_t *rp_answer_json(const rp_gate_answered *a) {
     /* The requester's own words, unverified: present only when given, as
      * in the ledger row. */
     if (ok && a->note != NULL) ok = rp__set(t, "note", json_string(a->note));
+    /* A dead-letter gate's vhost (issue #19), as in the ledger row: absent
+     * for a gate without one. */
+    if (ok && a->vhost != NULL) ok = rp__set(t, "vhost", json_string(a->vhost));
     if (!ok) {
         json_decref(t);
         return NULL;

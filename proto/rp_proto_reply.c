@@ -137,7 +137,8 @@ json_t *rp_proto_gate_json(const rp_gate *g) {
          rp__set(t, "created_at", rp__time_json(g->created_at)) &&
          rp__set(t, "queue", rp__json_string(g->queue)) &&
          rp__set(t, "origin_queue", rp__json_string(g->origin_queue)) &&
-         rp__set(t, "reason", rp__json_string(g->reason));
+         rp__set(t, "reason", rp__json_string(g->reason)) &&
+         rp__set(t, "vhost", rp__json_string(g->vhost));
     /* Only while claimed: a gate nobody replays has no such key, so the
      * bytes of an unclaimed gate are what they were before claims. */
     if (ok && g->claim != RP_GATE_CLAIM_NONE) ok = rp__set(t, "replaying", rp_claim_json(g));

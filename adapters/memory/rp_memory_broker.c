@@ -355,6 +355,11 @@ static rp_status rp_park(void *self, const char *vhost, const char *queue, const
         st = rp__mem_open_gate(m, RP_GATE_BUS_DEAD_LETTERED, job_id, "bus",
                                "a message was dead-lettered: replay it, or dismiss it?", queue,
                                p.origin_queue, p.reason, &gate_id);
+    if (st == RP_OK && vhost != NULL) {
+        /* The gate says its dead letter's vhost (migration 0015). */
+        rp_gate *g = &m->gates[m->n_gates - 1];
+        if ((g->vhost = strdup(vhost)) == NULL) st = RP_ERR_NOMEM;
+    }
     if (st == RP_OK) st = rp__mem_append(m, v, &out->event);
     if (st != RP_OK) {
         /* Roll back, as the one transaction would. */

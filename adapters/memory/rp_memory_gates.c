@@ -1,4 +1,5 @@
 /* The memory adapter's gate port. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,7 @@ static rp_status rp_gate_copy(rp_gate *dst, const rp_gate *src) {
     dst->origin_queue = rp__mem_strdup(src->origin_queue, &ok);
     dst->reason = rp__mem_strdup(src->reason, &ok);
     dst->claimed_by = rp__mem_strdup(src->claimed_by, &ok);
+    dst->vhost = rp__mem_strdup(src->vhost, &ok);
     if (!ok) {
         rp_gate_cleanup(dst);
         return RP_ERR_NOMEM;
@@ -168,6 +170,7 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
     out->committed = true;
     out->event = ev;
     out->job_id = g->job_id;
+    snprintf(out->vhost, sizeof out->vhost, "%s", g->vhost ? g->vhost : "");
     return RP_OK;
 }
 

@@ -18,8 +18,11 @@ static char *rp_dup(const char *s, bool *ok) {
     return c;
 }
 
-/* claim_seconds: the bound past which a claim is stale (rp_gate.h). */
-static rp_status rp_gate_from_row(const PGresult *r, int i, int64_t claim_seconds, rp_gate *g) {
+/* claim_seconds: the bound past which a claim is stale (rp_gate.h);
+ * vhost_col: the column of the gate's vhost (migration 0015), after the
+ * statement's others. */
+static rp_status rp_gate_from_row(const PGresult *r, int i, int64_t claim_seconds, int vhost_col,
+                                  rp_gate *g) {
     rp_gate_init(g);
     g->id = rp__pg_i64(r, i, 0);
     g->job_id = rp__pg_i64(r, i, 1);
@@ -38,6 +41,7 @@ static rp_status rp_gate_from_row(const PGresult *r, int i, int64_t claim_second
     g->queue = rp_dup(rp__pg_str(r, i, 9), &ok);
     g->origin_queue = rp_dup(rp__pg_str(r, i, 10), &ok);
     g->reason = rp_dup(rp__pg_str(r, i, 11), &ok);
+    g->vhost = rp_dup(rp__pg_str(r, i, vhost_col), &ok);
     if (!rp__pg_null(r, i, 12)) {
         g->claimed_by = rp_dup(PQgetvalue(r, i, 12), &ok);
         g->claimed_at = rp__pg_i64(r, i, 13);
@@ -111,7 +115,7 @@ static rp_status rp_list_query(rp_pg_store *s, const rp_gate_query *q, const cha
         return RP_ERR_NOMEM;
     }
     for (int i = 0; i < rows; i++) {
-        st = rp_gate_from_row(r, i, s->claim_seconds, &out[i]);
+        st = rp_gate_from_row(r, i, s->claim_seconds, 16, &out[i]);
         if (st != RP_OK) {
             for (int j = 0; j < i; j++) rp_gate_cleanup(&out[j]);
             free(out);
@@ -225,6 +229,8 @@ static rp_status rp_answer(void *self, int64_t gate_id, rp_choice choice, const 
         ev.seq = rp__pg_i64(res[0], 0, 1);
         ev.at = rp__pg_i64(res[0], 0, 2);
         job_id = rp__pg_i64(res[0], 0, 3);
+        snprintf(out->vhost, sizeof out->vhost, "%s",
+                 rp__pg_null(res[0], 0, 4) ? "" : PQgetvalue(res[0], 0, 4));
     }
     rp__pg_clear(res, 2);
     if (!done) {
@@ -270,7 +276,7 @@ static rp_status rp_look(void *self, int64_t gate, int64_t offset, size_t len, r
     }
     rp_gate_look l;
     rp_gate_look_init(&l);
-    st = rp_gate_from_row(r, 0, s->claim_seconds, &l.gate);
+    st = rp_gate_from_row(r, 0, s->claim_seconds, 29, &l.gate);
     if (st == RP_OK && !rp_job_state_parse(PQgetvalue(r, 0, 15), &l.job_state)) st = RP_ERR_INTERNAL;
     if (st == RP_OK) {
         bool ok = true;

@@ -19,7 +19,7 @@
 
 /* The set statement's parameters (rp_pg_sql.c): RP_PARK_NCOLS arrays,
  * then the project. */
-#define RP_PARK_NCOLS 13
+#define RP_PARK_NCOLS 14
 #define RP_PARK_NPARAMS (RP_PARK_NCOLS + 1)
 
 static rp_status rp_is_parked(void *self, const rp_dead_letter *facts, bool *parked) {
@@ -173,6 +173,7 @@ static void rp_park_row_fill(rp_park_row *r, const rp_pg_park_item *it, const rp
         t->question,
         t->ledger_payload,
         f->death,
+        it->vhost,
     };
     memcpy(r->text, v, sizeof v);
     /* An empty body is an empty value, never NULL. */
@@ -181,7 +182,7 @@ static void rp_park_row_fill(rp_park_row *r, const rp_pg_park_item *it, const rp
 }
 
 static bool rp_item_valid(const rp_pg_park_item *it) {
-    return it->queue != NULL && it->msg != NULL && it->facts != NULL &&
+    return it->vhost != NULL && it->queue != NULL && it->msg != NULL && it->facts != NULL &&
            it->facts->identity != NULL && it->facts->death != NULL && it->v != NULL &&
            !(it->msg->body.len > 0 && it->msg->body.ptr == NULL);
 }

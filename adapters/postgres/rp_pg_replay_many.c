@@ -203,7 +203,7 @@ static const char rp_sql_settle[] =
     "WITH a AS (SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) AS a(id, by, note)), "
     "g AS (UPDATE {s}.gate SET answer = $4::text, answered_by = a.by, answered_at = now(), "
     "claimed_by = NULL, claimed_at = NULL FROM a WHERE gate.id = a.id AND gate.answer IS NULL "
-    "RETURNING gate.id, gate.job_id, gate.kind, a.by, a.note), "
+    "RETURNING gate.id, gate.job_id, gate.kind, a.by, a.note, gate.vhost), "
     "j AS (UPDATE {s}.job SET state = 'succeeded', finished_at = now(), lease_owner = NULL, "
     "lease_expires_at = NULL, updated_at = now() FROM g WHERE job.id = g.job_id "
     "RETURNING job.id, job.project_id), "
@@ -211,9 +211,10 @@ static const char rp_sql_settle[] =
     "SELECT 'GateAnswered', j.project_id, jsonb_build_object('gate', g.id, 'job', j.id, "
     "'kind', g.kind, 'choice', $4::text, 'outcome', $5::text, 'by', g.by) "
     "|| CASE WHEN g.note IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('note', g.note) END "
+    "|| CASE WHEN g.vhost IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('vhost', g.vhost) END "
     "FROM g JOIN j ON j.id = g.job_id ORDER BY g.id RETURNING seq, at, payload) "
-    "SELECT (ev.payload->>'gate')::int8, ev.seq, " MS("ev.at") ", (ev.payload->>'job')::int8 "
-    "FROM ev";
+    "SELECT (ev.payload->>'gate')::int8, ev.seq, " MS("ev.at") ", (ev.payload->>'job')::int8, "
+    "ev.payload->>'vhost' FROM ev";
 
 rp_status rp_pg_replay_settle_many(rp_pg_store *s, const rp_publisher_port *publisher,
                                    const int64_t *ids, size_t n, const char *const *by,
@@ -344,6 +345,8 @@ rp_status rp_pg_replay_settle_many(rp_pg_store *s, const rp_publisher_port *publ
         o->event.seq = rp__pg_i64(ar[0], t, 1);
         o->event.at = rp__pg_i64(ar[0], t, 2);
         o->job_id = rp__pg_i64(ar[0], t, 3);
+        const char *vhost = rp__pg_str(ar[0], t, 4); /* NULL: a gate without one */
+        snprintf(o->vhost, sizeof o->vhost, "%s", vhost ? vhost : "");
         o->outcome = RP_OUTCOME_REPLAYED;
         o->choice = RP_CHOICE_REPLAY;
         o->committed = true;

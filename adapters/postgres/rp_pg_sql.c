@@ -234,12 +234,12 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
                       "LIMIT " GATE_CAP_PLUS_ONE ") m) "
                       "SELECT p.id, p.job_id, p.kind, p.project_id, p.question, p.answer, "
                       "p.answered_by, p.answered_ms, p.created_ms, p.queue, p.origin_queue, "
-                      "p.reason, p.claimed_by, p.claimed_ms, " MS("now()") ", c.total "
+                      "p.reason, p.claimed_by, p.claimed_ms, " MS("now()") ", c.total, p.vhost "
                       "FROM c LEFT JOIN LATERAL (SELECT g.id, g.job_id, g.kind, j.project_id, "
                       "g.question, g.answer, g.answered_by, " MS("g.answered_at")
                       " AS answered_ms, " MS("g.created_at") " AS created_ms, g.queue, "
                       "g.origin_queue, g.reason, g.claimed_by, " MS("g.claimed_at")
-                      " AS claimed_ms "
+                      " AS claimed_ms, g.vhost "
                       "FROM (SELECT g.id FROM {s}.gate g WHERE " GATE_STATE GATE_PROJECT_EXISTS
                       GATE_FILTERS "AND ($9::int8 IS NULL OR g.id < $9::int8) "
                       "ORDER BY g.id DESC LIMIT $3::int8 + 1) k "
@@ -249,7 +249,8 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
      * RP_PG_DL_BODY_MAX), $3 its length:
      * the gate's columns as RP__PG_GATES gives them (0-14), then its job,
      * and its dead letter when it has one, with that window of the body in
-     * base64 (line breaks taken out). */
+     * base64 (line breaks taken out), then the gate's vhost (29: migration
+     * 0015; RP__PG_GATES gives it last too, 16). */
     [RP__PG_GATE_LOOK] =
         {"gate_look",
          "SELECT g.id, g.job_id, g.kind, j.project_id, g.question, g.answer, g.answered_by, "
@@ -259,7 +260,7 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "dl.gate_id IS NOT NULL, " MS("dl.first_death_at") ", " MS("dl.parked_at") ", "
          "dl.headers::text, dl.properties::text, length(dl.body), dl.body_truncated, "
          "translate(encode(substring(dl.body FROM $2::int + 1 FOR $3::int), 'base64'), "
-         "E'\\n', ''), length(substring(dl.body FROM $2::int + 1 FOR $3::int)) "
+         "E'\\n', ''), length(substring(dl.body FROM $2::int + 1 FOR $3::int)), g.vhost "
          "FROM {s}.gate g JOIN {s}.job j ON j.id = g.job_id "
          "LEFT JOIN {s}.dead_letter dl ON dl.gate_id = g.id WHERE g.id = $1::int8"},
     /* $1 gate id: locks the gate so that it is settled once. */
@@ -274,7 +275,7 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
         {"gate_answer",
          "WITH g AS (UPDATE {s}.gate SET answer = $2::text, answered_by = $3::text, "
          "answered_at = now(), claimed_by = NULL, claimed_at = NULL "
-         "WHERE id = $1::int8 AND answer IS NULL RETURNING id, job_id, kind), "
+         "WHERE id = $1::int8 AND answer IS NULL RETURNING id, job_id, kind, vhost), "
          "j AS (UPDATE {s}.job SET "
          "state = CASE $2::text WHEN 'retry' THEN 'ready' WHEN 'dismiss' THEN 'failed' "
          "ELSE 'succeeded' END, "
@@ -287,8 +288,11 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "'kind', g.kind, 'choice', $2::text, 'outcome', $4::text, 'by', $3::text) "
          "|| CASE WHEN $5::text IS NULL THEN '{}'::jsonb "
          "ELSE jsonb_build_object('note', $5::text) END "
+         "|| CASE WHEN g.vhost IS NULL THEN '{}'::jsonb "
+         "ELSE jsonb_build_object('vhost', g.vhost) END "
          "FROM g JOIN j ON j.id = g.job_id RETURNING seq, at) "
-         "SELECT g.id, (SELECT seq FROM ev), (SELECT " MS("at") " FROM ev), g.job_id FROM g"},
+         "SELECT g.id, (SELECT seq FROM ev), (SELECT " MS("at") " FROM ev), g.job_id, g.vhost "
+         "FROM g"},
 
     /* The OCCURRENCE rule of rp_deadletter.h is the schema's function
      * dead_letter_next_occurrence(identity, death) (migration 0006): the
@@ -310,8 +314,8 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
      * $1 identity, $2 queue, $3 origin (rendered), $4 reason (rendered),
      * $5 first death (Unix s, as text) or NULL, $6 headers, $7 properties
      * (JSON text), $8 body (bytea), $9 body_truncated ('t'/'f'), $10 job
-     * payload, $11 gate question, $12 ledger payload, $13 death; $14 the
-     * project (one text). No identity twice in one set (the caller splits a
+     * payload, $11 gate question, $12 ledger payload, $13 death, $14 vhost
+     * (migration 0015); $15 the project (one text). No identity twice in one set (the caller splits a
      * batch into rounds: rp_pg_park.c).
      * Per dead letter, the dead_letter row first, only when the OCCURRENCE
      * rule opens one: an identity with no rows takes occurrence 1 from one
@@ -336,9 +340,9 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
         {"park_set",
          "WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], "
          "$5::text[], $6::text[], $7::text[], $8::bytea[], $9::text[], $10::text[], $11::text[], "
-         "$12::text[], $13::text[]) WITH ORDINALITY AS u(identity, queue, origin, reason, "
-         "first_death, headers, props, body, truncated, job_payload, question, ledger_payload, "
-         "death, ord)), "
+         "$12::text[], $13::text[], $14::text[]) WITH ORDINALITY AS u(identity, queue, origin, "
+         "reason, first_death, headers, props, body, truncated, job_payload, question, "
+         "ledger_payload, death, vhost, ord)), "
          "ids AS (SELECT u.*, o AS occurrence, nextval({job_seq}) AS job_id, "
          "nextval({gate_seq}) AS gate_id, nextval({ledger_seq}) AS seq FROM u, "
          "LATERAL (SELECT CASE WHEN NOT EXISTS (SELECT FROM {s}.dead_letter d "
@@ -347,19 +351,21 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "WHERE o IS NOT NULL ORDER BY u.ord), "
          "dl AS (INSERT INTO {s}.dead_letter (identity, death, occurrence, job_id, gate_id, "
          "queue, origin_queue, reason, first_death_at, headers, properties, body, "
-         "body_truncated) "
+         "body_truncated, vhost) "
          "SELECT identity, death, occurrence, job_id, gate_id, queue, origin, reason, "
-         "to_timestamp(first_death::int8), headers::jsonb, props::jsonb, body, truncated::bool "
+         "to_timestamp(first_death::int8), headers::jsonb, props::jsonb, body, truncated::bool, "
+         "vhost "
          "FROM ids ORDER BY ord ON CONFLICT (identity, death) DO NOTHING RETURNING job_id), "
          "n AS (SELECT ids.* FROM ids JOIN dl ON dl.job_id = ids.job_id), "
          "j AS (INSERT INTO {s}.job (id, project_id, kind, state, payload) "
-         "SELECT job_id, $14::text, '" RP_PG_BUS_JOB_KIND "', 'awaiting_human', "
+         "SELECT job_id, $15::text, '" RP_PG_BUS_JOB_KIND "', 'awaiting_human', "
          "job_payload::jsonb FROM n ORDER BY ord RETURNING id), "
          "g AS (INSERT INTO {s}.gate (id, job_id, kind, question, choices, queue, origin_queue, "
-         "reason) SELECT gate_id, job_id, 'bus_dead_lettered', question, "
-         "ARRAY['replay', 'dismiss'], queue, origin, reason FROM n ORDER BY ord RETURNING id), "
+         "reason, vhost) SELECT gate_id, job_id, 'bus_dead_lettered', question, "
+         "ARRAY['replay', 'dismiss'], queue, origin, reason, vhost FROM n ORDER BY ord "
+         "RETURNING id), "
          "ev AS (INSERT INTO {s}.ledger (seq, kind, project_id, payload) OVERRIDING SYSTEM VALUE "
-         "SELECT seq, 'QueueReaped', $14::text, ledger_payload::jsonb FROM n ORDER BY ord "
+         "SELECT seq, 'QueueReaped', $15::text, ledger_payload::jsonb FROM n ORDER BY ord "
          "RETURNING seq, at) "
          "SELECT n.ord, ev.seq, " MS("ev.at") ", n.job_id, n.gate_id FROM n "
          "JOIN ev ON ev.seq = n.seq ORDER BY n.ord"},

@@ -117,9 +117,9 @@ void rp_ctl_print_gates(FILE *f, const json_t *r, long long now_ms) {
         if (json_integer_value(json_object_get(r, "total")) > 0) rp_ctl_print_page(f, r, 0);
         return;
     }
-    static const char *const head[] = {"GATE", "KIND", "PROJECT", "QUEUE", "ORIGIN", "REASON",
-                                       "AGE", "CHOICES", "STATE"};
-    rp_table *t = rp_table_new(9, head);
+    static const char *const head[] = {"GATE",   "KIND",   "PROJECT", "VHOST", "QUEUE",
+                                       "ORIGIN", "REASON", "AGE",     "CHOICES", "STATE"};
+    rp_table *t = rp_table_new(10, head);
     if (t == NULL) return;
     size_t i;
     json_t *g;
@@ -158,9 +158,19 @@ void rp_ctl_print_gates(FILE *f, const json_t *r, long long now_ms) {
         char id[24];
         snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(g, "id")));
         /* origin and reason come from message headers: already quoted and
-         * cut by reaperd; the table escapes any control character. */
-        const char *row[] = {id, rp_str(g, "kind"), rp_str(g, "project"), rp_str(g, "queue"),
-                             rp_str(g, "origin_queue"), rp_str(g, "reason"), age, choices, state};
+         * cut by reaperd; the table escapes any control character. The
+         * vhost is "-" for a gate without a dead letter (and from a
+         * reaperd that does not say it). */
+        const char *row[] = {id,
+                             rp_str(g, "kind"),
+                             rp_str(g, "project"),
+                             rp_str(g, "vhost"),
+                             rp_str(g, "queue"),
+                             rp_str(g, "origin_queue"),
+                             rp_str(g, "reason"),
+                             age,
+                             choices,
+                             state};
         rp_table_add(t, row);
     }
     rp_table_print(t, f, "");

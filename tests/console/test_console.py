@@ -82,15 +82,15 @@ def plant(queue, origin, reason, body):
         "WITH j AS (INSERT INTO job (project_id, kind, state, attempts, max_attempts, payload)"
         " VALUES ('bus', 'bus.dead_letter', 'awaiting_human', 0, 1, '{\"vhost\": \"/\"}')"
         " RETURNING id),"
-        " g AS (INSERT INTO gate (job_id, kind, question, choices, queue, origin_queue, reason)"
-        " SELECT id, 'bus_dead_lettered', 'replay or dismiss?', ARRAY['replay', 'dismiss'],"
-        f" {lit(queue)}, {lit(json.dumps(origin))}, {lit(json.dumps(reason))}"
+        " g AS (INSERT INTO gate (job_id, kind, question, choices, queue, origin_queue, reason,"
+        " vhost) SELECT id, 'bus_dead_lettered', 'replay or dismiss?', ARRAY['replay', 'dismiss'],"
+        f" {lit(queue)}, {lit(json.dumps(origin))}, {lit(json.dumps(reason))}, '/'"
         " FROM j RETURNING id, job_id)"
         " INSERT INTO dead_letter (identity, death, job_id, gate_id, queue, origin_queue, reason,"
-        f" headers, properties, body) SELECT {lit('id:' + queue + body[:8] + str(time.time()))},"
+        f" headers, properties, body, vhost) SELECT {lit('id:' + queue + body[:8] + str(time.time()))},"
         f" 'd1', job_id, id, {lit(queue)}, {lit(json.dumps(origin))}, {lit(json.dumps(reason))},"
         f" {lit(json.dumps(headers))}, {lit(json.dumps(props))},"
-        f" convert_to({lit(body)}, 'UTF8') FROM g RETURNING gate_id"))
+        f" convert_to({lit(body)}, 'UTF8'), '/' FROM g RETURNING gate_id"))
 
 
 BULK = 1200
@@ -106,9 +106,9 @@ def plant_many(n, origin, reason):
          " ARRAY['replay', 'dismiss'], now() - interval '2 hours', 'vibey.bulk.dlq',"
          f" {lit(json.dumps(origin))}, {lit(json.dumps(reason))} FROM j RETURNING id, job_id)"
          " INSERT INTO dead_letter (identity, death, job_id, gate_id, queue, origin_queue, reason,"
-         " headers, properties, body) SELECT 'id:bulk-' || id, 'd1', job_id, id, 'vibey.bulk.dlq',"
+         " headers, properties, body, vhost) SELECT 'id:bulk-' || id, 'd1', job_id, id, 'vibey.bulk.dlq',"
          f" {lit(json.dumps(origin))}, {lit(json.dumps(reason))}, '{{}}', '{{}}',"
-         " convert_to('{}', 'UTF8') FROM g")
+         " convert_to('{}', 'UTF8'), '/' FROM g")
 
 
 def console_get(url, auth=None):
@@ -237,6 +237,11 @@ def main():
         b.wait("document.querySelectorAll('#gates tbody tr').length === 3", what="three gate rows",
                show="document.getElementById('problem').textContent")
         assert sorted(gate_rows(b)) == sorted(str(g) for g in (plain1, plain2, hostile))
+        # Each gate says its vhost (issue #19), in its own column.
+        heads = b.eval("[...document.querySelectorAll('#gates thead th')].map(c => c.textContent)")
+        assert heads[2] == "vhost", heads
+        vhosts = b.eval("[...document.querySelectorAll('#gates tbody tr')].map(r => r.cells[2].textContent)")
+        assert vhosts == ["/", "/", "/"], vhosts
         groups = b.eval("[...document.querySelectorAll('#groups tbody tr')]"
                         ".map(r => [...r.cells].slice(0, 3).map(c => c.textContent))")
         assert ["\"vibey.orders\"", "\"rejected\"", "2"] in groups, groups

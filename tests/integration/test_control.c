@@ -506,11 +506,11 @@ static long long plant_dead_letter(const char *identity, const char *body_sql, b
                 " 'replay or dismiss?', ARRAY['replay', 'dismiss'], %s, 'vibey.orders.dlq',"
                 " '\"vibey.orders\"', '\"rejected\"' FROM j RETURNING id, job_id)"
                 " INSERT INTO dead_letter (identity, death, job_id, gate_id, queue, origin_queue,"
-                " reason, headers, properties, body) SELECT '%s', 'd1', job_id, id,"
+                " reason, headers, properties, body, vhost) SELECT '%s', 'd1', job_id, id,"
                 " 'vibey.orders.dlq', '\"vibey.orders\"', '\"rejected\"',"
                 " '{\"x-death\": [{\"count\": 2, \"reason\": \"rejected\", \"queue\": \"vibey.orders\","
                 " \"exchange\": \"\"}], \"x-first-death-queue\": \"vibey.orders\"}',"
-                " '{\"content_type\": \"text/plain\", \"delivery_mode\": 2}', %s FROM g"
+                " '{\"content_type\": \"text/plain\", \"delivery_mode\": 2}', %s, '/' FROM g"
                 " RETURNING gate_id",
                 answered ? "'dismiss', 'ops', now()" : "NULL, NULL, NULL", identity, body_sql);
 }

@@ -350,8 +350,8 @@ static void test_next_occurrence_reads_its_own_schema(void **state) {
                "g AS (INSERT INTO gate (job_id, kind, question, choices) SELECT id, "
                "'bus_dead_lettered', 'q', ARRAY['replay', 'dismiss'] FROM j RETURNING id, job_id) "
                "INSERT INTO dead_letter (identity, death, job_id, gate_id, queue, origin_queue, "
-               "reason, headers, properties, body) SELECT 'id:%2F/q/m', '1700000000/1', job_id, id, "
-               "'q.dlq', '\"q\"', '\"rejected\"', '{}', '{}', '' FROM g"),
+               "reason, headers, properties, body, vhost) SELECT 'id:%2F/q/m', '1700000000/1', "
+               "job_id, id, 'q.dlq', '\"q\"', '\"rejected\"', '{}', '{}', '', '/' FROM g"),
         "");
     char *v;
     snprintf(sql, sizeof sql, "SELECT %s.dead_letter_next_occurrence('id:%%2F/q/m', '1700000000/1')",
@@ -430,6 +430,45 @@ static void test_migrate_copies_gate_filters(void **state) {
     free(v);
 }
 
+/* Version 15: every existing dead letter and its gate take the vhost of
+ * the dead letter's identity, of either form ("id:" and "sha256:"), with
+ * ESC undone ("%2F" is "/", "%25" is "%", a UTF-8 byte each "%XX"); a gate
+ * without a dead letter keeps it NULL; and the column is required after. */
+static void test_migrate_v15_names_the_vhost(void **state) {
+    fixture *f = *state;
+    migrate_before(f, "dead_letter_vhost");
+    assert_string_equal(
+        run(f, "INSERT INTO job (id, project_id, kind, state) SELECT g, 'bus', 'bus.dead_letter', "
+               "'awaiting_human' FROM generate_series(1, 4) g;"
+               "INSERT INTO job (id, project_id, kind, state) VALUES (5, 'p', 'k', 'awaiting_human');"
+               "INSERT INTO gate (id, job_id, kind, question, choices) SELECT g, g, "
+               "'bus_dead_lettered', 'q', ARRAY['replay', 'dismiss'] FROM generate_series(1, 4) g;"
+               "INSERT INTO gate (id, job_id, kind, question, choices) VALUES "
+               "(5, 5, 'delivery_exhausted', 'q', ARRAY['retry', 'dismiss']);"
+               "INSERT INTO dead_letter (identity, death, job_id, gate_id, queue, origin_queue, "
+               "reason, headers, properties, body) VALUES "
+               "('id:%2F/a/1', 'd1', 1, 1, 'a.dlq', '\"a\"', '\"rejected\"', '{}', '{}', ''), "
+               "('sha256:tenant%2Fb%25x/00ff', 'd1', 2, 2, 'b.dlq', '\"b\"', '\"expired\"', "
+               "'{}', '{}', ''), "
+               "('id:plain/o%2Fq/m/2', 'd1', 3, 3, 'c.dlq', '\"o/q\"', '\"rejected\"', '{}', "
+               "'{}', ''), "
+               "('sha256:caf%C3%A9%20x/ab', 'd1', 4, 4, 'd.dlq', '\"d\"', '\"rejected\"', '{}', "
+               "'{}', '')"),
+        "");
+    char err[512] = "";
+    assert_int_equal(rp_pg_migrate(f->pg, f->schema, NULL, err, sizeof err), RP_OK);
+    char *v = text_of(f, "SELECT string_agg(g.id || '=' || coalesce(g.vhost, '-') || '|' || "
+                         "coalesce(dl.vhost, '-'), ' ' ORDER BY g.id) FROM gate g "
+                         "LEFT JOIN dead_letter dl ON dl.gate_id = g.id");
+    assert_string_equal(v, "1=/|/ 2=tenant/b%x|tenant/b%x 3=plain|plain 4=caf\xc3\xa9 x|caf\xc3\xa9 x "
+                           "5=-|-");
+    free(v);
+    v = text_of(f, "SELECT is_nullable FROM information_schema.columns WHERE table_schema = "
+                   "current_schema() AND table_name = 'dead_letter' AND column_name = 'vhost'");
+    assert_string_equal(v, "NO");
+    free(v);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_migrate_applies_once, setup, teardown),
@@ -439,6 +478,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_migrate_v3_upgrades_dead_letters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_next_occurrence_reads_its_own_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_copies_gate_filters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_v15_names_the_vhost, setup, teardown),
     };
     return cmocka_run_group_tests_name("migrate", tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@
 
 #include "itest.h"
 #include "pg_fixture.h"
+#include "rp_gate_look.h"
 #include "rp_park.h"
 #include "rp_pg_store_internal.h" /* the batch park: internal to the adapter */
 #include "rp_untrusted.h"
@@ -631,6 +632,81 @@ static void free_gates(rp_gate *g, size_t n) {
     free(g);
 }
 
+/* Issue 19 item 1: a dead letter and its gate say their vhost. A park of
+ * one (core's park, as the pass does) and the tap's set-based batch both
+ * write it on the dead_letter row and the gate; the gate listing and the
+ * look inside a gate give it; a gate without a dead letter has none. The
+ * vhost here needs escaping in the identity ("/" and "%"). */
+static void test_park_writes_vhost(void **state) {
+    pgfx *f = *state;
+    static const char *const vh = "tenant/b%x";
+    pgfx_expired(f, 1, "alpha", 7, 7, "1 minute");
+    rp_report r;
+    assert_int_equal(pgfx_pass(f, false, &r), RP_OK);
+    rp_report_cleanup(&r);
+    static const uint8_t body[] = "x";
+    letter l;
+    make_letter(&l, "m-vh", body, 1);
+    rp_park_site site = {vh, "vibey.orders.dlq", f->dlq};
+    rp_report_init(&r, false);
+    rp_park_outcome out = RP_PARKED_ALREADY;
+    assert_int_equal(rp_park_dead_letter(&f->ports, &site, &l.msg, false, &r, &out), RP_OK);
+    rp_report_cleanup(&r);
+    assert_int_equal(out, RP_PARKED_NEW);
+    int64_t one = pgfx_i64(f, "SELECT gate_id FROM dead_letter WHERE identity = "
+                              "'id:tenant%%2Fb%%25x/vibey.orders/m-vh'");
+    /* The batch: two of vh, one of "/" (items of two vhosts in one set). */
+    batch b;
+    make_batch(f, &b, "vb", 3, -1);
+    for (size_t i = 0; i < 2; i++) b.items[i].vhost = vh;
+    assert_int_equal(rp_pg_park_batch(f->store, b.items, b.n), RP_OK);
+    for (size_t i = 0; i < b.n; i++) assert_true(b.items[i].result.parked);
+    char *v = pgfx_text(f, "SELECT string_agg(dl.vhost || '|' || g.vhost, ' ' ORDER BY g.id) "
+                           "FROM dead_letter dl JOIN gate g ON g.id = dl.gate_id");
+    assert_string_equal(v, "tenant/b%x|tenant/b%x tenant/b%x|tenant/b%x tenant/b%x|tenant/b%x /|/");
+    free(v);
+    const rp_gate_port *gp = &f->ports.gates;
+    rp_gate *g;
+    size_t n;
+    rp_gate_query q = {.state = RP_GATE_STATE_OPEN, .limit = 10};
+    assert_int_equal(gp->list(gp->self, &q, &g, &n, NULL), RP_OK);
+    assert_int_equal(n, 5);
+    assert_string_equal(g[0].vhost, "/");
+    assert_string_equal(g[1].vhost, vh);
+    assert_int_equal(g[3].id, one);
+    assert_string_equal(g[3].vhost, vh);
+    assert_int_equal(g[4].kind, RP_GATE_DELIVERY_EXHAUSTED);
+    assert_null(g[4].vhost);
+    int64_t exhausted = g[4].id;
+    free_gates(g, n);
+    rp_gate_look_port lp;
+    rp_pg_gate_look_port(f->store, &lp);
+    rp_gate_look look;
+    assert_int_equal(lp.look(lp.self, one, 0, 16, &look), RP_OK);
+    assert_string_equal(look.gate.vhost, vh);
+    assert_string_equal(look.vhost, vh);
+    rp_gate_look_cleanup(&look);
+    assert_int_equal(lp.look(lp.self, exhausted, 0, 16, &look), RP_OK);
+    assert_null(look.gate.vhost);
+    rp_gate_look_cleanup(&look);
+    /* The GateAnswered event says the gate's vhost (ledger payload and
+     * the answer's result, for the feed); a gate without one, none. */
+    rp_answer_result a;
+    assert_int_equal(gp->answer(gp->self, one, RP_CHOICE_DISMISS, "ops", NULL, &a), RP_OK);
+    assert_true(a.committed);
+    assert_string_equal(a.vhost, vh);
+    v = pgfx_text(f, "SELECT payload->>'vhost' FROM ledger WHERE seq = %" PRId64, a.event.seq);
+    assert_string_equal(v, vh);
+    free(v);
+    assert_int_equal(gp->answer(gp->self, exhausted, RP_CHOICE_DISMISS, "ops", NULL, &a), RP_OK);
+    assert_true(a.committed);
+    assert_string_equal(a.vhost, "");
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger WHERE seq = %" PRId64
+                                 " AND NOT payload ? 'vhost'", a.event.seq),
+                     1);
+    batch_cleanup(&b);
+}
+
 static void test_gate_list(void **state) {
     pgfx *f = *state;
     int64_t alpha, beta, bus;
@@ -852,10 +928,10 @@ static void test_gate_list_total_capped(void **state) {
                  "'bus_dead_lettered', 'dead letter ' || id, ARRAY['replay', 'dismiss'] "
                  "FROM job WHERE project_id = 'cap' ORDER BY id");
     pgfx_exec(f, "INSERT INTO dead_letter (identity, death, occurrence, job_id, gate_id, queue, "
-                 "origin_queue, reason, headers, properties, body) SELECT 'cap-' || g.id, "
+                 "origin_queue, reason, headers, properties, body, vhost) SELECT 'cap-' || g.id, "
                  "'cap.origin|x', 1, g.job_id, g.id, 'cap.dlq', '\"cap.origin\"', CASE WHEN g.id = "
                  "(SELECT min(id) FROM gate) THEN '\"expired\"' ELSE '\"rejected\"' END, "
-                 "'{}'::jsonb, '{}'::jsonb, '\\x7b7d'::bytea FROM gate g");
+                 "'{}'::jsonb, '{}'::jsonb, '\\x7b7d'::bytea, '/' FROM gate g");
     copy_filters_to_gates(f);
     assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM gate WHERE answer IS NULL"), N);
     int64_t newest = pgfx_i64(f, "SELECT max(id) FROM gate");
@@ -1057,6 +1133,7 @@ int main(void) {
         T(test_park_batch_texts_per_item),
         T(test_park_same_message_id_two_origins),
         T(test_park_race_two_sessions),
+        T(test_park_writes_vhost),
         T(test_gate_list),
         T(test_gate_list_filters_and_pages),
         T(test_gate_list_total_capped),

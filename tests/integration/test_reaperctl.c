@@ -129,9 +129,9 @@ static void test_gates_table(void **state) {
     char *out, *err;
     assert_int_equal(ctl(&out, &err, NULL, "gates", "--project", "bus", NULL, NULL, NULL), 0);
     fprintf(stderr, "%s", out);
-    static const char *const cols[] = {"GATE", "KIND", "PROJECT", "QUEUE", "ORIGIN", "REASON",
-                                       "AGE", "CHOICES", "STATE"};
-    assert_aligned(out, cols, 9);
+    static const char *const cols[] = {"GATE",   "KIND",   "PROJECT", "VHOST",   "QUEUE",
+                                       "ORIGIN", "REASON", "AGE",     "CHOICES", "STATE"};
+    assert_aligned(out, cols, 10);
     assert_null(strchr(out, '\x1b'));
     assert_null(strchr(out, '\t'));
     assert_non_null(strstr(out, "\\x1b[31mred\\tx.dlq"));

@@ -148,10 +148,10 @@ static int64_t gates(const char *origin, const char *tag, int n) {
                   "gate.choices, gate.queue, gate.origin_queue, gate.reason FROM n, s, gate "
                   "WHERE gate.id = s.gate_id) "
                   "INSERT INTO dead_letter (identity, death, occurrence, job_id, gate_id, queue, "
-                  "origin_queue, reason, first_death_at, headers, properties, body) SELECT "
+                  "origin_queue, reason, first_death_at, headers, properties, body, vhost) SELECT "
                   "s.identity || '#' || n.i, s.death, 1, n.jid, n.gid, s.queue, s.origin_queue, "
                   "s.reason, s.first_death_at, s.headers, s.properties, "
-                  "convert_to('%s' || n.i, 'UTF8') FROM n, s",
+                  "convert_to('%s' || n.i, 'UTF8'), s.vhost FROM n, s",
                   g0, n, tag);
     return g0;
 }

@@ -104,6 +104,68 @@ static void answer_replay(long gate) {
     json_decref(j);
 }
 
+/* `reaperctl gates --project bus` (with --json when json) over the one
+ * control queue: its output. */
+static char *ctl_gates(bool json) {
+    char env_control[160];
+    snprintf(env_control, sizeof env_control, "REAPER_BROKER_CONTROL_QUEUE=%s", T.control);
+    char *argv[] = {(char *)itest_env("REAPERCTL"), "gates", "--project", "bus",
+                    json ? "--json" : NULL, NULL};
+    char *env[] = {env_control, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = rp_run_capture(argv, env, &out, &err);
+    if (rc != 0) fail_msg("reaperctl gates: %d\n%s%s", rc, out ? out : "", err ? err : "");
+    free(err);
+    return out;
+}
+
+/* Issue 19 item 1: B's gates say B, in the rows, in `reaperctl gates`
+ * (the VHOST column) and in its JSON (`vhost`). */
+static void assert_gates_say_vhost(const char *vhost, const char *origin, long n) {
+    assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter d JOIN gate g ON g.id = d.gate_id "
+                              "WHERE d.vhost = '%s' AND g.vhost = '%s' AND d.origin_queue = '\"%s\"'",
+                              vhost, vhost, origin),
+                     n);
+    char *out = ctl_gates(true);
+    json_t *j = json_loads(out, 0, NULL);
+    assert_non_null(j);
+    long seen = 0;
+    size_t i;
+    json_t *g;
+    char shown[200];
+    snprintf(shown, sizeof shown, "\"%s\"", origin);
+    json_array_foreach(json_object_get(j, "gates"), i, g) {
+        const char *o = json_string_value(json_object_get(g, "origin_queue"));
+        if (o == NULL || strcmp(o, shown) != 0) continue;
+        const char *v = json_string_value(json_object_get(g, "vhost"));
+        assert_non_null(v);
+        assert_string_equal(v, vhost);
+        seen++;
+    }
+    assert_int_equal(seen, n);
+    json_decref(j);
+    free(out);
+    out = ctl_gates(false);
+    const char *head = strstr(out, "VHOST");
+    assert_non_null(head);
+    /* Every row of B's origin shows B under VHOST. */
+    long rows = 0;
+    for (const char *l = out; l != NULL && *l != '\0';) {
+        const char *end = strchr(l, '\n');
+        size_t len = end ? (size_t)(end - l) : strlen(l);
+        char *line = strndup(l, len);
+        if (line != NULL && strstr(line, shown) != NULL) {
+            assert_true(len > (size_t)(head - out));
+            assert_int_equal(strncmp(line + (head - out), vhost, strlen(vhost)), 0);
+            rows++;
+        }
+        free(line);
+        l = end ? end + 1 : NULL;
+    }
+    assert_int_equal(rows, n);
+    free(out);
+}
+
 /* A line of reaperd's log holding every needle. */
 static bool log_line_has(const char *a, const char *b) {
     for (const char *l = T.reaperd->log; l != NULL && *l != '\0';) {
@@ -144,6 +206,7 @@ static void test_vhosts_each_parked_with_its_vhost(void **state) {
     assert_int_equal(parked_in(vh_b, work_b), 5);
     /* Once each, with B in the job, the gate's look and the identity. */
     assert_int_equal(rows_in(vh_b), 5);
+    assert_gates_say_vhost(vh_b, work_b, 5);
     /* B's tap acked them all; the broker's dead-letter queue keeps its
      * copies. */
     amqp_connection_state_t cb = mt_amqp(vh_b);

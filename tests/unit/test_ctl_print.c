@@ -69,8 +69,9 @@ static void test_escaped(void **state) {
 
 static void test_gates_table(void **state) {
     (void)state;
-    json_t *r = json_pack("{s:[{s:i, s:s, s:s, s:s, s:s, s:s, s:[s,s], s:s, s:s}]}", "gates", "id",
-                          7, "kind", "bus_dead_lettered", "project", "p\x1b]0;title\x07",
+    json_t *r = json_pack("{s:[{s:i, s:s, s:s, s:s, s:s, s:s, s:[s,s], s:s, s:s, s:s}]}", "gates",
+                          "id", 7, "kind", "bus_dead_lettered", "project", "p\x1b]0;title\x07",
+                          "vhost", "tenant/\x1b[2Jb",
                           "queue", "vibey.q\x1b[2J.dlq", "origin_queue", "\"vibey.q\rX\"",
                           "reason", "\"rejected\x1b[31m\"", "choices", "replay", "dismiss",
                           "answer", "dismiss", "answered_by", "eve\r\nroot");
@@ -84,6 +85,9 @@ static void test_gates_table(void **state) {
     assert_non_null(strstr(buf, "vibey.q\\x1b[2J.dlq"));
     assert_non_null(strstr(buf, "\"vibey.q\\rX\""));
     assert_non_null(strstr(buf, "eve\\r\\nroot"));
+    /* The VHOST column (issue #19), escaped like the others. */
+    assert_non_null(strstr(buf, "VHOST"));
+    assert_non_null(strstr(buf, "tenant/\\x1b[2Jb"));
     free(buf);
     json_decref(r);
 }

@@ -87,7 +87,16 @@ static void test_answer_event(void **state) {
     assert_string_equal(m.routing_key, "gate.delivery_exhausted.retried");
     b = body_json(&m, RP_ENC_MSGPACK);
     assert_string_equal(json_string_value(json_object_get(b, "by")), "ops");
+    assert_null(json_object_get(b, "vhost")); /* a gate without one: absent */
     json_decref(b);
+    /* A dead-letter gate's vhost (issue #19), in both encodings. */
+    a.vhost = "tenant/b";
+    for (int e = 0; e < RP_ENC_COUNT_; e++) {
+        assert_int_equal(rp_proto_encode_event(&ev, (rp_encoding)e, &m), RP_OK);
+        b = body_json(&m, (rp_encoding)e);
+        assert_string_equal(json_string_value(json_object_get(b, "vhost")), "tenant/b");
+        json_decref(b);
+    }
     rp_proto_event_msg_cleanup(&m);
 }
 

@@ -133,6 +133,7 @@ static void gates_two(rp_gate g[2]) {
     g[1].queue = dup("vibey.orders.dlq");
     g[1].origin_queue = dup("vibey.orders");
     g[1].reason = dup("rejected");
+    g[1].vhost = dup("/");
 }
 
 /* Two open dead-letter gates under a replay claim: a live one, a stale one. */
@@ -157,6 +158,7 @@ static void gates_replaying(rp_gate g[2]) {
         g[i].queue = dup("vibey.orders.dlq");
         g[i].origin_queue = dup("vibey.orders");
         g[i].reason = dup(reasons[i]);
+        g[i].vhost = dup("tenant/b");
         g[i].claim = claim[i];
         g[i].claimed_by = dup(claimers[i]);
         g[i].claimed_at = since[i];

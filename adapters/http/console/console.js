@@ -158,7 +158,7 @@ function renderGroups(fg) {
 // capped: the reply's total_capped (more than total match: shown "10,000+").
 function renderGates(total, capped) {
   const rows = lastGates.map((g) => {
-    const tr = row([g.id, g.kind, g.queue, g.origin_queue, g.reason, age(g.created_at)], "pick");
+    const tr = row([g.id, g.kind, g.vhost, g.queue, g.origin_queue, g.reason, age(g.created_at)], "pick");
     tr.dataset.gate = String(g.id);
     if (openGate === g.id) tr.classList.add("chosen");
     tr.addEventListener("click", () => openDetail(g.id));
