@@ -467,6 +467,21 @@ static void test_migrate_v15_names_the_vhost(void **state) {
                    "current_schema() AND table_name = 'dead_letter' AND column_name = 'vhost'");
     assert_string_equal(v, "NO");
     free(v);
+    /* A reaperd older than version 15, still parking during the rollout,
+     * names no vhost: the row takes its identity's, and the park succeeds. */
+    assert_string_equal(
+        run(f, "INSERT INTO job (id, project_id, kind, state) VALUES (6, 'bus', "
+               "'bus.dead_letter', 'awaiting_human');"
+               "INSERT INTO gate (id, job_id, kind, question, choices) VALUES "
+               "(6, 6, 'bus_dead_lettered', 'q', ARRAY['replay', 'dismiss']);"
+               "INSERT INTO dead_letter (identity, death, job_id, gate_id, queue, origin_queue, "
+               "reason, headers, properties, body) VALUES "
+               "('sha256:old%2Fpod/ab', 'd1', 6, 6, 'e.dlq', '\"e\"', '\"rejected\"', '{}', "
+               "'{}', '')"),
+        "");
+    v = text_of(f, "SELECT vhost FROM dead_letter WHERE job_id = 6");
+    assert_string_equal(v, "old/pod");
+    free(v);
 }
 
 int main(void) {

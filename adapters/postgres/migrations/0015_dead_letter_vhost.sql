@@ -23,13 +23,18 @@
 -- row version each: the tables grow until vacuumed) and holds their row
 -- locks to the end.
 --
--- dead_letter.vhost is required: a reaperd older than this version, still
--- running beside a migrated schema during a rollout, fails its parks (the
--- tap keeps the dead letters unacked and retries the store, so nothing is
--- lost) until it is replaced.
+-- dead_letter.vhost is required. A reaperd older than this version still
+-- runs beside the migrated schema during a rollout (the chart migrates in
+-- the new pod's init container while the old pods park): its park names no
+-- vhost, so a trigger takes it from the identity, as the fill below does,
+-- and the old pod's parks go on. Its gates keep a NULL vhost (shown empty)
+-- until answered; the trigger runs only when a park names no vhost, so a
+-- park of this version pays only its WHEN test.
 
--- ESC() undone: %XX to its byte, as text (a vhost is UTF-8).
-CREATE FUNCTION pg_temp.rp_unesc(e text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+-- ESC() undone: %XX to its byte, as text (a vhost is UTF-8). Kept: the
+-- trigger below uses it.
+CREATE FUNCTION dead_letter_unescape(e text) RETURNS text LANGUAGE plpgsql IMMUTABLE
+    SET search_path FROM CURRENT AS $$
 DECLARE
     out_bytes bytea := ''::bytea;
     i int := 1;
@@ -52,22 +57,32 @@ $$;
 
 -- The vhost of an identity: the default vhost "/" (ESC: "%2F") and a vhost
 -- with nothing escaped are read without the function.
-CREATE FUNCTION pg_temp.rp_identity_vhost(identity text) RETURNS text
-LANGUAGE sql IMMUTABLE AS $$
+CREATE FUNCTION dead_letter_identity_vhost(identity text) RETURNS text
+LANGUAGE sql IMMUTABLE SET search_path FROM CURRENT AS $$
     SELECT CASE WHEN e IS NULL THEN '/'
                 WHEN e = '%2F' THEN '/'
                 WHEN position('%' IN e) = 0 THEN e
-                ELSE pg_temp.rp_unesc(e) END
+                ELSE dead_letter_unescape(e) END
     FROM (SELECT substring(identity FROM '^(?:id|sha256):([^/]*)/') AS e) AS s
 $$;
 
 ALTER TABLE dead_letter ADD COLUMN vhost text;
 ALTER TABLE gate ADD COLUMN vhost text;
 
-UPDATE dead_letter SET vhost = pg_temp.rp_identity_vhost(identity);
+UPDATE dead_letter SET vhost = dead_letter_identity_vhost(identity);
 UPDATE gate g SET vhost = dl.vhost FROM dead_letter dl WHERE dl.gate_id = g.id;
 
 ALTER TABLE dead_letter ALTER COLUMN vhost SET NOT NULL;
 
-DROP FUNCTION pg_temp.rp_identity_vhost(text);
-DROP FUNCTION pg_temp.rp_unesc(text);
+-- A park that names no vhost (a reaperd older than this version).
+CREATE FUNCTION dead_letter_vhost_fill() RETURNS trigger LANGUAGE plpgsql
+    SET search_path FROM CURRENT AS $$
+BEGIN
+    NEW.vhost := dead_letter_identity_vhost(NEW.identity);
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER dead_letter_vhost_fill BEFORE INSERT ON dead_letter
+    FOR EACH ROW WHEN (NEW.vhost IS NULL)
+    EXECUTE FUNCTION dead_letter_vhost_fill();
