@@ -4,7 +4,9 @@
 # the sweeps (management listings, policy writes, counted by a proxy in
 # front of the management API) not multiplied by the replica count.
 rp_integration_test(test_reaperd_replicas_fleet SOURCES integration/test_reaperd_replicas_fleet.c
-  integration/tap_common.c integration/itest.c LIBS reaper::core PkgConfig::PQ Threads::Threads)
+  integration/tap_common.c integration/itest.c integration/test_mgmt_common.c
+  LIBS reaper::core reaper::management PkgConfig::PQ PkgConfig::JANSSON PkgConfig::CURL
+  PkgConfig::EVENT Threads::Threads)
 set_property(TEST test_reaperd_replicas_fleet APPEND PROPERTY LABELS broker)
 # It clears reaper's policies on the broker and counts their writes: nothing
 # else may run then.
