@@ -22,8 +22,9 @@ static bool rp_is_own_queue(const rp__pass *p, const char *name) {
  * Reaper's own queues (control, tap) are neither, and reapers_own: not
  * work to judge, not dead letters to backfill. Every other queue is a work
  * queue, owned or foreign (issue 18 item 5). */
-static rp_status rp_classify(rp__pass *p, rp_queue_facts *q) {
+static rp_status rp_classify_as(const rp__pass *p, rp_queue_facts *q, bool *unmatched) {
     bool dlq = false, owned = false;
+    *unmatched = false;
     if (rp_is_own_queue(p, q->name)) {
         q->is_dead_letter_queue = false;
         q->owned = false;
@@ -43,14 +44,21 @@ static rp_status rp_classify(rp__pass *p, rp_queue_facts *q) {
     if (mst == RP_ERR_NOMEM) return mst;
     if (mst != RP_OK) {
         dlq = owned = false;
-        rp_status st = rp__pass_note(p, "queue %s on vhost %s: its name could not be matched "
-                                        "against the patterns; left alone",
-                                     q->name ? q->name : "?", q->vhost ? q->vhost : "?");
-        if (st != RP_OK) return st;
+        *unmatched = true;
     }
     q->is_dead_letter_queue = dlq;
     q->owned = owned;
     return RP_OK;
+}
+
+static rp_status rp_classify(rp__pass *p, rp_queue_facts *q) {
+    bool unmatched = false;
+    rp_status st = rp_classify_as(p, q, &unmatched);
+    if (st == RP_OK && unmatched)
+        st = rp__pass_note(p, "queue %s on vhost %s: its name could not be matched against the "
+                              "patterns; left alone",
+                           q->name ? q->name : "?", q->vhost ? q->vhost : "?");
+    return st;
 }
 
 static rp_status rp_note_queue(rp__pass *p, const rp_queue_facts *q, rp_queue_note note) {
@@ -111,6 +119,11 @@ static rp_status rp_add_target(rp__pass *p, const rp_queue_facts *q) {
 /* For rp_pass_routes.c and rp_pass_stalled.c (rp_pass_internal.h). */
 rp_status rp__pass_classify(rp__pass *p, rp_queue_facts *q) { return rp_classify(p, q); }
 
+rp_status rp__pass_classify_quiet(const rp__pass *p, rp_queue_facts *q) {
+    bool unmatched = false;
+    return rp_classify_as(p, q, &unmatched);
+}
+
 bool rp__pass_is_own_queue(const rp__pass *p, const char *name) { return rp_is_own_queue(p, name); }
 
 rp_status rp__pass_keep_queue(rp__pass *p, const char *vhost, const char *name) {
@@ -127,6 +140,11 @@ bool rp__pass_has_target(const rp__pass *p, const char *vhost, const char *name)
 }
 
 rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *listed, bool backfill) {
+    return rp__pass_judge_sampled(p, listed, backfill, NULL);
+}
+
+rp_status rp__pass_judge_sampled(rp__pass *p, const rp_queue_facts *listed, bool backfill,
+                                 const rp__sampled *pre) {
     if (listed->vhost == NULL || listed->name == NULL)
         return rp__pass_note(p, "a queue without a name or vhost was listed; left alone");
     rp_queue_facts q = *listed;
@@ -167,7 +185,7 @@ rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *listed, bool b
         rp_verdict_cleanup(&v);
     }
     /* Intake above drain over the window (issue 18 item 3, DIVERGENT). */
-    if (st == RP_OK) st = rp__pass_divergent_queue(p, &q);
+    if (st == RP_OK) st = rp__pass_divergent_queue(p, &q, pre);
     /* A limit at which the broker would drop a message (no dead-letter
      * exchange) is its own sighting, beside whatever else holds. */
     if (st == RP_OK) {
@@ -195,10 +213,14 @@ static rp_status rp_list_pages(rp__pass *p, rp_queue_listing *keep) {
         /* Kept before judging: the page is lent until the port's next
          * call, and judging a queue may call the port. */
         rp_queue_listing_add(keep, pg.policy, pg.n);
-        for (size_t i = 0; i < pg.n; i++) {
-            rp_status st = rp__pass_judge_queue(p, &pg.queues[i], true);
-            if (st != RP_OK) return st;
-        }
+        /* The page's owned queues' counters in one store call (issue 19
+         * item 5), then each queue judged with its own. */
+        rp__sampled *pre = NULL;
+        rp_status st = rp__pass_divergent_page(p, pg.queues, pg.n, &pre);
+        for (size_t i = 0; i < pg.n && st == RP_OK; i++)
+            st = rp__pass_judge_sampled(p, &pg.queues[i], true, pre ? &pre[i] : NULL);
+        free(pre);
+        if (st != RP_OK) return st;
         /* An empty page ends the listing even when the adapter forgot to say
          * so, so that a broken adapter cannot keep the pass going forever. */
         if (pg.last || pg.n == 0) {

@@ -1,5 +1,7 @@
 /* Issue 18 item 3, the job table half of a pass: per (project, kind),
- * intake against completions over the window (rp_judge_divergent.h). */
+ * intake against completions over the window (rp_judge_divergent.h); and
+ * the broker half: an owned work queue's publish and ack counters sampled
+ * into the store, one store call per listed page (issue 19 item 5). */
 #include <stdlib.h>
 
 #include "rp_judge_divergent.h"
@@ -50,16 +52,69 @@ bool rp__pass_divergent_sampled(const rp__pass *p, const char *subject) {
            !rp__strs_has(&p->divergent_unread, subject);
 }
 
-rp_status rp__pass_divergent_queue(rp__pass *p, const rp_queue_facts *q) {
+/* Whether the classified queue q has its counters sampled (an owned work
+ * queue), and whether they can be read (counts and statistics known). */
+static bool rp_samples(const rp_queue_facts *q) {
+    return q->owned && !q->is_dead_letter_queue && q->type != RP_QUEUE_TYPE_STREAM;
+}
+
+static bool rp_readable(const rp_queue_facts *q) { return q->counts_known && q->stats_known; }
+
+rp_status rp__pass_divergent_page(rp__pass *p, const rp_queue_facts *queues, size_t n,
+                                  rp__sampled **out) {
+    *out = NULL;
     const rp_store_port *s = &p->ports->store;
-    if (s->sample_queue_counters == NULL || !q->owned || q->is_dead_letter_queue ||
-        q->type == RP_QUEUE_TYPE_STREAM)
+    if (p->targeted || n == 0 || s->sample_queue_counters == NULL ||
+        s->sample_queue_counters_many == NULL)
         return RP_OK;
+    rp__sampled *pre = calloc(n, sizeof *pre);
+    rp_queue_counter_reading *rd = calloc(n, sizeof *rd);
+    size_t *at = calloc(n, sizeof *at);
+    rp_queue_rates *rates = calloc(n, sizeof *rates);
+    rp_status st = pre && rd && at && rates ? RP_OK : RP_ERR_NOMEM;
+    size_t m = 0;
+    for (size_t i = 0; i < n && st == RP_OK; i++) {
+        if (queues[i].vhost == NULL || queues[i].name == NULL) continue;
+        rp_queue_facts q = queues[i];
+        st = rp__pass_classify_quiet(p, &q);
+        if (st != RP_OK || !rp_samples(&q) || !rp_readable(&q)) continue;
+        rd[m] = (rp_queue_counter_reading){
+            .vhost = q.vhost,
+            .name = q.name,
+            .published_total = q.published_total,
+            .acked_total = q.acked_total,
+            .read_at = p->now,
+            .window_seconds = p->opt->thresholds.divergence_window_seconds,
+        };
+        at[m++] = i;
+    }
+    if (st == RP_OK && m > 0) {
+        rp_status sst = s->sample_queue_counters_many(s->self, rd, m, rates);
+        for (size_t k = 0; k < m; k++) {
+            pre[at[k]].tried = true;
+            pre[at[k]].st = sst;
+            pre[at[k]].rates = sst == RP_OK ? rates[k] : (rp_queue_rates){0};
+        }
+    }
+    free(rd);
+    free(at);
+    free(rates);
+    if (st != RP_OK || m == 0) {
+        free(pre);
+        return st;
+    }
+    *out = pre;
+    return RP_OK;
+}
+
+rp_status rp__pass_divergent_queue(rp__pass *p, const rp_queue_facts *q, const rp__sampled *pre) {
+    const rp_store_port *s = &p->ports->store;
+    if (s->sample_queue_counters == NULL || !rp_samples(q)) return RP_OK;
     char *subject = NULL;
     rp_status st = rp_object_queue(q->vhost, q->name, &subject);
     if (st != RP_OK) return st;
     rp_queue_rates rates = {0};
-    if (q->counts_known && q->stats_known) {
+    if (rp_readable(q)) {
         rp_queue_counter_reading r = {
             .vhost = q->vhost,
             .name = q->name,
@@ -68,7 +123,13 @@ rp_status rp__pass_divergent_queue(rp__pass *p, const rp_queue_facts *q) {
             .read_at = p->now,
             .window_seconds = p->opt->thresholds.divergence_window_seconds,
         };
-        rp_status sst = s->sample_queue_counters(s->self, &r, &rates);
+        rp_status sst;
+        if (pre != NULL && pre->tried) { /* sampled with its page */
+            sst = pre->st;
+            rates = pre->rates;
+        } else {
+            sst = s->sample_queue_counters(s->self, &r, &rates);
+        }
         if (sst != RP_OK) {
             rates.known = false;
             st = rp__pass_note(p, "queue %s on vhost %s: its publish and ack counters could not "
@@ -79,7 +140,7 @@ rp_status rp__pass_divergent_queue(rp__pass *p, const rp_queue_facts *q) {
     if (st == RP_OK && !rates.known) st = rp__strs_add(&p->divergent_unread, subject);
     free(subject);
     /* Issue 18 item 4, broker: when its ack counter last moved. */
-    if (st == RP_OK) st = rp__pass_wedged_queue(p, q, &rates, q->counts_known && q->stats_known);
+    if (st == RP_OK) st = rp__pass_wedged_queue(p, q, &rates, rp_readable(q));
     if (st != RP_OK || !rates.known) return st;
     rp_verdict v;
     st = rp_judge_divergent_queue(q, &rates, &p->opt->thresholds, &v);

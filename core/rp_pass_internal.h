@@ -133,6 +133,29 @@ rp_status rp__pass_clear(rp__pass *p) RP_MUSTCHECK;
  * backfill. A queue read but not measured goes to p->kept. */
 rp_status rp__pass_judge_queue(rp__pass *p, const rp_queue_facts *read, bool backfill) RP_MUSTCHECK;
 
+/* A queue's counters as its page's one sampling gave them
+ * (rp__pass_divergent_page): tried false when the queue was not sampled
+ * with its page (it is then sampled on its own, if at all). */
+typedef struct rp__sampled {
+    bool tried;
+    rp_status st;          /* the page's sampling (RP_OK: rates are the store's) */
+    rp_queue_rates rates;
+} rp__sampled;
+
+/* rp__pass_judge_queue with the queue's counters already sampled with its
+ * page (pre; NULL: sampled on their own when the queue needs them). */
+rp_status rp__pass_judge_sampled(rp__pass *p, const rp_queue_facts *read, bool backfill,
+                                 const rp__sampled *pre) RP_MUSTCHECK;
+/* Issue 19 item 5: samples the counters of the owned work queues of a
+ * listed page of n queues in ONE store call (sample_queue_counters_many)
+ * and gives *out, n entries (heap, the caller frees; NULL when nothing was
+ * sampled that way: no such queue, no such port, a targeted check). The
+ * queues are classified as rp__pass_judge_queue will classify them, without
+ * its notes. A failed sampling is in each entry (the queue's note is added
+ * when it is judged, as before). RP_ERR_NOMEM. */
+rp_status rp__pass_divergent_page(rp__pass *p, const rp_queue_facts *queues, size_t n,
+                                  rp__sampled **out) RP_MUSTCHECK;
+
 /* Notes the dead-letter route of a classified queue for rp__pass_routes
  * (owned, not a dead-letter queue, a dead-letter exchange named). */
 rp_status rp__pass_add_route(rp__pass *p, const rp_queue_facts *q) RP_MUSTCHECK;
@@ -182,7 +205,8 @@ rp_status rp__pass_divergent_store(rp__pass *p) RP_MUSTCHECK;
 /* The broker's DIVERGENT step for one classified queue: its counters
  * sampled into the store, its rates over the window judged, a verdict held
  * (rp__pass_hold). */
-rp_status rp__pass_divergent_queue(rp__pass *p, const rp_queue_facts *q) RP_MUSTCHECK;
+rp_status rp__pass_divergent_queue(rp__pass *p, const rp_queue_facts *q,
+                                   const rp__sampled *pre) RP_MUSTCHECK;
 /* Whether a pass may judge (and so clear) broker DIVERGENT sightings. */
 bool rp__pass_divergent_sampled(const rp__pass *p, const char *subject);
 /* The broker's STALLED step (rp_pass_stalled.c): the channels sampled,
@@ -191,6 +215,9 @@ rp_status rp__pass_stalled_broker(rp__pass *p) RP_MUSTCHECK;
 /* Classifies q by the patterns as the listing does (owned,
  * is_dead_letter_queue, reapers_own set). */
 rp_status rp__pass_classify(rp__pass *p, rp_queue_facts *q) RP_MUSTCHECK;
+/* The same without a note for a name the patterns cannot be matched
+ * against (it is then neither owned nor a dead-letter queue). */
+rp_status rp__pass_classify_quiet(const rp__pass *p, rp_queue_facts *q) RP_MUSTCHECK;
 
 /* The broker's WEDGED step for one owned queue as its counters were just
  * sampled (rates: what the store gave; sampled false: not read): a queue

@@ -329,6 +329,17 @@ typedef struct rp_store_port {
      * it back (a turn not held, or lost with a reconnect: nothing). */
     rp_status (*take_sweep_turn)(void *self, const char *vhost, bool *got);
     rp_status (*give_sweep_turn)(void *self, const char *vhost);
+    /* Issue 19 item 5 (may be NULL: a sweep calls sample_queue_counters per
+     * queue): sample_queue_counters for n (>= 1) readings in ONE round trip
+     * and one transaction, out[i] what sample_queue_counters would have
+     * given for r[i] had the n been sampled one after the other in order
+     * (the same locking per queue, resets, older readings, prune and
+     * window; a queue given twice: its second reading adds nothing). Every
+     * reading has the same read_at and window_seconds (RP_ERR_INVALID
+     * otherwise, or for a reading sample_queue_counters would refuse). All
+     * or nothing: on any failure out is zeroed and nothing is recorded. */
+    rp_status (*sample_queue_counters_many)(void *self, const rp_queue_counter_reading *r,
+                                            size_t n, rp_queue_rates *out);
 } rp_store_port;
 
 /* ---- Dead-letter park --------------------------------------------------- */

@@ -534,6 +534,55 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
     [RP__PG_WEDGE_RESTART_LOOP] = {"wedge_restart_loop",
                                    "UPDATE {s}.wedge_check SET looped_at = now() "
                                    "WHERE subject = $1::text"},
+    /* Issue 19 item 5: COUNTER_FIRST, COUNTER_SAMPLE and COUNTER_SUMS for a
+     * page of queues, bound as arrays (rp_pg_divergent.c): $1 vhosts, $2
+     * names (text[]), $3 published, $4 acked (int8[]), $5 read_at (ms), $6
+     * window seconds. A queue given twice is written once, from its first
+     * reading (the second, at the same read_at, would add nothing). Rows
+     * are inserted and locked in (vhost, queue) order, so that two replicas
+     * sampling overlapping pages wait for each other instead of
+     * deadlocking. FIRST: the baselines inserted (vhost, queue). */
+    [RP__PG_COUNTER_FIRST_MANY] =
+        {"counter_first_many",
+         "INSERT INTO {s}.queue_counter (vhost, queue, published, acked, read_at, acked_at) "
+         "SELECT DISTINCT ON (v, q) v, q, p, a, $5::int8, $5::int8 "
+         "FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[]) WITH ORDINALITY "
+         "AS r(v, q, p, a, i) ORDER BY v, q, i "
+         "ON CONFLICT (vhost, queue) DO NOTHING RETURNING vhost, queue"},
+    /* COUNTER_SAMPLE's rule per queue (the same parameters): the stored
+     * readings locked, the newer readings written with their increments. */
+    [RP__PG_COUNTER_SAMPLE_MANY] =
+        {"counter_sample_many",
+         "WITH r AS (SELECT DISTINCT ON (v, q) v, q, p, a "
+         "FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[]) WITH ORDINALITY "
+         "AS r(v, q, p, a, i) ORDER BY v, q, i), "
+         "prev AS (SELECT c.vhost, c.queue, c.published, c.acked, c.read_at, r.p, r.a "
+         "FROM {s}.queue_counter c JOIN r ON c.vhost = r.v AND c.queue = r.q "
+         "ORDER BY c.vhost, c.queue FOR UPDATE OF c), "
+         "up AS (UPDATE {s}.queue_counter c SET published = prev.p, acked = prev.a, "
+         "read_at = $5::int8, acked_at = CASE WHEN (CASE WHEN prev.a >= prev.acked "
+         "THEN prev.a - prev.acked ELSE prev.a END) > 0 THEN $5::int8 ELSE c.acked_at END "
+         "FROM prev WHERE c.vhost = prev.vhost AND c.queue = prev.queue "
+         "AND $5::int8 > prev.read_at RETURNING c.vhost, c.queue, "
+         "CASE WHEN prev.p >= prev.published THEN prev.p - prev.published ELSE prev.p END "
+         "AS dp, CASE WHEN prev.a >= prev.acked THEN prev.a - prev.acked ELSE prev.a END "
+         "AS da), "
+         "ins AS (INSERT INTO {s}.queue_increment (vhost, queue, at, published, acked) "
+         "SELECT vhost, queue, " TS("$5") ", dp, da FROM up WHERE dp > 0 OR da > 0 "
+         "RETURNING 1) "
+         "SELECT count(*) FROM ins"},
+    /* $1 vhosts, $2 names (text[]), $3 now (ms), $4 window seconds: per
+     * queue in the order given, COUNTER_SUMS's three columns, in a
+     * statement of its own (the same snapshot rule). */
+    [RP__PG_COUNTER_SUMS_MANY] =
+        {"counter_sums_many",
+         "SELECT coalesce(s.p, 0)::int8, coalesce(s.a, 0)::int8, "
+         "(SELECT coalesce(c.acked_at, c.read_at) FROM {s}.queue_counter c "
+         "WHERE c.vhost = r.v AND c.queue = r.q) "
+         "FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(v, q, i) "
+         "LEFT JOIN LATERAL (SELECT sum(published) AS p, sum(acked) AS a "
+         "FROM {s}.queue_increment WHERE vhost = r.v AND queue = r.q "
+         "AND at >= " TS("$3") " - $4::int8 * interval '1 second') s ON true ORDER BY r.i"},
 };
 
 rp_status rp__pg_sql_expand(const char *text, const rp__pg_subst *sub, char **out) {

@@ -55,6 +55,9 @@ typedef enum rp__pg_stmt {
     RP__PG_WEDGE_RESTART_LIST,
     RP__PG_WEDGE_RESTART_ADD,
     RP__PG_WEDGE_RESTART_LOOP,
+    RP__PG_COUNTER_FIRST_MANY,
+    RP__PG_COUNTER_SAMPLE_MANY,
+    RP__PG_COUNTER_SUMS_MANY,
     RP__PG_STMT_COUNT_
 } rp__pg_stmt;
 
