@@ -356,41 +356,12 @@ void rp__pg_fill_park(rp_dead_letter_port *out) {
 #define RP_PARK_PLAN_SQL "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 /* A synchronous standby (synchronous_standby_names) is what makes an acked
- * dead letter survive a crash of the primary, and PostgreSQL has two ways
- * round it, both closed here:
- *  - a commit whose wait for the standby is cancelled (reaperd's own cancel
- *    when a stop's grace runs out, an operator's pg_cancel_backend) comes
- *    back as a success with a WARNING: committed on the primary alone. A
- *    segment whose results came with a WARNING is not trusted: the session
- *    is dropped and the recv fails (nothing acked; delivered again);
- *  - such a row is visible at once, so the park of the same dead letter
- *    delivered again finds it parked and commits nothing, without waiting
- *    for the standby. So before its first park each session commits a
- *    transaction of its own (an xid, so a commit record the standby must
- *    confirm: it comes after every commit the primary made before, those
- *    rows included); one that warns or fails is tried again at the next
- *    park. On a primary without a synchronous standby it costs one tiny
- *    commit per session. */
-#define RP_PARK_BARRIER_SQL "SELECT txid_current()"
-
-static rp_status rp_park_barrier(rp_pg_store *s) {
-    unsigned long gen = rp_pg_conn_generation(s->conn);
-    if (s->park_barrier_gen == gen) return RP_OK;
-    unsigned long w0 = rp_pg_conn_warnings(s->conn);
-    rp__pg_cmd k = {.stmt = -1, .sql = RP_PARK_BARRIER_SQL};
-    PGresult *r = NULL;
-    rp_status st = rp__pg_run(s, &k, 1, &r, "park_barrier", NULL);
-    if (st == RP_OK) rp__pg_clear(&r, 1);
-    if (st == RP_OK && rp_pg_conn_warnings(s->conn) != w0) {
-        RP_WARN("the park session's first commit came back with a WARNING (its wait for a "
-                "synchronous standby cancelled?): no park on it until one does not",
-                NULL);
-        rp__pg_lose_session(s);
-        st = RP_ERR_UNAVAILABLE;
-    }
-    if (st == RP_OK) s->park_barrier_gen = gen;
-    return st;
-}
+ * dead letter survive a crash of the primary, but a commit whose wait for
+ * the standby is cancelled (reaperd's own cancel when a stop's grace runs
+ * out, an operator's pg_cancel_backend) comes back as a success with a
+ * WARNING: committed on the primary alone. A segment whose results came
+ * with a WARNING is not trusted: the session is dropped and the recv fails
+ * (nothing acked; delivered again). */
 
 rp_status rp_pg_park_send(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
     if (s == NULL || items == NULL || n == 0 || n > 100000) return RP_ERR_INVALID;
@@ -429,7 +400,6 @@ rp_status rp_pg_park_send(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
      * Otherwise the session is the one the outstanding segments went on
      * (rp__pg_send refuses another). */
     if (st == RP_OK && s->pending == 0) st = rp__pg_enter(s, RP__PG_WRITE, "park_batch");
-    if (st == RP_OK && s->pending == 0) st = rp_park_barrier(s);
     if (st != RP_OK) goto done;
     /* No BEGIN: the segment is one implicit transaction, committed at its
      * sync (rp__pg_send), so that one that fails leaves the next alone. */
@@ -471,7 +441,7 @@ rp_status rp_pg_park_recv(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
     rp_status st = rp__pg_recv(s, k, runs + RP_PARK_LEAD, res, "park_batch", code);
     if (st == RP_OK && rp_pg_conn_warnings(s->conn) != w0) {
         /* Committed on the primary, perhaps not on its synchronous standby
-         * (see RP_PARK_BARRIER_SQL): not acked. */
+         * (above): not acked. */
         RP_WARN("a park's commit came back with a WARNING (its wait for a synchronous standby "
                 "cancelled?): its dead letters are not acked; the session is dropped",
                 NULL);

@@ -141,8 +141,6 @@ struct rp_pg_store {
      * session they were sent on. */
     size_t pending;
     unsigned long pending_gen;
-    /* The session whose commits a park barrier covered (rp_pg_park.c). */
-    unsigned long park_barrier_gen;
 };
 
 /* How a call relates to a taken row's open transaction. */

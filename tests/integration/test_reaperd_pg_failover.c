@@ -226,7 +226,9 @@ static void test_failover_mid_storm(void **state) {
     long now = -1;
     ITEST_POLL((now = parked()) > before, 30000);
     long long t_resumed = itest_mono_ms();
-    assert_true(now > before);
+    /* (With the standby frozen, an asynchronous primary may have parked,
+     * and the tap acked, the whole storm before the crash.) */
+    if (freeze_ms == 0 || sync_mode) assert_true(now > before);
     /* Every dead letter parked (with a crash of the primary, until the
      * count stands still: what the standby never got is not coming). */
     long last = -1;
@@ -249,7 +251,8 @@ static void test_failover_mid_storm(void **state) {
     assert_int_equal(listening, 1);
     ITEST_POLL((turns = turns_held()) == 1, 20000);
     assert_int_equal(turns, 1);
-    if (!cancel_mode) assert_non_null(strstr(T.reaperd->log, "the tap parks again"));
+    if (!cancel_mode && (freeze_ms == 0 || sync_mode))
+        assert_non_null(strstr(T.reaperd->log, "the tap parks again"));
 
     /* Stopped, reaperd hands back what it did not ack: what is neither
      * parked nor back in the tap queue was acked without its row. */
