@@ -22,6 +22,9 @@ struct rp_pg_conn {
      * drop, under mu. */
     pthread_mutex_t mu;
     PGcancel *cancel;
+    /* WARNINGs the server sent (rp_pg_conn_warnings): counted by the
+     * notice receiver, in the thread that calls libpq on conn. */
+    unsigned long warnings;
 };
 
 rp_pg_conn *rp_pg_conn_new(const char *dsn, int connect_timeout_s) {
@@ -104,11 +107,13 @@ void rp_pg_error_line(const char *msg, char *err, size_t errlen) {
 }
 
 /* Server notices ("schema already exists, skipping") are debug lines, not
- * stray text on standard error. */
-static void rp_pg_on_notice(void *arg, const char *message) {
-    RP_UNUSED(arg);
+ * stray text on standard error; WARNINGs are counted too. */
+static void rp_pg_on_notice(void *arg, const PGresult *r) {
+    rp_pg_conn *c = arg;
+    const char *sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+    if (sev != NULL && strcmp(sev, "WARNING") == 0) c->warnings++;
     char line[512];
-    rp_pg_error_line(message, line, sizeof line);
+    rp_pg_error_line(PQresultErrorMessage(r), line, sizeof line);
     RP_DEBUG("store notice", "notice", line, NULL);
 }
 
@@ -172,7 +177,7 @@ rp_status rp_pg_conn_ensure(rp_pg_conn *c, char *err, size_t errlen) {
         rp_pg_drop(c);
         return RP_ERR_UNAVAILABLE;
     }
-    PQsetNoticeProcessor(c->conn, rp_pg_on_notice, NULL);
+    PQsetNoticeReceiver(c->conn, rp_pg_on_notice, c);
     if (rp_pg_apply_session(c, err, errlen) != RP_OK) {
         rp_pg_drop(c);
         return RP_ERR_UNAVAILABLE;
@@ -259,6 +264,8 @@ bool rp_pg_conn_cancel(rp_pg_conn *c) {
 }
 
 unsigned long rp_pg_conn_generation(const rp_pg_conn *c) { return c->generation; }
+
+unsigned long rp_pg_conn_warnings(const rp_pg_conn *c) { return c->warnings; }
 
 bool rp_pg_conn_is_up(const rp_pg_conn *c) {
     return c->conn && PQstatus(c->conn) == CONNECTION_OK;

@@ -86,6 +86,13 @@ void rp_pg_conn_close(rp_pg_conn *c);
  * looked means a NEW session, so whatever that caller kept of the old one
  * (prepared statements, an open transaction, row locks) is gone. */
 unsigned long rp_pg_conn_generation(const rp_pg_conn *c);
+/* WARNINGs the server sent on this connection so far (every session of
+ * it), read by the thread that uses the connection. One that came with a
+ * commit's results says the commit is not what it seems: PostgreSQL
+ * answers a commit whose wait for a synchronous standby was cancelled
+ * (PQcancel, pg_cancel_backend) as a success with a WARNING: committed
+ * locally, perhaps not replicated. */
+unsigned long rp_pg_conn_warnings(const rp_pg_conn *c);
 /* "host:port/dbname" for logs. Valid while connected, else "". */
 const char *rp_pg_conn_peer(const rp_pg_conn *c);
 /* Server version as an integer (150018), 0 when not connected. */

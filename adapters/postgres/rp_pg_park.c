@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rp_json_out.h"
+#include "rp_log.h"
 #include "rp_pg_binarray.h"
 #include "rp_pg_store_internal.h"
 #include "rp_text.h"
@@ -355,6 +356,14 @@ void rp__pg_fill_park(rp_dead_letter_port *out) {
  * SET LOCAL, which warns outside an explicit block). */
 #define RP_PARK_PLAN_SQL "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
 
+/* A synchronous standby (synchronous_standby_names) is what makes an acked
+ * dead letter survive a crash of the primary, but a commit whose wait for
+ * the standby is cancelled (reaperd's own cancel when a stop's grace runs
+ * out, an operator's pg_cancel_backend) comes back as a success with a
+ * WARNING: committed on the primary alone. A segment whose results came
+ * with a WARNING is not trusted: the session is dropped and the recv fails
+ * (nothing acked; delivered again). */
+
 rp_status rp_pg_park_send(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
     if (s == NULL || items == NULL || n == 0 || n > 100000) return RP_ERR_INVALID;
     for (size_t i = 0; i < n; i++) {
@@ -429,7 +438,18 @@ rp_status rp_pg_park_recv(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
     k[0] = (rp__pg_cmd){.stmt = -1, .sql = RP_PARK_PLAN_SQL};
     for (size_t r = 0; r < runs; r++) k[r + RP_PARK_LEAD] = (rp__pg_cmd){.stmt = RP__PG_PARK_SET};
     char code[6];
+    unsigned long w0 = rp_pg_conn_warnings(s->conn);
     rp_status st = rp__pg_recv(s, k, runs + RP_PARK_LEAD, res, "park_batch", code);
+    if (st == RP_OK && rp_pg_conn_warnings(s->conn) != w0) {
+        /* Committed on the primary, perhaps not on its synchronous standby
+         * (above): not acked. */
+        RP_WARN("a park's commit came back with a WARNING (its wait for a synchronous standby "
+                "cancelled?): its dead letters are not acked; the session is dropped",
+                NULL);
+        rp__pg_clear(res, runs + RP_PARK_LEAD);
+        rp__pg_lose_session(s);
+        st = RP_ERR_UNAVAILABLE;
+    }
     if (st == RP_OK) {
         for (size_t r = 0; r < runs; r++)
             rp_park_set_results(items, run, n, r, res[r + RP_PARK_LEAD]);

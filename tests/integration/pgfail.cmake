@@ -6,3 +6,12 @@ rp_integration_test(test_reaperd_pg_failover SOURCES integration/test_reaperd_pg
 set_property(TEST test_reaperd_pg_failover APPEND PROPERTY LABELS broker)
 # It stops PostgreSQL and promotes its standby: nothing else may run then.
 set_tests_properties(test_reaperd_pg_failover PROPERTIES RUN_SERIAL TRUE)
+# The same test in crash mode with a synchronous standby that stops
+# receiving, and reaperd stopped while its parks wait for it (the stop
+# cancels them: the commits come back as successes, committed locally
+# only): no acked dead letter may be missing on the promoted server.
+add_test(NAME test_reaperd_pg_failover_sync_cancel COMMAND test_reaperd_pg_failover)
+get_test_property(test_reaperd_pg_failover ENVIRONMENT rp_pgfail_env)
+set_tests_properties(test_reaperd_pg_failover_sync_cancel PROPERTIES
+  LABELS "integration;broker" TIMEOUT 600 RUN_SERIAL TRUE
+  ENVIRONMENT "${rp_pgfail_env};RP_PGFAIL_STOP=immediate;RP_PGFAIL_SYNC=1;RP_PGFAIL_FREEZE_MS=1500;RP_PGFAIL_CANCEL=1")
