@@ -19,7 +19,6 @@
 #include "rp_log.h"
 #include "rp_mgmt_broker.h"
 #include "rp_mgmt_dlx.h"
-#include "rp_mgmt_policy.h"
 #include "rp_pass_sequence.h"
 #include "rp_pass_setup.h"
 #include "rp_pg_answer_set.h"
@@ -102,17 +101,7 @@ static rp_backfill_read *rp_prp_backfill(void *self) {
 static rp_status rp_prp_reconcile(void *self, const rp_config *cfg, bool dry_run,
                                   rp_queue_listing *listing, rp_report *report) {
     rp_pass_runner *r = self;
-    rp_mgmt_policy_options popt;
-    rp_broker_policy_options(cfg, r->broker_keep, dry_run, &popt);
-    popt.listing = listing;
-    rp_mgmt_policy_stats stats;
-    rp_status st = rp_mgmt_policy_reconcile(r->broker, &popt, report, &stats);
-    char lists[16];
-    snprintf(lists, sizeof lists, "%u", stats.listings);
-    RP_DEBUG("policies reconciled", "queue_listings", lists, "sweep_listing",
-             stats.listing_reused ? "reused" : rp_queue_listing_state_string(
-                                                   rp_queue_listing_get_state(listing)), NULL);
-    return st;
+    return rp_broker_policy_reconcile(r->broker, cfg, r->broker_keep, dry_run, listing, report);
 }
 
 static bool rp_prp_probe(void *self, bool check, char *detail, size_t cap) {
@@ -197,7 +186,7 @@ static rp_mgmt_broker *rp_rs_broker(rp_runner_set *s) {
 
 static rp_status rp_rs_list(void *self, rp_runner_set *s, size_t page, rp_queue_page *out) {
     (void)self;
-    return rp_mgmt_broker_list(rp_rs_broker(s), page, "name,vhost,type,consumers", out);
+    return rp_broker_list_light(rp_rs_broker(s), page, out);
 }
 
 static const char *rp_rs_last_error(void *self, rp_runner_set *s) {
@@ -207,10 +196,8 @@ static const char *rp_rs_last_error(void *self, rp_runner_set *s) {
 
 static rp_status rp_rs_reconcile(void *self, rp_runner_set *s, const rp_config *cfg,
                                  rp_report *report, rp_pass_policy_stats *stats) {
-    rp_runner_backends *b = self;
-    rp_mgmt_policy_options popt;
-    rp_broker_policy_options(cfg, b->keep, false, &popt);
-    return rp_mgmt_policy_reconcile_core(rp_rs_broker(s), &popt, report, stats);
+    return rp_broker_policy_reconcile_events(rp_rs_broker(s), cfg,
+                                             ((rp_runner_backends *)self)->keep, report, stats);
 }
 
 static void rp_rs_close(void *self, rp_runner_set *s) {
