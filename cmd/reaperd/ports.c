@@ -12,7 +12,6 @@
 #include "rp_amqp_doctor.h"
 #include "rp_amqp_open.h"
 #include "rp_amqp_replay_port.h"
-#include "rp_amqp_session.h"
 #include "rp_amqp_tap_port.h"
 #include "rp_clock.h"
 #include "rp_control.h"
@@ -256,11 +255,6 @@ void rp_replay_wiring_ports(rp_replay_wiring *w, rp_replay_store_port *store,
     *publish = w->publish;
 }
 
-rp_status rp_replay_wiring_add_vhost(rp_replay_wiring *w, const char *vhost,
-                                     rp_amqp_publisher *const *publisher, const bool *up) {
-    return rp_amqp_replay_port_add_vhost(w->amqp, vhost, publisher, up);
-}
-
 void rp_replay_wiring_free(rp_replay_wiring *w) {
     if (w == NULL) return;
     rp_amqp_replay_port_free(w->amqp);
@@ -318,9 +312,7 @@ void rp_tap_ports_free(rp_tap_ports *p) {
 
 struct rp_vhost_backends {
     rp_tap_ports *tap;
-    rp_amqp_session *session; /* the replays' (quiet) */
-    rp_amqp_publisher *publisher;
-    bool up;
+    rp_amqp_replay_vhost *replays; /* its publishing session */
 };
 
 static bool rp_vtp_url_vhost_is(void *self, const char *url, const char *vhost) {
@@ -345,41 +337,17 @@ static rp_status rp_vtp_connect_tap(void *self, rp_vhost_backends *b, rp_tap *t,
     return rp_tap_ports_connect(b->tap, t, &p);
 }
 
-static void rp_vtp_on_up(void *arg, unsigned generation) {
-    RP_UNUSED(generation);
-    ((rp_vhost_backends *)arg)->up = true;
-}
-
-static void rp_vtp_on_down(void *arg, bool was_up, const char *why) {
-    RP_UNUSED(was_up);
-    RP_UNUSED(why);
-    ((rp_vhost_backends *)arg)->up = false;
-}
-
 static rp_status rp_vtp_connect_replays(void *self, rp_vhost_backends *b, const char *vhost,
                                         const char **err) {
     rp_vhost_taps_src *src = self;
-    rp_amqp_params p = src->params;
-    p.vhost = vhost;
-    rp_amqp_session_params sp = {
-        .amqp = &p,
-        .events_exchange = (*src->cfg)->broker.events_exchange,
-        .body_limit = 65536, /* it consumes nothing */
-        .quiet = true,
-    };
-    rp_amqp_session_hooks sh = {.on_up = rp_vtp_on_up, .on_down = rp_vtp_on_down, .arg = b};
-    if ((b->session = rp_amqp_session_new(src->base, &sp, &sh, err)) == NULL ||
-        (b->publisher = rp_amqp_session_publisher(b->session)) == NULL ||
-        rp_replay_wiring_add_vhost(src->replays, vhost, &b->publisher, &b->up) != RP_OK ||
-        rp_amqp_session_start(b->session) != RP_OK)
-        return RP_ERR_INTERNAL;
-    return RP_OK;
+    return rp_amqp_replay_vhost_start(src->replays->amqp, src->base, &src->params, vhost,
+                                      (*src->cfg)->broker.events_exchange, &b->replays, err);
 }
 
 static void rp_vtp_free(void *self, rp_vhost_backends *b) {
     RP_UNUSED(self);
     if (b == NULL) return;
-    rp_amqp_session_free(b->session);
+    rp_amqp_replay_vhost_free(b->replays);
     rp_tap_ports_free(b->tap);
     free(b);
 }

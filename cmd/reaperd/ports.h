@@ -127,12 +127,6 @@ rp_replay_wiring *rp_replay_wiring_new(rp_pass_runner *runner,
 void rp_replay_wiring_ports(rp_replay_wiring *w, rp_replay_store_port *store,
                             rp_replay_publish_port *publish);
 void rp_replay_wiring_free(rp_replay_wiring *w);
-/* A vhost of broker.vhosts whose gates are replayed through *publisher
- * (borrowed, a connection logged in to vhost), refused while *up is false
- * (rp_amqp_replay_port_add_vhost). RP_ERR_NOMEM. */
-rp_status rp_replay_wiring_add_vhost(rp_replay_wiring *w, const char *vhost,
-                                     rp_amqp_publisher *const *publisher,
-                                     const bool *up) RP_MUSTCHECK;
 
 /* ==== the tap's consumer, store and bindings (core/rp_tap_port.h) ============= */
 
@@ -160,8 +154,7 @@ rp_status rp_tap_ports_connect(rp_tap_ports *p, rp_tap *t,
 /* ==== the taps of broker.vhosts' other vhosts (app/rp_vhost_taps.h) ========== */
 
 /* The port's self: each vhost's backends are a tap's ports (above) and a
- * publishing session (adapters/rabbitmq/rp_amqp_session.h) added to
- * *replays. Borrows what it points at; params (the daemon's) and replays
+ * publishing session of the replays' (rp_amqp_replay_vhost_start). Borrows what it points at; params (the daemon's) and replays
  * are set before rp_vhost_taps_connect. Loop thread. */
 typedef struct rp_vhost_taps_src {
     struct event_base *base;
