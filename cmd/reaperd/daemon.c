@@ -273,7 +273,8 @@ static rp_status rp_daemon_control_start(rp_daemon *d) {
     rp_replays_deps rd = {.store_job = rp_store_jobs_submit, .store_job_self = &d->jobs};
     rp_replay_wiring_ports(d->replay_wiring, &rd.store, &rd.publish);
     if ((d->replays = rp_replays_new(d->base, &rd)) == NULL) return RP_ERR_NOMEM;
-    d->control_store = (rp_control_store_src){&d->runner, &d->broker_password};
+    d->control_store =
+        (rp_control_store_src){.runner = &d->runner, .broker_password = &d->broker_password};
     rp_control_store_fill(&d->control_store, &d->control_store_port);
     d->answer_one = rp_answer_one_new(&d->control_store_port, d->replays, &d->metrics,
                                       rp_store_jobs_submit, &d->jobs);

@@ -20,10 +20,9 @@
 #include "rp_mgmt_dlx.h"
 #include "rp_pass_sequence.h"
 #include "rp_pass_setup.h"
-#include "rp_pg_answer_set.h"
 #include "rp_pg_backfill.h"
 #include "rp_pg_conn.h"
-#include "rp_pg_jobs.h"
+#include "rp_pg_control_port.h"
 #include "rp_pg_park_batch.h"
 #include "rp_pg_replay.h"
 #include "rp_pg_stats.h"
@@ -408,36 +407,9 @@ void rp_doctor_probe_all(const rp_config *cfg, const char *password, rp_mgmt_bri
 
 /* ---- the control part's store port ------------------------------------------ */
 
-static const rp_config *rp_css_config(void *self) {
-    return ((rp_control_store_src *)self)->runner->cfg;
-}
-
-static rp_status rp_css_ready(void *self) {
-    char err[256];
-    return rp_pg_conn_ensure(((rp_control_store_src *)self)->runner->conn, err, sizeof err) ==
-                   RP_OK
-               ? RP_OK
-               : RP_ERR_UNAVAILABLE;
-}
-
+/* self is the src, whose first member is the PostgreSQL half's self. */
 static void rp_css_reap(void *self, rp_pass_request *req) {
     rp_pass_runner_run(((rp_control_store_src *)self)->runner, req);
-}
-
-static const rp_gate_port *rp_css_gates(void *self) {
-    return &((rp_control_store_src *)self)->runner->ports.gates;
-}
-
-static void rp_css_set_claim_seconds(void *self, int64_t seconds) {
-    rp_pg_store_set_claim_seconds(((rp_control_store_src *)self)->runner->store, seconds);
-}
-
-static void rp_css_gate_look(void *self, rp_gate_look_port *out) {
-    rp_pg_gate_look_port(((rp_control_store_src *)self)->runner->store, out);
-}
-
-static void rp_css_jobs(void *self, rp_jobs_port *out) {
-    rp_pg_jobs_port(((rp_control_store_src *)self)->runner->store, out);
 }
 
 static void rp_css_stats(void *self, rp_control_stats_ports *out) {
@@ -446,14 +418,6 @@ static void rp_css_stats(void *self, rp_control_stats_ports *out) {
     /* No broker half attached: core says so in the reply's broker_note. */
     out->broker = r->broker != NULL ? &r->ports.broker : NULL;
     rp_clock_port_system(&out->clock);
-}
-
-static void rp_css_answer_sets(void *self, rp_answer_set_port *out) {
-    rp_pg_answer_set_port(((rp_control_store_src *)self)->runner->store, out);
-}
-
-static const char *rp_css_claimer(void *self) {
-    return rp_pg_store_claimer(((rp_control_store_src *)self)->runner->store);
 }
 
 struct rp_control_doctor {
@@ -483,22 +447,16 @@ static const rp_doctor_facts *rp_css_doctor_facts(void *self, const rp_control_d
 }
 
 void rp_control_store_fill(rp_control_store_src *src, rp_control_store_port *out) {
+    rp_pass_runner *r = src->runner;
+    src->pg = (rp_pg_control_src){r->conn, r->store, &r->cfg, &r->ports.gates};
     *out = (rp_control_store_port){
-        .self = src,
-        .config = rp_css_config,
-        .ready = rp_css_ready,
         .reap = rp_css_reap,
-        .gates = rp_css_gates,
-        .set_claim_seconds = rp_css_set_claim_seconds,
-        .gate_look = rp_css_gate_look,
-        .jobs = rp_css_jobs,
         .stats = rp_css_stats,
-        .answer_sets = rp_css_answer_sets,
-        .claimer = rp_css_claimer,
         .doctor_new = rp_css_doctor_new,
         .doctor_free = rp_css_doctor_free,
         .doctor_run = rp_css_doctor_run,
         .doctor_facts = rp_css_doctor_facts,
     };
+    rp_pg_control_store_port(&src->pg, out);
     rp_amqp_control_store_facts(out);
 }

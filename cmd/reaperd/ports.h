@@ -29,6 +29,7 @@
 #include "rp_pass_request.h"
 #include "rp_pass_run_port.h"
 #include "rp_pg_conn.h"
+#include "rp_pg_control_port.h"
 #include "rp_pg_doctor.h"
 #include "rp_pg_store.h"
 #include "rp_publish.h"
@@ -191,12 +192,15 @@ void rp_doctor_probe_all(const rp_config *cfg, const char *password, rp_mgmt_bri
 /* ---- the control part's store port ----------------------------------------- */
 
 typedef struct rp_control_store_src {
-    rp_pass_runner *runner;               /* the store thread's */
+    rp_pg_control_src pg;                 /* first: the PostgreSQL half's self (set by fill) */
+    rp_pass_runner *runner;               /* the store thread's (an open runner) */
     const char *const *broker_password;   /* the doctor's probes */
 } rp_control_store_src;
 
 /* Fills *out with self = src (borrowed, with what it points at, for the
- * part's life). Threads: as core/rp_control_port.h. */
+ * part's life): the PostgreSQL half by adapters/postgres/rp_pg_control_port,
+ * the two AMQP facts by rp_amqp_control_port, the rest here. Threads: as
+ * core/rp_control_port.h. */
 void rp_control_store_fill(rp_control_store_src *src, rp_control_store_port *out);
 
 #endif
