@@ -1,4 +1,5 @@
-/* The port fillers that compose more than one backend (ports.h). */
+/* The port fillers that compose more than one backend (ports.h says what
+ * each owns and on which thread it runs). */
 #include "ports.h"
 
 #include <stdio.h>
@@ -127,9 +128,6 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
 
 /* ==== the broker events' runner port (core/rp_runner_port.h) ================== */
 
-/* The broker-event part's backends from the daemon's pass runner
- * (runner_port.h). */
-
 struct rp_runner_set {
     bool with_store;
     rp_pass_runner runner;  /* with_store: the store session and its client */
@@ -222,11 +220,6 @@ void rp_runner_port_fill(rp_runner_backends *b, rp_runner_port *out) {
 
 /* ==== the replays' store and publish ports (core/rp_replay_port.h) ============ */
 
-/* The replays part's ports (replay_port.h), one adapter each: the store
- * side over the pass runner's session (adapters/postgres/rp_pg_replay.h;
- * its settle goes through the runner's gate port, wrapped with the events
- * feed), the publish port over the replay channel (rp_amqp_replay_port.h). */
-
 struct rp_replay_wiring {
     rp_pg_replay_src store;    /* the store port's self */
     rp_amqp_replay_port *amqp; /* the publish port's self */
@@ -261,10 +254,6 @@ void rp_replay_wiring_free(rp_replay_wiring *w) {
 }
 
 /* ==== the tap's consumer, store and bindings (core/rp_tap_port.h) ============= */
-
-/*
- * The dead-letter tap's backends (tap_ports.h): one adapter per port.
- */
 
 struct rp_tap_ports {
     rp_amqp_tap_port *consumer;
