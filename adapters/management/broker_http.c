@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "rp_hostlist.h"
+#include "rp_log.h"
+#include "rp_queue_listing.h"
 
 rp_status rp_broker_http_params(const rp_config *cfg, const char *password,
                                 rp_broker_http_keep *keep, rp_mgmt_http_params *out) {
@@ -45,6 +47,34 @@ void rp_broker_policy_options(const rp_config *cfg, const rp_broker_http_keep *k
     out->priority = cfg->reap.policy_priority;
     out->dry_run = dry_run;
     out->vhost = keep->vhost;
+}
+
+rp_status rp_broker_policy_reconcile(rp_mgmt_broker *b, const rp_config *cfg,
+                                     const rp_broker_http_keep *keep, bool dry_run,
+                                     rp_queue_listing *listing, rp_report *report) {
+    rp_mgmt_policy_options popt;
+    rp_broker_policy_options(cfg, keep, dry_run, &popt);
+    popt.listing = listing;
+    rp_mgmt_policy_stats stats;
+    rp_status st = rp_mgmt_policy_reconcile(b, &popt, report, &stats);
+    char lists[16];
+    snprintf(lists, sizeof lists, "%u", stats.listings);
+    RP_DEBUG("policies reconciled", "queue_listings", lists, "sweep_listing",
+             stats.listing_reused ? "reused" : rp_queue_listing_state_string(
+                                                   rp_queue_listing_get_state(listing)), NULL);
+    return st;
+}
+
+rp_status rp_broker_policy_reconcile_events(rp_mgmt_broker *b, const rp_config *cfg,
+                                            const rp_broker_http_keep *keep, rp_report *report,
+                                            rp_pass_policy_stats *stats) {
+    rp_mgmt_policy_options popt;
+    rp_broker_policy_options(cfg, keep, false, &popt);
+    return rp_mgmt_policy_reconcile_core(b, &popt, report, stats);
+}
+
+rp_status rp_broker_list_light(rp_mgmt_broker *b, size_t page, rp_queue_page *out) {
+    return rp_mgmt_broker_list(b, page, "name,vhost,type,consumers", out);
 }
 
 rp_status rp_broker_http_bridge(struct event_base *base, const rp_config *cfg,

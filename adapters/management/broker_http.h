@@ -42,4 +42,20 @@ rp_status rp_broker_http_bridge_with(struct event_base *base, const rp_config *c
 void rp_broker_policy_options(const rp_config *cfg, const rp_broker_http_keep *keep, bool dry_run,
                               rp_mgmt_policy_options *out);
 
+/* The reconcile after a full pass (core/rp_pass_run_port.h's reconcile):
+ * the options from cfg and keep, the sweep's listing (borrowed, NULL:
+ * none), and a debug line "policies reconciled" with the listings it read.
+ * The broker's thread; returns what rp_mgmt_policy_reconcile returns. */
+rp_status rp_broker_policy_reconcile(rp_mgmt_broker *b, const rp_config *cfg,
+                                     const rp_broker_http_keep *keep, bool dry_run,
+                                     rp_queue_listing *listing, rp_report *report) RP_MUSTCHECK;
+/* The broker events' reconcile (core/rp_runner_port.h's): the options
+ * from cfg and keep, no listing, what it did in core's stats. */
+rp_status rp_broker_policy_reconcile_events(rp_mgmt_broker *b, const rp_config *cfg,
+                                            const rp_broker_http_keep *keep, rp_report *report,
+                                            rp_pass_policy_stats *stats) RP_MUSTCHECK;
+/* The broker events' light queue listing (page 1-based as
+ * rp_mgmt_broker_list): name, vhost, type and consumers only. */
+rp_status rp_broker_list_light(rp_mgmt_broker *b, size_t page, rp_queue_page *out) RP_MUSTCHECK;
+
 #endif

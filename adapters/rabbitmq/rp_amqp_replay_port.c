@@ -7,6 +7,7 @@
 #include "rp_amqp_control.h"
 #include "rp_amqp_open.h"
 #include "rp_amqp_restore.h"
+#include "rp_amqp_session.h"
 
 /* A vhost of broker.vhosts and its connection's publisher. */
 typedef struct rp_arp_vhost {
@@ -143,4 +144,52 @@ void rp_amqp_replay_port_free(rp_amqp_replay_port *p) {
     for (size_t i = 0; i < p->n_vhosts; i++) free(p->vhosts[i].vhost);
     free(p->vhosts);
     free(p);
+}
+
+/* ---- a vhost's own publishing session ---------------------------------------- */
+
+struct rp_amqp_replay_vhost {
+    rp_amqp_session *session; /* quiet */
+    rp_amqp_publisher *publisher;
+    bool up;
+};
+
+static void rp_arv_on_up(void *arg, unsigned generation) {
+    RP_UNUSED(generation);
+    ((rp_amqp_replay_vhost *)arg)->up = true;
+}
+
+static void rp_arv_on_down(void *arg, bool was_up, const char *why) {
+    RP_UNUSED(was_up);
+    RP_UNUSED(why);
+    ((rp_amqp_replay_vhost *)arg)->up = false;
+}
+
+rp_status rp_amqp_replay_vhost_start(rp_amqp_replay_port *p, struct event_base *base,
+                                     const rp_amqp_params *params, const char *vhost,
+                                     const char *events_exchange, rp_amqp_replay_vhost **out,
+                                     const char **err) {
+    rp_amqp_replay_vhost *v = *out = calloc(1, sizeof *v);
+    if (v == NULL) return RP_ERR_INTERNAL;
+    rp_amqp_params ap = *params;
+    ap.vhost = vhost;
+    rp_amqp_session_params sp = {
+        .amqp = &ap,
+        .events_exchange = events_exchange,
+        .body_limit = 65536, /* it consumes nothing */
+        .quiet = true,
+    };
+    rp_amqp_session_hooks sh = {.on_up = rp_arv_on_up, .on_down = rp_arv_on_down, .arg = v};
+    if ((v->session = rp_amqp_session_new(base, &sp, &sh, err)) == NULL ||
+        (v->publisher = rp_amqp_session_publisher(v->session)) == NULL ||
+        rp_amqp_replay_port_add_vhost(p, vhost, &v->publisher, &v->up) != RP_OK ||
+        rp_amqp_session_start(v->session) != RP_OK)
+        return RP_ERR_INTERNAL;
+    return RP_OK;
+}
+
+void rp_amqp_replay_vhost_free(rp_amqp_replay_vhost *v) {
+    if (v == NULL) return;
+    rp_amqp_session_free(v->session);
+    free(v);
 }

@@ -15,8 +15,11 @@
 
 #include <stdbool.h>
 
+#include "rp_amqp_conn.h"
 #include "rp_amqp_publisher.h"
 #include "rp_replay_port.h"
+
+struct event_base;
 
 typedef struct rp_amqp_replay_port rp_amqp_replay_port;
 
@@ -34,5 +37,20 @@ void rp_amqp_replay_port_free(rp_amqp_replay_port *p);
 rp_status rp_amqp_replay_port_add_vhost(rp_amqp_replay_port *p, const char *vhost,
                                         rp_amqp_publisher *const *publisher,
                                         const bool *up) RP_MUSTCHECK;
+
+/* A vhost of broker.vhosts with a publishing session of its own: a quiet
+ * rp_amqp_session (it consumes nothing; body limit 64 KiB) on base,
+ * logged in to vhost with params (copied, its vhost replaced) and
+ * events_exchange (borrowed), added to p (rp_amqp_replay_port_add_vhost,
+ * up while the session is) and started. *out is set as soon as it is
+ * made, also on a failure, and freed with rp_amqp_replay_vhost_free (which
+ * takes NULL) before p. RP_ERR_INTERNAL when it cannot be made or started
+ * (*err: rp_amqp_session_new's reason, when it gave one). Loop thread. */
+typedef struct rp_amqp_replay_vhost rp_amqp_replay_vhost;
+rp_status rp_amqp_replay_vhost_start(rp_amqp_replay_port *p, struct event_base *base,
+                                     const rp_amqp_params *params, const char *vhost,
+                                     const char *events_exchange, rp_amqp_replay_vhost **out,
+                                     const char **err) RP_MUSTCHECK;
+void rp_amqp_replay_vhost_free(rp_amqp_replay_vhost *v);
 
 #endif

@@ -2,25 +2,11 @@
  * The composition root of the long-running reaperd, read top to bottom:
  * the parts made in order (rp_daemon_start), the loop, and one stop
  * function with one visible order (rp_daemon_stop). Signals, the broker
- * connection (its socket and heartbeat timer), the sweep and deadline
- * timers and the store thread's posts are all events on one event_base.
- * Nothing on this thread waits for the network: the AMQP login and
- * declarations run on a connect thread, PostgreSQL and every pass on the
- * store thread.
- *
- * The parts, each with the narrow deps it uses (it never sees rp_daemon):
- *  - observe (app/rp_observe.h): the metrics glue; the HTTP endpoints
- *    (adapters/http) are served here with its hooks;
- *  - signals (app/rp_signals.h): SIGHUP reload and the bounded stop;
- *  - the sweeper (app/rp_sweeper.h): the store thread and when passes run
- *    (the sweep, the lease reap on the deadline timer, the lease LISTEN);
- *    the pass itself runs through the pass port of app/rp_pass_sequence.h
- *    over the pass runner, the LISTEN through adapters/postgres/rp_pg_listen.h;
- *  - the broker events (app/rp_events.h), the dead-letter tap
- *    (app/rp_tap.h) and those of broker.vhosts' other vhosts
- *    (app/rp_vhost_taps.h), the replays (app/rp_replays.h), the control queue's
- *    use cases (app/rp_controller.h) and the broker session
- *    (adapters/rabbitmq/rp_amqp_session.h).
+ * connection, the timers and the store thread's posts are all events on
+ * one event_base; nothing on this thread waits for the network (the AMQP
+ * login and declarations run on a connect thread, PostgreSQL and every
+ * pass on the store thread). Each part gets its narrow deps and never sees
+ * rp_daemon: what each owns is in its header and docs/DESIGN.md "The layout".
  */
 #include "daemon.h"
 
@@ -273,7 +259,8 @@ static rp_status rp_daemon_control_start(rp_daemon *d) {
     rp_replays_deps rd = {.store_job = rp_store_jobs_submit, .store_job_self = &d->jobs};
     rp_replay_wiring_ports(d->replay_wiring, &rd.store, &rd.publish);
     if ((d->replays = rp_replays_new(d->base, &rd)) == NULL) return RP_ERR_NOMEM;
-    d->control_store = (rp_control_store_src){&d->runner, &d->broker_password};
+    d->control_store =
+        (rp_control_store_src){.runner = &d->runner, .broker_password = &d->broker_password};
     rp_control_store_fill(&d->control_store, &d->control_store_port);
     d->answer_one = rp_answer_one_new(&d->control_store_port, d->replays, &d->metrics,
                                       rp_store_jobs_submit, &d->jobs);

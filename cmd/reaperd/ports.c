@@ -1,4 +1,5 @@
-/* The port fillers that compose more than one backend (ports.h). */
+/* The port fillers that compose more than one backend (ports.h says what
+ * each owns and on which thread it runs). */
 #include "ports.h"
 
 #include <stdio.h>
@@ -12,20 +13,17 @@
 #include "rp_amqp_doctor.h"
 #include "rp_amqp_open.h"
 #include "rp_amqp_replay_port.h"
-#include "rp_amqp_session.h"
 #include "rp_amqp_tap_port.h"
 #include "rp_clock.h"
 #include "rp_control.h"
 #include "rp_log.h"
 #include "rp_mgmt_broker.h"
 #include "rp_mgmt_dlx.h"
-#include "rp_mgmt_policy.h"
 #include "rp_pass_sequence.h"
 #include "rp_pass_setup.h"
-#include "rp_pg_answer_set.h"
 #include "rp_pg_backfill.h"
 #include "rp_pg_conn.h"
-#include "rp_pg_jobs.h"
+#include "rp_pg_control_port.h"
 #include "rp_pg_park_batch.h"
 #include "rp_pg_replay.h"
 #include "rp_pg_stats.h"
@@ -102,17 +100,7 @@ static rp_backfill_read *rp_prp_backfill(void *self) {
 static rp_status rp_prp_reconcile(void *self, const rp_config *cfg, bool dry_run,
                                   rp_queue_listing *listing, rp_report *report) {
     rp_pass_runner *r = self;
-    rp_mgmt_policy_options popt;
-    rp_broker_policy_options(cfg, r->broker_keep, dry_run, &popt);
-    popt.listing = listing;
-    rp_mgmt_policy_stats stats;
-    rp_status st = rp_mgmt_policy_reconcile(r->broker, &popt, report, &stats);
-    char lists[16];
-    snprintf(lists, sizeof lists, "%u", stats.listings);
-    RP_DEBUG("policies reconciled", "queue_listings", lists, "sweep_listing",
-             stats.listing_reused ? "reused" : rp_queue_listing_state_string(
-                                                   rp_queue_listing_get_state(listing)), NULL);
-    return st;
+    return rp_broker_policy_reconcile(r->broker, cfg, r->broker_keep, dry_run, listing, report);
 }
 
 static bool rp_prp_probe(void *self, bool check, char *detail, size_t cap) {
@@ -139,9 +127,6 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
 }
 
 /* ==== the broker events' runner port (core/rp_runner_port.h) ================== */
-
-/* The broker-event part's backends from the daemon's pass runner
- * (runner_port.h). */
 
 struct rp_runner_set {
     bool with_store;
@@ -197,7 +182,7 @@ static rp_mgmt_broker *rp_rs_broker(rp_runner_set *s) {
 
 static rp_status rp_rs_list(void *self, rp_runner_set *s, size_t page, rp_queue_page *out) {
     (void)self;
-    return rp_mgmt_broker_list(rp_rs_broker(s), page, "name,vhost,type,consumers", out);
+    return rp_broker_list_light(rp_rs_broker(s), page, out);
 }
 
 static const char *rp_rs_last_error(void *self, rp_runner_set *s) {
@@ -207,10 +192,8 @@ static const char *rp_rs_last_error(void *self, rp_runner_set *s) {
 
 static rp_status rp_rs_reconcile(void *self, rp_runner_set *s, const rp_config *cfg,
                                  rp_report *report, rp_pass_policy_stats *stats) {
-    rp_runner_backends *b = self;
-    rp_mgmt_policy_options popt;
-    rp_broker_policy_options(cfg, b->keep, false, &popt);
-    return rp_mgmt_policy_reconcile_core(rp_rs_broker(s), &popt, report, stats);
+    return rp_broker_policy_reconcile_events(rp_rs_broker(s), cfg,
+                                             ((rp_runner_backends *)self)->keep, report, stats);
 }
 
 static void rp_rs_close(void *self, rp_runner_set *s) {
@@ -236,11 +219,6 @@ void rp_runner_port_fill(rp_runner_backends *b, rp_runner_port *out) {
 }
 
 /* ==== the replays' store and publish ports (core/rp_replay_port.h) ============ */
-
-/* The replays part's ports (replay_port.h), one adapter each: the store
- * side over the pass runner's session (adapters/postgres/rp_pg_replay.h;
- * its settle goes through the runner's gate port, wrapped with the events
- * feed), the publish port over the replay channel (rp_amqp_replay_port.h). */
 
 struct rp_replay_wiring {
     rp_pg_replay_src store;    /* the store port's self */
@@ -269,11 +247,6 @@ void rp_replay_wiring_ports(rp_replay_wiring *w, rp_replay_store_port *store,
     *publish = w->publish;
 }
 
-rp_status rp_replay_wiring_add_vhost(rp_replay_wiring *w, const char *vhost,
-                                     rp_amqp_publisher *const *publisher, const bool *up) {
-    return rp_amqp_replay_port_add_vhost(w->amqp, vhost, publisher, up);
-}
-
 void rp_replay_wiring_free(rp_replay_wiring *w) {
     if (w == NULL) return;
     rp_amqp_replay_port_free(w->amqp);
@@ -281,10 +254,6 @@ void rp_replay_wiring_free(rp_replay_wiring *w) {
 }
 
 /* ==== the tap's consumer, store and bindings (core/rp_tap_port.h) ============= */
-
-/*
- * The dead-letter tap's backends (tap_ports.h): one adapter per port.
- */
 
 struct rp_tap_ports {
     rp_amqp_tap_port *consumer;
@@ -331,9 +300,7 @@ void rp_tap_ports_free(rp_tap_ports *p) {
 
 struct rp_vhost_backends {
     rp_tap_ports *tap;
-    rp_amqp_session *session; /* the replays' (quiet) */
-    rp_amqp_publisher *publisher;
-    bool up;
+    rp_amqp_replay_vhost *replays; /* its publishing session */
 };
 
 static bool rp_vtp_url_vhost_is(void *self, const char *url, const char *vhost) {
@@ -358,41 +325,17 @@ static rp_status rp_vtp_connect_tap(void *self, rp_vhost_backends *b, rp_tap *t,
     return rp_tap_ports_connect(b->tap, t, &p);
 }
 
-static void rp_vtp_on_up(void *arg, unsigned generation) {
-    RP_UNUSED(generation);
-    ((rp_vhost_backends *)arg)->up = true;
-}
-
-static void rp_vtp_on_down(void *arg, bool was_up, const char *why) {
-    RP_UNUSED(was_up);
-    RP_UNUSED(why);
-    ((rp_vhost_backends *)arg)->up = false;
-}
-
 static rp_status rp_vtp_connect_replays(void *self, rp_vhost_backends *b, const char *vhost,
                                         const char **err) {
     rp_vhost_taps_src *src = self;
-    rp_amqp_params p = src->params;
-    p.vhost = vhost;
-    rp_amqp_session_params sp = {
-        .amqp = &p,
-        .events_exchange = (*src->cfg)->broker.events_exchange,
-        .body_limit = 65536, /* it consumes nothing */
-        .quiet = true,
-    };
-    rp_amqp_session_hooks sh = {.on_up = rp_vtp_on_up, .on_down = rp_vtp_on_down, .arg = b};
-    if ((b->session = rp_amqp_session_new(src->base, &sp, &sh, err)) == NULL ||
-        (b->publisher = rp_amqp_session_publisher(b->session)) == NULL ||
-        rp_replay_wiring_add_vhost(src->replays, vhost, &b->publisher, &b->up) != RP_OK ||
-        rp_amqp_session_start(b->session) != RP_OK)
-        return RP_ERR_INTERNAL;
-    return RP_OK;
+    return rp_amqp_replay_vhost_start(src->replays->amqp, src->base, &src->params, vhost,
+                                      (*src->cfg)->broker.events_exchange, &b->replays, err);
 }
 
 static void rp_vtp_free(void *self, rp_vhost_backends *b) {
     RP_UNUSED(self);
     if (b == NULL) return;
-    rp_amqp_session_free(b->session);
+    rp_amqp_replay_vhost_free(b->replays);
     rp_tap_ports_free(b->tap);
     free(b);
 }
@@ -453,36 +396,9 @@ void rp_doctor_probe_all(const rp_config *cfg, const char *password, rp_mgmt_bri
 
 /* ---- the control part's store port ------------------------------------------ */
 
-static const rp_config *rp_css_config(void *self) {
-    return ((rp_control_store_src *)self)->runner->cfg;
-}
-
-static rp_status rp_css_ready(void *self) {
-    char err[256];
-    return rp_pg_conn_ensure(((rp_control_store_src *)self)->runner->conn, err, sizeof err) ==
-                   RP_OK
-               ? RP_OK
-               : RP_ERR_UNAVAILABLE;
-}
-
+/* self is the src, whose first member is the PostgreSQL half's self. */
 static void rp_css_reap(void *self, rp_pass_request *req) {
     rp_pass_runner_run(((rp_control_store_src *)self)->runner, req);
-}
-
-static const rp_gate_port *rp_css_gates(void *self) {
-    return &((rp_control_store_src *)self)->runner->ports.gates;
-}
-
-static void rp_css_set_claim_seconds(void *self, int64_t seconds) {
-    rp_pg_store_set_claim_seconds(((rp_control_store_src *)self)->runner->store, seconds);
-}
-
-static void rp_css_gate_look(void *self, rp_gate_look_port *out) {
-    rp_pg_gate_look_port(((rp_control_store_src *)self)->runner->store, out);
-}
-
-static void rp_css_jobs(void *self, rp_jobs_port *out) {
-    rp_pg_jobs_port(((rp_control_store_src *)self)->runner->store, out);
 }
 
 static void rp_css_stats(void *self, rp_control_stats_ports *out) {
@@ -491,14 +407,6 @@ static void rp_css_stats(void *self, rp_control_stats_ports *out) {
     /* No broker half attached: core says so in the reply's broker_note. */
     out->broker = r->broker != NULL ? &r->ports.broker : NULL;
     rp_clock_port_system(&out->clock);
-}
-
-static void rp_css_answer_sets(void *self, rp_answer_set_port *out) {
-    rp_pg_answer_set_port(((rp_control_store_src *)self)->runner->store, out);
-}
-
-static const char *rp_css_claimer(void *self) {
-    return rp_pg_store_claimer(((rp_control_store_src *)self)->runner->store);
 }
 
 struct rp_control_doctor {
@@ -528,22 +436,16 @@ static const rp_doctor_facts *rp_css_doctor_facts(void *self, const rp_control_d
 }
 
 void rp_control_store_fill(rp_control_store_src *src, rp_control_store_port *out) {
+    rp_pass_runner *r = src->runner;
+    src->pg = (rp_pg_control_src){r->conn, r->store, &r->cfg, &r->ports.gates};
     *out = (rp_control_store_port){
-        .self = src,
-        .config = rp_css_config,
-        .ready = rp_css_ready,
         .reap = rp_css_reap,
-        .gates = rp_css_gates,
-        .set_claim_seconds = rp_css_set_claim_seconds,
-        .gate_look = rp_css_gate_look,
-        .jobs = rp_css_jobs,
         .stats = rp_css_stats,
-        .answer_sets = rp_css_answer_sets,
-        .claimer = rp_css_claimer,
         .doctor_new = rp_css_doctor_new,
         .doctor_free = rp_css_doctor_free,
         .doctor_run = rp_css_doctor_run,
         .doctor_facts = rp_css_doctor_facts,
     };
+    rp_pg_control_store_port(&src->pg, out);
     rp_amqp_control_store_facts(out);
 }

@@ -29,6 +29,7 @@
 #include "rp_pass_request.h"
 #include "rp_pass_run_port.h"
 #include "rp_pg_conn.h"
+#include "rp_pg_control_port.h"
 #include "rp_pg_doctor.h"
 #include "rp_pg_store.h"
 #include "rp_publish.h"
@@ -127,12 +128,6 @@ rp_replay_wiring *rp_replay_wiring_new(rp_pass_runner *runner,
 void rp_replay_wiring_ports(rp_replay_wiring *w, rp_replay_store_port *store,
                             rp_replay_publish_port *publish);
 void rp_replay_wiring_free(rp_replay_wiring *w);
-/* A vhost of broker.vhosts whose gates are replayed through *publisher
- * (borrowed, a connection logged in to vhost), refused while *up is false
- * (rp_amqp_replay_port_add_vhost). RP_ERR_NOMEM. */
-rp_status rp_replay_wiring_add_vhost(rp_replay_wiring *w, const char *vhost,
-                                     rp_amqp_publisher *const *publisher,
-                                     const bool *up) RP_MUSTCHECK;
 
 /* ==== the tap's consumer, store and bindings (core/rp_tap_port.h) ============= */
 
@@ -160,8 +155,7 @@ rp_status rp_tap_ports_connect(rp_tap_ports *p, rp_tap *t,
 /* ==== the taps of broker.vhosts' other vhosts (app/rp_vhost_taps.h) ========== */
 
 /* The port's self: each vhost's backends are a tap's ports (above) and a
- * publishing session (adapters/rabbitmq/rp_amqp_session.h) added to
- * *replays. Borrows what it points at; params (the daemon's) and replays
+ * publishing session of the replays' (rp_amqp_replay_vhost_start). Borrows what it points at; params (the daemon's) and replays
  * are set before rp_vhost_taps_connect. Loop thread. */
 typedef struct rp_vhost_taps_src {
     struct event_base *base;
@@ -198,12 +192,15 @@ void rp_doctor_probe_all(const rp_config *cfg, const char *password, rp_mgmt_bri
 /* ---- the control part's store port ----------------------------------------- */
 
 typedef struct rp_control_store_src {
-    rp_pass_runner *runner;               /* the store thread's */
+    rp_pg_control_src pg;                 /* first: the PostgreSQL half's self (set by fill) */
+    rp_pass_runner *runner;               /* the store thread's (an open runner) */
     const char *const *broker_password;   /* the doctor's probes */
 } rp_control_store_src;
 
 /* Fills *out with self = src (borrowed, with what it points at, for the
- * part's life). Threads: as core/rp_control_port.h. */
+ * part's life): the PostgreSQL half by adapters/postgres/rp_pg_control_port,
+ * the two AMQP facts by rp_amqp_control_port, the rest here. Threads: as
+ * core/rp_control_port.h. */
 void rp_control_store_fill(rp_control_store_src *src, rp_control_store_port *out);
 
 #endif
