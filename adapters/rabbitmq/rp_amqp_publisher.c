@@ -209,8 +209,17 @@ static void rp_cork(amqp_connection_state_t c, bool on) {
     if (fd >= 0) (void)setsockopt(fd, IPPROTO_TCP, TCP_CORK, &v, sizeof v);
 }
 
+/* The flush's buffer is written out once it holds this much, and again at
+ * the end: a flush of small publishes (the feed's events) is one send, and
+ * big ones (events of dead letters with large headers, replays) cost at
+ * most this plus one publish of memory, not a whole batch's. */
+#define RP_PUB_OUT_WRITE (256u << 10)
 /* A flush's buffer over this is not kept for the next one. */
 #define RP_PUB_OUT_KEEP (1u << 20)
+
+/* Writes the buffer out and empties it: false when the connection failed
+ * (rp_publish_failed called). */
+static bool rp_out_write(rp_amqp_publisher *p, amqp_connection_state_t c);
 
 /* The publish failed on the socket: the connection goes (on_down requeues
  * or settles what is in flight and queued). */
@@ -220,12 +229,22 @@ static void rp_publish_failed(rp_amqp_publisher *p, int st) {
     rp_amqp_conn_fail(p->conn, why);
 }
 
+static bool rp_out_write(rp_amqp_publisher *p, amqp_connection_state_t c) {
+    if (p->out.len == 0) return true;
+    int st = rp_amqp_frames_write(amqp_get_sockfd(c), p->out.bytes, p->out.len);
+    rp_amqp_frames_reset(&p->out, RP_PUB_OUT_KEEP);
+    if (st == AMQP_STATUS_OK) return true;
+    rp_publish_failed(p, st);
+    return false;
+}
+
 /* Sends what is queued, in order, while the connection is up: at most
  * RP_AMQP_PUBLISH_BATCH per loop turn, so that a backlog (events committed
  * while the broker was away) never holds the loop up; the rest goes on the
  * next turn. Over plain TCP the flush's frames are encoded into one buffer
- * and written in one send (rp_amqp_frames.h); over TLS each publish goes
- * through the library, several at once corked (rp_cork). */
+ * and written in one send (rp_amqp_frames.h; every RP_PUB_OUT_WRITE bytes
+ * when the publishes are big); over TLS each publish goes through the
+ * library, several at once corked (rp_cork). */
 static void rp_flush(rp_amqp_publisher *p) {
     if (p->blocked || p->ch_state != RP_PUB_CH_OPEN) return;
     amqp_connection_state_t c = rp_amqp_conn_handle(p->conn);
@@ -264,17 +283,12 @@ static void rp_flush(rp_amqp_publisher *p) {
         if (tls) {
             c = rp_amqp_conn_handle(p->conn);
             if (c == NULL) return;
+        } else if (p->out.len >= RP_PUB_OUT_WRITE && !rp_out_write(p, c)) {
+            return; /* on_down requeues or settles what is in flight */
         }
     }
     if (corked) rp_cork(c, false);
-    if (!tls && p->out.len > 0) {
-        int st = rp_amqp_frames_write(amqp_get_sockfd(c), p->out.bytes, p->out.len);
-        rp_amqp_frames_reset(&p->out, RP_PUB_OUT_KEEP);
-        if (st != AMQP_STATUS_OK) {
-            rp_publish_failed(p, st);
-            return;
-        }
-    }
+    if (!tls && !rp_out_write(p, c)) return;
     if (sent) rp_amqp_conn_drain(p->conn);
 }
 
