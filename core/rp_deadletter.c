@@ -1,6 +1,7 @@
 #include "rp_deadletter.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,26 @@ size_t rp_dl_render_time(bool known, int64_t seconds, char buf[RP_DL_TIME_BUF]) 
     return n < 0 ? 0 : (size_t)n;
 }
 
+/* SHA-256, fetched from OpenSSL's provider once: EVP_sha256() in
+ * EVP_DigestInit_ex fetches it again on every call (OpenSSL 3), which cost
+ * about half of each identity's digest in a storm (issue 21 item 3). Never
+ * freed (one object for the process); NULL when the fetch fails, and the
+ * implicit fetch is used then. */
+static const EVP_MD *rp_sha256(void) {
+    static _Atomic(EVP_MD *) md;
+    EVP_MD *m = atomic_load_explicit(&md, memory_order_acquire);
+    if (m != NULL) return m;
+    m = EVP_MD_fetch(NULL, "SHA256", NULL);
+    if (m == NULL) return EVP_sha256();
+    EVP_MD *none = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&md, &none, m, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        EVP_MD_free(m); /* another thread's won */
+        return none;
+    }
+    return m;
+}
+
 rp_status rp_dl_digest_identity(rp_bytes origin, bool first_death_known, int64_t first_death_at,
                                 rp_bytes body, char out[RP_DL_DIGEST_IDENTITY_LEN + 1]) {
     out[0] = '\0';
@@ -72,7 +93,7 @@ rp_status rp_dl_digest_identity(rp_bytes origin, bool first_death_known, int64_t
     if (ctx == NULL) return RP_ERR_NOMEM;
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int md_len = 0;
-    int ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
+    int ok = EVP_DigestInit_ex(ctx, rp_sha256(), NULL) &&
              (origin.len == 0 || EVP_DigestUpdate(ctx, origin.ptr, origin.len)) &&
              EVP_DigestUpdate(ctx, "\n", 1) &&
              (when_len == 0 || EVP_DigestUpdate(ctx, when, when_len)) &&

@@ -158,6 +158,8 @@ rp_amqp_conn *rp_amqp_conn_new(struct event_base *base, const rp_amqp_params *p,
 }
 
 const char *rp_amqp_conn_peer(const rp_amqp_conn *c) { return c->peer; }
+bool rp_amqp_conn_tls(const rp_amqp_conn *c) { return c->info.ssl != 0; }
+
 struct event_base *rp_amqp_conn_base(const rp_amqp_conn *c) { return c->base; }
 
 amqp_connection_state_t rp_amqp_conn_handle(rp_amqp_conn *c) {

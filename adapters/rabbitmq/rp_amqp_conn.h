@@ -108,6 +108,10 @@ rp_amqp_conn *rp_amqp_conn_new(struct event_base *base, const rp_amqp_params *pa
 rp_status rp_amqp_conn_start(rp_amqp_conn *c) RP_MUSTCHECK;
 /* The live connection, or NULL when not UP. */
 amqp_connection_state_t rp_amqp_conn_handle(rp_amqp_conn *c);
+/* True when broker.url is amqps:// (the bytes go through the library's
+ * TLS socket); false for plain TCP, whose socket a caller may write frames
+ * on itself (rp_amqp_frames.h) between the library's own calls. */
+bool rp_amqp_conn_tls(const rp_amqp_conn *c);
 /* The loop the connection runs on. */
 struct event_base *rp_amqp_conn_base(const rp_amqp_conn *c);
 /* "host:port vhost V" for logs (no user, no password). */

@@ -19,6 +19,7 @@ typedef struct rp_feed_item {
     rp_amqp_feed *f;
     int64_t seq;
     rp_proto_event_msg msg;
+    amqp_basic_properties_t props; /* point into msg */
     struct rp_feed_item *next; /* a held run (rp_feed_hold) */
 } rp_feed_item;
 
@@ -31,73 +32,68 @@ typedef struct rp_feed_held {
 
 static _Thread_local rp_feed_held rp_feed_holding;
 
-typedef struct rp_feed_sent {
-    rp_amqp_feed *f;
-    int64_t seq;
-    char id[RP_PROTO_EVENT_ID_MAX];
-} rp_feed_sent;
+static void rp_feed_item_free(rp_feed_item *it) {
+    rp_proto_event_msg_cleanup(&it->msg);
+    free(it);
+}
+
+/* The publisher is done with an item handed over to it. */
+static void rp_feed_release(void *owner) { rp_feed_item_free(owner); }
 
 static void rp_feed_settled(void *arg, rp_publish_outcome outcome) {
-    rp_feed_sent *sent = arg;
-    rp_amqp_feed *f = sent->f;
+    rp_feed_item *it = arg;
+    rp_amqp_feed *f = it->f;
     if (outcome == RP_PUBLISH_CONFIRMED) rp_metrics_feed_published(f->metrics);
     if (f->hooks.on_settled) {
         if (outcome != RP_PUBLISH_CONFIRMED) rp_metrics_feed_publish_failed(f->metrics);
-        f->hooks.on_settled(f->hooks.ctx, sent->seq, outcome);
+        f->hooks.on_settled(f->hooks.ctx, it->seq, outcome);
     } else if (outcome != RP_PUBLISH_CONFIRMED) {
         rp_metrics_feed_publish_failed(f->metrics);
         RP_WARN("ledger event not published to the events exchange (it stays on the ledger)",
-                "event", sent->id, "outcome", rp_publish_outcome_string(outcome), NULL);
+                "event", it->msg.message_id, "outcome", rp_publish_outcome_string(outcome),
+                NULL);
     }
-    free(sent);
 }
 
-/* Loop thread: hand one encoded event to the publisher (NULL: stopping)
- * and free it. */
+/* Loop thread: hand one encoded event to the publisher (NULL: stopping):
+ * the item itself, not a copy (the publisher releases it once settled). */
 static void rp_feed_send(rp_amqp_feed *f, rp_amqp_publisher *publisher, rp_feed_item *it) {
     if (publisher != NULL) {
-        amqp_basic_properties_t props;
-        memset(&props, 0, sizeof props);
-        props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
-                       AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TIMESTAMP_FLAG |
-                       AMQP_BASIC_TYPE_FLAG | AMQP_BASIC_APP_ID_FLAG;
-        props.content_type = amqp_cstring_bytes(rp_encoding_content_type(f->enc));
-        props.delivery_mode = 2; /* persistent */
-        props.message_id = amqp_cstring_bytes(it->msg.message_id);
-        props.timestamp = (uint64_t)it->msg.timestamp;
-        props.type = amqp_cstring_bytes(it->msg.type);
-        props.app_id = amqp_cstring_bytes("reaperd");
-        rp_feed_sent *id = malloc(sizeof *id);
-        if (id) {
-            id->f = f;
-            id->seq = it->seq;
-            snprintf(id->id, sizeof id->id, "%s", it->msg.message_id);
-        }
+        amqp_basic_properties_t *props = &it->props;
+        memset(props, 0, sizeof *props);
+        props->_flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
+                        AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TIMESTAMP_FLAG |
+                        AMQP_BASIC_TYPE_FLAG | AMQP_BASIC_APP_ID_FLAG;
+        props->content_type = amqp_cstring_bytes(rp_encoding_content_type(f->enc));
+        props->delivery_mode = 2; /* persistent */
+        props->message_id = amqp_cstring_bytes(it->msg.message_id);
+        props->timestamp = (uint64_t)it->msg.timestamp;
+        props->type = amqp_cstring_bytes(it->msg.type);
+        props->app_id = amqp_cstring_bytes("reaperd");
         rp_publish pub = {
             .exchange = f->exchange,
             .routing_key = it->msg.routing_key,
-            .props = &props,
+            .props = props,
             .body = {it->msg.body.ptr, it->msg.body.len},
             .mandatory = false,
             .retry = true,
             .done = rp_feed_settled,
-            .arg = id,
+            .arg = it,
+            .release = rp_feed_release,
+            .owner = it,
         };
-        if (id == NULL || rp_amqp_publisher_publish(publisher, &pub) != RP_OK) {
-            free(id);
-            rp_metrics_feed_publish_failed(f->metrics);
-            RP_WARN("out of memory: a ledger event was not published", "event",
-                    it->msg.message_id, NULL);
-            if (f->hooks.on_settled) f->hooks.on_settled(f->hooks.ctx, it->seq, RP_PUBLISH_DROPPED);
-        }
+        if (rp_amqp_publisher_publish(publisher, &pub) == RP_OK) return; /* handed over */
+        rp_metrics_feed_publish_failed(f->metrics);
+        RP_WARN("out of memory: a ledger event was not published", "event",
+                it->msg.message_id, NULL);
+        if (f->hooks.on_settled) f->hooks.on_settled(f->hooks.ctx, it->seq, RP_PUBLISH_DROPPED);
     } else if (f->hooks.on_settled) {
         f->hooks.on_settled(f->hooks.ctx, it->seq, RP_PUBLISH_DROPPED);
     } else {
         RP_WARN("ledger event not published to the events exchange (it stays on the ledger)",
                 "event", it->msg.message_id, "outcome", "stopping", NULL);
     }
-    rp_proto_event_msg_cleanup(&it->msg);
-    free(it);
+    rp_feed_item_free(it);
 }
 
 /* Loop thread: a run of encoded events (one, or a hold's), in order. */

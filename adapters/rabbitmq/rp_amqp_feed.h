@@ -24,8 +24,11 @@
  * Threads: the port on the committing thread; the post's function and the
  * hooks' publisher and on_loop on the loop thread.
  * Ownership: _new copies the exchange name; metrics and hooks.ctx are
- * borrowed and must outlive the feed. Free the feed after whatever could
- * still call its port or run a post it made.
+ * borrowed and must outlive the feed. An encoded event is handed over to
+ * the publisher, not copied (rp_publish.release): until it is settled it
+ * points at the feed (its exchange name). Free the feed after whatever
+ * could still call its port or run a post it made, and after the
+ * publishers it handed events to.
  */
 #ifndef RP_AMQP_FEED_H
 #define RP_AMQP_FEED_H

@@ -7,18 +7,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rp_amqp_frames.h"
 #include "rp_amqp_msg.h"
 #include "rp_log.h"
 
 typedef struct rp_pub_entry {
     struct rp_pub_entry *next;
-    char *exchange;
-    char *routing_key;
-    amqp_pool_t pool; /* the properties' copies */
-    amqp_basic_properties_t props;
-    bool has_props;
-    uint8_t *body;
+    /* What is sent: the entry's own copies, or the caller's (handed over:
+     * release(owner) once the entry is done with them). */
+    const char *exchange;
+    const char *routing_key;
+    const amqp_basic_properties_t *props; /* NULL: none */
+    const uint8_t *body;
     size_t len;
+    void (*release)(void *owner); /* NULL: the fields below are the copies */
+    void *owner;
+    char *own_exchange, *own_routing_key;
+    amqp_pool_t pool; /* the properties' copies */
+    bool has_pool;
+    amqp_basic_properties_t own_props;
+    uint8_t *own_body;
     bool mandatory, retry, returned;
     uint64_t seq;
     rp_publish_outcome outcome;
@@ -64,6 +72,9 @@ struct rp_amqp_publisher {
     uint64_t return_left;
     struct event *settle_ev;
     struct event *flush_ev; /* sends the rest of a long backlog on a later turn */
+    /* A flush's frames, encoded by reaper and written in one send (plain
+     * TCP; over TLS each publish goes through amqp_basic_publish). */
+    rp_amqp_frames out;
 };
 
 static const char *const rp_publish_outcome_names[RP_PUBLISH_OUTCOME_COUNT_] = {
@@ -94,11 +105,12 @@ static rp_pub_entry *rp_pop(rp_pub_list *l) {
 }
 
 static void rp_entry_free(rp_pub_entry *e) {
-    empty_amqp_pool(&e->pool);
+    if (e->has_pool) empty_amqp_pool(&e->pool);
     free(e->refusal);
-    free(e->exchange);
-    free(e->routing_key);
-    free(e->body);
+    free(e->own_exchange);
+    free(e->own_routing_key);
+    free(e->own_body);
+    if (e->release) e->release(e->owner);
     free(e);
 }
 
@@ -160,6 +172,7 @@ void rp_amqp_publisher_free(rp_amqp_publisher *p) {
     rp_on_settle(-1, 0, p);
     event_free(p->flush_ev);
     event_free(p->settle_ev);
+    rp_amqp_frames_free(&p->out);
     free(p);
 }
 
@@ -187,77 +200,141 @@ bool rp_amqp_publisher_setup_on(amqp_connection_state_t c, uint16_t channel, cha
 
 /* Holds (on) or lets go (off) the socket's partial segments: rabbitmq-c
  * writes each publish as three sends and pushes a segment at the last one,
- * so a flush of many publishes, corked, leaves in full segments instead of
- * one small one (and one wake-up of the broker's reader) per publish. */
+ * so a flush of many publishes over TLS, corked, leaves in full segments
+ * instead of one small one (and one wake-up of the broker's reader) per
+ * publish. */
 static void rp_cork(amqp_connection_state_t c, bool on) {
     int fd = amqp_get_sockfd(c);
     int v = on ? 1 : 0;
     if (fd >= 0) (void)setsockopt(fd, IPPROTO_TCP, TCP_CORK, &v, sizeof v);
 }
 
+/* The flush's buffer is written out once it holds this much, and again at
+ * the end: a flush of small publishes (the feed's events) is one send, and
+ * big ones (events of dead letters with large headers, replays) cost at
+ * most this plus one publish of memory, not a whole batch's. */
+#define RP_PUB_OUT_WRITE (256u << 10)
+/* A flush's buffer over this is not kept for the next one. */
+#define RP_PUB_OUT_KEEP (1u << 20)
+
+/* Writes the buffer out and empties it: false when the connection failed
+ * (rp_publish_failed called). */
+static bool rp_out_write(rp_amqp_publisher *p, amqp_connection_state_t c);
+
+/* The publish failed on the socket: the connection goes (on_down requeues
+ * or settles what is in flight and queued). */
+static void rp_publish_failed(rp_amqp_publisher *p, int st) {
+    char why[160];
+    snprintf(why, sizeof why, "publish: %s", amqp_error_string2(st));
+    rp_amqp_conn_fail(p->conn, why);
+}
+
+static bool rp_out_write(rp_amqp_publisher *p, amqp_connection_state_t c) {
+    if (p->out.len == 0) return true;
+    int st = rp_amqp_frames_write(amqp_get_sockfd(c), p->out.bytes, p->out.len);
+    rp_amqp_frames_reset(&p->out, RP_PUB_OUT_KEEP);
+    if (st == AMQP_STATUS_OK) return true;
+    rp_publish_failed(p, st);
+    return false;
+}
+
 /* Sends what is queued, in order, while the connection is up: at most
  * RP_AMQP_PUBLISH_BATCH per loop turn, so that a backlog (events committed
  * while the broker was away) never holds the loop up; the rest goes on the
- * next turn. Several at once go out corked (rp_cork). */
+ * next turn. Over plain TCP the flush's frames are encoded into one buffer
+ * and written in one send (rp_amqp_frames.h; every RP_PUB_OUT_WRITE bytes
+ * when the publishes are big); over TLS each publish goes through the
+ * library, several at once corked (rp_cork). */
 static void rp_flush(rp_amqp_publisher *p) {
     if (p->blocked || p->ch_state != RP_PUB_CH_OPEN) return;
     amqp_connection_state_t c = rp_amqp_conn_handle(p->conn);
-    bool sent = false;
-    bool corked = c != NULL && p->todo.n > 1;
+    if (c == NULL || p->todo.head == NULL) return;
+    bool tls = rp_amqp_conn_tls(p->conn);
+    size_t frame_max = (size_t)amqp_get_frame_max(c);
+    bool corked = tls && p->todo.n > 1;
     if (corked) rp_cork(c, true);
     size_t budget = RP_AMQP_PUBLISH_BATCH;
-    while (c != NULL && p->todo.head != NULL) {
+    size_t sent = 0;
+    while (p->todo.head != NULL) {
         if (budget-- == 0) {
             event_active(p->flush_ev, 0, 0);
             break;
         }
         rp_pub_entry *e = p->todo.head;
         if (e->mandatory && p->mandatory_in_flight) break;
-        int st = amqp_basic_publish(c, p->channel,
-                                    amqp_cstring_bytes(e->exchange),
-                                    amqp_cstring_bytes(e->routing_key), e->mandatory, 0,
-                                    e->has_props ? &e->props : NULL,
-                                    (amqp_bytes_t){e->len, e->body});
+        amqp_bytes_t body = {e->len, (void *)e->body};
+        int st = tls ? amqp_basic_publish(c, p->channel, amqp_cstring_bytes(e->exchange),
+                                          amqp_cstring_bytes(e->routing_key), e->mandatory, 0,
+                                          e->props, body)
+                     : rp_amqp_frames_publish(&p->out, p->channel, frame_max,
+                                              amqp_cstring_bytes(e->exchange),
+                                              amqp_cstring_bytes(e->routing_key), e->mandatory,
+                                              false, e->props, body);
         if (st != AMQP_STATUS_OK) {
-            char why[160];
-            snprintf(why, sizeof why, "publish: %s", amqp_error_string2(st));
-            rp_amqp_conn_fail(p->conn, why);
+            rp_amqp_frames_reset(&p->out, RP_PUB_OUT_KEEP);
+            rp_publish_failed(p, st);
             return; /* on_down requeues the rest; the socket goes with it */
         }
         rp_pop(&p->todo);
         e->seq = p->next_seq++;
         if (e->mandatory) p->mandatory_in_flight = true;
         rp_push(&p->inflight, e);
-        sent = true;
-        c = rp_amqp_conn_handle(p->conn);
+        sent++;
+        if (tls) {
+            c = rp_amqp_conn_handle(p->conn);
+            if (c == NULL) return;
+        } else if (p->out.len >= RP_PUB_OUT_WRITE && !rp_out_write(p, c)) {
+            return; /* on_down requeues or settles what is in flight */
+        }
     }
-    if (corked && c != NULL) rp_cork(c, false);
+    if (corked) rp_cork(c, false);
+    if (!tls && !rp_out_write(p, c)) return;
     if (sent) rp_amqp_conn_drain(p->conn);
+}
+
+/* The entry's own copies of what pub names (the caller's may die after
+ * the call). */
+static bool rp_entry_copy(rp_pub_entry *e, const rp_publish *pub) {
+    e->own_exchange = strdup(pub->exchange ? pub->exchange : "");
+    e->own_routing_key = strdup(pub->routing_key ? pub->routing_key : "");
+    e->own_body = e->len ? malloc(e->len) : NULL;
+    if (e->own_exchange == NULL || e->own_routing_key == NULL || (e->len && e->own_body == NULL))
+        return false;
+    e->exchange = e->own_exchange;
+    e->routing_key = e->own_routing_key;
+    if (e->len) memcpy(e->own_body, pub->body.ptr, e->len);
+    e->body = e->own_body;
+    if (pub->props) {
+        /* A deep copy: the caller's properties may die after this call. */
+        init_amqp_pool(&e->pool, 512);
+        e->has_pool = true;
+        if (!rp_amqp_props_copy(&e->pool, pub->props, &e->own_props)) return false;
+        e->props = &e->own_props;
+    }
+    return true;
 }
 
 rp_status rp_amqp_publisher_publish(rp_amqp_publisher *p, const rp_publish *pub) {
     rp_pub_entry *e = calloc(1, sizeof *e);
     if (e == NULL) return RP_ERR_NOMEM;
-    init_amqp_pool(&e->pool, 512);
-    e->exchange = strdup(pub->exchange ? pub->exchange : "");
-    e->routing_key = strdup(pub->routing_key ? pub->routing_key : "");
     e->len = pub->body.len;
-    e->body = e->len ? malloc(e->len) : NULL;
     e->mandatory = pub->mandatory;
     e->retry = pub->retry;
     e->done = pub->done;
     e->arg = pub->arg;
-    bool ok = e->exchange && e->routing_key && (e->len == 0 || e->body);
-    if (ok && e->len) memcpy(e->body, pub->body.ptr, e->len);
-    if (ok && pub->props) {
-        /* A deep copy: the caller's properties may die after this call. */
-        e->has_props = true;
-        ok = rp_amqp_props_copy(&e->pool, pub->props, &e->props);
-    }
-    if (!ok) {
+    if (pub->release != NULL) {
+        /* Handed over: nothing copied; released when the entry goes. */
+        e->exchange = pub->exchange ? pub->exchange : "";
+        e->routing_key = pub->routing_key ? pub->routing_key : "";
+        e->props = pub->props;
+        e->body = pub->body.ptr;
+    } else if (!rp_entry_copy(e, pub)) {
         rp_entry_free(e);
         return RP_ERR_NOMEM;
     }
+    /* Set last: a failure above leaves the caller's memory the caller's. */
+    e->release = pub->release;
+    e->owner = pub->owner;
     if (p->todo.n + p->inflight.n >= p->limit) {
         rp_settle(p, e, RP_PUBLISH_DROPPED);
         return RP_OK;

@@ -22,8 +22,13 @@
  * (same bound) and go out at connection.unblocked or on a new connection,
  * so that a write never blocks the loop on a socket nobody reads.
  *
+ * Over plain TCP a flush's publishes are encoded by reaper into one buffer
+ * and written in one send (rp_amqp_frames.h: the bytes amqp_basic_publish
+ * would write); over TLS they go through amqp_basic_publish, corked.
+ *
  * Threads: loop thread only. Ownership: rp_amqp_publisher_publish copies
- * everything it is given; the callback's arg is the caller's.
+ * everything it is given, unless the caller hands it over (rp_publish
+ * release); the callback's arg is the caller's.
  */
 #ifndef RP_AMQP_PUBLISHER_H
 #define RP_AMQP_PUBLISHER_H
@@ -68,6 +73,14 @@ typedef struct rp_publish {
     bool retry;               /* queue again when the connection is lost */
     rp_publish_done_fn done;  /* may be NULL */
     void *arg;
+    /* NULL: exchange, routing_key, props and body are copied by the
+     * publish call. Set: they are handed over instead, not copied: they
+     * must stay valid and unchanged until the publisher calls
+     * release(owner), once, after done (or, when the publish call fails,
+     * never: the caller keeps them). The events feed hands its encoded
+     * events over this way (no copy per event). */
+    void (*release)(void *owner);
+    void *owner;
 } rp_publish;
 
 typedef struct rp_amqp_publisher rp_amqp_publisher;
@@ -114,9 +127,9 @@ void rp_amqp_publisher_on_down(rp_amqp_publisher *p);
 bool rp_amqp_publisher_frame(rp_amqp_publisher *p, const amqp_frame_t *f);
 
 /* Queues one publish; it is sent on this loop pass, after the callbacks
- * running now, with every other publish they queue (one corked write of
+ * running now, with every other publish they queue (one write of
  * them all). The done callback is called later, never from inside this
- * call. Returns RP_ERR_NOMEM (done is then never called). */
+ * call. Returns RP_ERR_NOMEM (done and release are then never called). */
 rp_status rp_amqp_publisher_publish(rp_amqp_publisher *p, const rp_publish *pub) RP_MUSTCHECK;
 
 /* Publishes not settled yet (queued, in flight, or with a callback due):
