@@ -29,6 +29,7 @@
 #include "rp_pg_replay.h"
 #include "rp_pg_stats.h"
 #include "rp_pg_store.h"
+#include "rp_sweep_vhosts.h"
 
 /* ==== the pass runner: the store thread's PostgreSQL, management API and peek ===== */
 
@@ -126,6 +127,10 @@ static rp_status rp_prp_reconcile(void *self, const rp_config *cfg, bool dry_run
     return st;
 }
 
+static void rp_prp_set_vhosts(void *self, const char *const *vhosts, size_t n) {
+    rp_mgmt_broker_set_vhosts(((rp_pass_runner *)self)->broker, vhosts, n);
+}
+
 static bool rp_prp_probe(void *self, bool check, char *detail, size_t cap) {
     return rp_pg_conn_probe(((rp_pass_runner *)self)->conn, check, detail, cap);
 }
@@ -140,6 +145,7 @@ void rp_pass_runner_port(rp_pass_runner *r, rp_pass_run_port *out) {
         .stall_memory = rp_prp_stall,
         .backfill = rp_prp_backfill,
         .reconcile = r->broker != NULL ? rp_prp_reconcile : NULL,
+        .set_vhosts = r->broker != NULL ? rp_prp_set_vhosts : NULL,
     };
 }
 
@@ -156,6 +162,7 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
 
 struct rp_runner_set {
     bool with_store;
+    rp_sweep_vhosts watched; /* what the broker lists (issue 19 item 1) */
     rp_pass_runner runner;  /* with_store: the store session and its client */
     rp_mgmt_broker *broker; /* without: the client alone */
     rp_ports ports;         /* without: the broker port alone */
@@ -168,24 +175,34 @@ static rp_runner_set *rp_rs_open(void *self, const rp_config *cfg, bool with_sto
     rp_runner_set *s = calloc(1, sizeof *s);
     if (s == NULL) return NULL;
     s->with_store = with_store;
+    if (rp_sweep_vhosts_watched(cfg, &s->watched) == RP_ERR_NOMEM) {
+        free(s);
+        return NULL;
+    }
     if (!with_store) {
         s->broker = rp_mgmt_broker_new(b->mgmt, NULL);
         if (s->broker == NULL) {
+            rp_sweep_vhosts_cleanup(&s->watched);
             free(s);
             return NULL;
         }
         rp_mgmt_broker_port(s->broker, &s->ports.broker);
+        rp_mgmt_broker_set_vhosts(s->broker, (const char *const *)s->watched.names, s->watched.n);
         return s;
     }
     if (rp_pass_runner_init(&s->runner, cfg) != RP_OK) {
+        rp_sweep_vhosts_cleanup(&s->watched);
         free(s);
         return NULL;
     }
     if (rp_pass_runner_attach_broker(&s->runner, b->mgmt, b->keep) != RP_OK) {
         rp_pass_runner_cleanup(&s->runner);
+        rp_sweep_vhosts_cleanup(&s->watched);
         free(s);
         return NULL;
     }
+    rp_mgmt_broker_set_vhosts(s->runner.broker, (const char *const *)s->watched.names,
+                              s->watched.n);
     /* As given, not wrapped (the event checks answer no gate). */
     if (publisher != NULL) s->runner.ports.publisher = *publisher;
     return s;
@@ -234,6 +251,7 @@ static void rp_rs_close(void *self, rp_runner_set *s) {
     if (s == NULL) return;
     if (s->with_store) rp_pass_runner_cleanup(&s->runner);
     else rp_mgmt_broker_free(s->broker);
+    rp_sweep_vhosts_cleanup(&s->watched);
     free(s);
 }
 

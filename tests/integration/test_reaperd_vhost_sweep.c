@@ -1,0 +1,135 @@
+/*
+ * The sweep per watched vhost (issue #19 item 1, step 2), on a running
+ * reaperd against the real broker and database: with broker.vhosts = B,
+ * the sweep lists broker.url's vhost and B (GET /api/queues/VHOST), so
+ * the dead letters already sitting in B's dead-letter queue are
+ * backfilled (parked once each, with B in their job, identity and rows),
+ * reaper's policy is written in B, and the fleet's sweep turn of each
+ * watched vhost is taken (a PostgreSQL advisory lock per vhost); an
+ * unwatched vhost C is neither listed, backfilled nor given a policy.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap_common.h"
+#include "test_mgmt_common.h"
+
+static char vh_b[64], vh_c[64];
+
+static long parked_in(const char *vhost, const char *origin) {
+    rp_child_drain(T.reaperd, 50);
+    return tap_sqln("SELECT count(*) FROM dead_letter d JOIN job j ON j.id = d.job_id "
+                    "WHERE j.payload->>'vhost' = '%s' AND d.origin_queue = '\"%s\"' "
+                    "AND d.identity LIKE '%%:%s/%%'",
+                    vhost, origin, vhost);
+}
+
+static long rows_in(const char *vhost) {
+    return tap_sqln("SELECT count(*) FROM dead_letter d JOIN job j ON j.id = d.job_id "
+                    "WHERE j.payload->>'vhost' = '%s' OR d.identity LIKE '%%:%s/%%'",
+                    vhost, vhost);
+}
+
+/* Whether reaper's policy exists in vhost (management API). */
+static bool policy_in(const char *vhost) {
+    char *ev = mt_enc(vhost), path[256];
+    snprintf(path, sizeof path, "/api/policies/%s/vibey-reap", ev);
+    free(ev);
+    char *body = NULL;
+    long code = mt_http("GET", path, NULL, &body);
+    free(body);
+    return code == 200;
+}
+
+/* Sweep turns held by any session, for vhost. */
+static long turns_held(const char *vhost) {
+    return tap_sqln("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                    "AND objsubid = 2 AND classid = hashtext('reaper.sweep_turn')::oid "
+                    "AND objid = hashtext('%s' || '/' || '%s')::oid",
+                    T.schema, vhost);
+}
+
+static void test_sweep_lists_the_watched_vhosts(void **state) {
+    (void)state;
+    mt_vhost_create(vh_b);
+    mt_vhost_create(vh_c);
+    /* Dead letters sitting in B's and C's dead-letter queues before
+     * reaperd starts: only a sweep's backfill can find them. */
+    char work_b[128], dlq_b[128], work_c[128], dlq_c[128], what[64];
+    tap_owned(work_b, sizeof work_b, "b.work");
+    snprintf(what, sizeof what, "b.%s-dlq", T.tag);
+    tap_owned(dlq_b, sizeof dlq_b, what);
+    tap_owned(work_c, sizeof work_c, "c.work");
+    snprintf(what, sizeof what, "c.%s-dlq", T.tag);
+    tap_owned(dlq_c, sizeof dlq_c, what);
+    amqp_connection_state_t cb = mt_amqp(vh_b), cc = mt_amqp(vh_c);
+    itest_dead_letters(cb, work_b, dlq_b, 3, 0);
+    itest_dead_letters(cc, work_c, dlq_c, 2, 0);
+    assert_false(policy_in(vh_b));
+    assert_false(policy_in(vh_c));
+    /* Their counts in the statistics (a sweep judges no queue before). */
+    assert_true(mt_wait_queue_field(vh_b, dlq_b, "messages", "#", 3, 30000));
+    assert_true(mt_wait_queue_field(vh_c, dlq_c, "messages", "#", 2, 30000));
+
+    char env_vhosts[128], env_dlq[128];
+    snprintf(env_vhosts, sizeof env_vhosts, "REAPER_BROKER_VHOSTS=%s", vh_b);
+    snprintf(env_dlq, sizeof env_dlq, "REAPER_REAP_DEAD_LETTER_QUEUE_PATTERN=\\.%s-dlq$", T.tag);
+    char *env[] = {env_vhosts, env_dlq, NULL};
+    T.reaperd = tap_daemon_start(
+        (itest_daemon_opts){.env = env, .ready = {ITEST_READY_BROKER, ITEST_READY_PASS}});
+
+    /* B's backlog parked once each by the backfill, with B. */
+    ITEST_POLL(parked_in(vh_b, work_b) >= 3, 30000);
+    if (parked_in(vh_b, work_b) != 3) {
+        fprintf(stderr, "%s", T.reaperd->log);
+        fail_msg("B's 3 dead letters were not backfilled");
+    }
+    assert_int_equal(rows_in(vh_b), 3);
+    /* The policy written in B; the turn of both watched vhosts taken. */
+    ITEST_POLL(policy_in(vh_b), 10000);
+    assert_true(policy_in(vh_b));
+    assert_int_equal(turns_held("/"), 1);
+    assert_int_equal(turns_held(vh_b), 1);
+
+    /* C is not watched: not listed, so nothing backfilled, no policy, no
+     * turn; its dead-letter queue keeps both. */
+    assert_int_equal(rows_in(vh_c), 0);
+    assert_false(policy_in(vh_c));
+    assert_int_equal(turns_held(vh_c), 0);
+    assert_int_equal(itest_queue_depth(cc, 1, dlq_c), 2);
+    mt_amqp_close(cb);
+    mt_amqp_close(cc);
+    tap_stop_reaperd(SIGTERM);
+}
+
+static int setup(void **state) {
+    (void)state;
+    if (tap_world_setup("vhsweep") != 0) return -1;
+    snprintf(vh_b, sizeof vh_b, "%s-sb", T.tag);
+    snprintf(vh_c, sizeof vh_c, "%s-sc", T.tag);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    if (T.reaperd) tap_stop_reaperd(SIGKILL);
+    mt_vhost_delete(vh_b);
+    mt_vhost_delete(vh_c);
+    return tap_world_teardown();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sweep_lists_the_watched_vhosts),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
