@@ -3,7 +3,8 @@
  * reaperd against the real broker and database: with broker.vhosts = B,
  * the sweep lists broker.url's vhost and B (GET /api/queues/VHOST), so
  * the dead letters already sitting in B's dead-letter queue are
- * backfilled (parked once each, with B in their job, identity and rows),
+ * backfilled (parked once each, with B in their job, identity and rows,
+ * their verdicts' `vhost` B),
  * reaper's policy is written in B, and the fleet's sweep turn of each
  * watched vhost is taken (a PostgreSQL advisory lock per vhost); an
  * unwatched vhost C is neither listed, backfilled nor given a policy.
@@ -94,6 +95,16 @@ static void test_sweep_lists_the_watched_vhosts(void **state) {
         fail_msg("B's 3 dead letters were not backfilled");
     }
     assert_int_equal(rows_in(vh_b), 3);
+    /* Their verdicts name B (the ledger keeps each verdict as it was
+     * published: proto/SCHEMA.md section 5.2's `vhost`). */
+    long named = tap_sqln("SELECT count(*) FROM ledger WHERE payload->>'object' LIKE "
+                          "'dead_letter:%%' AND payload->>'vhost' = '%s'",
+                          vh_b);
+    if (named != 3) {
+        fprintf(stderr, "ledger: %ld of 3 name %s\n", named, vh_b);
+        tap_sqln("SELECT 0 FROM ledger WHERE false");
+        fail();
+    }
     /* The policy written in B; the turn of both watched vhosts taken. */
     ITEST_POLL(policy_in(vh_b), 10000);
     assert_true(policy_in(vh_b));

@@ -14,6 +14,7 @@
 #include "rp_object.h"
 #include "rp_pass.h"
 #include "rp_sweep_vhosts.h"
+#include "rp_verdict_vhost.h"
 
 #define NOW ((rp_time_ms)1700000000000LL)
 
@@ -130,11 +131,48 @@ static void pass_clears_only_its_vhosts(void **state) {
     free(kb);
 }
 
+/* Verdict objects name their vhost: a queue's, a dead letter's identity
+ * (either form, escaped), none for jobs and kinds. */
+static void verdict_names_its_vhost(void **state) {
+    (void)state;
+    static const struct {
+        const char *object, *want;
+    } cases[] = {
+        {"queue:/:vibey.a", "/"},
+        {"queue:tenant%3Aa%25:vibey.a", "tenant:a%"},
+        {"dead_letter:id:b/vibey.work/m-1", "b"},
+        {"dead_letter:id:%2F/vibey.work/m-1", "/"},
+        {"dead_letter:sha256:tenant%20b/0a1b", "tenant b"},
+        {"dead_letter:sha256:ab12", ""},
+        {"dead_letter:id:bad%zz/q/m", ""},
+        {"dead_letter:id:cut%2/q/m", ""},
+        {"job:42", ""},
+        {"kind:alpha:pdf", ""},
+        {"project:alpha", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rp_verdict v;
+        rp_verdict_init(&v);
+        v.object = (char *)cases[i].object;
+        char out[64] = "x";
+        assert_int_equal(rp_verdict_vhost(&v, out, sizeof out), cases[i].want[0] != '\0');
+        assert_string_equal(out, cases[i].want);
+    }
+    rp_verdict v;
+    rp_verdict_init(&v);
+    char out[4] = "x";
+    assert_false(rp_verdict_vhost(&v, out, sizeof out)); /* no object */
+    v.object = (char *)"queue:longer:q";
+    assert_false(rp_verdict_vhost(&v, out, sizeof out)); /* no room */
+    assert_string_equal(out, "");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(watched_vhosts),
         cmocka_unit_test(pager_walks_vhost_after_vhost),
         cmocka_unit_test_setup_teardown(pass_clears_only_its_vhosts, setup, teardown),
+        cmocka_unit_test(verdict_names_its_vhost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
