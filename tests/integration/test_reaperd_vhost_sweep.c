@@ -8,6 +8,9 @@
  * reaper's policy is written in B, and the fleet's sweep turn of each
  * watched vhost is taken (a PostgreSQL advisory lock per vhost); an
  * unwatched vhost C is neither listed, backfilled nor given a policy.
+ * Then the events: a consumer of B cancelled while holding deliveries is
+ * judged for B (HOLDER_GONE on queue:B:..., its verdict's vhost B); one of
+ * C is judged nothing.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -57,6 +60,36 @@ static long turns_held(const char *vhost) {
                     "AND objsubid = 2 AND classid = hashtext('reaper.sweep_turn')::oid "
                     "AND objid = hashtext('%s' || '/' || '%s')::oid",
                     T.schema, vhost);
+}
+
+/* HOLDER_GONE SURFACED verdicts on the ledger for object naming vhost. */
+static long holder_gone(const char *object, const char *vhost) {
+    rp_child_drain(T.reaperd, 50);
+    return tap_sqln("SELECT count(*) FROM ledger WHERE payload->>'object' = '%s' AND "
+                    "payload->>'condition' = 'HOLDER_GONE' AND payload->>'action' = 'SURFACED' "
+                    "AND payload->>'vhost' = '%s'",
+                    object, vhost);
+}
+
+/* Three deliveries of queue q (declared on c's vhost) held unacked by a
+ * consumer "itest.victim" on channel 2 of c. */
+static void hold_three(amqp_connection_state_t c, const char *q) {
+    mt_declare(c, q, "classic");
+    for (int i = 0; i < 3; i++) mt_publish(c, q, "work", 0);
+    amqp_channel_open(c, 2);
+    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_basic_qos(c, 2, 0, 10, 0);
+    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_basic_consume(c, 2, amqp_cstring_bytes(q), amqp_cstring_bytes("itest.victim"), 0, 0, 0,
+                       amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    for (int i = 0; i < 3; i++) {
+        amqp_envelope_t env;
+        struct timeval tv = {10, 0};
+        amqp_maybe_release_buffers(c);
+        assert_int_equal(amqp_consume_message(c, &env, &tv, 0).reply_type, AMQP_RESPONSE_NORMAL);
+        amqp_destroy_envelope(&env);
+    }
 }
 
 static void test_sweep_lists_the_watched_vhosts(void **state) {
@@ -117,6 +150,34 @@ static void test_sweep_lists_the_watched_vhosts(void **state) {
     assert_false(policy_in(vh_c));
     assert_int_equal(turns_held(vh_c), 0);
     assert_int_equal(itest_queue_depth(cc, 1, dlq_c), 2);
+
+    /* Events: a consumer of B cancelled while it holds deliveries is
+     * judged for B (its object, sighting and verdict name B); the same in
+     * unwatched C is judged nothing. */
+    char held_b[128], held_c[128];
+    tap_owned(held_b, sizeof held_b, "b.held");
+    tap_owned(held_c, sizeof held_c, "c.held");
+    hold_three(cb, held_b);
+    hold_three(cc, held_c);
+    amqp_basic_cancel(cc, 2, amqp_cstring_bytes("itest.victim"));
+    assert_int_equal(amqp_get_rpc_reply(cc).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_basic_cancel(cb, 2, amqp_cstring_bytes("itest.victim"));
+    assert_int_equal(amqp_get_rpc_reply(cb).reply_type, AMQP_RESPONSE_NORMAL);
+    char ob[200];
+    snprintf(ob, sizeof ob, "queue:%s:%s", vh_b, held_b);
+    ITEST_POLL(holder_gone(ob, vh_b) == 1, 10000);
+    if (holder_gone(ob, vh_b) != 1) {
+        fprintf(stderr, "%s", T.reaperd->log);
+        fail_msg("no HOLDER_GONE naming %s on the ledger", vh_b);
+    }
+    assert_int_equal(tap_sqln("SELECT count(*) FROM sighting WHERE key = "
+                              "'broker|HOLDER_GONE|%s'",
+                              ob),
+                     1);
+    assert_int_equal(tap_sqln("SELECT count(*) FROM ledger WHERE payload->>'object' LIKE "
+                              "'queue:%s:%%'",
+                              vh_c),
+                     0);
     mt_amqp_close(cb);
     mt_amqp_close(cc);
     tap_stop_reaperd(SIGTERM);
