@@ -62,6 +62,15 @@ fail:
 
 size_t rp_vhost_taps_count(const rp_vhost_taps *v) { return v ? v->n : 0; }
 
+bool rp_vhost_taps_observe(void *vpp, size_t i, rp_observe_tap *out) {
+    const rp_vhost_taps *v = *(rp_vhost_taps **)vpp;
+    if (v == NULL || i >= v->n || v->taps[i].tap == NULL) return false;
+    *out = (rp_observe_tap){.vhost = v->taps[i].vhost};
+    rp_tap_gauges(v->taps[i].tap, &out->held_bytes, &out->paused);
+    out->ready = v->taps[i].up && rp_tap_bound(v->taps[i].tap);
+    return true;
+}
+
 bool rp_vhost_taps_watched(void *vpp, const char *vhost) {
     rp_vhost_taps *v = *(rp_vhost_taps **)vpp;
     if (v == NULL) return true; /* not made yet */

@@ -24,6 +24,7 @@
 #include "rp_amqp_session.h"
 #include "rp_broker_event.h"
 #include "rp_events.h"
+#include "rp_observe.h"
 
 typedef struct rp_vhost_taps rp_vhost_taps;
 
@@ -41,6 +42,10 @@ rp_vhost_taps *rp_vhost_taps_new(struct event_base *base, const rp_config *const
  * rp_vhost_taps ** (read at each call; NULL set: every vhost). Loop
  * thread. */
 bool rp_vhost_taps_watched(void *vpp, const char *vhost);
+/* rp_observe_deps.vhost_tap, vpp = rp_vhost_taps **: the i-th tap's
+ * vhost, gauges and readiness (its vhost's connection up and its bindings
+ * in place). Loop thread. */
+bool rp_vhost_taps_observe(void *vpp, size_t i, rp_observe_tap *out);
 /* How many vhosts the set watches. */
 size_t rp_vhost_taps_count(const rp_vhost_taps *v);
 /* Starts each tap's connection with params (the daemon's), logged in to

@@ -183,6 +183,47 @@ static void test_sweep_lists_the_watched_vhosts(void **state) {
     tap_stop_reaperd(SIGTERM);
 }
 
+/* /readyz's code, its body into why (n bytes). */
+static int readyz(int port, char *why, size_t n) {
+    char *body = NULL;
+    int code = itest_http(port, "GET", "/readyz", &body, 5000);
+    snprintf(why, n, "%s", body ? body : "");
+    free(body);
+    return code;
+}
+
+/* Issue 19 item 1: the tap of a watched vhost counts in /readyz: ready
+ * with B's tap up; B deleted (its tap's connection closed, and refused
+ * while B is missing): not ready, the reason naming B; B created again:
+ * ready once its tap is back. */
+static void test_vhost_tap_in_readyz(void **state) {
+    (void)state;
+    mt_vhost_create(vh_b);
+    char env_vhosts[128];
+    snprintf(env_vhosts, sizeof env_vhosts, "REAPER_BROKER_VHOSTS=%s", vh_b);
+    char *env[] = {env_vhosts, "REAPER_HTTP_LISTEN=127.0.0.1:0", NULL};
+    T.reaperd = tap_daemon_start((itest_daemon_opts){.env = env});
+    int port = itest_reaperd_http_port(T.reaperd, 10000);
+    assert_true(port > 0);
+    char why[200];
+    ITEST_POLL(readyz(port, why, sizeof why) == 200, 20000);
+    if (readyz(port, why, sizeof why) != 200) {
+        fprintf(stderr, "%s", T.reaperd->log);
+        fail_msg("not ready with B's tap up: %s", why);
+    }
+    mt_vhost_delete(vh_b);
+    ITEST_POLL(readyz(port, why, sizeof why) == 503, 20000);
+    assert_int_equal(readyz(port, why, sizeof why), 503);
+    if (strstr(why, vh_b) == NULL) fail_msg("the reason does not name %s: %s", vh_b, why);
+    mt_vhost_create(vh_b);
+    ITEST_POLL(readyz(port, why, sizeof why) == 200, 30000);
+    if (readyz(port, why, sizeof why) != 200) {
+        fprintf(stderr, "%s", T.reaperd->log);
+        fail_msg("not ready again once B is back: %s", why);
+    }
+    tap_stop_reaperd(SIGTERM);
+}
+
 static int setup(void **state) {
     (void)state;
     if (tap_world_setup("vhsweep") != 0) return -1;
@@ -202,6 +243,7 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sweep_lists_the_watched_vhosts),
+        cmocka_unit_test(test_vhost_tap_in_readyz),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
