@@ -224,6 +224,126 @@ static void test_vhost_tap_in_readyz(void **state) {
     tap_stop_reaperd(SIGTERM);
 }
 
+static rp_child *second; /* the second replica, stopped at teardown */
+
+/* Whether the tap queue of vhost is bound to exchange (management API). */
+static bool tap_bound_to(const char *vhost, const char *exchange) {
+    char *ev = mt_enc(vhost), *eq = mt_enc(T.tap), path[512];
+    snprintf(path, sizeof path, "/api/queues/%s/%s/bindings", ev, eq);
+    free(ev);
+    free(eq);
+    json_t *b = mt_get_json(path);
+    bool found = false;
+    size_t i;
+    json_t *it;
+    json_array_foreach(b, i, it) {
+        const char *src = json_string_value(json_object_get(it, "source"));
+        if (src != NULL && strcmp(src, exchange) == 0) found = true;
+    }
+    json_decref(b);
+    return found;
+}
+
+/* Lines of log holding both needles. */
+static int lines_with(const char *log, const char *a, const char *b) {
+    int n = 0;
+    for (const char *l = log; l != NULL && *l != '\0';) {
+        const char *end = strchr(l, '\n');
+        size_t len = end ? (size_t)(end - l) : strlen(l);
+        char *line = strndup(l, len);
+        if (line != NULL && strstr(line, a) != NULL && strstr(line, b) != NULL) n++;
+        free(line);
+        l = end ? end + 1 : NULL;
+    }
+    return n;
+}
+
+/* Dead letters parked from origin (once each: as many rows as distinct
+ * identities, else -1). */
+static long parked_once(const char *origin) {
+    long rows = tap_sqln("SELECT count(*) FROM dead_letter WHERE origin_queue = '\"%s\"'", origin);
+    long ids = tap_sqln("SELECT count(DISTINCT identity) FROM dead_letter WHERE "
+                        "origin_queue = '\"%s\"'",
+                        origin);
+    return rows == ids ? rows : -1;
+}
+
+/* Issue 19 items 1 and 3: two replicas, two watched vhosts ("/" and B),
+ * sweeps every 2 s: a backlog in each vhost's dead-letter queue (the
+ * sweep's backfill) and live dead letters in each (the taps, which both
+ * replicas consume) are parked once each; each vhost's sweep turn is held
+ * by one session, taken once over the run: the other replica's passes
+ * are lease reaps. */
+static void test_two_replicas_two_vhosts(void **state) {
+    (void)state;
+    mt_vhost_create(vh_b);
+    const char *vh[2] = {"/", vh_b};
+    char work[2][128], dlq[2][128], live[2][128], ldlq[2][128], what[64];
+    amqp_connection_state_t c[2];
+    for (int i = 0; i < 2; i++) {
+        c[i] = mt_amqp(vh[i]);
+        snprintf(what, sizeof what, "r%d.work", i);
+        tap_owned(work[i], sizeof work[i], what);
+        snprintf(what, sizeof what, "r%d.%s-dlq", i, T.tag);
+        tap_owned(dlq[i], sizeof dlq[i], what);
+        snprintf(what, sizeof what, "r%d.live", i);
+        tap_owned(live[i], sizeof live[i], what);
+        snprintf(what, sizeof what, "r%d.live.%s-dlq", i, T.tag);
+        tap_owned(ldlq[i], sizeof ldlq[i], what);
+        itest_dead_letters(c[i], work[i], dlq[i], 3 + i, 0);
+        itest_dead_letters(c[i], live[i], ldlq[i], 0, 0);
+        assert_true(mt_wait_queue_field(vh[i], dlq[i], "messages", "#", 3 + i, 30000));
+    }
+    char env_vhosts[128], env_dlq[128];
+    snprintf(env_vhosts, sizeof env_vhosts, "REAPER_BROKER_VHOSTS=%s", vh_b);
+    snprintf(env_dlq, sizeof env_dlq, "REAPER_REAP_DEAD_LETTER_QUEUE_PATTERN=\\.%s-dlq$", T.tag);
+    char *env[] = {env_vhosts, env_dlq, "REAPER_REAP_INTERVAL_SECONDS=2", NULL};
+    T.reaperd = tap_daemon_start(
+        (itest_daemon_opts){.env = env, .ready = {ITEST_READY_BROKER, ITEST_READY_PASS}});
+    second = tap_daemon_start(
+        (itest_daemon_opts){.env = env, .ready = {ITEST_READY_BROKER, ITEST_READY_PASS}});
+    for (int i = 0; i < 2; i++) {
+        char dlx[300];
+        snprintf(dlx, sizeof dlx, "%s.dlx", live[i]);
+        ITEST_POLL(tap_bound_to(vh[i], dlx), 30000);
+        assert_true(tap_bound_to(vh[i], dlx));
+    }
+    for (int i = 0; i < 2; i++) itest_dead_letters(c[i], live[i], ldlq[i], 5, 0);
+    for (int i = 0; i < 2; i++) {
+        ITEST_POLL(parked_once(work[i]) == 3 + i && parked_once(live[i]) == 5, 30000);
+        if (parked_once(work[i]) != 3 + i || parked_once(live[i]) != 5) {
+            fprintf(stderr, "%s\n----\n%s", T.reaperd->log, second->log);
+            fail_msg("vhost %s: backlog %ld of %d, live %ld of 5", vh[i], parked_once(work[i]),
+                     3 + i, parked_once(live[i]));
+        }
+    }
+    /* A few more sweeps: still once each, and one holder per vhost. */
+    mt_sleep_ms(4500);
+    rp_child_drain(T.reaperd, 50);
+    rp_child_drain(second, 50);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(parked_once(work[i]), 3 + i);
+        assert_int_equal(parked_once(live[i]), 5);
+        assert_int_equal(turns_held(vh[i]), 1);
+        char v[96];
+        snprintf(v, sizeof v, "\"vhost\":\"%s\"", vh[i]);
+        int taken = lines_with(T.reaperd->log, "sweep turn taken", v) +
+                    lines_with(second->log, "sweep turn taken", v);
+        if (taken != 1) {
+            fprintf(stderr, "%s\n----\n%s", T.reaperd->log, second->log);
+            fail_msg("vhost %s: the sweep turn was taken %d times", vh[i], taken);
+        }
+    }
+    /* Whoever holds no turn reaps leases only. */
+    int lease_only = lines_with(T.reaperd->log, "pass finished", "another replica sweeps") +
+                     lines_with(second->log, "pass finished", "another replica sweeps");
+    fprintf(stderr, "# lease reaps while the other replica swept: %d\n", lease_only);
+    for (int i = 0; i < 2; i++) mt_amqp_close(c[i]);
+    assert_int_equal(itest_daemon_stop_sig(second, SIGTERM), 0);
+    second = NULL;
+    tap_stop_reaperd(SIGTERM);
+}
+
 static int setup(void **state) {
     (void)state;
     if (tap_world_setup("vhsweep") != 0) return -1;
@@ -235,6 +355,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     (void)state;
     if (T.reaperd) tap_stop_reaperd(SIGKILL);
+    if (second) itest_daemon_stop_sig(second, SIGKILL);
     mt_vhost_delete(vh_b);
     mt_vhost_delete(vh_c);
     return tap_world_teardown();
@@ -244,6 +365,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sweep_lists_the_watched_vhosts),
         cmocka_unit_test(test_vhost_tap_in_readyz),
+        cmocka_unit_test(test_two_replicas_two_vhosts),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
