@@ -12,7 +12,7 @@
  *     ready job's sighting opened once over many sweeps;
  *   - sweeps not multiplied by the replica count: the management API calls
  *     are counted by a proxy in front of it (reaperd's management URL
- *     points at it): the sweep's queue listing (GET /api/queues?page=) per
+ *     points at it): the sweep's queue listing (GET /api/queues/%2F?page=) per
  *     second with 1, 2 and 3 replicas sweeping every second, and the
  *     policy writes (PUT /api/policies/...) after reaper's policies were
  *     cleared: they do not grow with the replicas (core/rp_sweep_turn.h).
@@ -54,12 +54,12 @@ static struct {
     int upstream; /* the management API's */
     pthread_t accept_thread;
     pthread_mutex_t mu;
-    long listings;      /* GET /api/queues?page= (the sweep's listing) */
+    long listings;      /* GET /api/queues/%2F?page= (the sweep's listing of "/") */
     long policy_writes; /* PUT /api/policies/ or /api/operator-policies/ */
     long requests;      /* every request */
 } P = {.listen_fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER};
 
-static const char *const PATTERNS[] = {"GET /api/queues?page=", "PUT /api/policies/",
+static const char *const PATTERNS[] = {"GET /api/queues/%2F?page=", "PUT /api/policies/",
                                        "PUT /api/operator-policies/", " HTTP/1.1\r\n"};
 #define N_PATTERNS 4
 #define CARRY 40
