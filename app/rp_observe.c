@@ -5,6 +5,7 @@
  * are measured at. The rendering and the listener are the HTTP adapter's.
  */
 #include "rp_observe.h"
+#include "rp_observe_vhost_taps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,10 @@ void rp_observe_refresh(void *arg) {
     if (o->deps.tap_gauges) {
         int64_t held;
         bool paused;
-        if (o->deps.tap_gauges(o->deps.tap_arg, &held, &paused)) rp_metrics_set_tap(m, held, paused);
+        if (o->deps.tap_gauges(o->deps.tap_arg, &held, &paused)) {
+            rp_observe_vhost_taps_gauges(&o->deps, &held, &paused);
+            rp_metrics_set_tap(m, held, paused);
+        }
     }
 }
 
@@ -45,9 +49,11 @@ bool rp_observe_ready(void *arg, char *why, size_t cap) {
         return false;
     }
     if (broker_up && store_up) {
-        if (o->deps.tap_bound == NULL || o->deps.tap_bound(o->deps.tap_arg)) return true;
-        snprintf(why, cap, "dead-letter tap not bound yet");
-        return false;
+        if (o->deps.tap_bound != NULL && !o->deps.tap_bound(o->deps.tap_arg)) {
+            snprintf(why, cap, "dead-letter tap not bound yet");
+            return false;
+        }
+        return rp_observe_vhost_taps_ready(&o->deps, why, cap);
     }
     snprintf(why, cap, "%s%s%s", broker_up ? "" : "broker down",
              !broker_up && !store_up ? ", " : "", store_up ? "" : "store down");

@@ -49,6 +49,15 @@
 
 typedef struct rp_observe rp_observe;
 
+/* One tap of another vhost, as the metrics and /readyz see it (loop
+ * thread; vhost lent until the hook is called again). */
+typedef struct rp_observe_tap {
+    const char *vhost;
+    int64_t held_bytes;
+    bool paused;
+    bool ready; /* its connection up and its bindings in place */
+} rp_observe_tap;
+
 typedef struct rp_observe_deps {
     rp_metrics *metrics; /* initialised by the caller */
     const bool *stopping; /* read atomically */
@@ -62,6 +71,12 @@ typedef struct rp_observe_deps {
     bool (*tap_gauges)(void *arg, int64_t *held_bytes, bool *paused);
     bool (*tap_bound)(void *arg);
     void *tap_arg;
+    /* Issue 19 item 1: the taps of broker.vhosts' other vhosts, the i-th
+     * into *out (false past the last; NULL: none): their held bytes add to
+     * the tap's gauge, any paused one makes it paused, and /readyz is not
+     * ready while one is not (its reason names the vhost). */
+    bool (*vhost_tap)(void *arg, size_t i, struct rp_observe_tap *out);
+    void *vhost_tap_arg;
     /* Counts on the store thread. */
     rp_gauges_port gauges;
     /* Runs fn(job) on the store thread, then done(job) on the loop; an

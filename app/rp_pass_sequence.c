@@ -9,6 +9,8 @@
 #include "rp_pass_setup.h"
 #include "rp_queue_listing.h"
 #include "rp_sweep_turn.h"
+#include "rp_sweep_vhost_turns.h"
+#include "rp_sweep_vhosts.h"
 
 void rp_pass_sequence_options(const rp_config *cfg, rp_pass_options *opt) {
     rp_pass_options_from_config(cfg, opt);
@@ -52,6 +54,19 @@ void rp_pass_sequence_run(const rp_pass_run_port *port, rp_pass_request *req) {
     rp_queue_listing *listing =
         reconcile ? rp_queue_listing_new(opt.owned_queue_pattern, 0) : NULL;
     opt.keep_listing = listing;
+    /* Issue 19 item 1: the broker half over the watched vhosts (or those
+     * the request names), one listing of GET /api/queues/VHOST pages. */
+    rp_sweep_vhosts watched = {0};
+    if (req->scope == RP_PASS_FULL && req->project == NULL && port->set_vhosts != NULL) {
+        if (req->n_vhosts > 0) {
+            opt.vhosts = req->vhosts;
+            opt.n_vhosts = req->n_vhosts;
+        } else if (rp_sweep_vhosts_watched(cfg, &watched) == RP_OK) {
+            opt.vhosts = (const char *const *)watched.names;
+            opt.n_vhosts = watched.n;
+        }
+        port->set_vhosts(self, opt.vhosts, opt.n_vhosts);
+    }
     if (backfill) rp_backfill_read_pass_begin(backfill, req->dry_run);
     req->status = rp_pass_run(ports, &opt, &req->report);
     if (backfill) rp_backfill_read_pass_end(backfill);
@@ -60,6 +75,8 @@ void rp_pass_sequence_run(const rp_pass_run_port *port, rp_pass_request *req) {
         if (port->reconcile(self, cfg, req->dry_run, listing, &req->report) == RP_ERR_NOMEM)
             req->status = RP_ERR_NOMEM;
     }
+    if (opt.n_vhosts > 0) port->set_vhosts(self, NULL, 0);
+    rp_sweep_vhosts_cleanup(&watched);
     rp_queue_listing_free(listing);
     req->duration_ms = rp_clock_mono_ms() - t0;
     /* Stopping (SIGTERM): what follows serves the next pass; skip it. */
@@ -77,40 +94,6 @@ void rp_pass_sequence_run(const rp_pass_run_port *port, rp_pass_request *req) {
 
 /* ---- the sweeper's pass port (rp_pass_sequence.h) ---------------------------- */
 
-/* Store thread: the fleet's turn to sweep the URL's vhost
- * (core/rp_sweep_turn.h) before a scheduled sweep; with reap.enabled false
- * a holder gives it back at its next lease reap. UNKNOWN when it cannot
- * be asked. */
-static rp_sweep_turn rp_sweep_passes_turn(rp_sweep_passes *sp, rp_pass_scope scope,
-                                          char *vhost, size_t n) {
-    const rp_pass_run_port *port = &sp->run;
-    const rp_config *cfg = port->config(port->self);
-    char err[256];
-    if (!rp_sweep_turn_vhost(cfg->broker.url, vhost, n)) return RP_SWEEP_TURN_UNKNOWN;
-    if (port->connect(port->self, err, sizeof err) != RP_OK) return RP_SWEEP_TURN_UNKNOWN;
-    const rp_store_port *store = &port->ports(port->self)->store;
-    if (store->take_sweep_turn == NULL) return RP_SWEEP_TURN_UNKNOWN;
-    if (scope != RP_PASS_FULL) {
-        if (!cfg->reap.enabled && sp->turn_held && store->give_sweep_turn &&
-            store->give_sweep_turn(store->self, vhost) == RP_OK) {
-            sp->turn_held = false;
-            RP_INFO("sweep turn given back: reap.enabled is false", "vhost", vhost, NULL);
-        }
-        return RP_SWEEP_TURN_UNKNOWN;
-    }
-    bool got = false;
-    if (store->take_sweep_turn(store->self, vhost, &got) != RP_OK) return RP_SWEEP_TURN_UNKNOWN;
-    if (got && !sp->turn_held) RP_INFO("sweep turn taken: this replica sweeps", "vhost", vhost, NULL);
-    if (!got && sp->turn_held)
-        RP_INFO("sweep turn lost (a new store session): another replica sweeps", "vhost", vhost,
-                NULL);
-    if (!got)
-        RP_DEBUG("sweep left to the replica holding the turn: lease reap only", "vhost", vhost,
-                 NULL);
-    sp->turn_held = got;
-    return got ? RP_SWEEP_TURN_TAKEN : RP_SWEEP_TURN_HELD;
-}
-
 /* Store thread: the pass, then the open sightings and gates into the
  * metrics. */
 static void rp_sweep_passes_run(void *self, rp_sweep_run *run) {
@@ -118,25 +101,27 @@ static void rp_sweep_passes_run(void *self, rp_sweep_run *run) {
     rp_pass_request *req = calloc(1, sizeof *req);
     run->detail = req;
     if (req == NULL) return;
-    char vhost[256] = "";
-    rp_sweep_turn turn = rp_sweep_passes_turn(sp, run->scope, vhost, sizeof vhost);
-    rp_pass_scope scope = rp_sweep_turn_scope(run->scope, turn);
+    /* The fleet's turn of each watched vhost (rp_sweep_vhost_turns.h): the
+     * sweep lists those this replica holds; none: a lease reap. */
+    rp_sweep_vhost_turns turns;
+    rp_sweep_vhost_turns_take(&turns, &sp->run, run->scope, &sp->turns_held);
+    sp->turn_held = sp->turns_held != 0;
+    rp_pass_scope scope = rp_sweep_vhost_turns_scope(&turns, run->scope);
     if (scope != run->scope) run->scope_name = "lease reap (another replica sweeps)";
     rp_pass_request_init(req, scope, false);
     req->progress = run->progress;
     req->progress_arg = run->progress_arg;
     req->should_stop = run->should_stop;
     req->stop_arg = run->stop_arg;
+    req->vhosts = turns.swept;
+    req->n_vhosts = turns.n_swept;
     rp_pass_sequence_run(&sp->run, req);
-    if (turn == RP_SWEEP_TURN_TAKEN &&
-        rp_sweep_turn_give_back(req->status == RP_OK, req->report.ok)) {
-        const rp_store_port *store = &sp->run.ports(sp->run.self)->store;
-        if (store->give_sweep_turn && store->give_sweep_turn(store->self, vhost) == RP_OK) {
-            sp->turn_held = false;
-            RP_INFO("sweep turn given back: this sweep could not read everything", "vhost",
-                    vhost, NULL);
-        }
-    }
+    rp_sweep_vhost_turns_give_back(&turns, &sp->run, req->status == RP_OK, req->report.ok,
+                                   &sp->turns_held);
+    sp->turn_held = sp->turns_held != 0;
+    rp_sweep_vhost_turns_cleanup(&turns);
+    req->vhosts = NULL;
+    req->n_vhosts = 0;
     rp_observe_pass_store(sp->observe, req->open_sightings >= 0 ? req->open_by_condition : NULL);
     run->clock_offset_ms = req->clock_offset_ms;
     run->deadline_known = req->deadline_known;

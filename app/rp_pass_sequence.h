@@ -38,10 +38,11 @@ void rp_pass_sequence_run(const rp_pass_run_port *port, rp_pass_request *req);
 
 /* The sweeper's pass port (core/rp_sweep_port.h, app/rp_sweeper.h) over
  * the sequence. run (store thread): replicas sweep one at a time
- * (core/rp_sweep_turn.h): a sweep first takes the fleet's turn through the
- * store port, and runs as a lease reap (scope_name says so) when another
- * replica holds it; a holder whose sweep could not read everything gives
- * it back. Then a pass request of that scope,
+ * (core/rp_sweep_turn.h), vhost by vhost (rp_sweep_vhost_turns.h): a
+ * sweep first takes the fleet's turn of each watched vhost through the
+ * store port and sweeps those it holds; it runs as a lease reap
+ * (scope_name says so) when other replicas hold them all; a holder whose
+ * sweep could not read everything gives its turns back. Then a pass request of that scope,
  * progress and stop hooks run over port, then the open sightings and gates
  * into the metrics (rp_observe_pass_store), and the store's clock offset
  * and the next lease deadline back to the sweeper. finish (loop thread):
@@ -60,9 +61,12 @@ typedef struct rp_sweep_passes {
     int64_t *open_sightings;    /* loop thread; kept when not known */
     void (*after_sweep)(void *arg); /* loop thread; may be NULL */
     void *arg;
-    /* Store thread: this replica holds the fleet's sweep turn (set by run;
-     * false to start with). */
+    /* Store thread: this replica holds the fleet's sweep turn of a
+     * watched vhost (set by run; false to start with). */
     bool turn_held;
+    /* Store thread: which (bit i: the i-th watched vhost,
+     * rp_sweep_vhost_turns.h); 0 to start with. */
+    uint64_t turns_held;
 } rp_sweep_passes;
 
 void rp_sweep_passes_port(rp_sweep_passes *sp, rp_sweep_port *out);

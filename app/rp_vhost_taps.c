@@ -60,6 +60,17 @@ fail:
 
 size_t rp_vhost_taps_count(const rp_vhost_taps *v) { return v ? v->n : 0; }
 
+bool rp_vhost_taps_observe(void *vpp, size_t i, rp_observe_tap *out) {
+    const rp_vhost_taps *v = *(rp_vhost_taps **)vpp;
+    if (v == NULL || i >= v->n || v->taps[i].tap == NULL) return false;
+    *out = (rp_observe_tap){.vhost = v->taps[i].vhost};
+    rp_tap_gauges(v->taps[i].tap, &out->held_bytes, &out->paused);
+    const rp_vhost_tap *t = &v->taps[i];
+    bool up = v->port.replays_up == NULL || v->port.replays_up(v->port.self, t->backends);
+    out->ready = up && rp_tap_bound(t->tap);
+    return true;
+}
+
 bool rp_vhost_taps_watched(void *vpp, const char *vhost) {
     rp_vhost_taps *v = *(rp_vhost_taps **)vpp;
     if (v == NULL) return true; /* not made yet */

@@ -26,6 +26,7 @@
 #include "rp_broker_event.h"
 #include "rp_config.h"
 #include "rp_events.h"
+#include "rp_observe.h"
 #include "rp_status.h"
 #include "rp_tap.h"
 
@@ -52,6 +53,9 @@ typedef struct rp_vhost_taps_port {
      * it could not (borrowed; NULL: out of memory). */
     rp_status (*connect_replays)(void *self, rp_vhost_backends *b, const char *vhost,
                                  const char **err);
+    /* Whether b's publishing session in its vhost is up (the vhost can be
+     * logged in to). NULL: only the tap's bindings say it is ready. */
+    bool (*replays_up)(void *self, const rp_vhost_backends *b);
     /* Frees b (its session and the tap's backends); after rp_tap_stop.
      * NULL b: nothing. */
     void (*backends_free)(void *self, rp_vhost_backends *b);
@@ -71,6 +75,10 @@ rp_vhost_taps *rp_vhost_taps_new(struct event_base *base, const rp_config *const
  * rp_vhost_taps ** (read at each call; NULL set: every vhost). Loop
  * thread. */
 bool rp_vhost_taps_watched(void *vpp, const char *vhost);
+/* rp_observe_deps.vhost_tap, vpp = rp_vhost_taps **: the i-th tap's
+ * vhost, gauges and readiness (its vhost's publishing session up, the
+ * port's replays_up, and its bindings in place). Loop thread. */
+bool rp_vhost_taps_observe(void *vpp, size_t i, rp_observe_tap *out);
 /* How many vhosts the set watches. */
 size_t rp_vhost_taps_count(const rp_vhost_taps *v);
 /* Starts each tap's connection (the port's connect_tap: the daemon's

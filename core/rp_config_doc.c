@@ -53,7 +53,10 @@ static const char *const rp_config_docs[RP_CFG_KEY_COUNT_] = {
         "exchanges of the owned queues there; its dead letters are parked with that vhost in "
         "their identity and rows. A listed vhost that does not exist or that reaper's user "
         "cannot access is said in the log (per vhost) and tried again with backoff; the other "
-        "vhosts keep working. Empty: the URL's vhost only.",
+        "vhosts keep working. The sweep (judgements, backfill, reaper's policies, written in "
+        "every watched vhost) and the owned-queue inventory list the watched vhosts only, each "
+        "through `GET /api/queues/VHOST`; the fleet's sweep turn is taken per vhost. Empty: "
+        "the URL's vhost only.",
     [RP_CFG_BROKER_TLS_CA_FILE] = "With `amqps://`: the CA bundle (PEM) the broker's certificate "
                                   "is verified against; empty: the system's.",
     [RP_CFG_BROKER_TLS_CERT_FILE] = "With `amqps://`: a client certificate (PEM), for brokers "

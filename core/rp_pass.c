@@ -7,6 +7,7 @@
 #include "rp_object.h"
 #include "rp_pass_internal.h"
 #include "rp_publish.h"
+#include "rp_sweep_vhosts.h"
 #include "rp_text.h"
 
 void rp_pass_options_default(rp_pass_options *o) {
@@ -180,6 +181,17 @@ rp_status rp__pass_load_open(rp__pass *p) {
     return RP_OK;
 }
 
+/* Whether the queue subject's vhost is one the pass listed (a subject
+ * that names no queue: as before, the listing's). */
+static bool rp_sweep_vhosts_listed(const rp_pass_options *opt, const char *subject) {
+    char *vhost = NULL, *name = NULL;
+    if (rp_object_queue_split(subject, &vhost, &name) != RP_OK) return true;
+    bool listed = rp_sweep_vhosts_has(opt->vhosts, opt->n_vhosts, vhost);
+    free(vhost);
+    free(name);
+    return listed;
+}
+
 /* Whether this pass judged the condition of sighting parts whole enough to
  * clear it. */
 static bool rp_may_clear(const rp__pass *p, const rp_sighting_key_parts *parts) {
@@ -223,6 +235,7 @@ static bool rp_may_clear(const rp__pass *p, const rp_sighting_key_parts *parts) 
                    rp__pass_wedged_broker_judged(p, parts->subject));
     /* A queue read but not measured keeps what was sighted on it. */
     if (!judged || rp__strs_has(&p->kept, parts->subject)) return false;
+    if (p->opt->n_vhosts > 0 && !rp_sweep_vhosts_listed(p->opt, parts->subject)) return false;
     if (p->targeted) return rp__strs_has(&p->read, parts->subject);
     return p->broker_ran && p->broker_whole;
 }

@@ -144,6 +144,12 @@ typedef struct rp_pass_options {
      * queue listing to this listing (begun at the first page, ended whole
      * or not), for the policy reconcile that follows. NULL: none. */
     struct rp_queue_listing *keep_listing;
+    /* Issue 19 item 1: the vhosts the broker port lists (n_vhosts 0: every
+     * vhost, or the port's own). A broker sighting on a queue of another
+     * vhost is never cleared by this pass (that vhost was not read).
+     * Borrowed. */
+    const char *const *vhosts;
+    size_t n_vhosts;
 } rp_pass_options;
 
 #define RP_PASS_LEASE_BATCH_MIN 1

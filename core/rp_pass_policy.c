@@ -546,6 +546,8 @@ static rp_status rp_list(rp_rec *r, size_t page, bool with_arguments, bool fresh
 
 static rp_status rp_scan_vhosts(rp_rec *r) {
     rp_status st = rp_add_vhost(r, r->o->vhost ? r->o->vhost : "/");
+    for (size_t i = 0; st == RP_OK && i < r->o->n_also_vhosts; i++)
+        if (r->o->also_vhosts[i] != NULL) st = rp_add_vhost(r, r->o->also_vhosts[i]);
     r->stats->listing_reused = rp_queue_listing_usable(r->o->listing);
     for (size_t page = 1; st == RP_OK; page++) {
         rp_policy_queue_page pg;

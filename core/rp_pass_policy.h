@@ -105,6 +105,10 @@ typedef struct rp_pass_policy_options {
      * listing the broker (a check after a write, and every later poll,
      * still list the broker). NULL or not usable: the broker is listed. */
     rp_queue_listing *listing;
+    /* Issue 19 item 1: more vhosts always managed (the watched vhosts a
+     * sweep listed), each once with vhost. Borrowed; n 0: none. */
+    const char *const *also_vhosts;
+    size_t n_also_vhosts;
 } rp_pass_policy_options;
 
 /* Fills the defaults of CONTRACT section 3 (patterns unset). */

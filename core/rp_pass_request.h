@@ -31,6 +31,10 @@ typedef struct rp_pass_request {
     void *progress_arg;
     bool (*should_stop)(void *arg); /* polled between rows; may be NULL */
     void *stop_arg;
+    /* Issue 19 item 1: the vhosts a full pass over every project lists
+     * (borrowed); n_vhosts 0: every watched vhost (rp_sweep_vhosts.h). */
+    const char *const *vhosts;
+    size_t n_vhosts;
     /* What came of it. */
     rp_status status;          /* rp_pass_run's */
     rp_report report;

@@ -56,6 +56,11 @@ typedef struct rp_pass_run_port {
      * call). RP_ERR_NOMEM is the one status the pass takes as its own. */
     rp_status (*reconcile)(void *self, const rp_config *cfg, bool dry_run,
                            rp_queue_listing *listing, rp_report *report);
+    /* Issue 19 item 1: the broker half (the listing, the policy reconcile)
+     * lists the queues of these vhosts only, vhost after vhost, until set
+     * again (core/rp_sweep_vhosts.h); n 0: every vhost. vhosts borrowed
+     * until then. NULL: the port lists every vhost. */
+    void (*set_vhosts)(void *self, const char *const *vhosts, size_t n);
 } rp_pass_run_port;
 
 #endif

@@ -9,6 +9,7 @@
 #include "rp_proto.h"
 #include "rp_proto_internal.h"
 #include "rp_verdict_json.h"
+#include "rp_verdict_vhost.h"
 
 /* Longest error message written on the wire, in bytes. */
 #define RP_PROTO_ERROR_MESSAGE_MAX 1024u
@@ -65,6 +66,10 @@ json_t *rp_proto_verdict_json(const rp_verdict *v) {
               rp__set(t, "source", json_string(rp_source_string(v->source))) &&
               rp__set(t, "detail", rp__json_string(v->detail)) &&
               rp__set(t, "trusted", json_boolean(v->trusted));
+    char vhost[RP_VERDICT_VHOST_MAX];
+    ok = ok && rp__set(t, "vhost", rp__json_string(rp_verdict_vhost(v, vhost, sizeof vhost)
+                                                        ? vhost
+                                                        : NULL));
     if (!ok) {
         json_decref(t);
         return NULL;
@@ -326,7 +331,11 @@ static rp_status rp_verdict_msgpack(const rp_verdict *v, const rp_vtext t[5], rp
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, rp_mpbuf_write);
 #define RP_KEY(k) (msgpack_pack_str(&pk, sizeof k - 1) != 0 || msgpack_pack_str_body(&pk, k, sizeof k - 1) != 0)
-    bool bad = msgpack_pack_map(&pk, 11) != 0 || RP_KEY("object") ||
+    char vhost[RP_VERDICT_VHOST_MAX];
+    rp_vtext vt = {0};
+    bool named = rp_verdict_vhost(v, vhost, sizeof vhost);
+    if (named && !rp_vtext_of(&vt, vhost)) return RP_ERR_NOMEM;
+    bool bad = msgpack_pack_map(&pk, 12) != 0 || RP_KEY("object") ||
                rp_mp_text(&pk, t[0].p, t[0].n) != 0 || RP_KEY("queue") ||
                rp_mp_text(&pk, t[1].p, t[1].n) != 0 || RP_KEY("project") ||
                rp_mp_text(&pk, t[2].p, t[2].n) != 0 || RP_KEY("condition") ||
@@ -339,7 +348,10 @@ static rp_status rp_verdict_msgpack(const rp_verdict *v, const rp_vtext t[5], rp
                rp_mp_text(&pk, src, strlen(src)) != 0 || RP_KEY("detail") ||
                rp_mp_text(&pk, t[4].p, t[4].n) != 0 || RP_KEY("trusted") ||
                (v->trusted ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk)) != 0 ||
+               RP_KEY("vhost") ||
+               (named ? rp_mp_text(&pk, vt.p, vt.n) : msgpack_pack_nil(&pk)) != 0 ||
                sb.p == NULL;
+    free(vt.owned);
 #undef RP_KEY
     if (bad) {
         free(sb.p);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rp_utf8.h"
+#include "rp_verdict_vhost.h"
 
 void rp_jout_text_fixed(rp_jout *w, const char *s) {
     if (s == NULL) {
@@ -72,5 +73,9 @@ void rp_jout_verdict(rp_jout *w, const rp_verdict *v) {
     rp_jout_text_fixed(w, v->detail);
     rp_jout_lit(w, "trusted");
     rp_jout_bool(w, v->trusted);
+    /* Issue 19 item 1: the vhost its object names, or null. */
+    char vhost[RP_VERDICT_VHOST_MAX];
+    rp_jout_lit(w, "vhost");
+    rp_jout_text_fixed(w, rp_verdict_vhost(v, vhost, sizeof vhost) ? vhost : NULL);
     rp_jout_obj_close(w);
 }

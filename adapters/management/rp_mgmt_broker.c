@@ -10,6 +10,7 @@
 #include "rp_clock.h"
 #include "rp_match.h"
 #include "rp_mgmt_channels.h"
+#include "rp_sweep_vhosts.h"
 
 #define RP_BROKER_DEFAULT_TIMEOUT_MS 10000L
 #define RP_QUEUE_COLUMNS                                                                    \
@@ -32,6 +33,11 @@ struct rp_mgmt_broker {
     char wide_why[160];
     char last_error[512];
     rp_mgmt_channels *channels; /* what list_channels lent last (rp_mgmt_channels.c) */
+    /* The vhosts listed (rp_mgmt_broker_set_vhosts; borrowed), none: every
+     * vhost. */
+    const char *const *vhosts;
+    size_t n_vhosts;
+    rp_vhost_pager pager;
 
     /* What consumer_connections lent last (issue 18 item 4). */
     char **conns;
@@ -177,15 +183,25 @@ rp_status rp_mgmt_broker_version(rp_mgmt_broker *b, rp_mgmt_version *out) {
 
 static void rp_default_limits(rp_mgmt_broker *b);
 
-static rp_status rp_list_page(rp_mgmt_broker *b, size_t page, const char *columns,
-                              rp_queue_page *out) {
+/* Page `page` of GET /api/queues, or of GET /api/queues/{vhost} when
+ * vhost (URL-encoded) is not NULL: a vhost that does not exist (404) has
+ * no queue, an empty last page. */
+static rp_status rp_list_path(rp_mgmt_broker *b, size_t page, const char *columns,
+                              const char *vhost, rp_queue_page *out) {
     memset(out, 0, sizeof *out);
     if (page < 1) return RP_ERR_INVALID;
-    char path[512];
-    snprintf(path, sizeof path, "/api/queues?page=%zu&page_size=%zu&columns=%s", page,
-             b->page_size, columns);
+    char path[1400];
+    snprintf(path, sizeof path, "/api/queues%s%s?page=%zu&page_size=%zu&columns=%s",
+             vhost ? "/" : "", vhost ? vhost : "", page, b->page_size, columns);
     rp_mgmt_response r;
     rp_status st = rp_mgmt_broker_request(b, RP_HTTP_GET, path, NULL, 0, &r);
+    if (st == RP_ERR_NOT_FOUND && vhost != NULL) {
+        rp_mgmt_response_cleanup(&r);
+        rp_mgmt_page_cleanup(&b->page);
+        b->last_error[0] = '\0';
+        out->last = true;
+        return RP_OK;
+    }
     if (st == RP_ERR_INTERNAL && r.http_status == 400 &&
         rp_mgmt_is_error(r.body, r.body_len, "page_out_of_range")) {
         /* Past the last page (the listing shrank, or the caller went on). */
@@ -212,6 +228,46 @@ static rp_status rp_list_page(rp_mgmt_broker *b, size_t page, const char *column
     out->n = b->page.n;
     out->last = page >= b->page.page_count;
     return RP_OK;
+}
+
+void rp_mgmt_broker_set_vhosts(rp_mgmt_broker *b, const char *const *vhosts, size_t n) {
+    b->vhosts = n > 0 ? vhosts : NULL;
+    b->n_vhosts = n > 0 ? n : 0;
+    rp_vhost_pager_init(&b->pager, b->n_vhosts);
+}
+
+void rp_mgmt_broker_get_vhosts(const rp_mgmt_broker *b, const char *const **vhosts, size_t *n) {
+    *vhosts = b->vhosts;
+    *n = b->n_vhosts;
+}
+
+/* Page `page` of the listing: every vhost's queues, or those of the
+ * vhosts set, one vhost after the other (core/rp_sweep_vhosts.h). */
+static rp_status rp_list_page(rp_mgmt_broker *b, size_t page, const char *columns,
+                              rp_queue_page *out) {
+    if (b->n_vhosts == 0) return rp_list_path(b, page, columns, NULL, out);
+    memset(out, 0, sizeof *out);
+    if (page == 1) rp_vhost_pager_init(&b->pager, b->n_vhosts);
+    for (;;) {
+        size_t index = 0, local = 0;
+        if (!rp_vhost_pager_map(&b->pager, page, &index, &local)) {
+            rp_mgmt_page_cleanup(&b->page);
+            out->last = true;
+            return page < 1 ? RP_ERR_INVALID : RP_OK;
+        }
+        char *ev = rp_mgmt_url_encode(b->vhosts[index]);
+        if (ev == NULL) return RP_ERR_NOMEM;
+        rp_status st = rp_list_path(b, local, columns, ev, out);
+        free(ev);
+        if (st != RP_OK) return st;
+        bool empty = out->n == 0;
+        bool last = rp_vhost_pager_after(&b->pager, page, out->last, empty);
+        /* An empty vhost gives its place to the next one's first page (an
+         * empty page ends the pass's listing). */
+        if (empty && !last) continue;
+        out->last = last;
+        return RP_OK;
+    }
 }
 
 /* RabbitMQ 4 gives a quorum queue with no delivery limit set a limit of

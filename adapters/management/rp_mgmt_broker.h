@@ -140,6 +140,15 @@ rp_status rp_mgmt_broker_request(rp_mgmt_broker *b, rp_http_method m, const char
 rp_status rp_mgmt_broker_list(rp_mgmt_broker *b, size_t page, const char *columns,
                               rp_queue_page *out) RP_MUSTCHECK;
 
+/* Issue 19 item 1: list_queues, rp_mgmt_broker_list and
+ * rp_mgmt_broker_each_owned list the queues of these vhosts only, vhost
+ * after vhost (GET /api/queues/{vhost}, pages 1.. of each, as one listing
+ * of consecutive pages: core/rp_sweep_vhosts.h), a vhost that does not
+ * exist being empty. vhosts is borrowed until set again; n 0: every vhost
+ * (GET /api/queues, the default). get: the vhosts set. */
+void rp_mgmt_broker_set_vhosts(rp_mgmt_broker *b, const char *const *vhosts, size_t n);
+void rp_mgmt_broker_get_vhosts(const rp_mgmt_broker *b, const char *const **vhosts, size_t *n);
+
 /* The bridge the broker was made with. */
 rp_mgmt_bridge *rp_mgmt_broker_bridge(rp_mgmt_broker *b);
 

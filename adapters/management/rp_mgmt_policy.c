@@ -218,6 +218,9 @@ rp_status rp_mgmt_policy_reconcile_core(rp_mgmt_broker *b, const rp_mgmt_policy_
     memset(cs, 0, sizeof *cs);
     if (b == NULL || o == NULL || report == NULL) return RP_ERR_INVALID;
     rp_pass_policy_options co = *o;
+    /* The vhosts the broker lists (a sweep's watched vhosts) are managed
+     * each, owned queues or not. */
+    if (co.n_also_vhosts == 0) rp_mgmt_broker_get_vhosts(b, &co.also_vhosts, &co.n_also_vhosts);
     rp_pport pp;
     memset(&pp, 0, sizeof pp);
     pp.b = b;

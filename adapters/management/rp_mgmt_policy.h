@@ -36,7 +36,8 @@
 #define RP_MGMT_POLICY_CLASSIC_NAME RP_PASS_POLICY_CLASSIC_NAME
 
 /* What the reconcile wants: core's options (rp_pass_policy.h), vhost NULL
- * meaning "/" (the vhost of broker.url). */
+ * meaning "/" (the vhost of broker.url). Without also_vhosts, the vhosts
+ * b lists (rp_mgmt_broker_set_vhosts) are managed too. */
 typedef rp_pass_policy_options rp_mgmt_policy_options;
 
 /* Fills the defaults of CONTRACT section 3 (patterns unset). */

@@ -188,6 +188,8 @@ rp_status rp_amqp_replay_vhost_start(rp_amqp_replay_port *p, struct event_base *
     return RP_OK;
 }
 
+bool rp_amqp_replay_vhost_up(const rp_amqp_replay_vhost *v) { return v != NULL && v->up; }
+
 void rp_amqp_replay_vhost_free(rp_amqp_replay_vhost *v) {
     if (v == NULL) return;
     rp_amqp_session_free(v->session);

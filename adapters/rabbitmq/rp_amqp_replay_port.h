@@ -51,6 +51,8 @@ rp_status rp_amqp_replay_vhost_start(rp_amqp_replay_port *p, struct event_base *
                                      const rp_amqp_params *params, const char *vhost,
                                      const char *events_exchange, rp_amqp_replay_vhost **out,
                                      const char **err) RP_MUSTCHECK;
+/* Whether v's publishing session is up (false for NULL). Loop thread. */
+bool rp_amqp_replay_vhost_up(const rp_amqp_replay_vhost *v);
 void rp_amqp_replay_vhost_free(rp_amqp_replay_vhost *v);
 
 #endif

@@ -363,6 +363,8 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         .tap_gauges = rp_tap_gauges_hook,
         .tap_bound = rp_tap_bound_hook,
         .tap_arg = &d->tap,
+        .vhost_tap = rp_vhost_taps_observe,
+        .vhost_tap_arg = &d->vhost_taps,
         .store_job = rp_store_jobs_submit,
         .store_job_arg = &d->jobs,
         .gauges_ms = RP_OBSERVE_GAUGES_MS,

@@ -28,6 +28,7 @@
 #include "rp_pg_replay.h"
 #include "rp_pg_stats.h"
 #include "rp_pg_store.h"
+#include "rp_sweep_vhosts.h"
 
 /* ==== the pass runner: the store thread's PostgreSQL, management API and peek ===== */
 
@@ -103,6 +104,10 @@ static rp_status rp_prp_reconcile(void *self, const rp_config *cfg, bool dry_run
     return rp_broker_policy_reconcile(r->broker, cfg, r->broker_keep, dry_run, listing, report);
 }
 
+static void rp_prp_set_vhosts(void *self, const char *const *vhosts, size_t n) {
+    rp_mgmt_broker_set_vhosts(((rp_pass_runner *)self)->broker, vhosts, n);
+}
+
 static bool rp_prp_probe(void *self, bool check, char *detail, size_t cap) {
     return rp_pg_conn_probe(((rp_pass_runner *)self)->conn, check, detail, cap);
 }
@@ -117,6 +122,7 @@ void rp_pass_runner_port(rp_pass_runner *r, rp_pass_run_port *out) {
         .stall_memory = rp_prp_stall,
         .backfill = rp_prp_backfill,
         .reconcile = r->broker != NULL ? rp_prp_reconcile : NULL,
+        .set_vhosts = r->broker != NULL ? rp_prp_set_vhosts : NULL,
     };
 }
 
@@ -130,6 +136,7 @@ void rp_pass_runner_run(rp_pass_runner *r, rp_pass_request *req) {
 
 struct rp_runner_set {
     bool with_store;
+    rp_sweep_vhosts watched; /* what the broker lists (issue 19 item 1) */
     rp_pass_runner runner;  /* with_store: the store session and its client */
     rp_mgmt_broker *broker; /* without: the client alone */
     rp_ports ports;         /* without: the broker port alone */
@@ -142,19 +149,28 @@ static rp_runner_set *rp_rs_open(void *self, const rp_config *cfg, bool with_sto
     rp_runner_set *s = calloc(1, sizeof *s);
     if (s == NULL) return NULL;
     s->with_store = with_store;
+    if (rp_sweep_vhosts_watched(cfg, &s->watched) == RP_ERR_NOMEM) {
+        free(s);
+        return NULL;
+    }
     if (!with_store) {
         s->broker = rp_mgmt_broker_new(b->mgmt, NULL);
         if (s->broker == NULL) {
+            rp_sweep_vhosts_cleanup(&s->watched);
             free(s);
             return NULL;
         }
         rp_mgmt_broker_port(s->broker, &s->ports.broker);
+        rp_mgmt_broker_set_vhosts(s->broker, (const char *const *)s->watched.names, s->watched.n);
         return s;
     }
     if (rp_pass_runner_open(&s->runner, cfg, b->mgmt, b->keep, false, NULL) != RP_OK) {
+        rp_sweep_vhosts_cleanup(&s->watched);
         free(s);
         return NULL;
     }
+    rp_mgmt_broker_set_vhosts(s->runner.broker, (const char *const *)s->watched.names,
+                              s->watched.n);
     /* As given, not wrapped (the event checks answer no gate). */
     if (publisher != NULL) s->runner.ports.publisher = *publisher;
     return s;
@@ -201,6 +217,7 @@ static void rp_rs_close(void *self, rp_runner_set *s) {
     if (s == NULL) return;
     if (s->with_store) rp_pass_runner_cleanup(&s->runner);
     else rp_mgmt_broker_free(s->broker);
+    rp_sweep_vhosts_cleanup(&s->watched);
     free(s);
 }
 
@@ -332,6 +349,11 @@ static rp_status rp_vtp_connect_replays(void *self, rp_vhost_backends *b, const 
                                       (*src->cfg)->broker.events_exchange, &b->replays, err);
 }
 
+static bool rp_vtp_replays_up(void *self, const rp_vhost_backends *b) {
+    RP_UNUSED(self);
+    return rp_amqp_replay_vhost_up(b->replays);
+}
+
 static void rp_vtp_free(void *self, rp_vhost_backends *b) {
     RP_UNUSED(self);
     if (b == NULL) return;
@@ -346,6 +368,7 @@ void rp_vhost_taps_port_fill(rp_vhost_taps_src *src, rp_vhost_taps_port *out) {
                                 .backends_new = rp_vtp_new,
                                 .connect_tap = rp_vtp_connect_tap,
                                 .connect_replays = rp_vtp_connect_replays,
+                                .replays_up = rp_vtp_replays_up,
                                 .backends_free = rp_vtp_free};
 }
 

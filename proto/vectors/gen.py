@@ -629,10 +629,28 @@ def requests_hostile():
         req_err(name, "not JSON: " + body.decode(), E, "invalid JSON", json_bytes=body)
 
 
+def verdict_vhost(object_):
+    """The vhost a verdict's object names (core/rp_verdict_vhost.h), or None."""
+    import urllib.parse
+    if object_ is None:
+        return None
+    rest = None
+    if object_.startswith("queue:"):
+        rest, sep = object_[len("queue:"):], ":"
+    elif object_.startswith("dead_letter:id:"):
+        rest, sep = object_[len("dead_letter:id:"):], "/"
+    elif object_.startswith("dead_letter:sha256:"):
+        rest, sep = object_[len("dead_letter:sha256:"):], "/"
+    if rest is None or sep not in rest:
+        return None
+    return urllib.parse.unquote(rest.split(sep, 1)[0])
+
+
 def verdict(object_, queue, project, condition, measured, threshold, unit, action, source, detail, trusted):
     return {"object": object_, "queue": queue, "project": project, "condition": condition,
             "measured": measured, "threshold": threshold, "unit": unit, "action": action,
-            "source": source, "detail": detail, "trusted": trusted}
+            "source": source, "detail": detail, "trusted": trusted,
+            "vhost": verdict_vhost(object_)}
 
 
 V_POISON = verdict("job:42", "email.send", "alpha", "POISON", 7.0, 7, "attempts", "PARKED", "job_queue",

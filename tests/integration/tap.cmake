@@ -52,3 +52,11 @@ rp_integration_test(test_reaperd_vhosts SOURCES integration/test_reaperd_vhosts.
   LIBS reaper::management reaper::core PkgConfig::PQ PkgConfig::JANSSON PkgConfig::CURL
   PkgConfig::EVENT Threads::Threads)
 set_property(TEST test_reaperd_vhosts APPEND PROPERTY LABELS broker)
+# Issue 19 item 1 step 2: the sweep per watched vhost (GET /api/queues/VHOST):
+# a watched vhost's backlog backfilled, its policy written, its sweep turn
+# taken; an unwatched vhost not listed.
+rp_integration_test(test_reaperd_vhost_sweep SOURCES integration/test_reaperd_vhost_sweep.c
+  integration/tap_common.c integration/test_mgmt_common.c integration/itest.c
+  LIBS reaper::management reaper::core PkgConfig::PQ PkgConfig::JANSSON PkgConfig::CURL
+  PkgConfig::EVENT Threads::Threads)
+set_property(TEST test_reaperd_vhost_sweep APPEND PROPERTY LABELS broker)

@@ -14,6 +14,8 @@ rp_unit_test(test_hostlist SOURCES unit/test_hostlist.c LIBS reaper::core)
 # reaperd's command line (core/rp_reaperd_args.c): one row per line.
 rp_unit_test(test_reaperd_args SOURCES unit/test_reaperd_args.c LIBS reaper::core)
 rp_unit_test(test_sweep_turn SOURCES unit/test_sweep_turn.c LIBS reaper::core)
+# Issue 19 item 1: the sweep per watched vhost (core/rp_sweep_vhosts.c).
+rp_unit_test(test_sweep_vhosts SOURCES unit/test_sweep_vhosts.c LIBS reaper::memory reaper::core)
 rp_unit_test(test_pass SOURCES unit/test_pass.c LIBS reaper::memory reaper::core)
 rp_unit_test(test_memory SOURCES unit/test_memory.c LIBS reaper::memory reaper::core)
 rp_unit_test(test_pass_queues SOURCES unit/test_pass_queues.c LIBS reaper::memory reaper::core)

@@ -187,10 +187,78 @@ static void test_ready_says_what_it_waits_for(void **state) {
     rig_down(&r);
 }
 
+/* ---- the taps of broker.vhosts (app/rp_observe_vhost_taps.h) ---- */
+
+static struct {
+    rp_observe_tap taps[2];
+    size_t n;
+} VT;
+
+static bool fake_tap_gauges(void *arg, int64_t *held, bool *paused) {
+    (void)arg;
+    *held = 100;
+    *paused = false;
+    return true;
+}
+
+static bool fake_vhost_tap(void *arg, size_t i, rp_observe_tap *out) {
+    (void)arg;
+    if (i >= VT.n) return false;
+    *out = VT.taps[i];
+    return true;
+}
+
+/* Two vhost taps: their held bytes add to the tap's, one paused makes the
+ * gauge paused, and /readyz waits for each, naming the vhost. */
+static void test_vhost_taps_in_gauges_and_ready(void **state) {
+    (void)state;
+    rig r;
+    rig_up(&r, 300);
+    rp_observe_free(r.o);
+    VT.taps[0] = (rp_observe_tap){.vhost = "b", .held_bytes = 50, .ready = true};
+    VT.taps[1] = (rp_observe_tap){.vhost = "tenant c", .held_bytes = 7, .paused = true};
+    VT.n = 2;
+    rp_observe_deps deps = {
+        .metrics = &r.m,
+        .stopping = &r.stopping,
+        .broker_up = &r.broker_up,
+        .store_up = &r.store_up,
+        .clock = {.now_ms = fixed_now},
+        .tap_gauges = fake_tap_gauges,
+        .tap_bound = fake_tap_bound,
+        .tap_arg = &r.f,
+        .vhost_tap = fake_vhost_tap,
+        .gauges = {.self = &r.f,
+                   .store_up = fake_up,
+                   .open_gates_aged = fake_gates,
+                   .open_sightings = fake_sightings},
+        .store_job = fake_store_job,
+        .store_job_arg = &r.f,
+        .gauges_ms = 300,
+    };
+    r.o = rp_observe_new(r.base, &deps);
+    assert_non_null(r.o);
+    rp_observe_refresh(r.o);
+    assert_int_equal(r.m.tap_held_bytes, 157);
+    assert_int_equal(r.m.tap_paused, 1);
+    r.broker_up = r.store_up = true;
+    char why[96];
+    assert_false(rp_observe_ready(r.o, why, sizeof why));
+    assert_string_equal(why, "dead-letter tap of vhost tenant c down or not bound yet");
+    VT.taps[1].ready = true;
+    VT.taps[1].paused = false;
+    assert_true(rp_observe_ready(r.o, why, sizeof why));
+    rp_observe_refresh(r.o);
+    assert_int_equal(r.m.tap_paused, 0);
+    VT.n = 0;
+    rig_down(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_burst_is_counted_once_after_the_debounce),
         cmocka_unit_test(test_ready_says_what_it_waits_for),
+        cmocka_unit_test(test_vhost_taps_in_gauges_and_ready),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

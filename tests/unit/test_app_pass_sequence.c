@@ -425,6 +425,133 @@ static void sweep_turn_decides_the_scope(void **state) {
     event_base_free(base);
 }
 
+/* ---- the turn vhost by vhost (app/rp_sweep_vhost_turns.h) --------------- */
+
+static struct {
+    char held_by_other[64]; /* take answers false for this vhost */
+    char taken[256];        /* the vhosts asked, "a|b|" */
+    char given[256];
+    char listed[256];       /* the vhosts set for the broker half */
+    int sets;
+} V;
+
+static rp_status v_take(void *self, const char *vhost, bool *got) {
+    (void)self;
+    strncat(V.taken, vhost, sizeof V.taken - strlen(V.taken) - 2);
+    strcat(V.taken, "|");
+    *got = strcmp(vhost, V.held_by_other) != 0;
+    return RP_OK;
+}
+
+static rp_status v_give(void *self, const char *vhost) {
+    (void)self;
+    strncat(V.given, vhost, sizeof V.given - strlen(V.given) - 2);
+    strcat(V.given, "|");
+    return RP_OK;
+}
+
+static void v_set_vhosts(void *self, const char *const *vhosts, size_t n) {
+    (void)self;
+    if (n == 0) return; /* set back after the pass */
+    V.sets++;
+    V.listed[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        strncat(V.listed, vhosts[i], sizeof V.listed - strlen(V.listed) - 2);
+        strcat(V.listed, "|");
+    }
+}
+
+/* broker.url's vhost url_vhost (escaped) and broker.vhosts = {extra}. */
+static void watch(fixture *f, const char *url, const char *extra) {
+    free(f->cfg.broker.url);
+    f->cfg.broker.url = strdup(url);
+    assert_non_null(f->cfg.broker.url);
+    const char *items[] = {extra};
+    size_t lens[] = {strlen(extra)};
+    rp_config_problems p;
+    rp_config_problems_init(&p);
+    assert_int_equal(rp_config_set_list(&f->cfg, RP_CFG_BROKER_VHOSTS, items, lens, 1,
+                                        (rp_config_origin){.source = RP_CONFIG_FILE}, &p),
+                     RP_OK);
+    rp_config_problems_cleanup(&p);
+}
+
+/* Two watched vhosts (the URL's "/" and "b"): each one's turn asked; the
+ * sweep lists the vhosts whose turn it took, only those; with every turn
+ * held elsewhere it is a lease reap listing nothing; a sweep that could
+ * not read everything gives back each turn it took. */
+static void sweep_turn_per_vhost(void **state) {
+    fixture *f = *state;
+    memset(&V, 0, sizeof V);
+    f->ports.store.take_sweep_turn = v_take;
+    f->ports.store.give_sweep_turn = v_give;
+    watch(f, "amqp://reaper@h1:5672/%2f", "b");
+    struct event_base *base = event_base_new();
+    assert_non_null(base);
+    rp_metrics metrics;
+    rp_metrics_init(&metrics, "test", "test");
+    bool no = false;
+    rp_observe_deps od = {.metrics = &metrics,
+                          .stopping = &no,
+                          .broker_up = &no,
+                          .store_up = &no,
+                          .clock = {.now_ms = g_now},
+                          .gauges = {.store_up = g_store_up}};
+    rp_observe *observe = rp_observe_new(base, &od);
+    assert_non_null(observe);
+    rp_time_ms last_pass_at = 0;
+    int64_t open_sightings = -7;
+    rp_sweep_passes sp = {.run = f_port(f),
+                          .observe = observe,
+                          .last_pass_at = &last_pass_at,
+                          .open_sightings = &open_sightings,
+                          .arg = f};
+    sp.run.set_vhosts = v_set_vhosts;
+    rp_sweep_port port;
+    rp_sweep_passes_port(&sp, &port);
+
+    /* "/" held by another replica: this one sweeps b only. */
+    snprintf(V.held_by_other, sizeof V.held_by_other, "/");
+    rp_sweep_run run = {.scope = RP_PASS_FULL, .scope_name = "sweep"};
+    port.run(port.self, &run);
+    assert_string_equal(V.taken, "/|b|");
+    assert_string_equal(run.scope_name, "sweep");
+    assert_string_equal(V.listed, "b|");
+    port.finish(port.self, &run, false);
+    assert_true(sp.turn_held);
+    assert_int_equal(sp.turns_held, 2); /* bit 1: b */
+    assert_int_equal(f->reconciles, 1);
+
+    /* The only watched vhost held elsewhere: a lease reap, nothing listed. */
+    watch(f, "amqp://reaper@h1:5672/b", "b");
+    snprintf(V.held_by_other, sizeof V.held_by_other, "b");
+    V.taken[0] = '\0';
+    V.sets = 0;
+    rp_sweep_run held = {.scope = RP_PASS_FULL, .scope_name = "sweep"};
+    port.run(port.self, &held);
+    assert_string_equal(V.taken, "b|");
+    assert_string_equal(held.scope_name, "lease reap (another replica sweeps)");
+    assert_int_equal(V.sets, 0);
+    port.finish(port.self, &held, false);
+    assert_int_equal(f->reconciles, 1);
+
+    /* Both taken, the sweep stops early: both given back. */
+    watch(f, "amqp://reaper@h1:5672/%2f", "b");
+    V.held_by_other[0] = '\0';
+    f->reconcile_st = RP_ERR_NOMEM;
+    rp_sweep_run early = {.scope = RP_PASS_FULL, .scope_name = "sweep"};
+    port.run(port.self, &early);
+    assert_string_equal(V.listed, "/|b|");
+    port.finish(port.self, &early, false);
+    assert_string_equal(V.given, "/|b|");
+    assert_false(sp.turn_held);
+    assert_int_equal(sp.turns_held, 0);
+    f->reconcile_st = RP_OK;
+
+    rp_observe_free(observe);
+    event_base_free(base);
+}
+
 static char *slurp(FILE *f) {
     rewind(f);
     char *buf = calloc(1, 65536);
@@ -488,6 +615,7 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(sweep_port_runs_and_finishes, setup, teardown),
         cmocka_unit_test_setup_teardown(sweep_turn_decides_the_scope, setup, teardown),
+        cmocka_unit_test_setup_teardown(sweep_turn_per_vhost, setup, teardown),
         cmocka_unit_test_setup_teardown(once_output_json_and_text, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,14 +45,15 @@ static void test_pinned(void **state) {
     expect_payload(&v, "{\"object\":\"job:42\",\"queue\":\"email.send\",\"project\":\"p1\","
                        "\"condition\":\"LEASE_EXPIRED\",\"measured\":912.5,\"threshold\":300,"
                        "\"unit\":\"seconds\",\"action\":\"REQUEUED\",\"source\":\"job_queue\","
-                       "\"detail\":\"lease expired \\\"twice\\\"\\n\",\"trusted\":true}");
+                       "\"detail\":\"lease expired \\\"twice\\\"\\n\",\"trusted\":true,"
+                       "\"vhost\":null}");
     rp_verdict b = {.object = "queue:/:vibey.x", .condition = RP_COND_POISON, .measured = 3.0,
                     .threshold = 20, .action = RP_ACTION_SURFACED, .source = RP_SOURCE_BROKER,
                     .trusted = false};
     expect_payload(&b, "{\"object\":\"queue:/:vibey.x\",\"queue\":null,\"project\":null,"
                        "\"condition\":\"POISON\",\"measured\":3.0,\"threshold\":20,"
                        "\"unit\":null,\"action\":\"SURFACED\",\"source\":\"broker\","
-                       "\"detail\":null,\"trusted\":false}");
+                       "\"detail\":null,\"trusted\":false,\"vhost\":\"/\"}");
     /* Not finite: null. Bytes that are not UTF-8: U+FFFD each. */
     rp_verdict c = {.object = "dead_letter:\xff\xc3(", .condition = RP_COND_DEAD_LETTER,
                     .measured = NAN, .threshold = -1, .unit = "messages",
@@ -61,7 +62,8 @@ static void test_pinned(void **state) {
     expect_payload(&c, "{\"object\":\"dead_letter:\xef\xbf\xbd\xef\xbf\xbd(\",\"queue\":null,"
                        "\"project\":null,\"condition\":\"DEAD_LETTER\",\"measured\":null,"
                        "\"threshold\":-1,\"unit\":\"messages\",\"action\":\"NONE\","
-                       "\"source\":\"broker\",\"detail\":\"caf\xc3\xa9\",\"trusted\":false}");
+                       "\"source\":\"broker\",\"detail\":\"caf\xc3\xa9\",\"trusted\":false,"
+                       "\"vhost\":null}");
 }
 
 static void test_same_as_the_codec(void **state) {

@@ -612,8 +612,9 @@ static void test_reap_reply_round_trip(void **state) {
         for (size_t i = 0; i < 500; i++) {
             const json_t *v = json_array_get(vs, i);
             const rp_verdict *want = &r.verdicts[i];
-            assert_int_equal(json_object_size(v), 11);
+            assert_int_equal(json_object_size(v), 12);
             assert_string_equal(sget(v, "object"), want->object);
+            assert_non_null(json_object_get(v, "vhost")); /* appended (issue 19) */
             assert_null(sget(v, "queue"));
             assert_null(sget(v, "project"));
             assert_string_equal(sget(v, "condition"), rp_condition_string(want->condition));
