@@ -1123,20 +1123,51 @@ static void test_gate_answered_once_under_a_race(void **state) {
 
 /* ---- a synchronous standby's wait (issue #19 item 4) ----------------------- */
 
+/* Whether a commit that wrote WAL waits for a synchronous standby now: a
+ * probe session's commit either returns (no) or is seen waiting (SyncRep)
+ * within 2 s, and is then cancelled (yes). */
+static bool commits_wait(PGconn *a) {
+    PGconn *p = PQconnectdb(itest_env("RP_PG_ADMIN_DSN"));
+    assert_int_equal(PQstatus(p), CONNECTION_OK);
+    assert_int_equal(PQsendQuery(p, "SELECT pg_logical_emit_message(true, 'reaper.probe', '')"), 1);
+    char sql[160];
+    snprintf(sql, sizeof sql,
+             "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE pid = %d AND "
+             "wait_event = 'SyncRep'",
+             PQbackendPID(p));
+    bool waited = false;
+    for (long long until = itest_mono_ms() + 2000; !waited && itest_mono_ms() < until;) {
+        assert_int_equal(PQconsumeInput(p), 1);
+        if (!PQisBusy(p)) break; /* committed without waiting */
+        PGresult *r = PQexec(a, sql);
+        waited = PQresultStatus(r) == PGRES_TUPLES_OK && atoi(PQgetvalue(r, 0, 0)) == 1;
+        PQclear(r);
+        if (!waited) usleep(20000);
+    }
+    for (PGresult *r; (r = PQgetResult(p)) != NULL;) PQclear(r);
+    PQfinish(p);
+    return waited;
+}
+
 /* synchronous_standby_names naming a standby that never connects: from the
- * reload on, every commit that waits for the standby waits until cancelled
- * (on = true) or nothing waits any more (on = false). The file keeps no
- * trace (a crash of the test leaves the server as it was at its next
- * reload). */
+ * reload on (until every commit is seen to wait, or not to wait), every
+ * commit that waits for the standby waits until cancelled (on = true) or
+ * nothing waits any more (on = false). The file keeps no trace (a crash of
+ * the test leaves the server as it was at its next reload). */
 static void sync_standby(bool on) {
     PGconn *a = PQconnectdb(itest_env("RP_PG_ADMIN_DSN"));
     assert_int_equal(PQstatus(a), CONNECTION_OK);
-    const char *sql[] = {on ? "ALTER SYSTEM SET synchronous_standby_names = 'reaper_nobody'"
-                            : "ALTER SYSTEM RESET synchronous_standby_names",
-                         "SELECT pg_reload_conf()", "ALTER SYSTEM RESET synchronous_standby_names"};
-    for (size_t i = 0; i < 3; i++) PQclear(PQexec(a, sql[i]));
+    PQclear(PQexec(a, on ? "ALTER SYSTEM SET synchronous_standby_names = 'reaper_nobody'"
+                         : "ALTER SYSTEM RESET synchronous_standby_names"));
+    PQclear(PQexec(a, "SELECT pg_reload_conf()"));
+    /* The postmaster reads the file when the reload's signal reaches it:
+     * the file is reset only once the setting is seen in force. */
+    bool now = !on;
+    for (long long until = itest_mono_ms() + 10000; now != on && itest_mono_ms() < until;)
+        if ((now = commits_wait(a)) != on) usleep(100000);
+    PQclear(PQexec(a, "ALTER SYSTEM RESET synchronous_standby_names"));
     PQfinish(a);
-    usleep(1000 * 1000); /* the reload reaches the checkpointer and the backends */
+    assert_true(now == on);
 }
 
 static int teardown_sync(void **state) {

@@ -117,6 +117,15 @@ static void test_failover_mid_storm(void **state) {
          * standby that is no more (its first write would hang). */
         admin_sql("ALTER SYSTEM SET synchronous_standby_names = '*'");
         admin_sql("SELECT pg_reload_conf()");
+        /* The postmaster reads the file when the reload's signal reaches
+         * it: reset the file only once the standby is seen synchronous. */
+        PGconn *a = PQconnectdb(itest_env("RP_PG_ADMIN_DSN"));
+        long sync = -1;
+        ITEST_POLL((sync = itest_sqln(a, "public", "SELECT count(*) FROM pg_stat_replication "
+                                                   "WHERE sync_state = 'sync'")) == 1,
+                   10000);
+        PQfinish(a);
+        assert_int_equal(sync, 1);
         admin_sql("ALTER SYSTEM RESET synchronous_standby_names");
     }
     char work[128], dlq[128];
