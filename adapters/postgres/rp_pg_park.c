@@ -300,6 +300,55 @@ static void rp_park_set_results(rp_pg_park_item *items, const size_t *run, size_
     }
 }
 
+/* ---- a park segment's lead and its commit's check ---------------------------- */
+
+/* The commands before the parks in a segment: the lead (RP_PARK_LEAD_SQL). */
+#define RP_PARK_LEAD 1
+/* The lead is one statement doing two things.
+ *
+ * The plan mode: the park's plan does not depend on the data (inserts from
+ * unnested parameters, the conflict on the primary key, joins of the sets
+ * it inserted): within this transaction its generic plan is made once for
+ * the session and reused, instead of a custom plan planned at every park
+ * (rp_pg_store.c's plan mode, there for statements whose plans do depend on
+ * the table). Local: it ends with the transaction (set_config rather than
+ * SET LOCAL, which warns outside an explicit block).
+ *
+ * The standby's wait: a synchronous standby (synchronous_standby_names)
+ * is what makes an acked dead letter survive a crash of the primary, but
+ * PostgreSQL waits for it only at the commit of a transaction that has a
+ * transaction id AND wrote WAL (xact.c RecordTransactionCommit: "we only
+ * want to wait if this backend assigned an xid and wrote WAL"; an id alone,
+ * pg_current_xact_id(), is not enough: checked). A park whose dead letters
+ * are all on the primary already (committed there by a park whose wait was
+ * cancelled, redelivered after a restart) inserts nothing, so its commit
+ * would not wait, and the tap would ack rows the standby may not have. A
+ * transactional logical message (a few bytes of WAL; it takes a
+ * transaction id) makes every park's commit wait for the standby to have
+ * its commit record, hence every commit before it (WAL is one sequence).
+ * A park that inserts writes WAL anyway: it costs a few bytes there; no
+ * privilege is needed. Decoders that ask for messages see prefix
+ * "reaper.park". */
+#define RP_PARK_LEAD_SQL                                                                   \
+    "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), "                   \
+    "pg_logical_emit_message(true, 'reaper.park', '')"
+
+/* A commit whose wait for the synchronous standby is cancelled (reaperd's
+ * own cancel when a stop's grace runs out, an operator's pg_cancel_backend)
+ * comes back as a success with a WARNING: committed on the primary alone.
+ * A park whose results came with a WARNING is not trusted: the session is
+ * dropped and the park fails (nothing acked; delivered again). Both park
+ * paths (the batch's segments, and the one-by-one park of rp_park that
+ * isolates a bad row and serves backfill) keep this rule. */
+static bool rp_park_warned(rp_pg_store *s, unsigned long w0, const char *op) {
+    if (rp_pg_conn_warnings(s->conn) == w0) return false;
+    RP_WARN("a park's commit came back with a WARNING (its wait for a synchronous standby "
+            "cancelled?): its dead letters are not acked; the session is dropped",
+            "op", op, NULL);
+    rp__pg_lose_session(s);
+    return true;
+}
+
 /* ---- the park port's park(): a set of one --------------------------------- */
 
 static rp_status rp_park(void *self, const char *vhost, const char *queue, const rp_dl_message *msg,
@@ -322,14 +371,22 @@ static rp_status rp_park(void *self, const char *vhost, const char *queue, const
     rp_park_set p;
     st = rp_park_set_build(&p, &row, &run, 1, 0);
     if (st == RP_OK) {
-        rp__pg_cmd k = {.stmt = RP__PG_PARK_SET, .n = RP_PARK_NPARAMS, .values = p.vals,
-                        .lengths = p.lengths, .formats = p.formats};
-        PGresult *r = NULL;
-        st = rp__pg_run(s, &k, 1, &r, "park", NULL);
+        /* The batch's segment, of one: the same lead (the standby's wait),
+         * the same check of its commit (rp_park_warned). */
+        rp__pg_cmd k[2] = {{.stmt = -1, .sql = RP_PARK_LEAD_SQL},
+                           {.stmt = RP__PG_PARK_SET, .n = RP_PARK_NPARAMS, .values = p.vals,
+                            .lengths = p.lengths, .formats = p.formats}};
+        PGresult *r[2] = {NULL, NULL};
+        unsigned long w0 = rp_pg_conn_warnings(s->conn);
+        st = rp__pg_run(s, k, 2, r, "park", NULL);
+        if (st == RP_OK && rp_park_warned(s, w0, "park")) {
+            rp__pg_clear(r, 2);
+            st = RP_ERR_UNAVAILABLE;
+        }
         if (st == RP_OK) {
-            rp_park_set_results(&it, &run, 1, 0, r);
+            rp_park_set_results(&it, &run, 1, 0, r[1]);
             *out = it.result;
-            PQclear(r);
+            rp__pg_clear(r, 2);
         }
         rp_park_set_cleanup(&p);
     }
@@ -344,25 +401,6 @@ void rp__pg_fill_park(rp_dead_letter_port *out) {
 }
 
 /* ---- the batch park (rp_pg_store.h) ----------------------------------------- */
-
-/* The commands before the parks in a segment: the plan mode (set_config). */
-#define RP_PARK_LEAD 1
-/* The park's plan does not depend on the data (inserts from unnested
- * parameters, the conflict on the primary key, joins of the sets it
- * inserted): within this transaction its generic plan is made once for the
- * session and reused, instead of a custom plan planned at every park
- * (rp_pg_store.c's plan mode, there for statements whose plans do depend on
- * the table). Local: it ends with the transaction (set_config rather than
- * SET LOCAL, which warns outside an explicit block). */
-#define RP_PARK_PLAN_SQL "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
-
-/* A synchronous standby (synchronous_standby_names) is what makes an acked
- * dead letter survive a crash of the primary, but a commit whose wait for
- * the standby is cancelled (reaperd's own cancel when a stop's grace runs
- * out, an operator's pg_cancel_backend) comes back as a success with a
- * WARNING: committed on the primary alone. A segment whose results came
- * with a WARNING is not trusted: the session is dropped and the recv fails
- * (nothing acked; delivered again). */
 
 rp_status rp_pg_park_send(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
     if (s == NULL || items == NULL || n == 0 || n > 100000) return RP_ERR_INVALID;
@@ -404,7 +442,7 @@ rp_status rp_pg_park_send(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
     if (st != RP_OK) goto done;
     /* No BEGIN: the segment is one implicit transaction, committed at its
      * sync (rp__pg_send), so that one that fails leaves the next alone. */
-    k[0] = (rp__pg_cmd){.stmt = -1, .sql = RP_PARK_PLAN_SQL};
+    k[0] = (rp__pg_cmd){.stmt = -1, .sql = RP_PARK_LEAD_SQL};
     /* libpq copies the values as it sends: nothing here need outlive this. */
     st = rp__pg_send(s, k, runs + RP_PARK_LEAD, "park_batch");
 done:
@@ -435,19 +473,15 @@ rp_status rp_pg_park_recv(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
         rp__pg_lose_session(s);
         return RP_ERR_UNAVAILABLE;
     }
-    k[0] = (rp__pg_cmd){.stmt = -1, .sql = RP_PARK_PLAN_SQL};
+    k[0] = (rp__pg_cmd){.stmt = -1, .sql = RP_PARK_LEAD_SQL};
     for (size_t r = 0; r < runs; r++) k[r + RP_PARK_LEAD] = (rp__pg_cmd){.stmt = RP__PG_PARK_SET};
     char code[6];
     unsigned long w0 = rp_pg_conn_warnings(s->conn);
     rp_status st = rp__pg_recv(s, k, runs + RP_PARK_LEAD, res, "park_batch", code);
-    if (st == RP_OK && rp_pg_conn_warnings(s->conn) != w0) {
+    if (st == RP_OK && rp_park_warned(s, w0, "park_batch")) {
         /* Committed on the primary, perhaps not on its synchronous standby
          * (above): not acked. */
-        RP_WARN("a park's commit came back with a WARNING (its wait for a synchronous standby "
-                "cancelled?): its dead letters are not acked; the session is dropped",
-                NULL);
         rp__pg_clear(res, runs + RP_PARK_LEAD);
-        rp__pg_lose_session(s);
         st = RP_ERR_UNAVAILABLE;
     }
     if (st == RP_OK) {

@@ -1121,6 +1121,139 @@ static void test_gate_answered_once_under_a_race(void **state) {
     assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM ledger WHERE kind = 'GateAnswered'"), 1);
 }
 
+/* ---- a synchronous standby's wait (issue #19 item 4) ----------------------- */
+
+/* Whether a commit that wrote WAL waits for a synchronous standby now: a
+ * probe session's commit either returns (no) or is seen waiting (SyncRep)
+ * within 2 s, and is then cancelled (yes). */
+static bool commits_wait(PGconn *a) {
+    PGconn *p = PQconnectdb(itest_env("RP_PG_ADMIN_DSN"));
+    assert_int_equal(PQstatus(p), CONNECTION_OK);
+    assert_int_equal(PQsendQuery(p, "SELECT pg_logical_emit_message(true, 'reaper.probe', '')"), 1);
+    char sql[160];
+    snprintf(sql, sizeof sql,
+             "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE pid = %d AND "
+             "wait_event = 'SyncRep'",
+             PQbackendPID(p));
+    bool waited = false;
+    for (long long until = itest_mono_ms() + 2000; !waited && itest_mono_ms() < until;) {
+        assert_int_equal(PQconsumeInput(p), 1);
+        if (!PQisBusy(p)) break; /* committed without waiting */
+        PGresult *r = PQexec(a, sql);
+        waited = PQresultStatus(r) == PGRES_TUPLES_OK && atoi(PQgetvalue(r, 0, 0)) == 1;
+        PQclear(r);
+        if (!waited) usleep(20000);
+    }
+    for (PGresult *r; (r = PQgetResult(p)) != NULL;) PQclear(r);
+    PQfinish(p);
+    return waited;
+}
+
+/* synchronous_standby_names naming a standby that never connects: from the
+ * reload on (until every commit is seen to wait, or not to wait), every
+ * commit that waits for the standby waits until cancelled (on = true) or
+ * nothing waits any more (on = false). The file keeps no trace (a crash of
+ * the test leaves the server as it was at its next reload). */
+static void sync_standby(bool on) {
+    PGconn *a = PQconnectdb(itest_env("RP_PG_ADMIN_DSN"));
+    assert_int_equal(PQstatus(a), CONNECTION_OK);
+    PQclear(PQexec(a, on ? "ALTER SYSTEM SET synchronous_standby_names = 'reaper_nobody'"
+                         : "ALTER SYSTEM RESET synchronous_standby_names"));
+    PQclear(PQexec(a, "SELECT pg_reload_conf()"));
+    /* The postmaster reads the file when the reload's signal reaches it:
+     * the file is reset only once the setting is seen in force. */
+    bool now = !on;
+    for (long long until = itest_mono_ms() + 10000; now != on && itest_mono_ms() < until;)
+        if ((now = commits_wait(a)) != on) usleep(100000);
+    PQclear(PQexec(a, "ALTER SYSTEM RESET synchronous_standby_names"));
+    PQfinish(a);
+    assert_true(now == on);
+}
+
+static int teardown_sync(void **state) {
+    sync_standby(false);
+    return teardown(state);
+}
+
+/* A park of l in a child on a session of its own (in_batch: the batch park,
+ * else the port's one-by-one park), while the parent cancels (as reaperd
+ * at a stop's end, or an operator, would) every commit of it that waits
+ * for the standby. The child's code: 100 the park failed unavailable (not
+ * acked), 1 parked, 0 already parked (both acked), 250 another failure.
+ * *cancelled: the waits the parent cancelled. */
+static int park_cancelling_the_wait(pgfx *f, const letter *l, bool in_batch, int *cancelled) {
+    pid_t kid = fork();
+    if (kid == 0) {
+        pgfx *c = pgfx_attach(f->schema);
+        rp_dead_letter d;
+        rp_verdict v;
+        rp_status st = rp_dead_letter_examine(&l->msg.headers, "/", "vibey.orders.dlq", c->dlq,
+                                              l->msg.body, &d);
+        if (st == RP_OK) st = rp_judge_dead_letter(&d, "/", "vibey.orders.dlq", &v);
+        rp_pg_park_item it = {"/", "vibey.orders.dlq", &l->msg, &d, &v, {0}};
+        if (st == RP_OK && in_batch) st = rp_pg_park_batch(c->store, &it, 1);
+        if (st == RP_OK && !in_batch)
+            st = c->ports.dead_letters.park(c->ports.dead_letters.self, "/", "vibey.orders.dlq",
+                                            &l->msg, &d, &v, &it.result);
+        pgfx_free(c);
+        _exit(st == RP_ERR_UNAVAILABLE ? 100 : st != RP_OK ? 250 : it.result.parked ? 1 : 0);
+    }
+    PGconn *a = PQconnectdb(itest_env("RP_PG_ADMIN_DSN"));
+    assert_int_equal(PQstatus(a), CONNECTION_OK);
+    *cancelled = 0;
+    int status = 0;
+    for (long long until = itest_mono_ms() + 10000; itest_mono_ms() < until; usleep(20000)) {
+        if (waitpid(kid, &status, WNOHANG) == kid) break;
+        PGresult *r = PQexec(a, "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity "
+                                "WHERE wait_event = 'SyncRep'");
+        if (PQresultStatus(r) == PGRES_TUPLES_OK) *cancelled += atoi(PQgetvalue(r, 0, 0));
+        PQclear(r);
+        status = -1;
+    }
+    PQfinish(a);
+    if (status == -1) waitpid(kid, &status, 0);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+/* With a synchronous standby, a dead letter is acked only once the standby
+ * has its row. A park of a dead letter already on the primary (committed
+ * there by a park whose wait was cancelled, delivered again) inserts
+ * nothing: it too waits for the standby (its lead writes WAL), so that its
+ * cancelled wait fails it instead of acking a row the standby may lack;
+ * and a park whose cancelled wait came back as a success with a WARNING
+ * fails on both paths, the batch and the one-by-one park. */
+static void test_park_waits_for_the_sync_standby(void **state) {
+    pgfx *f = *state;
+    letter old, fresh, fresh2;
+    static const uint8_t body[] = "{}";
+    make_letter(&old, "m-sync-old", body, 2);
+    make_letter(&fresh, "m-sync-fresh", body, 2);
+    make_letter(&fresh2, "m-sync-fresh2", body, 2);
+    assert_int_equal(park(f, &old, false, RP_OK), RP_PARKED_NEW);
+
+    sync_standby(true);
+    int cancelled = 0;
+    /* Already parked: the park's commit waits, and its cancel fails it. */
+    assert_int_equal(park_cancelling_the_wait(f, &old, false, &cancelled), 100);
+    assert_int_equal(cancelled, 1);
+    assert_int_equal(park_cancelling_the_wait(f, &old, true, &cancelled), 100);
+    assert_int_equal(cancelled, 1);
+    /* New: committed on the primary alone (the WARNING): not acked, on
+     * either path. */
+    assert_int_equal(park_cancelling_the_wait(f, &fresh, false, &cancelled), 100);
+    assert_int_equal(cancelled, 1);
+    assert_int_equal(park_cancelling_the_wait(f, &fresh2, true, &cancelled), 100);
+    assert_int_equal(cancelled, 1);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter"), 3);
+    sync_standby(false);
+
+    /* Without the standby's wait, the same parks are parks again. */
+    assert_int_equal(park_cancelling_the_wait(f, &old, false, &cancelled), 0);
+    assert_int_equal(park_cancelling_the_wait(f, &fresh, true, &cancelled), 0);
+    assert_int_equal(cancelled, 0);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void) {
@@ -1139,6 +1272,8 @@ int main(void) {
         T(test_gate_list_total_capped),
         T(test_gate_answers),
         T(test_gate_answered_once_under_a_race),
+        cmocka_unit_test_setup_teardown(test_park_waits_for_the_sync_standby, setup,
+                                        teardown_sync),
     };
     return cmocka_run_group_tests_name("pg_store_gates", tests, NULL, NULL);
 }

@@ -39,6 +39,15 @@
  * committed locally, not replicated). Those dead letters must not be acked:
  * after the crash and the promotion a reaperd started again parks every
  * one, none missing (asserted).
+ * RP_PGFAIL_RESTART_MS=N (with the four above; ctest's
+ * test_reaperd_pg_failover_sync_restart) starts reaperd again at once
+ * after that stop, before the crash, the standby still frozen, and lets it
+ * run N ms: the dead letters the stop handed back are delivered again,
+ * some of them already on the primary (their commits' waits cancelled), so
+ * their park inserts nothing; it must still wait for the standby (and
+ * never return while it is frozen) rather than ack rows the promoted
+ * server will lack: none missing (asserted; before the park's lead wrote
+ * WAL, a few were, e.g. 2 of 3,000).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -61,6 +70,7 @@ static bool sync_mode;
 static bool immediate_mode;
 static long freeze_ms;
 static bool cancel_mode;
+static long restart_ms;
 static int walreceiver; /* the standby's, while stopped (SIGSTOP) */
 
 static long parked(void) {
@@ -107,6 +117,15 @@ static void test_failover_mid_storm(void **state) {
          * standby that is no more (its first write would hang). */
         admin_sql("ALTER SYSTEM SET synchronous_standby_names = '*'");
         admin_sql("SELECT pg_reload_conf()");
+        /* The postmaster reads the file when the reload's signal reaches
+         * it: reset the file only once the standby is seen synchronous. */
+        PGconn *a = PQconnectdb(itest_env("RP_PG_ADMIN_DSN"));
+        long sync = -1;
+        ITEST_POLL((sync = itest_sqln(a, "public", "SELECT count(*) FROM pg_stat_replication "
+                                                   "WHERE sync_state = 'sync'")) == 1,
+                   10000);
+        PQfinish(a);
+        assert_int_equal(sync, 1);
         admin_sql("ALTER SYSTEM RESET synchronous_standby_names");
     }
     char work[128], dlq[128];
@@ -174,6 +193,17 @@ static void test_failover_mid_storm(void **state) {
             T.reaperd = NULL;
             assert_int_equal(rc, 0);
         }
+        if (restart_ms > 0) { /* started again before the crash */
+            long at_restart = parked();
+            T.reaperd = tap_daemon_start((itest_daemon_opts){.env = env});
+            for (long long until = itest_mono_ms() + restart_ms; itest_mono_ms() < until;)
+                rp_child_drain(T.reaperd, 50);
+            fprintf(stderr,
+                    "failover: reaperd started again before the crash, the standby still "
+                    "frozen; in %ld ms the primary's count of parks grew by %ld, the tap queue "
+                    "holds %ld\n",
+                    restart_ms, parked() - at_restart, tap_depth(T.tap));
+        }
     }
     long long t_stop = itest_mono_ms();
     if (immediate_mode) setenv("RP_PG_STOP_MODE", "immediate", 1);
@@ -220,7 +250,8 @@ static void test_failover_mid_storm(void **state) {
             t_promoted - t_stopped);
     assert_true(before > 0);
     if (!immediate_mode) assert_true(before >= at_stop);
-    if (cancel_mode) T.reaperd = tap_daemon_start((itest_daemon_opts){.env = env});
+    if (cancel_mode && T.reaperd == NULL)
+        T.reaperd = tap_daemon_start((itest_daemon_opts){.env = env});
 
     /* After: parks resume on the promoted server. */
     long now = -1;
@@ -282,6 +313,11 @@ static int setup(void **state) {
     immediate_mode = getenv("RP_PGFAIL_STOP") && strcmp(getenv("RP_PGFAIL_STOP"), "immediate") == 0;
     freeze_ms = getenv("RP_PGFAIL_FREEZE_MS") ? atol(getenv("RP_PGFAIL_FREEZE_MS")) : 0;
     cancel_mode = getenv("RP_PGFAIL_CANCEL") && strcmp(getenv("RP_PGFAIL_CANCEL"), "1") == 0;
+    restart_ms = getenv("RP_PGFAIL_RESTART_MS") ? atol(getenv("RP_PGFAIL_RESTART_MS")) : 0;
+    if (restart_ms > 0 && !cancel_mode) {
+        fprintf(stderr, "RP_PGFAIL_RESTART_MS needs RP_PGFAIL_CANCEL=1\n");
+        return -1;
+    }
     if (cancel_mode && (freeze_ms <= 0 || !sync_mode)) {
         fprintf(stderr, "RP_PGFAIL_CANCEL needs RP_PGFAIL_SYNC=1 and RP_PGFAIL_FREEZE_MS\n");
         return -1;
