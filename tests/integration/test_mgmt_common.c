@@ -103,6 +103,23 @@ json_t *mt_get_json(const char *path) {
     return j;
 }
 
+bool mt_queue_bound_to(const char *vhost, const char *queue, const char *exchange) {
+    char *ev = mt_enc(vhost), *eq = mt_enc(queue), path[512];
+    snprintf(path, sizeof path, "/api/queues/%s/%s/bindings", ev, eq);
+    free(ev);
+    free(eq);
+    json_t *b = mt_get_json(path);
+    bool found = false;
+    size_t i;
+    json_t *it;
+    json_array_foreach(b, i, it) {
+        const char *src = json_string_value(json_object_get(it, "source"));
+        if (src != NULL && strcmp(src, exchange) == 0) found = true;
+    }
+    json_decref(b);
+    return found;
+}
+
 const rp_mgmt_version *mt_version(void) {
     static rp_mgmt_version v;
     static bool done;

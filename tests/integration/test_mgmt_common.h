@@ -39,6 +39,10 @@ long mt_http_as(const char *user, const char *password, const char *method, cons
 /* GET path as JSON (NULL unless 200). */
 json_t *mt_get_json(const char *path);
 
+/* Whether queue of vhost is bound to exchange (its bindings read from the
+ * management API). */
+bool mt_queue_bound_to(const char *vhost, const char *queue, const char *exchange);
+
 /* "%2F"-style encoding for paths. Heap. */
 char *mt_enc(const char *s);
 

@@ -45,20 +45,7 @@ static long rows_in(const char *vhost) {
 /* Whether the tap queue of vhost is bound to exchange (management API). */
 static bool tap_bound_to(const char *vhost, const char *exchange) {
     rp_child_drain(T.reaperd, 50);
-    char *ev = mt_enc(vhost), *eq = mt_enc(T.tap), path[512];
-    snprintf(path, sizeof path, "/api/queues/%s/%s/bindings", ev, eq);
-    free(ev);
-    free(eq);
-    json_t *b = mt_get_json(path);
-    bool found = false;
-    size_t i;
-    json_t *it;
-    json_array_foreach(b, i, it) {
-        const char *src = json_string_value(json_object_get(it, "source"));
-        if (src != NULL && strcmp(src, exchange) == 0) found = true;
-    }
-    json_decref(b);
-    return found;
+    return mt_queue_bound_to(vhost, T.tap, exchange);
 }
 
 /* Declares the dead-letter source origin -> origin.dlx -> dlq in vhost (no
