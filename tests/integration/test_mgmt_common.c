@@ -120,6 +120,26 @@ bool mt_queue_bound_to(const char *vhost, const char *queue, const char *exchang
     return found;
 }
 
+void mt_hold(amqp_connection_state_t c, amqp_channel_t ch, const char *q, const char *consumer,
+             int n) {
+    if (ch != 1) {
+        amqp_channel_open(c, ch);
+        assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    }
+    amqp_basic_qos(c, ch, 0, 10, 0);
+    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    amqp_basic_consume(c, ch, amqp_cstring_bytes(q), amqp_cstring_bytes(consumer), 0, 0, 0,
+                       amqp_empty_table);
+    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    for (int i = 0; i < n; i++) {
+        amqp_envelope_t env;
+        struct timeval tv = {10, 0};
+        amqp_maybe_release_buffers(c);
+        assert_int_equal(amqp_consume_message(c, &env, &tv, 0).reply_type, AMQP_RESPONSE_NORMAL);
+        amqp_destroy_envelope(&env);
+    }
+}
+
 const rp_mgmt_version *mt_version(void) {
     static rp_mgmt_version v;
     static bool done;

@@ -59,6 +59,11 @@ amqp_connection_state_t mt_amqp(const char *vhost);
 void mt_amqp_close(amqp_connection_state_t c);
 /* Declares a durable queue: type "classic", "quorum". */
 void mt_declare(amqp_connection_state_t c, const char *name, const char *type);
+/* A consumer tagged consumer on channel ch of c (opened unless it is 1;
+ * prefetch 10) that receives n deliveries of queue q and holds them
+ * unacked. */
+void mt_hold(amqp_connection_state_t c, amqp_channel_t ch, const char *q, const char *consumer,
+             int n);
 /* Publishes body to the queue through the default exchange; timestamp 0:
  * none. */
 void mt_publish(amqp_connection_state_t c, const char *queue, const char *body, int64_t timestamp);

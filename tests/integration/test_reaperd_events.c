@@ -178,22 +178,7 @@ static int64_t ledger_count(const char *object) {
 static void hold_three(amqp_connection_state_t c, amqp_channel_t ch, const char *q) {
     mt_declare(c, q, "classic");
     for (int i = 0; i < 3; i++) mt_publish(c, q, "work", 0);
-    if (ch != 1) {
-        amqp_channel_open(c, ch);
-        assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
-    }
-    amqp_basic_qos(c, ch, 0, 10, 0);
-    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
-    amqp_basic_consume(c, ch, amqp_cstring_bytes(q), amqp_cstring_bytes("itest.victim"), 0, 0, 0,
-                       amqp_empty_table);
-    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
-    for (int i = 0; i < 3; i++) {
-        amqp_envelope_t env;
-        struct timeval tv = {10, 0};
-        amqp_maybe_release_buffers(c);
-        assert_int_equal(amqp_consume_message(c, &env, &tv, 0).reply_type, AMQP_RESPONSE_NORMAL);
-        amqp_destroy_envelope(&env);
-    }
+    mt_hold(c, ch, q, "itest.victim", 3);
     assert_true(mt_wait_queue_field("/", q, "messages_unacknowledged", "#", 3, 30000));
     assert_true(mt_wait_queue_field("/", q, "consumers", "#", 1, 30000));
 }

@@ -76,20 +76,7 @@ static long holder_gone(const char *object, const char *vhost) {
 static void hold_three(amqp_connection_state_t c, const char *q) {
     mt_declare(c, q, "classic");
     for (int i = 0; i < 3; i++) mt_publish(c, q, "work", 0);
-    amqp_channel_open(c, 2);
-    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
-    amqp_basic_qos(c, 2, 0, 10, 0);
-    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
-    amqp_basic_consume(c, 2, amqp_cstring_bytes(q), amqp_cstring_bytes("itest.victim"), 0, 0, 0,
-                       amqp_empty_table);
-    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
-    for (int i = 0; i < 3; i++) {
-        amqp_envelope_t env;
-        struct timeval tv = {10, 0};
-        amqp_maybe_release_buffers(c);
-        assert_int_equal(amqp_consume_message(c, &env, &tv, 0).reply_type, AMQP_RESPONSE_NORMAL);
-        amqp_destroy_envelope(&env);
-    }
+    mt_hold(c, 2, q, "itest.victim", 3);
 }
 
 static void test_sweep_lists_the_watched_vhosts(void **state) {
