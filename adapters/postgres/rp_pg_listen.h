@@ -11,9 +11,16 @@
  * database. A session lost or refused is opened again after 1 s, doubling
  * to 30 s; each time it is up again, on_up runs (notifications sent while
  * it was down are lost: the owner looks at the table once then). A
- * multi-host DSN works as for the blocking sessions (each host in turn),
- * but libpq's non-blocking connect ignores connect_timeout: a host that
- * neither answers nor refuses holds the connect until TCP gives up.
+ * multi-host DSN works as for the blocking sessions (each host in turn).
+ * libpq's non-blocking connect ignores connect_timeout, so the listener
+ * keeps it: a host that neither answers nor refuses (a hung server, a
+ * proxy whose server is gone: the TCP connection is up, so TCP never
+ * gives up) is given up after the DSN's connect_timeout (default 10 s),
+ * as libpq's blocking connect would, and the next connect starts at the
+ * host after it (rp_pg_hosts.h); the two setup queries get one such wait
+ * together. The DSN's keywords win over the listener's defaults
+ * (connect_timeout, keepalives, application_name), and its
+ * tcp_user_timeout is store.tcp_user_timeout_ms unless the DSN sets one.
  *
  * Ownership: the DSN and schema are copied; the PGconn and the events are
  * the listener's. Callbacks run on the loop thread, never from inside
@@ -41,9 +48,10 @@ typedef struct rp_pg_listen_hooks {
     void *arg;
 } rp_pg_listen_hooks;
 
-/* Starts connecting at once. NULL when out of memory. */
+/* Starts connecting at once. tcp_user_timeout_ms: libpq's tcp_user_timeout
+ * (0: the system's). NULL when out of memory. */
 rp_pg_listen *rp_pg_listen_new(struct event_base *base, const char *dsn, const char *schema,
-                               const rp_pg_listen_hooks *hooks);
+                               int tcp_user_timeout_ms, const rp_pg_listen_hooks *hooks);
 void rp_pg_listen_free(rp_pg_listen *l);
 
 /* The sweeper's lease-listen port (core/rp_sweep_port.h): listeners on
