@@ -71,10 +71,13 @@ typedef struct rp_observe_deps {
     bool (*tap_gauges)(void *arg, int64_t *held_bytes, bool *paused);
     bool (*tap_bound)(void *arg);
     void *tap_arg;
+    /* The tap's vhost (broker.url's), read at each scrape: its gauges'
+     * vhost label. NULL, or *NULL: counted in the overflow slot. */
+    const char *const *tap_vhost;
     /* Issue 19 item 1: the taps of broker.vhosts' other vhosts, the i-th
-     * into *out (false past the last; NULL: none): their held bytes add to
-     * the tap's gauge, any paused one makes it paused, and /readyz is not
-     * ready while one is not (its reason names the vhost). */
+     * into *out (false past the last; NULL: none): each one's gauges are
+     * its vhost's series, and /readyz is not ready while one is not (its
+     * reason names the vhost). */
     bool (*vhost_tap)(void *arg, size_t i, struct rp_observe_tap *out);
     void *vhost_tap_arg;
     /* Counts on the store thread. */
