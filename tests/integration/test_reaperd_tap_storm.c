@@ -77,7 +77,7 @@ static void assert_parks_counted_as(long parks, bool exact) {
     int port = itest_reaperd_http_port(T.reaperd, 10000);
     assert_true(port > 0);
     char *text = itest_scrape(port);
-    double total = itest_metric(text, "reaper_dead_letters_parked_total");
+    double total = itest_metric_sum(text, "reaper_dead_letters_parked_total");
     double reaped = itest_metric(text, PARKED_SERIES);
     if (reaped < 0) reaped = 0;
     fprintf(stderr, "parks %ld: dead_letters_parked_total %.0f, reaped_total %.0f\n", parks, total,
