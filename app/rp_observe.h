@@ -9,13 +9,15 @@
  *
  * Hooks other code calls (all thread-safe, on the registry):
  *   rp_metrics_reaped               rp_amqp_feed.c, every committed ledger event
- *   rp_metrics_dead_letters_parked  rp_amqp_feed.c counts DEAD_LETTER/PARKED events
+ *   rp_metrics_dead_letters_parked  rp_amqp_feed.c counts DEAD_LETTER/PARKED events,
+ *                                   under the verdict's vhost
+ *   rp_metrics_tap_ignored          the tap, under its vhost
  *   rp_metrics_gate_answered        control.c, an answer that changed a gate
  *   rp_metrics_control              control.c, once per reply
  *   rp_metrics_feed_publish_failed  rp_amqp_feed.c
  *   rp_metrics_feed_published       rp_amqp_feed.c, an event the exchange confirmed
  *   rp_metrics_connected            daemon.c (the session's hooks), each connection made
- *   rp_metrics_tap_parked           the tap, each dead letter it parked
+ *   rp_metrics_tap_parked           the tap, each dead letter it parked (its vhost)
  *   rp_observe_event_lag            daemon.c, each broker event
  *   rp_observe_pass_store           daemon.c, store thread, after a pass
  *   rp_observe_pass_done            daemon.c, loop, when a pass is done
