@@ -8,6 +8,7 @@
 #include "rp_log.h"
 #include "rp_proto.h"
 #include "rp_report_text.h"
+#include "rp_verdict_vhost.h"
 
 void rp_report_print(FILE *f, const rp_report *r, rp_time_ms at, int64_t duration_ms) {
     char *text = NULL;
@@ -45,11 +46,15 @@ void rp_verdict_log(void *arg, const rp_verdict *v, bool dry_run) {
     if (level < rp_log_level_now()) return;
     char m[96];
     rp_verdict_measure(v, m, sizeof m);
+    /* The verdict's vhost (issue 19 item 1), last, and only when its
+     * object names one: without one, the NULL key ends the pairs there. */
+    char vhost[RP_VERDICT_VHOST_MAX];
+    bool has_vhost = rp_verdict_vhost(v, vhost, sizeof vhost);
     rp_log_write(level, rp_verdict_message(v, dry_run), "action", rp_action_string(v->action),
                  "condition", rp_condition_string(v->condition), "source",
                  rp_source_string(v->source), "object", v->object, "queue", v->queue, "project",
                  v->project, "measured", m, "dry_run", dry_run ? "true" : "false", "detail",
-                 v->detail, NULL);
+                 v->detail, has_vhost ? "vhost" : NULL, vhost, NULL);
 }
 
 void rp_report_log(const rp_report *r, const char *scope, int64_t duration_ms) {

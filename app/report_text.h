@@ -25,7 +25,9 @@ void rp_report_print(FILE *f, const rp_report *r, rp_time_ms at, int64_t duratio
 int rp_report_output(FILE *f, const rp_report *r, bool json, rp_time_ms at, int64_t duration_ms);
 
 /* Logs one verdict as it happens (SURFACED at warn, the rest at info): an
- * rp_report_verdict_fn, safe on any thread. */
+ * rp_report_verdict_fn, safe on any thread. Its fields: action, condition,
+ * source, object, queue, project, measured, dry_run, detail, and vhost
+ * when the verdict's object names one (core/rp_verdict_vhost.h). */
 void rp_verdict_log(void *arg, const rp_verdict *v, bool dry_run);
 
 /* Logs one line per note and a summary line "pass finished" with the

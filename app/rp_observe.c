@@ -31,14 +31,17 @@ void rp_observe_refresh(void *arg) {
     rp_metrics_set_clock(m, rp_obs_now(o));
     rp_metrics_process p;
     if (o->deps.process_sample && o->deps.process_sample(&p)) rp_metrics_set_process(m, &p);
+    /* Each tap's gauges under its vhost: the daemon's (broker.url's
+     * vhost), then those of broker.vhosts. */
     if (o->deps.tap_gauges) {
         int64_t held;
         bool paused;
-        if (o->deps.tap_gauges(o->deps.tap_arg, &held, &paused)) {
-            rp_observe_vhost_taps_gauges(&o->deps, &held, &paused);
-            rp_metrics_set_tap(m, held, paused);
-        }
+        const char *vhost = o->deps.tap_vhost ? *o->deps.tap_vhost : NULL;
+        if (o->deps.tap_gauges(o->deps.tap_arg, &held, &paused) &&
+            rp_metrics_set_tap(m, vhost, held, paused))
+            rp_observe_vhost_overflow(vhost);
     }
+    rp_observe_vhost_taps_gauges(&o->deps);
 }
 
 bool rp_observe_ready(void *arg, char *why, size_t cap) {

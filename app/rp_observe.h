@@ -9,13 +9,15 @@
  *
  * Hooks other code calls (all thread-safe, on the registry):
  *   rp_metrics_reaped               rp_amqp_feed.c, every committed ledger event
- *   rp_metrics_dead_letters_parked  rp_amqp_feed.c counts DEAD_LETTER/PARKED events
+ *   rp_metrics_dead_letters_parked  rp_amqp_feed.c counts DEAD_LETTER/PARKED events,
+ *                                   under the verdict's vhost
+ *   rp_metrics_tap_ignored          the tap, under its vhost
  *   rp_metrics_gate_answered        control.c, an answer that changed a gate
  *   rp_metrics_control              control.c, once per reply
  *   rp_metrics_feed_publish_failed  rp_amqp_feed.c
  *   rp_metrics_feed_published       rp_amqp_feed.c, an event the exchange confirmed
  *   rp_metrics_connected            daemon.c (the session's hooks), each connection made
- *   rp_metrics_tap_parked           the tap, each dead letter it parked
+ *   rp_metrics_tap_parked           the tap, each dead letter it parked (its vhost)
  *   rp_observe_event_lag            daemon.c, each broker event
  *   rp_observe_pass_store           daemon.c, store thread, after a pass
  *   rp_observe_pass_done            daemon.c, loop, when a pass is done
@@ -71,10 +73,13 @@ typedef struct rp_observe_deps {
     bool (*tap_gauges)(void *arg, int64_t *held_bytes, bool *paused);
     bool (*tap_bound)(void *arg);
     void *tap_arg;
+    /* The tap's vhost (broker.url's), read at each scrape: its gauges'
+     * vhost label. NULL, or *NULL: counted in the overflow slot. */
+    const char *const *tap_vhost;
     /* Issue 19 item 1: the taps of broker.vhosts' other vhosts, the i-th
-     * into *out (false past the last; NULL: none): their held bytes add to
-     * the tap's gauge, any paused one makes it paused, and /readyz is not
-     * ready while one is not (its reason names the vhost). */
+     * into *out (false past the last; NULL: none): each one's gauges are
+     * its vhost's series, and /readyz is not ready while one is not (its
+     * reason names the vhost). */
     bool (*vhost_tap)(void *arg, size_t i, struct rp_observe_tap *out);
     void *vhost_tap_arg;
     /* Counts on the store thread. */

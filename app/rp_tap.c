@@ -15,6 +15,7 @@
 
 #include "rp_clock.h"
 #include "rp_log.h"
+#include "rp_observe_vhost_taps.h"
 #include "rp_tap_rules.h"
 #include "worker.h"
 
@@ -95,7 +96,12 @@ static void rp_tap_done(void *job, bool cancelled) {
         rp_tap_hold_check(t);
         return;
     }
-    for (size_t k = 0; k < r->n_delays; k++) rp_metrics_tap_parked(t->deps.metrics, r->delays_us[k]);
+    /* Under the tap's vhost (issue 19 item 1); one without a metrics
+     * slot is logged once. */
+    const char *vhost = *t->deps.vhost;
+    bool overflow = false;
+    for (size_t k = 0; k < r->n_delays; k++)
+        overflow |= rp_metrics_tap_parked(t->deps.metrics, vhost, r->delays_us[k]);
     for (uint64_t k = 0; k < r->ignored; k++)
         RP_DEBUG("a tap delivery did not come through a dead-letter exchange (no x-death nor "
                  "x-first-death-queue, or published through the default exchange): not a dead "
@@ -106,7 +112,8 @@ static void rp_tap_done(void *job, bool cancelled) {
                 "(published straight into it, or without x-death): acked and not parked; "
                 "later ones are only counted (reaper_tap_ignored_total)",
                 "queue", cfg->broker.tap_queue, NULL);
-    if (r->ignored > 0) rp_metrics_tap_ignored(t->deps.metrics, r->ignored);
+    if (r->ignored > 0) overflow |= rp_metrics_tap_ignored(t->deps.metrics, vhost, r->ignored);
+    if (overflow) rp_observe_vhost_overflow(vhost);
     for (size_t k = 0; k < r->n_stuck; k++)
         RP_ERROR("a dead letter could not be parked; it stays unacked on the tap until the "
                  "next reconnect",

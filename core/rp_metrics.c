@@ -4,6 +4,7 @@
  * independent; a scrape needs no ordering between them). */
 #include "rp_metrics.h"
 #include "rp_pass_policy.h"
+#include "rp_sweep_vhosts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,10 @@
 
 #define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #define ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+
+/* Every watched vhost has a slot. */
+_Static_assert(RP_METRICS_VHOSTS == RP_SWEEP_VHOSTS_MAX,
+               "a metrics slot for each vhost reaperd can watch");
 
 const double rp_metrics_bucket_bounds[RP_METRICS_BUCKETS] = {
     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
@@ -119,10 +124,46 @@ void rp_metrics_set_oldest_gates(rp_metrics *m, const int64_t opened_ms[RP_GATE_
     STORE(&m->oldest_gate_known, 1u);
 }
 
-void rp_metrics_set_tap(rp_metrics *m, int64_t held_bytes, bool paused) {
-    STORE(&m->tap_held_bytes, held_bytes);
-    STORE(&m->tap_paused, paused ? 1u : 0u);
-    STORE(&m->tap_known, 1u);
+/* ---- the watched vhosts' series -------------------------------------------- */
+
+rp_status rp_metrics_vhost_register(rp_metrics *m, const char *vhost) {
+    if (vhost == NULL || strlen(vhost) >= RP_METRICS_VHOST_NAME_MAX) return RP_ERR_INVALID;
+    if (rp_metrics_vhost_slot(m, vhost) != RP_METRICS_VHOSTS) return RP_OK;
+    uint32_t n = __atomic_load_n(&m->n_vhosts, __ATOMIC_ACQUIRE);
+    if (n >= RP_METRICS_VHOSTS) return RP_ERR_TOO_LARGE;
+    /* The slot is zero since rp_metrics_init; its name is written before
+     * n_vhosts counts it (release), so that a reader that sees the count
+     * (acquire) sees the whole name. */
+    memcpy(m->vhosts[n].name, vhost, strlen(vhost) + 1);
+    __atomic_store_n(&m->n_vhosts, n + 1, __ATOMIC_RELEASE);
+    return RP_OK;
+}
+
+int rp_metrics_vhost_slot(const rp_metrics *m, const char *vhost) {
+    if (vhost == NULL) return RP_METRICS_VHOSTS;
+    uint32_t n = __atomic_load_n(&m->n_vhosts, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n && i < RP_METRICS_VHOSTS; i++)
+        if (strcmp(m->vhosts[i].name, vhost) == 0) return (int)i;
+    return RP_METRICS_VHOSTS;
+}
+
+/* vhost's slot; the overflow slot marked used when it has none, *first
+ * true for the update that used it first. */
+static rp_metrics_vhost *rp_vhost_of(rp_metrics *m, const char *vhost, bool *first) {
+    int i = rp_metrics_vhost_slot(m, vhost);
+    *first = false;
+    if (i == RP_METRICS_VHOSTS)
+        *first = __atomic_exchange_n(&m->overflowed, 1u, __ATOMIC_RELAXED) == 0;
+    return &m->vhosts[i];
+}
+
+bool rp_metrics_set_tap(rp_metrics *m, const char *vhost, int64_t held_bytes, bool paused) {
+    bool first;
+    rp_metrics_vhost *v = rp_vhost_of(m, vhost, &first);
+    STORE(&v->tap_held_bytes, held_bytes);
+    STORE(&v->tap_paused, paused ? 1u : 0u);
+    STORE(&v->tap_known, 1u);
+    return first;
 }
 
 static void rp_histogram_observe(rp_metrics_histogram *h, const double *bounds, int64_t us) {
@@ -135,8 +176,11 @@ static void rp_histogram_observe(rp_metrics_histogram *h, const double *bounds, 
     ADD(&h->count, 1);
 }
 
-void rp_metrics_tap_parked(rp_metrics *m, int64_t delay_us) {
-    rp_histogram_observe(&m->tap_park_delay, rp_metrics_delay_bounds, delay_us);
+bool rp_metrics_tap_parked(rp_metrics *m, const char *vhost, int64_t delay_us) {
+    bool first;
+    rp_metrics_vhost *v = rp_vhost_of(m, vhost, &first);
+    rp_histogram_observe(&v->tap_park_delay, rp_metrics_delay_bounds, delay_us);
+    return first;
 }
 
 void rp_metrics_feed_published(rp_metrics *m) { ADD(&m->feed_published, 1); }
@@ -158,8 +202,17 @@ void rp_metrics_set_sightings_open(rp_metrics *m, const int64_t by_condition[RP_
     STORE(&m->sightings_known, 1u);
 }
 
-void rp_metrics_dead_letters_parked(rp_metrics *m, uint64_t n) { ADD(&m->dead_letters_parked, n); }
-void rp_metrics_tap_ignored(rp_metrics *m, uint64_t n) { ADD(&m->tap_ignored, n); }
+bool rp_metrics_dead_letters_parked(rp_metrics *m, const char *vhost, uint64_t n) {
+    bool first;
+    ADD(&rp_vhost_of(m, vhost, &first)->dead_letters_parked, n);
+    return first;
+}
+
+bool rp_metrics_tap_ignored(rp_metrics *m, const char *vhost, uint64_t n) {
+    bool first;
+    ADD(&rp_vhost_of(m, vhost, &first)->tap_ignored, n);
+    return first;
+}
 uint64_t rp_metrics_event_refused(rp_metrics *m) { return ADD(&m->events_refused, 1) + 1; }
 
 void rp_metrics_set_gates_open(rp_metrics *m, const int64_t by_kind[RP_GATE_KIND_COUNT_]) {

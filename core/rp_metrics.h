@@ -21,8 +21,8 @@
  *   reaper_up{backend="broker"|"store"}
  *   reaper_reaped_total{source,condition,action}
  *   reaper_sightings_open{condition}
- *   reaper_dead_letters_parked_total
- *   reaper_tap_ignored_total
+ *   reaper_dead_letters_parked_total{vhost}
+ *   reaper_tap_ignored_total{vhost}
  *   reaper_broker_events_refused_total
  *   reaper_gates_open{kind}
  *   reaper_gates_answered_total{kind,choice}
@@ -34,11 +34,41 @@
  *   reaper_control_requests_total{op,outcome}
  *   reaper_feed_publish_failures_total
  *   reaper_feed_published_total
- *   reaper_tap_held_bytes, reaper_tap_paused
- *   reaper_tap_park_delay_seconds (histogram)
+ *   reaper_tap_held_bytes{vhost}, reaper_tap_paused{vhost}
+ *   reaper_tap_park_delay_seconds{vhost} (histogram)
  *   reaper_policy_verified{policy} (issue 18 item 5: 1 when the last
  *     reconcile that checked reaper's policy verified it, 0 when not;
  *     only the policies checked so far appear)
+ *
+ * The vhost label (issue 19 item 1: everything vhost-scoped says its
+ * vhost). The series above with {vhost} are those of one watched vhost's
+ * own machinery: each watched vhost has a tap of its own (its memory, its
+ * pause, its park delays, the deliveries it ignored) and its own dead
+ * letters (a park's verdict names its vhost). They live in a fixed table
+ * of RP_METRICS_VHOSTS slots (the cap on watched vhosts,
+ * RP_SWEEP_VHOSTS_MAX), registered by name with rp_metrics_vhost_register
+ * on the loop at start-up, before any thread updates them; an update finds
+ * its slot by name among the registered ones (a scan of fixed names, no
+ * lock, no allocation) and is one atomic add or store there. A registered
+ * vhost's counters and histogram appear from its registration at 0, so
+ * that rate() sees the first event; its tap gauges once set.
+ *   Left without the label, and why: reaper_policy_verified{policy} is one
+ * verdict per policy over every watched vhost (the reconcile reports each
+ * policy once, its detail naming the vhosts), so a per-vhost value would
+ * be invented; the passes, the gates, the reaped events, the control
+ * requests, the feed and the broker events are the daemon's (one pass
+ * covers every vhost; the broker events and the control queue are
+ * broker.url's vhost's).
+ *   A vhost without a slot (the table full, or a vhost never registered)
+ * is never lost: its counts go to one overflow slot, rendered with an
+ * empty label value, vhost="" (which Prometheus stores as the series
+ * without the label, so sums over vhost still add up), and only once
+ * used. The hook that first uses the overflow slot returns true, so that
+ * its caller logs it once.
+ *   A vhost no longer watched after a reload keeps its series until the
+ * restart, as Prometheus clients do (broker.vhosts is a restart key:
+ * today the set only changes at a restart); registering a name again is a
+ * no-op.
  *
  * Which series appear: every gauge and every series with a fixed, small
  * label set always appears (zero until set); reaper_reaped_total has every
@@ -103,6 +133,13 @@ typedef enum rp_metrics_result {
 /* The outcomes: "ok" and the seven error codes of CONTRACT section 5. */
 #define RP_METRICS_OUTCOMES 8
 
+/* The vhost slots: the most vhosts one reaperd watches
+ * (core/rp_sweep_vhosts.h's RP_SWEEP_VHOSTS_MAX, checked by a static
+ * assert in rp_metrics.c), and the room for a name (RabbitMQ's vhost names
+ * are at most 255 bytes). */
+#define RP_METRICS_VHOSTS 64
+#define RP_METRICS_VHOST_NAME_MAX 256
+
 /* Reaper's policies as labels of reaper_policy_verified: vibey-reap and
  * vibey-reap-classic (core/rp_pass_policy.h). */
 #define RP_METRICS_POLICIES 2
@@ -123,6 +160,17 @@ typedef struct rp_metrics_process {
     int64_t start_time_ms; /* wall clock, since the epoch */
 } rp_metrics_process;
 
+/* One watched vhost's series (rp_metrics.vhosts). */
+typedef struct rp_metrics_vhost {
+    char name[RP_METRICS_VHOST_NAME_MAX]; /* written once, before n_vhosts counts it */
+    uint64_t dead_letters_parked;
+    uint64_t tap_ignored;
+    uint32_t tap_known;
+    uint32_t tap_paused;
+    int64_t tap_held_bytes;
+    rp_metrics_histogram tap_park_delay;
+} rp_metrics_vhost;
+
 typedef struct rp_metrics {
     char version[64];
     char revision[64];
@@ -134,8 +182,6 @@ typedef struct rp_metrics {
     uint64_t reaped[RP_SOURCE_COUNT_][RP_COND_COUNT_][RP_ACTION_COUNT_];
     int64_t sightings_open[RP_COND_COUNT_];
     uint32_t sightings_known;
-    uint64_t dead_letters_parked;
-    uint64_t tap_ignored;
     uint64_t events_refused;
     int64_t gates_open[RP_GATE_KIND_COUNT_];
     uint32_t gates_open_known;
@@ -150,10 +196,13 @@ typedef struct rp_metrics {
     int64_t last_ok_ms[RP_METRICS_SCOPE_COUNT_]; /* wall clock; 0: none yet */
     int64_t oldest_gate_ms[RP_GATE_KIND_COUNT_]; /* wall clock it opened; 0: none open */
     uint32_t oldest_gate_known;
-    uint32_t tap_known;
-    int64_t tap_held_bytes;
-    uint32_t tap_paused;
-    rp_metrics_histogram tap_park_delay;
+    /* The watched vhosts' series: [0, n_vhosts) registered (n_vhosts
+     * stored with release after the slot's name, loaded with acquire);
+     * [RP_METRICS_VHOSTS] the overflow slot (name ""), rendered once
+     * overflowed is set. */
+    rp_metrics_vhost vhosts[RP_METRICS_VHOSTS + 1];
+    uint32_t n_vhosts;
+    uint32_t overflowed;
     /* reaper_policy_verified, per name of rp_metrics_policy_name. */
     uint32_t policy_verified[RP_METRICS_POLICIES];
     uint32_t policy_known[RP_METRICS_POLICIES];
@@ -183,10 +232,24 @@ void rp_metrics_reaped(rp_metrics *m, rp_source s, rp_condition c, rp_action a);
 /* The open sightings after a pass, per condition (index by rp_condition;
  * RP_COND_NONE is not rendered). */
 void rp_metrics_set_sightings_open(rp_metrics *m, const int64_t by_condition[RP_COND_COUNT_]);
-/* n dead letters parked (new parks only, not duplicates). */
-void rp_metrics_dead_letters_parked(rp_metrics *m, uint64_t n);
-/* n deliveries on the tap that were not dead letters (acked, not parked). */
-void rp_metrics_tap_ignored(rp_metrics *m, uint64_t n);
+/* ---- the watched vhosts' series (see "The vhost label" above) ---------- */
+
+/* Gives vhost a slot (its series appear at 0 from now). Loop thread, at
+ * start-up, before any thread updates a vhost's series; a name already
+ * registered: RP_OK, nothing changes. RP_ERR_INVALID: vhost NULL or longer
+ * than RP_METRICS_VHOST_NAME_MAX - 1 bytes; RP_ERR_TOO_LARGE: the table is
+ * full (the caller logs it: that vhost's counts go to the overflow slot). */
+rp_status rp_metrics_vhost_register(rp_metrics *m, const char *vhost) RP_MUSTCHECK;
+/* The slot of vhost: 0..n_vhosts-1, or RP_METRICS_VHOSTS (the overflow
+ * slot) when it has none (NULL included). Any thread. */
+int rp_metrics_vhost_slot(const rp_metrics *m, const char *vhost);
+/* The per-vhost hooks, any thread. Each returns true when it was the first
+ * update counted in the overflow slot (vhost has no slot): the caller logs
+ * that once, naming the vhost. */
+/* n dead letters of vhost parked (new parks only, not duplicates). */
+bool rp_metrics_dead_letters_parked(rp_metrics *m, const char *vhost, uint64_t n);
+/* n deliveries on vhost's tap that were not dead letters (acked, not parked). */
+bool rp_metrics_tap_ignored(rp_metrics *m, const char *vhost, uint64_t n);
 /* One delivery on the broker-event queue that did not come from
  * amq.rabbitmq.event (a forgery): refused. Returns the new total. */
 uint64_t rp_metrics_event_refused(rp_metrics *m);
@@ -202,11 +265,11 @@ void rp_metrics_pass_succeeded(rp_metrics *m, rp_metrics_scope scope, int64_t at
 /* The oldest open gate of each kind: the wall-clock moment it opened (ms),
  * 0 when none of that kind is open. */
 void rp_metrics_set_oldest_gates(rp_metrics *m, const int64_t opened_ms[RP_GATE_KIND_COUNT_]);
-/* The dead-letter tap: what it holds in memory, whether it is paused (not
- * consuming at its memory bound, or waiting to retry the store). */
-void rp_metrics_set_tap(rp_metrics *m, int64_t held_bytes, bool paused);
-/* A dead letter parked by the tap, delay_us after reaperd received it. */
-void rp_metrics_tap_parked(rp_metrics *m, int64_t delay_us);
+/* vhost's dead-letter tap: what it holds in memory, whether it is paused
+ * (not consuming at its memory bound, or waiting to retry the store). */
+bool rp_metrics_set_tap(rp_metrics *m, const char *vhost, int64_t held_bytes, bool paused);
+/* A dead letter parked by vhost's tap, delay_us after reaperd received it. */
+bool rp_metrics_tap_parked(rp_metrics *m, const char *vhost, int64_t delay_us);
 /* A ledger event the events exchange confirmed. */
 void rp_metrics_feed_published(rp_metrics *m);
 /* The lag of the last broker event handled (now - its timestamp_in_ms). */

@@ -13,6 +13,10 @@
 
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 
+/* Room for a histogram's labels: a vhost name escaped (each byte at most
+ * two) in vhost="...", with its comma. */
+#define RP_PROM_LABELS_MAX (2 * RP_METRICS_VHOST_NAME_MAX + 16)
+
 /* ---- rendering ------------------------------------------------------------ */
 
 size_t rp_metrics_escape_label(const char *v, char *buf, size_t cap) {
@@ -39,7 +43,7 @@ static void rp_family(rp_text_buf *b, const char *name, const char *type, const 
 }
 
 /* Label values here are the core's enum names (no escapes needed), except
- * the version, which is escaped. */
+ * the version and the vhost names, which are escaped. */
 /* labels: "scope=\"full\"," (with its trailing comma) or "" for none. */
 static void rp_render_histogram(rp_text_buf *b, const char *name, const char *labels,
                                 const double *bounds, const rp_metrics_histogram *h) {
@@ -56,7 +60,7 @@ static void rp_render_histogram(rp_text_buf *b, const char *name, const char *la
     /* The count is the +Inf bucket, so the two always agree in one scrape
      * even while a pass is being recorded. */
     size_t n = strlen(labels);
-    char only[64];
+    char only[RP_PROM_LABELS_MAX];
     snprintf(only, sizeof only, "%.*s", n > 0 ? (int)n - 1 : 0, labels); /* without the comma */
     const char *open = n > 0 ? "{" : "", *close = n > 0 ? "}" : "";
     uint64_t sum = LOAD(&h->sum_us);
@@ -166,16 +170,35 @@ rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
                                    rp_metrics_policy_name(i), LOAD(&m->policy_verified[i]));
     }
 
+    /* The watched vhosts' slots, with their escaped names; the overflow
+     * slot (vhost="") last, once used. */
+    uint32_t nv = __atomic_load_n(&m->n_vhosts, __ATOMIC_ACQUIRE);
+    if (nv > RP_METRICS_VHOSTS) nv = RP_METRICS_VHOSTS;
+    size_t slot[RP_METRICS_VHOSTS + 1], ns = 0;
+    for (uint32_t i = 0; i < nv; i++) slot[ns++] = i;
+    if (LOAD(&m->overflowed)) slot[ns++] = RP_METRICS_VHOSTS;
+    /* Each render escapes into its own buffer (renders may overlap on
+     * two threads): on the heap, freed below. */
+    char (*esc)[2 * RP_METRICS_VHOST_NAME_MAX] = calloc(ns ? ns : 1, sizeof *esc);
+    if (esc == NULL) {
+        free(b.p);
+        return RP_ERR_NOMEM;
+    }
+    for (size_t k = 0; k < ns; k++)
+        rp_metrics_escape_label(m->vhosts[slot[k]].name, esc[k], sizeof esc[k]);
+
     rp_family(&b, "reaper_dead_letters_parked_total", "counter",
-              "Dead letters parked (job, gate and ledger event committed).");
-    rp_text_buf_printf(&b, "reaper_dead_letters_parked_total %llu\n",
-                   (unsigned long long)LOAD(&m->dead_letters_parked));
+              "Dead letters parked (job, gate and ledger event committed), by vhost.");
+    for (size_t k = 0; k < ns; k++)
+        rp_text_buf_printf(&b, "reaper_dead_letters_parked_total{vhost=\"%s\"} %llu\n", esc[k],
+                           (unsigned long long)LOAD(&m->vhosts[slot[k]].dead_letters_parked));
 
     rp_family(&b, "reaper_tap_ignored_total", "counter",
-              "Deliveries on the dead-letter tap that did not come through a dead-letter "
+              "Deliveries on a vhost's dead-letter tap that did not come through a dead-letter "
               "exchange (no x-death, or through the default exchange): acked, not parked.");
-    rp_text_buf_printf(&b, "reaper_tap_ignored_total %llu\n",
-                   (unsigned long long)LOAD(&m->tap_ignored));
+    for (size_t k = 0; k < ns; k++)
+        rp_text_buf_printf(&b, "reaper_tap_ignored_total{vhost=\"%s\"} %llu\n", esc[k],
+                           (unsigned long long)LOAD(&m->vhosts[slot[k]].tap_ignored));
 
     rp_family(&b, "reaper_broker_events_refused_total", "counter",
               "Deliveries on the broker-event queue that did not come from amq.rabbitmq.event "
@@ -269,18 +292,34 @@ rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
     rp_text_buf_printf(&b, "reaper_feed_published_total %llu\n",
                    (unsigned long long)LOAD(&m->feed_published));
 
-    if (LOAD(&m->tap_known)) {
+    /* The tap gauges of the vhosts whose tap was measured. */
+    bool any_tap = false;
+    for (size_t k = 0; k < ns; k++) any_tap |= LOAD(&m->vhosts[slot[k]].tap_known) != 0;
+    if (any_tap) {
         rp_family(&b, "reaper_tap_held_bytes", "gauge",
-                  "What the dead-letter tap holds in memory (bodies and bookkeeping).");
-        rp_text_buf_printf(&b, "reaper_tap_held_bytes %lld\n", (long long)LOAD(&m->tap_held_bytes));
+                  "What a vhost's dead-letter tap holds in memory (bodies and bookkeeping).");
+        for (size_t k = 0; k < ns; k++)
+            if (LOAD(&m->vhosts[slot[k]].tap_known))
+                rp_text_buf_printf(&b, "reaper_tap_held_bytes{vhost=\"%s\"} %lld\n", esc[k],
+                                   (long long)LOAD(&m->vhosts[slot[k]].tap_held_bytes));
         rp_family(&b, "reaper_tap_paused", "gauge",
-                  "1 while the tap does not consume (at its memory bound) or waits to retry the store.");
-        rp_text_buf_printf(&b, "reaper_tap_paused %u\n", LOAD(&m->tap_paused));
+                  "1 while a vhost's tap does not consume (at its memory bound) or waits to retry "
+                  "the store.");
+        for (size_t k = 0; k < ns; k++)
+            if (LOAD(&m->vhosts[slot[k]].tap_known))
+                rp_text_buf_printf(&b, "reaper_tap_paused{vhost=\"%s\"} %u\n", esc[k],
+                                   LOAD(&m->vhosts[slot[k]].tap_paused));
     }
     rp_family(&b, "reaper_tap_park_delay_seconds", "histogram",
-              "From a dead letter's arrival at reaperd's tap to the commit of its park.");
-    rp_render_histogram(&b, "reaper_tap_park_delay_seconds", "", rp_metrics_delay_bounds,
-                        &m->tap_park_delay);
+              "From a dead letter's arrival at reaperd's tap of its vhost to the commit of its "
+              "park.");
+    for (size_t k = 0; k < ns; k++) {
+        char labels[RP_PROM_LABELS_MAX];
+        snprintf(labels, sizeof labels, "vhost=\"%s\",", esc[k]);
+        rp_render_histogram(&b, "reaper_tap_park_delay_seconds", labels, rp_metrics_delay_bounds,
+                            &m->vhosts[slot[k]].tap_park_delay);
+    }
+    free(esc);
 
     if (b.nomem) {
         free(b.p);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rp_log.h"
+#include "rp_verdict_vhost.h"
 
 struct rp_amqp_feed {
     char *exchange;
@@ -156,8 +157,17 @@ static rp_status rp_feed_publish(void *self, const rp_ledger_event *ev) {
     const rp_verdict *v = ev->verdict;
     if (v != NULL) {
         rp_metrics_reaped(f->metrics, v->source, v->condition, v->action);
-        if (v->condition == RP_COND_DEAD_LETTER && v->action == RP_ACTION_PARKED)
-            rp_metrics_dead_letters_parked(f->metrics, 1);
+        if (v->condition == RP_COND_DEAD_LETTER && v->action == RP_ACTION_PARKED) {
+            /* Under the dead letter's vhost, read from its object (a
+             * vhost without a metrics slot: the overflow slot, logged
+             * once). */
+            char vhost[RP_VERDICT_VHOST_MAX];
+            bool known = rp_verdict_vhost(v, vhost, sizeof vhost);
+            if (rp_metrics_dead_letters_parked(f->metrics, known ? vhost : NULL, 1))
+                RP_WARN("a parked dead letter's vhost has no slot of its own in the metrics: "
+                        "it and any other such are counted under vhost=\"\" (logged once)",
+                        "vhost", known ? vhost : "(not named by its object)", NULL);
+        }
     }
     rp_status st = rp_proto_encode_event(ev, f->enc, &it->msg);
     rp_feed_held *h = &rp_feed_holding;

@@ -54,6 +54,7 @@
 #include "rp_sweeper.h"
 #include "rp_tap.h"
 #include "rp_vhost_taps.h"
+#include "rp_observe_vhost_taps.h"
 #include "version.h"
 #include "worker.h"
 
@@ -353,6 +354,7 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
     /* 1. The metrics glue and HTTP, first: an address that cannot be bound
      * stops reaperd before it connects to anything. */
     rp_metrics_init(&d->metrics, REAPER_VERSION, REAPER_GIT_REV);
+    rp_observe_vhosts_register(&d->metrics, cfg);
     rp_observe_deps od = {
         .metrics = &d->metrics,
         .stopping = &d->stopping,
@@ -363,6 +365,7 @@ static rp_status rp_daemon_start(rp_daemon *d, const char *broker_password) {
         .tap_gauges = rp_tap_gauges_hook,
         .tap_bound = rp_tap_bound_hook,
         .tap_arg = &d->tap,
+        .tap_vhost = &d->mgmt_keep.vhost,
         .vhost_tap = rp_vhost_taps_observe,
         .vhost_tap_arg = &d->vhost_taps,
         .store_job = rp_store_jobs_submit,

@@ -19,6 +19,7 @@
 #include "rp_amqp_pass_feed.h"
 #include "rp_log.h"
 #include "rp_mgmt_bridge.h"
+#include "rp_observe_vhost_taps.h"
 #include "rp_once_pass.h"
 #include "version.h"
 
@@ -108,6 +109,9 @@ int rp_once_run(const rp_config *cfg, const char *password, const char *project,
     }
     o->cfg = cfg;
     rp_metrics_init(&o->metrics, REAPER_VERSION, REAPER_GIT_REV);
+    /* The feed counts the pass's parks per vhost: the watched ones have
+     * their slots, so none is taken for one without. */
+    rp_observe_vhosts_register(&o->metrics, cfg);
     int rc = rp_once_start(o, password, project, dry_run);
     if (rc == 0) event_base_dispatch(o->base);
     bool ran = rc == 0;

@@ -295,6 +295,24 @@ double itest_metric(const char *text, const char *series) {
     return -1;
 }
 
+double itest_metric_sum(const char *text, const char *name) {
+    size_t n = strlen(name);
+    double sum = 0;
+    bool any = false;
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        if (strncmp(line, name, n) == 0 && (line[n] == ' ' || line[n] == '{')) {
+            const char *v = line[n] == ' ' ? line + n : strchr(line + n, '}');
+            if (v != NULL && (end == NULL || v < end) && (v = strchr(v, ' ')) != NULL) {
+                sum += strtod(v + 1, NULL);
+                any = true;
+            }
+        }
+        line = end ? end + 1 : NULL;
+    }
+    return any ? sum : -1;
+}
+
 #include <amqp_tcp_socket.h>
 
 amqp_connection_state_t itest_amqp_connect_plain(void) {

@@ -94,6 +94,10 @@ char *itest_scrape(int port);
 /* The value of the sample named exactly series (name and labels, as
  * rendered) in a Prometheus text body; -1 when absent. */
 double itest_metric(const char *text, const char *series);
+/* The sum of every sample of the family name (each label set, and the
+ * sample without labels), e.g. a per-vhost counter over every vhost; -1
+ * when there is none. */
+double itest_metric_sum(const char *text, const char *name);
 
 
 /* ---- AMQP client for tests (rabbitmq-c, blocking, test side only) ---- */

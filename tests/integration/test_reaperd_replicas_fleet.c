@@ -269,7 +269,8 @@ static void assert_parked_once(const char *prefix, long want) {
                      0);
 }
 
-#define PARKED_TOTAL "reaper_dead_letters_parked_total"
+/* broker.url's vhost, "/": the only one watched here. */
+#define PARKED_TOTAL "reaper_dead_letters_parked_total{vhost=\"/\"}"
 
 /* ---- the tests ------------------------------------------------------------------ */
 

@@ -612,7 +612,7 @@ static void test_not_dead_letters_ignored(void **state) {
     assert_true(port > 0);
     char *text = itest_scrape(port);
     assert_non_null(text);
-    assert_true(itest_metric(text, "reaper_tap_ignored_total") == 4);
+    assert_true(itest_metric(text, "reaper_tap_ignored_total{vhost=\"/\"}") == 4);
     free(text);
     rp_child_drain(T.reaperd, 200);
     int said = 0;

@@ -111,9 +111,9 @@ static void test_held_in_bytes(void **state) {
     int port = itest_reaperd_http_port(T.reaperd, 10000);
     assert_true(port > 0);
     char *text = itest_scrape(port);
-    assert_true(itest_metric(text, "reaper_tap_held_bytes") > 32.0 * 1024 * 1024);
-    assert_true(itest_metric(text, "reaper_tap_paused") == 1);
-    assert_true(itest_metric(text, "reaper_tap_park_delay_seconds_count") == 0);
+    assert_true(itest_metric(text, "reaper_tap_held_bytes{vhost=\"/\"}") > 32.0 * 1024 * 1024);
+    assert_true(itest_metric(text, "reaper_tap_paused{vhost=\"/\"}") == 1);
+    assert_true(itest_metric(text, "reaper_tap_park_delay_seconds_count{vhost=\"/\"}") == 0);
     free(text);
 
     tap_unblock_parking();
@@ -124,12 +124,12 @@ static void test_held_in_bytes(void **state) {
     /* Every park timed, from arrival to commit: the first waited behind the
      * lock for a second or more; the tap holds little and consumes again. */
     text = itest_scrape(port);
-    assert_true(itest_metric(text, "reaper_tap_park_delay_seconds_count") >= N_DEAD);
-    assert_true(itest_metric(text, "reaper_tap_park_delay_seconds_bucket{le=\"0.5\"}") <
-                itest_metric(text, "reaper_tap_park_delay_seconds_count"));
-    assert_true(itest_metric(text, "reaper_tap_paused") == 0);
-    assert_true(itest_metric(text, "reaper_tap_held_bytes") < 16.0 * 1024 * 1024);
-    assert_true(itest_metric(text, "reaper_dead_letters_parked_total") == N_DEAD);
+    assert_true(itest_metric(text, "reaper_tap_park_delay_seconds_count{vhost=\"/\"}") >= N_DEAD);
+    assert_true(itest_metric(text, "reaper_tap_park_delay_seconds_bucket{vhost=\"/\",le=\"0.5\"}") <
+                itest_metric(text, "reaper_tap_park_delay_seconds_count{vhost=\"/\"}"));
+    assert_true(itest_metric(text, "reaper_tap_paused{vhost=\"/\"}") == 0);
+    assert_true(itest_metric(text, "reaper_tap_held_bytes{vhost=\"/\"}") < 16.0 * 1024 * 1024);
+    assert_true(itest_metric(text, "reaper_dead_letters_parked_total{vhost=\"/\"}") == N_DEAD);
     free(text);
     /* Once each, whole. */
     assert_int_equal(tap_sqln("%s", PARKED_DISTINCT("h")), N_DEAD);

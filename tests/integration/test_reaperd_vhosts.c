@@ -7,7 +7,10 @@
  * keeps them, no row); a listed vhost missing at start is said in the log
  * with its name, retried with backoff while B keeps working, and picked up
  * once it is created; a gate of B answered `replay` over the one control
- * queue (in broker.url's vhost) publishes back to B's origin queue.
+ * queue (in broker.url's vhost) publishes back to B's origin queue; and
+ * /metrics counts the parks per vhost (reaper_dead_letters_parked_total
+ * {vhost}): each watched vhost from the start at 0, M's too while it is
+ * missing, and no series for C.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -34,6 +37,20 @@ static long parked_in(const char *vhost, const char *origin) {
                     "WHERE j.payload->>'vhost' = '%s' AND d.origin_queue = '\"%s\"' "
                     "AND d.identity LIKE 'id:%s/%%'",
                     vhost, origin, vhost);
+}
+
+/* reaper_dead_letters_parked_total{vhost="<vhost>"} on reaperd's /metrics
+ * (-1: no such series). */
+static double parked_metric(const char *vhost) {
+    int port = itest_reaperd_http_port(T.reaperd, 5000);
+    assert_true(port > 0);
+    char *text = itest_scrape(port);
+    assert_non_null(text);
+    char series[160];
+    snprintf(series, sizeof series, "reaper_dead_letters_parked_total{vhost=\"%s\"}", vhost);
+    double v = itest_metric(text, series);
+    free(text);
+    return v;
 }
 
 static long rows_in(const char *vhost) {
@@ -185,6 +202,13 @@ static void test_vhosts_each_parked_with_its_vhost(void **state) {
     tap_owned(work_m, sizeof work_m, "m.work");
     tap_owned(dlq_m, sizeof dlq_m, "m.dlq");
 
+    /* Every watched vhost's series from the start, at 0 (so that rate()
+     * sees the first park), the missing M's too; none for C. */
+    assert_true(parked_metric("/") == 0);
+    assert_true(parked_metric(vh_b) == 0);
+    assert_true(parked_metric(vh_m) == 0);
+    assert_true(parked_metric(vh_c) < 0);
+
     /* C first: were it watched, its dead letters would be parked by the
      * time B's are. */
     dead_letters_in(vh_c, work_c, dlq_c, 3, false);
@@ -194,6 +218,11 @@ static void test_vhosts_each_parked_with_its_vhost(void **state) {
     /* Once each, with B in the job, the gate's look and the identity. */
     assert_int_equal(rows_in(vh_b), 5);
     assert_gates_say_vhost(vh_b, work_b, 5);
+    /* Counted under B, not under broker.url's vhost. */
+    ITEST_POLL(parked_metric(vh_b) == 5, 10000);
+    assert_true(parked_metric(vh_b) == 5);
+    assert_true(parked_metric("/") == 0);
+    assert_true(parked_metric(vh_m) == 0);
     /* B's tap acked them all; the broker's dead-letter queue keeps its
      * copies. */
     amqp_connection_state_t cb = mt_amqp(vh_b);
@@ -240,6 +269,11 @@ static void test_vhosts_each_parked_with_its_vhost(void **state) {
     assert_int_equal(parked_in(vh_m, work_m), 2);
     assert_int_equal(rows_in(vh_m), 2);
     assert_int_equal(rows_in(vh_c), 0);
+    ITEST_POLL(parked_metric(vh_m) == 2, 10000);
+    assert_true(parked_metric(vh_m) == 2);
+    assert_true(parked_metric(vh_b) == 5);
+    assert_true(parked_metric("/") == 0);
+    assert_true(parked_metric(vh_c) < 0);
     tap_stop_reaperd(SIGTERM);
 }
 

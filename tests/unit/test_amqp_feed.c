@@ -55,6 +55,8 @@ static rp_metrics metrics;
 static rp_amqp_feed *feed(fake *f) {
     memset(f, 0, sizeof *f);
     rp_metrics_init(&metrics, "0.0.0", "test");
+    assert_int_equal(rp_metrics_vhost_register(&metrics, "/"), RP_OK);
+    assert_int_equal(rp_metrics_vhost_register(&metrics, "tenant-b"), RP_OK);
     rp_amqp_feed_hooks h = {.post = fake_post,
                             .publisher = no_publisher,
                             .on_loop = fake_on_loop,
@@ -92,10 +94,12 @@ static void test_counted_and_posted_then_dropped_when_stopping(void **state) {
     parked(&v);
     rp_ledger_event ev = {.seq = 77, .at = 1700000000000LL, .kind = RP_LEDGER_QUEUE_REAPED,
                           .verdict = &v};
-    assert_true(rendered_has("reaper_dead_letters_parked_total 0"));
+    assert_true(rendered_has("reaper_dead_letters_parked_total{vhost=\"/\"} 0"));
     assert_int_equal(port.publish(port.self, &ev), RP_OK);
-    /* Counted on the committing thread, before the loop sees it. */
-    assert_true(rendered_has("reaper_dead_letters_parked_total 1"));
+    /* Counted on the committing thread, before the loop sees it, under
+     * the vhost its object names. */
+    assert_true(rendered_has("reaper_dead_letters_parked_total{vhost=\"/\"} 1"));
+    assert_true(rendered_has("reaper_dead_letters_parked_total{vhost=\"tenant-b\"} 0"));
     assert_true(rendered_has(
         "reaper_reaped_total{source=\"broker\",condition=\"dead_letter\",action=\"parked\"} 1"));
     assert_int_equal(f.n_posts, 1);
@@ -173,7 +177,7 @@ static void test_held_events_posted_once_in_order(void **state) {
         assert_int_equal(port.publish(port.self, &ev), RP_OK);
     }
     assert_int_equal(f.n_posts, 0);
-    assert_true(rendered_has("reaper_dead_letters_parked_total 3"));
+    assert_true(rendered_has("reaper_dead_letters_parked_total{vhost=\"/\"} 3"));
     port.hold(port.self, false);
     assert_int_equal(f.n_posts, 1);
     f.fn[0](f.job[0], false);
@@ -204,12 +208,41 @@ static void test_held_events_posted_once_in_order(void **state) {
     rp_amqp_feed_free(fd);
 }
 
+/* Issue 19 item 1: a parked dead letter counts under its own vhost (read
+ * from its verdict's object); one whose vhost has no metrics slot counts
+ * under vhost="" (never lost). */
+static void test_parked_counted_per_vhost(void **state) {
+    (void)state;
+    fake f;
+    rp_amqp_feed *fd = feed(&f);
+    rp_publisher_port port;
+    rp_amqp_feed_port(fd, &port);
+    const char *objects[] = {"queue:tenant-b:orders.dlq", "queue:tenant-b:orders.dlq",
+                             "queue:/:vibey.dlq", "queue:nowhere:x.dlq"};
+    for (size_t i = 0; i < sizeof objects / sizeof objects[0]; i++) {
+        rp_verdict v;
+        parked(&v);
+        assert_int_equal(rp_verdict_set_object(&v, objects[i]), RP_OK);
+        rp_ledger_event ev = {.seq = (int64_t)i + 1, .at = 1700000000000LL,
+                              .kind = RP_LEDGER_QUEUE_REAPED, .verdict = &v};
+        assert_int_equal(port.publish(port.self, &ev), RP_OK);
+        f.fn[i](f.job[i], true);
+        rp_verdict_cleanup(&v);
+    }
+    assert_true(rendered_has("reaper_dead_letters_parked_total{vhost=\"tenant-b\"} 2\n"));
+    assert_true(rendered_has("reaper_dead_letters_parked_total{vhost=\"/\"} 1\n"));
+    assert_true(rendered_has("reaper_dead_letters_parked_total{vhost=\"\"} 1\n"));
+    assert_false(rendered_has("nowhere"));
+    rp_amqp_feed_free(fd);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counted_and_posted_then_dropped_when_stopping),
         cmocka_unit_test(test_cancelled_post_is_dropped_without_loop_work),
         cmocka_unit_test(test_refused_post_and_bad_event_reach_nobody),
         cmocka_unit_test(test_held_events_posted_once_in_order),
+        cmocka_unit_test(test_parked_counted_per_vhost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

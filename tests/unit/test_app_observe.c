@@ -208,8 +208,9 @@ static bool fake_vhost_tap(void *arg, size_t i, rp_observe_tap *out) {
     return true;
 }
 
-/* Two vhost taps: their held bytes add to the tap's, one paused makes the
- * gauge paused, and /readyz waits for each, naming the vhost. */
+/* Two vhost taps besides the daemon's (broker.url's vhost "/"): each one's
+ * gauges are its own vhost's series (issue 19 item 1: the vhost label),
+ * and /readyz waits for each, naming the vhost. */
 static void test_vhost_taps_in_gauges_and_ready(void **state) {
     (void)state;
     rig r;
@@ -218,6 +219,10 @@ static void test_vhost_taps_in_gauges_and_ready(void **state) {
     VT.taps[0] = (rp_observe_tap){.vhost = "b", .held_bytes = 50, .ready = true};
     VT.taps[1] = (rp_observe_tap){.vhost = "tenant c", .held_bytes = 7, .paused = true};
     VT.n = 2;
+    assert_int_equal(rp_metrics_vhost_register(&r.m, "/"), RP_OK);
+    assert_int_equal(rp_metrics_vhost_register(&r.m, "b"), RP_OK);
+    assert_int_equal(rp_metrics_vhost_register(&r.m, "tenant c"), RP_OK);
+    const char *url_vhost = "/";
     rp_observe_deps deps = {
         .metrics = &r.m,
         .stopping = &r.stopping,
@@ -227,6 +232,7 @@ static void test_vhost_taps_in_gauges_and_ready(void **state) {
         .tap_gauges = fake_tap_gauges,
         .tap_bound = fake_tap_bound,
         .tap_arg = &r.f,
+        .tap_vhost = &url_vhost,
         .vhost_tap = fake_vhost_tap,
         .gauges = {.self = &r.f,
                    .store_up = fake_up,
@@ -239,8 +245,16 @@ static void test_vhost_taps_in_gauges_and_ready(void **state) {
     r.o = rp_observe_new(r.base, &deps);
     assert_non_null(r.o);
     rp_observe_refresh(r.o);
-    assert_int_equal(r.m.tap_held_bytes, 157);
-    assert_int_equal(r.m.tap_paused, 1);
+    const rp_metrics_vhost *root = &r.m.vhosts[rp_metrics_vhost_slot(&r.m, "/")];
+    const rp_metrics_vhost *b = &r.m.vhosts[rp_metrics_vhost_slot(&r.m, "b")];
+    const rp_metrics_vhost *c = &r.m.vhosts[rp_metrics_vhost_slot(&r.m, "tenant c")];
+    assert_int_equal(root->tap_held_bytes, 100);
+    assert_int_equal(root->tap_paused, 0);
+    assert_int_equal(b->tap_held_bytes, 50);
+    assert_int_equal(b->tap_paused, 0);
+    assert_int_equal(c->tap_held_bytes, 7);
+    assert_int_equal(c->tap_paused, 1);
+    assert_int_equal(r.m.overflowed, 0);
     r.broker_up = r.store_up = true;
     char why[96];
     assert_false(rp_observe_ready(r.o, why, sizeof why));
@@ -249,7 +263,7 @@ static void test_vhost_taps_in_gauges_and_ready(void **state) {
     VT.taps[1].paused = false;
     assert_true(rp_observe_ready(r.o, why, sizeof why));
     rp_observe_refresh(r.o);
-    assert_int_equal(r.m.tap_paused, 0);
+    assert_int_equal(c->tap_paused, 0);
     VT.n = 0;
     rig_down(&r);
 }

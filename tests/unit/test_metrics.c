@@ -124,12 +124,13 @@ static void test_a_fresh_registry(void **state) {
     (void)state;
     rp_metrics m;
     rp_metrics_init(&m, "1.2.3", "abc1234");
+    assert_int_equal(rp_metrics_vhost_register(&m, "/"), RP_OK);
     char *t = render(&m);
     assert_well_formed(t);
     assert_true(value_of(t, "reaper_build_info{version=\"1.2.3\",revision=\"abc1234\"}") == 1);
     assert_true(value_of(t, "reaper_reconnects_total{backend=\"broker\"}") == 0);
     assert_true(value_of(t, "reaper_feed_published_total") == 0);
-    assert_true(value_of(t, "reaper_tap_park_delay_seconds_count") == 0);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_count{vhost=\"/\"}") == 0);
     /* Every series a ledger event can carry is there from the start, at 0
      * (so that increase() sees the first one), and only those. */
     size_t reaped = 0, valid = 0;
@@ -160,8 +161,8 @@ static void test_a_fresh_registry(void **state) {
     assert_false(has_series(t, "reaper_reaped_total{source=\"job_queue\",condition=\"dead_letter\",action=\"parked\"}"));
     assert_true(value_of(t, "reaper_up{backend=\"broker\"}") == 0);
     assert_true(value_of(t, "reaper_up{backend=\"store\"}") == 0);
-    assert_true(value_of(t, "reaper_dead_letters_parked_total") == 0);
-    assert_true(value_of(t, "reaper_tap_ignored_total") == 0);
+    assert_true(value_of(t, "reaper_dead_letters_parked_total{vhost=\"/\"}") == 0);
+    assert_true(value_of(t, "reaper_tap_ignored_total{vhost=\"/\"}") == 0);
     assert_true(value_of(t, "reaper_broker_events_refused_total") == 0);
     assert_true(value_of(t, "reaper_control_requests_total{op=\"reap\",outcome=\"ok\"}") == 0);
     assert_true(value_of(t, "reaper_gates_answered_total{kind=\"bus_dead_lettered\",choice=\"replay\"}") == 0);
@@ -174,7 +175,9 @@ static void test_a_fresh_registry(void **state) {
     assert_null(strstr(t, "\nprocess_"));
     assert_null(strstr(t, "reaper_oldest_open_gate_age_seconds{"));
     assert_null(strstr(t, "reaper_last_successful_pass_timestamp_seconds{"));
-    assert_false(has_series(t, "reaper_tap_held_bytes"));
+    assert_false(has_series(t, "reaper_tap_held_bytes{vhost=\"/\"}"));
+    assert_null(strstr(t, "reaper_tap_held_bytes{"));
+    assert_null(strstr(t, "reaper_tap_paused{"));
     /* But every family is declared. */
     assert_non_null(strstr(t, "# TYPE reaper_reaped_total counter\n"));
     assert_non_null(strstr(t, "# TYPE reaper_event_lag_seconds gauge\n"));
@@ -186,6 +189,7 @@ static void test_hooks_change_their_series(void **state) {
     (void)state;
     rp_metrics m;
     rp_metrics_init(&m, "v", NULL);
+    assert_int_equal(rp_metrics_vhost_register(&m, "/"), RP_OK);
     rp_metrics_set_up(&m, RP_METRICS_STORE, true);
     rp_metrics_reaped(&m, RP_SOURCE_JOB_QUEUE, RP_COND_LEASE_EXPIRED, RP_ACTION_REQUEUED);
     rp_metrics_reaped(&m, RP_SOURCE_JOB_QUEUE, RP_COND_LEASE_EXPIRED, RP_ACTION_REQUEUED);
@@ -198,8 +202,8 @@ static void test_hooks_change_their_series(void **state) {
     sightings[RP_COND_WEDGED] = 4;
     sightings[RP_COND_DIVERGENT] = 4;
     rp_metrics_set_sightings_open(&m, sightings);
-    rp_metrics_dead_letters_parked(&m, 5);
-    rp_metrics_tap_ignored(&m, 2);
+    assert_false(rp_metrics_dead_letters_parked(&m, "/", 5));
+    assert_false(rp_metrics_tap_ignored(&m, "/", 2));
     assert_true(rp_metrics_event_refused(&m) == 1);
     assert_true(rp_metrics_event_refused(&m) == 2);
     int64_t gates[RP_GATE_KIND_COUNT_] = {4, 2};
@@ -229,10 +233,10 @@ static void test_hooks_change_their_series(void **state) {
     opened[RP_GATE_BUS_DEAD_LETTERED] = 1700000090500; /* 9.5 s before the clock */
     rp_metrics_set_oldest_gates(&m, opened);
     rp_metrics_pass_succeeded(&m, RP_METRICS_SCOPE_FULL, 1700000099250);
-    rp_metrics_set_tap(&m, 65536, true);
-    rp_metrics_tap_parked(&m, 700);      /* 0.0007 s: le 0.001 */
-    rp_metrics_tap_parked(&m, 20000);    /* 0.02 s: le 0.025 */
-    rp_metrics_tap_parked(&m, 99000000); /* 99 s: +Inf only */
+    assert_false(rp_metrics_set_tap(&m, "/", 65536, true));
+    rp_metrics_tap_parked(&m, "/", 700);      /* 0.0007 s: le 0.001 */
+    rp_metrics_tap_parked(&m, "/", 20000);    /* 0.02 s: le 0.025 */
+    rp_metrics_tap_parked(&m, "/", 99000000); /* 99 s: +Inf only */
     char *t = render(&m);
     assert_well_formed(t);
     assert_true(value_of(t, "reaper_up{backend=\"store\"}") == 1);
@@ -246,8 +250,8 @@ static void test_hooks_change_their_series(void **state) {
     assert_true(value_of(t, "reaper_sightings_open{condition=\"wedged\"}") == 4);
     assert_true(value_of(t, "reaper_sightings_open{condition=\"divergent\"}") == 4);
     assert_false(has_series(t, "reaper_sightings_open{condition=\"none\"}"));
-    assert_true(value_of(t, "reaper_dead_letters_parked_total") == 5);
-    assert_true(value_of(t, "reaper_tap_ignored_total") == 2);
+    assert_true(value_of(t, "reaper_dead_letters_parked_total{vhost=\"/\"}") == 5);
+    assert_true(value_of(t, "reaper_tap_ignored_total{vhost=\"/\"}") == 2);
     assert_true(value_of(t, "reaper_broker_events_refused_total") == 2);
     assert_true(value_of(t, "reaper_gates_open{kind=\"delivery_exhausted\"}") == 4);
     assert_true(value_of(t, "reaper_gates_open{kind=\"bus_dead_lettered\"}") == 2);
@@ -275,14 +279,14 @@ static void test_hooks_change_their_series(void **state) {
     assert_true(value_of(t, "reaper_oldest_open_gate_age_seconds{kind=\"delivery_exhausted\"}") == 0);
     assert_non_null(strstr(t, "\nreaper_last_successful_pass_timestamp_seconds{scope=\"full\"} 1700000099.250\n"));
     assert_false(has_series(t, "reaper_last_successful_pass_timestamp_seconds{scope=\"leases\"}"));
-    assert_true(value_of(t, "reaper_tap_held_bytes") == 65536);
-    assert_true(value_of(t, "reaper_tap_paused") == 1);
-    assert_true(value_of(t, "reaper_tap_park_delay_seconds_bucket{le=\"0.001\"}") == 1);
-    assert_true(value_of(t, "reaper_tap_park_delay_seconds_bucket{le=\"0.025\"}") == 2);
-    assert_true(value_of(t, "reaper_tap_park_delay_seconds_bucket{le=\"30\"}") == 2);
-    assert_true(value_of(t, "reaper_tap_park_delay_seconds_bucket{le=\"+Inf\"}") == 3);
-    assert_true(value_of(t, "reaper_tap_park_delay_seconds_count") == 3);
-    assert_non_null(strstr(t, "\nreaper_tap_park_delay_seconds_sum 99.020700\n"));
+    assert_true(value_of(t, "reaper_tap_held_bytes{vhost=\"/\"}") == 65536);
+    assert_true(value_of(t, "reaper_tap_paused{vhost=\"/\"}") == 1);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_bucket{vhost=\"/\",le=\"0.001\"}") == 1);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_bucket{vhost=\"/\",le=\"0.025\"}") == 2);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_bucket{vhost=\"/\",le=\"30\"}") == 2);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_bucket{vhost=\"/\",le=\"+Inf\"}") == 3);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_count{vhost=\"/\"}") == 3);
+    assert_non_null(strstr(t, "\nreaper_tap_park_delay_seconds_sum{vhost=\"/\"} 99.020700\n"));
     free(t);
     /* The clock moves: the gate's age with it. */
     rp_metrics_set_clock(&m, 1700000110500);
@@ -396,6 +400,148 @@ static void test_policy_verified_gauge(void **state) {
     rp_metrics_set_policy_verified(&m, NULL, true);
 }
 
+/* Issue 19 item 1: the vhost label. Two registered vhosts, each with its
+ * own series from the start at 0 (so that rate() sees the first event),
+ * and each hook counting under its own vhost only. */
+static void test_vhost_series_two_vhosts(void **state) {
+    (void)state;
+    rp_metrics m;
+    rp_metrics_init(&m, "v", "r");
+    /* Nothing registered: the families are declared, with no series. */
+    char *t = render(&m);
+    assert_well_formed(t);
+    assert_non_null(strstr(t, "# TYPE reaper_dead_letters_parked_total counter\n"));
+    assert_null(strstr(t, "\nreaper_dead_letters_parked_total"));
+    assert_null(strstr(t, "\nreaper_tap_park_delay_seconds_count"));
+    free(t);
+    assert_int_equal(rp_metrics_vhost_register(&m, "a"), RP_OK);
+    assert_int_equal(rp_metrics_vhost_register(&m, "b"), RP_OK);
+    assert_int_equal(rp_metrics_vhost_register(&m, "a"), RP_OK); /* again: no second slot */
+    assert_int_equal(m.n_vhosts, 2);
+    assert_int_equal(rp_metrics_vhost_slot(&m, "a"), 0);
+    assert_int_equal(rp_metrics_vhost_slot(&m, "b"), 1);
+    assert_int_equal(rp_metrics_vhost_slot(&m, "c"), RP_METRICS_VHOSTS);
+    assert_int_equal(rp_metrics_vhost_slot(&m, NULL), RP_METRICS_VHOSTS);
+    t = render(&m);
+    assert_well_formed(t);
+    const char *zero[] = {"reaper_dead_letters_parked_total{vhost=\"a\"}",
+                          "reaper_dead_letters_parked_total{vhost=\"b\"}",
+                          "reaper_tap_ignored_total{vhost=\"a\"}",
+                          "reaper_tap_ignored_total{vhost=\"b\"}",
+                          "reaper_tap_park_delay_seconds_count{vhost=\"a\"}",
+                          "reaper_tap_park_delay_seconds_count{vhost=\"b\"}",
+                          "reaper_tap_park_delay_seconds_bucket{vhost=\"b\",le=\"+Inf\"}",
+                          "reaper_tap_park_delay_seconds_sum{vhost=\"a\"}"};
+    for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++) assert_true(value_of(t, zero[i]) == 0);
+    /* The tap gauges only once measured; no overflow series unused. */
+    assert_null(strstr(t, "reaper_tap_held_bytes{"));
+    assert_null(strstr(t, "vhost=\"\""));
+    free(t);
+    assert_false(rp_metrics_dead_letters_parked(&m, "a", 2));
+    assert_false(rp_metrics_dead_letters_parked(&m, "b", 1));
+    assert_false(rp_metrics_dead_letters_parked(&m, "a", 1));
+    assert_false(rp_metrics_tap_ignored(&m, "b", 4));
+    assert_false(rp_metrics_tap_parked(&m, "b", 3000)); /* 0.003 s: le 0.005 */
+    assert_false(rp_metrics_set_tap(&m, "a", 100, false));
+    assert_false(rp_metrics_set_tap(&m, "b", 7, true));
+    t = render(&m);
+    assert_well_formed(t);
+    assert_true(value_of(t, "reaper_dead_letters_parked_total{vhost=\"a\"}") == 3);
+    assert_true(value_of(t, "reaper_dead_letters_parked_total{vhost=\"b\"}") == 1);
+    assert_true(value_of(t, "reaper_tap_ignored_total{vhost=\"a\"}") == 0);
+    assert_true(value_of(t, "reaper_tap_ignored_total{vhost=\"b\"}") == 4);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_count{vhost=\"a\"}") == 0);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_count{vhost=\"b\"}") == 1);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_bucket{vhost=\"b\",le=\"0.0025\"}") == 0);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_bucket{vhost=\"b\",le=\"0.005\"}") == 1);
+    assert_true(value_of(t, "reaper_tap_held_bytes{vhost=\"a\"}") == 100);
+    assert_true(value_of(t, "reaper_tap_held_bytes{vhost=\"b\"}") == 7);
+    assert_true(value_of(t, "reaper_tap_paused{vhost=\"a\"}") == 0);
+    assert_true(value_of(t, "reaper_tap_paused{vhost=\"b\"}") == 1);
+    /* No unlabelled sample of a vhost series is left. */
+    assert_null(strstr(t, "\nreaper_dead_letters_parked_total "));
+    assert_null(strstr(t, "\nreaper_tap_park_delay_seconds_count "));
+    free(t);
+}
+
+/* Vhost names are label values: '"', '\' and line feeds escaped as the
+ * text format says, in every vhost series (the histogram's too). */
+static void test_vhost_label_escaping(void **state) {
+    (void)state;
+    rp_metrics m;
+    rp_metrics_init(&m, "v", "r");
+    const char *odd = "q\"u\\o\nte";
+    assert_int_equal(rp_metrics_vhost_register(&m, odd), RP_OK);
+    rp_metrics_dead_letters_parked(&m, odd, 6);
+    rp_metrics_set_tap(&m, odd, 9, false);
+    rp_metrics_tap_parked(&m, odd, 10);
+    char *t = render(&m);
+    assert_well_formed(t);
+    assert_true(value_of(t, "reaper_dead_letters_parked_total{vhost=\"q\\\"u\\\\o\\nte\"}") == 6);
+    assert_true(value_of(t, "reaper_tap_held_bytes{vhost=\"q\\\"u\\\\o\\nte\"}") == 9);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_bucket{vhost=\"q\\\"u\\\\o\\nte\",le=\"0.001\"}") == 1);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_count{vhost=\"q\\\"u\\\\o\\nte\"}") == 1);
+    free(t);
+    /* The longest name RabbitMQ allows (255 bytes), all quotes: escaped
+     * whole; one byte more is refused. */
+    char big[RP_METRICS_VHOST_NAME_MAX + 1];
+    memset(big, '"', RP_METRICS_VHOST_NAME_MAX - 1);
+    big[RP_METRICS_VHOST_NAME_MAX - 1] = '\0';
+    assert_int_equal(rp_metrics_vhost_register(&m, big), RP_OK);
+    rp_metrics_tap_parked(&m, big, 10);
+    t = render(&m);
+    assert_well_formed(t);
+    char series[2 * RP_METRICS_VHOST_NAME_MAX + 80];
+    int n = snprintf(series, sizeof series, "reaper_tap_park_delay_seconds_count{vhost=\"");
+    for (int i = 0; i < RP_METRICS_VHOST_NAME_MAX - 1; i++) n += snprintf(series + n, sizeof series - (size_t)n, "\\\"");
+    snprintf(series + n, sizeof series - (size_t)n, "\"}");
+    assert_true(value_of(t, series) == 1);
+    free(t);
+    memset(big, 'x', RP_METRICS_VHOST_NAME_MAX);
+    big[RP_METRICS_VHOST_NAME_MAX] = '\0';
+    assert_int_equal(rp_metrics_vhost_register(&m, big), RP_ERR_INVALID);
+    assert_int_equal(rp_metrics_vhost_register(&m, NULL), RP_ERR_INVALID);
+}
+
+/* A vhost without a slot (the table full, or never registered) is counted
+ * in the overflow slot, rendered as vhost="" once used, and the first
+ * update there says so (its caller logs it once). */
+static void test_vhost_overflow(void **state) {
+    (void)state;
+    rp_metrics *m = malloc(sizeof *m);
+    assert_non_null(m);
+    rp_metrics_init(m, "v", "r");
+    char name[16];
+    for (int i = 0; i < RP_METRICS_VHOSTS; i++) {
+        snprintf(name, sizeof name, "v%d", i);
+        assert_int_equal(rp_metrics_vhost_register(m, name), RP_OK);
+    }
+    assert_int_equal(rp_metrics_vhost_register(m, "one-too-many"), RP_ERR_TOO_LARGE);
+    assert_int_equal(rp_metrics_vhost_register(m, "v3"), RP_OK); /* registered already */
+    char *t = render(m);
+    assert_well_formed(t);
+    assert_true(value_of(t, "reaper_dead_letters_parked_total{vhost=\"v63\"}") == 0);
+    assert_null(strstr(t, "vhost=\"\""));
+    free(t);
+    assert_true(rp_metrics_dead_letters_parked(m, "one-too-many", 2));   /* the first: logged */
+    assert_false(rp_metrics_dead_letters_parked(m, "never-registered", 1)); /* once only */
+    assert_false(rp_metrics_tap_parked(m, NULL, 5));
+    assert_false(rp_metrics_tap_ignored(m, "one-too-many", 1));
+    assert_false(rp_metrics_dead_letters_parked(m, "v63", 1));
+    t = render(m);
+    assert_well_formed(t);
+    assert_true(value_of(t, "reaper_dead_letters_parked_total{vhost=\"\"}") == 3);
+    assert_true(value_of(t, "reaper_tap_ignored_total{vhost=\"\"}") == 1);
+    assert_true(value_of(t, "reaper_tap_park_delay_seconds_count{vhost=\"\"}") == 1);
+    assert_true(value_of(t, "reaper_dead_letters_parked_total{vhost=\"v63\"}") == 1);
+    assert_null(strstr(t, "one-too-many"));
+    /* The overflow series come after every registered vhost's. */
+    assert_true(strstr(t, "reaper_dead_letters_parked_total{vhost=\"\"}") >
+                strstr(t, "reaper_dead_letters_parked_total{vhost=\"v63\"}"));
+    free(t);
+    free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_fresh_registry),
@@ -403,6 +549,9 @@ int main(void) {
         cmocka_unit_test(test_histogram_buckets_are_cumulative),
         cmocka_unit_test(test_label_escaping),
         cmocka_unit_test(test_policy_verified_gauge),
+        cmocka_unit_test(test_vhost_series_two_vhosts),
+        cmocka_unit_test(test_vhost_label_escaping),
+        cmocka_unit_test(test_vhost_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
