@@ -40,6 +40,7 @@ struct rp_tap {
     bool stopped; /* rp_tap_stop ran: nothing more is parked */
     /* The tap's own thread (rp_tap.h). */
     rp_worker *worker;
+    rp_tap_park_mem *park_mem; /* the thread's, lent to every batch */
     rp_ports ports; /* the store port's dead_letters and clock; publisher: the feed */
 };
 
@@ -57,6 +58,7 @@ static void rp_tap_work(void *ctx, void *job) {
     const rp_config *cfg = rp_tap_cfg(t);
     rp_tap_park_env env = {
         .batch = &t->deps.store.batch,
+        .mem = t->park_mem,
         .ports = &t->ports,
         .site = {*t->deps.vhost, cfg->broker.tap_queue, cfg->reap.dead_letter_queue_pattern.code},
         .ex = &t->deps.consumer.examiner,
@@ -165,8 +167,9 @@ static void rp_tap_hold_check(rp_tap *t) {
 }
 
 /* Hands batches to the tap's thread while fewer than RP_TAP_IN_FLIGHT are
- * there: the next one is parked as soon as the last one commits, while the
- * loop acks the last one and gathers the one after. */
+ * there (the second once a transaction's worth waits: rp_tap_state_take):
+ * the next one is parked as soon as the last one commits, while the loop
+ * acks the last one and gathers the one after. */
 static void rp_tap_kick(rp_tap *t) {
     if (t->stopped) return;
     for (;;) {
@@ -343,10 +346,11 @@ rp_tap *rp_tap_new(struct event_base *base, const rp_tap_deps *deps) {
     t->bind_retry_ev = evtimer_new(base, rp_tap_on_bind_retry, t);
     t->ports = deps->store.ports;
     t->ports.publisher = deps->feed;
+    t->park_mem = rp_tap_park_mem_new();
     t->worker = rp_worker_new(base, "tap", NULL, t, 0);
     if (deps->bind != NULL) t->bind_worker = rp_worker_new(base, "tapbind", NULL, t, 0);
-    if (t->retry_ev == NULL || t->bind_retry_ev == NULL || t->worker == NULL ||
-        (deps->bind != NULL && t->bind_worker == NULL)) {
+    if (t->retry_ev == NULL || t->bind_retry_ev == NULL || t->park_mem == NULL ||
+        t->worker == NULL || (deps->bind != NULL && t->bind_worker == NULL)) {
         rp_tap_free(t);
         return NULL;
     }
@@ -378,6 +382,7 @@ void rp_tap_free(rp_tap *t) {
     if (t->retry_ev) event_free(t->retry_ev);
     if (t->bind_retry_ev) event_free(t->bind_retry_ev);
     rp_tap_state_cleanup(&t->s);
+    rp_tap_park_mem_free(t->park_mem); /* the thread is joined (rp_tap_stop) */
     free(t);
 }
 

@@ -127,12 +127,24 @@ rp_tap_batch *rp_tap_state_take(rp_tap_state *s, bool *nomem) {
         s->kept_gen = s->gen;
     }
     if (s->in_flight >= RP_TAP_IN_FLIGHT || s->waiting.head == NULL || !s->up) return NULL;
+    /* With one out already, the next goes only once it fills a whole
+     * transaction: short of that it waits for the one out to come back and
+     * gathers meanwhile, so that a storm parks in fewer, fuller
+     * transactions (each one a commit, a WAL flush and a wake-up of every
+     * thread on the way) while the tap's thread stays busy when the storm
+     * is heavy; alone, a delivery goes at once (the light storm's delay). */
+    if (s->in_flight > 0 && s->waiting.n < RP_TAP_TXN_MAX) return NULL;
+    /* ... and takes whole transactions only: the rest keeps gathering
+     * (a batch of 260 would be parked as 250 and 10). */
+    size_t most = RP_TAP_BATCH;
+    if (s->in_flight > 0 && s->waiting.n < most)
+        most = s->waiting.n / RP_TAP_TXN_MAX * RP_TAP_TXN_MAX;
     rp_tap_batch *b = calloc(1, sizeof *b);
     if (b == NULL) {
         *nomem = true;
         return NULL;
     }
-    while (b->n < RP_TAP_BATCH && s->waiting.head) {
+    while (b->n < most && s->waiting.head) {
         rp_tap_item *it = rp_list_pop(&s->waiting);
         if (s->back_n > 0) s->back_n--;
         it->result = RP_TAP_PENDING;
@@ -492,8 +504,18 @@ static void rp_tap_retire(const rp_tap_park_env *env, rp_tap_batch *b, rp_tap_ch
     (*count)--;
 }
 
+struct rp_tap_park_mem {
+    rp_tap_chunk c[RP_TAP_DEPTH];
+};
+
+rp_tap_park_mem *rp_tap_park_mem_new(void) { return calloc(1, sizeof(rp_tap_park_mem)); }
+
+void rp_tap_park_mem_free(rp_tap_park_mem *m) { free(m); }
+
 void rp_tap_park(const rp_tap_park_env *env, rp_tap_batch *b) {
-    rp_tap_chunk *c = calloc(RP_TAP_DEPTH, sizeof *c);
+    /* Every chunk is filled (rp_tap_fill) before it is read: lent memory
+     * needs no zeroing between batches. */
+    rp_tap_chunk *c = env->mem != NULL ? env->mem->c : calloc(RP_TAP_DEPTH, sizeof *c);
     if (c == NULL) {
         for (size_t i = 0; i < b->n; i++) b->items[i]->result = RP_TAP_RETRY;
         return;
@@ -513,5 +535,5 @@ void rp_tap_park(const rp_tap_park_env *env, rp_tap_batch *b) {
         if (count == RP_TAP_DEPTH) rp_tap_retire(env, b, c, &head, &count, &down);
     }
     while (count > 0) rp_tap_retire(env, b, c, &head, &count, &down);
-    free(c);
+    if (env->mem == NULL) free(c);
 }

@@ -17,7 +17,9 @@
  * rabbitmq-server #5927). While it is off, a delivery the broker sent
  * before it had the cancel is returned (rp_tap_state_off: nack, requeue),
  * unkept. Batches of at most RP_TAP_BATCH go to the tap's thread
- * (rp_tap_state_take), at most RP_TAP_IN_FLIGHT at once, oldest first.
+ * (rp_tap_state_take), at most RP_TAP_IN_FLIGHT at once, oldest first; with
+ * one out, the next only once RP_TAP_TXN_MAX wait (else they gather until
+ * the one out is back: fuller transactions in a storm, none delayed alone).
  * When one comes back, rp_tap_state_settle says what to ack: only what is
  * settled (parked, parked before, or not a dead letter) and only what came
  * on the current connection (after a reconnect the broker has the rest
@@ -223,7 +225,8 @@ void rp_tap_state_returned(rp_tap_state *s);
 void rp_tap_state_hold(rp_tap_state *s, rp_tap_item *it);
 
 /* The next batch to hand to the tap's thread (in flight from now), or NULL:
- * paused, stopped, down, nothing waiting, or RP_TAP_IN_FLIGHT out already;
+ * paused, stopped, down, nothing waiting, RP_TAP_IN_FLIGHT out already, or
+ * one out and fewer than RP_TAP_TXN_MAX waiting;
  * *nomem when it could not be allocated (pause: rp_tap_state_pause).
  * Items of older connections are dropped first. */
 rp_tap_batch *rp_tap_state_take(rp_tap_state *s, bool *nomem);
@@ -279,8 +282,20 @@ typedef struct rp_tap_examiner {
     void (*release)(void *ctx, rp_tap_prep *p);
 } rp_tap_examiner;
 
+/* What one rp_tap_park works in: RP_TAP_DEPTH transactions' prepared
+ * messages (about 400 KB). Made once for the tap's thread and lent to every
+ * batch: allocated and freed per batch, it cost fresh pages (page faults,
+ * calloc's zeroing) and, freed, the allocator handing them back to the
+ * kernel (madvise and a TLB flush on every CPU) at every batch. Owned by
+ * whoever made it (rp_tap_park_mem_new); one thread at a time. */
+typedef struct rp_tap_park_mem rp_tap_park_mem;
+rp_tap_park_mem *rp_tap_park_mem_new(void);
+void rp_tap_park_mem_free(rp_tap_park_mem *m);
+
 typedef struct rp_tap_park_env {
     const rp_park_batch_port *batch;
+    /* Lent working memory (NULL: rp_tap_park allocates its own per batch). */
+    rp_tap_park_mem *mem;
     /* dead_letters parks one alone (a failed transaction's messages);
      * publisher takes the events of what was parked. */
     const rp_ports *ports;

@@ -333,7 +333,20 @@ void rp_amqp_conn_drain(rp_amqp_conn *c) {
     if (c->state != RP_AMQP_UP || c->draining || c->conn == NULL) return;
     c->draining = true;
     size_t body_bytes = 0;
-    for (;;) {
+    for (bool first = true;; first = false) {
+        /* One read of the socket a drain: the first wait reads what is
+         * there (up to the library's 128 KiB buffer); later ones decode
+         * what that read left in the buffer. Once the buffer is empty the
+         * drain ends rather than read again: a read then would most often
+         * find nothing (recvfrom EAGAIN, then a poll with no wait, two
+         * system calls for each wake-up), and the socket, watched level-
+         * triggered, wakes the loop again at once if more came meanwhile.
+         * Over TLS, records the TLS library holds decrypted are not seen
+         * by the socket's readiness: that drain reads until nothing is
+         * left, as before. */
+        if (!first && !c->info.ssl && !amqp_data_in_buffer(c->conn) &&
+            !amqp_frames_enqueued(c->conn))
+            break;
         amqp_frame_t frame;
         struct timeval zero = {0, 0};
         int st = amqp_simple_wait_frame_noblock(c->conn, &frame, &zero);

@@ -116,7 +116,9 @@ bool rp_amqp_conn_tls(const rp_amqp_conn *c);
 struct event_base *rp_amqp_conn_base(const rp_amqp_conn *c);
 /* "host:port vhost V" for logs (no user, no password). */
 const char *rp_amqp_conn_peer(const rp_amqp_conn *c);
-/* Serves frames already buffered; call after every RPC and publish. */
+/* Serves frames already buffered and what one read of the socket brings
+ * (plain TCP: the loop's watch of the socket serves the rest; TLS: reads
+ * until nothing is left); call after every RPC and publish. */
 void rp_amqp_conn_drain(rp_amqp_conn *c);
 /* A caller saw a failure on the handle (an RPC error): drop and rebuild. */
 void rp_amqp_conn_fail(rp_amqp_conn *c, const char *why);

@@ -115,15 +115,18 @@ static void test_batches_bounded_and_in_order(void **state) {
     assert_false(nomem);
     assert_int_equal(f->s.waiting.n, 5);
     assert_int_equal(rp_tap_state_messages(&f->s), total);
-    /* One back: the next may go. */
+    /* One back: with the other still out, 5 are less than a transaction
+     * and wait for it; both back, they go. */
     set_results(b[0], RP_TAP_DONE);
     rp_tap_state_settle(&f->s, b[0], false, 2000);
+    assert_null(rp_tap_state_take(&f->s, &nomem));
+    assert_false(nomem);
+    set_results(b[1], RP_TAP_DONE);
+    rp_tap_state_settle(&f->s, b[1], false, 2000);
     rp_tap_batch *c = rp_tap_state_take(&f->s, &nomem);
     assert_non_null(c);
     assert_int_equal(c->n, 5);
     assert_int_equal(c->items[0]->tag, next);
-    set_results(b[1], RP_TAP_DONE);
-    rp_tap_state_settle(&f->s, b[1], false, 2000);
     set_results(c, RP_TAP_DONE);
     rp_tap_state_settle(&f->s, c, false, 2000);
     assert_int_equal(f->s.held_bytes, 0);
@@ -186,13 +189,17 @@ static void test_ack_rules(void **state) {
             lower = rp_tap_state_take(&f->s, &nomem);
             assert_non_null(lower);
         }
-        hold_n(&f->s, 11, 4, 100);
+        /* A second batch goes out only with a transaction's worth: with
+         * one out, the batch is tags 11..14 and that many more, parked. */
+        size_t extra = k->lower_in_flight ? RP_TAP_TXN_MAX - 4 : 0;
+        hold_n(&f->s, 11, 4 + extra, 100);
         rp_tap_batch *b = rp_tap_state_take(&f->s, &nomem);
         assert_non_null(b);
-        assert_int_equal(b->n, 4);
-        for (size_t i = 0; i < 4; i++) {
-            b->items[i]->result = k->r[i];
-            b->items[i]->st = k->r[i] == RP_TAP_STUCK ? RP_ERR_INTERNAL : RP_OK;
+        assert_int_equal(b->n, 4 + extra);
+        for (size_t i = 0; i < b->n; i++) {
+            rp_tap_result want = i < 4 ? k->r[i] : RP_TAP_DONE;
+            b->items[i]->result = want;
+            b->items[i]->st = want == RP_TAP_STUCK ? RP_ERR_INTERNAL : RP_OK;
         }
         if (k->reconnected) {
             rp_tap_state_down(&f->s);
@@ -200,9 +207,10 @@ static void test_ack_rules(void **state) {
         }
         if (k->down) rp_tap_state_down(&f->s);
         const rp_tap_settled *r = rp_tap_state_settle(&f->s, b, false, 5000);
-        assert_int_equal(r->n_acks, k->n_acks);
+        assert_int_equal(r->n_acks, k->n_acks + extra);
         assert_int_equal(r->multiple, k->multiple);
         for (size_t i = 0; i < k->n_acks; i++) assert_int_equal(r->acks[i], k->acks[i]);
+        for (size_t i = 0; i < extra; i++) assert_int_equal(r->acks[k->n_acks + i], 15 + i);
         assert_int_equal(r->store_down, k->store_down);
         assert_int_equal(f->s.stuck.n, k->stuck);
         assert_int_equal(r->n_stuck, k->stuck);
@@ -349,10 +357,11 @@ static void test_backoff(void **state) {
 /* Two batches out find the store away: only the first pauses. */
 static void test_second_batch_does_not_pause_again(void **state) {
     fixture *f = *state;
-    hold_n(&f->s, 1, RP_TAP_BATCH + 1, 10);
+    hold_n(&f->s, 1, RP_TAP_BATCH + RP_TAP_TXN_MAX, 10);
     bool nomem;
     rp_tap_batch *a = rp_tap_state_take(&f->s, &nomem);
     rp_tap_batch *b = rp_tap_state_take(&f->s, &nomem);
+    assert_non_null(b);
     set_results(a, RP_TAP_RETRY);
     set_results(b, RP_TAP_RETRY);
     assert_int_equal(rp_tap_state_settle(&f->s, a, false, 0)->pause_ms, 1000);
@@ -687,9 +696,87 @@ static void test_stopping_holds(void **state) {
     rp_tap_state_settle(&f->s, b, false, 0);
 }
 
+/* Transactions sized by the store's pace: with nothing out, one delivery
+ * goes at once; with one out, the next batch waits until a whole
+ * transaction's worth is waiting (or the one out comes back). */
+static void test_next_batch_waits_for_a_transaction(void **state) {
+    park_fx *f = *state;
+    bool nomem;
+    hold_n(&f->s, 1, 1, 10);
+    rp_tap_batch *a = rp_tap_state_take(&f->s, &nomem);
+    assert_non_null(a);
+    assert_int_equal(a->n, 1);
+    hold_n(&f->s, 2, RP_TAP_TXN_MAX - 1, 10);
+    assert_null(rp_tap_state_take(&f->s, &nomem));
+    assert_false(nomem);
+    /* A whole transaction and 7 more: the transaction goes, the 7 gather. */
+    hold_n(&f->s, 1 + RP_TAP_TXN_MAX, 8, 10);
+    rp_tap_batch *b = rp_tap_state_take(&f->s, &nomem);
+    assert_non_null(b);
+    assert_int_equal(b->n, RP_TAP_TXN_MAX);
+    assert_int_equal(b->items[0]->tag, 2);
+    assert_int_equal(f->s.waiting.n, 7);
+    set_results(a, RP_TAP_DONE);
+    set_results(b, RP_TAP_DONE);
+    rp_tap_state_settle(&f->s, a, false, 0);
+    assert_null(rp_tap_state_take(&f->s, &nomem)); /* b is out, 7 wait */
+    rp_tap_state_settle(&f->s, b, false, 0);
+    rp_tap_batch *c = rp_tap_state_take(&f->s, &nomem); /* nothing out: at once */
+    assert_non_null(c);
+    assert_int_equal(c->n, 7);
+    set_results(c, RP_TAP_DONE);
+    const rp_tap_settled *r = rp_tap_state_settle(&f->s, c, false, 0);
+    assert_true(r->multiple);
+    assert_int_equal(r->acks[0], 8 + RP_TAP_TXN_MAX);
+}
+
+/* Working memory lent to every batch (rp_tap_park_mem): a batch after one
+ * whose transaction failed and whose chunks were all used parks exactly its
+ * own, with nothing left over from the one before. */
+static void test_park_mem_reused(void **state) {
+    park_fx *f = *state;
+    f->env.mem = rp_tap_park_mem_new();
+    assert_non_null(f->env.mem);
+    size_t n = RP_TAP_DEPTH * RP_TAP_TXN_MAX + 3; /* every chunk, then one more */
+    rp_memory_park_batch_fail_identity(f->pb, "id:%2F/vibey.orders/order-7");
+    rp_tap_batch *b = park_batch(f, 1, n);
+    rp_tap_park(&f->env, b);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(b->items[i]->result, b->items[i]->tag == 7 ? RP_TAP_STUCK : RP_TAP_DONE);
+    rp_tap_state_settle(&f->s, b, false, 0);
+    size_t parked = rp_memory_n_parked(f->m);
+    assert_int_equal(parked, n - 1);
+    /* A small batch on the same memory: its 5 parked, once, in one
+     * transaction, published once each. */
+    rp_memory_park_batch_stats st0 = rp_memory_park_batch_stats_of(f->pb);
+    b = park_batch(f, 5000, 5);
+    rp_tap_park(&f->env, b);
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(b->items[i]->result, RP_TAP_DONE);
+        assert_int_equal(b->items[i]->outcome, RP_PARKED_NEW);
+    }
+    rp_memory_park_batch_stats st1 = rp_memory_park_batch_stats_of(f->pb);
+    assert_int_equal(st1.sent - st0.sent, 1);
+    assert_int_equal(st1.singles, st0.singles);
+    assert_int_equal(rp_memory_n_parked(f->m), parked + 5);
+    assert_int_equal(rp_memory_n_published(f->m), parked + 5);
+    for (size_t i = 0; i < 5; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "id:%%2F/vibey.orders/order-%zu", (size_t)5000 + i);
+        assert_string_equal(rp_memory_parked(f->m, parked + i)->identity, want);
+    }
+    const rp_tap_settled *r = rp_tap_state_settle(&f->s, b, false, 0);
+    assert_int_equal(r->parked, 5);
+    rp_tap_park_mem_free(f->env.mem);
+    f->env.mem = NULL;
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_batches_bounded_and_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_park_mem_reused, park_setup, park_teardown),
+        cmocka_unit_test_setup_teardown(test_next_batch_waits_for_a_transaction, park_setup,
+                                        park_teardown),
         cmocka_unit_test(test_ack_rules),
         cmocka_unit_test_setup_teardown(test_put_back_keeps_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_items_dropped, setup, teardown),
