@@ -145,7 +145,17 @@ static void test_kill9_mid_storm(void **state) {
     assert_consistent();
     assert_once("s", 10000);
     assert_parks_counted(10000 - at_kill);
-    assert_int_equal(tap_depth(dlq), 10000);
+    /* The dead-letter queue keeps every copy. The restarted reaperd's
+     * first pass may be peeking at it (the backfill's basic.get holds what
+     * it reads unacked until it closes the channel, and a passive declare
+     * counts only the ready ones), so the depth is read once a peek in
+     * flight is over: a copy taken for good never comes back. */
+    long dlq_depth = tap_depth(dlq);
+    if (dlq_depth != 10000)
+        fprintf(stderr, "dead-letter queue at %ld right after the parks (a peek in flight)\n",
+                dlq_depth);
+    ITEST_POLL((dlq_depth = tap_depth(dlq)) == 10000, 15000);
+    assert_int_equal(dlq_depth, 10000);
     for (int i = 0; i < 50 && tap_depth(T.tap) != 0; i++) rp_child_drain(T.reaperd, 100);
     assert_int_equal(tap_depth(T.tap), 0);
     tap_source_done(work, dlq);
