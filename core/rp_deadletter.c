@@ -59,8 +59,7 @@ size_t rp_dl_render_time(bool known, int64_t seconds, char buf[RP_DL_TIME_BUF]) 
         buf[0] = '\0';
         return 0;
     }
-    int n = snprintf(buf, RP_DL_TIME_BUF, "%" PRId64, seconds);
-    return n < 0 ? 0 : (size_t)n;
+    return rp_text_i64(seconds, buf);
 }
 
 /* SHA-256, fetched from OpenSSL's provider once: EVP_sha256() in

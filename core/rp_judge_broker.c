@@ -293,14 +293,20 @@ rp_status rp_judge_dead_letter(const rp_dead_letter *d, const char *vhost, const
     if (st == RP_OK)
         st = rp_untrusted_render((rp_bytes){(const uint8_t *)d->reason, d->reason_len}, &reason);
     if (st == RP_OK) st = rp_object_dead_letter(d->identity, &object);
-    if (st == RP_OK)
-        st = rp_text_format(&detail,
-                            "a dead letter on queue %s on vhost %s, dead-lettered from %s "
-                            "(reason %s, first death %s%s), values from untrusted headers: "
-                            "parked for a person (gate bus_dead_lettered)",
-                            dlq, vhost, origin, reason,
-                            d->first_death_known ? "at Unix second " : "unknown",
-                            d->first_death_known ? when : "");
+    if (st == RP_OK) {
+        /* Joined, not formatted (issue 21): the sentence of the format "a
+         * dead letter on queue %s on vhost %s, dead-lettered from %s
+         * (reason %s, first death %s%s), values from untrusted headers:
+         * parked for a person (gate bus_dead_lettered)". */
+        const char *parts[] = {"a dead letter on queue ", dlq, " on vhost ", vhost,
+                               ", dead-lettered from ", origin, " (reason ", reason,
+                               ", first death ",
+                               d->first_death_known ? "at Unix second " : "unknown",
+                               d->first_death_known ? when : "",
+                               "), values from untrusted headers: parked for a person (gate "
+                               "bus_dead_lettered)"};
+        st = rp_text_join(&detail, parts, sizeof parts / sizeof parts[0]);
+    }
     free(origin);
     free(reason);
     if (st != RP_OK) {

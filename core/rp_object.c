@@ -14,7 +14,8 @@ rp_status rp_object_job(int64_t id, char **out) {
 }
 
 rp_status rp_object_dead_letter(const char *identity, char **out) {
-    return rp_text_format(out, "dead_letter:%s", identity ? identity : "");
+    const char *parts[] = {"dead_letter:", identity ? identity : ""};
+    return rp_text_join(out, parts, 2);
 }
 
 rp_status rp_object_project(const char *project, char **out) {

@@ -35,6 +35,21 @@ rp_status rp_text_format(char **out, const char *fmt, ...) {
     return st;
 }
 
+size_t rp_text_i64(int64_t v, char buf[RP_TEXT_I64_BUF]) {
+    char tmp[RP_TEXT_I64_BUF];
+    char *e = tmp + sizeof tmp, *p = e;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0) *--p = '-';
+    size_t n = (size_t)(e - p);
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    return n;
+}
+
 rp_status rp_text_join(char **out, const char *const *parts, size_t n) {
     *out = NULL;
     size_t len[16];

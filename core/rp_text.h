@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rp_common.h"
 #include "rp_status.h"
@@ -27,6 +28,12 @@ rp_status rp_text_vformat(char **out, const char *fmt, va_list ap) RP_PRINTF(2, 
  * to parse (the tap builds a sentence per dead letter, issue 21).
  * RP_ERR_NOMEM when allocation fails. */
 rp_status rp_text_join(char **out, const char *const *parts, size_t n) RP_MUSTCHECK;
+
+/* v in decimal into buf (NUL-terminated): what snprintf "%" PRId64
+ * writes, without a format to parse (a dead letter renders its first
+ * death's second three times, issue 21). Returns the length. */
+#define RP_TEXT_I64_BUF 24
+size_t rp_text_i64(int64_t v, char buf[RP_TEXT_I64_BUF]);
 
 /* A growing text, appended to with printf formats: the Prometheus
  * rendering and the pass report build theirs so. The caller starts it with

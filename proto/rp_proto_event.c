@@ -28,8 +28,15 @@ static bool rp_key3(char *out, size_t n, const char *a, const char *b, const cha
     rp_lower(la, sizeof la, a);
     rp_lower(lb, sizeof lb, b);
     rp_lower(lc, sizeof lc, c);
-    int w = snprintf(out, n, "%s.%s.%s", la, lb, lc);
-    return w > 0 && (size_t)w < n;
+    /* "%s.%s.%s" without a format to parse (one per ledger event). */
+    size_t a_len = strlen(la), b_len = strlen(lb), c_len = strlen(lc);
+    if (a_len + b_len + c_len + 2 >= n) return false;
+    memcpy(out, la, a_len);
+    out[a_len] = '.';
+    memcpy(out + a_len + 1, lb, b_len);
+    out[a_len + 1 + b_len] = '.';
+    memcpy(out + a_len + b_len + 2, lc, c_len + 1);
+    return true;
 }
 
 static json_t *rp_answer_json(const rp_gate_answered *a) {

@@ -402,58 +402,91 @@ void rp__pg_fill_park(rp_dead_letter_port *out) {
 
 /* ---- the batch park (rp_pg_store.h) ----------------------------------------- */
 
-rp_status rp_pg_park_send(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
-    if (s == NULL || items == NULL || n == 0 || n > 100000) return RP_ERR_INVALID;
+/* A batch's bound parameters, as rp_pg_park_send binds them: its texts,
+ * rows, runs, and one statement's parameters a run (k[RP_PARK_LEAD ..]). */
+typedef struct rp_park_params {
+    size_t n, runs, built;
+    rp_park_text *t;
+    rp_park_row *rows;
+    char (*death)[24];
+    size_t *run;
+    rp_park_set *sets;
+    rp__pg_cmd *k;
+} rp_park_params;
+
+static void rp_park_params_cleanup(rp_park_params *pp) {
+    for (size_t r = 0; pp->sets && r < pp->built; r++) rp_park_set_cleanup(&pp->sets[r]);
+    for (size_t i = 0; pp->t && i < pp->n; i++) rp_park_text_cleanup(&pp->t[i]);
+    free(pp->t);
+    free(pp->rows);
+    free(pp->death);
+    free(pp->run);
+    free(pp->sets);
+    free(pp->k);
+    memset(pp, 0, sizeof *pp);
+}
+
+/* Renders the items' texts and binds them (cleanup either way). */
+static rp_status rp_park_params_build(rp_park_params *pp, rp_pg_park_item *items, size_t n) {
+    memset(pp, 0, sizeof *pp);
+    if (items == NULL || n == 0 || n > 100000) return RP_ERR_INVALID;
     for (size_t i = 0; i < n; i++) {
         memset(&items[i].result, 0, sizeof items[i].result);
         if (!rp_item_valid(&items[i])) return RP_ERR_INVALID;
     }
-    rp_status st = RP_ERR_NOMEM;
-    size_t runs = 0, built = 0;
-    rp_park_text *t = calloc(n, sizeof *t);
-    rp_park_row *rows = calloc(n, sizeof *rows);
-    char (*death)[24] = calloc(n, sizeof *death);
-    size_t *run = calloc(n, sizeof *run);
-    rp_park_set *sets = NULL;
-    rp__pg_cmd *k = NULL;
-    if (!t || !rows || !death || !run || (runs = rp_runs(items, n, run)) == 0) goto done;
-    sets = calloc(runs, sizeof *sets);
-    k = calloc(runs + RP_PARK_LEAD, sizeof *k);
-    if (!sets || !k) goto done;
-    st = RP_OK;
+    pp->n = n;
+    pp->t = calloc(n, sizeof *pp->t);
+    pp->rows = calloc(n, sizeof *pp->rows);
+    pp->death = calloc(n, sizeof *pp->death);
+    pp->run = calloc(n, sizeof *pp->run);
+    if (!pp->t || !pp->rows || !pp->death || !pp->run ||
+        (pp->runs = rp_runs(items, n, pp->run)) == 0)
+        return RP_ERR_NOMEM;
+    pp->sets = calloc(pp->runs, sizeof *pp->sets);
+    pp->k = calloc(pp->runs + RP_PARK_LEAD, sizeof *pp->k);
+    if (!pp->sets || !pp->k) return RP_ERR_NOMEM;
+    rp_status st = RP_OK;
     for (size_t i = 0; i < n && st == RP_OK; i++) {
-        st = i == 0 ? rp_park_text_build(&t[i], items[i].vhost, items[i].queue, items[i].facts,
-                                         items[i].v)
-                    : rp_park_text_build_next(&t[i], &items[i], &items[i - 1], &t[i - 1]);
-        if (st == RP_OK) rp_park_row_fill(&rows[i], &items[i], &t[i], death[i]);
+        st = i == 0 ? rp_park_text_build(&pp->t[i], items[i].vhost, items[i].queue,
+                                         items[i].facts, items[i].v)
+                    : rp_park_text_build_next(&pp->t[i], &items[i], &items[i - 1], &pp->t[i - 1]);
+        if (st == RP_OK) rp_park_row_fill(&pp->rows[i], &items[i], &pp->t[i], pp->death[i]);
     }
-    for (; built < runs && st == RP_OK; built++) {
-        st = rp_park_set_build(&sets[built], rows, run, n, built);
+    for (; pp->built < pp->runs && st == RP_OK; pp->built++) {
+        st = rp_park_set_build(&pp->sets[pp->built], pp->rows, pp->run, n, pp->built);
         if (st != RP_OK) break;
-        k[built + RP_PARK_LEAD] =
+        pp->k[pp->built + RP_PARK_LEAD] =
             (rp__pg_cmd){.stmt = RP__PG_PARK_SET, .n = RP_PARK_NPARAMS,
-                         .values = sets[built].vals, .lengths = sets[built].lengths,
-                         .formats = sets[built].formats};
+                         .values = pp->sets[pp->built].vals,
+                         .lengths = pp->sets[pp->built].lengths,
+                         .formats = pp->sets[pp->built].formats};
     }
+    /* No BEGIN: the segment is one implicit transaction, committed at its
+     * sync (rp__pg_send), so that one that fails leaves the next alone. */
+    pp->k[0] = (rp__pg_cmd){.stmt = -1, .sql = RP_PARK_LEAD_SQL};
+    return st;
+}
+
+rp_status rp__pg_park_params(rp_pg_park_item *items, size_t n, rp__pg_park_visit visit,
+                             void *arg) {
+    rp_park_params pp;
+    rp_status st = rp_park_params_build(&pp, items, n);
+    if (st == RP_OK && visit != NULL) visit(arg, pp.k, pp.runs + RP_PARK_LEAD);
+    rp_park_params_cleanup(&pp);
+    return st;
+}
+
+rp_status rp_pg_park_send(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
+    if (s == NULL) return RP_ERR_INVALID;
+    rp_park_params pp;
+    rp_status st = rp_park_params_build(&pp, items, n);
     /* Nothing outstanding: a port call's usual start (connect, prepare).
      * Otherwise the session is the one the outstanding segments went on
      * (rp__pg_send refuses another). */
     if (st == RP_OK && s->pending == 0) st = rp__pg_enter(s, RP__PG_WRITE, "park_batch");
-    if (st != RP_OK) goto done;
-    /* No BEGIN: the segment is one implicit transaction, committed at its
-     * sync (rp__pg_send), so that one that fails leaves the next alone. */
-    k[0] = (rp__pg_cmd){.stmt = -1, .sql = RP_PARK_LEAD_SQL};
     /* libpq copies the values as it sends: nothing here need outlive this. */
-    st = rp__pg_send(s, k, runs + RP_PARK_LEAD, "park_batch");
-done:
-    for (size_t r = 0; sets && r < built; r++) rp_park_set_cleanup(&sets[r]);
-    for (size_t i = 0; t && i < n; i++) rp_park_text_cleanup(&t[i]);
-    free(t);
-    free(rows);
-    free(death);
-    free(run);
-    free(sets);
-    free(k);
+    if (st == RP_OK) st = rp__pg_send(s, pp.k, pp.runs + RP_PARK_LEAD, "park_batch");
+    rp_park_params_cleanup(&pp);
     return st;
 }
 

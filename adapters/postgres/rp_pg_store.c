@@ -14,6 +14,7 @@
 #include "rp_clock.h"
 #include "rp_log.h"
 #include "rp_pg_store_internal.h"
+#include "rp_text.h"
 
 rp_pg_store *rp_pg_store_new(rp_pg_conn *conn, const char *schema) {
     if (conn == NULL || schema == NULL || *schema == '\0') return NULL;
@@ -100,7 +101,7 @@ void rp_pg_store_set_timeout(rp_pg_store *s, int timeout_ms) {
 /* ---- small helpers ---- */
 
 const char *rp__pg_itoa(int64_t v, char buf[24]) {
-    snprintf(buf, 24, "%" PRId64, v);
+    rp_text_i64(v, buf);
     return buf;
 }
 

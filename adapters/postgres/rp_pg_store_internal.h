@@ -312,4 +312,13 @@ rp_status rp_pg_park_batch(rp_pg_store *s, rp_pg_park_item *items, size_t n) RP_
 rp_status rp_pg_park_send(rp_pg_store *s, rp_pg_park_item *items, size_t n) RP_MUSTCHECK;
 rp_status rp_pg_park_recv(rp_pg_store *s, rp_pg_park_item *items, size_t n) RP_MUSTCHECK;
 
+/* The bound parameters of one batch's park, built exactly as
+ * rp_pg_park_send binds them (texts rendered, arrays built) and handed to
+ * visit (may be NULL) as the segment's commands, without a session: for
+ * bench/tap_cost, which counts the instructions of a dead letter's park.
+ * Freed when visit returns. */
+typedef void (*rp__pg_park_visit)(void *arg, const rp__pg_cmd *k, size_t n);
+rp_status rp__pg_park_params(rp_pg_park_item *items, size_t n, rp__pg_park_visit visit,
+                             void *arg) RP_MUSTCHECK;
+
 #endif

@@ -48,6 +48,53 @@ size_t rp_amqp_tap_item_shed(rp_amqp_tap_item *it) {
     return sizeof *it;
 }
 
+rp_amqp_tap_item *rp_amqp_tap_item_make(rp_amqp_assembler *a, const rp_amqp_message *msg,
+                                        size_t header_cap) {
+    rp_amqp_tap_item *it = calloc(1, sizeof *it);
+    bool ok = it != NULL;
+    size_t names = 0; /* the delivery's names, in a taken pool beside the properties */
+    if (ok) {
+        it->base.tag = msg->delivery_tag;
+        it->base.via_default = msg->exchange.len == 0;
+        it->truncated = msg->truncated;
+        it->body_len = msg->body_len;
+        /* Headers over the cap are not kept (a count prefetch bounds no
+         * bytes, and a frame can carry a table of the broker's frame_max):
+         * only what the identity rule reads, copied into a pool of the
+         * item's own. Under the cap the item takes the assembler's pool,
+         * which holds the properties as decoded: no second copy. */
+        amqp_basic_properties_t src = msg->props;
+        size_t hdr = (src._flags & AMQP_BASIC_HEADERS_FLAG) ? rp_amqp_table_footprint(&src.headers)
+                                                            : 0;
+        if (hdr > header_cap) {
+            init_amqp_pool(&it->pool, RP_TAP_POOL_PAGE);
+            it->headers_dropped = hdr;
+            ok = rp_amqp_death_headers(&it->pool, &msg->props.headers, &src.headers) == RP_OK;
+            ok = ok && rp_amqp_props_copy(&it->pool, &src, &it->props);
+        } else if (rp_amqp_assembler_take_pool(a, msg, &it->pool)) {
+            it->props = msg->props;
+            names = msg->consumer_tag.len + msg->exchange.len + msg->routing_key.len;
+        } else {
+            init_amqp_pool(&it->pool, RP_TAP_POOL_PAGE);
+            ok = rp_amqp_props_copy(&it->pool, &src, &it->props);
+        }
+        if (ok && msg->body_len > 0) {
+            it->body = malloc(msg->body_len);
+            ok = it->body != NULL;
+            if (ok) memcpy(it->body, msg->body, msg->body_len);
+        }
+    }
+    if (!ok) {
+        rp_amqp_tap_item_free(it);
+        return NULL;
+    }
+    /* What it holds: its body, its properties and headers as decoded, and
+     * its bookkeeping (issue 14 item 6). */
+    it->base.weight =
+        it->body_len + rp_amqp_props_footprint(&it->props) + names + RP_TAP_ITEM_OVERHEAD;
+    return it;
+}
+
 /* ---- the connect thread ---------------------------------------------------- */
 
 static bool rp_tap_rpc_ok(amqp_connection_state_t c, const char *what, char *err, size_t n,
@@ -196,51 +243,13 @@ static void rp_tap_on_message(rp_amqp_tap *t, const rp_amqp_message *msg) {
         t->hooks.on_returned(t->hooks.arg);
         return;
     }
-    rp_amqp_tap_item *it = calloc(1, sizeof *it);
-    bool ok = it != NULL;
-    size_t names = 0; /* the delivery's names, in a taken pool beside the properties */
-    if (ok) {
-        it->base.tag = msg->delivery_tag;
-        it->base.via_default = msg->exchange.len == 0;
-        it->truncated = msg->truncated;
-        it->body_len = msg->body_len;
-        /* Headers over the cap are not kept (a count prefetch bounds no
-         * bytes, and a frame can carry a table of the broker's frame_max):
-         * only what the identity rule reads, copied into a pool of the
-         * item's own. Under the cap the item takes the assembler's pool,
-         * which holds the properties as decoded: no second copy. */
-        amqp_basic_properties_t src = msg->props;
-        size_t hdr = (src._flags & AMQP_BASIC_HEADERS_FLAG) ? rp_amqp_table_footprint(&src.headers)
-                                                            : 0;
-        if (hdr > t->header_cap) {
-            init_amqp_pool(&it->pool, RP_TAP_POOL_PAGE);
-            it->headers_dropped = hdr;
-            ok = rp_amqp_death_headers(&it->pool, &msg->props.headers, &src.headers) == RP_OK;
-            ok = ok && rp_amqp_props_copy(&it->pool, &src, &it->props);
-        } else if (rp_amqp_assembler_take_pool(&t->assembler, msg, &it->pool)) {
-            it->props = msg->props;
-            names = msg->consumer_tag.len + msg->exchange.len + msg->routing_key.len;
-        } else {
-            init_amqp_pool(&it->pool, RP_TAP_POOL_PAGE);
-            ok = rp_amqp_props_copy(&it->pool, &src, &it->props);
-        }
-        if (ok && msg->body_len > 0) {
-            it->body = malloc(msg->body_len);
-            ok = it->body != NULL;
-            if (ok) memcpy(it->body, msg->body, msg->body_len);
-        }
-    }
-    if (!ok) {
+    rp_amqp_tap_item *it = rp_amqp_tap_item_make(&t->assembler, msg, t->header_cap);
+    if (it == NULL) {
         /* Out of memory: not acked, so the broker gives it again after
          * the reconnect this forces. */
-        rp_amqp_tap_item_free(it);
         rp_amqp_conn_fail(t->amqp, "out of memory holding a tap delivery");
         return;
     }
-    /* What it holds: its body, its properties and headers as decoded, and
-     * its bookkeeping (issue 14 item 6). */
-    it->base.weight =
-        it->body_len + rp_amqp_props_footprint(&it->props) + names + RP_TAP_ITEM_OVERHEAD;
     t->hooks.on_item(t->hooks.arg, it);
 }
 

@@ -52,6 +52,7 @@
 #include <stdint.h>
 
 #include "rp_amqp_conn.h"
+#include "rp_amqp_msg.h"
 #include "rp_common.h"
 #include "rp_status.h"
 #include "rp_tap_batch.h"
@@ -114,6 +115,12 @@ bool rp_amqp_tap_consume(rp_amqp_tap *t, const char *tag);
 /* An item's message goes (a stuck one needs only its tag): returns its
  * weight without it. */
 size_t rp_amqp_tap_item_shed(rp_amqp_tap_item *it);
+/* The item the tap holds for one assembled delivery (lent, for the
+ * assembler's handler call): under header_cap it takes the assembler's pool
+ * (the properties as decoded), over it only the death headers are copied;
+ * the body is copied. Weighed (base.weight). NULL: out of memory. */
+rp_amqp_tap_item *rp_amqp_tap_item_make(rp_amqp_assembler *a, const rp_amqp_message *msg,
+                                        size_t header_cap);
 void rp_amqp_tap_item_free(rp_amqp_tap_item *it);
 
 #endif

@@ -157,6 +157,77 @@ static void test_reals_as_jansson(void **state) {
     }
 }
 
+static char *one_string(const char *s, size_t n);
+
+/* Integral values, which the writer renders without snprintf (issue 21),
+ * around the fast path's bounds. */
+static void test_integral_reals_as_jansson(void **state) {
+    (void)state;
+    static const double fixed[] = {0.0, -0.0, 1.0, -1.0, 9007199254740992.0, 9007199254740994.0,
+                                   99999999999999984.0, -99999999999999984.0, 1e17, -1e17,
+                                   1e16, 123456789012.0, 4503599627370497.0};
+    for (int i = 0; i < 100000; i++) {
+        double d;
+        if (i < (int)(sizeof fixed / sizeof *fixed))
+            d = fixed[i];
+        else if (i % 2)
+            d = (double)((int64_t)(next() % 200000000000000000ull) - 100000000000000000ll);
+        else
+            d = (double)((int64_t)(next() % 2000001) - 1000000);
+        rp_jout w;
+        rp_jout_init(&w);
+        rp_jout_real(&w, d);
+        char *mine = rp_jout_take(&w);
+        json_t *j = json_real(d);
+        char *theirs = json_dumps(j, JSON_ENCODE_ANY);
+        assert_string_equal(mine, theirs);
+        free(mine);
+        free(theirs);
+        json_decref(j);
+    }
+}
+
+/* Strings quoted eight bytes at a time (issue 21): every byte to escape at
+ * every position of strings of 0..80 bytes, and escapes around the 1,024
+ * bytes the writer reserves room for at once, as jansson writes them. */
+static void test_long_strings_as_jansson(void **state) {
+    (void)state;
+    static const char *const specials[] = {"\"", "\\", "\n", "\x01", "\x1f", "\x7f", "\xc3\xa9",
+                                           "\xe2\x82\xac", " ", "!", "#", "[", "]", "\x21"};
+    char buf[3200];
+    for (size_t len = 0; len <= 80; len++)
+        for (size_t pos = 0; pos <= len; pos++)
+            for (size_t k = 0; k < sizeof specials / sizeof *specials; k++) {
+                size_t sl = strlen(specials[k]);
+                memset(buf, 'a' + (char)(len % 26), len);
+                if (pos + sl <= len) memcpy(buf + pos, specials[k], sl);
+                json_t *j = json_stringn(buf, len);
+                assert_non_null(j);
+                char *theirs = json_dumps(j, JSON_ENCODE_ANY);
+                char *mine = one_string(buf, len);
+                assert_non_null(mine);
+                assert_string_equal(mine, theirs);
+                free(mine);
+                free(theirs);
+                json_decref(j);
+            }
+    for (int round = 0; round < 200; round++) {
+        size_t len = 900 + next() % 2300;
+        for (size_t i = 0; i < len; i++) buf[i] = (char)(0x20 + next() % 95);
+        for (int e = 0; e < 20; e++) {
+            size_t at = next() % len;
+            buf[at] = (char)(next() % 3 == 0 ? '"' : next() % 2 ? '\n' : '\x02');
+        }
+        json_t *j = json_stringn(buf, len);
+        char *theirs = json_dumps(j, JSON_ENCODE_ANY);
+        char *mine = one_string(buf, len);
+        assert_string_equal(mine, theirs);
+        free(mine);
+        free(theirs);
+        json_decref(j);
+    }
+}
+
 static char *one_string(const char *s, size_t n) {
     rp_jout w;
     rp_jout_init(&w);
@@ -234,6 +305,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_bytes_as_jansson),
         cmocka_unit_test(test_reals_as_jansson),
+        cmocka_unit_test(test_integral_reals_as_jansson),
+        cmocka_unit_test(test_long_strings_as_jansson),
         cmocka_unit_test(test_failures_stick),
         cmocka_unit_test(test_literal_keys),
     };

@@ -799,10 +799,21 @@ static void test_dead_letter_verdict_is_untrusted_and_quoted(void **state) {
     assert_null(strchr(v.detail, '\n'));
     assert_non_null(strstr(v.detail, "\"rejected\""));
     assert_non_null(strstr(v.detail, "1700000000"));
+    /* The whole sentence, byte for byte (issue 21 joins it, no format). */
+    assert_string_equal(v.detail,
+                        "a dead letter on queue vibey.x.dlq on vhost /, dead-lettered from "
+                        "\"vibey.x\\n\\\"evil\\\"\" (reason \"rejected\", first death at Unix "
+                        "second 1700000000), values from untrusted headers: parked for a person "
+                        "(gate bus_dead_lettered)");
     rp_verdict_cleanup(&v);
     d.first_death_known = false;
     assert_int_equal(rp_judge_dead_letter(&d, "/", "vibey.x.dlq", &v), RP_OK);
     assert_non_null(strstr(v.detail, "first death unknown"));
+    assert_string_equal(v.detail,
+                        "a dead letter on queue vibey.x.dlq on vhost /, dead-lettered from "
+                        "\"vibey.x\\n\\\"evil\\\"\" (reason \"rejected\", first death unknown), "
+                        "values from untrusted headers: parked for a person (gate "
+                        "bus_dead_lettered)");
     rp_verdict_cleanup(&v);
     assert_int_equal(rp_judge_dead_letter(&d, "/", NULL, &v), RP_ERR_INVALID);
 }
