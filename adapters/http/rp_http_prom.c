@@ -182,9 +182,8 @@ rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
             any_policy |= LOAD(&m->vhosts[v].policy_known[i]) != 0;
     if (any_policy) {
         rp_family(&b, "reaper_policy_verified", "gauge",
-                  "1 when the last reconcile verified reaper's policy in force in the vhost and "
-                  "carried as wanted by its selected queues, 0 when not (refused, conflicting, "
-                  "not carried): a pass is then not ok.");
+                  "1 when the last reconcile verified reaper's policy in force in the vhost, "
+                  "0 when not (refused, conflicting, not carried): a pass is then not ok.");
         for (int i = 0; i < RP_METRICS_POLICIES; i++)
             for (uint32_t v = 0; v < nv; v++)
                 if (LOAD(&m->vhosts[v].policy_known[i]))
