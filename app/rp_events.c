@@ -501,7 +501,7 @@ static void rp_reconcile_done(void *arg, bool cancelled) {
         int64_t now = e->deps.mono_ms();
         for (size_t i = 0; i < j->report.n_policies; i++) {
             const rp_policy_check *pc = &j->report.policies[i];
-            rp_metrics_set_policy_verified(e->deps.metrics, pc->name, pc->verified);
+            rp_metrics_set_policy_check(e->deps.metrics, pc);
             RP_LOG_AT(pc->verified ? RP_LOG_INFO : RP_LOG_WARN, "policy reconciled on event",
                       "policy", pc->name, "verified", pc->verified ? "true" : "false", "detail",
                       pc->detail, NULL);

@@ -74,7 +74,7 @@ typedef struct rp_events_deps {
     int64_t (*mono_ms)(void);
     int64_t (*wall_ms)(void);
     /* Optional (NULL: none): each reconcile's policies into
-     * reaper_policy_verified (issue 18 item 5). */
+     * reaper_policy_verified{policy,vhost} (issue 18 item 5, issue 19 item 1). */
     rp_metrics *metrics;
     /* Optional (NULL: every vhost): whether events of vhost are taken
      * (broker.vhosts, issue 19). The one event exchange carries every

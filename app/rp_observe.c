@@ -90,8 +90,7 @@ void rp_observe_pass_store(rp_observe *o, const int64_t *open_by_condition) {
 void rp_observe_pass_policies(rp_observe *o, const rp_report *report) {
     if (o == NULL || report == NULL) return;
     for (size_t i = 0; i < report->n_policies; i++)
-        rp_metrics_set_policy_verified(o->deps.metrics, report->policies[i].name,
-                                       report->policies[i].verified);
+        rp_metrics_set_policy_check(o->deps.metrics, &report->policies[i]);
 }
 
 void rp_observe_pass_done(rp_observe *o, rp_pass_scope scope, rp_status status, bool report_ok,

@@ -102,7 +102,8 @@ void rp_observe_event_lag(rp_observe *o, int64_t stamped_ms);
  * (NULL: not known) and the open gates counted now. */
 void rp_observe_pass_store(rp_observe *o, const int64_t *open_by_condition);
 /* The policies a reconcile checked (report->policies) into
- * reaper_policy_verified (issue 18 item 5). Any thread. */
+ * reaper_policy_verified{policy,vhost}, per watched vhost (issue 18 item
+ * 5, issue 19 item 1). Any thread. */
 void rp_observe_pass_policies(rp_observe *o, const rp_report *report);
 /* Loop, when a daemon pass is done: its scope, outcome and duration. */
 void rp_observe_pass_done(rp_observe *o, rp_pass_scope scope, rp_status status, bool report_ok,

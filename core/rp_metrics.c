@@ -279,11 +279,34 @@ const char *rp_metrics_policy_name(int i) {
     return i >= 0 && i < RP_METRICS_POLICIES ? rp_metrics_policy_names[i] : NULL;
 }
 
-void rp_metrics_set_policy_verified(rp_metrics *m, const char *name, bool verified) {
+void rp_metrics_set_policy_verified(rp_metrics *m, const char *name, const char *vhost,
+                                    bool verified) {
     if (m == NULL || name == NULL) return;
+    int p = -1;
     for (int i = 0; i < RP_METRICS_POLICIES; i++)
-        if (strcmp(rp_metrics_policy_names[i], name) == 0) {
-            STORE(&m->policy_verified[i], verified ? 1u : 0u);
-            STORE(&m->policy_known[i], 1u);
-        }
+        if (strcmp(rp_metrics_policy_names[i], name) == 0) p = i;
+    if (p < 0) return;
+    uint32_t n = __atomic_load_n(&m->n_vhosts, __ATOMIC_ACQUIRE);
+    if (n > RP_METRICS_VHOSTS) n = RP_METRICS_VHOSTS;
+    uint32_t from = 0, to = n;
+    if (vhost != NULL) {
+        int slot = rp_metrics_vhost_slot(m, vhost);
+        if (slot == RP_METRICS_VHOSTS) return; /* not watched: the detail text says it */
+        from = (uint32_t)slot;
+        to = from + 1;
+    }
+    for (uint32_t i = from; i < to; i++) {
+        STORE(&m->vhosts[i].policy_verified[p], verified ? 1u : 0u);
+        STORE(&m->vhosts[i].policy_known[p], 1u);
+    }
+}
+
+void rp_metrics_set_policy_check(rp_metrics *m, const rp_policy_check *pc) {
+    if (m == NULL || pc == NULL) return;
+    if (pc->n_vhosts == 0) {
+        rp_metrics_set_policy_verified(m, pc->name, NULL, pc->verified);
+        return;
+    }
+    for (size_t i = 0; i < pc->n_vhosts; i++)
+        rp_metrics_set_policy_verified(m, pc->name, pc->vhosts[i].vhost, pc->vhosts[i].verified);
 }

@@ -36,9 +36,11 @@
  *   reaper_feed_published_total
  *   reaper_tap_held_bytes{vhost}, reaper_tap_paused{vhost}
  *   reaper_tap_park_delay_seconds{vhost} (histogram)
- *   reaper_policy_verified{policy} (issue 18 item 5: 1 when the last
- *     reconcile that checked reaper's policy verified it, 0 when not;
- *     only the policies checked so far appear)
+ *   reaper_policy_verified{policy,vhost} (issue 18 item 5, issue 19
+ *     item 1: 1 when the last reconcile that checked reaper's policy in
+ *     that watched vhost found it in force there and carried as wanted by
+ *     every selected queue there, 0 when not; only the watched vhosts'
+ *     slots, and only the policies checked there so far, appear)
  *
  * The vhost label (issue 19 item 1: everything vhost-scoped says its
  * vhost). The series above with {vhost} are those of one watched vhost's
@@ -52,10 +54,15 @@
  * lock, no allocation) and is one atomic add or store there. A registered
  * vhost's counters and histogram appear from its registration at 0, so
  * that rate() sees the first event; its tap gauges once set.
- *   Left without the label, and why: reaper_policy_verified{policy} is one
- * verdict per policy over every watched vhost (the reconcile reports each
- * policy once, its detail naming the vhosts), so a per-vhost value would
- * be invented; the passes, the gates, the reaped events, the control
+ *   reaper_policy_verified{policy,vhost} lives in the same slots: the
+ * reconcile reports each policy once (its detail naming the vhosts) and,
+ * on that entry, one verdict per vhost it managed (rp_report.h's
+ * rp_policy_vhost); each registered vhost's verdict sets its series. A
+ * vhost reaper manages without watching it (it holds a selected queue)
+ * has no slot: its problems are in the report's detail only, never in the
+ * overflow slot. A reconcile that failed before it checked any vhost sets
+ * every registered vhost's series of that policy to 0.
+ *   Left without the label, and why: the passes, the gates, the reaped events, the control
  * requests, the feed and the broker events are the daemon's (one pass
  * covers every vhost; the broker events and the control queue are
  * broker.url's vhost's).
@@ -98,6 +105,7 @@
 
 #include "rp_common.h"
 #include "rp_gate.h"
+#include "rp_report.h"
 #include "rp_status.h"
 #include "rp_verdict.h"
 
@@ -169,6 +177,9 @@ typedef struct rp_metrics_vhost {
     uint32_t tap_paused;
     int64_t tap_held_bytes;
     rp_metrics_histogram tap_park_delay;
+    /* reaper_policy_verified, per name of rp_metrics_policy_name. */
+    uint32_t policy_verified[RP_METRICS_POLICIES];
+    uint32_t policy_known[RP_METRICS_POLICIES];
 } rp_metrics_vhost;
 
 typedef struct rp_metrics {
@@ -203,9 +214,6 @@ typedef struct rp_metrics {
     rp_metrics_vhost vhosts[RP_METRICS_VHOSTS + 1];
     uint32_t n_vhosts;
     uint32_t overflowed;
-    /* reaper_policy_verified, per name of rp_metrics_policy_name. */
-    uint32_t policy_verified[RP_METRICS_POLICIES];
-    uint32_t policy_known[RP_METRICS_POLICIES];
 } rp_metrics;
 
 /* Zeroes *m and records the version and revision for reaper_build_info
@@ -296,8 +304,15 @@ const char *rp_metrics_outcome_name(int i);
 
 /* The label of policy i in 0..RP_METRICS_POLICIES-1 (NULL outside). */
 const char *rp_metrics_policy_name(int i);
-/* A reconcile checked policy `name`: verified or not. A name that is not
- * one of reaper's policies is ignored. */
-void rp_metrics_set_policy_verified(rp_metrics *m, const char *name, bool verified);
+/* A reconcile checked policy `name` on vhost: verified there or not.
+ * vhost NULL: on every registered vhost (a reconcile that checked none).
+ * A name that is not one of reaper's policies, or a vhost without a slot,
+ * is ignored (never the overflow slot). Any thread. */
+void rp_metrics_set_policy_verified(rp_metrics *m, const char *name, const char *vhost,
+                                    bool verified);
+/* One policy entry of a reconcile's report: each of its vhost records into
+ * that vhost's series; an entry without any (the reconcile checked no
+ * vhost) sets every registered vhost's series to its verdict. Borrows pc. */
+void rp_metrics_set_policy_check(rp_metrics *m, const rp_policy_check *pc);
 
 #endif

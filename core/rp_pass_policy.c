@@ -254,11 +254,21 @@ typedef struct rp_want {
     /* Over the managed vhosts. */
     unsigned in_force, written, would_write, refused, failed;
     char vh_detail[700];
+    /* Per managed vhost (index into rp_rec.vhosts), for the per-vhost
+     * verdicts (issue 19 item 1): RP_VH_IN_FORCE when in force there,
+     * RP_VH_BAD when the last queue check found a selected queue there not
+     * carrying it as wanted (or an owned dead-letter queue carrying it).
+     * Owned by the rp_rec (freed in rp_rec_cleanup); NULL until the vhosts
+     * are known. */
+    unsigned char *vh_state;
     /* The last queue check. */
     size_t expected, carrying, other, none, wrong, missing, on_dlq, contended;
     char ex_other[200], ex_none[200], ex_wrong[240], ex_missing[200], ex_dlq[200],
         ex_contended[200];
 } rp_want;
+
+#define RP_VH_IN_FORCE 1u
+#define RP_VH_BAD 2u
 
 typedef struct rp_other {
     char *vhost, *name, *apply_to, *keys;
@@ -410,6 +420,7 @@ static void rp_rec_cleanup(rp_rec *r) {
         pcre2_code_free(r->others[i].re);
     }
     free(r->others);
+    for (size_t i = 0; i < r->n_want; i++) free(r->want[i].vh_state);
 }
 
 static rp_status rp_note(rp_rec *r, const char *fmt, ...) RP_PRINTF(2, 3);
@@ -686,6 +697,7 @@ static rp_status rp_reconcile_one(rp_rec *r, size_t vi, rp_want *w) {
     const char *sep = w->vh_detail[0] ? "; " : "";
     if (why[0] == '\0') {
         w->in_force++;
+        w->vh_state[vi] |= RP_VH_IN_FORCE;
         rp_appendf(w->vh_detail, sizeof w->vh_detail, "%sin force on vhost %s, unchanged", sep, vhost);
         return RP_OK;
     }
@@ -731,6 +743,7 @@ static rp_status rp_reconcile_one(rp_rec *r, size_t vi, rp_want *w) {
     if (st == RP_OK && why[0] == '\0') {
         w->written++;
         w->in_force++;
+        w->vh_state[vi] |= RP_VH_IN_FORCE;
         rp_appendf(w->vh_detail, sizeof w->vh_detail, "%swritten on vhost %s and read back in force",
                    sep, vhost);
     } else {
@@ -751,6 +764,8 @@ static void rp_reset_check(rp_rec *r) {
         w->contended = 0;
         w->ex_other[0] = w->ex_none[0] = w->ex_wrong[0] = w->ex_missing[0] = w->ex_dlq[0] = '\0';
         w->ex_contended[0] = '\0';
+        for (size_t v = 0; w->vh_state && v < r->n_vhosts; v++)
+            w->vh_state[v] &= (unsigned char)~RP_VH_BAD;
     }
     for (size_t i = 0; i < r->n_others; i++) {
         r->others[i].matches = 0;
@@ -773,6 +788,7 @@ static void rp_check_selected(rp_rec *r, const rp_policy_queue *q) {
         rp_example(o->example, sizeof o->example, q->vhost, q->name, NULL);
         if (!o->operator_policy && o->priority >= r->o->priority) {
             w->contended++;
+            w->vh_state[vi] |= RP_VH_BAD;
             char more[120];
             snprintf(more, sizeof more, " (policy %s)", o->name);
             rp_example(w->ex_contended, sizeof w->ex_contended, q->vhost, q->name, more);
@@ -785,11 +801,13 @@ static void rp_check_selected(rp_rec *r, const rp_policy_queue *q) {
     }
     if (q->policy == NULL) {
         w->none++;
+        if (vi >= 0) w->vh_state[vi] |= RP_VH_BAD;
         rp_example(w->ex_none, sizeof w->ex_none, q->vhost, q->name, NULL);
         return;
     }
     if (strcmp(q->policy, w->name) != 0) {
         w->other++;
+        if (vi >= 0) w->vh_state[vi] |= RP_VH_BAD;
         char more[120];
         snprintf(more, sizeof more, " (policy %s)", q->policy);
         rp_example(w->ex_other, sizeof w->ex_other, q->vhost, q->name, more);
@@ -810,6 +828,7 @@ static void rp_check_selected(rp_rec *r, const rp_policy_queue *q) {
         return;
     }
     w->wrong++;
+    if (vi >= 0) w->vh_state[vi] |= RP_VH_BAD;
     char more[300];
     snprintf(more, sizeof more, ": %s%s%s", diff, q->operator_policy ? ", operator policy " : "",
              q->operator_policy ? q->operator_policy : "");
@@ -843,6 +862,7 @@ static rp_status rp_check_queues(rp_rec *r, bool fresh) {
                 for (size_t k = 0; k < r->n_want; k++) {
                     if (strcmp(r->want[k].name, q->policy) != 0) continue;
                     r->want[k].on_dlq++;
+                    r->want[k].vh_state[rp_vhost_index(r, q->vhost)] |= RP_VH_BAD;
                     rp_example(r->want[k].ex_dlq, sizeof r->want[k].ex_dlq, q->vhost, q->name, NULL);
                 }
             }
@@ -916,7 +936,14 @@ static rp_status rp_report_want(rp_rec *r, rp_want *w) {
                    w->missing, w->ex_missing);
     r->stats->selected += w->expected;
     r->stats->verified_queues += w->carrying;
-    return rp_report_add_policy(r->report, w->name, ok, d);
+    rp_status st = rp_report_add_policy(r->report, w->name, ok, d);
+    /* Each managed vhost's own verdict (issue 19 item 1); the queues of a
+     * vhost that appeared since the vhosts were read are in the detail
+     * only (no vhost of theirs was checked). */
+    for (size_t vi = 0; st == RP_OK && vi < r->n_vhosts; vi++)
+        st = rp_report_add_policy_vhost(r->report, r->vhosts[vi],
+                                        w->vh_state[vi] == RP_VH_IN_FORCE);
+    return st;
 }
 
 static rp_status rp_report_others(rp_rec *r) {
@@ -1085,6 +1112,10 @@ static rp_status rp_reconcile(rp_rec *r) {
         return rst != RP_OK ? rst : st;
     }
     r->stats->vhosts = (unsigned)r->n_vhosts;
+    for (size_t k = 0; k < r->n_want; k++) {
+        r->want[k].vh_state = calloc(r->n_vhosts ? r->n_vhosts : 1, 1);
+        if (r->want[k].vh_state == NULL) return RP_ERR_NOMEM;
+    }
 
     for (size_t vi = 0; vi < r->n_vhosts; vi++)
         for (size_t k = 0; k < r->n_want; k++) {

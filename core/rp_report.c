@@ -33,6 +33,8 @@ void rp_report_cleanup(rp_report *r) {
     for (size_t i = 0; i < r->n_policies; i++) {
         free(r->policies[i].name);
         free(r->policies[i].detail);
+        for (size_t k = 0; k < r->policies[i].n_vhosts; k++) free(r->policies[i].vhosts[k].vhost);
+        free(r->policies[i].vhosts);
     }
     free(r->policies);
     memset(r, 0, sizeof *r);
@@ -82,11 +84,26 @@ rp_status rp_report_add_policy(rp_report *r, const char *name, bool verified,
     p->name = strdup(name ? name : "");
     p->detail = strdup(detail ? detail : "");
     p->verified = verified;
+    p->vhosts = NULL;
+    p->n_vhosts = 0;
     if (p->name == NULL || p->detail == NULL) {
         free(p->name);
         free(p->detail);
         return RP_ERR_NOMEM;
     }
     r->n_policies++;
+    return RP_OK;
+}
+
+rp_status rp_report_add_policy_vhost(rp_report *r, const char *vhost, bool verified) {
+    if (r == NULL || r->n_policies == 0 || vhost == NULL) return RP_ERR_INVALID;
+    rp_policy_check *p = &r->policies[r->n_policies - 1];
+    rp_policy_vhost *v = realloc(p->vhosts, (p->n_vhosts + 1) * sizeof *v);
+    if (v == NULL) return RP_ERR_NOMEM;
+    p->vhosts = v;
+    v[p->n_vhosts].vhost = strdup(vhost);
+    if (v[p->n_vhosts].vhost == NULL) return RP_ERR_NOMEM;
+    v[p->n_vhosts].verified = verified;
+    p->n_vhosts++;
     return RP_OK;
 }

@@ -5,7 +5,8 @@
  * Ownership: an rp_report owns everything it holds. rp_report_init() makes an
  * empty one, rp_report_cleanup() frees it all. rp_report_add_verdict() takes
  * ownership of the verdict's strings (the caller's copy is zeroed), the
- * string adders copy their argument.
+ * string adders copy their argument. A policy entry owns its name, detail
+ * and per-vhost records (and each record's vhost name).
  */
 #ifndef RP_REPORT_H
 #define RP_REPORT_H
@@ -17,10 +18,24 @@
 #include "rp_status.h"
 #include "rp_verdict.h"
 
+/* One vhost's verdict on one policy (issue 19 item 1): true when, in that
+ * vhost, the policy was in force and every selected queue there carried it
+ * as wanted (none carrying another policy, none, other values, none
+ * contended, none of the owned dead-letter queues carrying it). */
+typedef struct rp_policy_vhost {
+    char *vhost;
+    bool verified;
+} rp_policy_vhost;
+
 typedef struct rp_policy_check {
     char *name;
-    bool verified;
+    bool verified; /* over every vhost the reconcile managed */
     char *detail;
+    /* The vhosts the reconcile checked it on, one record each (none when
+     * it failed before it got to them: then verified is false and no vhost
+     * was checked). Owned by the entry. */
+    rp_policy_vhost *vhosts;
+    size_t n_vhosts;
 } rp_policy_check;
 
 /* Called for every verdict added, listed or not (the daemon logs each one
@@ -59,5 +74,8 @@ rp_status rp_report_add_unreadable(rp_report *r, const char *what) RP_MUSTCHECK;
 rp_status rp_report_add_note(rp_report *r, const char *note) RP_MUSTCHECK;
 rp_status rp_report_add_policy(rp_report *r, const char *name, bool verified,
                                const char *detail) RP_MUSTCHECK;
+/* Adds one vhost's record to the last policy entry (RP_ERR_INVALID when
+ * there is none or vhost is NULL); copies vhost. */
+rp_status rp_report_add_policy_vhost(rp_report *r, const char *vhost, bool verified) RP_MUSTCHECK;
 
 #endif

@@ -156,20 +156,6 @@ rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
                            (long long)LOAD(&m->sightings_open[c]));
         }
 
-    /* Issue 18 item 5: whether reaper's policies were verified, once a
-     * reconcile has checked them. */
-    bool any_policy = false;
-    for (int i = 0; i < RP_METRICS_POLICIES; i++) any_policy |= LOAD(&m->policy_known[i]) != 0;
-    if (any_policy) {
-        rp_family(&b, "reaper_policy_verified", "gauge",
-                  "1 when the last reconcile verified reaper's policy in force, 0 when not "
-                  "(refused, conflicting, not carried): a pass is then not ok.");
-        for (int i = 0; i < RP_METRICS_POLICIES; i++)
-            if (LOAD(&m->policy_known[i]))
-                rp_text_buf_printf(&b, "reaper_policy_verified{policy=\"%s\"} %u\n",
-                                   rp_metrics_policy_name(i), LOAD(&m->policy_verified[i]));
-    }
-
     /* The watched vhosts' slots, with their escaped names; the overflow
      * slot (vhost="") last, once used. */
     uint32_t nv = __atomic_load_n(&m->n_vhosts, __ATOMIC_ACQUIRE);
@@ -186,6 +172,25 @@ rp_status rp_metrics_render(const rp_metrics *m, char **out, size_t *len) {
     }
     for (size_t k = 0; k < ns; k++)
         rp_metrics_escape_label(m->vhosts[slot[k]].name, esc[k], sizeof esc[k]);
+
+    /* Issue 18 item 5, issue 19 item 1: whether reaper's policies were
+     * verified in each watched vhost, once a reconcile has checked them
+     * there (never the overflow slot). */
+    bool any_policy = false;
+    for (uint32_t v = 0; v < nv; v++)
+        for (int i = 0; i < RP_METRICS_POLICIES; i++)
+            any_policy |= LOAD(&m->vhosts[v].policy_known[i]) != 0;
+    if (any_policy) {
+        rp_family(&b, "reaper_policy_verified", "gauge",
+                  "1 when the last reconcile verified reaper's policy in force in the vhost, "
+                  "0 when not (refused, conflicting, not carried): a pass is then not ok.");
+        for (int i = 0; i < RP_METRICS_POLICIES; i++)
+            for (uint32_t v = 0; v < nv; v++)
+                if (LOAD(&m->vhosts[v].policy_known[i]))
+                    rp_text_buf_printf(&b, "reaper_policy_verified{policy=\"%s\",vhost=\"%s\"} %u\n",
+                                       rp_metrics_policy_name(i), esc[v],
+                                       LOAD(&m->vhosts[v].policy_verified[i]));
+    }
 
     rp_family(&b, "reaper_dead_letters_parked_total", "counter",
               "Dead letters parked (job, gate and ledger event committed), by vhost.");

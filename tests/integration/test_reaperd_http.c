@@ -219,7 +219,7 @@ static void test_metrics_after_a_pass(void **state) {
     assert_true(itest_metric(t, "reaper_up{backend=\"store\"}") == 1);
     /* Issue 18 item 5: the pass checked reaper's policy (this test owns no
      * queue, so no vhost needs it: verified), and said so. */
-    assert_true(itest_metric(t, "reaper_policy_verified{policy=\"vibey-reap\"}") == 1);
+    assert_true(itest_metric(t, "reaper_policy_verified{policy=\"vibey-reap\",vhost=\"/\"}") == 1);
     assert_non_null(strstr(t, "reaper_build_info{version=\""));
     assert_true(itest_metric(t, "reaper_dead_letters_parked_total{vhost=\"/\"}") == 0);
     /* The last successful pass: when it ended ok, its time, now or just

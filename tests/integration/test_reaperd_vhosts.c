@@ -10,7 +10,10 @@
  * queue (in broker.url's vhost) publishes back to B's origin queue; and
  * /metrics counts the parks per vhost (reaper_dead_letters_parked_total
  * {vhost}): each watched vhost from the start at 0, M's too while it is
- * missing, and no series for C.
+ * missing, and no series for C. And reaper's policy is verified per
+ * watched vhost (reaper_policy_verified{policy,vhost}): a vhost P where
+ * another policy of a higher priority takes an owned queue from it says 0,
+ * broker.url's vhost, where nothing contends, says 1.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,7 +30,7 @@
 #include "tap_common.h"
 #include "test_mgmt_common.h"
 
-static char vh_b[64], vh_c[64], vh_m[64];
+static char vh_b[64], vh_c[64], vh_m[64], vh_p[64];
 
 /* Reads reaperd's log for a moment, then counts the rows of prefix's
  * dead letters parked with vhost (their job's payload and identity). */
@@ -277,12 +280,74 @@ static void test_vhosts_each_parked_with_its_vhost(void **state) {
     tap_stop_reaperd(SIGTERM);
 }
 
+/* reaper_policy_verified{policy="vibey-reap",vhost="<vhost>"} on reaperd's
+ * /metrics (-1: no such series). */
+static double verified_metric(const char *vhost) {
+    int port = itest_reaperd_http_port(T.reaperd, 5000);
+    assert_true(port > 0);
+    char *text = itest_scrape(port);
+    assert_non_null(text);
+    char series[200];
+    snprintf(series, sizeof series, "reaper_policy_verified{policy=\"vibey-reap\",vhost=\"%s\"}",
+             vhost);
+    double v = itest_metric(text, series);
+    free(text);
+    return v;
+}
+
+/* Issue 19 item 1: in watched vhost P an owned quorum queue (with a
+ * dead-letter exchange, so that reaper's policy selects it) is also
+ * matched by policy ops of a higher priority: vibey-reap is not verified
+ * on P (0), and is on broker.url's vhost (1), where nothing contends. */
+static void test_policy_verified_per_vhost(void **state) {
+    (void)state;
+    mt_vhost_create(vh_p);
+    char q[128];
+    tap_owned(q, sizeof q, "p.work");
+    amqp_connection_state_t cp = mt_amqp(vh_p);
+    amqp_table_entry_t e[2] = {
+        {amqp_cstring_bytes("x-queue-type"),
+         {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes("quorum")}}},
+        {amqp_cstring_bytes("x-dead-letter-exchange"),
+         {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes("amq.direct")}}}};
+    amqp_table_t args = {2, e};
+    amqp_queue_declare(cp, 1, amqp_cstring_bytes(q), 0, 1, 0, 0, args);
+    assert_int_equal(amqp_get_rpc_reply(cp).reply_type, AMQP_RESPONSE_NORMAL);
+    mt_amqp_close(cp);
+    char *ev = mt_enc(vh_p);
+    char path[256], body[512];
+    snprintf(path, sizeof path, "/api/policies/%s/ops", ev);
+    free(ev);
+    snprintf(body, sizeof body,
+             "{\"pattern\":\"^%s$\",\"apply-to\":\"queues\",\"priority\":9,\"definition\":"
+             "{\"max-length\":1000}}",
+             q);
+    long code = mt_http("PUT", path, body, NULL);
+    assert_true(code == 201 || code == 204);
+
+    char env_vhosts[128];
+    snprintf(env_vhosts, sizeof env_vhosts, "REAPER_BROKER_VHOSTS=%s", vh_p);
+    char *env[] = {env_vhosts, "REAPER_REAP_INTERVAL_SECONDS=5", NULL};
+    T.reaperd = tap_daemon_start((itest_daemon_opts){.env = env});
+    /* The passes' reconciles wait up to 12 s for the broker's statistics. */
+    ITEST_POLL(verified_metric(vh_p) == 0 && verified_metric("/") == 1, 60000);
+    if (!(verified_metric(vh_p) == 0 && verified_metric("/") == 1)) {
+        fprintf(stderr, "%s", T.reaperd->log);
+        fail_msg("reaper_policy_verified: %s %g, / %g", vh_p, verified_metric(vh_p),
+                 verified_metric("/"));
+    }
+    /* No series for a vhost that is not watched. */
+    assert_true(verified_metric(vh_c) < 0);
+    tap_stop_reaperd(SIGTERM);
+}
+
 static int setup(void **state) {
     (void)state;
     if (tap_world_setup("vhosts") != 0) return -1;
     snprintf(vh_b, sizeof vh_b, "%s-b", T.tag);
     snprintf(vh_c, sizeof vh_c, "%s-c", T.tag);
     snprintf(vh_m, sizeof vh_m, "%s-m", T.tag);
+    snprintf(vh_p, sizeof vh_p, "%s-p", T.tag);
     return 0;
 }
 
@@ -292,12 +357,14 @@ static int teardown(void **state) {
     mt_vhost_delete(vh_b);
     mt_vhost_delete(vh_c);
     mt_vhost_delete(vh_m);
+    mt_vhost_delete(vh_p);
     return tap_world_teardown();
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vhosts_each_parked_with_its_vhost),
+        cmocka_unit_test(test_policy_verified_per_vhost),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

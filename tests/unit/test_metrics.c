@@ -369,35 +369,71 @@ static void test_label_escaping(void **state) {
     free(t);
 }
 
-/* Issue 18 item 5: reaper_policy_verified{policy}, absent until a
- * reconcile checked the policy, then 1 or 0; other names are ignored. */
+/* Issue 18 item 5, issue 19 item 1: reaper_policy_verified{policy,vhost},
+ * absent until a reconcile checked the policy in a watched vhost, then 1
+ * or 0 per vhost; other names, and vhosts without a slot, are ignored
+ * (never the overflow slot); the vhost label is escaped. */
 static void test_policy_verified_gauge(void **state) {
     (void)state;
     rp_metrics m;
     rp_metrics_init(&m, "1", "r");
+    assert_int_equal(rp_metrics_vhost_register(&m, "/"), RP_OK);
+    assert_int_equal(rp_metrics_vhost_register(&m, "b\"q"), RP_OK);
     char *t = render(&m);
     assert_null(strstr(t, "reaper_policy_verified"));
     free(t);
-    rp_metrics_set_policy_verified(&m, "vibey-reap", true);
-    rp_metrics_set_policy_verified(&m, "someone-elses", false);
+    rp_metrics_set_policy_verified(&m, "vibey-reap", "/", true);
+    rp_metrics_set_policy_verified(&m, "someone-elses", "/", false);
+    rp_metrics_set_policy_verified(&m, "vibey-reap", "unwatched", false);
     t = render(&m);
     assert_well_formed(t);
-    assert_true(value_of(t, "reaper_policy_verified{policy=\"vibey-reap\"}") == 1);
+    assert_true(value_of(t, "reaper_policy_verified{policy=\"vibey-reap\",vhost=\"/\"}") == 1);
+    assert_null(strstr(t, "reaper_policy_verified{policy=\"vibey-reap\",vhost=\"b"));
     assert_null(strstr(t, "vibey-reap-classic"));
     assert_null(strstr(t, "someone-elses"));
+    assert_null(strstr(t, "unwatched"));
+    assert_null(strstr(t, "vhost=\"\"")); /* no overflow slot */
     assert_non_null(strstr(t, "# TYPE reaper_policy_verified gauge\n"));
     free(t);
-    rp_metrics_set_policy_verified(&m, "vibey-reap", false);
-    rp_metrics_set_policy_verified(&m, "vibey-reap-classic", true);
+    rp_metrics_set_policy_verified(&m, "vibey-reap", "b\"q", false);
+    rp_metrics_set_policy_verified(&m, "vibey-reap-classic", "b\"q", true);
     t = render(&m);
     assert_well_formed(t);
-    assert_true(value_of(t, "reaper_policy_verified{policy=\"vibey-reap\"}") == 0);
-    assert_true(value_of(t, "reaper_policy_verified{policy=\"vibey-reap-classic\"}") == 1);
+    assert_true(value_of(t, "reaper_policy_verified{policy=\"vibey-reap\",vhost=\"/\"}") == 1);
+    assert_true(value_of(t, "reaper_policy_verified{policy=\"vibey-reap\",vhost=\"b\\\"q\"}") == 0);
+    assert_true(value_of(t, "reaper_policy_verified{policy=\"vibey-reap-classic\",vhost=\"b\\\"q\"}") ==
+                1);
+    assert_null(strstr(t, "reaper_policy_verified{policy=\"vibey-reap-classic\",vhost=\"/\"}"));
     free(t);
+
+    /* A report entry: its vhost records, each into its vhost's series. */
+    rp_report r;
+    rp_report_init(&r, false);
+    assert_int_equal(rp_report_add_policy(&r, "vibey-reap-classic", false, "d"), RP_OK);
+    assert_int_equal(rp_report_add_policy_vhost(&r, "/", false), RP_OK);
+    assert_int_equal(rp_report_add_policy_vhost(&r, "b\"q", true), RP_OK);
+    assert_int_equal(rp_report_add_policy_vhost(&r, "unwatched", false), RP_OK);
+    rp_metrics_set_policy_check(&m, &r.policies[0]);
+    /* An entry without records (the reconcile checked no vhost): every
+     * registered vhost's series of that policy. */
+    assert_int_equal(rp_report_add_policy(&r, "vibey-reap", false, "not checked: down"), RP_OK);
+    rp_metrics_set_policy_check(&m, &r.policies[1]);
+    t = render(&m);
+    assert_well_formed(t);
+    assert_true(value_of(t, "reaper_policy_verified{policy=\"vibey-reap-classic\",vhost=\"/\"}") == 0);
+    assert_true(value_of(t, "reaper_policy_verified{policy=\"vibey-reap-classic\",vhost=\"b\\\"q\"}") ==
+                1);
+    assert_true(value_of(t, "reaper_policy_verified{policy=\"vibey-reap\",vhost=\"/\"}") == 0);
+    assert_true(value_of(t, "reaper_policy_verified{policy=\"vibey-reap\",vhost=\"b\\\"q\"}") == 0);
+    assert_null(strstr(t, "unwatched"));
+    free(t);
+    rp_report_cleanup(&r);
     assert_null(rp_metrics_policy_name(-1));
     assert_null(rp_metrics_policy_name(RP_METRICS_POLICIES));
-    rp_metrics_set_policy_verified(NULL, "vibey-reap", true); /* no crash */
-    rp_metrics_set_policy_verified(&m, NULL, true);
+    rp_metrics_set_policy_verified(NULL, "vibey-reap", "/", true); /* no crash */
+    rp_metrics_set_policy_verified(&m, NULL, "/", true);
+    rp_metrics_set_policy_check(&m, NULL);
+    assert_int_equal(rp_report_add_policy_vhost(&r, "/", true), RP_ERR_INVALID); /* no entry */
 }
 
 /* Issue 19 item 1: the vhost label. Two registered vhosts, each with its

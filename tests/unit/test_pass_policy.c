@@ -44,6 +44,7 @@ typedef struct fqueue {
     size_t n_effective;
     bool dlx_argument;
     bool unreported; /* policy fields absent */
+    const char *vhost; /* NULL: "/" */
 } fqueue;
 
 typedef struct fwrite_ {
@@ -180,7 +181,7 @@ static rp_status f_list_queues(void *self, size_t page, bool with_arguments,
         const fqueue *q = &f->queues[i];
         rp_policy_queue *p = &f->page[i];
         memset(p, 0, sizeof *p);
-        p->vhost = "/";
+        p->vhost = q->vhost ? q->vhost : "/";
         p->name = q->name;
         p->type = q->type;
         p->policy_known = p->effective_known = !q->unreported;
@@ -529,6 +530,77 @@ static void test_conflicts(void **state) {
     free(pattern);
 }
 
+/* ---- issue 19 item 1: each vhost's own verdict ------------------------------------------ */
+
+static const rp_policy_vhost *vhost_of(const rp_policy_check *pc, const char *vhost) {
+    for (size_t i = 0; i < pc->n_vhosts; i++)
+        if (strcmp(pc->vhosts[i].vhost, vhost) == 0) return &pc->vhosts[i];
+    fail_msg("no record of vhost %s on policy %s", vhost, pc->name);
+    return NULL;
+}
+
+/* Two watched vhosts, both with reaper's policies in force and a selected
+ * quorum queue carrying vibey-reap; on vhost b another policy of a higher
+ * priority also matches it: vibey-reap is verified on / and not on b (the
+ * entry, one per policy, is not verified, its detail as before). In a dry
+ * run with vibey-reap-classic absent on b: that one is not in force there,
+ * so it is not verified on b, and is on / (no classic queues to carry it). */
+static void test_per_vhost_verdicts(void **state) {
+    (void)state;
+    char *pattern = pattern_excluding(NULL, 0);
+    static const char *const also[] = {"b"};
+    for (int dry = 0; dry < 2; dry++) {
+        fake *f = calloc(1, sizeof *f);
+        f->version = "4.0.5";
+        const char *vhosts[] = {"/", "b"};
+        for (size_t v = 0; v < 2; v++) {
+            f->policies[f->n_policies++] =
+                (fpolicy){vhosts[v], "vibey-reap", pattern, "quorum_queues", 0,
+                          {{"consumer-timeout", 21600000, false}, {"delivery-limit", 20, false}}, 2};
+            if (!dry || v == 0)
+                f->policies[f->n_policies++] =
+                    (fpolicy){vhosts[v], "vibey-reap-classic", pattern, "classic_queues", 0,
+                              {{"consumer-timeout", 21600000, false}}, 1};
+            f_queue(f, "vibey.orders", RP_QUEUE_TYPE_QUORUM, true);
+            fqueue *q = &f->queues[f->n_queues - 1];
+            q->vhost = vhosts[v];
+            q->policy = "vibey-reap";
+            q->effective[0] = (fkey){"consumer-timeout", 21600000, false};
+            q->effective[1] = (fkey){"delivery-limit", 20, false};
+            q->n_effective = 2;
+        }
+        f->policies[f->n_policies++] =
+            (fpolicy){"b", "ops", "^vibey", "quorum_queues", 5, {{"max-length", 100, false}}, 1};
+        rp_pass_policy_options o = options();
+        o.also_vhosts = also;
+        o.n_also_vhosts = 1;
+        o.dry_run = dry;
+        rp_report r;
+        rp_pass_policy_stats s;
+        assert_int_equal(run(f, &o, &r, &s), RP_OK);
+        assert_int_equal(f->n_writes, 0);
+        assert_int_equal(r.n_policies, 2);
+        const rp_policy_check *q = entry(&r, "vibey-reap");
+        assert_false(q->verified);
+        assert_non_null(strstr(q->detail, "in force on vhost /, unchanged; in force on vhost b, "
+                                          "unchanged; carried as wanted by 2 of 2 owned quorum "
+                                          "queues; 1 are also matched by another policy of the "
+                                          "same or a higher priority (e.g. vibey.orders on "
+                                          "vhost b (policy ops))"));
+        assert_int_equal(q->n_vhosts, 2);
+        assert_true(vhost_of(q, "/")->verified);
+        assert_false(vhost_of(q, "b")->verified);
+        const rp_policy_check *c = entry(&r, "vibey-reap-classic");
+        assert_int_equal(c->verified, !dry);
+        assert_int_equal(c->n_vhosts, 2);
+        assert_true(vhost_of(c, "/")->verified);
+        assert_int_equal(vhost_of(c, "b")->verified, !dry);
+        rp_report_cleanup(&r);
+        free(f);
+    }
+    free(pattern);
+}
+
 /* ---- quorum queues without a dead-letter exchange ---------------------------------------- */
 
 static void test_nodlx_left_out_by_name(void **state) {
@@ -630,23 +702,23 @@ static void test_queue_check(void **state) {
     (void)state;
     static const check_case cases[] = {
         {"carried", {"vibey.a", RP_QUEUE_TYPE_QUORUM, "vibey-reap", NULL,
-                     {{"consumer-timeout", 21600000, false}, {"delivery-limit", 20, false}}, 2, true, false},
+                     {{"consumer-timeout", 21600000, false}, {"delivery-limit", 20, false}}, 2, true, false, NULL},
          true, "; carried as wanted by 1 of 1 owned quorum queues", 0},
         {"other values", {"vibey.a", RP_QUEUE_TYPE_QUORUM, "vibey-reap", "limits",
-                          {{"consumer-timeout", 21600000, false}, {"delivery-limit", 5, false}}, 2, true, false},
+                          {{"consumer-timeout", 21600000, false}, {"delivery-limit", 5, false}}, 2, true, false, NULL},
          false, "; carried as wanted by 0 of 1 owned quorum queues; 1 show other values in force "
                 "(e.g. vibey.a on vhost /: delivery-limit 5, operator policy limits)", 3},
-        {"no policy", {"vibey.a", RP_QUEUE_TYPE_QUORUM, NULL, NULL, {{0}}, 0, true, false},
+        {"no policy", {"vibey.a", RP_QUEUE_TYPE_QUORUM, NULL, NULL, {{0}}, 0, true, false, NULL},
          false, "; carried as wanted by 0 of 1 owned quorum queues; 1 carry no policy (e.g. "
                 "vibey.a on vhost /)", 3},
-        {"another policy", {"vibey.a", RP_QUEUE_TYPE_QUORUM, "mine", NULL, {{0}}, 0, true, false},
+        {"another policy", {"vibey.a", RP_QUEUE_TYPE_QUORUM, "mine", NULL, {{0}}, 0, true, false, NULL},
          false, "; carried as wanted by 0 of 1 owned quorum queues; 1 carry another policy (e.g. "
                 "vibey.a on vhost / (policy mine))", 3},
-        {"not reporting", {"vibey.a", RP_QUEUE_TYPE_QUORUM, NULL, NULL, {{0}}, 0, true, true},
+        {"not reporting", {"vibey.a", RP_QUEUE_TYPE_QUORUM, NULL, NULL, {{0}}, 0, true, true, NULL},
          true, "; carried as wanted by 0 of 1 owned quorum queues; 1 do not report their policy "
                "yet and were not checked (e.g. vibey.a on vhost /)", 3},
         {"a dead-letter queue carrying it", {"vibey.a.dlq", RP_QUEUE_TYPE_QUORUM, "vibey-reap", NULL,
-                                             {{0}}, 0, true, false},
+                                             {{0}}, 0, true, false, NULL},
          false, "; no owned quorum queues (other than dead-letter queues) to check it on yet; it "
                 "applies to 1 owned dead-letter queue(s) (e.g. vibey.a.dlq on vhost /)", 3},
     };
@@ -672,6 +744,10 @@ static void test_queue_check(void **state) {
         snprintf(want, sizeof want, "in force on vhost /, unchanged%s", cc->detail);
         assert_string_equal(entry(&r, "vibey-reap")->detail, want);
         assert_int_equal(entry(&r, "vibey-reap")->verified, cc->verified);
+        /* The one vhost's own verdict is the entry's (issue 19 item 1). */
+        assert_int_equal(entry(&r, "vibey-reap")->n_vhosts, 1);
+        assert_string_equal(entry(&r, "vibey-reap")->vhosts[0].vhost, "/");
+        assert_int_equal(entry(&r, "vibey-reap")->vhosts[0].verified, cc->verified);
         assert_int_equal(f->sleeps, cc->sleeps);
         rp_report_cleanup(&r);
         free(f);
@@ -683,7 +759,7 @@ static void test_queue_check(void **state) {
 
 static void test_policies_ok_rule(void **state) {
     (void)state;
-    rp_policy_check two[2] = {{"vibey-reap", true, "d"}, {"vibey-reap-classic", true, "d"}};
+    rp_policy_check two[2] = {{"vibey-reap", true, "d", NULL, 0}, {"vibey-reap-classic", true, "d", NULL, 0}};
     assert_true(rp_pass_policies_ok(NULL, 0, false)); /* absent */
     assert_true(rp_pass_policies_ok(two, 2, false));  /* all verified */
     two[1].verified = false;
@@ -902,6 +978,7 @@ int main(void) {
         cmocka_unit_test(test_wanted_per_version),
         cmocka_unit_test(test_unchanged_is_not_written),
         cmocka_unit_test(test_conflicts),
+        cmocka_unit_test(test_per_vhost_verdicts),
         cmocka_unit_test(test_nodlx_left_out_by_name),
         cmocka_unit_test(test_nodlx_past_100_no_delivery_limit),
         cmocka_unit_test(test_queue_check),
