@@ -16,32 +16,7 @@
 #include <unistd.h>
 
 #include "rp_log.h"
-
-static int saved_fd = -1;
-static FILE *capture;
-
-static void start_capture(void) {
-    fflush(stderr);
-    capture = tmpfile();
-    assert_non_null(capture);
-    saved_fd = dup(STDERR_FILENO);
-    assert_true(saved_fd >= 0);
-    assert_true(dup2(fileno(capture), STDERR_FILENO) >= 0);
-}
-
-/* Ends the capture; returns what was written (heap). */
-static char *end_capture(void) {
-    fflush(stderr);
-    assert_true(dup2(saved_fd, STDERR_FILENO) >= 0);
-    close(saved_fd);
-    long n = ftell(capture);
-    assert_true(n >= 0);
-    rewind(capture);
-    char *text = calloc(1, (size_t)n + 1);
-    assert_int_equal(fread(text, 1, (size_t)n, capture), (size_t)n);
-    fclose(capture);
-    return text;
-}
+#include "stderr_capture.h"
 
 static size_t count_lines(const char *s) {
     size_t n = 0;
@@ -52,11 +27,11 @@ static size_t count_lines(const char *s) {
 static void test_json_lines(void **state) {
     (void)state;
     rp_log_setup(RP_LOG_DEBUG, RP_LOG_FORMAT_JSON);
-    start_capture();
+    stderr_capture_start();
     RP_INFO("pass finished", "queue", "vibey.a", "condition", "STALE_READY", NULL);
     RP_WARN("odd value", "detail", "two\nlines \"quoted\" \\ back", "gate", NULL, NULL);
     RP_DEBUG("bad utf-8", "queue", "\xff\xfe", NULL);
-    char *out = end_capture();
+    char *out = stderr_capture_end();
     assert_int_equal(count_lines(out), 3);
     char *save = NULL;
     const char *want_msg[] = {"pass finished", "odd value", "bad utf-8"};
@@ -95,23 +70,23 @@ static void test_text_lines_and_levels(void **state) {
     (void)state;
     rp_log_setup(RP_LOG_INFO, RP_LOG_FORMAT_TEXT);
     assert_int_equal(rp_log_level_now(), RP_LOG_INFO);
-    start_capture();
+    stderr_capture_start();
     RP_DEBUG("not shown", NULL);
     RP_INFO("gate answered", "gate", "12", "job", "34", NULL);
     RP_ERROR("broken", "reason", "a b\nc=\"d\"", "queue", NULL, NULL);
-    char *out = end_capture();
+    char *out = stderr_capture_end();
     assert_int_equal(count_lines(out), 2);
     assert_null(strstr(out, "not shown"));
     assert_non_null(strstr(out, " info  \"gate answered\" gate=12 job=34\n"));
     assert_non_null(strstr(out, " error broken reason=\"a b\\x0ac=\\\"d\\\"\" queue=-\n"));
     free(out);
     /* Switched at run time (a reload): JSON from the next line on. */
-    start_capture();
+    stderr_capture_start();
     RP_INFO("before", NULL);
     rp_log_setup(RP_LOG_WARN, RP_LOG_FORMAT_JSON);
     RP_INFO("filtered now", NULL);
     RP_WARN("after", NULL);
-    out = end_capture();
+    out = stderr_capture_end();
     assert_int_equal(count_lines(out), 2);
     assert_non_null(strstr(out, " info  before\n"));
     assert_null(strstr(out, "filtered now"));

@@ -17,32 +17,7 @@
 
 #include "report_text.h"
 #include "rp_log.h"
-
-static int saved_fd = -1;
-static FILE *capture;
-
-static void start_capture(void) {
-    fflush(stderr);
-    capture = tmpfile();
-    assert_non_null(capture);
-    saved_fd = dup(STDERR_FILENO);
-    assert_true(saved_fd >= 0);
-    assert_true(dup2(fileno(capture), STDERR_FILENO) >= 0);
-}
-
-/* Ends the capture; returns what was written (heap). */
-static char *end_capture(void) {
-    fflush(stderr);
-    assert_true(dup2(saved_fd, STDERR_FILENO) >= 0);
-    close(saved_fd);
-    long n = ftell(capture);
-    assert_true(n >= 0);
-    rewind(capture);
-    char *text = calloc(1, (size_t)n + 1);
-    assert_int_equal(fread(text, 1, (size_t)n, capture), (size_t)n);
-    fclose(capture);
-    return text;
-}
+#include "stderr_capture.h"
 
 /* The one line rp_verdict_log writes for a verdict on object, as JSON. */
 static json_t *logged(const char *object, rp_condition c, rp_action a) {
@@ -52,9 +27,9 @@ static json_t *logged(const char *object, rp_condition c, rp_action a) {
     v.condition = c;
     v.action = a;
     assert_int_equal(rp_verdict_set_object(&v, object), RP_OK);
-    start_capture();
+    stderr_capture_start();
     rp_verdict_log(NULL, &v, false);
-    char *text = end_capture();
+    char *text = stderr_capture_end();
     rp_verdict_cleanup(&v);
     size_t lines = 0;
     for (const char *p = text; *p; p++) lines += *p == '\n';
