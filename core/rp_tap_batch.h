@@ -79,7 +79,9 @@
  * send buffer), so the bytes bound what a storm of heavy headers costs
  * beside the held deliveries: 3,500 dead letters with 32-100 KiB of
  * headers, parking blocked then let go (test_reaperd_tap_headers), peaked
- * at 89/107 MiB (RabbitMQ 3.10/4.0) with 8 MiB, 70/99 MiB with 4 MiB.
+ * at 89/107 MiB (RabbitMQ 3.10/4.0) with 8 MiB, 70/99 MiB with 4 MiB;
+ * 69-80 MiB on both since rabbitmq-c's pools are released every MiB
+ * decoded (rp_amqp_conn.c), not only between drains.
  * Fewer commits are fewer WAL flushes, each of which waits behind the broker's
  * own fsyncs on a shared disk: in the 100,000 storm of bench/tap (quiet
  * 2-CPU machine) the tap's backend waited on WALSync about 20% of its time

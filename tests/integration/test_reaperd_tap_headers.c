@@ -6,7 +6,8 @@
  * (the dead_letter table locked by this test). Their bodies are tiny: a
  * tap that counted only bodies would take all 3,500 from the broker and
  * hold some 500 MiB of decoded headers. reaperd's resident memory (VmHWM)
- * stays under the chart's limit of 128 MiB (helm/reaper/values.yaml), and
+ * stays under 100 MiB, the chart's limit of 128 MiB (helm/reaper/values.yaml)
+ * less some headroom, and
  * once the lock is gone every dead letter is parked exactly once: the
  * heavy ones without their headers (only x-death and x-first-death-*),
  * marked not replayable (their properties say why, and a replay answers
@@ -40,6 +41,13 @@
 #define VALUE_BYTES 95
 /* The chart's memory limit (helm/reaper/values.yaml resources.limits). */
 #define CHART_LIMIT_KIB (128 * 1024)
+/* What reaperd may reach in this test: the chart's limit less a fifth of
+ * headroom. While rabbitmq-c's pools were released only between drains
+ * (and so, with large frames, hardly ever) the peak after parking was
+ * 108-167 MiB in ten runs and went over the chart's limit in one of
+ * three; with them released every MiB decoded it is 69-80 MiB (3.10 and
+ * 4.0). */
+#define PEAK_LIMIT_KIB (100 * 1024)
 
 #define status_kib itest_proc_status_kib
 
@@ -133,7 +141,7 @@ static void test_headers_counted(void **state) {
             rss_max, hwm, base_kib, on_tap, N_HEAVY + N_LIGHT);
     assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter"), 0);
     assert_true(hwm > 0);
-    assert_true(hwm < CHART_LIMIT_KIB);
+    assert_true(hwm < PEAK_LIMIT_KIB);
 
     tap_unblock_parking();
     long heavy = tap_wait_count(N_HEAVY, 180000, PARKED("hv"));
@@ -142,8 +150,9 @@ static void test_headers_counted(void **state) {
     assert_int_equal(heavy, N_HEAVY);
     assert_int_equal(light, N_LIGHT);
     hwm = status_kib(pid, "VmHWM");
-    fprintf(stderr, "after parking: VmHWM %ld KiB\n", hwm);
-    assert_true(hwm < CHART_LIMIT_KIB);
+    fprintf(stderr, "after parking: VmHWM %ld KiB (limit %d KiB, the chart's %d KiB)\n", hwm,
+            PEAK_LIMIT_KIB, CHART_LIMIT_KIB);
+    assert_true(hwm < PEAK_LIMIT_KIB);
     /* Exactly once each: one row, one gate per message. */
     assert_int_equal(tap_sqln("SELECT count(DISTINCT body) FROM dead_letter"), N_HEAVY + N_LIGHT);
     assert_int_equal(tap_sqln("SELECT count(*) FROM dead_letter"), N_HEAVY + N_LIGHT);
