@@ -9,6 +9,7 @@
 
 #include "rp_pass_policy.h"
 #include "rp_text.h"
+#include "rp_untrusted.h"
 #include "rp_utf8.h"
 #include "rp_verdict.h"
 
@@ -273,6 +274,35 @@ static bool rp_doc_timeout(const rp_doctor_facts *f, rp_doctor_check *c) {
                       f->broker_version ? f->broker_version : "of an unknown version");
 }
 
+static rp_status rp_doc_buf(rp_text_buf *b);
+static rp_status rp_doc_done(rp_text_buf *b, char **out);
+
+/* The untappable queues the probe named, each quoted and escaped, and how
+ * many more were counted: `"a", "b" and 4 more`; "" when none is named.
+ * NULL when out of memory. */
+static char *rp_doc_unbindable_names(const rp_doctor_facts *f) {
+    rp_text_buf b;
+    if (rp_doc_buf(&b) != RP_OK) return NULL;
+    size_t named = 0;
+    for (size_t i = 0; i < RP_DOCTOR_TAP_NAMED && i < f->tap_unbindable; i++) {
+        const char *name = f->tap_unbindable_names[i];
+        if (name == NULL) break;
+        char *shown = NULL;
+        if (rp_untrusted_render((rp_bytes){(const uint8_t *)name, strlen(name)}, &shown) !=
+            RP_OK) {
+            free(b.p);
+            return NULL;
+        }
+        rp_text_buf_printf(&b, "%s%s", named ? ", " : "", shown);
+        free(shown);
+        named++;
+    }
+    if (named > 0 && f->tap_unbindable > named)
+        rp_text_buf_printf(&b, " and %zu more", f->tap_unbindable - named);
+    char *out = NULL;
+    return rp_doc_done(&b, &out) == RP_OK ? out : NULL;
+}
+
 static bool rp_doc_tap(const rp_doctor_facts *f, rp_doctor_check *c) {
     bool ok;
     if (rp_doc_mgmt_gate(f, f->tap_read, "the queues and bindings", c, &ok)) return ok;
@@ -293,16 +323,21 @@ static bool rp_doc_tap(const rp_doctor_facts *f, rp_doctor_check *c) {
                           "%zu of the %zu bindings the tap queue %s needs are missing: dead "
                           "letters routed there are not parked.",
                           f->tap_absent, f->tap_wanted, tap);
-    if (f->tap_unbindable > 0)
-        return rp_doc_set(c, RP_DOCTOR_WARN,
-                          "x-dead-letter-exchange (or a policy's dead-letter-exchange) of a "
-                          "named exchange",
-                          "%zu owned queue%s dead-letter%s through the default exchange, which "
-                          "cannot be tapped; the other %zu binding%s of the tap queue %s are "
-                          "in place.",
-                          f->tap_unbindable, f->tap_unbindable == 1 ? "" : "s",
-                          f->tap_unbindable == 1 ? "s" : "", f->tap_wanted,
-                          f->tap_wanted == 1 ? "" : "s", tap);
+    if (f->tap_unbindable > 0) {
+        char *names = rp_doc_unbindable_names(f);
+        if (names == NULL) return false;
+        bool done = rp_doc_set(c, RP_DOCTOR_WARN,
+                               "x-dead-letter-exchange (or a policy's dead-letter-exchange) of "
+                               "a named exchange",
+                               "%zu owned queue%s dead-letter%s through the default exchange, "
+                               "which cannot be tapped%s%s; the other %zu binding%s of the tap "
+                               "queue %s are in place.",
+                               f->tap_unbindable, f->tap_unbindable == 1 ? "" : "s",
+                               f->tap_unbindable == 1 ? "s" : "", names[0] ? ": " : "", names,
+                               f->tap_wanted, f->tap_wanted == 1 ? "" : "s", tap);
+        free(names);
+        return done;
+    }
     return rp_doc_set(c, RP_DOCTOR_OK, "",
                       "every dead-letter exchange of the %zu owned queue%s (%zu with one) is "
                       "tapped: %zu binding%s on %s.",

@@ -21,6 +21,7 @@
  *   consumer_timeout   the broker-wide consumer_timeout against
  *                      reap.consumer_timeout_seconds
  *   tap_bindings       every owned dead-letter exchange bound to the tap
+ *                      (the queues that cannot be tapped named)
  *   store_connection   PostgreSQL, naming the failing layer
  *   schema_version     store.schema's migrations against this binary's
  *   queue_health       open STALLED and WAITING_DEPTH sightings
@@ -96,6 +97,9 @@ typedef struct rp_doctor_open {
     const char *example; /* one open sighting's key, or NULL */
 } rp_doctor_open;
 
+/* How many untappable queues tap_bindings names. */
+#define RP_DOCTOR_TAP_NAMED 3
+
 typedef struct rp_doctor_facts {
     /* Borrowed, for the sentences. */
     const char *broker_url, *management_url, *user, *vhost, *dsn, *schema, *tap_queue;
@@ -126,6 +130,10 @@ typedef struct rp_doctor_facts {
     const char *tap_why;
     bool tap_missing;    /* the tap queue does not exist */
     size_t tap_owned, tap_with_dlx, tap_unbindable, tap_wanted, tap_absent, tap_extra;
+    /* The first untappable owned queues (dead-lettering through the default
+     * exchange) by name, NULL past those known; named quoted and escaped
+     * (rp_untrusted.h), the rest of tap_unbindable counted. */
+    const char *tap_unbindable_names[RP_DOCTOR_TAP_NAMED];
 
     rp_doctor_reach store;
     const char *store_why;

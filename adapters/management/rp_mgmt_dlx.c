@@ -189,6 +189,8 @@ static rp_status rp_note_dlx(const rp_mgmt_dlx_options *o, const rp_pols *pols, 
         if (st != RP_OK) return st;
     }
     if (any) s->with_dlx++;
+    if (unbindable && s->unbindable < RP_MGMT_DLX_NAMED)
+        snprintf(s->unbindable_names[s->unbindable], sizeof s->unbindable_names[0], "%s", name);
     if (unbindable) s->unbindable++;
     return RP_OK;
 }

@@ -17,7 +17,8 @@
  *      Every source is taken when several are set (which one the broker
  *      uses differs by version and queue type; a binding too many only
  *      costs a message the tap skips). The default exchange ("") cannot be
- *      bound: such a queue is counted in unbindable;
+ *      bound: such a queue is counted in unbindable, and the first
+ *      RP_MGMT_DLX_NAMED of them are named in unbindable_names;
  *   2. for each such exchange, its bindings to queues (GET
  *      /api/exchanges/{vhost}/{x}/bindings/source), the tap's own excepted,
  *      are the routes dead letters take: each distinct (routing key,
@@ -58,10 +59,17 @@ typedef struct rp_mgmt_dlx_options {
     bool dry_run;            /* read and count, write nothing */
 } rp_mgmt_dlx_options;
 
+/* How many untappable queues a reconcile names (RabbitMQ's queue names are
+ * at most 255 bytes). */
+#define RP_MGMT_DLX_NAMED 3
+
 typedef struct rp_mgmt_dlx_stats {
     size_t owned;       /* owned queues seen */
     size_t with_dlx;    /* of them, with a dead-letter exchange */
     size_t unbindable;  /* of them, dead-lettering through the default exchange */
+    /* The first min(unbindable, RP_MGMT_DLX_NAMED) of those, by name, in
+     * the listing's order (as the broker spells them: untrusted). */
+    char unbindable_names[RP_MGMT_DLX_NAMED][256];
     size_t exchanges;   /* distinct exchanges dead letters can reach */
     size_t wanted;      /* tap bindings wanted */
     size_t added, removed;

@@ -146,6 +146,12 @@ void rp_mgmt_doctor_probe(rp_mgmt_broker *b, const rp_mgmt_dlx_options *dlx,
     f->tap_owned = s.owned;
     f->tap_with_dlx = s.with_dlx;
     f->tap_unbindable = s.unbindable;
+    for (size_t i = 0; i < RP_MGMT_DLX_NAMED && i < RP_DOCTOR_TAP_NAMED && i < s.unbindable;
+         i++) {
+        if (s.unbindable_names[i][0] == '\0') break;
+        memcpy(keep->unbindable[i], s.unbindable_names[i], sizeof keep->unbindable[i]);
+        f->tap_unbindable_names[i] = keep->unbindable[i];
+    }
     f->tap_wanted = s.wanted;
     f->tap_absent = s.added;
     f->tap_extra = s.removed;

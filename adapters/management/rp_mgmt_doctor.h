@@ -25,6 +25,7 @@ typedef struct rp_mgmt_doctor_keep {
     char policies[1024];
     char tap_why[384];
     char timeout_why[384];
+    char unbindable[RP_MGMT_DLX_NAMED][256];
 } rp_mgmt_doctor_keep;
 
 /* Fills the broker half of *f (mgmt, event exchange, tags, policies,

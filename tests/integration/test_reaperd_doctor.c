@@ -289,7 +289,9 @@ static void test_store_layers(void **state) {
 }
 
 /* An owned queue dead-letters through an exchange the tap is not bound to:
- * first with no tap queue at all, then with the tap queue unbound. */
+ * first with no tap queue at all, then with the tap queue unbound; then
+ * bound, beside an owned queue that dead-letters through the default
+ * exchange (untappable, named). */
 static void test_tap_not_bound(void **state) {
     fixture *f = *state;
     assert_int_equal(itest_migrate(f->schema), 0);
@@ -320,6 +322,27 @@ static void test_tap_not_bound(void **state) {
     rep = doctor(env, &rc, NULL);
     expect(rep, "tap_bindings", "ok", "1 binding on", NULL);
     json_decref(rep);
+    /* An owned queue that dead-letters through the default exchange cannot
+     * be tapped: a warning that names it (issue #18 item 6), not a failure. */
+    char plain[112], want[256];
+    snprintf(plain, sizeof plain, "vibey.itest.doc%d.plain", (int)getpid());
+    amqp_table_entry_t pargs[2] = {
+        itest_te("x-dead-letter-exchange",
+                 (amqp_field_value_t){AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes("")}}),
+        itest_te("x-dead-letter-routing-key",
+                 (amqp_field_value_t){AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes(dlq)}}),
+    };
+    amqp_queue_declare(c, 1, amqp_cstring_bytes(plain), 0, 0, 0, 0, (amqp_table_t){2, pargs});
+    assert_int_equal(amqp_get_rpc_reply(c).reply_type, AMQP_RESPONSE_NORMAL);
+    rep = doctor(env, &rc, NULL);
+    assert_int_equal(rc, 0);
+    snprintf(want, sizeof want,
+             "1 owned queue dead-letters through the default exchange, which cannot be "
+             "tapped: \"%s\"; the other 1 binding of the tap queue",
+             plain);
+    expect(rep, "tap_bindings", "warn", want, "x-dead-letter-exchange");
+    json_decref(rep);
+    itest_queue_delete(c, 1, plain);
     itest_queue_delete(c, 1, tap);
     itest_queue_delete(c, 1, origin);
     itest_queue_delete(c, 1, dlq);

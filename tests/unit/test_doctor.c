@@ -209,6 +209,48 @@ static void test_tap(void **state) {
     f.tap_unbindable = 1;
     r = judge(&f);
     CHECK(r, RP_DOC_TAP_BINDINGS, RP_DOCTOR_WARN, "1 owned queue dead-letters through the default");
+    /* Counted, not named, when the probe named none. */
+    CHECK(r, RP_DOC_TAP_BINDINGS, RP_DOCTOR_WARN, "cannot be tapped; the other 2 bindings");
+    rp_doctor_report_cleanup(&r);
+}
+
+/* The untappable queues are named (issue #18 item 6: "untappable ones
+ * named"), quoted and escaped as untrusted, the first RP_DOCTOR_TAP_NAMED
+ * of them, the rest counted. */
+static void test_tap_names_untappable(void **state) {
+    (void)state;
+    rp_doctor_facts f;
+    healthy(&f);
+    f.tap_unbindable = 1;
+    f.tap_unbindable_names[0] = "vibey.plain";
+    rp_doctor_report r = judge(&f);
+    CHECK(r, RP_DOC_TAP_BINDINGS, RP_DOCTOR_WARN,
+          "1 owned queue dead-letters through the default exchange, which cannot be tapped: "
+          "\"vibey.plain\"; the other 2 bindings of the tap queue vibey.reap.tap are in place.");
+    rp_doctor_report_cleanup(&r);
+    /* Every one named when there are at most RP_DOCTOR_TAP_NAMED. */
+    f.tap_unbindable = 3;
+    f.tap_unbindable_names[1] = "vibey.b";
+    f.tap_unbindable_names[2] = "vibey.c";
+    r = judge(&f);
+    CHECK(r, RP_DOC_TAP_BINDINGS, RP_DOCTOR_WARN,
+          "3 owned queues dead-letter through the default exchange, which cannot be tapped: "
+          "\"vibey.plain\", \"vibey.b\", \"vibey.c\"; the other");
+    rp_doctor_report_cleanup(&r);
+    /* More than that: the rest counted. */
+    f.tap_unbindable = 7;
+    r = judge(&f);
+    CHECK(r, RP_DOC_TAP_BINDINGS, RP_DOCTOR_WARN,
+          "\"vibey.plain\", \"vibey.b\", \"vibey.c\" and 4 more; the other");
+    rp_doctor_report_cleanup(&r);
+    /* A name the broker holds is untrusted: a line feed or an escape
+     * cannot break the line (nor the JSON). */
+    f.tap_unbindable = 1;
+    f.tap_unbindable_names[0] = "vibey.x\n\x1b[2J";
+    r = judge(&f);
+    CHECK(r, RP_DOC_TAP_BINDINGS, RP_DOCTOR_WARN, "\"vibey.x\\n\\u001B[2J\"");
+    assert_null(strchr(r.checks[RP_DOC_TAP_BINDINGS].detail, '\n'));
+    assert_null(strchr(r.checks[RP_DOC_TAP_BINDINGS].detail, '\x1b'));
     rp_doctor_report_cleanup(&r);
 }
 
@@ -311,6 +353,7 @@ int main(void) {
         cmocka_unit_test(test_broker_setup),
         cmocka_unit_test(test_consumer_timeout_boundaries),
         cmocka_unit_test(test_tap),
+        cmocka_unit_test(test_tap_names_untappable),
         cmocka_unit_test(test_store_layers),
         cmocka_unit_test(test_open_findings),
         cmocka_unit_test(test_json),

@@ -1,4 +1,4 @@
--- reaper schema, version 9: the wedged queue (issue 18 item 4, WEDGED).
+-- reaper schema, version 8: the wedged queue (issue 18 item 4, WEDGED).
 -- A queue is surfaced as WEDGED once it is seen wedged on
 -- reap.wedged_checks consecutive checks. The count must survive a restart
 -- and be shared by replicas, so it lives here, one row per subject (the

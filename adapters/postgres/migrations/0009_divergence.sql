@@ -1,4 +1,4 @@
--- reaper schema, version 8: divergent queues (issue #18 item 3, DIVERGENT).
+-- reaper schema, version 9: divergent queues (issue #18 item 3, DIVERGENT).
 --
 -- Job table: completions are rows that reached `succeeded` in the window.
 -- finished_at is written by workers (not all do, and they write it on
