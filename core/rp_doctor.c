@@ -356,7 +356,7 @@ static bool rp_doc_store(const rp_doctor_facts *f, rp_doctor_check *c) {
                           f->store_why ? why : "store.dsn is not usable");
     case RP_REACH_UNREACHABLE:
         return rp_doc_set(c, RP_DOCTOR_FAIL, "store.dsn (host, port)",
-                          "the store is unreachable (layer: network): %s.", why);
+                          "the store cannot be reached (layer: unreachable): %s.", why);
     case RP_REACH_REFUSED:
         return rp_doc_set(c, RP_DOCTOR_FAIL, "store.dsn (is PostgreSQL running there?)",
                           "the store refused the connection (layer: refused, nothing listens): "

@@ -276,7 +276,7 @@ static void test_store_layers(void **state) {
                   NULL};
     rep = doctor(e3, &rc, NULL);
     assert_int_equal(rc, 1);
-    expect(rep, "store_connection", "fail", "layer: network", "store.dsn");
+    expect(rep, "store_connection", "fail", "layer: unreachable", "store.dsn");
     json_decref(rep);
     /* The schema: not migrated. */
     char *e4[] = {f->schema_env, NULL};

@@ -260,7 +260,7 @@ static void test_store_layers(void **state) {
     static const struct {
         rp_doctor_reach reach;
         const char *layer;
-    } cases[] = {{RP_REACH_UNREACHABLE, "layer: network"},
+    } cases[] = {{RP_REACH_UNREACHABLE, "layer: unreachable"},
                  {RP_REACH_REFUSED, "layer: refused"},
                  {RP_REACH_AUTH, "layer: authentication"}};
     for (size_t i = 0; i < 3; i++) {
