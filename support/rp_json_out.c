@@ -178,6 +178,18 @@ void rp_jout_key(rp_jout *w, const char *k, size_t n) {
 
 void rp_jout_keyz(rp_jout *w, const char *k) { rp_jout_key(w, k, strlen(k)); }
 
+void rp_jout_key_checked(rp_jout *w, const char *k, size_t n) {
+    if (w->failed) return;
+    if (w->depth == 0) {
+        w->failed = true;
+        return;
+    }
+    rp_before(w);
+    rp_quoted(w, k, n);
+    rp_putc(w, ':');
+    w->filled[w->depth - 1] = false;
+}
+
 void rp_jout_key_plain(rp_jout *w, const char *quoted, size_t n) {
     if (w->failed) return;
     if (w->depth == 0) {
@@ -195,6 +207,12 @@ void rp_jout_str(rp_jout *w, const char *s, size_t n) {
         w->failed = true;
         return;
     }
+    rp_before(w);
+    rp_quoted(w, s, n);
+}
+
+void rp_jout_str_checked(rp_jout *w, const char *s, size_t n) {
+    if (w->failed) return;
     rp_before(w);
     rp_quoted(w, s, n);
 }
