@@ -144,6 +144,7 @@ static rp_status rp_park_text_build_next(rp_park_text *t, const rp_pg_park_item 
  * death's digits. */
 typedef struct rp_park_row {
     const char *text[RP_PARK_NCOLS];
+    size_t len[RP_PARK_NCOLS]; /* strlen of each text (0 for NULL) */
     const void *body;
     size_t body_len;
 } rp_park_row;
@@ -177,6 +178,7 @@ static void rp_park_row_fill(rp_park_row *r, const rp_pg_park_item *it, const rp
         it->vhost,
     };
     memcpy(r->text, v, sizeof v);
+    for (int c = 0; c < RP_PARK_NCOLS; c++) r->len[c] = v[c] ? strlen(v[c]) : 0;
     /* An empty body is an empty value, never NULL. */
     r->body = it->msg->body.len > 0 ? (const void *)it->msg->body.ptr : "";
     r->body_len = body_len;
@@ -253,16 +255,27 @@ static rp_status rp_park_set_build(rp_park_set *p, const rp_park_row *rows, cons
                                    size_t n, size_t r) {
     memset(p, 0, sizeof *p);
     uint32_t count = 0;
-    for (size_t i = 0; i < n; i++) count += run[i] == r;
-    for (int c = 0; c < RP_PARK_NCOLS; c++)
+    /* Each column's bytes counted first and reserved at once (issue 21). */
+    size_t bytes[RP_PARK_NCOLS] = {0};
+    for (size_t i = 0; i < n; i++) {
+        if (run[i] != r) continue;
+        count++;
+        for (int c = 0; c < RP_PARK_NCOLS; c++) {
+            size_t len = c == 7 ? rows[i].body_len : rows[i].len[c];
+            bytes[c] += 4 + len;
+        }
+    }
+    for (int c = 0; c < RP_PARK_NCOLS; c++) {
         rp_pg_binarray_begin(&p->col[c], c == 7 ? RP_PG_OID_BYTEA : RP_PG_OID_TEXT, count);
+        rp_pg_binarray_reserve(&p->col[c], bytes[c]);
+    }
     for (size_t i = 0; i < n; i++) {
         if (run[i] != r) continue;
         for (int c = 0; c < RP_PARK_NCOLS; c++) {
             if (c == 7)
                 rp_pg_binarray_add(&p->col[c], rows[i].body, rows[i].body_len);
             else
-                rp_pg_binarray_add_str(&p->col[c], rows[i].text[c]);
+                rp_pg_binarray_add(&p->col[c], rows[i].text[c], rows[i].len[c]);
         }
     }
     for (int c = 0; c < RP_PARK_NCOLS; c++) {
