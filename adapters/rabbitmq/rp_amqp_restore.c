@@ -141,7 +141,7 @@ static void rp_cap_text(rp_cap *c, amqp_bytes_t b) {
 static void rp_cap_tag_open(rp_cap *c, const char *kind) {
     rp_jout_obj_open(&c->w);
     rp_jout_lit(&c->w, RP_TAG);
-    rp_jout_strz(&c->w, kind);
+    rp_jout_str_checked(&c->w, kind, strlen(kind)); /* one ASCII letter of ours */
     rp_jout_lit(&c->w, "value");
 }
 
