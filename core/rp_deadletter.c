@@ -213,7 +213,9 @@ static rp_status rp_find_identity(const rp_dl_headers *h, const char *vhost, rp_
         char digest[RP_DL_DIGEST_IDENTITY_LEN + 1];
         rp_bytes origin = {(const uint8_t *)d->origin_queue, d->origin_queue_len};
         st = rp_dl_digest_identity(origin, d->first_death_known, d->first_death_at, body, digest);
-        if (st == RP_OK) st = rp_text_format(&d->identity, "sha256:%s/%s", ev, digest + 7);
+        /* Joined, not formatted (issue 21): "sha256:%s/%s". */
+        const char *parts[] = {"sha256:", ev, "/", digest + 7};
+        if (st == RP_OK) st = rp_text_join(&d->identity, parts, sizeof parts / sizeof parts[0]);
         d->identity_by_id = false;
     }
     free(ev);
@@ -225,7 +227,11 @@ static rp_status rp_find_death(const rp_dl_headers *h, rp_dead_letter *d) {
     char when[RP_DL_TIME_BUF];
     rp_dl_render_time(d->first_death_known, d->first_death_at, when);
     d->deaths = rp_dl_death_count(h);
-    return rp_text_format(&d->death, "%s/%" PRId64, when, d->deaths);
+    /* Joined, not formatted (issue 21): "%s/%" PRId64. */
+    char count[RP_TEXT_I64_BUF];
+    rp_text_i64(d->deaths, count);
+    const char *parts[] = {when, "/", count};
+    return rp_text_join(&d->death, parts, sizeof parts / sizeof parts[0]);
 }
 
 rp_status rp_dead_letter_examine(const rp_dl_headers *h, const char *vhost, const char *dlq_name,

@@ -15,6 +15,7 @@
 #include "rp_ports.h"
 #include "rp_proto.h"
 #include "rp_proto_internal.h"
+#include "rp_text.h"
 
 /* Lower-cases src into dst (n bytes, always terminated). */
 static void rp_lower(char *dst, size_t n, const char *src) {
@@ -67,8 +68,13 @@ rp_status rp_proto_encode_event(const rp_ledger_event *ev, rp_encoding enc,
     if (ev == NULL || (ev->verdict == NULL) == (ev->answer == NULL) || (int)enc < 0 ||
         enc >= RP_ENC_COUNT_)
         return RP_ERR_INVALID;
-    int w = snprintf(out->message_id, sizeof out->message_id, "ledger-%" PRId64, ev->seq);
-    if (w <= 0 || (size_t)w >= sizeof out->message_id) return RP_ERR_INVALID;
+    /* "ledger-%" PRId64 without a format to parse (issue 21: one per
+     * parked dead letter). */
+    char seq[RP_TEXT_I64_BUF];
+    size_t w = rp_text_i64(ev->seq, seq);
+    if (sizeof "ledger-" + w > sizeof out->message_id) return RP_ERR_INVALID;
+    memcpy(out->message_id, "ledger-", sizeof "ledger-" - 1);
+    memcpy(out->message_id + sizeof "ledger-" - 1, seq, w + 1);
     /* at is in milliseconds; AMQP's timestamp in seconds (rounded down,
      * also before 1970). */
     out->timestamp = ev->at >= 0 ? ev->at / 1000 : -((-ev->at + 999) / 1000);

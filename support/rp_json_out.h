@@ -65,6 +65,13 @@ void rp_jout_key_plain(rp_jout *w, const char *quoted, size_t n);
 void rp_jout_str(rp_jout *w, const char *s, size_t n);
 /* A C string, or null for NULL. */
 void rp_jout_strz(rp_jout *w, const char *s);
+/* rp_jout_str and rp_jout_key for text the caller has already checked
+ * (rp_utf8_valid; for a key, no NUL either): the same bytes, without
+ * reading the text a second time (issue 21: the stored headers' keys and
+ * values and the verdict's texts were each checked twice per dead letter).
+ * Text that is not strict UTF-8 is the caller's bug here, not refused. */
+void rp_jout_str_checked(rp_jout *w, const char *s, size_t n);
+void rp_jout_key_checked(rp_jout *w, const char *k, size_t n);
 void rp_jout_int(rp_jout *w, int64_t v);
 /* A finite real, written as jansson writes one ("%.17g", ".0" added when
  * it has neither a point nor an exponent, the exponent's '+' and leading

@@ -15,7 +15,7 @@ void rp_jout_text_fixed(rp_jout *w, const char *s) {
     }
     size_t n = strlen(s);
     if (rp_utf8_valid((const uint8_t *)s, n)) {
-        rp_jout_str(w, s, n);
+        rp_jout_str_checked(w, s, n);
         return;
     }
     if (n > (SIZE_MAX - 1) / 3) {
@@ -42,7 +42,7 @@ void rp_jout_text_fixed(rp_jout *w, const char *s) {
             i += k;
         }
     }
-    rp_jout_str(w, fixed, o);
+    rp_jout_str_checked(w, fixed, o); /* valid sequences and U+FFFD only */
     free(fixed);
 }
 

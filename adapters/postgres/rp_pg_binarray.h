@@ -31,6 +31,11 @@ typedef struct rp_pg_binarray {
 void rp_pg_binarray_begin(rp_pg_binarray *a, uint32_t oid, uint32_t n);
 /* Adds one element: len bytes at p, or NULL when p is NULL. */
 void rp_pg_binarray_add(rp_pg_binarray *a, const void *p, size_t len);
+/* Makes room for bytes more of elements (each element's bytes and its
+ * 4-byte length) at once, so that adding them reallocates nothing (a
+ * column of 250 texts grew by doubling, copying itself each time). A
+ * failure shows in rp_pg_binarray_ok. */
+void rp_pg_binarray_reserve(rp_pg_binarray *a, size_t bytes);
 /* Adds a NUL-terminated text, or NULL when s is NULL. */
 void rp_pg_binarray_add_str(rp_pg_binarray *a, const char *s);
 /* True when the array holds the n elements announced, each under 1 GiB,

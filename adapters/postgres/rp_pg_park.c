@@ -40,33 +40,36 @@ static rp_status rp_is_parked(void *self, const rp_dead_letter *facts, bool *par
 }
 
 /* The bus.dead_letter job's payload: where the message was found and what
- * it is, for the person and for a replay. */
-static char *rp_job_payload(const char *vhost, const char *queue, const char *identity,
-                            const char *origin, const char *reason) {
-    if (identity == NULL || queue == NULL || origin == NULL || reason == NULL) return NULL;
-    rp_jout w;
-    rp_jout_init(&w);
-    rp_jout_obj_open(&w);
-    rp_jout_lit(&w, "identity");
-    rp_jout_strz(&w, identity);
-    rp_jout_lit(&w, "vhost");
-    rp_jout_strz(&w, vhost);
-    rp_jout_lit(&w, "queue");
-    rp_jout_strz(&w, queue);
-    rp_jout_lit(&w, "origin_queue");
-    rp_jout_strz(&w, origin);
-    rp_jout_lit(&w, "reason");
-    rp_jout_strz(&w, reason);
-    rp_jout_obj_close(&w);
-    return rp_jout_take(&w); /* NULL: a text not UTF-8, or no memory */
+ * it is, for the person and for a replay; appended to w. */
+static rp_status rp_job_payload_to(rp_jout *w, const char *vhost, const char *queue,
+                                   const char *identity, const char *origin, const char *reason) {
+    if (identity == NULL || queue == NULL || origin == NULL || reason == NULL)
+        return RP_ERR_INVALID;
+    rp_jout_obj_open(w);
+    rp_jout_lit(w, "identity");
+    rp_jout_strz(w, identity);
+    rp_jout_lit(w, "vhost");
+    rp_jout_strz(w, vhost);
+    rp_jout_lit(w, "queue");
+    rp_jout_strz(w, queue);
+    rp_jout_lit(w, "origin_queue");
+    rp_jout_strz(w, origin);
+    rp_jout_lit(w, "reason");
+    rp_jout_strz(w, reason);
+    rp_jout_obj_close(w);
+    return w->failed ? RP_ERR_INVALID : RP_OK; /* a text not UTF-8, or no memory */
 }
 
 /* An item's texts. In a batch, an item may share the previous item's
  * (rp_park_text_build_next): then shared_names says that origin, reason,
  * shown_queue and question are the previous item's pointers, freed with
- * it (an earlier item of the batch), not here. */
+ * it (an earlier item of the batch), not here. The job and ledger payloads
+ * are not the item's: they lie in the park's arena (one rp_jout for every
+ * item of a park, issue 21: two heap texts per dead letter before), at
+ * job_at and ledger_at, and move with it until it is complete. */
 typedef struct rp_park_text {
-    char *origin, *reason, *shown_queue, *question, *job_payload, *ledger_payload;
+    char *origin, *reason, *shown_queue, *question;
+    size_t job_at, job_len, ledger_at, ledger_len;
     bool shared_names;
 } rp_park_text;
 
@@ -77,12 +80,25 @@ static void rp_park_text_cleanup(rp_park_text *t) {
         free(t->shown_queue);
         free(t->question);
     }
-    free(t->job_payload);
-    free(t->ledger_payload);
 }
 
-static rp_status rp_park_text_build(rp_park_text *t, const char *vhost, const char *queue,
-                                    const rp_dead_letter *facts, const rp_verdict *v) {
+/* The item's two payloads, appended to the arena. */
+static rp_status rp_park_payloads(rp_jout *arena, rp_park_text *t, const char *vhost,
+                                  const char *queue, const rp_dead_letter *facts,
+                                  const rp_verdict *v) {
+    t->job_at = arena->len;
+    rp_status st = rp_job_payload_to(arena, vhost, queue, facts->identity, t->origin, t->reason);
+    if (st != RP_OK) return st; /* or no memory; both refuse */
+    t->job_len = arena->len - t->job_at;
+    t->ledger_at = arena->len;
+    st = rp__pg_payload_to(arena, v);
+    t->ledger_len = arena->len - t->ledger_at;
+    return st;
+}
+
+static rp_status rp_park_text_build(rp_park_text *t, rp_jout *arena, const char *vhost,
+                                    const char *queue, const rp_dead_letter *facts,
+                                    const rp_verdict *v) {
     rp_status st = rp_untrusted_render(
         (rp_bytes){(const uint8_t *)facts->origin_queue, facts->origin_queue_len}, &t->origin);
     if (st == RP_OK)
@@ -100,11 +116,7 @@ static rp_status rp_park_text_build(rp_park_text *t, const char *vhost, const ch
                                " and parked: replay it to the queue it died on, or dismiss it?"};
         st = rp_text_join(&t->question, parts, sizeof parts / sizeof parts[0]);
     }
-    if (st == RP_OK) {
-        t->job_payload = rp_job_payload(vhost, queue, facts->identity, t->origin, t->reason);
-        if (t->job_payload == NULL) st = RP_ERR_INVALID; /* or no memory; both refuse */
-    }
-    if (st == RP_OK) st = rp__pg_payload(v, &t->ledger_payload);
+    if (st == RP_OK) st = rp_park_payloads(arena, t, vhost, queue, facts, v);
     return st;
 }
 
@@ -121,22 +133,21 @@ static bool rp_same_bytes(const char *a, size_t alen, const char *b, size_t blen
  * so the texts made of those alone (three renders and the question: the
  * same bytes for the same inputs) are the previous item's rather than made
  * again. The job and ledger payloads name the identity: made for each. */
-static rp_status rp_park_text_build_next(rp_park_text *t, const rp_pg_park_item *it,
-                                         const rp_pg_park_item *prev, const rp_park_text *pt) {
+static rp_status rp_park_text_build_next(rp_park_text *t, rp_jout *arena,
+                                         const rp_pg_park_item *it, const rp_pg_park_item *prev,
+                                         const rp_park_text *pt) {
     const rp_dead_letter *f = it->facts, *pf = prev->facts;
     bool same = rp_same_str(it->queue, prev->queue) &&
                 rp_same_bytes(f->origin_queue, f->origin_queue_len, pf->origin_queue,
                               pf->origin_queue_len) &&
                 rp_same_bytes(f->reason, f->reason_len, pf->reason, pf->reason_len);
-    if (!same) return rp_park_text_build(t, it->vhost, it->queue, f, it->v);
+    if (!same) return rp_park_text_build(t, arena, it->vhost, it->queue, f, it->v);
     t->origin = pt->origin;
     t->reason = pt->reason;
     t->shown_queue = pt->shown_queue;
     t->question = pt->question;
     t->shared_names = true;
-    t->job_payload = rp_job_payload(it->vhost, it->queue, f->identity, t->origin, t->reason);
-    if (t->job_payload == NULL) return RP_ERR_INVALID; /* or no memory; both refuse */
-    return rp__pg_payload(it->v, &t->ledger_payload);
+    return rp_park_payloads(arena, t, it->vhost, it->queue, f, it->v);
 }
 
 /* The columns of one item, as the set statement binds them (NULL: SQL
@@ -144,12 +155,13 @@ static rp_status rp_park_text_build_next(rp_park_text *t, const rp_pg_park_item 
  * death's digits. */
 typedef struct rp_park_row {
     const char *text[RP_PARK_NCOLS];
+    size_t len[RP_PARK_NCOLS]; /* strlen of each text (0 for NULL) */
     const void *body;
     size_t body_len;
 } rp_park_row;
 
 static void rp_park_row_fill(rp_park_row *r, const rp_pg_park_item *it, const rp_park_text *t,
-                             char death[24]) {
+                             const char *arena, char death[24]) {
     const rp_dead_letter *f = it->facts;
     const rp_pg_dl_handle *h = it->msg->handle;
     size_t body_len = it->msg->body.len;
@@ -170,13 +182,16 @@ static void rp_park_row_fill(rp_park_row *r, const rp_pg_park_item *it, const rp
         h && h->properties_json ? h->properties_json : "{}",
         NULL, /* the body: bytes, below */
         truncated ? "t" : "f",
-        t->job_payload,
+        arena + t->job_at,
         t->question,
-        t->ledger_payload,
+        arena + t->ledger_at,
         f->death,
         it->vhost,
     };
     memcpy(r->text, v, sizeof v);
+    /* The payloads lie in the arena one after the other, unterminated. */
+    for (int c = 0; c < RP_PARK_NCOLS; c++)
+        r->len[c] = c == 9 ? t->job_len : c == 11 ? t->ledger_len : v[c] ? strlen(v[c]) : 0;
     /* An empty body is an empty value, never NULL. */
     r->body = it->msg->body.len > 0 ? (const void *)it->msg->body.ptr : "";
     r->body_len = body_len;
@@ -253,16 +268,27 @@ static rp_status rp_park_set_build(rp_park_set *p, const rp_park_row *rows, cons
                                    size_t n, size_t r) {
     memset(p, 0, sizeof *p);
     uint32_t count = 0;
-    for (size_t i = 0; i < n; i++) count += run[i] == r;
-    for (int c = 0; c < RP_PARK_NCOLS; c++)
+    /* Each column's bytes counted first and reserved at once (issue 21). */
+    size_t bytes[RP_PARK_NCOLS] = {0};
+    for (size_t i = 0; i < n; i++) {
+        if (run[i] != r) continue;
+        count++;
+        for (int c = 0; c < RP_PARK_NCOLS; c++) {
+            size_t len = c == 7 ? rows[i].body_len : rows[i].len[c];
+            bytes[c] += 4 + len;
+        }
+    }
+    for (int c = 0; c < RP_PARK_NCOLS; c++) {
         rp_pg_binarray_begin(&p->col[c], c == 7 ? RP_PG_OID_BYTEA : RP_PG_OID_TEXT, count);
+        rp_pg_binarray_reserve(&p->col[c], bytes[c]);
+    }
     for (size_t i = 0; i < n; i++) {
         if (run[i] != r) continue;
         for (int c = 0; c < RP_PARK_NCOLS; c++) {
             if (c == 7)
                 rp_pg_binarray_add(&p->col[c], rows[i].body, rows[i].body_len);
             else
-                rp_pg_binarray_add_str(&p->col[c], rows[i].text[c]);
+                rp_pg_binarray_add(&p->col[c], rows[i].text[c], rows[i].len[c]);
         }
     }
     for (int c = 0; c < RP_PARK_NCOLS; c++) {
@@ -358,15 +384,18 @@ static rp_status rp_park(void *self, const char *vhost, const char *queue, const
     rp_pg_park_item it = {vhost, queue, msg, facts, v, {0}};
     if (!rp_item_valid(&it)) return RP_ERR_INVALID;
     rp_park_text t = {0};
-    rp_status st = rp_park_text_build(&t, vhost, queue, facts, v);
+    rp_jout arena;
+    rp_jout_init(&arena);
+    rp_status st = rp_park_text_build(&t, &arena, vhost, queue, facts, v);
     if (st == RP_OK) st = rp__pg_enter(s, RP__PG_WRITE, "park");
     if (st != RP_OK) {
         rp_park_text_cleanup(&t);
+        rp_jout_free(&arena);
         return st;
     }
     char death[24];
     rp_park_row row;
-    rp_park_row_fill(&row, &it, &t, death);
+    rp_park_row_fill(&row, &it, &t, arena.buf, death);
     size_t run = 0;
     rp_park_set p;
     st = rp_park_set_build(&p, &row, &run, 1, 0);
@@ -391,6 +420,7 @@ static rp_status rp_park(void *self, const char *vhost, const char *queue, const
         rp_park_set_cleanup(&p);
     }
     rp_park_text_cleanup(&t);
+    rp_jout_free(&arena);
     return st;
 }
 
@@ -406,6 +436,7 @@ void rp__pg_fill_park(rp_dead_letter_port *out) {
  * rows, runs, and one statement's parameters a run (k[RP_PARK_LEAD ..]). */
 typedef struct rp_park_params {
     size_t n, runs, built;
+    rp_jout arena; /* every item's job and ledger payloads */
     rp_park_text *t;
     rp_park_row *rows;
     char (*death)[24];
@@ -417,6 +448,7 @@ typedef struct rp_park_params {
 static void rp_park_params_cleanup(rp_park_params *pp) {
     for (size_t r = 0; pp->sets && r < pp->built; r++) rp_park_set_cleanup(&pp->sets[r]);
     for (size_t i = 0; pp->t && i < pp->n; i++) rp_park_text_cleanup(&pp->t[i]);
+    rp_jout_free(&pp->arena);
     free(pp->t);
     free(pp->rows);
     free(pp->death);
@@ -429,6 +461,7 @@ static void rp_park_params_cleanup(rp_park_params *pp) {
 /* Renders the items' texts and binds them (cleanup either way). */
 static rp_status rp_park_params_build(rp_park_params *pp, rp_pg_park_item *items, size_t n) {
     memset(pp, 0, sizeof *pp);
+    rp_jout_init(&pp->arena);
     if (items == NULL || n == 0 || n > 100000) return RP_ERR_INVALID;
     for (size_t i = 0; i < n; i++) {
         memset(&items[i].result, 0, sizeof items[i].result);
@@ -446,12 +479,14 @@ static rp_status rp_park_params_build(rp_park_params *pp, rp_pg_park_item *items
     pp->k = calloc(pp->runs + RP_PARK_LEAD, sizeof *pp->k);
     if (!pp->sets || !pp->k) return RP_ERR_NOMEM;
     rp_status st = RP_OK;
-    for (size_t i = 0; i < n && st == RP_OK; i++) {
-        st = i == 0 ? rp_park_text_build(&pp->t[i], items[i].vhost, items[i].queue,
+    for (size_t i = 0; i < n && st == RP_OK; i++)
+        st = i == 0 ? rp_park_text_build(&pp->t[i], &pp->arena, items[i].vhost, items[i].queue,
                                          items[i].facts, items[i].v)
-                    : rp_park_text_build_next(&pp->t[i], &items[i], &items[i - 1], &pp->t[i - 1]);
-        if (st == RP_OK) rp_park_row_fill(&pp->rows[i], &items[i], &pp->t[i], pp->death[i]);
-    }
+                    : rp_park_text_build_next(&pp->t[i], &pp->arena, &items[i], &items[i - 1],
+                                              &pp->t[i - 1]);
+    /* The arena is complete: it moves no more. */
+    for (size_t i = 0; i < n && st == RP_OK; i++)
+        rp_park_row_fill(&pp->rows[i], &items[i], &pp->t[i], pp->arena.buf, pp->death[i]);
     for (; pp->built < pp->runs && st == RP_OK; pp->built++) {
         st = rp_park_set_build(&pp->sets[pp->built], pp->rows, pp->run, n, pp->built);
         if (st != RP_OK) break;

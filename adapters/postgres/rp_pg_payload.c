@@ -12,12 +12,21 @@ static bool rp_payload_valid(const rp_verdict *v) {
            v->source < RP_SOURCE_COUNT_;
 }
 
+rp_status rp__pg_payload_to(rp_jout *w, const rp_verdict *v) {
+    if (!rp_payload_valid(v)) return RP_ERR_INVALID;
+    rp_jout_verdict(w, v);
+    return w->failed ? RP_ERR_NOMEM : RP_OK;
+}
+
 rp_status rp__pg_payload(const rp_verdict *v, char **out) {
     *out = NULL;
-    if (!rp_payload_valid(v)) return RP_ERR_INVALID;
     rp_jout w;
     rp_jout_init(&w);
-    rp_jout_verdict(&w, v);
+    rp_status st = rp__pg_payload_to(&w, v);
+    if (st != RP_OK) {
+        rp_jout_free(&w);
+        return st;
+    }
     *out = rp_jout_take(&w);
     return *out ? RP_OK : RP_ERR_NOMEM;
 }

@@ -251,6 +251,11 @@ bool rp__pg_null(const PGresult *r, int row, int col);
  * linking the codec. RP_ERR_INVALID for a NULL verdict or one outside its
  * enums; RP_ERR_NOMEM. */
 rp_status rp__pg_payload(const rp_verdict *v, char **out) RP_MUSTCHECK;
+/* The same text appended to w (a writer the caller owns, at depth 0: the
+ * park writes every payload of a transaction into one buffer, issue 21).
+ * RP_ERR_INVALID as above (nothing written); RP_ERR_NOMEM when w failed. */
+struct rp_jout;
+rp_status rp__pg_payload_to(struct rp_jout *w, const rp_verdict *v) RP_MUSTCHECK;
 
 /* Formats a signed integer into buf (at least 24 bytes); returns buf. */
 const char *rp__pg_itoa(int64_t v, char buf[24]);

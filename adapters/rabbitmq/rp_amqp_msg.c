@@ -53,7 +53,7 @@ void rp_amqp_assembler_init(rp_amqp_assembler *a, size_t body_limit, rp_amqp_mes
     a->body_limit = body_limit;
     a->on_message = fn;
     a->arg = arg;
-    for (int i = 0; i < RP_AMQP_MAX_CHANNELS; i++) init_amqp_pool(&a->ch[i].msg.pool, 4096);
+    for (int i = 0; i < RP_AMQP_MAX_CHANNELS; i++) init_amqp_pool(&a->ch[i].msg.pool, RP_AMQP_POOL_PAGE);
 }
 
 void rp_amqp_assembler_set_limit(rp_amqp_assembler *a, uint16_t channel, size_t body_limit) {
@@ -99,7 +99,7 @@ bool rp_amqp_assembler_take_pool(rp_amqp_assembler *a, const rp_amqp_message *ms
     *out = a->ch[i].msg.pool;
     /* A fresh pool allocates nothing until used; the message's pointers
      * now live in *out. */
-    init_amqp_pool(&a->ch[i].msg.pool, 4096);
+    init_amqp_pool(&a->ch[i].msg.pool, RP_AMQP_POOL_PAGE);
     return true;
 }
 

@@ -132,7 +132,7 @@ static void rp_cap_text(rp_cap *c, amqp_bytes_t b) {
     if (b.len == 0)
         rp_jout_str(&c->w, "", 0);
     else if (rp_plain_text(b))
-        rp_jout_str(&c->w, b.bytes, b.len);
+        rp_jout_str_checked(&c->w, b.bytes, b.len);
     else
         rp_cap_b64(c, "S", b);
 }
@@ -141,7 +141,7 @@ static void rp_cap_text(rp_cap *c, amqp_bytes_t b) {
 static void rp_cap_tag_open(rp_cap *c, const char *kind) {
     rp_jout_obj_open(&c->w);
     rp_jout_lit(&c->w, RP_TAG);
-    rp_jout_strz(&c->w, kind);
+    rp_jout_str_checked(&c->w, kind, strlen(kind)); /* one ASCII letter of ours */
     rp_jout_lit(&c->w, "value");
 }
 
@@ -326,7 +326,7 @@ static void rp_cap_table(rp_cap *c, const amqp_table_t *t, int depth) {
         int v = last ? last[i] : i;
         if (v < 0) continue;
         const amqp_table_entry_t *e = &t->entries[i];
-        rp_jout_key(&c->w, e->key.bytes, e->key.len);
+        rp_jout_key_checked(&c->w, e->key.bytes, e->key.len); /* rp_plain_text above */
         rp_cap_field(c, &t->entries[v].value, depth);
     }
     rp_jout_obj_close(&c->w);

@@ -27,7 +27,7 @@ struct rp_amqp_tap {
 /* An item's properties' pool page, and what an item costs beyond its body
  * and its decoded properties (rp_amqp_props_footprint): the item and one
  * page. */
-#define RP_TAP_POOL_PAGE 4096u
+#define RP_TAP_POOL_PAGE RP_AMQP_POOL_PAGE
 #define RP_TAP_ITEM_OVERHEAD (sizeof(rp_amqp_tap_item) + RP_TAP_POOL_PAGE)
 
 /* ---- items ------------------------------------------------------------------ */

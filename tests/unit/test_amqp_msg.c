@@ -335,11 +335,86 @@ static void test_taken_pool_keeps_properties(void **state) {
     rp_amqp_assembler_cleanup(&a);
 }
 
+/* Issue 21: a dead letter's properties as RabbitMQ 3.10 writes them (one
+ * x-death entry, the x-first-death-* headers) and the delivery's names fit
+ * in one pool page of at most 1 KiB: the tap takes every delivery's pool,
+ * and a page is zeroed whole at its first use and held with the item (it
+ * was 4 KiB: 3 KiB zeroed and held for nothing). */
+static amqp_table_entry_t dl_entry(const char *k, amqp_field_value_t v) {
+    return (amqp_table_entry_t){amqp_cstring_bytes(k), v};
+}
+
+static amqp_field_value_t dl_utf8(const char *s) {
+    amqp_field_value_t v = {.kind = AMQP_FIELD_KIND_UTF8};
+    v.value.bytes = amqp_cstring_bytes(s);
+    return v;
+}
+
+static void test_dead_letter_fits_one_small_page(void **state) {
+    (void)state;
+    amqp_field_value_t rk = dl_utf8("orders.retry.queue"), death, xd, n = {.kind = AMQP_FIELD_KIND_I64},
+                       when = {.kind = AMQP_FIELD_KIND_TIMESTAMP};
+    n.value.i64 = 1;
+    when.value.u64 = 1764700000;
+    amqp_field_value_t keys = {.kind = AMQP_FIELD_KIND_ARRAY};
+    keys.value.array = (amqp_array_t){1, &rk};
+    amqp_table_entry_t de[6] = {dl_entry("count", n),
+                                dl_entry("reason", dl_utf8("expired")),
+                                dl_entry("queue", dl_utf8("orders.retry.queue")),
+                                dl_entry("time", when),
+                                dl_entry("exchange", dl_utf8("")),
+                                dl_entry("routing-keys", keys)};
+    death.kind = AMQP_FIELD_KIND_TABLE;
+    death.value.table = (amqp_table_t){6, de};
+    xd.kind = AMQP_FIELD_KIND_ARRAY;
+    xd.value.array = (amqp_array_t){1, &death};
+    amqp_table_entry_t h[4] = {dl_entry("x-death", xd),
+                               dl_entry("x-first-death-exchange", dl_utf8("")),
+                               dl_entry("x-first-death-queue", dl_utf8("orders.retry.queue")),
+                               dl_entry("x-first-death-reason", dl_utf8("expired"))};
+    amqp_basic_properties_t props = {0};
+    props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_HEADERS_FLAG;
+    props.delivery_mode = 2;
+    props.headers = (amqp_table_t){4, h};
+
+    taker t = {0};
+    rp_amqp_assembler a;
+    t.a = &a;
+    rp_amqp_assembler_init(&a, 1024, on_take, &t);
+    amqp_basic_deliver_t d = {.consumer_tag = amqp_cstring_bytes("reaper.tap.12"),
+                              .delivery_tag = 1,
+                              .exchange = amqp_cstring_bytes("reaper.dead-letters"),
+                              .routing_key = amqp_cstring_bytes("orders.retry.queue")};
+    rp_status st;
+    amqp_frame_t f = {.frame_type = AMQP_FRAME_METHOD, .channel = 1};
+    f.payload.method.id = AMQP_BASIC_DELIVER_METHOD;
+    f.payload.method.decoded = &d;
+    assert_true(rp_amqp_assembler_frame(&a, &f, &st));
+    amqp_frame_t hf = {.frame_type = AMQP_FRAME_HEADER, .channel = 1};
+    hf.payload.properties.class_id = AMQP_BASIC_CLASS;
+    hf.payload.properties.body_size = 2;
+    hf.payload.properties.decoded = &props;
+    assert_true(rp_amqp_assembler_frame(&a, &hf, &st));
+    feed_body(&a, 1, "hi");
+    assert_int_equal(t.n, 1);
+    assert_true(t.took[0]);
+    assert_int_equal(t.props[0].headers.num_entries, 4);
+    amqp_pool_t *p = &t.pool[0];
+    assert_int_equal(p->pages.num_blocks, 1);
+    assert_int_equal(p->large_blocks.num_blocks, 0);
+    /* What a held dead letter's pool zeroes and keeps. */
+    assert_true(p->pages.num_blocks * p->pagesize <= 1024);
+    assert_true(p->alloc_used <= p->pagesize);
+    empty_amqp_pool(p);
+    rp_amqp_assembler_cleanup(&a);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_delivery_over_several_frames),
         cmocka_unit_test(test_one_frame_body_is_lent),
         cmocka_unit_test(test_taken_pool_keeps_properties),
+        cmocka_unit_test(test_dead_letter_fits_one_small_page),
         cmocka_unit_test(test_empty_body_and_limit),
         cmocka_unit_test(test_channels_interleave_and_others_pass),
         cmocka_unit_test(test_limit_per_channel),

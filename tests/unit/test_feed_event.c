@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -55,6 +57,27 @@ static void test_verdict_event(void **state) {
         json_decref(b);
         rp_proto_event_msg_cleanup(&m);
         assert_null(m.body.ptr);
+    }
+    rp_verdict_cleanup(&v);
+}
+
+/* The message id is "ledger-%" PRId64 of the sequence, written without a
+ * format (issue 21): the same text at the ends of the range. */
+static void test_message_id_extremes(void **state) {
+    (void)state;
+    rp_verdict v;
+    verdict(&v);
+    const int64_t seqs[] = {0, 1, 9, 10, 99999, INT64_MAX, -1, INT64_MIN};
+    for (size_t k = 0; k < sizeof seqs / sizeof *seqs; k++) {
+        rp_ledger_event ev = {.seq = seqs[k], .at = NOW, .kind = RP_LEDGER_QUEUE_REAPED,
+                              .verdict = &v};
+        rp_proto_event_msg m;
+        memset(&m, 0, sizeof m);
+        assert_int_equal(rp_proto_encode_event(&ev, RP_ENC_MSGPACK, &m), RP_OK);
+        char want[64];
+        snprintf(want, sizeof want, "ledger-%" PRId64, seqs[k]);
+        assert_string_equal(m.message_id, want);
+        rp_proto_event_msg_cleanup(&m);
     }
     rp_verdict_cleanup(&v);
 }
@@ -247,6 +270,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verdict_event),
         cmocka_unit_test(test_answer_event),
+        cmocka_unit_test(test_message_id_extremes),
         cmocka_unit_test(test_bad_events_refused),
         cmocka_unit_test(test_gate_feed_publishes_committed_answers_only),
     };

@@ -74,7 +74,11 @@ static json_t *gen_value(rp_jout *w, int depth) {
     switch (kind) {
     case 0: {
         size_t n = gen_string(s, sizeof s, true);
-        rp_jout_str(w, s, n);
+        /* Valid UTF-8 either way: the checked form writes the same bytes. */
+        if (next() % 2)
+            rp_jout_str_checked(w, s, n);
+        else
+            rp_jout_str(w, s, n);
         return json_stringn(s, n);
     }
     case 1: {
@@ -114,7 +118,10 @@ static json_t *gen_value(rp_jout *w, int depth) {
             /* unique keys: jansson keeps one value per key */
             size_t k = gen_string(s, sizeof s - 8, false);
             k += (size_t)snprintf(s + k, 8, "#%zu", i);
-            rp_jout_key(w, s, k);
+            if (next() % 2)
+                rp_jout_key_checked(w, s, k);
+            else
+                rp_jout_key(w, s, k);
             json_object_setn_new(o, s, k, gen_value(w, depth - 1));
         }
         rp_jout_obj_close(w);
@@ -293,6 +300,10 @@ static void test_literal_keys(void **state) {
     free(y);
     rp_jout_init(&a);
     rp_jout_lit(&a, "k"); /* a key outside an object */
+    rp_jout_int(&a, 1);
+    assert_null(rp_jout_take(&a));
+    rp_jout_init(&a);
+    rp_jout_key_checked(&a, "k", 1); /* checked or not: outside an object */
     rp_jout_int(&a, 1);
     assert_null(rp_jout_take(&a));
 }

@@ -80,6 +80,31 @@ static void test_render_cuts_at_200_characters(void **state) {
     free(got);
 }
 
+/* The rendering's buffer is sized to its input (issue 21): the longest
+ * renderings per input byte (a control as \u00XX, a stray byte as \xXX,
+ * a quote escaped) at every short length, byte for byte (the ASan build
+ * checks the writes stay inside). */
+static void test_render_worst_short_inputs(void **state) {
+    (void)state;
+    static const struct {
+        char in;
+        const char *out;
+    } worst[] = {{'\x01', "\\u0001"}, {'\xff', "\\xFF"}, {'"', "\\\""}, {'\0', "\\u0000"}};
+    for (size_t k = 0; k < sizeof worst / sizeof *worst; k++)
+        for (size_t len = 0; len <= 12; len++) {
+            char in[16], want[128];
+            size_t w = 0;
+            want[w++] = '"';
+            for (size_t i = 0; i < len; i++) {
+                in[i] = worst[k].in;
+                memcpy(want + w, worst[k].out, strlen(worst[k].out));
+                w += strlen(worst[k].out);
+            }
+            memcpy(want + w, "\"", 2);
+            assert_render(in, len, want);
+        }
+}
+
 static void test_render_never_emits_controls(void **state) {
     (void)state;
     /* Pseudo-random byte strings: the rendering is always one line of clean
@@ -325,6 +350,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_render_quotes_and_escapes),
         cmocka_unit_test(test_render_cuts_at_200_characters),
+        cmocka_unit_test(test_render_worst_short_inputs),
         cmocka_unit_test(test_render_never_emits_controls),
         cmocka_unit_test(test_utf8_strict),
         cmocka_unit_test(test_object_names),

@@ -68,11 +68,43 @@ static void test_refused(void **state) {
     rp_pg_binarray_cleanup(&a);
 }
 
+/* Reserved room: the elements are added without the buffer moving, and the
+ * bytes are those of an array built without the reservation; a reservation
+ * that cannot be had shows in rp_pg_binarray_ok. */
+static void test_reserve(void **state) {
+    (void)state;
+    char text[300];
+    memset(text, 'q', sizeof text - 1);
+    text[sizeof text - 1] = '\0';
+    rp_pg_binarray a, b;
+    rp_pg_binarray_begin(&a, RP_PG_OID_TEXT, 250);
+    rp_pg_binarray_begin(&b, RP_PG_OID_TEXT, 250);
+    rp_pg_binarray_reserve(&a, 250 * (4 + strlen(text)));
+    const char *before = a.data;
+    for (int i = 0; i < 250; i++) {
+        rp_pg_binarray_add(&a, text, strlen(text));
+        rp_pg_binarray_add_str(&b, text);
+    }
+    assert_ptr_equal(a.data, before); /* never reallocated */
+    assert_true(rp_pg_binarray_ok(&a));
+    assert_true(rp_pg_binarray_ok(&b));
+    assert_int_equal(a.len, b.len);
+    assert_memory_equal(a.data, b.data, a.len);
+    rp_pg_binarray_cleanup(&a);
+    rp_pg_binarray_cleanup(&b);
+    rp_pg_binarray_begin(&a, RP_PG_OID_TEXT, 1);
+    rp_pg_binarray_reserve(&a, SIZE_MAX - 8);
+    rp_pg_binarray_add_str(&a, "x");
+    assert_false(rp_pg_binarray_ok(&a));
+    rp_pg_binarray_cleanup(&a);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout),
         cmocka_unit_test(test_bytes_kept_whole),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_reserve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "rp_json_out.h"
 #include "rp_pg_store_internal.h"
 #include "rp_proto.h"
 
@@ -114,11 +115,43 @@ static void test_refused(void **state) {
     assert_int_equal(rp__pg_payload(&v, &out), RP_ERR_INVALID);
 }
 
+/* Issue 21: the park appends every payload of a transaction to one writer:
+ * each is the same text rp__pg_payload makes, one after the other; a
+ * refused verdict appends nothing. */
+static void test_appended(void **state) {
+    (void)state;
+    rp_verdict a = {.object = "dead_letter:sha256:%2F/ab", .queue = "orders.dlq",
+                    .condition = RP_COND_DEAD_LETTER, .action = RP_ACTION_PARKED,
+                    .source = RP_SOURCE_BROKER, .measured = 1, .threshold = 1,
+                    .unit = "messages", .detail = "caf\xc3\xa9 \"q\" \x01"};
+    rp_verdict b = a, bad = a;
+    b.detail = "not \xff UTF-8";
+    bad.condition = RP_COND_COUNT_;
+    char *ta = NULL, *tb = NULL;
+    assert_int_equal(rp__pg_payload(&a, &ta), RP_OK);
+    assert_int_equal(rp__pg_payload(&b, &tb), RP_OK);
+    rp_jout w;
+    rp_jout_init(&w);
+    assert_int_equal(rp__pg_payload_to(&w, &a), RP_OK);
+    size_t first = w.len;
+    assert_int_equal(rp__pg_payload_to(&w, &bad), RP_ERR_INVALID);
+    assert_int_equal(w.len, first);
+    assert_int_equal(rp__pg_payload_to(&w, &b), RP_OK);
+    assert_int_equal(first, strlen(ta));
+    assert_int_equal(w.len, strlen(ta) + strlen(tb));
+    assert_memory_equal(w.buf, ta, strlen(ta));
+    assert_memory_equal(w.buf + first, tb, strlen(tb));
+    rp_jout_free(&w);
+    free(ta);
+    free(tb);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pinned),
         cmocka_unit_test(test_same_as_the_codec),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_appended),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
