@@ -2,9 +2,12 @@
 #include "rp_amqp_frames.h"
 
 #include <errno.h>
+#include <linux/sockios.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 /* A frame: type (1), channel (2), payload size (4), payload, end (1). */
@@ -126,7 +129,7 @@ void rp_amqp_frames_free(rp_amqp_frames *b) {
     *b = (rp_amqp_frames){0};
 }
 
-int rp_amqp_frames_write(int fd, const uint8_t *buf, size_t len) {
+int rp_amqp_frames_write(int fd, const uint8_t *buf, size_t len, int stall_ms) {
     size_t off = 0;
     while (off < len) {
         ssize_t w = send(fd, buf + off, len - off, MSG_NOSIGNAL);
@@ -137,10 +140,24 @@ int rp_amqp_frames_write(int fd, const uint8_t *buf, size_t len) {
         if (w < 0 && errno == EINTR) continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             struct pollfd p = {.fd = fd, .events = POLLOUT};
-            if (poll(&p, 1, -1) < 0 && errno != EINTR) return AMQP_STATUS_SOCKET_ERROR;
+            int n = poll(&p, 1, stall_ms);
+            if (n == 0) return AMQP_STATUS_TIMEOUT;
+            if (n < 0 && errno != EINTR) return AMQP_STATUS_SOCKET_ERROR;
             continue;
         }
         return AMQP_STATUS_SOCKET_ERROR;
     }
     return AMQP_STATUS_OK;
+}
+
+size_t rp_amqp_socket_room(int fd, size_t *queued) {
+    int sndbuf = 0, outq = 0;
+    socklen_t n = sizeof sndbuf;
+    *queued = 0;
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &n) != 0 || sndbuf <= 0 ||
+        ioctl(fd, SIOCOUTQ, &outq) != 0 || outq < 0)
+        return SIZE_MAX;
+    *queued = (size_t)outq;
+    size_t usable = (size_t)sndbuf / 4 * 3;
+    return usable > (size_t)outq ? usable - (size_t)outq : 0;
 }

@@ -46,8 +46,20 @@ void rp_amqp_frames_reset(rp_amqp_frames *b, size_t keep);
 void rp_amqp_frames_free(rp_amqp_frames *b);
 
 /* Writes all of buf on fd (a socket, blocking or not: EAGAIN waits with
- * poll, as rabbitmq-c's own send does, without a time-out). Returns
- * AMQP_STATUS_OK or AMQP_STATUS_SOCKET_ERROR (errno kept). */
-int rp_amqp_frames_write(int fd, const uint8_t *buf, size_t len) RP_MUSTCHECK;
+ * poll, as rabbitmq-c's own send does, but at most stall_ms without the
+ * socket taking a byte). Returns AMQP_STATUS_OK, AMQP_STATUS_TIMEOUT (the
+ * peer took nothing for stall_ms: part of buf may have gone, so the
+ * connection is no longer usable) or AMQP_STATUS_SOCKET_ERROR (errno
+ * kept). */
+int rp_amqp_frames_write(int fd, const uint8_t *buf, size_t len, int stall_ms) RP_MUSTCHECK;
+
+/* How many bytes a write on the TCP socket fd takes now without waiting:
+ * three quarters of its send buffer (SO_SNDBUF; the kernel charges its own
+ * bookkeeping against it too, hence the quarter kept back) less what is
+ * queued on it and not yet acknowledged by the peer (SIOCOUTQ), which
+ * *queued is set to. A peer that stops reading (a broker under a resource
+ * alarm reads nothing more from a publishing connection) fills the queue
+ * and the room goes to 0. SIZE_MAX (no bound) when the socket cannot say. */
+size_t rp_amqp_socket_room(int fd, size_t *queued);
 
 #endif

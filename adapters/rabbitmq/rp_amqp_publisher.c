@@ -72,6 +72,12 @@ struct rp_amqp_publisher {
     uint64_t return_left;
     struct event *settle_ev;
     struct event *flush_ev; /* sends the rest of a long backlog on a later turn */
+    /* The socket's room ran out (rp_amqp_socket_room): the flush goes on
+     * when the socket is writable again (room_ev, made per connection), or,
+     * when it is writable but the next publish still does not fit, after
+     * RP_PUB_ROOM_RETRY_MS (flush_ev as a timer). */
+    struct event *room_ev;
+    bool after_writable; /* this flush runs because room_ev fired */
     /* A flush's frames, encoded by reaper and written in one send (plain
      * TCP; over TLS each publish goes through amqp_basic_publish). */
     rp_amqp_frames out;
@@ -129,6 +135,21 @@ static void rp_on_flush(evutil_socket_t fd, short what, void *arg) {
     rp_flush(arg);
 }
 
+static void rp_on_room(evutil_socket_t fd, short what, void *arg) {
+    RP_UNUSED(fd);
+    RP_UNUSED(what);
+    rp_amqp_publisher *p = arg;
+    p->after_writable = true;
+    rp_flush(p);
+    p->after_writable = false;
+}
+
+static void rp_room_free(rp_amqp_publisher *p) {
+    if (p->room_ev == NULL) return;
+    event_free(p->room_ev);
+    p->room_ev = NULL;
+}
+
 static void rp_on_settle(evutil_socket_t fd, short what, void *arg) {
     RP_UNUSED(fd);
     RP_UNUSED(what);
@@ -170,6 +191,7 @@ void rp_amqp_publisher_free(rp_amqp_publisher *p) {
     while ((e = rp_pop(&p->inflight)) != NULL) rp_settle(p, e, RP_PUBLISH_DROPPED);
     while ((e = rp_pop(&p->todo)) != NULL) rp_settle(p, e, RP_PUBLISH_DROPPED);
     rp_on_settle(-1, 0, p);
+    rp_room_free(p);
     event_free(p->flush_ev);
     event_free(p->settle_ev);
     rp_amqp_frames_free(&p->out);
@@ -216,6 +238,26 @@ static void rp_cork(amqp_connection_state_t c, bool on) {
 #define RP_PUB_OUT_WRITE (256u << 10)
 /* A flush's buffer over this is not kept for the next one. */
 #define RP_PUB_OUT_KEEP (1u << 20)
+/* A flush writes only what the socket has room for, so a write waits only
+ * for a publish bigger than the whole room, sent alone (nothing queued on
+ * the socket, nothing unconfirmed): at most this long without the broker
+ * taking a byte, then the connection is given up (and rebuilt). */
+#define RP_PUB_WRITE_STALL_MS 10000
+/* The wait for room when the socket is writable but the next publish is
+ * bigger than its room. */
+#define RP_PUB_ROOM_RETRY_MS 10
+
+/* The next publish does not fit in the socket's room: the flush goes on
+ * when the socket is writable, or, when that is what woke this flush,
+ * after a short wait (a writable socket would wake it again at once). */
+static void rp_wait_room(rp_amqp_publisher *p) {
+    if (p->room_ev != NULL && !p->after_writable) {
+        event_add(p->room_ev, NULL);
+        return;
+    }
+    struct timeval tv = {0, RP_PUB_ROOM_RETRY_MS * 1000};
+    event_add(p->flush_ev, &tv);
+}
 
 /* Writes the buffer out and empties it: false when the connection failed
  * (rp_publish_failed called). */
@@ -225,13 +267,18 @@ static bool rp_out_write(rp_amqp_publisher *p, amqp_connection_state_t c);
  * or settles what is in flight and queued). */
 static void rp_publish_failed(rp_amqp_publisher *p, int st) {
     char why[160];
-    snprintf(why, sizeof why, "publish: %s", amqp_error_string2(st));
+    if (st == AMQP_STATUS_TIMEOUT)
+        snprintf(why, sizeof why, "publish: the broker took no byte for %d s",
+                 RP_PUB_WRITE_STALL_MS / 1000);
+    else
+        snprintf(why, sizeof why, "publish: %s", amqp_error_string2(st));
     rp_amqp_conn_fail(p->conn, why);
 }
 
 static bool rp_out_write(rp_amqp_publisher *p, amqp_connection_state_t c) {
     if (p->out.len == 0) return true;
-    int st = rp_amqp_frames_write(amqp_get_sockfd(c), p->out.bytes, p->out.len);
+    int st = rp_amqp_frames_write(amqp_get_sockfd(c), p->out.bytes, p->out.len,
+                                  RP_PUB_WRITE_STALL_MS);
     rp_amqp_frames_reset(&p->out, RP_PUB_OUT_KEEP);
     if (st == AMQP_STATUS_OK) return true;
     rp_publish_failed(p, st);
@@ -241,20 +288,28 @@ static bool rp_out_write(rp_amqp_publisher *p, amqp_connection_state_t c) {
 /* Sends what is queued, in order, while the connection is up: at most
  * RP_AMQP_PUBLISH_BATCH per loop turn, so that a backlog (events committed
  * while the broker was away) never holds the loop up; the rest goes on the
- * next turn. Over plain TCP the flush's frames are encoded into one buffer
- * and written in one send (rp_amqp_frames.h; every RP_PUB_OUT_WRITE bytes
- * when the publishes are big); over TLS each publish goes through the
- * library, several at once corked (rp_cork). */
+ * next turn. Only what the socket has room for is written
+ * (rp_amqp_socket_room): a broker that stops reading (a resource alarm,
+ * before its connection.blocked has arrived; a stalled peer) leaves the
+ * rest queued, and the flush goes on when there is room, instead of a
+ * write waiting on the loop for a reader that may not come back. Over
+ * plain TCP the flush's frames are encoded into one buffer and written in
+ * one send (rp_amqp_frames.h; every RP_PUB_OUT_WRITE bytes when the
+ * publishes are big); over TLS each publish goes through the library,
+ * several at once corked (rp_cork), its size measured by the same
+ * encoder. */
 static void rp_flush(rp_amqp_publisher *p) {
     if (p->blocked || p->ch_state != RP_PUB_CH_OPEN) return;
     amqp_connection_state_t c = rp_amqp_conn_handle(p->conn);
     if (c == NULL || p->todo.head == NULL) return;
     bool tls = rp_amqp_conn_tls(p->conn);
     size_t frame_max = (size_t)amqp_get_frame_max(c);
+    size_t queued = 0;
+    size_t room = rp_amqp_socket_room(amqp_get_sockfd(c), &queued);
     bool corked = tls && p->todo.n > 1;
     if (corked) rp_cork(c, true);
     size_t budget = RP_AMQP_PUBLISH_BATCH;
-    size_t sent = 0;
+    size_t sent = 0, written = 0; /* written: bytes of this flush already sent */
     while (p->todo.head != NULL) {
         if (budget-- == 0) {
             event_active(p->flush_ev, 0, 0);
@@ -262,14 +317,27 @@ static void rp_flush(rp_amqp_publisher *p) {
         }
         rp_pub_entry *e = p->todo.head;
         if (e->mandatory && p->mandatory_in_flight) break;
+        amqp_bytes_t exchange = amqp_cstring_bytes(e->exchange);
+        amqp_bytes_t routing_key = amqp_cstring_bytes(e->routing_key);
         amqp_bytes_t body = {e->len, (void *)e->body};
-        int st = tls ? amqp_basic_publish(c, p->channel, amqp_cstring_bytes(e->exchange),
-                                          amqp_cstring_bytes(e->routing_key), e->mandatory, 0,
-                                          e->props, body)
-                     : rp_amqp_frames_publish(&p->out, p->channel, frame_max,
-                                              amqp_cstring_bytes(e->exchange),
-                                              amqp_cstring_bytes(e->routing_key), e->mandatory,
-                                              false, e->props, body);
+        size_t before = p->out.len;
+        int st = rp_amqp_frames_publish(&p->out, p->channel, frame_max, exchange, routing_key,
+                                        e->mandatory, false, e->props, body);
+        /* A publish bigger than the whole room goes alone, when nothing
+         * is queued on the socket or unconfirmed (so a broker that has
+         * just blocked the connection has said so by then). */
+        bool alone = sent == 0 && queued == 0 && p->inflight.n == 0;
+        if (st == AMQP_STATUS_OK && written + p->out.len > room && !alone) {
+            p->out.len = before; /* whole frames were appended: cut them off */
+            rp_wait_room(p);
+            break;
+        }
+        size_t size = p->out.len - before;
+        if (tls) { /* the encoder only measured it: the library sends it */
+            p->out.len = 0;
+            st = amqp_basic_publish(c, p->channel, exchange, routing_key, e->mandatory, 0,
+                                    e->props, body);
+        }
         if (st != AMQP_STATUS_OK) {
             rp_amqp_frames_reset(&p->out, RP_PUB_OUT_KEEP);
             rp_publish_failed(p, st);
@@ -281,10 +349,12 @@ static void rp_flush(rp_amqp_publisher *p) {
         rp_push(&p->inflight, e);
         sent++;
         if (tls) {
+            written += size;
             c = rp_amqp_conn_handle(p->conn);
             if (c == NULL) return;
-        } else if (p->out.len >= RP_PUB_OUT_WRITE && !rp_out_write(p, c)) {
-            return; /* on_down requeues or settles what is in flight */
+        } else if (p->out.len >= RP_PUB_OUT_WRITE) {
+            written += p->out.len;
+            if (!rp_out_write(p, c)) return; /* on_down requeues or settles what is in flight */
         }
     }
     if (corked) rp_cork(c, false);
@@ -352,6 +422,11 @@ void rp_amqp_publisher_set_limit(rp_amqp_publisher *p, size_t max) {
 
 void rp_amqp_publisher_on_up(rp_amqp_publisher *p) {
     p->blocked = false; /* a new connection starts unblocked */
+    rp_room_free(p);
+    amqp_connection_state_t c = rp_amqp_conn_handle(p->conn);
+    if (c != NULL) /* NULL: the flush waits for room with its timer */
+        p->room_ev = event_new(rp_amqp_conn_base(p->conn), amqp_get_sockfd(c), EV_WRITE,
+                               rp_on_room, p);
     p->ch_state = RP_PUB_CH_OPEN; /* opened by the set-up */
     p->next_seq = 1;
     p->mandatory_in_flight = false;
@@ -374,6 +449,7 @@ static void rp_take_inflight(rp_amqp_publisher *p, rp_pub_list *again) {
 }
 
 void rp_amqp_publisher_on_down(rp_amqp_publisher *p) {
+    rp_room_free(p); /* its socket is gone */
     /* In-flight publishes go back to the front of the queue, in order, or
      * are lost when they are not to be retried. */
     rp_pub_list again = {0};

@@ -14,13 +14,16 @@
 #include <cmocka.h>
 
 #include <amqp_tcp_socket.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rp_amqp_frames.h"
@@ -302,16 +305,95 @@ static void test_write_all_nonblocking(void **state) {
     assert_non_null(r.buf);
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, read_all, &r), 0);
-    assert_int_equal(rp_amqp_frames_write(sv[0], out, len), AMQP_STATUS_OK);
+    assert_int_equal(rp_amqp_frames_write(sv[0], out, len, 10000), AMQP_STATUS_OK);
     pthread_join(t, NULL);
     assert_int_equal(r.got, len);
     assert_memory_equal(r.buf, out, len);
     /* A closed peer: an error, not a signal. */
     close(sv[1]);
-    assert_int_equal(rp_amqp_frames_write(sv[0], out, 10), AMQP_STATUS_SOCKET_ERROR);
+    assert_int_equal(rp_amqp_frames_write(sv[0], out, 10, 10000), AMQP_STATUS_SOCKET_ERROR);
     close(sv[0]);
     free(r.buf);
     free(out);
+}
+
+/* A TCP connection on loopback whose accepting end (peer) reads nothing
+ * until told. */
+static void tcp_pair(int *writer, int *peer) {
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(l >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(l, 1), 0);
+    socklen_t n = sizeof sa;
+    assert_int_equal(getsockname(l, (struct sockaddr *)&sa, &n), 0);
+    *writer = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(*writer, (struct sockaddr *)&sa, sizeof sa), 0);
+    *peer = accept(l, NULL, NULL);
+    assert_true(*peer >= 0);
+    close(l);
+    assert_int_equal(fcntl(*writer, F_SETFL, fcntl(*writer, F_GETFL) | O_NONBLOCK), 0);
+}
+
+/* A peer that reads nothing: the write gives up after stall_ms with
+ * AMQP_STATUS_TIMEOUT instead of waiting for ever. */
+static void test_write_gives_up_on_a_stalled_peer(void **state) {
+    (void)state;
+    int w, peer;
+    tcp_pair(&w, &peer);
+    size_t len = 64u << 20; /* far more than both buffers hold */
+    uint8_t *out = body_of(len);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(rp_amqp_frames_write(w, out, len, 200), AMQP_STATUS_TIMEOUT);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    assert_true(ms >= 200 && ms < 5000);
+    close(w);
+    close(peer);
+    free(out);
+}
+
+/* The room of a socket: most of its send buffer while the peer reads; 0
+ * once a peer that reads nothing has let the buffer fill (a write would
+ * then wait); back once the peer has read it all. */
+static void test_socket_room(void **state) {
+    (void)state;
+    int w, peer;
+    tcp_pair(&w, &peer);
+    size_t queued = 1;
+    size_t room = rp_amqp_socket_room(w, &queued);
+    assert_int_equal(queued, 0);
+    assert_true(room > 0 && room != SIZE_MAX);
+    static uint8_t chunk[65536];
+    size_t sent = 0;
+    for (;;) {
+        ssize_t n = send(w, chunk, sizeof chunk, MSG_NOSIGNAL);
+        if (n < 0) {
+            assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+            break;
+        }
+        sent += (size_t)n;
+    }
+    room = rp_amqp_socket_room(w, &queued);
+    assert_int_equal(room, 0);
+    assert_true(queued > 0 && queued <= sent);
+    /* The peer reads it all: the queue empties, the room comes back. */
+    static uint8_t sink[65536];
+    size_t got = 0;
+    while (got < sent) {
+        ssize_t n = recv(peer, sink, sizeof sink, 0);
+        assert_true(n > 0);
+        got += (size_t)n;
+    }
+    for (int i = 0; i < 100 && (room = rp_amqp_socket_room(w, &queued)) == 0; i++) usleep(10000);
+    assert_int_equal(queued, 0);
+    assert_true(room > 0);
+    /* Not a socket: no bound. */
+    assert_int_equal(rp_amqp_socket_room(-1, &queued), SIZE_MAX);
+    close(w);
+    close(peer);
 }
 
 int main(void) {
@@ -323,6 +405,8 @@ int main(void) {
         cmocka_unit_test(test_longest_names),
         cmocka_unit_test(test_refused_leaves_buffer),
         cmocka_unit_test(test_write_all_nonblocking),
+        cmocka_unit_test(test_write_gives_up_on_a_stalled_peer),
+        cmocka_unit_test(test_socket_room),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
