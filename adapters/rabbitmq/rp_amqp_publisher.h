@@ -20,7 +20,12 @@
  * when a memory or disk alarm stops publishing; RabbitMQ then reads nothing
  * more from the socket), nothing is written: publishes wait in the queue
  * (same bound) and go out at connection.unblocked or on a new connection,
- * so that a write never blocks the loop on a socket nobody reads.
+ * so that a write never blocks the loop on a socket nobody reads. The
+ * broker stops reading before that notice arrives (it blocks the
+ * connection at its next publish), so a flush also writes only what the
+ * socket has room for (rp_amqp_socket_room) and goes on when the socket is
+ * writable; a publish bigger than the room goes alone, nothing else
+ * unconfirmed, and a write that still waits 10 s drops the connection.
  *
  * Over plain TCP a flush's publishes are encoded by reaper into one buffer
  * and written in one send (rp_amqp_frames.h: the bytes amqp_basic_publish
