@@ -245,13 +245,14 @@ static void rp_cork(amqp_connection_state_t c, bool on) {
 #define RP_PUB_WRITE_STALL_MS 10000
 /* The wait for room when the socket is writable but the next publish is
  * bigger than its room. */
-#define RP_PUB_ROOM_RETRY_MS 10
+#define RP_PUB_ROOM_RETRY_MS 2
 
 /* The next publish does not fit in the socket's room: the flush goes on
- * when the socket is writable, or, when that is what woke this flush,
- * after a short wait (a writable socket would wake it again at once). */
-static void rp_wait_room(rp_amqp_publisher *p) {
-    if (p->room_ev != NULL && !p->after_writable) {
+ * when the socket is writable, or, when being writable is what woke this
+ * flush and still nothing fitted, after a short wait (a writable socket
+ * would wake it again at once). */
+static void rp_wait_room(rp_amqp_publisher *p, size_t sent) {
+    if (p->room_ev != NULL && !(p->after_writable && sent == 0)) {
         event_add(p->room_ev, NULL);
         return;
     }
@@ -329,7 +330,7 @@ static void rp_flush(rp_amqp_publisher *p) {
         bool alone = sent == 0 && queued == 0 && p->inflight.n == 0;
         if (st == AMQP_STATUS_OK && written + p->out.len > room && !alone) {
             p->out.len = before; /* whole frames were appended: cut them off */
-            rp_wait_room(p);
+            rp_wait_room(p, sent);
             break;
         }
         size_t size = p->out.len - before;
