@@ -16,7 +16,8 @@
  *    between that stops reading, as a broker does once an alarm blocks a
  *    publishing connection, before its connection.blocked arrives): the
  *    publisher writes only what the socket has room for, the loop keeps
- *    its timers, and everything goes out in order once the reading resumes.
+ *    its timers, and everything goes out in order once the reading resumes;
+ *    over plain TCP and over TLS.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -85,7 +86,8 @@ static bool on_setup(void *arg, amqp_connection_state_t c, char *err, size_t n) 
     return rp_amqp_publisher_setup(c, err, n);
 }
 
-static void world_open(world *w, const char *url) {
+/* ca_file: NULL for amqp://; the CA of an amqps:// URL. */
+static void world_open_ca(world *w, const char *url, const char *ca_file) {
     memset(w, 0, sizeof *w);
     w->base = event_base_new();
     assert_non_null(w->base);
@@ -95,6 +97,8 @@ static void world_open(world *w, const char *url) {
         .heartbeat_seconds = 10,
         .connect_timeout_ms = 2000,
         .connection_name = "test_feed_publisher",
+        .ca_file = ca_file,
+        .verify_peer = ca_file != NULL,
     };
     rp_amqp_hooks h = {.on_state = on_state, .on_frame = on_frame, .on_setup = on_setup, .arg = w};
     const char *err = NULL;
@@ -104,6 +108,8 @@ static void world_open(world *w, const char *url) {
     assert_non_null(w->pub);
     assert_int_equal(rp_amqp_conn_start(w->conn), RP_OK);
 }
+
+static void world_open(world *w, const char *url) { world_open_ca(w, url, NULL); }
 
 static void world_close(world *w) {
     rp_amqp_publisher_free(w->pub);
@@ -474,11 +480,11 @@ static void *proxy_main(void *arg) {
     return NULL;
 }
 
-/* Starts the proxy in front of REAPER_BROKER_URL's host and port and
- * writes the URL that goes through it into url. */
-static void proxy_start(stall_proxy *x, char *url, size_t urlsize) {
+/* Starts the proxy in front of broker's host and port (an amqp:// or
+ * amqps:// URL) and writes the URL that goes through it into url: the same
+ * host name (a TLS certificate's), the proxy's port. */
+static void proxy_start(stall_proxy *x, const char *broker, char *url, size_t urlsize) {
     memset(x, 0, sizeof *x);
-    const char *broker = itest_env("REAPER_BROKER_URL");
     char copy[256];
     snprintf(copy, sizeof copy, "%s", broker);
     struct amqp_connection_info info;
@@ -494,11 +500,11 @@ static void proxy_start(stall_proxy *x, char *url, size_t urlsize) {
     socklen_t n = sizeof sa;
     assert_int_equal(getsockname(x->lfd, (struct sockaddr *)&sa, &n), 0);
     x->port = ntohs(sa.sin_port);
-    /* The broker's URL with the proxy's address: amqp://user@HOST:PORT/vhost */
+    /* The broker's URL with the proxy's port: amqp[s]://user@HOST:PORT/vhost */
     const char *at = strchr(broker, '@');
     assert_non_null(at);
     const char *path = strchr(at, '/');
-    snprintf(url, urlsize, "%.*s127.0.0.1:%d%s", (int)(at + 1 - broker), broker, x->port,
+    snprintf(url, urlsize, "%.*s%s:%d%s", (int)(at + 1 - broker), broker, info.host, x->port,
              path ? path : "");
     assert_int_equal(pthread_create(&x->th, NULL, proxy_main, x), 0);
 }
@@ -517,16 +523,15 @@ static void proxy_stop(stall_proxy *x) {
  * once the reading resumes every publish goes out, in order, confirmed.
  * Before the room check the flush's write waited in poll() for as long as
  * the broker read nothing: CI saw a 4.0 broker's alarm hold the loop 88 s. */
-static void test_stalled_reader_does_not_hold_the_loop(void **state) {
-    (void)state;
+static void stalled_reader(const char *broker, const char *ca_file) {
     char exchange[128], url[300];
     snprintf(exchange, sizeof exchange, "vibey.reap.events.itest.stalled.%d", (int)getpid());
     feed_sub sub;
     feed_sub_open(&sub, exchange, NULL);
     stall_proxy x;
-    proxy_start(&x, url, sizeof url);
+    proxy_start(&x, broker, url, sizeof url);
     world w;
-    world_open(&w, url);
+    world_open_ca(&w, url, ca_file);
     run_until(&w, 15000, is_up);
     assert_true(w.up);
     enum { N = BACKLOG_N, PAUSE_GUARD_MS = 8000 };
@@ -552,6 +557,18 @@ static void test_stalled_reader_does_not_hold_the_loop(void **state) {
     feed_sub_delete(&sub);
 }
 
+static void test_stalled_reader_does_not_hold_the_loop(void **state) {
+    (void)state;
+    stalled_reader(itest_env("REAPER_BROKER_URL"), NULL);
+}
+
+/* The same over TLS: the bytes go through rabbitmq-c's SSL socket, each
+ * publish's size measured by reaper's encoder against the room. */
+static void test_stalled_reader_over_tls(void **state) {
+    (void)state;
+    stalled_reader(itest_env("RP_BROKER_TLS_URL"), itest_env("RP_TLS_CA_FILE"));
+}
+
 int main(void) {
     evthread_use_pthreads();
     /* Info: "broker unblocked publishing" says when an alarm was lifted. */
@@ -561,6 +578,7 @@ int main(void) {
         cmocka_unit_test(test_broker_up_overflow_dropped),
         cmocka_unit_test(test_backlog_sent_in_order),
         cmocka_unit_test(test_stalled_reader_does_not_hold_the_loop),
+        cmocka_unit_test(test_stalled_reader_over_tls),
         cmocka_unit_test_teardown(test_blocked_broker_holds_publishes, lift_on_teardown),
     };
     return cmocka_run_group_tests_name("feed_publisher", tests, NULL, NULL);
