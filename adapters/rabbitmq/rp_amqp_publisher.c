@@ -240,8 +240,9 @@ static void rp_cork(amqp_connection_state_t c, bool on) {
 #define RP_PUB_OUT_KEEP (1u << 20)
 /* A flush writes only what the socket has room for, so a write waits only
  * for a publish bigger than the whole room, sent alone (nothing queued on
- * the socket, nothing unconfirmed): at most this long without the broker
- * taking a byte, then the connection is given up (and rebuilt). */
+ * the socket, nothing unconfirmed): over plain TCP at most this long
+ * without the broker taking a byte, then the connection is given up (and
+ * rebuilt). Over TLS rabbitmq-c writes it, without a bound. */
 #define RP_PUB_WRITE_STALL_MS 10000
 /* The wait for room when the socket is writable but the next publish is
  * bigger than its room. */

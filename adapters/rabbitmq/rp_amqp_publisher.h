@@ -25,7 +25,9 @@
  * connection at its next publish), so a flush also writes only what the
  * socket has room for (rp_amqp_socket_room) and goes on when the socket is
  * writable; a publish bigger than the room goes alone, nothing else
- * unconfirmed, and a write that still waits 10 s drops the connection.
+ * unconfirmed. Over plain TCP a write that still waits 10 s drops the
+ * connection; over TLS that lone publish is written by rabbitmq-c, whose
+ * send waits without a bound.
  *
  * Over plain TCP a flush's publishes are encoded by reaper into one buffer
  * and written in one send (rp_amqp_frames.h: the bytes amqp_basic_publish
