@@ -118,6 +118,8 @@ static void rp_child_read(rp_child *c, int wait_ms) {
     }
 }
 
+void rp_child_read_ready(rp_child *c) { rp_child_read(c, 0); }
+
 void rp_child_drain(rp_child *c, int ms) {
     long until = rp_now_ms() + ms;
     do {

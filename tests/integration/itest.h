@@ -36,6 +36,9 @@ bool rp_child_wait_for(rp_child *c, const char *needle, int timeout_ms);
 /* Reads what the child wrote for up to ms (so its stderr pipe never fills
  * while a test waits on something else). */
 void rp_child_drain(rp_child *c, int ms);
+/* Reads what the child has written so far, without waiting (for loops
+ * paced by something else: rp_child_drain waits at least 10 ms). */
+void rp_child_read_ready(rp_child *c);
 /* Sends sig and waits up to timeout_ms for the exit; returns the exit code,
  * or -1 on time-out (the child is then killed), -2 when killed by a signal. */
 int rp_child_stop(rp_child *c, int sig, int timeout_ms);
