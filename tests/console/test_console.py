@@ -216,6 +216,7 @@ def main():
          " INSERT INTO sighting (key, condition, opened_seq, opened_at)"
          " SELECT 'queue:/:vibey.orders', 'STALLED', seq, at FROM ev")
     profile = tempfile.mkdtemp(prefix="console-chromium-")
+    profile2 = None  # the anonymous part's browser profile
     d = Reaperd("signed-in", {})
     b = None
     try:
@@ -350,7 +351,8 @@ def main():
 
         # 5. Anonymous reads on: the list renders signed out; answers still need a sign-in.
         d = Reaperd("anonymous", {"REAPER_HTTP_CONSOLE_READ_ANONYMOUS": "true"})
-        b = Browser(tempfile.mkdtemp(prefix="console-chromium-"))
+        profile2 = tempfile.mkdtemp(prefix="console-chromium-")
+        b = Browser(profile2)
         b.goto(d.url)
         b.wait("document.querySelectorAll('#gates tbody tr').length === 2", what="anonymous gate rows")
         assert b.eval("document.getElementById('signed-as').textContent") == "not signed in"
@@ -391,6 +393,8 @@ def main():
             b.close()
         d.stop()
         shutil.rmtree(profile, ignore_errors=True)
+        if profile2 is not None:
+            shutil.rmtree(profile2, ignore_errors=True)
         mgmt("DELETE", f"/api/users/{OP_USER}")
         mgmt("DELETE", f"/api/queues/%2F/{urllib.request.quote(CONTROL, safe='')}")
         subprocess.run(["psql", env("REAPER_STORE_DSN"), "-X", "-q", "-c",
