@@ -99,11 +99,21 @@ json_t *rp_proto_report_json(const rp_report *r) {
         ok = v != NULL && json_array_append_new(verdicts, v) == 0;
     }
     for (size_t i = 0; ok && i < r->n_policies; i++) {
-        json_t *p = json_object();
-        ok = p != NULL && json_array_append_new(policies, p) == 0 &&
-             rp__set(p, "name", rp__json_string(r->policies[i].name)) &&
-             rp__set(p, "verified", json_boolean(r->policies[i].verified)) &&
-             rp__set(p, "detail", rp__json_string(r->policies[i].detail));
+        const rp_policy_check *pc = &r->policies[i];
+        json_t *p = json_object(), *vhosts = json_array();
+        ok = p != NULL && vhosts != NULL && json_array_append_new(policies, p) == 0 &&
+             rp__set(p, "name", rp__json_string(pc->name)) &&
+             rp__set(p, "verified", json_boolean(pc->verified)) &&
+             rp__set(p, "detail", rp__json_string(pc->detail));
+        /* Each vhost's verdict (the metric's reaper_policy_verified{vhost}). */
+        for (size_t k = 0; ok && k < pc->n_vhosts; k++) {
+            json_t *h = json_object();
+            ok = h != NULL && json_array_append_new(vhosts, h) == 0 &&
+                 rp__set(h, "vhost", rp__json_string(pc->vhosts[k].vhost)) &&
+                 rp__set(h, "verified", json_boolean(pc->vhosts[k].verified));
+        }
+        ok = ok && rp__set(p, "vhosts", json_incref(vhosts));
+        json_decref(vhosts);
     }
     ok = ok && rp__set(t, "ok", json_boolean(r->ok)) &&
          rp__set(t, "dry_run", json_boolean(r->dry_run)) &&

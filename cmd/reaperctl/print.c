@@ -27,6 +27,30 @@ void rp_ctl_print_status(FILE *f, const json_t *r) {
     fprintf(f, "open sightings  %lld\n", (long long)json_integer_value(json_object_get(r, "open_sightings")));
 }
 
+/* A policy's STATE cell: "verified", or "NOT VERIFIED" followed by the
+ * vhosts it was not verified in (the first three; "+N more"), when the
+ * reply names them. */
+static void rp_policy_state(const json_t *p, char *buf, size_t n) {
+    if (json_is_true(json_object_get(p, "verified"))) {
+        snprintf(buf, n, "verified");
+        return;
+    }
+    size_t len = (size_t)snprintf(buf, n, "NOT VERIFIED");
+    size_t i, shown = 0, more = 0;
+    json_t *h;
+    json_array_foreach(json_object_get(p, "vhosts"), i, h) {
+        if (json_is_true(json_object_get(h, "verified"))) continue;
+        const char *v = json_string_value(json_object_get(h, "vhost"));
+        if (v == NULL || shown == 3 || len + strlen(v) + 6 >= n) {
+            more++;
+            continue;
+        }
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", shown == 0 ? " in " : ", ", v);
+        shown++;
+    }
+    if (more > 0 && len + 24 < n) snprintf(buf + len, n - len, " +%zu more", more);
+}
+
 void rp_ctl_print_report(FILE *f, const json_t *rep) {
     bool ok = json_is_true(json_object_get(rep, "ok"));
     bool dry = json_is_true(json_object_get(rep, "dry_run"));
@@ -71,10 +95,9 @@ void rp_ctl_print_report(FILE *f, const json_t *rep) {
         size_t i;
         json_t *p;
         json_array_foreach(pol, i, p) {
-            const char *row[] = {rp_str(p, "name"),
-                                 json_is_true(json_object_get(p, "verified")) ? "verified"
-                                                                             : "NOT VERIFIED",
-                                 rp_str(p, "detail")};
+            char state[160];
+            rp_policy_state(p, state, sizeof state);
+            const char *row[] = {rp_str(p, "name"), state, rp_str(p, "detail")};
             if (t) rp_table_add(t, row);
         }
         if (t) rp_table_print(t, f, "  ");

@@ -712,7 +712,10 @@ def replies():
           ok_reply("reap", {"ok": True, "dry_run": False, "verdicts": [V_POISON, V_HOLDER, V_DEAD],
                             "unreadable": [], "notes": ["quorum queue vibey.orders reports no head age"],
                             "policies": [{"name": "vibey-reap", "verified": True,
-                                          "detail": "consumer-timeout 21600000 in force"}]}), "reap_ok")
+                                          "detail": "consumer-timeout 21600000 in force",
+                                          "vhosts": [{"vhost": "/", "verified": True},
+                                                     {"vhost": "orders", "verified": True}]}]}),
+          "reap_ok")
     reply("reply_reap_empty", "a dry run that found nothing",
           ok_reply("reap", {"ok": True, "dry_run": True, "verdicts": [], "unreadable": [], "notes": [],
                             "policies": []}), "reap_empty")

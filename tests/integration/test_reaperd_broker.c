@@ -574,8 +574,15 @@ static void test_refused_policy_fails_the_pass(void **state) {
     }
     assert_int_equal(rc, 0);
     assert_true(json_is_true(json_object_get(rep, "ok")));
-    json_array_foreach(json_object_get(rep, "policies"), i, p)
+    json_array_foreach(json_object_get(rep, "policies"), i, p) {
         assert_true(json_is_true(json_object_get(p, "verified")));
+        /* Its verdict per vhost: broker.url's, verified. */
+        const json_t *vhosts = json_object_get(p, "vhosts");
+        assert_int_equal(json_array_size(vhosts), 1);
+        const json_t *h = json_array_get(vhosts, 0);
+        assert_string_equal(json_string_value(json_object_get(h, "vhost")), "/");
+        assert_true(json_is_true(json_object_get(h, "verified")));
+    }
     json_decref(rep);
 }
 

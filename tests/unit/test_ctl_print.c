@@ -166,6 +166,28 @@ static void test_report_status_answer(void **state) {
     free(out);
     json_decref(rep);
 
+    /* The vhosts a policy was not verified in are named, escaped; the
+     * verified ones are not; past three, a count. */
+    rep = json_pack("{s:b, s:b, s:[], s:[], s:[], s:[{s:s, s:b, s:s, s:[{s:s, s:b}, {s:s, s:b}, "
+                    "{s:s, s:b}, {s:s, s:b}, {s:s, s:b}]}]}",
+                    "ok", 1, "dry_run", 0, "verdicts", "unreadable", "notes", "policies", "name",
+                    "vibey-reap", "verified", 0, "detail", "2 vhosts", "vhosts", "vhost", "/",
+                    "verified", 1, "vhost", "orders\x1b[2J", "verified", 0, "vhost", "b", "verified",
+                    0, "vhost", "c", "verified", 0, "vhost", "d", "verified", 0);
+    out = capture(rp_ctl_print_report, rep);
+    assert_terminal_safe(out);
+    assert_non_null(strstr(out, "NOT VERIFIED in orders\\x1b[2J, b, c +1 more"));
+    free(out);
+    json_decref(rep);
+    rep = json_pack("{s:b, s:b, s:[], s:[], s:[], s:[{s:s, s:b, s:s, s:[{s:s, s:b}]}]}", "ok", 1,
+                    "dry_run", 0, "verdicts", "unreadable", "notes", "policies", "name",
+                    "vibey-reap", "verified", 1, "detail", "ok", "vhosts", "vhost", "/",
+                    "verified", 1);
+    out = capture(rp_ctl_print_report, rep);
+    assert_non_null(strstr(out, "vibey-reap  verified"));
+    free(out);
+    json_decref(rep);
+
     json_t *st = json_pack("{s:s, s:s, s:s, s:s, s:i}", "version", "1\x1b[2J", "broker",
                            "up\r", "store", "up", "last_pass_at", "\x07", "open_sightings", 1);
     out = capture(rp_ctl_print_status, st);

@@ -328,6 +328,8 @@ static bool fixture_encode(const char *name, rp_encoding enc, rp_proto_buf *out)
             assert_int_equal(rp_report_add_note(&r, "quorum queue vibey.orders reports no head age"), RP_OK);
             assert_int_equal(rp_report_add_policy(&r, "vibey-reap", true, "consumer-timeout 21600000 in force"),
                              RP_OK);
+            assert_int_equal(rp_report_add_policy_vhost(&r, "/", true), RP_OK);
+            assert_int_equal(rp_report_add_policy_vhost(&r, "orders", true), RP_OK);
         } else if (strcmp(name, "reap_unreadable") == 0) {
             assert_int_equal(rp_report_add_unreadable(&r, "store: connection refused"), RP_OK);
         }
