@@ -2,6 +2,7 @@
  * death (rp_pg_store.h, rp_deadletter.h OCCURRENCE). Every park, one dead
  * letter or a batch, is the set statement PARK_SET (rp_pg_sql.c) over
  * arrays: a batch of n costs one statement, not n. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -458,6 +459,28 @@ static void rp_park_params_cleanup(rp_park_params *pp) {
     memset(pp, 0, sizeof *pp);
 }
 
+/* n zeroed items of size bytes (NULL when out of memory or n * size
+ * overflows), as calloc, but zeroed by memset. A batch's arrays of texts
+ * and rows are tens of KiB (large allocations), freed after every send: a
+ * calloc of such a size is served from a freed extent, which jemalloc
+ * (reaperd links it) zeroes by handing its pages back to the kernel
+ * (madvise MADV_DONTNEED) rather than writing zeros. That is a TLB
+ * shootdown on every CPU the process runs on and a page fault for every
+ * page touched again: in a storm it was most of reaperd's madvise calls,
+ * each one a wait for the other CPU (tests/unit/test_pg_park_zeroed.c
+ * counts them). memset writes the zeros in place; it is called through a
+ * volatile pointer because GCC and clang turn a malloc followed by a
+ * memset of the same size back into calloc. */
+static void *(*volatile const rp_park_memset)(void *, int, size_t) = memset;
+
+static void *rp_park_zeroed(size_t n, size_t size) {
+    if (size != 0 && n > SIZE_MAX / size) return NULL;
+    size_t bytes = n * size;
+    void *p = malloc(bytes > 0 ? bytes : 1);
+    if (p != NULL) rp_park_memset(p, 0, bytes);
+    return p;
+}
+
 /* Renders the items' texts and binds them (cleanup either way). */
 static rp_status rp_park_params_build(rp_park_params *pp, rp_pg_park_item *items, size_t n) {
     memset(pp, 0, sizeof *pp);
@@ -468,15 +491,15 @@ static rp_status rp_park_params_build(rp_park_params *pp, rp_pg_park_item *items
         if (!rp_item_valid(&items[i])) return RP_ERR_INVALID;
     }
     pp->n = n;
-    pp->t = calloc(n, sizeof *pp->t);
-    pp->rows = calloc(n, sizeof *pp->rows);
-    pp->death = calloc(n, sizeof *pp->death);
-    pp->run = calloc(n, sizeof *pp->run);
+    pp->t = rp_park_zeroed(n, sizeof *pp->t);
+    pp->rows = rp_park_zeroed(n, sizeof *pp->rows);
+    pp->death = rp_park_zeroed(n, sizeof *pp->death);
+    pp->run = rp_park_zeroed(n, sizeof *pp->run);
     if (!pp->t || !pp->rows || !pp->death || !pp->run ||
         (pp->runs = rp_runs(items, n, pp->run)) == 0)
         return RP_ERR_NOMEM;
-    pp->sets = calloc(pp->runs, sizeof *pp->sets);
-    pp->k = calloc(pp->runs + RP_PARK_LEAD, sizeof *pp->k);
+    pp->sets = rp_park_zeroed(pp->runs, sizeof *pp->sets);
+    pp->k = rp_park_zeroed(pp->runs + RP_PARK_LEAD, sizeof *pp->k);
     if (!pp->sets || !pp->k) return RP_ERR_NOMEM;
     rp_status st = RP_OK;
     for (size_t i = 0; i < n && st == RP_OK; i++)
