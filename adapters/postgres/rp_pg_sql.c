@@ -335,7 +335,15 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
      * once are both parked (their occurrence numbers may then be equal);
      * a death parked while the gate that covers it is being answered is
      * covered by that gate when the answer has not committed yet, which
-     * cannot happen to a replayed message (a new lineage, never covered). */
+     * cannot happen to a replayed message (a new lineage, never covered).
+     * Each wide row (bodies, headers, the texts) is copied as few times as
+     * the statement allows: into u's and ids' stores only. The job, gate and
+     * event read ids through a semi-join on dl's job ids (a hash of ids
+     * only), in ids' order, with no sort; an earlier form copied every row
+     * again into a joined CTE and four sorts, and in a storm PostgreSQL
+     * took each copy's memory fresh from the kernel at every statement
+     * (page faults: 2.25 a park against 1.7; bench/REPORT.md, "The park's
+     * wide rows copied less"). */
     [RP__PG_PARK_SET] =
         {"park_set",
          "WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], "
@@ -355,20 +363,19 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
          "SELECT identity, death, occurrence, job_id, gate_id, queue, origin, reason, "
          "to_timestamp(first_death::int8), headers::jsonb, props::jsonb, body, truncated::bool, "
          "vhost "
-         "FROM ids ORDER BY ord ON CONFLICT (identity, death) DO NOTHING RETURNING job_id), "
-         "n AS (SELECT ids.* FROM ids JOIN dl ON dl.job_id = ids.job_id), "
+         "FROM ids ON CONFLICT (identity, death) DO NOTHING RETURNING job_id), "
          "j AS (INSERT INTO {s}.job (id, project_id, kind, state, payload) "
          "SELECT job_id, $15::text, '" RP_PG_BUS_JOB_KIND "', 'awaiting_human', "
-         "job_payload::jsonb FROM n ORDER BY ord RETURNING id), "
+         "job_payload::jsonb FROM ids WHERE ids.job_id IN (SELECT job_id FROM dl) RETURNING id), "
          "g AS (INSERT INTO {s}.gate (id, job_id, kind, question, choices, queue, origin_queue, "
          "reason, vhost) SELECT gate_id, job_id, 'bus_dead_lettered', question, "
-         "ARRAY['replay', 'dismiss'], queue, origin, reason, vhost FROM n ORDER BY ord "
-         "RETURNING id), "
+         "ARRAY['replay', 'dismiss'], queue, origin, reason, vhost FROM ids "
+         "WHERE ids.job_id IN (SELECT job_id FROM dl) RETURNING id), "
          "ev AS (INSERT INTO {s}.ledger (seq, kind, project_id, payload) OVERRIDING SYSTEM VALUE "
-         "SELECT seq, 'QueueReaped', $15::text, ledger_payload::jsonb FROM n ORDER BY ord "
-         "RETURNING seq, at) "
-         "SELECT n.ord, ev.seq, " MS("ev.at") ", n.job_id, n.gate_id FROM n "
-         "JOIN ev ON ev.seq = n.seq ORDER BY n.ord"},
+         "SELECT seq, 'QueueReaped', $15::text, ledger_payload::jsonb FROM ids "
+         "WHERE ids.job_id IN (SELECT job_id FROM dl) RETURNING seq, at) "
+         "SELECT ids.ord, ev.seq, " MS("ev.at") ", ids.job_id, ids.gate_id FROM ids "
+         "JOIN ev ON ev.seq = ids.seq ORDER BY ids.ord"},
 
     /* Issue 18 (rp_pg_runbook.c). $1 claimed_before (ms), $2 now (ms), $3
      * grace seconds, $4 project or NULL, $5 limit. Leased rows held since
