@@ -11,6 +11,7 @@
  *     the tap pauses; once the store answers they are parked and acked;
  *   - a dead letter that fails on its own is held, never acked; the others
  *     of its batch are acked;
+ *   - the deliveries of one read are parked in one transaction;
  *   - binding reconciles are coalesced (a request while one runs makes
  *     exactly one more), and the tap is bound only for the connection its
  *     last successful reconcile was asked for.
@@ -430,6 +431,30 @@ static void test_failed_one_held_never_acked(void **state) {
     assert_true(held > 0); /* the stuck one, shed to its tag */
 }
 
+/* The deliveries of one read (handed on one after the other in one call,
+ * as the consumer's drain does) go to the tap's thread together: one
+ * transaction, not the first alone and the rest after it; a delivery that
+ * comes alone later is parked in a transaction of its own without waiting
+ * for more. */
+static void test_one_read_one_transaction(void **state) {
+    fixture *f = *state;
+    f->consumer.hooks.on_up(f->consumer.hooks.arg);
+    deliver(f, 1, 12);
+    size_t want = 12;
+    assert_true(run_until(f, acked_at_least, &want, 5000));
+    rp_memory_park_batch_stats st = rp_memory_park_batch_stats_of(f->pb);
+    assert_int_equal(st.sent, 1);
+    assert_int_equal(st.committed, 1);
+    deliver(f, 13, 1);
+    want = 13;
+    assert_true(run_until(f, acked_at_least, &want, 5000));
+    st = rp_memory_park_batch_stats_of(f->pb);
+    assert_int_equal(st.sent, 2);
+    rp_tap_stop(f->tap);
+    assert_int_equal(f->consumer.early, 0);
+    assert_int_equal(rp_memory_n_parked(f->m), 13);
+}
+
 static bool runs_at_least(fixture *f, void *arg) {
     return bind_runs(&f->bind) >= *(size_t *)arg;
 }
@@ -475,6 +500,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_parked_then_acked_after_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_down_holds_and_retries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_one_held_never_acked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_read_one_transaction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bindings_coalesced_and_bound, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
