@@ -7,6 +7,13 @@
 
 #include "rp_pg_store_internal.h"
 
+/* The heap hint of the park sessions (rp__pg_store_keep_heap): 8 MiB, so
+ * that the backend keeps up to 16 MiB, what a storm's transactions of 250
+ * hold (a few MiB) with room to spare; a transaction of heavy headers (up
+ * to RP_TAP_TXN_BYTES, 4 MiB, bound several times over) may still give
+ * some back. */
+#define RP_PG_PARK_HEAP_BYTES (8u * 1024u * 1024u)
+
 struct rp_pg_park_sessions {
     rp_pg_conn *conn[RP_PG_PARK_SESSIONS];
     rp_pg_store *store[RP_PG_PARK_SESSIONS];
@@ -36,6 +43,7 @@ rp_pg_park_sessions *rp_pg_park_sessions_new(rp_pg_conn *conns[RP_PG_PARK_SESSIO
         s->conn[k] = conns[k];
         s->store[k] = conns[k] ? rp_pg_store_new(conns[k], schema) : NULL;
         ok = ok && s->store[k] != NULL;
+        rp__pg_store_keep_heap(s->store[k], RP_PG_PARK_HEAP_BYTES);
     }
     if (!ok) {
         rp_pg_park_sessions_free(s);

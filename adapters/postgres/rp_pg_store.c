@@ -493,6 +493,20 @@ rp_status rp__pg_rollback(rp_pg_store *s, const char *op) {
     "SELECT set_config('plan_cache_mode', '" RP_PG_PLAN_MODE "', false), " \
     "set_config('jit', 'off', false)"
 
+/* The session's settings as sent: with the heap hint (rp__pg_store_keep_heap)
+ * one more column, a text of that many bytes made and dropped by the
+ * server. Into buf (cap bytes). */
+static const char *rp_session_sql(const rp_pg_store *s, char *buf, size_t cap) {
+    if (s->keep_heap_bytes == 0) return RP_PG_SESSION_SETTINGS;
+    snprintf(buf, cap, "%s, length(repeat('x', %zu))", RP_PG_SESSION_SETTINGS,
+             s->keep_heap_bytes);
+    return buf;
+}
+
+void rp__pg_store_keep_heap(rp_pg_store *s, size_t bytes) {
+    if (s != NULL) s->keep_heap_bytes = bytes;
+}
+
 /* Statement names carry a process-wide number, so that two stores on one
  * connection, or a second attempt after a failed one, never collide with
  * names the session already holds. */
@@ -565,7 +579,9 @@ static rp_status rp_prepare(rp_pg_store *s) {
     int64_t deadline = rp_clock_mono_ms() + s->timeout_ms;
     const char *broke = NULL;
     if (PQsetnonblocking(c, 1) != 0 || PQenterPipelineMode(c) != 1) broke = "pipeline";
-    if (!broke && !PQsendQueryParams(c, RP_PG_SESSION_SETTINGS, 0, NULL, NULL, NULL, NULL, 0))
+    char settings[sizeof RP_PG_SESSION_SETTINGS + 64];
+    if (!broke && !PQsendQueryParams(c, rp_session_sql(s, settings, sizeof settings), 0, NULL,
+                                     NULL, NULL, NULL, 0))
         broke = "send";
     for (int i = 0; !broke && i < RP__PG_STMT_COUNT_; i++)
         if (!PQsendPrepare(c, s->names[i], text[i], 0, NULL)) broke = "send";

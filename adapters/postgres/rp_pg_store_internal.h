@@ -144,6 +144,8 @@ struct rp_pg_store {
      * session they were sent on. */
     size_t pending;
     unsigned long pending_gen;
+    /* rp__pg_store_keep_heap's bytes; 0: none. */
+    size_t keep_heap_bytes;
 };
 
 /* How a call relates to a taken row's open transaction. */
@@ -158,6 +160,27 @@ typedef enum rp__pg_mode {
  * row's transaction as mode says. RP_OK; RP_ERR_UNAVAILABLE; RP_ERR_INTERNAL
  * (statements that cannot be prepared: a schema not migrated). */
 rp_status rp__pg_enter(rp_pg_store *s, rp__pg_mode mode, const char *op) RP_MUSTCHECK;
+
+/* The heap hint, for a session that sends large statements (the tap's
+ * park sessions: a transaction of 250 dead letters binds about 350 KiB of
+ * arrays, and the statement holds them a few times over). A PostgreSQL
+ * server linked with glibc frees a statement's memory at its end, and
+ * glibc gives the top of its heap back to the kernel once more than its
+ * trim threshold is free there, so every such statement took its memory
+ * fresh: a page fault for each 4 KiB page it touched. glibc raises that
+ * threshold by itself (to twice its mmap threshold, which follows the
+ * largest block freed that it had mapped, up to 32 MiB; mallopt(3),
+ * "dynamic mmap threshold"). So each new session first makes the server
+ * build and drop one text of bytes (one block that large, mapped and
+ * unmapped): from then on the backend keeps up to twice that free
+ * instead of returning it at every statement. Measured in 50,000-dead-
+ * letter storms (bench/REPORT.md, "The park session's heap"): the park
+ * backend's page faults 82,000-90,000 -> 26,000-28,000, its CPU per park
+ * about a fifth less, as with glibc.malloc.trim_threshold set on the
+ * server. Other allocators: the text is made and dropped, nothing more.
+ * Set before the session's first call (it is sent with the session's
+ * settings, once per session). */
+void rp__pg_store_keep_heap(rp_pg_store *s, size_t bytes);
 
 /* One command of a pipeline: a prepared statement (stmt >= 0) or plain SQL
  * (stmt < 0: BEGIN, COMMIT, ROLLBACK...). values/lengths/formats as

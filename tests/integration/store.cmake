@@ -3,7 +3,7 @@
 set(RP_PG_STORE_TEST_LIBS reaper::postgres reaper::core reaper::support PkgConfig::PQ)
 foreach(t test_pg_store test_pg_store_ready test_pg_store_gates test_pg_store_concurrency
     test_pg_lease_batch test_pg_store_runbook test_pg_store_wedged
-    test_pg_store_divergent test_pg_store_wedge_restart)
+    test_pg_store_divergent test_pg_store_wedge_restart test_pg_park_heap)
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/${t}.c)
     rp_integration_test(${t} SOURCES integration/${t}.c integration/pg_fixture.c
       integration/itest.c LIBS ${RP_PG_STORE_TEST_LIBS})
