@@ -27,6 +27,7 @@ struct rp_tap {
     /* Deliveries are handed on once the read that brought them is all
      * decoded (rp_tap_on_item): made active, it runs after that drain. */
     struct event *kick_ev;
+    struct event *gather_ev; /* a short batch's wait for more (rp_tap_state_gather) */
     /* The bindings' reconcile runs on a thread of its own with a
      * management client of its own, so that it never waits behind a sweep
      * (issue #14): bind_queued while one is wanted or running; bind_again
@@ -178,9 +179,17 @@ static void rp_tap_hold_check(rp_tap *t) {
 /* Hands batches to the tap's thread while fewer than RP_TAP_IN_FLIGHT are
  * there (the second once a transaction's worth waits: rp_tap_state_take):
  * the next one is parked as soon as the last one commits, while the loop
- * acks the last one and gathers the one after. */
+ * acks the last one and gathers the one after; in a storm a short one with
+ * none out waits a few milliseconds for more (rp_tap_state_gather), on a
+ * timer that kicks again. */
 static void rp_tap_kick(rp_tap *t) {
     if (t->stopped) return;
+    int64_t wait_us = rp_tap_state_gather(&t->s, rp_clock_mono_us());
+    if (wait_us > 0) {
+        struct timeval tv = {(time_t)(wait_us / 1000000), (suseconds_t)(wait_us % 1000000)};
+        evtimer_add(t->gather_ev, &tv);
+        return;
+    }
     for (;;) {
         bool nomem = false;
         rp_tap_batch *b = rp_tap_state_take(&t->s, &nomem);
@@ -360,13 +369,15 @@ rp_tap *rp_tap_new(struct event_base *base, const rp_tap_deps *deps) {
     rp_tap_state_init(&t->s, &deps->consumer.items);
     t->retry_ev = evtimer_new(base, rp_tap_on_retry, t);
     t->kick_ev = event_new(base, -1, 0, rp_tap_on_kick, t);
+    t->gather_ev = evtimer_new(base, rp_tap_on_kick, t);
     t->bind_retry_ev = evtimer_new(base, rp_tap_on_bind_retry, t);
     t->ports = deps->store.ports;
     t->ports.publisher = deps->feed;
     t->park_mem = rp_tap_park_mem_new();
     t->worker = rp_worker_new(base, "tap", NULL, t, 0);
     if (deps->bind != NULL) t->bind_worker = rp_worker_new(base, "tapbind", NULL, t, 0);
-    if (t->retry_ev == NULL || t->kick_ev == NULL || t->bind_retry_ev == NULL ||
+    if (t->retry_ev == NULL || t->kick_ev == NULL || t->gather_ev == NULL ||
+        t->bind_retry_ev == NULL ||
         t->park_mem == NULL ||
         t->worker == NULL || (deps->bind != NULL && t->bind_worker == NULL)) {
         rp_tap_free(t);
@@ -387,6 +398,7 @@ void rp_tap_stop(rp_tap *t) {
     t->stopped = true;
     rp_tap_state_stop(&t->s);
     if (t->kick_ev) event_del(t->kick_ev);
+    if (t->gather_ev) event_del(t->gather_ev);
     /* The batch in flight stops at its next message (stopping); its done
      * function runs here and acks what was parked. */
     if (t->worker) rp_worker_free(t->worker);
@@ -400,6 +412,7 @@ void rp_tap_free(rp_tap *t) {
     rp_tap_stop(t);
     if (t->retry_ev) event_free(t->retry_ev);
     if (t->kick_ev) event_free(t->kick_ev);
+    if (t->gather_ev) event_free(t->gather_ev);
     if (t->bind_retry_ev) event_free(t->bind_retry_ev);
     rp_tap_state_cleanup(&t->s);
     rp_tap_park_mem_free(t->park_mem); /* the thread is joined (rp_tap_stop) */

@@ -114,6 +114,19 @@ void rp_tap_state_hold(rp_tap_state *s, rp_tap_item *it) {
     rp_list_push(&s->waiting, it);
 }
 
+int64_t rp_tap_state_gather(rp_tap_state *s, int64_t now_us) {
+    if (s->in_flight > 0 || s->waiting.n == 0 || s->waiting.n >= RP_TAP_TXN_MAX ||
+        s->last_taken < RP_TAP_GATHER_AFTER || s->paused || s->stopped || !s->up) {
+        s->gather_since = 0;
+        return 0;
+    }
+    if (s->gather_since == 0) s->gather_since = now_us;
+    int64_t left = s->gather_since + RP_TAP_GATHER_US - now_us;
+    if (left > 0) return left;
+    s->gather_since = 0;
+    return 0;
+}
+
 rp_tap_batch *rp_tap_state_take(rp_tap_state *s, bool *nomem) {
     *nomem = false;
     if (s->paused || s->stopped) return NULL;
@@ -154,6 +167,8 @@ rp_tap_batch *rp_tap_state_take(rp_tap_state *s, bool *nomem) {
     }
     s->flight[s->in_flight++] = b;
     s->in_flight_n += b->n;
+    s->last_taken = b->n;
+    s->gather_since = 0;
     return b;
 }
 

@@ -19,7 +19,9 @@
  * unkept. Batches of at most RP_TAP_BATCH go to the tap's thread
  * (rp_tap_state_take), at most RP_TAP_IN_FLIGHT at once, oldest first; with
  * one out, the next only once RP_TAP_TXN_MAX wait (else they gather until
- * the one out is back: fuller transactions in a storm, none delayed alone).
+ * the one out is back: fuller transactions in a storm, none delayed alone);
+ * with none out in a storm, a short one gathers up to RP_TAP_GATHER_US
+ * (rp_tap_state_gather).
  * When one comes back, rp_tap_state_settle says what to ack: only what is
  * settled (parked, parked before, or not a dead letter) and only what came
  * on the current connection (after a reconnect the broker has the rest
@@ -64,6 +66,18 @@
 #define RP_TAP_PREFETCH 4000 /* two batches in flight and one gathering */
 #define RP_TAP_BATCH 2000
 #define RP_TAP_IN_FLIGHT 2
+/* In a storm (the last batch handed out held RP_TAP_GATHER_AFTER or more),
+ * a batch short of a transaction's worth, with none out, waits up to
+ * RP_TAP_GATHER_US for more before it goes (rp_tap_state_gather): the
+ * broker keeps delivering meanwhile, and fuller transactions cost every
+ * process less per dead letter (each one a commit, an ack, a flush of the
+ * feed's events). 100,000 storms of bench/tap, two rounds, interleaved
+ * with none: 5,076 and 6,289/s against 4,797 and 6,017 (8 ms: 5,090 and
+ * 6,198), 80-95 dead letters a transaction against 45-51, reaperd 23 and
+ * 15 us per dead letter against 27 and 19. A light storm's batches hold
+ * one: never held. */
+#define RP_TAP_GATHER_US 3000
+#define RP_TAP_GATHER_AFTER 32
 /* The most the tap keeps in memory (bodies and bookkeeping) before it stops
  * consuming: a count prefetch cannot bound bytes (4,000 dead letters of
  * 4 MiB would be 16 GiB), so past this the tap cancels its consumer and the
@@ -200,6 +214,8 @@ typedef struct rp_tap_state {
     uint64_t returned; /* returned since the last cancel */
     uint64_t ignored;
     bool paused; /* waiting for the retry */
+    size_t last_taken;    /* the size of the last batch handed out */
+    int64_t gather_since; /* > 0: a short batch has waited since (us) */
     int backoff_ms;
     rp_tap_settled settled;
 } rp_tap_state;
@@ -232,6 +248,11 @@ void rp_tap_state_hold(rp_tap_state *s, rp_tap_item *it);
  * *nomem when it could not be allocated (pause: rp_tap_state_pause).
  * Items of older connections are dropped first. */
 rp_tap_batch *rp_tap_state_take(rp_tap_state *s, bool *nomem);
+/* Before rp_tap_state_take: 0 when a batch may be taken now, else the
+ * microseconds to wait for more (the caller calls again then, or at the
+ * next delivery): in a storm, none out and fewer than RP_TAP_TXN_MAX
+ * waiting, held up to RP_TAP_GATHER_US from the first such call. */
+int64_t rp_tap_state_gather(rp_tap_state *s, int64_t now_us);
 /* A batch that could not be handed over goes back, in order, to the head
  * of the waiting list (freed). */
 void rp_tap_state_put_back(rp_tap_state *s, rp_tap_batch *b);

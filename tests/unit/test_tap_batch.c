@@ -230,6 +230,71 @@ static void test_ack_rules(void **state) {
 }
 
 /* A batch that could not be handed over goes back to the head, in order. */
+/* In a storm a short batch waits a while for more (rp_tap_state_gather):
+ * after a batch of RP_TAP_GATHER_AFTER or more, with none out and fewer
+ * than a transaction's worth waiting, up to RP_TAP_GATHER_US from the
+ * first ask, then it goes; a transaction's worth goes at once; after a
+ * small batch (a light storm) nothing waits. */
+static void test_gather_in_a_storm(void **state) {
+    fixture *f = *state;
+    bool nomem;
+    /* A light storm: batches of one go at once. */
+    hold_n(&f->s, 1, 1, 10);
+    assert_int_equal(rp_tap_state_gather(&f->s, 1000), 0);
+    rp_tap_batch *a = rp_tap_state_take(&f->s, &nomem);
+    assert_non_null(a);
+    set_results(a, RP_TAP_DONE);
+    rp_tap_state_settle(&f->s, a, false, 0);
+    hold_n(&f->s, 2, 1, 10);
+    assert_int_equal(rp_tap_state_gather(&f->s, 2000), 0);
+    a = rp_tap_state_take(&f->s, &nomem);
+    assert_int_equal(a->n, 1);
+    /* One out: nothing to gather for (take waits for a transaction). */
+    hold_n(&f->s, 3, RP_TAP_GATHER_AFTER, 10);
+    assert_int_equal(rp_tap_state_gather(&f->s, 3000), 0);
+    set_results(a, RP_TAP_DONE);
+    rp_tap_state_settle(&f->s, a, false, 0);
+    /* The last batch was small: the big one goes at once. */
+    assert_int_equal(rp_tap_state_gather(&f->s, 4000), 0);
+    a = rp_tap_state_take(&f->s, &nomem);
+    assert_int_equal(a->n, RP_TAP_GATHER_AFTER);
+    set_results(a, RP_TAP_DONE);
+    rp_tap_state_settle(&f->s, a, false, 0);
+    /* A storm now: a short batch waits, counted from the first ask. */
+    hold_n(&f->s, 3 + RP_TAP_GATHER_AFTER, 5, 10);
+    assert_int_equal(rp_tap_state_gather(&f->s, 10000), RP_TAP_GATHER_US);
+    assert_int_equal(rp_tap_state_gather(&f->s, 11000), RP_TAP_GATHER_US - 1000);
+    hold_n(&f->s, 8 + RP_TAP_GATHER_AFTER, 5, 10);
+    assert_int_equal(rp_tap_state_gather(&f->s, 10000 + RP_TAP_GATHER_US), 0);
+    a = rp_tap_state_take(&f->s, &nomem);
+    assert_int_equal(a->n, 10);
+    set_results(a, RP_TAP_DONE);
+    rp_tap_state_settle(&f->s, a, false, 0);
+    /* 10 is under RP_TAP_GATHER_AFTER: the next short batch goes at once. */
+    hold_n(&f->s, 13 + RP_TAP_GATHER_AFTER, 3, 10);
+    assert_int_equal(rp_tap_state_gather(&f->s, 20000), 0);
+    a = rp_tap_state_take(&f->s, &nomem);
+    assert_int_equal(a->n, 3);
+    set_results(a, RP_TAP_DONE);
+    rp_tap_state_settle(&f->s, a, false, 0);
+    /* After a storm's batch, a transaction's worth goes at once. */
+    hold_n(&f->s, 100, 2 * RP_TAP_GATHER_AFTER, 10);
+    a = rp_tap_state_take(&f->s, &nomem);
+    set_results(a, RP_TAP_DONE);
+    rp_tap_state_settle(&f->s, a, false, 0);
+    hold_n(&f->s, 1000, RP_TAP_TXN_MAX, 10);
+    assert_int_equal(rp_tap_state_gather(&f->s, 30000), 0);
+    a = rp_tap_state_take(&f->s, &nomem);
+    assert_int_equal(a->n, RP_TAP_TXN_MAX);
+    set_results(a, RP_TAP_DONE);
+    rp_tap_state_settle(&f->s, a, false, 0);
+    /* Paused (the store away): nothing to wait for. */
+    hold_n(&f->s, 2000, 3, 10);
+    f->s.last_taken = RP_TAP_TXN_MAX;
+    rp_tap_state_pause(&f->s);
+    assert_int_equal(rp_tap_state_gather(&f->s, 40000), 0);
+}
+
 static void test_put_back_keeps_order(void **state) {
     fixture *f = *state;
     hold_n(&f->s, 1, 3, 10);
@@ -778,6 +843,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_next_batch_waits_for_a_transaction, park_setup,
                                         park_teardown),
         cmocka_unit_test(test_ack_rules),
+        cmocka_unit_test_setup_teardown(test_gather_in_a_storm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_put_back_keeps_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_items_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pause_at_limit_resume_at_half, setup, teardown),
