@@ -343,7 +343,7 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
      * again into a joined CTE and four sorts, and in a storm PostgreSQL
      * took each copy's memory fresh from the kernel at every statement
      * (page faults: 2.25 a park against 1.7; bench/REPORT.md, "The park's
-     * wide rows copied less"). */
+     * memory in PostgreSQL"). */
     [RP__PG_PARK_SET] =
         {"park_set",
          "WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], "

@@ -174,7 +174,7 @@ rp_status rp__pg_enter(rp_pg_store *s, rp__pg_mode mode, const char *op) RP_MUST
  * build and drop one text of bytes (one block that large, mapped and
  * unmapped): from then on the backend keeps up to twice that free
  * instead of returning it at every statement. Measured in 50,000-dead-
- * letter storms (bench/REPORT.md, "The park session's heap"): the park
+ * letter storms (bench/REPORT.md, "The park's memory in PostgreSQL"): the park
  * backend's page faults 82,000-90,000 -> 26,000-28,000, its CPU per park
  * about a fifth less, as with glibc.malloc.trim_threshold set on the
  * server. Other allocators: the text is made and dropped, nothing more.

@@ -9,7 +9,7 @@
  * a transaction at most, two outstanding, as the tap sends them) and the
  * hinted one parks them as the plain one does; each backend's page faults
  * over them are printed (what the hint is for shows in a storm, where
- * bench/tap counts them: bench/REPORT.md, "The park session's heap").
+ * bench/tap counts them: bench/REPORT.md, "The park's memory in PostgreSQL").
  * Skips when the server is not on this machine (its /proc entry
  * unreadable).
  */
