@@ -377,8 +377,7 @@ rp_tap *rp_tap_new(struct event_base *base, const rp_tap_deps *deps) {
     t->worker = rp_worker_new(base, "tap", NULL, t, 0);
     if (deps->bind != NULL) t->bind_worker = rp_worker_new(base, "tapbind", NULL, t, 0);
     if (t->retry_ev == NULL || t->kick_ev == NULL || t->gather_ev == NULL ||
-        t->bind_retry_ev == NULL ||
-        t->park_mem == NULL ||
+        t->bind_retry_ev == NULL || t->park_mem == NULL ||
         t->worker == NULL || (deps->bind != NULL && t->bind_worker == NULL)) {
         rp_tap_free(t);
         return NULL;

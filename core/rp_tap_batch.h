@@ -71,11 +71,11 @@
  * RP_TAP_GATHER_US for more before it goes (rp_tap_state_gather): the
  * broker keeps delivering meanwhile, and fuller transactions cost every
  * process less per dead letter (each one a commit, an ack, a flush of the
- * feed's events). 100,000 storms of bench/tap, two rounds, interleaved
- * with none: 5,076 and 6,289/s against 4,797 and 6,017 (8 ms: 5,090 and
- * 6,198), 80-95 dead letters a transaction against 45-51, reaperd 23 and
- * 15 us per dead letter against 27 and 19. A light storm's batches hold
- * one: never held. */
+ * feed's events). 100,000 storms of bench/tap, four pairs interleaved with
+ * no wait: 80-95 dead letters a transaction against 45-52, reaperd 14-23
+ * us per dead letter against 16-27; the rate within the runs' noise
+ * (+6, +5, -1, -3%; 8 ms did no better than 3). A light storm's batches
+ * hold one: never held. */
 #define RP_TAP_GATHER_US 3000
 #define RP_TAP_GATHER_AFTER 32
 /* The most the tap keeps in memory (bodies and bookkeeping) before it stops

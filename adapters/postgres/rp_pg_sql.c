@@ -338,8 +338,8 @@ const rp__pg_sql_def rp__pg_sql[RP__PG_STMT_COUNT_] = {
      * cannot happen to a replayed message (a new lineage, never covered).
      * Each wide row (bodies, headers, the texts) is copied as few times as
      * the statement allows: into u's and ids' stores only. The job, gate and
-     * event read ids through a semi-join on dl's job ids (a hash of ids
-     * only), in ids' order, with no sort; an earlier form copied every row
+     * event read ids through a semi-join on dl's job ids (a hash of the
+     * job ids only), in ids' order, with no sort; an earlier form copied every row
      * again into a joined CTE and four sorts, and in a storm PostgreSQL
      * took each copy's memory fresh from the kernel at every statement
      * (page faults: 2.25 a park against 1.7; bench/REPORT.md, "The park's
