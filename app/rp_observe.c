@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "rp_clock.h"
 #include "rp_log.h"
 
 struct rp_observe {
@@ -18,6 +19,7 @@ struct rp_observe {
     /* The gauges' recount after ledger events (loop thread). */
     struct event *gauges_ev;
     bool gauges_queued; /* a recount waits on the store thread */
+    int64_t gauges_took_ms; /* how long the last recount took */
     bool stopped;
 };
 
@@ -105,6 +107,7 @@ void rp_observe_pass_done(rp_observe *o, rp_pass_scope scope, rp_status status, 
 
 typedef struct rp_gauge_job {
     rp_observe *o;
+    int64_t took_ms; /* the counts' time on the store thread */
     bool gates_ok, sightings_ok;
     int64_t gates[RP_GATE_KIND_COUNT_];
     int64_t gate_age[RP_GATE_KIND_COUNT_];
@@ -117,15 +120,18 @@ static void rp_gauges_count(void *ctx, void *arg) {
     rp_gauge_job *j = arg;
     const rp_gauges_port *g = &j->o->deps.gauges;
     if (!g->store_up(g->self)) return;
+    int64_t t0 = rp_clock_mono_ms();
     j->gates_ok = g->open_gates_aged(g->self, j->gates, j->gate_age) == RP_OK;
     if (j->gates_ok) rp_observe_gates(j->o, j->gates, j->gate_age);
     j->sightings_ok = g->open_sightings(g->self, j->sightings) == RP_OK;
+    j->took_ms = rp_clock_mono_ms() - t0;
 }
 
 /* Loop. */
 static void rp_gauges_done(void *arg, bool cancelled) {
     rp_gauge_job *j = arg;
     j->o->gauges_queued = false;
+    if (!cancelled) j->o->gauges_took_ms = j->took_ms;
     if (!cancelled && j->sightings_ok) rp_metrics_set_sightings_open(j->o->deps.metrics, j->sightings);
     free(j);
 }
@@ -146,9 +152,16 @@ static void rp_gauges_due(evutil_socket_t fd, short what, void *arg) {
         o->gauges_queued = true;
 }
 
+int64_t rp_observe_gauges_wait_ms(int64_t debounce_ms, int64_t last_took_ms) {
+    int64_t spaced = last_took_ms * RP_OBSERVE_GAUGES_SPACING;
+    if (spaced > RP_OBSERVE_GAUGES_MAX_MS) spaced = RP_OBSERVE_GAUGES_MAX_MS;
+    return spaced > debounce_ms ? spaced : debounce_ms;
+}
+
 void rp_observe_gauges_soon(rp_observe *o) {
     if (o == NULL || o->stopped || evtimer_pending(o->gauges_ev, NULL)) return;
-    int ms = o->deps.gauges_ms > 0 ? o->deps.gauges_ms : RP_OBSERVE_GAUGES_MS;
+    int64_t ms = rp_observe_gauges_wait_ms(
+        o->deps.gauges_ms > 0 ? o->deps.gauges_ms : RP_OBSERVE_GAUGES_MS, o->gauges_took_ms);
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
     evtimer_add(o->gauges_ev, &tv);
 }

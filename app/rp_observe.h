@@ -26,7 +26,10 @@
  *                                   sightings are counted again at most once
  *                                   every gauges_ms (a park, an answer, a
  *                                   sighting opened or cleared between passes
- *                                   shows within that), one recount at a time
+ *                                   shows within that), one recount at a time,
+ *                                   and at most once every
+ *                                   RP_OBSERVE_GAUGES_SPACING times what the
+ *                                   last one took
  *
  * Ownership: deps and what they point to are borrowed for the part's life.
  * Threads: the loop thread, except rp_observe_pass_store (store thread) and
@@ -48,6 +51,17 @@
 #include "worker.h"
 
 #define RP_OBSERVE_GAUGES_MS 2000
+/* A recount takes at most 1/RP_OBSERVE_GAUGES_SPACING of the time, whatever
+ * gauges_ms says: the next one waits at least RP_OBSERVE_GAUGES_SPACING times
+ * as long as the last one took, and at most RP_OBSERVE_GAUGES_MAX_MS (a count
+ * that was slow because the database stalled does not hold the gauges for
+ * an hour). The open gates are counted over every open gate: in a storm or a
+ * backlog of hundreds of thousands, a count takes a tenth of a second or
+ * more, on the store thread that answers gates and on a database core; every
+ * 2 s that was 7 us of PostgreSQL's CPU per dead letter in a 100,000 storm
+ * (bench/REPORT.md). */
+#define RP_OBSERVE_GAUGES_SPACING 50
+#define RP_OBSERVE_GAUGES_MAX_MS 60000
 
 typedef struct rp_observe rp_observe;
 
@@ -110,6 +124,10 @@ void rp_observe_pass_done(rp_observe *o, rp_pass_scope scope, rp_status status, 
                           int64_t duration_ms);
 /* Loop: count the open gates and sightings again soon (debounced). */
 void rp_observe_gauges_soon(rp_observe *o);
+/* How long a recount waits after a ledger event: debounce_ms, or
+ * RP_OBSERVE_GAUGES_SPACING times what the last count took when that is
+ * longer, never more than RP_OBSERVE_GAUGES_MAX_MS. Pure. */
+int64_t rp_observe_gauges_wait_ms(int64_t debounce_ms, int64_t last_took_ms);
 /* No recount is started after this. */
 void rp_observe_stop(rp_observe *o);
 void rp_observe_free(rp_observe *o); /* NULL: nothing */

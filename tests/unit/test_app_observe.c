@@ -23,6 +23,7 @@ typedef struct fake {
     void *job[16];
     int queued, submitted;
     int gate_counts, sighting_counts;
+    int gates_take_ms; /* how long a count of the open gates takes */
     bool store_up;
     bool tap_bound;
 } fake;
@@ -55,6 +56,7 @@ static rp_status fake_gates(void *self, int64_t by_kind[RP_GATE_KIND_COUNT_],
                             int64_t age_ms[RP_GATE_KIND_COUNT_]) {
     fake *f = self;
     f->gate_counts++;
+    if (f->gates_take_ms > 0) usleep((useconds_t)f->gates_take_ms * 1000);
     for (int k = 0; k < RP_GATE_KIND_COUNT_; k++) {
         by_kind[k] = k + 1;
         age_ms[k] = 1000;
@@ -165,6 +167,43 @@ static void test_a_burst_is_counted_once_after_the_debounce(void **state) {
     rig_down(&r);
 }
 
+/* A recount that took long spaces the next ones out: at least
+ * RP_OBSERVE_GAUGES_SPACING times its time, not gauges_ms. */
+static void test_a_slow_count_spaces_the_next_out(void **state) {
+    (void)state;
+    rig r;
+    rig_up(&r, 100);
+    r.f.gates_take_ms = 20; /* the next waits at least 1,000 ms */
+    rp_observe_gauges_soon(r.o);
+    turn(r.base, 150);
+    assert_int_equal(r.f.queued, 1);
+    fake_run_one(&r.f);
+    assert_int_equal(r.f.gate_counts, 1);
+    r.f.gates_take_ms = 0;
+    rp_observe_gauges_soon(r.o);
+    turn(r.base, 600); /* past gauges_ms many times over: still held */
+    assert_int_equal(r.f.submitted, 1);
+    turn(r.base, 700);
+    assert_int_equal(r.f.submitted, 2);
+    fake_run_one(&r.f);
+    /* That one was quick: the debounce is gauges_ms again. */
+    rp_observe_gauges_soon(r.o);
+    turn(r.base, 250);
+    assert_int_equal(r.f.submitted, 3);
+    rig_down(&r);
+}
+
+static void test_the_wait_is_spaced_and_capped(void **state) {
+    (void)state;
+    assert_int_equal(rp_observe_gauges_wait_ms(2000, 0), 2000);
+    assert_int_equal(rp_observe_gauges_wait_ms(2000, 40), 2000);
+    assert_int_equal(rp_observe_gauges_wait_ms(2000, 41), 41 * RP_OBSERVE_GAUGES_SPACING);
+    assert_int_equal(rp_observe_gauges_wait_ms(2000, 124), 6200);
+    /* A count stalled for minutes: the next waits a minute, not hours. */
+    assert_int_equal(rp_observe_gauges_wait_ms(2000, 300000), RP_OBSERVE_GAUGES_MAX_MS);
+    assert_int_equal(rp_observe_gauges_wait_ms(90000, 300000), 90000);
+}
+
 static void test_ready_says_what_it_waits_for(void **state) {
     (void)state;
     rig r;
@@ -271,6 +310,8 @@ static void test_vhost_taps_in_gauges_and_ready(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_burst_is_counted_once_after_the_debounce),
+        cmocka_unit_test(test_a_slow_count_spaces_the_next_out),
+        cmocka_unit_test(test_the_wait_is_spaced_and_capped),
         cmocka_unit_test(test_ready_says_what_it_waits_for),
         cmocka_unit_test(test_vhost_taps_in_gauges_and_ready),
     };
