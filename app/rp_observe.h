@@ -58,9 +58,9 @@
  * that was slow because the database stalled does not hold the gauges for
  * an hour). The open gates are counted over every open gate: in a storm or a
  * backlog of hundreds of thousands, a count takes a tenth of a second or
- * more, on the store thread that answers gates and on a database core. Every
- * 2 s, in two 100,000 storms, 17 counts took 124 ms each: PostgreSQL's
- * busiest statement after the park (bench/REPORT.md). */
+ * more, on the store thread that answers gates and on a database core. At
+ * one every 2 s, two 100,000 storms held 17 counts of 124 ms each on
+ * average: PostgreSQL's busiest statement after the park (bench/REPORT.md). */
 #define RP_OBSERVE_GAUGES_SPACING 50
 #define RP_OBSERVE_GAUGES_MAX_MS 60000
 

@@ -180,11 +180,15 @@ static void test_a_slow_count_spaces_the_next_out(void **state) {
     fake_run_one(&r.f);
     assert_int_equal(r.f.gate_counts, 1);
     r.f.gates_take_ms = 0;
+    int64_t soon = mono_ms();
     rp_observe_gauges_soon(r.o);
     turn(r.base, 600); /* past gauges_ms many times over: still held */
     assert_int_equal(r.f.submitted, 1);
-    turn(r.base, 700);
+    /* It goes once 50 times the count's time (20 ms or more, on a loaded
+     * machine more) has passed, and not before. */
+    for (int i = 0; i < 100 && r.f.submitted < 2; i++) turn(r.base, 50);
     assert_int_equal(r.f.submitted, 2);
+    assert_true(mono_ms() - soon >= 20 * RP_OBSERVE_GAUGES_SPACING);
     fake_run_one(&r.f);
     /* That one was quick: the debounce is gauges_ms again. */
     rp_observe_gauges_soon(r.o);
