@@ -72,11 +72,14 @@
  * broker keeps delivering meanwhile, and fuller transactions cost every
  * process less per dead letter (each one a commit, an ack, a flush of the
  * feed's events). 100,000 storms of bench/tap, four pairs interleaved with
- * no wait: 80-95 dead letters a transaction against 45-52, reaperd 14-23
- * us per dead letter against 16-27; the rate within the runs' noise
- * (+6, +5, -1, -3%; 8 ms did no better than 3). A light storm's batches
- * hold one: never held. */
-#define RP_TAP_GATHER_US 3000
+ * no wait and 3 ms: 80-95 dead letters a transaction against 45-52,
+ * reaperd 14-23 us per dead letter against 16-27. 12 ms against 3 ms,
+ * three pairs interleaved with autovacuum off (issue 21): 148-158 a
+ * transaction against 72-88, 5,169-5,338 parked/s against 4,937-5,348,
+ * reaperd 18 us against 19-21, PostgreSQL 80-84 us against 84-91; 25 ms
+ * gathered 175 and did no better. A storm's dead letters may wait up to
+ * 12 ms more; a light storm's batches hold one: never held. */
+#define RP_TAP_GATHER_US 12000
 #define RP_TAP_GATHER_AFTER 32
 /* The most the tap keeps in memory (bodies and bookkeeping) before it stops
  * consuming: a count prefetch cannot bound bytes (4,000 dead letters of
