@@ -9,9 +9,15 @@
  *   tap_load wait QUEUE N TIMEOUT_S  polls QUEUE's ready count (passive
  *       declare, every 2 ms) until it reaches N; prints the seconds since
  *       the call began, or exits 1 on time-out.
- *   tap_load consume QUEUE N PREFETCH  consumes N messages from QUEUE with
- *       that prefetch and a multiple ack every 250 (as reaperd's tap acks a
- *       transaction's worth), then acks the rest; prints the seconds it took.
+ *   tap_load consume QUEUE N PREFETCH [EXCHANGE]  consumes N messages from
+ *       QUEUE with that prefetch and a multiple ack every 250 (as reaperd's
+ *       tap acks a transaction's worth), then acks the rest; prints the
+ *       seconds it took. With EXCHANGE, also what the contract has every
+ *       reaper publish for a parked dead letter: one event per message,
+ *       shaped as reaperd's feed sends a DEAD_LETTER/PARKED one (the same
+ *       properties, routing key and body size), a run of them after each
+ *       ack, on a connection of its own in confirm mode, every run's
+ *       confirms awaited before the next message is taken.
  *
  * Connection from REAPER_BROKER_URL and REAPER_BROKER_PASSWORD_FILE.
  */
@@ -58,10 +64,48 @@ static amqp_connection_state_t connect_broker(void) {
     return c;
 }
 
+/* The events of one run: count messages to exchange, as reaperd's feed
+ * publishes them (rp_amqp_feed.c: content type, persistent, message id,
+ * timestamp, type, app id; bench/tap's event was 475 bytes of MessagePack
+ * with routing key broker.dead_letter.parked), then every confirm. */
+static void publish_events(amqp_connection_state_t ev, const char *exchange, long count,
+                           long *seq) {
+    static char body[475];
+    if (body[0] == 0) memset(body, 'x', sizeof body);
+    amqp_basic_properties_t p;
+    memset(&p, 0, sizeof p);
+    p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
+               AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TIMESTAMP_FLAG | AMQP_BASIC_TYPE_FLAG |
+               AMQP_BASIC_APP_ID_FLAG;
+    p.content_type = amqp_cstring_bytes("application/msgpack");
+    p.delivery_mode = 2;
+    p.type = amqp_cstring_bytes("QueueReaped");
+    p.app_id = amqp_cstring_bytes("reaperd");
+    for (long i = 0; i < count; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "ledger-%ld", ++*seq);
+        p.message_id = amqp_cstring_bytes(id);
+        p.timestamp = (uint64_t)now_s();
+        if (amqp_basic_publish(ev, 1, amqp_cstring_bytes(exchange),
+                               amqp_cstring_bytes("broker.dead_letter.parked"), 0, 0, &p,
+                               (amqp_bytes_t){sizeof body, body}) != AMQP_STATUS_OK)
+            die("event publish failed");
+    }
+    for (;;) { /* the confirms, up to the last published */
+        amqp_frame_t f;
+        if (amqp_simple_wait_frame(ev, &f) != AMQP_STATUS_OK) die("waiting for confirms failed");
+        if (f.frame_type != AMQP_FRAME_METHOD || f.payload.method.id != AMQP_BASIC_ACK_METHOD)
+            die("an event was not confirmed");
+        amqp_basic_ack_t *a = f.payload.method.decoded;
+        if ((long)a->delivery_tag == *seq) break;
+    }
+    amqp_maybe_release_buffers(ev);
+}
+
 int main(int argc, char **argv) {
-    if (argc != 5) {
+    if (argc != 5 && !(argc == 6 && strcmp(argv[1], "consume") == 0)) {
         fprintf(stderr, "usage: tap_load publish QUEUE N RATE | wait QUEUE N TIMEOUT_S | "
-                        "consume QUEUE N PREFETCH\n");
+                        "consume QUEUE N PREFETCH [EXCHANGE]\n");
         return 2;
     }
     amqp_connection_state_t c = connect_broker();
@@ -111,6 +155,15 @@ int main(int argc, char **argv) {
         amqp_basic_consume(c, 1, amqp_cstring_bytes(queue), amqp_empty_bytes, 0, 0, 0,
                            amqp_empty_table);
         if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL) die("basic.consume failed");
+        const char *exchange = argc == 6 ? argv[5] : NULL;
+        amqp_connection_state_t ev = NULL;
+        long seq = 0, published = 0;
+        if (exchange != NULL) {
+            ev = connect_broker();
+            amqp_confirm_select(ev, 1);
+            if (amqp_get_rpc_reply(ev).reply_type != AMQP_RESPONSE_NORMAL)
+                die("confirm.select failed");
+        }
         uint64_t last = 0;
         for (long got = 1; got <= n; got++) {
             amqp_envelope_t e;
@@ -119,9 +172,18 @@ int main(int argc, char **argv) {
                 die("consuming failed");
             last = e.delivery_tag;
             amqp_destroy_envelope(&e);
-            if (got % 250 == 0 && amqp_basic_ack(c, 1, last, 1) != AMQP_STATUS_OK) die("ack failed");
+            if (got % 250 == 0) {
+                if (amqp_basic_ack(c, 1, last, 1) != AMQP_STATUS_OK) die("ack failed");
+                if (ev != NULL) publish_events(ev, exchange, got - published, &seq);
+                if (ev != NULL) published = got;
+            }
         }
         if (n > 0 && amqp_basic_ack(c, 1, last, 1) != AMQP_STATUS_OK) die("ack failed");
+        if (ev != NULL && n > published) publish_events(ev, exchange, n - published, &seq);
+        if (ev != NULL) {
+            amqp_connection_close(ev, AMQP_REPLY_SUCCESS);
+            amqp_destroy_connection(ev);
+        }
         printf("%.3f\n", now_s() - t0);
     } else {
         die("unknown mode");
