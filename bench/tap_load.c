@@ -97,7 +97,7 @@ static void publish_events(amqp_connection_state_t ev, const char *exchange, lon
         if (f.frame_type != AMQP_FRAME_METHOD || f.payload.method.id != AMQP_BASIC_ACK_METHOD)
             die("an event was not confirmed");
         amqp_basic_ack_t *a = f.payload.method.decoded;
-        if ((long)a->delivery_tag == *seq) break;
+        if ((long)a->delivery_tag >= *seq) break;
     }
     amqp_maybe_release_buffers(ev);
 }
@@ -157,7 +157,7 @@ int main(int argc, char **argv) {
         if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL) die("basic.consume failed");
         const char *exchange = argc == 6 ? argv[5] : NULL;
         amqp_connection_state_t ev = NULL;
-        long seq = 0, published = 0;
+        long seq = 0; /* events published so far: one per message taken */
         if (exchange != NULL) {
             ev = connect_broker();
             amqp_confirm_select(ev, 1);
@@ -174,12 +174,11 @@ int main(int argc, char **argv) {
             amqp_destroy_envelope(&e);
             if (got % 250 == 0) {
                 if (amqp_basic_ack(c, 1, last, 1) != AMQP_STATUS_OK) die("ack failed");
-                if (ev != NULL) publish_events(ev, exchange, got - published, &seq);
-                if (ev != NULL) published = got;
+                if (ev != NULL) publish_events(ev, exchange, got - seq, &seq);
             }
         }
         if (n > 0 && amqp_basic_ack(c, 1, last, 1) != AMQP_STATUS_OK) die("ack failed");
-        if (ev != NULL && n > published) publish_events(ev, exchange, n - published, &seq);
+        if (ev != NULL && n > seq) publish_events(ev, exchange, n - seq, &seq);
         if (ev != NULL) {
             amqp_connection_close(ev, AMQP_REPLY_SUCCESS);
             amqp_destroy_connection(ev);
