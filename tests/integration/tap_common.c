@@ -265,6 +265,32 @@ long tap_sqln(const char *fmt, ...) {
     return tap_sqlv(buf);
 }
 
+/* Why a wait for parks ran out, as far as the broker tells (stderr): what
+ * the tap queue holds and how many consume it, and the exchanges it is
+ * bound to (management API). A wait that runs out fails its test; this
+ * says whether the dead letters never reached the tap, or reached it and
+ * were not parked. */
+static void tap_explain(void) {
+    amqp_queue_declare_ok_t *ok = amqp_queue_declare(T.amqp, 2, amqp_cstring_bytes(T.tap), 1, 0,
+                                                     0, 0, amqp_empty_table);
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(T.amqp);
+    if (r.reply_type == AMQP_RESPONSE_NORMAL && ok != NULL)
+        fprintf(stderr, "tap queue %s: %u ready, %u consumers\n", T.tap, ok->message_count,
+                ok->consumer_count);
+    else
+        fprintf(stderr, "tap queue %s: passive declare failed (reply %d)\n", T.tap,
+                r.reply_type);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "curl -s -u \"reaper:$(cat '%s')\" '%s/api/queues/%%2F/%s/bindings' | "
+             "tr '{' '\\n' | sed -n 's/.*\"source\":\"\\([^\"]*\\)\".*/  bound to \"\\1\"/p' >&2",
+             itest_env("REAPER_BROKER_PASSWORD_FILE"), itest_env("REAPER_BROKER_MANAGEMENT_URL"),
+             T.tap);
+    fprintf(stderr, "tap queue %s, its bindings:\n", T.tap);
+    fflush(stderr);
+    if (system(cmd) != 0) fprintf(stderr, "  (could not list them)\n");
+}
+
 long tap_wait_count(long want, int timeout_ms, const char *query) {
     long v = -1;
     for (int waited = 0; waited <= timeout_ms; waited += 200) {
@@ -273,6 +299,8 @@ long tap_wait_count(long want, int timeout_ms, const char *query) {
         if (T.reaperd) rp_child_drain(T.reaperd, 200);
         else usleep(200 * 1000);
     }
+    fprintf(stderr, "waited %d ms for %ld, found %ld: %s\n", timeout_ms, want, v, query);
+    tap_explain();
     return v;
 }
 
