@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rp_amqp_feed.h"
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -73,19 +75,10 @@ static void publish_events(amqp_connection_state_t ev, const char *exchange, lon
     static char body[475];
     if (body[0] == 0) memset(body, 'x', sizeof body);
     amqp_basic_properties_t p;
-    memset(&p, 0, sizeof p);
-    p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
-               AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TIMESTAMP_FLAG | AMQP_BASIC_TYPE_FLAG |
-               AMQP_BASIC_APP_ID_FLAG;
-    p.content_type = amqp_cstring_bytes("application/msgpack");
-    p.delivery_mode = 2;
-    p.type = amqp_cstring_bytes("QueueReaped");
-    p.app_id = amqp_cstring_bytes("reaperd");
     for (long i = 0; i < count; i++) {
         char id[32];
         snprintf(id, sizeof id, "ledger-%ld", ++*seq);
-        p.message_id = amqp_cstring_bytes(id);
-        p.timestamp = (uint64_t)now_s();
+        rp_amqp_feed_props(&p, "application/msgpack", id, (uint64_t)now_s(), "QueueReaped");
         if (amqp_basic_publish(ev, 1, amqp_cstring_bytes(exchange),
                                amqp_cstring_bytes("broker.dead_letter.parked"), 0, 0, &p,
                                (amqp_bytes_t){sizeof body, body}) != AMQP_STATUS_OK)

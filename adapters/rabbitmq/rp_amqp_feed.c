@@ -38,6 +38,20 @@ static void rp_feed_item_free(rp_feed_item *it) {
     free(it);
 }
 
+void rp_amqp_feed_props(amqp_basic_properties_t *p, const char *content_type,
+                        const char *message_id, uint64_t timestamp, const char *type) {
+    memset(p, 0, sizeof *p);
+    p->_flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
+                AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TIMESTAMP_FLAG | AMQP_BASIC_TYPE_FLAG |
+                AMQP_BASIC_APP_ID_FLAG;
+    p->content_type = amqp_cstring_bytes(content_type);
+    p->delivery_mode = 2; /* persistent */
+    p->message_id = amqp_cstring_bytes(message_id);
+    p->timestamp = timestamp;
+    p->type = amqp_cstring_bytes(type);
+    p->app_id = amqp_cstring_bytes("reaperd");
+}
+
 /* The publisher is done with an item handed over to it. */
 static void rp_feed_release(void *owner) { rp_feed_item_free(owner); }
 
@@ -61,16 +75,8 @@ static void rp_feed_settled(void *arg, rp_publish_outcome outcome) {
 static void rp_feed_send(rp_amqp_feed *f, rp_amqp_publisher *publisher, rp_feed_item *it) {
     if (publisher != NULL) {
         amqp_basic_properties_t *props = &it->props;
-        memset(props, 0, sizeof *props);
-        props->_flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
-                        AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TIMESTAMP_FLAG |
-                        AMQP_BASIC_TYPE_FLAG | AMQP_BASIC_APP_ID_FLAG;
-        props->content_type = amqp_cstring_bytes(rp_encoding_content_type(f->enc));
-        props->delivery_mode = 2; /* persistent */
-        props->message_id = amqp_cstring_bytes(it->msg.message_id);
-        props->timestamp = (uint64_t)it->msg.timestamp;
-        props->type = amqp_cstring_bytes(it->msg.type);
-        props->app_id = amqp_cstring_bytes("reaperd");
+        rp_amqp_feed_props(props, rp_encoding_content_type(f->enc), it->msg.message_id,
+                           (uint64_t)it->msg.timestamp, it->msg.type);
         rp_publish pub = {
             .exchange = f->exchange,
             .routing_key = it->msg.routing_key,

@@ -34,6 +34,9 @@
 #define RP_AMQP_FEED_H
 
 #include <stdbool.h>
+#include <stdint.h>
+
+#include <amqp.h>
 
 #include "rp_amqp_publisher.h"
 #include "rp_config.h"
@@ -73,5 +76,12 @@ rp_amqp_feed *rp_amqp_feed_from_config(const rp_config *cfg, rp_metrics *metrics
 /* Fills out with the publisher port over f. */
 void rp_amqp_feed_port(rp_amqp_feed *f, rp_publisher_port *out);
 void rp_amqp_feed_free(rp_amqp_feed *f);
+
+/* The properties every feed event carries: content_type (the encoding's),
+ * persistent, message_id ledger-<seq>, timestamp, type (the ledger event's
+ * kind) and app_id "reaperd". p is overwritten; it points into the strings
+ * (borrowed), which must outlive its publish. */
+void rp_amqp_feed_props(amqp_basic_properties_t *p, const char *content_type,
+                        const char *message_id, uint64_t timestamp, const char *type);
 
 #endif

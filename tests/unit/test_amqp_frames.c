@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rp_amqp_feed.h"
 #include "rp_amqp_frames.h"
 
 typedef struct lib {
@@ -129,16 +130,7 @@ static void same_bytes(int frame_max, const pub *pubs, size_t n) {
 
 static amqp_basic_properties_t feed_props(void) {
     amqp_basic_properties_t p;
-    memset(&p, 0, sizeof p);
-    p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
-               AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TIMESTAMP_FLAG | AMQP_BASIC_TYPE_FLAG |
-               AMQP_BASIC_APP_ID_FLAG;
-    p.content_type = amqp_cstring_bytes("application/msgpack");
-    p.delivery_mode = 2;
-    p.message_id = amqp_cstring_bytes("ledger-123456");
-    p.timestamp = 1764680000;
-    p.type = amqp_cstring_bytes("QueueReaped");
-    p.app_id = amqp_cstring_bytes("reaperd");
+    rp_amqp_feed_props(&p, "application/msgpack", "ledger-123456", 1764680000, "QueueReaped");
     return p;
 }
 
