@@ -22,9 +22,9 @@ struct rp_pg_conn {
      * drop, under mu. */
     pthread_mutex_t mu;
     PGcancel *cancel;
-    /* WARNINGs the server sent (rp_pg_conn_warnings): counted by the
-     * notice receiver, in the thread that calls libpq on conn. */
-    unsigned long warnings;
+    /* The WARNINGs of rp_pg_conn_sync_warnings: counted by the notice
+     * receiver, in the thread that calls libpq on conn. */
+    unsigned long sync_warnings;
 };
 
 rp_pg_conn *rp_pg_conn_new(const char *dsn, int connect_timeout_s) {
@@ -106,12 +106,21 @@ void rp_pg_error_line(const char *msg, char *err, size_t errlen) {
     }
 }
 
+/* The server routine that raises the WARNING of a commit whose wait for a
+ * synchronous standby was cut short (src/backend/replication/syncrep.c,
+ * the same name since PostgreSQL 9.1). */
+#define RP_PG_SYNCREP_ROUTINE "SyncRepWaitForLSN"
+
 /* Server notices ("schema already exists, skipping") are debug lines, not
- * stray text on standard error; WARNINGs are counted too. */
+ * stray text on standard error; the WARNINGs of a cut-short wait for a
+ * synchronous standby are counted too (rp_pg_conn_sync_warnings). */
 static void rp_pg_on_notice(void *arg, const PGresult *r) {
     rp_pg_conn *c = arg;
     const char *sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
-    if (sev != NULL && strcmp(sev, "WARNING") == 0) c->warnings++;
+    const char *fn = PQresultErrorField(r, PG_DIAG_SOURCE_FUNCTION);
+    if (sev != NULL && strcmp(sev, "WARNING") == 0 &&
+        (fn == NULL || strcmp(fn, RP_PG_SYNCREP_ROUTINE) == 0))
+        c->sync_warnings++;
     char line[512];
     rp_pg_error_line(PQresultErrorMessage(r), line, sizeof line);
     RP_DEBUG("store notice", "notice", line, NULL);
@@ -265,7 +274,7 @@ bool rp_pg_conn_cancel(rp_pg_conn *c) {
 
 unsigned long rp_pg_conn_generation(const rp_pg_conn *c) { return c->generation; }
 
-unsigned long rp_pg_conn_warnings(const rp_pg_conn *c) { return c->warnings; }
+unsigned long rp_pg_conn_sync_warnings(const rp_pg_conn *c) { return c->sync_warnings; }
 
 bool rp_pg_conn_is_up(const rp_pg_conn *c) {
     return c->conn && PQstatus(c->conn) == CONNECTION_OK;

@@ -86,13 +86,16 @@ void rp_pg_conn_close(rp_pg_conn *c);
  * looked means a NEW session, so whatever that caller kept of the old one
  * (prepared statements, an open transaction, row locks) is gone. */
 unsigned long rp_pg_conn_generation(const rp_pg_conn *c);
-/* WARNINGs the server sent on this connection so far (every session of
- * it), read by the thread that uses the connection. One that came with a
- * commit's results says the commit is not what it seems: PostgreSQL
- * answers a commit whose wait for a synchronous standby was cancelled
- * (PQcancel, pg_cancel_backend) as a success with a WARNING: committed
- * locally, perhaps not replicated. */
-unsigned long rp_pg_conn_warnings(const rp_pg_conn *c);
+/* The WARNINGs on this connection so far (every session of it) that say
+ * a commit is not what it seems, read by the thread that uses the
+ * connection: PostgreSQL answers a commit whose wait for a synchronous
+ * standby was cancelled (PQcancel, pg_cancel_backend) or cut short by a
+ * terminate as a success with a WARNING: committed locally, perhaps not
+ * replicated. Those are raised by the server's SyncRepWaitForLSN, which
+ * the notice names (its routine field, never translated); a WARNING that
+ * names another routine (a trigger's RAISE WARNING, an extension's) is
+ * not counted, and one that names none is (its origin is unknown). */
+unsigned long rp_pg_conn_sync_warnings(const rp_pg_conn *c);
 /* "host:port/dbname" for logs. Valid while connected, else "". */
 const char *rp_pg_conn_peer(const rp_pg_conn *c);
 /* Server version as an integer (150018), 0 when not connected. */

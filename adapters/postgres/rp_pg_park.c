@@ -363,12 +363,14 @@ static void rp_park_set_results(rp_pg_park_item *items, const size_t *run, size_
 /* A commit whose wait for the synchronous standby is cancelled (reaperd's
  * own cancel when a stop's grace runs out, an operator's pg_cancel_backend)
  * comes back as a success with a WARNING: committed on the primary alone.
- * A park whose results came with a WARNING is not trusted: the session is
- * dropped and the park fails (nothing acked; delivered again). Both park
- * paths (the batch's segments, and the one-by-one park of rp_park that
- * isolates a bad row and serves backfill) keep this rule. */
+ * A park whose results came with such a WARNING (rp_pg_conn_sync_warnings:
+ * not a trigger's or an extension's, which would fail every park) is not
+ * trusted: the session is dropped and the park fails (nothing acked;
+ * delivered again). Both park paths (the batch's segments, and the
+ * one-by-one park of rp_park that isolates a bad row and serves backfill)
+ * keep this rule. */
 static bool rp_park_warned(rp_pg_store *s, unsigned long w0, const char *op) {
-    if (rp_pg_conn_warnings(s->conn) == w0) return false;
+    if (rp_pg_conn_sync_warnings(s->conn) == w0) return false;
     RP_WARN("a park's commit came back with a WARNING (its wait for a synchronous standby "
             "cancelled?): its dead letters are not acked; the session is dropped",
             "op", op, NULL);
@@ -407,7 +409,7 @@ static rp_status rp_park(void *self, const char *vhost, const char *queue, const
                            {.stmt = RP__PG_PARK_SET, .n = RP_PARK_NPARAMS, .values = p.vals,
                             .lengths = p.lengths, .formats = p.formats}};
         PGresult *r[2] = {NULL, NULL};
-        unsigned long w0 = rp_pg_conn_warnings(s->conn);
+        unsigned long w0 = rp_pg_conn_sync_warnings(s->conn);
         st = rp__pg_run(s, k, 2, r, "park", NULL);
         if (st == RP_OK && rp_park_warned(s, w0, "park")) {
             rp__pg_clear(r, 2);
@@ -567,7 +569,7 @@ rp_status rp_pg_park_recv(rp_pg_store *s, rp_pg_park_item *items, size_t n) {
     k[0] = (rp__pg_cmd){.stmt = -1, .sql = RP_PARK_LEAD_SQL};
     for (size_t r = 0; r < runs; r++) k[r + RP_PARK_LEAD] = (rp__pg_cmd){.stmt = RP__PG_PARK_SET};
     char code[6];
-    unsigned long w0 = rp_pg_conn_warnings(s->conn);
+    unsigned long w0 = rp_pg_conn_sync_warnings(s->conn);
     rp_status st = rp__pg_recv(s, k, runs + RP_PARK_LEAD, res, "park_batch", code);
     if (st == RP_OK && rp_park_warned(s, w0, "park_batch")) {
         /* Committed on the primary, perhaps not on its synchronous standby

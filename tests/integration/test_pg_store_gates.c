@@ -1254,6 +1254,27 @@ static void test_park_waits_for_the_sync_standby(void **state) {
     assert_int_equal(cancelled, 0);
 }
 
+/* A WARNING that is not a cut-short wait for a synchronous standby (here
+ * an operator's audit trigger that raises one for every dead letter)
+ * fails no park: both paths park and ack, on the session they had. */
+static void test_park_survives_other_warnings(void **state) {
+    pgfx *f = *state;
+    pgfx_exec(f, "CREATE FUNCTION audit_park() RETURNS trigger LANGUAGE plpgsql AS "
+                 "$$BEGIN RAISE WARNING 'audit: dead letter %% parked', NEW.identity; "
+                 "RETURN NEW; END$$");
+    pgfx_exec(f, "CREATE TRIGGER audit_park AFTER INSERT ON dead_letter FOR EACH ROW "
+                 "EXECUTE FUNCTION audit_park()");
+    letter one, batched;
+    static const uint8_t body[] = "{}";
+    make_letter(&one, "m-audit-one", body, 2);
+    make_letter(&batched, "m-audit-batched", body, 2);
+    int cancelled = 0;
+    assert_int_equal(park_cancelling_the_wait(f, &one, false, &cancelled), 1);
+    assert_int_equal(park_cancelling_the_wait(f, &batched, true, &cancelled), 1);
+    assert_int_equal(cancelled, 0);
+    assert_int_equal(pgfx_i64(f, "SELECT count(*) FROM dead_letter"), 2);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void) {
@@ -1274,6 +1295,7 @@ int main(void) {
         T(test_gate_answered_once_under_a_race),
         cmocka_unit_test_setup_teardown(test_park_waits_for_the_sync_standby, setup,
                                         teardown_sync),
+        T(test_park_survives_other_warnings),
     };
     return cmocka_run_group_tests_name("pg_store_gates", tests, NULL, NULL);
 }
