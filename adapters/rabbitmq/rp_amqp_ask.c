@@ -24,49 +24,23 @@ static bool rp_bytes_is(amqp_bytes_t b, const char *s) {
     return b.len == n && (n == 0 || memcmp(b.bytes, s, n) == 0);
 }
 
-rp_status rp_amqp_ask(const rp_config *cfg, const char *user, const char *password,
-                      const void *body, size_t len, int timeout_ms, rp_amqp_ask_reply *out,
-                      char *err, size_t errlen) {
-    memset(out, 0, sizeof *out);
-    char own[256];
-    if (!rp_amqp_url_user(cfg->broker.url, own, sizeof own)) {
-        snprintf(err, errlen, "broker.url does not parse");
-        return RP_ERR_UNAVAILABLE;
-    }
-    const char *as = user ? user : own;
-    const rp_config_tls *t = &cfg->broker.tls;
-    bool refused = false;
-    rp_amqp_open_opts o = {
-        .url = cfg->broker.url,
-        .password = password,
-        .ca_file = t->ca_file,
-        .cert_file = t->cert_file,
-        .key_file = t->key_file,
-        .verify_peer = t->verify_peer,
-        .connect_timeout_ms = 5000,
-        .rpc_timeout_ms = 10000,
-        .connection_name = "reaperd console",
-        .user = as,
-        .login_refused = &refused,
-    };
-    amqp_connection_state_t c = rp_amqp_open(&o, err, errlen);
-    if (c == NULL) return refused ? RP_ERR_FORBIDDEN : RP_ERR_UNAVAILABLE;
-    rp_status st = RP_ERR_IO;
+/* Publishes the request on channel 1 (direct reply-to consumed first). */
+static rp_status rp_ask_send(amqp_connection_state_t c, const rp_config *cfg, const char *as,
+                             const rp_amqp_ask_opts *o, const char *corr, const void *body,
+                             size_t len, char *err, size_t errlen) {
     amqp_channel_open(c, 1);
-    if (!rp_ask_ok(amqp_get_rpc_reply(c), "channel open", err, errlen)) goto out_close;
+    if (!rp_ask_ok(amqp_get_rpc_reply(c), "channel open", err, errlen)) return RP_ERR_IO;
     /* Direct reply-to: consume the pseudo-queue (no-ack) before publishing. */
     amqp_basic_consume(c, 1, amqp_cstring_bytes("amq.rabbitmq.reply-to"), amqp_empty_bytes, 0, 1,
                        0, amqp_empty_table);
     if (!rp_ask_ok(amqp_get_rpc_reply(c), "consuming direct reply-to", err, errlen))
-        goto out_close;
-    char corr[64];
-    snprintf(corr, sizeof corr, "console-%d-%ld", (int)getpid(), (long)rp_clock_mono_ms());
+        return RP_ERR_IO;
     amqp_basic_properties_t p;
     memset(&p, 0, sizeof p);
     p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_REPLY_TO_FLAG |
                AMQP_BASIC_CORRELATION_ID_FLAG | AMQP_BASIC_USER_ID_FLAG |
                AMQP_BASIC_DELIVERY_MODE_FLAG;
-    p.content_type = amqp_cstring_bytes("application/json");
+    p.content_type = amqp_cstring_bytes(o->content_type ? o->content_type : "application/json");
     p.reply_to = amqp_cstring_bytes("amq.rabbitmq.reply-to");
     p.correlation_id = amqp_cstring_bytes(corr);
     /* The broker checks user_id against the login: reaperd's admission
@@ -78,18 +52,25 @@ rp_status rp_amqp_ask(const rp_config *cfg, const char *user, const char *passwo
                                 (amqp_bytes_t){len, (void *)body});
     if (rc != AMQP_STATUS_OK) {
         snprintf(err, errlen, "publishing the request: %s", amqp_error_string2(rc));
-        goto out_close;
+        return RP_ERR_IO;
     }
-    long until = (long)rp_clock_mono_ms() + timeout_ms;
+    return RP_OK;
+}
+
+/* Takes reaperd's reply to corr into out; other messages are dropped (and
+ * counted when they answer corr). */
+static rp_status rp_ask_wait(amqp_connection_state_t c, const rp_config *cfg,
+                             const rp_amqp_ask_opts *o, const char *corr, const char *reaperd,
+                             rp_amqp_ask_reply *out, char *err, size_t errlen) {
+    long until = (long)rp_clock_mono_ms() + o->timeout_ms;
     for (;;) {
         long left = until - (long)rp_clock_mono_ms();
         if (left <= 0) {
             snprintf(err, errlen,
-                     "no reply from reaperd within %d s (is the user in "
-                     "control.allowed_users?)",
-                     timeout_ms / 1000);
-            st = RP_ERR_TIMEOUT;
-            goto out_close;
+                     "no reply from reaperd within %d s (is reaperd running and consuming %s? "
+                     "it does not answer a user that control.allowed_users does not admit)",
+                     o->timeout_ms / 1000, cfg->broker.control_queue);
+            return RP_ERR_TIMEOUT;
         }
         struct timeval tv = {left / 1000, (left % 1000) * 1000};
         amqp_envelope_t env;
@@ -98,33 +79,68 @@ rp_status rp_amqp_ask(const rp_config *cfg, const char *user, const char *passwo
         if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
             r.library_error == AMQP_STATUS_TIMEOUT)
             continue;
-        if (!rp_ask_ok(r, "waiting for the reply", err, errlen)) goto out_close;
-        amqp_basic_properties_t *rp = &env.message.properties;
-        /* Only reaperd's reply to this request: no other consumer of the
-         * control queue can forge one (the broker checked its user_id). */
-        bool take = (rp->_flags & AMQP_BASIC_CORRELATION_ID_FLAG) &&
-                    rp_bytes_is(rp->correlation_id, corr) &&
-                    (rp->_flags & AMQP_BASIC_APP_ID_FLAG) && rp_bytes_is(rp->app_id, "reaperd") &&
-                    (rp->_flags & AMQP_BASIC_USER_ID_FLAG) && rp_bytes_is(rp->user_id, own);
-        if (!take) {
+        if (!rp_ask_ok(r, "waiting for the reply", err, errlen)) return RP_ERR_IO;
+        const amqp_basic_properties_t *rp = &env.message.properties;
+        bool mine = (rp->_flags & AMQP_BASIC_CORRELATION_ID_FLAG) &&
+                    rp_bytes_is(rp->correlation_id, corr);
+        bool from_reaperd = (rp->_flags & AMQP_BASIC_APP_ID_FLAG) &&
+                            rp_bytes_is(rp->app_id, "reaperd") &&
+                            (rp->_flags & AMQP_BASIC_USER_ID_FLAG) &&
+                            rp_bytes_is(rp->user_id, reaperd);
+        if (mine && !from_reaperd) out->forged++;
+        if (!mine || !from_reaperd) {
             amqp_destroy_envelope(&env);
             continue;
         }
+        if (rp->_flags & AMQP_BASIC_CONTENT_TYPE_FLAG)
+            snprintf(out->content_type, sizeof out->content_type, "%.*s",
+                     (int)rp->content_type.len, (const char *)rp->content_type.bytes);
         out->len = env.message.body.len;
         out->body = malloc(out->len + 1);
         if (out->body == NULL) {
             amqp_destroy_envelope(&env);
+            out->len = 0;
             snprintf(err, errlen, "out of memory");
-            st = RP_ERR_NOMEM;
-            goto out_close;
+            return RP_ERR_NOMEM;
         }
         if (out->len) memcpy(out->body, env.message.body.bytes, out->len);
         out->body[out->len] = '\0';
         amqp_destroy_envelope(&env);
-        st = RP_OK;
-        break;
+        return RP_OK;
     }
-out_close:
+}
+
+rp_status rp_amqp_ask(const rp_config *cfg, const rp_amqp_ask_opts *o, const void *body,
+                      size_t len, rp_amqp_ask_reply *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    char own[256];
+    if (!rp_amqp_url_user(cfg->broker.url, own, sizeof own)) {
+        snprintf(err, errlen, "broker.url does not parse");
+        return RP_ERR_UNAVAILABLE;
+    }
+    const char *as = o->user ? o->user : own;
+    const char *reaperd = o->reaperd_user ? o->reaperd_user : own;
+    const rp_config_tls *t = &cfg->broker.tls;
+    bool refused = false;
+    rp_amqp_open_opts oo = {
+        .url = cfg->broker.url,
+        .password = o->password,
+        .ca_file = t->ca_file,
+        .cert_file = t->cert_file,
+        .key_file = t->key_file,
+        .verify_peer = t->verify_peer,
+        .connect_timeout_ms = 5000,
+        .rpc_timeout_ms = 10000,
+        .connection_name = o->client,
+        .user = as,
+        .login_refused = &refused,
+    };
+    amqp_connection_state_t c = rp_amqp_open(&oo, err, errlen);
+    if (c == NULL) return refused ? RP_ERR_FORBIDDEN : RP_ERR_UNAVAILABLE;
+    char corr[96];
+    snprintf(corr, sizeof corr, "%s-%d-%ld", o->client, (int)getpid(), (long)rp_clock_mono_ms());
+    rp_status st = rp_ask_send(c, cfg, as, o, corr, body, len, err, errlen);
+    if (st == RP_OK) st = rp_ask_wait(c, cfg, o, corr, reaperd, out, err, errlen);
     (void)amqp_connection_close(c, AMQP_REPLY_SUCCESS);
     amqp_destroy_connection(c);
     return st;
@@ -138,8 +154,14 @@ void rp_amqp_ask_cleanup(rp_amqp_ask_reply *r) {
 rp_status rp_amqp_ask_console(void *self, const char *user, const char *password,
                               const void *body, size_t len, int timeout_ms, char **reply,
                               size_t *reply_len, char *err, size_t n) {
+    rp_amqp_ask_opts o = {
+        .user = user,
+        .password = password,
+        .client = "reaperd console",
+        .timeout_ms = timeout_ms,
+    };
     rp_amqp_ask_reply rep;
-    rp_status st = rp_amqp_ask(self, user, password, body, len, timeout_ms, &rep, err, n);
+    rp_status st = rp_amqp_ask(self, &o, body, len, &rep, err, n);
     if (st == RP_OK) {
         *reply = (char *)rep.body;
         *reply_len = rep.len;
