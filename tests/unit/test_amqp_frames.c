@@ -208,6 +208,22 @@ static void test_bodies_over_frames(void **state) {
     same_bytes(4096, pubs, RP_ARRAY_LEN(pubs));
 }
 
+/* A frame_max above reaperd's own ask (131072; a broker may tune lower,
+ * never higher, but rp_amqp_frames takes whatever the connection has): a
+ * body of 150,000 bytes is one body frame at 262144. */
+static void test_frame_max_over_131072(void **state) {
+    (void)state;
+    amqp_basic_properties_t p = feed_props();
+    pub pubs[] = {
+        {"e", "k", false, &p, 150000},
+        {"e", "k", false, &p, 262144 - 8},
+        {"e", "k", false, NULL, 3},
+    };
+    same_bytes(262144, pubs, 1);
+    same_bytes(262144, pubs + 2, 1);
+    same_bytes(300000, pubs + 1, 1);
+}
+
 static void test_longest_names(void **state) {
     (void)state;
     char name[256];
@@ -398,6 +414,7 @@ int main(void) {
         cmocka_unit_test(test_no_properties_empty_body),
         cmocka_unit_test(test_every_property_and_headers),
         cmocka_unit_test(test_bodies_over_frames),
+        cmocka_unit_test(test_frame_max_over_131072),
         cmocka_unit_test(test_longest_names),
         cmocka_unit_test(test_refused_leaves_buffer),
         cmocka_unit_test(test_write_all_nonblocking),
