@@ -289,6 +289,22 @@ static void tap_explain(void) {
     fprintf(stderr, "tap queue %s, its bindings:\n", T.tap);
     fflush(stderr);
     if (system(cmd) != 0) fprintf(stderr, "  (could not list them)\n");
+    /* And what reaperd's sessions are doing (a park waiting on a lock?). */
+    PGresult *act = PQexec(T.pg, "SELECT pid, application_name, state, "
+                               "coalesce(wait_event_type || '/' || wait_event, '-'), "
+                               "coalesce(round(extract(epoch FROM now() - xact_start))::text, '-'), "
+                               "left(regexp_replace(query, '\\s+', ' ', 'g'), 100) "
+                               "FROM pg_stat_activity WHERE datname = current_database() AND "
+                               "backend_type = 'client backend' AND pid <> pg_backend_pid()");
+    if (PQresultStatus(act) == PGRES_TUPLES_OK) {
+        fprintf(stderr, "the database's other sessions (pid, application, state, waiting on, "
+                        "transaction's age in s, query):\n");
+        for (int i = 0; i < PQntuples(act); i++)
+            fprintf(stderr, "  %s | %s | %s | %s | %s | %s\n", PQgetvalue(act, i, 0),
+                    PQgetvalue(act, i, 1), PQgetvalue(act, i, 2), PQgetvalue(act, i, 3),
+                    PQgetvalue(act, i, 4), PQgetvalue(act, i, 5));
+    }
+    PQclear(act);
 }
 
 long tap_wait_count(long want, int timeout_ms, const char *query) {
