@@ -35,10 +35,9 @@ int tap_world_setup(const char *name) {
     snprintf(T.env_owned, sizeof T.env_owned, "REAPER_REAP_OWNED_QUEUE_PATTERN=^vibey\\.%s\\.",
              T.tag);
     /* The sweep's backfill of dead-letter queues is not the tap's to test:
-     * no queue of these tests is a dead-letter queue by name. (At the time
-     * of writing a sweep over an owned dead-letter queue holding messages
-     * calls the dead-letter port's peek, which nothing fills yet, and
-     * crashes: rp_backfill in core/rp_pass_broker.c.) */
+     * no queue of these tests is a dead-letter queue by name (a test that
+     * wants the backfill sets its own pattern, as test_reaperd_tap_replay's
+     * start_with_backfill does). */
     snprintf(T.env_dlq, sizeof T.env_dlq,
              "REAPER_REAP_DEAD_LETTER_QUEUE_PATTERN=\\.%s-no-such-dlq$", T.tag);
     if (itest_migrate(T.schema) != 0) return -1;
