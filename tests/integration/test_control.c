@@ -693,6 +693,22 @@ static void test_reaperctl(void **state) {
     assert_non_null(strstr(err, "no reply from reaperd within 1 s"));
     free(out);
     free(err);
+    /* REAPERCTL_REAPERD_USER names the user whose replies alone are taken:
+     * naming another, reaperd's own reply is ignored (said, and a time-out);
+     * naming reaperd's user (broker.url's, "reaper"), it is taken. */
+    char *argv2[] = {(char *)itest_env("REAPERCTL"), "--timeout", "2", "status", NULL};
+    char *other[] = {W.env_queue, "REAPERCTL_REAPERD_USER=someone-else", NULL};
+    assert_int_equal(rp_run_capture(argv2, other, &out, &err), 1);
+    assert_non_null(strstr(err, "not from reaperd"));
+    assert_non_null(strstr(err, "\"someone-else\""));
+    assert_non_null(strstr(err, "no reply from reaperd within 2 s"));
+    free(out);
+    free(err);
+    char *same[] = {W.env_queue, "REAPERCTL_REAPERD_USER=reaper", NULL};
+    assert_int_equal(rp_run_capture(argv2, same, &out, &err), 0);
+    assert_null(strstr(err, "not from reaperd"));
+    free(out);
+    free(err);
 }
 
 /* reaperctl takes only a reply from reaperd (app_id reaperd and reaperd's
