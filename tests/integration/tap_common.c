@@ -264,11 +264,12 @@ long tap_sqln(const char *fmt, ...) {
     return tap_sqlv(buf);
 }
 
-/* Why a wait for parks ran out, as far as the broker tells (stderr): what
- * the tap queue holds and how many consume it, and the exchanges it is
- * bound to (management API). A wait that runs out fails its test; this
- * says whether the dead letters never reached the tap, or reached it and
- * were not parked. */
+/* Why a wait for parks ran out (stderr): what the tap queue holds, ready
+ * and unacked (by then the management API's counts are current), how many
+ * consume it and the exchanges it is bound to; and what the database's
+ * sessions are doing. A wait that runs out fails its test; this says
+ * whether the dead letters never reached the tap, were taken and not
+ * parked, or wait on PostgreSQL. */
 static void tap_explain(void) {
     amqp_queue_declare_ok_t *ok = amqp_queue_declare(T.amqp, 2, amqp_cstring_bytes(T.tap), 1, 0,
                                                      0, 0, amqp_empty_table);
@@ -280,6 +281,15 @@ static void tap_explain(void) {
         fprintf(stderr, "tap queue %s: passive declare failed (reply %d)\n", T.tap,
                 r.reply_type);
     char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "curl -s -u \"reaper:$(cat '%s')\" "
+             "'%s/api/queues/%%2F/%s?columns=messages_ready,messages_unacknowledged' >&2; "
+             "echo >&2",
+             itest_env("REAPER_BROKER_PASSWORD_FILE"), itest_env("REAPER_BROKER_MANAGEMENT_URL"),
+             T.tap);
+    fprintf(stderr, "tap queue %s, as the management API counts it: ", T.tap);
+    fflush(stderr);
+    if (system(cmd) != 0) fprintf(stderr, "  (could not read it)\n");
     snprintf(cmd, sizeof cmd,
              "curl -s -u \"reaper:$(cat '%s')\" '%s/api/queues/%%2F/%s/bindings' | "
              "tr '{' '\\n' | sed -n 's/.*\"source\":\"\\([^\"]*\\)\".*/  bound to \"\\1\"/p' >&2",
